@@ -1,0 +1,83 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// Limelight: Spotlight-style search for Linux servers.
+///
+/// One target per concern. Executables are thin `@main` commands over library
+/// modules, so that tests build exactly what production runs.
+let package = Package(
+    name: "Limelight",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "limelight", targets: ["limelight"]),
+        .executable(name: "limelight-coordinator", targets: ["limelight-coordinator"]),
+        .executable(name: "limelight-indexer", targets: ["limelight-indexer"]),
+        .executable(name: "limelight-query", targets: ["limelight-query"]),
+        .executable(name: "limelight-bench", targets: ["limelight-bench"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+    ],
+    targets: [
+        // C libraries, behind system-library targets (GRDB's layout).
+        .systemLibrary(name: "CZeroMQ", path: "Sources/CZeroMQ"),
+        .systemLibrary(name: "CSQLite", path: "Sources/CSQLite"),
+
+        // Swift faces of the C libraries: no pointers or return codes leak out.
+        .target(name: "ZeroMQ", dependencies: ["CZeroMQ"]),
+        .target(name: "SQLite", dependencies: ["CSQLite"]),
+
+        // The domain: items, the shared query plan, the query languages.
+        .target(name: "Items"),
+        .target(name: "QueryPlan", dependencies: ["Items"]),
+        .target(name: "SpotlightQuery", dependencies: ["QueryPlan"]),
+
+        // One SQLite file per shard, evaluating query plans.
+        .target(name: "ShardStore", dependencies: [
+            "SQLite", "Items", "QueryPlan",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+
+        // JSON messages on ZeroMQ frames, and the processes that exchange them.
+        .target(name: "WireProtocol", dependencies: ["Items", "QueryPlan"]),
+        .target(name: "Workers", dependencies: [
+            "ZeroMQ", "WireProtocol", "ShardStore", "SpotlightQuery", "QueryPlan", "Items",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .target(name: "Coordinator", dependencies: [
+            "ZeroMQ", "WireProtocol", "QueryPlan", "Items",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .target(name: "LimelightClient", dependencies: ["ZeroMQ", "WireProtocol", "Items", "QueryPlan"]),
+        .target(name: "LimelightCLI", dependencies: [
+            "LimelightClient", "WireProtocol", "SpotlightQuery", "Items", "QueryPlan",
+            "Coordinator", "Workers",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+
+        // Thin executables.
+        .executableTarget(name: "limelight", dependencies: ["LimelightCLI"],
+                          path: "Sources/Executables/limelight"),
+        .executableTarget(name: "limelight-coordinator", dependencies: ["LimelightCLI"],
+                          path: "Sources/Executables/limelight-coordinator"),
+        .executableTarget(name: "limelight-indexer", dependencies: ["LimelightCLI"],
+                          path: "Sources/Executables/limelight-indexer"),
+        .executableTarget(name: "limelight-query", dependencies: ["LimelightCLI"],
+                          path: "Sources/Executables/limelight-query"),
+        .executableTarget(name: "limelight-bench", dependencies: [
+            "ShardStore", "SpotlightQuery", "Items", "QueryPlan", "LimelightClient",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+        ], path: "Sources/Executables/limelight-bench"),
+
+        // Tests.
+        .testTarget(name: "ItemsTests", dependencies: ["Items"]),
+        .testTarget(name: "SpotlightQueryTests", dependencies: ["SpotlightQuery", "QueryPlan"]),
+        .testTarget(name: "ShardStoreTests", dependencies: ["ShardStore", "SpotlightQuery", "SQLite"]),
+        .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["LimelightClient", "WireProtocol", "Items"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,1 @@
+// Coordinator — placeholder until its module lands.

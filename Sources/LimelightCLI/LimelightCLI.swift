@@ -1,0 +1,1 @@
+// LimelightCLI — placeholder until its module lands.

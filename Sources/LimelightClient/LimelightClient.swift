@@ -1,0 +1,1 @@
+// LimelightClient — placeholder until its module lands.

@@ -1,0 +1,213 @@
+import Foundation
+
+/// Word boundaries, shared by matching and by the store's word index so the
+/// two always agree.
+public enum Words {
+    @inline(__always)
+    static func isWordScalar(_ u: Unicode.Scalar) -> Bool {
+        let p = u.properties
+        return p.isAlphabetic || p.numericType != nil || p.generalCategory == .nonspacingMark
+            || p.generalCategory == .spacingMark
+    }
+
+    /// Splits text into words at every character that is not a letter, digit
+    /// or combining mark. With `camelCase`, a lowercase letter followed by an
+    /// uppercase one is also a boundary ("MyWindowClass" → My, Window, Class;
+    /// "NSWindow" stays one word, as Apple documents).
+    public static func split(_ s: String, camelCase: Bool) -> [Substring] {
+        var out: [Substring] = []
+        var start: String.Index?
+        var prevLower = false
+        var i = s.startIndex
+        while i < s.endIndex {
+            let ch = s[i]
+            let first = ch.unicodeScalars.first!
+            let isWord = isWordScalar(first)
+            if isWord {
+                if let st = start {
+                    if camelCase, prevLower, ch.isUppercase {
+                        out.append(s[st..<i])
+                        start = i
+                    }
+                } else {
+                    start = i
+                }
+                prevLower = ch.isLowercase
+            } else {
+                if let st = start { out.append(s[st..<i]); start = nil }
+                prevLower = false
+            }
+            i = s.index(after: i)
+        }
+        if let st = start { out.append(s[st..<s.endIndex]) }
+        return out
+    }
+
+    /// The text the store gives its word index for one value: every token,
+    /// and the camel-case parts of tokens that have them, so both `w` and `t`
+    /// comparisons find their candidates there.
+    public static func indexText(_ s: String) -> String {
+        var extra: [Substring] = []
+        for token in split(s, camelCase: false) {
+            let parts = split(String(token), camelCase: true)
+            if parts.count > 1 { extra += parts }
+        }
+        if extra.isEmpty { return s }
+        return s + " " + extra.joined(separator: " ")
+    }
+}
+
+/// Decides whether one text value matches a Spotlight text comparison.
+///
+/// This is the single definition of text semantics; the store uses its word
+/// and trigram indexes only to find candidates and asks this for the answer.
+///
+/// - Without `w` or `t` the pattern is matched against the whole value, `*`
+///   matching any run of characters.
+/// - With `w` both value and pattern are split into words (camel-case aware);
+///   the pattern's words must match a consecutive run of the value's words,
+///   each glob-matched on its own.
+/// - With `t` the pattern's tokens must each match one of the value's tokens,
+///   in any order (tokens split at non-word characters only; with `w` too,
+///   camel-case boundaries also split).
+/// - `c` folds case (Unicode) and `d` strips diacritics, on both sides.
+public struct TextMatcher: Sendable {
+    public let options: TextOptions
+    let whole: [GlobPart]
+    let words: [[GlobPart]]
+
+    enum GlobPart: Sendable, Hashable {
+        case literal([Character])
+        case star
+    }
+
+    public init(pattern: TextPattern, options: TextOptions) {
+        self.options = options
+        var whole: [GlobPart] = []
+        for p in pattern.parts {
+            switch p {
+            case .anyRun: whole.append(.star)
+            case .literal(let s): whole.append(.literal(Array(Self.fold(s, options))))
+            }
+        }
+        self.whole = whole
+        if options.contains(.wordBased) || options.contains(.tokenized) {
+            // Split the pattern into words; a star sticks to the word it touches.
+            var words: [[GlobPart]] = []
+            var current: [GlobPart] = []
+            let camel = options.contains(.wordBased)
+            for p in pattern.parts {
+                switch p {
+                case .anyRun: current.append(.star)
+                case .literal(let s):
+                    // Split the literal, keeping track of whether it starts or ends mid-word.
+                    var idx = s.startIndex
+                    var wordStart: String.Index?
+                    var prevLower = false
+                    func flushWord(upTo end: String.Index) {
+                        if let ws = wordStart {
+                            current.append(.literal(Array(Self.fold(String(s[ws..<end]), options))))
+                            wordStart = nil
+                        }
+                    }
+                    while idx < s.endIndex {
+                        let ch = s[idx]
+                        if Words.isWordScalar(ch.unicodeScalars.first!) {
+                            if wordStart != nil, camel, prevLower, ch.isUppercase {
+                                flushWord(upTo: idx)
+                                words.append(current); current = []
+                            }
+                            if wordStart == nil { wordStart = idx }
+                            prevLower = ch.isLowercase
+                        } else {
+                            flushWord(upTo: idx)
+                            if !current.isEmpty { words.append(current); current = [] }
+                            prevLower = false
+                        }
+                        idx = s.index(after: idx)
+                    }
+                    flushWord(upTo: s.endIndex)
+                }
+            }
+            if !current.isEmpty { words.append(current) }
+            self.words = words
+        } else {
+            self.words = []
+        }
+    }
+
+    public init(_ test: TextTest) {
+        self.init(pattern: test.pattern, options: test.options)
+    }
+
+    public func matches(_ value: String) -> Bool {
+        if options.contains(.tokenized) {
+            let tokens = Words.split(value, camelCase: options.contains(.wordBased)).map { Array(Self.fold(String($0), options)) }
+            if words.isEmpty { return whole.contains(.star) ? !tokens.isEmpty || Self.glob(whole, []) : false }
+            return words.allSatisfy { w in tokens.contains { Self.glob(w, $0) } }
+        }
+        if options.contains(.wordBased) {
+            let tokens = Words.split(value, camelCase: true).map { Array(Self.fold(String($0), options)) }
+            if words.isEmpty { return whole.contains(.star) ? !tokens.isEmpty : false }
+            guard tokens.count >= words.count else { return false }
+            for start in 0...(tokens.count - words.count) {
+                var ok = true
+                for j in 0..<words.count where !Self.glob(words[j], tokens[start + j]) {
+                    ok = false
+                    break
+                }
+                if ok { return true }
+            }
+            return false
+        }
+        return Self.glob(whole, Array(Self.fold(value, options)))
+    }
+
+    static func fold(_ s: String, _ options: TextOptions) -> String {
+        var f: String.CompareOptions = []
+        if options.contains(.caseInsensitive) { f.insert(.caseInsensitive) }
+        if options.contains(.diacriticInsensitive) { f.insert(.diacriticInsensitive) }
+        if f.isEmpty { return s }
+        // Fast path: pure ASCII needs no Unicode tables.
+        if s.utf8.allSatisfy({ $0 < 128 }) {
+            return options.contains(.caseInsensitive) ? s.lowercased() : s
+        }
+        var out = s.folding(options: f, locale: nil)
+        if options.contains(.caseInsensitive) { out = out.lowercased() }
+        return out
+    }
+
+    /// Glob match with `*` only: iterative, backtracking to the last star.
+    static func glob(_ pattern: [GlobPart], _ text: [Character]) -> Bool {
+        // Flatten to characters with a star marker.
+        var p: [Character?] = []
+        for part in pattern {
+            switch part {
+            case .star: p.append(nil)
+            case .literal(let cs): p += cs.map { Optional($0) }
+            }
+        }
+        var pi = 0, ti = 0
+        var starP = -1, starT = 0
+        while ti < text.count {
+            if pi < p.count, let c = p[pi], c == text[ti] {
+                pi += 1; ti += 1
+            } else if pi < p.count, p[pi] == nil {
+                starP = pi; starT = ti; pi += 1
+            } else if starP >= 0 {
+                pi = starP + 1; starT += 1; ti = starT
+            } else {
+                return false
+            }
+        }
+        while pi < p.count, p[pi] == nil { pi += 1 }
+        return pi == p.count
+    }
+}
+
+/// The text form of a number, for text comparisons against numeric values
+/// (`installedSize == "28591"`): integral values without a decimal point.
+public func canonicalText(_ d: Double) -> String {
+    if d.rounded() == d, abs(d) < 1e15 { return String(Int64(d)) }
+    return String(d)
+}

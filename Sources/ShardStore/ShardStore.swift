@@ -1,0 +1,1 @@
+// ShardStore — placeholder until its module lands.

@@ -1,0 +1,1 @@
+// SpotlightQuery — placeholder until its module lands.

@@ -1,0 +1,1 @@
+// WireProtocol — placeholder until its module lands.

@@ -1,0 +1,1 @@
+// Workers — placeholder until its module lands.

@@ -1,0 +1,1 @@
+// ZeroMQ — placeholder until its module lands.
