@@ -33,6 +33,9 @@ let package = Package(
         .target(name: "QueryPlan", dependencies: ["Items"]),
         .target(name: "SpotlightQuery", dependencies: ["QueryPlan"]),
 
+        // Any query language → one plan; which shards must answer.
+        .target(name: "Planner", dependencies: ["QueryPlan", "SpotlightQuery", "WireProtocol", "Items"]),
+
         // One SQLite file per shard, evaluating query plans.
         .target(name: "ShardStore", dependencies: [
             "SQLite", "Items", "QueryPlan",
@@ -46,7 +49,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "Coordinator", dependencies: [
-            "ZeroMQ", "WireProtocol", "QueryPlan", "Items",
+            "ZeroMQ", "WireProtocol", "Planner", "QueryPlan", "Items",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "LimelightClient", dependencies: ["ZeroMQ", "WireProtocol", "Items", "QueryPlan"]),

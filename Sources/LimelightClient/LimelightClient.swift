@@ -1,1 +1,231 @@
-// LimelightClient — placeholder until its module lands.
+import Foundation
+import Items
+import WireProtocol
+import ZeroMQ
+
+/// Why a client call failed.
+public struct ClientError: Error, Sendable, CustomStringConvertible {
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        let raw: String
+        init(_ raw: String) { self.raw = raw }
+        public var description: String { raw }
+        /// No answer within the timeout: the server is down or unreachable.
+        public static let timeout = Code("timeout")
+        /// The server answered with an error (see `server`).
+        public static let server = Code("server")
+        public static let closed = Code("closed")
+        public static let unexpectedReply = Code("unexpected_reply")
+    }
+
+    public var code: Code
+    public var message: String
+    public var server: WireError?
+
+    public init(_ code: Code, _ message: String, server: WireError? = nil) {
+        self.code = code
+        self.message = message
+        self.server = server
+    }
+
+    public var description: String { message }
+}
+
+/// What a running query delivers: batches as shards produce them, then one completion.
+public enum QueryEvent: Sendable {
+    case batch([JSONValue])
+    case completion(Body.Completion)
+}
+
+/// A query in flight: iterate its events; cancel it with `cancel()`.
+public struct QueryHandle: Sendable {
+    public let id: String
+    public let events: AsyncThrowingStream<QueryEvent, Error>
+    let client: LimelightClient
+
+    public func cancel() async { await client.cancel(queryID: id) }
+}
+
+/// A Limelight client: a DEALER socket to the coordinator, with requests and
+/// replies matched by id, so many requests and queries can run at once.
+public final class LimelightClient: Sendable {
+    public let endpoint: String
+    let context: Context
+    let socket: AsyncSocket
+    let pending = PendingReplies()
+    let receiver: Task<Void, Never>
+
+    public init(endpoint: String) throws {
+        self.endpoint = endpoint
+        context = try Context(ioThreads: 1)
+        socket = try AsyncSocket(context: context, type: .dealer, name: "limelight-client") { s in
+            try s.set(.linger(milliseconds: 0))
+            try s.set(.sendHighWaterMark(1000))
+            try s.set(.receiveHighWaterMark(100_000))
+            try s.set(.reconnectInterval(milliseconds: 100))
+            try s.connect(endpoint)
+        }
+        let socket = self.socket
+        let pending = self.pending
+        receiver = Task {
+            for await frames in socket.messages {
+                guard let payload = frames.last, let env = try? Envelope.decode(payload, maxBytes: .max) else { continue }
+                pending.deliver(env)
+            }
+            pending.failAll(ClientError(.closed, "connection closed"))
+        }
+    }
+
+    deinit {
+        receiver.cancel()
+    }
+
+    public func close() {
+        socket.close()
+        context.shutdown()
+    }
+
+    func newID() -> String { pending.nextID() }
+
+    /// Sends a request and waits for its one reply; a server error becomes `ClientError(.server)`.
+    public func request(_ body: Body, timeout: Duration = .seconds(30)) async throws -> Body {
+        let id = newID()
+        let reply: Envelope = try await withCheckedThrowingContinuation { cont in
+            pending.expect(id, cont)
+            Task {
+                do { try await socket.send([Envelope(id: id, body: body).encoded()]) } catch {
+                    pending.fail(id, ClientError(.closed, "could not send: \(error)"))
+                }
+            }
+            Task {
+                try? await Task.sleep(for: timeout)
+                pending.fail(id, ClientError(.timeout, "no answer from \(endpoint) within \(timeout)"))
+            }
+        }
+        if case .error(let e) = reply.body { throw ClientError(.server, e.description, server: e) }
+        return reply.body
+    }
+
+    /// Asks whether the server is up and which shards it serves.
+    public func ping(timeout: Duration = .seconds(3)) async throws -> Body.Pong {
+        guard case .pong(let p) = try await request(.ping(Body.Empty()), timeout: timeout) else {
+            throw ClientError(.unexpectedReply, "expected pong")
+        }
+        return p
+    }
+
+    public func publish(_ items: [JSONValue], batch: String? = nil, timeout: Duration = .seconds(120)) async throws -> Body.PublishAck {
+        guard case .publishAck(let a) = try await request(.publish(Body.Publish(items: items, batch: batch)), timeout: timeout) else {
+            throw ClientError(.unexpectedReply, "expected publish_ack")
+        }
+        return a
+    }
+
+    public func declare(_ attributes: [AttributeDeclaration]) async throws {
+        guard case .declareAck = try await request(.declare(Body.Declare(attributes: attributes))) else {
+            throw ClientError(.unexpectedReply, "expected declare_ack")
+        }
+    }
+
+    public func delete(ids: [String]? = nil, domains: [String]? = nil, all: Bool = false) async throws -> Int {
+        guard case .deleteAck(let a) = try await request(.delete(Body.Delete(ids: ids, domains: domains, all: all ? true : nil))) else {
+            throw ClientError(.unexpectedReply, "expected delete_ack")
+        }
+        return a.deleted
+    }
+
+    public func stats() async throws -> JSONValue {
+        guard case .statsReply(let s) = try await request(.stats(Body.Empty())) else {
+            throw ClientError(.unexpectedReply, "expected stats_reply")
+        }
+        return s.stats
+    }
+
+    /// Starts a query. Events end after the completion; a query rejected by
+    /// the server (a parse error) ends the stream with `ClientError(.server)`.
+    public func query(_ request: Body.QueryRequest) -> QueryHandle {
+        let id = newID()
+        let (stream, cont) = AsyncThrowingStream<QueryEvent, Error>.makeStream()
+        pending.stream(id, cont)
+        let socket = self.socket
+        let pending = self.pending
+        Task {
+            do { try await socket.send([Envelope(id: id, body: .query(request)).encoded()]) } catch {
+                pending.fail(id, ClientError(.closed, "could not send: \(error)"))
+            }
+        }
+        return QueryHandle(id: id, events: stream, client: self)
+    }
+
+    public func cancel(queryID: String) async {
+        try? await socket.send([Envelope(id: newID(), body: .cancel(Body.Cancel(query: queryID))).encoded()])
+    }
+}
+
+/// Requests waiting for replies, by id.
+final class PendingReplies: @unchecked Sendable {
+    // All fields are guarded by `lock`.
+    private let lock = NSLock()
+    private var counter = 0
+    private var single: [String: CheckedContinuation<Envelope, Error>] = [:]
+    private var streams: [String: AsyncThrowingStream<QueryEvent, Error>.Continuation] = [:]
+
+    func nextID() -> String {
+        lock.lock(); defer { lock.unlock() }
+        counter += 1
+        return "c\(counter)"
+    }
+
+    func expect(_ id: String, _ c: CheckedContinuation<Envelope, Error>) {
+        lock.lock(); single[id] = c; lock.unlock()
+    }
+
+    func stream(_ id: String, _ c: AsyncThrowingStream<QueryEvent, Error>.Continuation) {
+        lock.lock(); streams[id] = c; lock.unlock()
+    }
+
+    func deliver(_ env: Envelope) {
+        lock.lock()
+        if let c = single.removeValue(forKey: env.id) {
+            lock.unlock()
+            c.resume(returning: env)
+            return
+        }
+        guard let s = streams[env.id] else { lock.unlock(); return }
+        switch env.body {
+        case .resultBatch(let b):
+            lock.unlock()
+            s.yield(.batch(b.items))
+        case .completion(let c):
+            streams.removeValue(forKey: env.id)
+            lock.unlock()
+            s.yield(.completion(c))
+            s.finish()
+        case .error(let e):
+            streams.removeValue(forKey: env.id)
+            lock.unlock()
+            s.finish(throwing: ClientError(.server, e.description, server: e))
+        default:
+            lock.unlock()
+        }
+    }
+
+    func fail(_ id: String, _ error: ClientError) {
+        lock.lock()
+        let c = single.removeValue(forKey: id)
+        let s = streams.removeValue(forKey: id)
+        lock.unlock()
+        c?.resume(throwing: error)
+        s?.finish(throwing: error)
+    }
+
+    func failAll(_ error: ClientError) {
+        lock.lock()
+        let cs = single.values
+        let ss = streams.values
+        single.removeAll()
+        streams.removeAll()
+        lock.unlock()
+        cs.forEach { $0.resume(throwing: error) }
+        ss.forEach { $0.finish(throwing: error) }
+    }
+}

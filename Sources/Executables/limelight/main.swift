@@ -1,1 +1,3 @@
-print("not yet")
+import LimelightCLI
+
+await LimelightCommand.main()

@@ -1,0 +1,32 @@
+import Foundation
+
+/// How a coordinator is set up: DESIGN.md's required flags and their defaults.
+public struct CoordinatorConfiguration: Sendable {
+    /// Where clients connect (a ROUTER socket). Port 0 picks a free port.
+    public var listen: String = "tcp://127.0.0.1:7700"
+    /// Where indexers and query workers connect (a ROUTER socket).
+    public var workers: String = "tcp://127.0.0.1:7701"
+    /// HTTP port of the stats endpoint; 0 picks a free port, `nil` serves none.
+    public var statsPort: Int? = 7780
+    public var statsHost: String = "127.0.0.1"
+    /// Fixed when the cluster is created.
+    public var shards: Int = 8
+    /// How often workers must say they are alive.
+    public var heartbeatMs: Int = 1000
+    /// A worker silent for this long is taken as dead.
+    public var livenessMs: Int = 3000
+    /// A query's deadline when the client names none.
+    public var defaultDeadlineMs: Int = 30_000
+    /// Frames larger than this get a `too_large` error reply.
+    public var maxFrameBytes: Int = 32 * 1024 * 1024
+    /// Messages a socket may queue towards one peer before sends wait.
+    public var highWaterMark: Int32 = 10_000
+
+    public init() {}
+}
+
+/// ZeroMQ spells "any free port" as `*`; the command line spells it 0.
+func zmqEndpoint(_ s: String) -> String {
+    if s.hasSuffix(":0") { return String(s.dropLast(2)) + ":*" }
+    return s
+}

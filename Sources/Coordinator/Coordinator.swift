@@ -1,1 +1,0 @@
-// Coordinator — placeholder until its module lands.

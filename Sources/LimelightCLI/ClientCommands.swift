@@ -1,0 +1,172 @@
+import ArgumentParser
+import Foundation
+import Items
+import LimelightClient
+import WireProtocol
+
+/// Connects and checks the server answers, or exits 3.
+func connect(_ options: EndpointOptions) async throws -> LimelightClient {
+    let client = try LimelightClient(endpoint: options.resolved)
+    do {
+        _ = try await client.ping(timeout: .milliseconds(Int(options.timeout * 1000)))
+    } catch {
+        printError("limelight: cannot reach a server at \(options.resolved) (\(error))")
+        throw ExitCode(ExitCodes.unreachable)
+    }
+    return client
+}
+
+/// `limelight query`: runs a Core Spotlight query string.
+struct QueryCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "query",
+        abstract: "Run a Spotlight query string, e.g. 'title == \"Window\"w && InRange(installedSize, 0, 500)'.")
+
+    @Argument(help: "The query string (CSSearchQuery syntax).") var query: String
+    @Flag(help: "Print one JSON object per item per line, and nothing else on standard output.") var json = false
+    @Option(name: [.customLong("fetch"), .customLong("fetch-attributes")],
+            help: "Attributes to return, comma-separated (default: all).") var fetch: String?
+    @Option(help: "Sort by an attribute: NAME or NAME:desc; repeatable.") var sort: [String] = []
+    @Option(help: "At most this many results.") var limit: Int?
+    @Option(help: "Results per batch.") var batchSize: Int?
+    @Option(help: "Deadline in milliseconds.") var deadlineMs: Int?
+    @OptionGroup var endpoint: EndpointOptions
+
+    func run() async throws {
+        let client = try await connect(endpoint)
+        defer { client.close() }
+        let fetchList = fetch.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+        let sortKeys: [JSONValue] = sort.map { s in
+            let parts = s.split(separator: ":", maxSplits: 1)
+            let desc = parts.count == 2 && parts[1].lowercased().hasPrefix("desc")
+            return .object(["attribute": .string(String(parts[0])), "ascending": .bool(!desc)])
+        }
+        let handle = client.query(Body.QueryRequest(language: "spotlight", query: query, fetchAttributes: fetchList,
+                                                    sort: sortKeys.isEmpty ? nil : sortKeys, limit: limit,
+                                                    batchSize: batchSize, deadlineMs: deadlineMs))
+        let cancel = SignalWatcher(signals: [SIGINT]) { Task { await handle.cancel() } }
+        defer { _ = cancel }
+        var completion: Body.Completion?
+        do {
+            for try await event in handle.events {
+                switch event {
+                case .batch(let items):
+                    var out = ""
+                    for item in items { out += (json ? Self.jsonLine(item, fetch: fetchList) : Self.humanLine(item)) + "\n" }
+                    FileHandle.standardOutput.write(Data(out.utf8))
+                case .completion(let c):
+                    completion = c
+                }
+            }
+        } catch let e as ClientError where e.code == .server {
+            if let s = e.server, s.code == "bad_query" || s.code == "invalid_query" || s.code == "unsupported_language" {
+                printError("limelight: bad query: \(s.description)")
+                if let pos = s.position { printError("  \(query)\n  \(String(repeating: " ", count: min(pos, query.count)))^") }
+                throw ExitCode(ExitCodes.badInput)
+            }
+            printError("limelight: \(e.message)")
+            throw ExitCode(1)
+        } catch let e as ClientError {
+            printError("limelight: \(e.message)")
+            throw ExitCode(ExitCodes.unreachable)
+        }
+        guard let completion else { return }
+        if !json {
+            printError("\(completion.count) item\(completion.count == 1 ? "" : "s") in \(completion.elapsedMs) ms\(completion.cancelled ? " (cancelled)" : "")")
+        }
+        if !completion.failedShards.isEmpty {
+            for f in completion.failedShards { printError("limelight: shard \(f.shard) missing from the result: \(f.reason)") }
+            throw ExitCode(ExitCodes.missingShards)
+        }
+    }
+
+    /// `uniqueIdentifier`, `domainIdentifier` and the requested `attributes`.
+    static func jsonLine(_ item: JSONValue, fetch: [String]?) -> String {
+        var o: [String: JSONValue] = [:]
+        o["uniqueIdentifier"] = item["uniqueIdentifier"] ?? .null
+        o["domainIdentifier"] = item["domainIdentifier"] ?? .string("")
+        var attrs = item["attributes"]?.objectValue ?? [:]
+        if let fetch { attrs = attrs.filter { fetch.contains($0.key) } }
+        o["attributes"] = .object(attrs)
+        return JSONValue.object(o).serializedString()
+    }
+
+    static func humanLine(_ item: JSONValue) -> String {
+        let uid = item["uniqueIdentifier"]?.stringValue ?? "?"
+        let attrs = item["attributes"]?.objectValue ?? [:]
+        let title = attrs["displayName"]?.stringValue ?? attrs["title"]?.stringValue ?? ""
+        return title.isEmpty ? uid : "\(uid)\t\(title)"
+    }
+}
+
+/// `limelight delete`.
+struct DeleteCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "delete",
+                                                    abstract: "Delete items by identifier, by domain (with its subdomains), or all.")
+
+    @Option(help: "Unique identifiers, comma-separated.") var ids: String?
+    @Option(help: "Domain identifiers, comma-separated; subdomains go too.") var domains: String?
+    @Flag(help: "Delete every item.") var all = false
+    @OptionGroup var endpoint: EndpointOptions
+
+    func validate() throws {
+        let n = (ids == nil ? 0 : 1) + (domains == nil ? 0 : 1) + (all ? 1 : 0)
+        guard n >= 1 else { throw ValidationError("name --ids, --domains or --all") }
+    }
+
+    func run() async throws {
+        let client = try await connect(endpoint)
+        defer { client.close() }
+        func list(_ s: String?) -> [String]? { s.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } } }
+        do {
+            let n = try await client.delete(ids: list(ids), domains: list(domains), all: all)
+            print("deleted \(n)")
+        } catch let e as ClientError {
+            printError("limelight: \(e.message)")
+            throw ExitCode(e.server?.code == "shard_unavailable" ? ExitCodes.missingShards : ExitCodes.badInput)
+        }
+    }
+}
+
+/// `limelight declare`: a custom attribute, as `CSCustomAttributeKey` declares it.
+struct DeclareCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "declare",
+                                                    abstract: "Declare a custom attribute's type (needed for dates) and flags.")
+
+    @Argument(help: "Attribute name.") var name: String
+    @Option(help: "text, number, date, boolean or location.") var type: String
+    @Flag(inversion: .prefixedNo, help: "Indexed for queries.") var searchable = true
+    @Flag(inversion: .prefixedNo, help: "Searched when a query names every attribute (*).") var searchableByDefault = true
+    @Flag(help: "An identifier: matched whole, not word by word.") var unique = false
+    @Flag(help: "A list of values.") var multiValued = false
+    @OptionGroup var endpoint: EndpointOptions
+
+    func run() async throws {
+        guard let t = ValueType(rawValue: type) else {
+            printError("limelight: --type must be one of text, number, date, boolean, location")
+            throw ExitCode(ExitCodes.badInput)
+        }
+        let client = try await connect(endpoint)
+        defer { client.close() }
+        let spec = AttributeSpec(name: name, type: t, multiValued: multiValued, searchable: searchable,
+                                 searchableByDefault: searchableByDefault, unique: unique)
+        do { try await client.declare([AttributeDeclaration(spec)]) } catch let e as ClientError {
+            printError("limelight: \(e.message)")
+            throw ExitCode(ExitCodes.badInput)
+        }
+        print("declared \(name) (\(t.rawValue))")
+    }
+}
+
+/// `limelight stats`.
+struct StatsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "stats", abstract: "Print the cluster's stats as JSON.")
+    @OptionGroup var endpoint: EndpointOptions
+
+    func run() async throws {
+        let client = try await connect(endpoint)
+        defer { client.close() }
+        let s = try await client.stats()
+        print(s.serializedString())
+    }
+}

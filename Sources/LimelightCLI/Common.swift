@@ -1,0 +1,90 @@
+import ArgumentParser
+import Foundation
+import Logging
+
+/// Exit codes of DESIGN.md's command line.
+public enum ExitCodes {
+    /// Some items were rejected (each is named on standard error).
+    public static let rejected: Int32 = 1
+    /// The query (or other input) is malformed; the message names the position.
+    public static let badInput: Int32 = 2
+    /// The server could not be reached.
+    public static let unreachable: Int32 = 3
+    /// The result lacks shards; they are named on standard error.
+    public static let missingShards: Int32 = 4
+}
+
+/// Options every client command takes.
+struct EndpointOptions: ParsableArguments {
+    @Option(name: .long, help: "Coordinator endpoint (default: $LIMELIGHT_ENDPOINT or tcp://127.0.0.1:7700).")
+    var endpoint: String?
+
+    @Option(name: .long, help: "Seconds to wait for the server to answer.")
+    var timeout: Double = 5
+
+    var resolved: String {
+        endpoint ?? ProcessInfo.processInfo.environment["LIMELIGHT_ENDPOINT"] ?? "tcp://127.0.0.1:7700"
+    }
+}
+
+/// Options every server process takes.
+struct ServerLogOptions: ParsableArguments {
+    @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: String = "info"
+
+    func logger(_ label: String) -> Logger {
+        LoggingSetup.bootstrapOnce()
+        var l = Logger(label: label)
+        l.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+        return l
+    }
+}
+
+enum LoggingSetup {
+    nonisolated(unsafe) static var done = false
+    static let lock = NSLock()
+    /// Logs go to standard error, so standard output stays for results.
+    static func bootstrapOnce() {
+        lock.lock(); defer { lock.unlock() }
+        guard !done else { return }
+        done = true
+        LoggingSystem.bootstrap { label in StreamLogHandler.standardError(label: label) }
+    }
+}
+
+/// Writes to standard error.
+func printError(_ s: String) {
+    FileHandle.standardError.write(Data((s + "\n").utf8))
+}
+
+/// Runs `body` until SIGINT or SIGTERM arrives, then cancels it and waits for it to finish.
+func runUntilSignalled(_ body: @escaping @Sendable () async -> Void) async {
+    let task = Task { await body() }
+    let watcher = SignalWatcher(signals: [SIGINT, SIGTERM]) { task.cancel() }
+    await task.value
+    _ = watcher
+}
+
+/// Turns signals into a callback on a dispatch queue (never a signal handler context).
+final class SignalWatcher: @unchecked Sendable {
+    // The sources are created once and only cancelled in deinit.
+    private var sources: [DispatchSourceSignal] = []
+
+    init(signals: [Int32], _ handler: @escaping @Sendable () -> Void) {
+        for s in signals {
+            signal(s, SIG_IGN)
+            let src = DispatchSource.makeSignalSource(signal: s, queue: .global())
+            src.setEventHandler(handler: handler)
+            src.resume()
+            sources.append(src)
+        }
+    }
+
+    deinit { sources.forEach { $0.cancel() } }
+}
+
+/// Parses `0,1,2`, `0-3` or `all`.
+struct ShardList: ExpressibleByArgument {
+    var text: String
+    init?(argument: String) { text = argument }
+}

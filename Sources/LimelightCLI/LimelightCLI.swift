@@ -1,1 +1,0 @@
-// LimelightCLI — placeholder until its module lands.

@@ -1,0 +1,17 @@
+import ArgumentParser
+import Foundation
+
+/// `limelight`: the command-line client, and `limelight up` to run a whole cluster on one machine.
+public struct LimelightCommand: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "limelight",
+        abstract: "Spotlight-style search for Linux servers.",
+        discussion: """
+        Exit codes: 0 success; 1 some items rejected; 2 bad input (the message names the position); \
+        3 server unreachable; 4 result lacks shards (named on standard error).
+        """,
+        subcommands: [UpCommand.self, PublishCommand.self, QueryCommand.self, DeleteCommand.self,
+                      DeclareCommand.self, StatsCommand.self])
+
+    public init() {}
+}

@@ -1,0 +1,99 @@
+import ArgumentParser
+import Coordinator
+import Foundation
+import Logging
+import WireProtocol
+import Workers
+
+/// `limelight-coordinator`: the front door of a cluster.
+public struct CoordinatorCommand: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "limelight-coordinator",
+        abstract: "Routes writes to indexers, scatters queries to query workers, merges their batches, serves stats.")
+
+    @Option(help: "Client endpoint (ROUTER). Port 0 picks a free port.") var listen = "tcp://127.0.0.1:7700"
+    @Option(help: "Worker endpoint (ROUTER) where indexers and query workers connect.") var workers = "tcp://127.0.0.1:7701"
+    @Option(help: "HTTP port of the stats endpoint (0 picks a free port, -1 serves none).") var statsPort = 7780
+    @Option(help: "Host the stats endpoint binds to.") var statsHost = "127.0.0.1"
+    @Option(help: "Number of shards, fixed when the cluster is created.") var shards = 8
+    @Option(help: "Milliseconds between worker heartbeats.") var heartbeatMs = 1000
+    @Option(help: "Milliseconds of silence after which a worker is taken as dead.") var livenessMs = 3000
+    @Option(help: "Default query deadline in milliseconds.") var deadlineMs = 30_000
+    @Option(help: "Largest accepted message in bytes.") var maxFrameBytes = 32 * 1024 * 1024
+    @OptionGroup var log: ServerLogOptions
+
+    public init() {}
+
+    public func validate() throws {
+        guard shards >= 1, shards <= 4096 else { throw ValidationError("--shards must be between 1 and 4096") }
+        guard livenessMs > heartbeatMs else { throw ValidationError("--liveness-ms must exceed --heartbeat-ms") }
+    }
+
+    public func run() async throws {
+        var c = CoordinatorConfiguration()
+        c.listen = listen
+        c.workers = workers
+        c.statsPort = statsPort < 0 ? nil : statsPort
+        c.statsHost = statsHost
+        c.shards = shards
+        c.heartbeatMs = heartbeatMs
+        c.livenessMs = livenessMs
+        c.defaultDeadlineMs = deadlineMs
+        c.maxFrameBytes = maxFrameBytes
+        let service = try CoordinatorService(configuration: c, logger: log.logger("limelight.coordinator"))
+        // One line on standard output with the bound endpoints, for `limelight up` and scripts.
+        print("listening \(service.clientEndpoint) \(service.workerEndpoint) \(service.statsURL ?? "-")")
+        fflush(stdout)
+        await runUntilSignalled { await service.run() }
+    }
+}
+
+/// `limelight-indexer`: owns shards and applies writes.
+public struct IndexerCommand: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "limelight-indexer",
+        abstract: "Owns shards (one SQLite file each), applies writes, acknowledges after the commit, purges expired items.")
+
+    @Option(help: "The coordinator's worker endpoint.") var coordinator = "tcp://127.0.0.1:7701"
+    @Option(help: "Folder of the shard files.") var data: String
+    @Option(help: "Shards to own: 0,1,2 or 0-3.") var shards: String
+    @Option(help: "Worker id (default: indexer-HOST-PID).") var id: String?
+    @Option(help: "Seconds between purges of expired items.") var purgeInterval = 60.0
+    @OptionGroup var log: ServerLogOptions
+
+    public init() {}
+
+    public func run() async throws {
+        guard let list = Sharding.parseList(shards) else { throw ValidationError("--shards: '\(shards)' is not a list like 0,1,2 or 0-3") }
+        var c = IndexerConfiguration(data: data, shards: list, workerID: id)
+        c.coordinator = coordinator
+        c.purgeIntervalSeconds = purgeInterval
+        let service = try IndexerService(configuration: c, logger: log.logger("limelight.indexer"))
+        await runUntilSignalled { await service.run() }
+    }
+}
+
+/// `limelight-query`: evaluates queries on shards opened read-only.
+public struct QueryWorkerCommand: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "limelight-query",
+        abstract: "Opens shards read-only, evaluates queries and streams result batches.")
+
+    @Option(help: "The coordinator's worker endpoint.") var coordinator = "tcp://127.0.0.1:7701"
+    @Option(help: "Folder of the shard files.") var data: String
+    @Option(help: "Shards to serve: 0,1,2 or 0-3.") var shards: String
+    @Option(help: "Worker id (default: query-HOST-PID).") var id: String?
+    @Option(help: "Queries evaluated at once.") var concurrency = max(2, ProcessInfo.processInfo.activeProcessorCount)
+    @OptionGroup var log: ServerLogOptions
+
+    public init() {}
+
+    public func run() async throws {
+        guard let list = Sharding.parseList(shards) else { throw ValidationError("--shards: '\(shards)' is not a list like 0,1,2 or 0-3") }
+        var c = QueryWorkerConfiguration(data: data, shards: list, workerID: id)
+        c.coordinator = coordinator
+        c.concurrency = concurrency
+        let service = try QueryWorkerService(configuration: c, logger: log.logger("limelight.query"))
+        await runUntilSignalled { await service.run() }
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+import Items
+import QueryPlan
+import SpotlightQuery
+import WireProtocol
+
+/// Turns a query request, in whichever language it was written, into the one
+/// shared query plan, and decides which shards must answer it.
+///
+/// Parsing happens once, at the coordinator: a malformed query is reported
+/// once with its position rather than by every shard, and `$time` values are
+/// resolved against a single clock so all shards agree on "today".
+public struct Planner: Sendable {
+    public var now: @Sendable () -> Date
+    public var timeZone: TimeZone
+
+    public init(timeZone: TimeZone = TimeZone(identifier: "UTC")!, now: @escaping @Sendable () -> Date = { Date() }) {
+        self.now = now
+        self.timeZone = timeZone
+    }
+
+    /// The largest batch a client may ask for; larger requests are clamped.
+    public static let maxBatchSize = 10_000
+
+    public func plan(_ request: Body.QueryRequest) throws(WireError) -> Query {
+        let predicate: QueryPlan.Predicate
+        switch request.language {
+        case "spotlight":
+            guard let text = request.query else {
+                throw WireError(code: "invalid_query", message: "a spotlight query needs its text in 'query'", field: "query")
+            }
+            do throws(SpotlightQueryError) {
+                predicate = try SpotlightQueryParser(now: now(), timeZone: timeZone).parse(text)
+            } catch {
+                throw WireError(code: "bad_query", message: error.message, position: error.offset)
+            }
+        case "plan":
+            guard let p = request.plan else {
+                throw WireError(code: "invalid_query", message: "a plan query needs its plan in 'plan'", field: "plan")
+            }
+            do throws(PlanDecodingError) { predicate = try QueryPlan.Predicate(json: p) } catch {
+                throw WireError(code: "bad_query", message: error.message, field: error.path)
+            }
+        default:
+            throw WireError(code: "unsupported_language",
+                            message: "query language '\(request.language)' is not supported (use 'spotlight' or 'plan')",
+                            field: "language")
+        }
+        var sort: [SortKey] = []
+        for (i, s) in (request.sort ?? []).enumerated() {
+            do throws(PlanDecodingError) { sort.append(try SortKey(json: s, path: "sort[\(i)]")) } catch {
+                throw WireError(code: "invalid_query", message: error.message, field: error.path)
+            }
+        }
+        if let limit = request.limit, limit < 0 {
+            throw WireError(code: "invalid_query", message: "limit must not be negative", field: "limit")
+        }
+        if let b = request.batchSize, b < 1 {
+            throw WireError(code: "invalid_query", message: "batchSize must be at least 1", field: "batchSize")
+        }
+        return Query(predicate: predicate.simplified(), fetchAttributes: request.fetchAttributes, sort: sort,
+                     limit: request.limit, batchSize: min(request.batchSize ?? Query.defaultBatchSize, Self.maxBatchSize))
+    }
+
+    /// Shards that can hold a match. A plan that can match nothing needs none;
+    /// otherwise every shard, since a domain's subdomains hash to shards of their own.
+    public func shards(for query: Query, shardCount: Int) -> [Int] {
+        if query.predicate == .none || query.limit == 0 { return [] }
+        return Array(0..<shardCount)
+    }
+}

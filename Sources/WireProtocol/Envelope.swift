@@ -1,0 +1,195 @@
+import Foundation
+import Items
+
+/// Why a frame could not be read as a message.
+public struct ProtocolError: Error, Sendable, Hashable, CustomStringConvertible {
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        public let rawValue: String
+        public init(_ rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        public static let malformedJSON = Code("malformed_json")
+        public static let unsupportedVersion = Code("unsupported_version")
+        public static let unknownType = Code("unknown_type")
+        public static let invalidMessage = Code("invalid_message")
+        public static let tooLarge = Code("too_large")
+    }
+
+    public var code: Code
+    public var message: String
+    /// The request id, when the frame was readable far enough to find it, so the error reply can carry it.
+    public var id: String?
+
+    public init(_ code: Code, _ message: String, id: String? = nil) {
+        self.code = code
+        self.message = message
+        self.id = id
+    }
+
+    public var description: String { "\(code): \(message)" }
+
+    public var wire: WireError { WireError(code: code.rawValue, message: message) }
+}
+
+/// A message: protocol version, type, request id, body.
+///
+/// On the wire it is one JSON object in one ZeroMQ frame (ROUTER sockets add
+/// their routing frames in front): `{"v": 1, "type": "query", "id": "q1", ...}`.
+/// The `id` ties replies to requests: a query's batches and completion carry the query's id.
+public struct Envelope: Sendable, Hashable {
+    public var version: Int
+    public var id: String
+    public var body: Body
+
+    public var type: MessageType { body.type }
+
+    public init(id: String, body: Body, version: Int = protocolVersion) {
+        self.version = version
+        self.id = id
+        self.body = body
+    }
+
+    /// The largest frame accepted by default; larger frames get a `too_large` error reply.
+    public static let defaultMaxFrameBytes = 32 * 1024 * 1024
+
+    enum Keys: String, CodingKey { case v, type, id }
+
+    public func encoded() -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+        do { return try encoder.encode(EncodableEnvelope(envelope: self)) } catch {
+            // Every body is plain data; encoding cannot fail short of a bug.
+            preconditionFailure("encoding \(type) failed: \(error)")
+        }
+    }
+
+    /// Reads a frame. Every failure names what was wrong, so the peer can be told.
+    public static func decode(_ data: Data, maxBytes: Int = defaultMaxFrameBytes) throws(ProtocolError) -> Envelope {
+        guard data.count <= maxBytes else {
+            throw ProtocolError(.tooLarge, "message of \(data.count) bytes exceeds the limit of \(maxBytes) bytes")
+        }
+        let head: JSONValue
+        do { head = try JSONValue.parse(data) } catch {
+            throw ProtocolError(.malformedJSON, "frame is not valid JSON (\(data.count) bytes)")
+        }
+        guard case .object(let o) = head else {
+            throw ProtocolError(.invalidMessage, "a message must be a JSON object, found \(head.kindName)")
+        }
+        let id = o["id"]?.stringValue
+        guard let v = o["v"]?.intValue else {
+            throw ProtocolError(.invalidMessage, "missing protocol version 'v'", id: id)
+        }
+        guard v == protocolVersion else {
+            throw ProtocolError(.unsupportedVersion, "protocol version \(v) is not supported; this peer speaks \(protocolVersion)", id: id)
+        }
+        guard let typeName = o["type"]?.stringValue else {
+            throw ProtocolError(.invalidMessage, "missing message 'type'", id: id)
+        }
+        guard let type = MessageType(rawValue: typeName) else {
+            throw ProtocolError(.unknownType, "unknown message type '\(typeName)'", id: id)
+        }
+        guard let id else {
+            throw ProtocolError(.invalidMessage, "missing request 'id'")
+        }
+        let decoder = JSONDecoder()
+        do {
+            let body = try decodeBody(type, data, decoder)
+            return Envelope(id: id, body: body, version: v)
+        } catch let e as DecodingError {
+            throw ProtocolError(.invalidMessage, "\(typeName): \(Self.describe(e))", id: id)
+        } catch {
+            throw ProtocolError(.invalidMessage, "\(typeName): \(error)", id: id)
+        }
+    }
+
+    static func decodeBody(_ type: MessageType, _ data: Data, _ d: JSONDecoder) throws -> Body {
+        func dec<T: Decodable>(_ t: T.Type) throws -> T { try d.decode(T.self, from: data) }
+        switch type {
+        case .publish: return .publish(try dec(Body.Publish.self))
+        case .publishAck: return .publishAck(try dec(Body.PublishAck.self))
+        case .declare: return .declare(try dec(Body.Declare.self))
+        case .declareAck: return .declareAck(Body.Empty())
+        case .delete: return .delete(try dec(Body.Delete.self))
+        case .deleteAck: return .deleteAck(try dec(Body.DeleteAck.self))
+        case .query: return .query(try dec(Body.QueryRequest.self))
+        case .resultBatch: return .resultBatch(try dec(Body.ResultBatch.self))
+        case .completion: return .completion(try dec(Body.Completion.self))
+        case .cancel: return .cancel(try dec(Body.Cancel.self))
+        case .stats: return .stats(Body.Empty())
+        case .statsReply: return .statsReply(try dec(Body.Stats.self))
+        case .ping: return .ping(Body.Empty())
+        case .pong: return .pong(try dec(Body.Pong.self))
+        case .error: return .error(try dec(WireError.self))
+        case .register: return .register(try dec(Body.Register.self))
+        case .registered: return .registered(try dec(Body.Registered.self))
+        case .heartbeat: return .heartbeat(try dec(Body.Heartbeat.self))
+        case .write: return .write(try dec(Body.Write.self))
+        case .writeAck: return .writeAck(try dec(Body.WriteAck.self))
+        case .shardQuery: return .shardQuery(try dec(Body.ShardQuery.self))
+        case .shardBatch: return .shardBatch(try dec(Body.ShardBatch.self))
+        case .shardDone: return .shardDone(try dec(Body.ShardDone.self))
+        }
+    }
+
+    static func describe(_ e: DecodingError) -> String {
+        func path(_ ctx: DecodingError.Context, _ extra: CodingKey? = nil) -> String {
+            var keys = ctx.codingPath
+            if let extra { keys.append(extra) }
+            let p = keys.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+            return p.hasPrefix(".") ? String(p.dropFirst()) : p
+        }
+        switch e {
+        case .keyNotFound(let key, let ctx): return "missing field '\(path(ctx, key))'"
+        case .typeMismatch(let t, let ctx): return "field '\(path(ctx))' should be \(Self.kind(t))"
+        case .valueNotFound(let t, let ctx): return "field '\(path(ctx))' should be \(Self.kind(t)), found null"
+        case .dataCorrupted(let ctx): return "field '\(path(ctx))': \(ctx.debugDescription)"
+        @unknown default: return "\(e)"
+        }
+    }
+
+    static func kind(_ t: Any.Type) -> String {
+        switch t {
+        case is String.Type: "text"
+        case is Int.Type, is Double.Type: "a number"
+        case is Bool.Type: "a boolean"
+        default: "\(t)".contains("Array") ? "a list" : "an object"
+        }
+    }
+}
+
+/// Writes the envelope fields and the body's fields into one JSON object.
+struct EncodableEnvelope: Encodable {
+    let envelope: Envelope
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: Envelope.Keys.self)
+        try c.encode(envelope.version, forKey: .v)
+        try c.encode(envelope.type.rawValue, forKey: .type)
+        try c.encode(envelope.id, forKey: .id)
+        switch envelope.body {
+        case .publish(let b): try b.encode(to: encoder)
+        case .publishAck(let b): try b.encode(to: encoder)
+        case .declare(let b): try b.encode(to: encoder)
+        case .declareAck(let b): try b.encode(to: encoder)
+        case .delete(let b): try b.encode(to: encoder)
+        case .deleteAck(let b): try b.encode(to: encoder)
+        case .query(let b): try b.encode(to: encoder)
+        case .resultBatch(let b): try b.encode(to: encoder)
+        case .completion(let b): try b.encode(to: encoder)
+        case .cancel(let b): try b.encode(to: encoder)
+        case .stats(let b): try b.encode(to: encoder)
+        case .statsReply(let b): try b.encode(to: encoder)
+        case .ping(let b): try b.encode(to: encoder)
+        case .pong(let b): try b.encode(to: encoder)
+        case .error(let b): try b.encode(to: encoder)
+        case .register(let b): try b.encode(to: encoder)
+        case .registered(let b): try b.encode(to: encoder)
+        case .heartbeat(let b): try b.encode(to: encoder)
+        case .write(let b): try b.encode(to: encoder)
+        case .writeAck(let b): try b.encode(to: encoder)
+        case .shardQuery(let b): try b.encode(to: encoder)
+        case .shardBatch(let b): try b.encode(to: encoder)
+        case .shardDone(let b): try b.encode(to: encoder)
+        }
+    }
+}

@@ -1,0 +1,289 @@
+import Foundation
+import Items
+
+/// The version every message carries in `v`. A peer that receives another
+/// version answers with an `error` of code `unsupported_version`.
+public let protocolVersion = 1
+
+/// Every message type, by its wire name. Each has a JSON Schema in
+/// `proto-schemas/<type>.schema.json`.
+public enum MessageType: String, Sendable, Hashable, Codable, CaseIterable {
+    // Client ↔ coordinator.
+    case publish, publishAck = "publish_ack"
+    case declare, declareAck = "declare_ack"
+    case delete, deleteAck = "delete_ack"
+    case query, resultBatch = "result_batch", completion, cancel
+    case stats, statsReply = "stats_reply"
+    case ping, pong
+    case error
+    // Coordinator ↔ workers.
+    case register, registered, heartbeat
+    case write, writeAck = "write_ack"
+    case shardQuery = "shard_query", shardBatch = "shard_batch", shardDone = "shard_done"
+}
+
+/// A per-item outcome of a write: stored, or rejected with a reason.
+public struct ItemResult: Sendable, Hashable, Codable {
+    public enum Status: String, Sendable, Hashable, Codable { case stored, rejected }
+    /// Position of the item in the batch it came in.
+    public var index: Int
+    public var uniqueIdentifier: String?
+    public var status: Status
+    public var error: WireError?
+
+    public init(index: Int, uniqueIdentifier: String?, status: Status, error: WireError? = nil) {
+        self.index = index
+        self.uniqueIdentifier = uniqueIdentifier
+        self.status = status
+        self.error = error
+    }
+}
+
+/// An error as it travels: a stable code, a human message, and where the
+/// fault is (a character offset in a query, or a field path in an item).
+public struct WireError: Sendable, Hashable, Codable, Error, CustomStringConvertible {
+    public var code: String
+    public var message: String
+    public var position: Int?
+    public var field: String?
+
+    public init(code: String, message: String, position: Int? = nil, field: String? = nil) {
+        self.code = code
+        self.message = message
+        self.position = position
+        self.field = field
+    }
+
+    public init(_ e: ItemError) {
+        self.init(code: e.code.description, message: e.message, field: e.field)
+    }
+
+    public var description: String {
+        var s = message
+        if let field { s = "\(field): " + s }
+        if let position { s = "at \(position): " + s }
+        return s
+    }
+}
+
+/// `CSCustomAttributeKey` as declared on the wire; flags default as Core Spotlight's do.
+public struct AttributeDeclaration: Sendable, Hashable, Codable {
+    public var name: String
+    public var type: ValueType
+    public var searchable: Bool?
+    public var searchableByDefault: Bool?
+    public var unique: Bool?
+    public var multiValued: Bool?
+
+    public init(_ spec: AttributeSpec) {
+        name = spec.name; type = spec.type; searchable = spec.searchable
+        searchableByDefault = spec.searchableByDefault; unique = spec.unique; multiValued = spec.multiValued
+    }
+
+    public var spec: AttributeSpec {
+        AttributeSpec(name: name, type: type, multiValued: multiValued ?? false, searchable: searchable ?? true,
+                      searchableByDefault: searchableByDefault ?? true, unique: unique ?? false)
+    }
+}
+
+/// A shard that did not answer, and why.
+public struct ShardFailure: Sendable, Hashable, Codable {
+    public var shard: Int
+    public var reason: String
+    public init(shard: Int, reason: String) {
+        self.shard = shard
+        self.reason = reason
+    }
+}
+
+/// One result from a shard, with what the coordinator needs to merge it.
+public struct Hit: Sendable, Hashable, Codable {
+    public var item: JSONValue
+    /// The values of the query's sort keys, for the coordinator's k-way merge.
+    public var sort: [JSONValue]?
+    public var score: Double?
+    public init(item: JSONValue, sort: [JSONValue]? = nil, score: Double? = nil) {
+        self.item = item
+        self.sort = sort
+        self.score = score
+    }
+}
+
+/// Message bodies. Each is encoded into the same JSON object as the envelope
+/// fields `v`, `type` and `id`.
+public enum Body: Sendable, Hashable {
+    public struct Publish: Sendable, Hashable, Codable {
+        public var items: [JSONValue]
+        /// Producer-chosen batch id: resending a batch is harmless (upserts are idempotent).
+        public var batch: String?
+        public init(items: [JSONValue], batch: String? = nil) { self.items = items; self.batch = batch }
+    }
+    public struct PublishAck: Sendable, Hashable, Codable {
+        public var batch: String?
+        public var stored: Int
+        public var rejected: Int
+        public var results: [ItemResult]
+        public init(batch: String?, results: [ItemResult]) {
+            self.batch = batch
+            self.results = results
+            stored = results.filter { $0.status == .stored }.count
+            rejected = results.count - stored
+        }
+    }
+    public struct Declare: Sendable, Hashable, Codable {
+        public var attributes: [AttributeDeclaration]
+        public init(attributes: [AttributeDeclaration]) { self.attributes = attributes }
+    }
+    public struct Delete: Sendable, Hashable, Codable {
+        public var ids: [String]?
+        public var domains: [String]?
+        public var all: Bool?
+        /// Coordinator → indexer: the shards to apply it to.
+        public var shards: [Int]?
+        public init(ids: [String]? = nil, domains: [String]? = nil, all: Bool? = nil, shards: [Int]? = nil) {
+            self.ids = ids; self.domains = domains; self.all = all; self.shards = shards
+        }
+    }
+    public struct DeleteAck: Sendable, Hashable, Codable {
+        public var deleted: Int
+        public init(deleted: Int) { self.deleted = deleted }
+    }
+    public struct QueryRequest: Sendable, Hashable, Codable {
+        /// `spotlight` (a CSSearchQuery string in `query`) or `plan` (a plan object in `plan`).
+        public var language: String
+        public var query: String?
+        public var plan: JSONValue?
+        public var fetchAttributes: [String]?
+        public var sort: [JSONValue]?
+        public var limit: Int?
+        public var batchSize: Int?
+        /// The query fails the shards that have not finished by then.
+        public var deadlineMs: Int?
+        public init(language: String = "spotlight", query: String? = nil, plan: JSONValue? = nil,
+                    fetchAttributes: [String]? = nil, sort: [JSONValue]? = nil, limit: Int? = nil,
+                    batchSize: Int? = nil, deadlineMs: Int? = nil) {
+            self.language = language; self.query = query; self.plan = plan; self.fetchAttributes = fetchAttributes
+            self.sort = sort; self.limit = limit; self.batchSize = batchSize; self.deadlineMs = deadlineMs
+        }
+    }
+    public struct ResultBatch: Sendable, Hashable, Codable {
+        public var items: [JSONValue]
+        public var seq: Int
+        public init(items: [JSONValue], seq: Int) { self.items = items; self.seq = seq }
+    }
+    public struct Completion: Sendable, Hashable, Codable {
+        public var count: Int
+        public var failedShards: [ShardFailure]
+        public var cancelled: Bool
+        public var elapsedMs: Double
+        public init(count: Int, failedShards: [ShardFailure], cancelled: Bool, elapsedMs: Double) {
+            self.count = count; self.failedShards = failedShards; self.cancelled = cancelled; self.elapsedMs = elapsedMs
+        }
+    }
+    public struct Cancel: Sendable, Hashable, Codable {
+        /// The id of the query to cancel.
+        public var query: String
+        public init(query: String) { self.query = query }
+    }
+    public struct Empty: Sendable, Hashable, Codable { public init() {} }
+    public struct Stats: Sendable, Hashable, Codable {
+        public var stats: JSONValue
+        public init(stats: JSONValue) { self.stats = stats }
+    }
+    public struct Pong: Sendable, Hashable, Codable {
+        public var shardCount: Int
+        /// Shards with at least one live indexer and one live query worker.
+        public var servedShards: [Int]
+        public init(shardCount: Int, servedShards: [Int]) { self.shardCount = shardCount; self.servedShards = servedShards }
+    }
+    public struct Register: Sendable, Hashable, Codable {
+        public enum Role: String, Sendable, Hashable, Codable { case indexer, query }
+        public var role: Role
+        public var worker: String
+        public var shards: [Int]
+        public var host: String?
+        public var pid: Int?
+        public init(role: Role, worker: String, shards: [Int], host: String? = nil, pid: Int? = nil) {
+            self.role = role; self.worker = worker; self.shards = shards; self.host = host; self.pid = pid
+        }
+    }
+    public struct Registered: Sendable, Hashable, Codable {
+        public var shardCount: Int
+        public var heartbeatMs: Int
+        public init(shardCount: Int, heartbeatMs: Int) { self.shardCount = shardCount; self.heartbeatMs = heartbeatMs }
+    }
+    public struct Heartbeat: Sendable, Hashable, Codable {
+        public var worker: String?
+        public init(worker: String? = nil) { self.worker = worker }
+    }
+    public struct Write: Sendable, Hashable, Codable {
+        public var shard: Int
+        public var items: [JSONValue]
+        /// Identifiers to remove from this shard in the same transaction: items
+        /// that are being written to another shard because their domain changed.
+        public var evict: [String]
+        public init(shard: Int, items: [JSONValue], evict: [String] = []) { self.shard = shard; self.items = items; self.evict = evict }
+    }
+    public struct WriteAck: Sendable, Hashable, Codable {
+        public var shard: Int
+        public var results: [ItemResult]
+        public init(shard: Int, results: [ItemResult]) { self.shard = shard; self.results = results }
+    }
+    public struct ShardQuery: Sendable, Hashable, Codable {
+        public var shard: Int
+        public var plan: JSONValue
+        public var deadlineMs: Int?
+        public init(shard: Int, plan: JSONValue, deadlineMs: Int? = nil) { self.shard = shard; self.plan = plan; self.deadlineMs = deadlineMs }
+    }
+    public struct ShardBatch: Sendable, Hashable, Codable {
+        public var shard: Int
+        public var seq: Int
+        public var hits: [Hit]
+        public init(shard: Int, seq: Int, hits: [Hit]) { self.shard = shard; self.seq = seq; self.hits = hits }
+    }
+    public struct ShardDone: Sendable, Hashable, Codable {
+        public var shard: Int
+        public var count: Int
+        public var error: WireError?
+        public init(shard: Int, count: Int, error: WireError? = nil) { self.shard = shard; self.count = count; self.error = error }
+    }
+
+    case publish(Publish), publishAck(PublishAck)
+    case declare(Declare), declareAck(Empty)
+    case delete(Delete), deleteAck(DeleteAck)
+    case query(QueryRequest), resultBatch(ResultBatch), completion(Completion), cancel(Cancel)
+    case stats(Empty), statsReply(Stats)
+    case ping(Empty), pong(Pong)
+    case error(WireError)
+    case register(Register), registered(Registered), heartbeat(Heartbeat)
+    case write(Write), writeAck(WriteAck)
+    case shardQuery(ShardQuery), shardBatch(ShardBatch), shardDone(ShardDone)
+
+    public var type: MessageType {
+        switch self {
+        case .publish: .publish
+        case .publishAck: .publishAck
+        case .declare: .declare
+        case .declareAck: .declareAck
+        case .delete: .delete
+        case .deleteAck: .deleteAck
+        case .query: .query
+        case .resultBatch: .resultBatch
+        case .completion: .completion
+        case .cancel: .cancel
+        case .stats: .stats
+        case .statsReply: .statsReply
+        case .ping: .ping
+        case .pong: .pong
+        case .error: .error
+        case .register: .register
+        case .registered: .registered
+        case .heartbeat: .heartbeat
+        case .write: .write
+        case .writeAck: .writeAck
+        case .shardQuery: .shardQuery
+        case .shardBatch: .shardBatch
+        case .shardDone: .shardDone
+        }
+    }
+}

@@ -1,0 +1,38 @@
+/// Which shard holds a domain's items.
+///
+/// The shard count is fixed when a cluster is created; the hash must never
+/// change, or items would be looked for on the wrong shard. FNV-1a over the
+/// UTF-8 bytes of the whole domain identifier: stable across processes, hosts
+/// and Swift versions (unlike `Hasher`, which is seeded per process).
+/// Subdomains hash on their own, so `org.debian.games` and `org.debian` may
+/// live on different shards; deleting a domain therefore goes to every shard.
+public enum Sharding {
+    public static func shard(forDomain domain: String, shardCount: Int) -> Int {
+        precondition(shardCount > 0, "a cluster has at least one shard")
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for b in domain.utf8 {
+            h ^= UInt64(b)
+            h &*= 0x0000_0100_0000_01b3
+        }
+        return Int(h % UInt64(shardCount))
+    }
+
+    /// Parses a shard list flag: `0,1,2`, ranges `0-3`, or `all`.
+    public static func parseList(_ text: String, shardCount: Int? = nil) -> [Int]? {
+        if text == "all", let shardCount { return Array(0..<shardCount) }
+        var out: [Int] = []
+        for part in text.split(separator: ",") {
+            let p = part.trimmingCharacters(in: .whitespaces)
+            if let dash = p.firstIndex(of: "-"), let a = Int(p[..<dash]), let b = Int(p[p.index(after: dash)...]), a <= b {
+                out += Array(a...b)
+            } else if let n = Int(p), n >= 0 {
+                out.append(n)
+            } else {
+                return nil
+            }
+        }
+        return out.isEmpty ? nil : Array(Set(out)).sorted()
+    }
+}
+
+import Foundation

@@ -1,1 +1,0 @@
-// WireProtocol — placeholder until its module lands.

@@ -1,0 +1,152 @@
+import Foundation
+import Items
+import Logging
+import ShardStore
+import WireProtocol
+import ZeroMQ
+
+/// Settings of `limelight-indexer`.
+public struct IndexerConfiguration: Sendable {
+    public var coordinator: String = "tcp://127.0.0.1:7701"
+    public var data: String
+    public var shards: [Int]
+    public var workerID: String
+    /// How often expired items are purged.
+    public var purgeIntervalSeconds: Double = 60
+    public var heartbeatMs: Int = 1000
+    public var livenessMs: Int = 3000
+
+    public init(data: String, shards: [Int], workerID: String? = nil) {
+        self.data = data
+        self.shards = shards
+        self.workerID = workerID ?? "indexer-\(ProcessInfo.processInfo.hostName)-\(getpid())"
+    }
+}
+
+/// Holds a store for the one thread that may touch it.
+final class StoreBox: @unchecked Sendable {
+    // Only ever used on the owning `SerialExecutor`'s queue.
+    let store: ShardStore
+    init(_ store: ShardStore) { self.store = store }
+}
+
+/// The indexer process: owns shards, applies writes, acknowledges after the commit.
+///
+/// Each shard's SQLite connection lives on its own serial queue, so shards
+/// commit in parallel while each shard applies its writes in arrival order.
+/// A write is acknowledged only after its transaction has committed.
+public final class IndexerService: Sendable {
+    public let configuration: IndexerConfiguration
+    let logger: Logger
+    let context: Context
+    let link: WorkerLink
+    let stores: [Int: (StoreBox, SerialExecutor)]
+
+    public init(configuration: IndexerConfiguration, logger: Logger) throws {
+        self.configuration = configuration
+        var logger = logger
+        logger[metadataKey: "worker"] = "\(configuration.workerID)"
+        self.logger = logger
+        try FileManager.default.createDirectory(atPath: configuration.data, withIntermediateDirectories: true)
+        var stores: [Int: (StoreBox, SerialExecutor)] = [:]
+        for shard in configuration.shards {
+            var l = logger
+            l[metadataKey: "shard"] = "\(shard)"
+            let store = try ShardStore(path: shardPath(data: configuration.data, shard: shard), mode: .readWrite, logger: l)
+            stores[shard] = (StoreBox(store), SerialExecutor(label: "limelight.indexer.shard-\(shard)"))
+        }
+        self.stores = stores
+        context = try Context(ioThreads: 1)
+        link = try WorkerLink(context: context, coordinator: configuration.coordinator,
+                              registration: Body.Register(role: .indexer, worker: configuration.workerID, shards: configuration.shards,
+                                                          host: ProcessInfo.processInfo.hostName, pid: Int(getpid())),
+                              logger: logger, heartbeatMs: configuration.heartbeatMs, livenessMs: configuration.livenessMs)
+    }
+
+    public var isRegistered: Bool { link.isRegistered }
+
+    public func run() async {
+        logger.info("indexer serving", metadata: ["shards": "\(configuration.shards.map(String.init).joined(separator: ","))",
+                                                  "data": "\(configuration.data)"])
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.link.run { envelope in await self.handle(envelope) } }
+            group.addTask {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .seconds(self.configuration.purgeIntervalSeconds))
+                    if Task.isCancelled { break }
+                    await self.purge()
+                }
+            }
+            group.addTask { while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) } }
+            await group.next()
+            link.close()
+            context.shutdown()
+            group.cancelAll()
+        }
+    }
+
+    public func shutdown() {
+        link.close()
+        context.shutdown()
+    }
+
+    func purge() async {
+        for (shard, (box, exec)) in stores {
+            do {
+                let n = try await exec.run { try box.store.purgeExpired(now: Date()) }
+                if n > 0 { logger.info("purged expired items", metadata: ["shard": "\(shard)", "items": "\(n)"]) }
+            } catch {
+                logger.error("purge failed", metadata: ["shard": "\(shard)", "error": "\(error)"])
+            }
+        }
+    }
+
+    func handle(_ envelope: Envelope) async {
+        switch envelope.body {
+        case .write(let w):
+            guard let (box, exec) = stores[w.shard] else {
+                await link.send(envelope.id, .error(WireError(code: "bad_shard", message: "this indexer does not own shard \(w.shard)")))
+                return
+            }
+            do {
+                let results = try await exec.run { () throws -> [ItemResult] in
+                    try box.store.write(w.items, evicting: w.evict).enumerated().map { i, outcome in
+                        Self.result(i, outcome)
+                    }
+                }
+                await link.send(envelope.id, .writeAck(Body.WriteAck(shard: w.shard, results: results)))
+            } catch {
+                logger.error("write failed", metadata: ["shard": "\(w.shard)", "error": "\(error)"])
+                await link.send(envelope.id, .error(WireError(code: "store_failed", message: "shard \(w.shard): \(error)")))
+            }
+        case .delete(let d):
+            var total = 0
+            do {
+                for shard in d.shards ?? configuration.shards {
+                    guard let (box, exec) = stores[shard] else { continue }
+                    total += try await exec.run {
+                        var n = 0
+                        if d.all == true { n += try box.store.deleteAll() }
+                        if let ids = d.ids, !ids.isEmpty { n += try box.store.delete(ids: ids) }
+                        if let domains = d.domains, !domains.isEmpty { n += try box.store.delete(domains: domains) }
+                        return n
+                    }
+                }
+                await link.send(envelope.id, .deleteAck(Body.DeleteAck(deleted: total)))
+            } catch {
+                await link.send(envelope.id, .error(WireError(code: "store_failed", message: "\(error)")))
+            }
+        case .declare(let d):
+            do {
+                for (_, (box, exec)) in stores {
+                    try await exec.run { try box.store.declare(d.attributes.map(\.spec)) }
+                }
+                await link.send(envelope.id, .declareAck(Body.Empty()))
+            } catch {
+                await link.send(envelope.id, .error(WireError(code: "bad_declaration", message: "\(error)", field: "attributes")))
+            }
+        default:
+            await link.send(envelope.id, .error(WireError(code: "unexpected_type", message: "an indexer does not handle '\(envelope.type.rawValue)'")))
+        }
+    }
+}

@@ -1,0 +1,190 @@
+import Foundation
+import Items
+import Logging
+import QueryPlan
+import ShardStore
+import WireProtocol
+import ZeroMQ
+
+/// Settings of `limelight-query`.
+public struct QueryWorkerConfiguration: Sendable {
+    public var coordinator: String = "tcp://127.0.0.1:7701"
+    public var data: String
+    public var shards: [Int]
+    public var workerID: String
+    /// Queries evaluated at once; more wait their turn.
+    public var concurrency: Int = max(2, ProcessInfo.processInfo.activeProcessorCount)
+    public var heartbeatMs: Int = 1000
+    public var livenessMs: Int = 3000
+
+    public init(data: String, shards: [Int], workerID: String? = nil) {
+        self.data = data
+        self.shards = shards
+        self.workerID = workerID ?? "query-\(ProcessInfo.processInfo.hostName)-\(getpid())"
+    }
+}
+
+/// A flag a running query polls; set by `cancel` or its deadline.
+final class CancelFlag: @unchecked Sendable {
+    // `cancelled` is guarded by `lock`.
+    private let lock = NSLock()
+    private var cancelled = false
+    let deadline: Date?
+    init(deadline: Date?) { self.deadline = deadline }
+    func cancel() { lock.lock(); cancelled = true; lock.unlock() }
+    var isCancelled: Bool {
+        lock.lock(); defer { lock.unlock() }
+        if cancelled { return true }
+        if let deadline, Date() >= deadline { return true }
+        return false
+    }
+}
+
+/// Idle read-only connections per shard, so concurrent queries each get one.
+final class ConnectionPool: @unchecked Sendable {
+    // `idle` is guarded by `lock`; a checked-out store is used by one thread only.
+    private let lock = NSLock()
+    private var idle: [Int: [ShardStore]] = [:]
+    let data: String
+    let logger: Logger
+    init(data: String, logger: Logger) { self.data = data; self.logger = logger }
+
+    func checkout(_ shard: Int) throws -> ShardStore {
+        lock.lock()
+        if let s = idle[shard]?.popLast() { lock.unlock(); return s }
+        lock.unlock()
+        var l = logger
+        l[metadataKey: "shard"] = "\(shard)"
+        return try ShardStore(path: shardPath(data: data, shard: shard), mode: .readOnly, logger: l)
+    }
+
+    func checkin(_ shard: Int, _ store: ShardStore) {
+        lock.lock(); idle[shard, default: []].append(store); lock.unlock()
+    }
+}
+
+/// The query worker process: opens shards read-only beside the indexer (SQLite
+/// WAL lets readers run while it writes), evaluates plans and streams batches.
+///
+/// Each query runs on a thread of its own pool, never on Swift's cooperative
+/// pool; sending a batch waits for the socket, so a slow coordinator slows the
+/// scan instead of piling up batches in memory.
+public final class QueryWorkerService: Sendable {
+    public let configuration: QueryWorkerConfiguration
+    let logger: Logger
+    let context: Context
+    let link: WorkerLink
+    let pool: ConnectionPool
+    let running = RunningQueries()
+    let slots: DispatchSemaphore
+    let queue = DispatchQueue(label: "limelight.query", attributes: .concurrent)
+
+    public init(configuration: QueryWorkerConfiguration, logger: Logger) throws {
+        self.configuration = configuration
+        var logger = logger
+        logger[metadataKey: "worker"] = "\(configuration.workerID)"
+        self.logger = logger
+        pool = ConnectionPool(data: configuration.data, logger: logger)
+        slots = DispatchSemaphore(value: configuration.concurrency)
+        context = try Context(ioThreads: 1)
+        link = try WorkerLink(context: context, coordinator: configuration.coordinator,
+                              registration: Body.Register(role: .query, worker: configuration.workerID, shards: configuration.shards,
+                                                          host: ProcessInfo.processInfo.hostName, pid: Int(getpid())),
+                              logger: logger, heartbeatMs: configuration.heartbeatMs, livenessMs: configuration.livenessMs)
+    }
+
+    public var isRegistered: Bool { link.isRegistered }
+
+    public func run() async {
+        logger.info("query worker serving", metadata: ["shards": "\(configuration.shards.map(String.init).joined(separator: ","))",
+                                                       "data": "\(configuration.data)"])
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.link.run { envelope in await self.handle(envelope) } }
+            group.addTask { while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) } }
+            await group.next()
+            link.close()
+            context.shutdown()
+            group.cancelAll()
+        }
+    }
+
+    public func shutdown() {
+        link.close()
+        context.shutdown()
+    }
+
+    func handle(_ envelope: Envelope) async {
+        switch envelope.body {
+        case .shardQuery(let q):
+            guard configuration.shards.contains(q.shard) else {
+                await link.send(envelope.id, .shardDone(Body.ShardDone(shard: q.shard, count: 0,
+                                                                      error: WireError(code: "bad_shard", message: "this worker does not serve shard \(q.shard)"))))
+                return
+            }
+            let query: Query
+            do { query = try Query(json: q.plan) } catch {
+                await link.send(envelope.id, .shardDone(Body.ShardDone(shard: q.shard, count: 0,
+                                                                      error: WireError(code: "bad_plan", message: error.description))))
+                return
+            }
+            let flag = CancelFlag(deadline: q.deadlineMs.map { Date().addingTimeInterval(Double($0) / 1000) })
+            running.add(envelope.id, shard: q.shard, flag)
+            let key = envelope.id
+            queue.async { self.execute(key: key, shard: q.shard, query: query, flag: flag) }
+        case .cancel(let c):
+            running.cancel(c.query)
+        default:
+            await link.send(envelope.id, .error(WireError(code: "unexpected_type", message: "a query worker does not handle '\(envelope.type.rawValue)'")))
+        }
+    }
+
+    /// Runs on a pool thread: blocking is fine here.
+    func execute(key: String, shard: Int, query: Query, flag: CancelFlag) {
+        slots.wait()
+        defer { slots.signal(); running.remove(key, shard: shard) }
+        let link = self.link
+        func sendBlocking(_ body: Body) {
+            let done = DispatchSemaphore(value: 0)
+            Task { await link.send(key, body); done.signal() }
+            done.wait()
+        }
+        var seq = 0
+        do {
+            let store = try pool.checkout(shard)
+            defer { pool.checkin(shard, store) }
+            let count = try store.run(query, isCancelled: { flag.isCancelled }) { results in
+                seq += 1
+                let hits = results.map { Hit(item: $0.item, sort: $0.sortValues.isEmpty ? nil : $0.sortValues, score: $0.score) }
+                sendBlocking(.shardBatch(Body.ShardBatch(shard: shard, seq: seq, hits: hits)))
+            }
+            if flag.isCancelled {
+                sendBlocking(.shardDone(Body.ShardDone(shard: shard, count: count,
+                                                       error: WireError(code: "cancelled", message: "cancelled or past its deadline"))))
+            } else {
+                sendBlocking(.shardDone(Body.ShardDone(shard: shard, count: count)))
+            }
+        } catch {
+            logger.notice("query failed on a shard", metadata: ["query.id": "\(key)", "shard": "\(shard)", "error": "\(error)"])
+            let message = flag.isCancelled ? "cancelled or past its deadline" : "\(error)"
+            sendBlocking(.shardDone(Body.ShardDone(shard: shard, count: 0, error: WireError(code: flag.isCancelled ? "cancelled" : "query_failed", message: message))))
+        }
+    }
+}
+
+/// Cancel flags of the queries running now, by query id.
+final class RunningQueries: @unchecked Sendable {
+    // `flags` is guarded by `lock`.
+    private let lock = NSLock()
+    private var flags: [String: [Int: CancelFlag]] = [:]
+    func add(_ key: String, shard: Int, _ f: CancelFlag) { lock.lock(); flags[key, default: [:]][shard] = f; lock.unlock() }
+    func remove(_ key: String, shard: Int) {
+        lock.lock()
+        flags[key]?.removeValue(forKey: shard)
+        if flags[key]?.isEmpty == true { flags.removeValue(forKey: key) }
+        lock.unlock()
+    }
+    func cancel(_ key: String) {
+        lock.lock(); let fs = flags[key].map { Array($0.values) } ?? []; lock.unlock()
+        fs.forEach { $0.cancel() }
+    }
+}

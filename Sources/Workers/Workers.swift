@@ -1,1 +1,0 @@
-// Workers — placeholder until its module lands.
