@@ -202,7 +202,7 @@ struct QueryStringParser {
         if attribute.spelling.lowercased() == "inrange" {
             let save = pos
             skipWhitespace()
-            if peek("(") { return try parseInRange(keywordOffset: attribute.offset) }
+            if peek("(") { return try parseInRange() }
             pos = save
         }
         let op = try parseOperator(after: attribute)
@@ -429,7 +429,7 @@ struct QueryStringParser {
                 }
                 v = v * 16 + Double(d)
             }
-            return sign * v
+            return v.isFinite ? sign * v : nil
         }
         // digits* ['.' digits*] [(e|E) [+|-] digits+], at least one mantissa digit.
         var i = u.startIndex
@@ -527,7 +527,7 @@ struct QueryStringParser {
         if text.isEmpty { return 0 }
         let limit = Double(TimeResolver.maximumOffset)
         if whole {
-            guard let n = Int(text), abs(n) <= TimeResolver.maximumOffset else {
+            guard let n = Int(text), (-TimeResolver.maximumOffset...TimeResolver.maximumOffset).contains(n) else {
                 throw error(.badTimeExpression,
                             "expected a whole number of \(unit) (at most \(TimeResolver.maximumOffset) either way) in '$\(name)(…)', found '\(text)'",
                             at: argumentStart)
@@ -542,7 +542,7 @@ struct QueryStringParser {
 
     // MARK: - InRange
 
-    mutating func parseInRange(keywordOffset: Int) throws(SpotlightQueryError) -> Predicate {
+    mutating func parseInRange() throws(SpotlightQueryError) -> Predicate {
         let open = pos
         pos += 1 // (
         let attribute = try parseAttribute(after: "'InRange('", context: "an attribute name")

@@ -68,6 +68,22 @@ import QueryPlan
 /// complement, items without a title included. With a multi-valued attribute
 /// `keywords != "a"` matches items that have keywords, none of them "a".
 ///
+/// ## Attribute names
+/// Names are ASCII identifiers: a letter or `_`, then letters, digits, `_`,
+/// `.` or `-`. Spotlight's metadata keys name the attribute-set properties:
+/// the `kMDItem` prefix is dropped and the next letter lowercased
+/// (`kMDItemTitle` → `title`, `kMDItemTextContent` → `textContent`), a
+/// leading acronym is kept (`kMDItemGPSStatus` → `GPSStatus`), and the keys
+/// whose property has another name are mapped by a small table:
+/// `kMDItemAuthors` → `authorNames`, `kMDItemRecipients` → `recipientNames`,
+/// `kMDItemDescription` → `contentDescription`, `kMDItemURL` → `url`,
+/// `kMDItemFNumber` → `fNumber`, `kMDItemFSName` → `fileName`,
+/// `kMDItemFSSize` → `fileSize`, `kMDItemFSCreationDate` → `contentCreationDate`,
+/// `kMDItemFSContentChangeDate` → `contentModificationDate`,
+/// `kMDItemAttributeChangeDate` → `metadataModificationDate`,
+/// `kMDItemDateAdded` → `addedDate`, `kMDItemDurationSeconds` → `duration`,
+/// `kMDItemNumberOfPages` → `pageCount`, `kMDItemWhereFroms` → `contentSources`.
+///
 /// ## Every attribute
 /// `*` and `**` name every text attribute searchable by default. They take
 /// text only: an unquoted number or date is then read as its text
