@@ -59,6 +59,7 @@ import Testing
         // found by titles that begin with "Searchable".
         let items = titled("title", ["Searchable Item #1", "Searchable Item #2", "Searchable", "Not Searchable", "searchable item"])
         #expect(matching(#"title == "Searchable*""#, items) == ["Searchable Item #1", "Searchable Item #2", "Searchable"])
+        #expect(matching(#"title == 'Searchable*'"#, items) == ["Searchable Item #1", "Searchable Item #2", "Searchable"])
         #expect(matching(#"title == "searchable*"c"#, items) == ["Searchable Item #1", "Searchable Item #2", "Searchable", "searchable item"])
     }
 

@@ -122,6 +122,19 @@ import Testing
         #expect(terms.count == 5_000)
     }
 
+    @Test func extremeOffsetsAreErrorsOrPeriodsNeverCrashes() {
+        for n in ["-9223372036854775808", "9223372036854775807", "100001", "-100001"] {
+            #expect(failure("d == $time.today(\(n))")?.code == .badTimeExpression)
+        }
+        for v in ["today", "this_week", "this_month", "this_year"] {
+            for n in [-100_000, 100_000] {
+                check("d == $time.\(v)(\(n))")
+            }
+        }
+        check("d == $time.now(1e300)")
+        check("d > 0x" + String(repeating: "f", count: 400))
+    }
+
     @Test func codesHaveWireNames() {
         #expect(SpotlightQueryError.Code.expectedValue.description == "expected_value")
         #expect(SpotlightQueryError.Code(wireName: "expected_value") == .expectedValue)

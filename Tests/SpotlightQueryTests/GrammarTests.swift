@@ -147,6 +147,12 @@ import Testing
         #expect(matching(#"title == "cafe*"cd"#, items) == ["Café crème", "Cafe creme"])
         #expect(matching(#"title == "東京*""#, items) == ["東京タワー"])
         #expect(matching(#"title == "🇫🇷*""#, items) == ["🇫🇷 Paris"])
+        let caps = titled("title", ["CAFÉ CRÈME", "café crème", "Cafe Creme", "ÉCOLE", "école", "Ecole"])
+        #expect(matching(#"title == "café*"c"#, caps) == ["CAFÉ CRÈME", "café crème"])
+        #expect(matching(#"title == "école"c"#, caps) == ["ÉCOLE", "école"])
+        #expect(matching(#"title == "ECOLE"cd"#, caps) == ["ÉCOLE", "école", "Ecole"])
+        #expect(matching(#"title == "École"d"#, caps) == ["Ecole"])
+        #expect(matching(#"title == "creme"wcd"#, caps) == ["CAFÉ CRÈME", "café crème", "Cafe Creme"])
     }
 
     // MARK: Attribute names
