@@ -70,7 +70,7 @@ let package = Package(
         .executableTarget(name: "limelight-query", dependencies: ["LimelightCLI"],
                           path: "Sources/Executables/limelight-query"),
         .executableTarget(name: "limelight-bench", dependencies: [
-            "ShardStore", "SpotlightQuery", "Items", "QueryPlan", "LimelightClient",
+            "ShardStore", "SpotlightQuery", "Items", "QueryPlan", "LimelightClient", "WireProtocol",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], path: "Sources/Executables/limelight-bench"),

@@ -608,6 +608,11 @@ actor CoordinatorCore {
         }
     }
 
+    func workerUnreachable(route: [Data]) {
+        guard let wid = workerByRoute[route] else { return }
+        forget(wid, reason: "its connection is gone")
+    }
+
     func forget(_ workerID: String, reason: String) {
         guard let w = workers.removeValue(forKey: workerID) else { return }
         workerByRoute.removeValue(forKey: w.route)

@@ -133,7 +133,10 @@ public final class CoordinatorService: Sendable {
             do {
                 try await socket.send(route + [o.envelope.encoded()])
             } catch {
-                // The peer is gone (ROUTER_MANDATORY): nothing to deliver to.
+                // The peer is gone (ROUTER_MANDATORY). A worker that vanished is
+                // forgotten at once, so its work is retried on a replica without
+                // waiting for the heartbeat to lapse.
+                if case .worker(let r) = o.to { await core.workerUnreachable(route: r) }
                 logger.debug("dropped a reply to a departed peer", metadata: ["message.type": "\(o.envelope.type.rawValue)", "error": "\(error)"])
             }
         }

@@ -150,3 +150,15 @@ public final class IndexerService: Sendable {
         }
     }
 }
+
+extension IndexerService {
+    /// A store outcome as it travels back to the coordinator.
+    static func result(_ index: Int, _ outcome: WriteOutcome) -> ItemResult {
+        switch outcome {
+        case .stored(let uid):
+            return ItemResult(index: index, uniqueIdentifier: uid, status: .stored)
+        case .rejected(let uid, let error):
+            return ItemResult(index: index, uniqueIdentifier: uid, status: .rejected, error: WireError(error))
+        }
+    }
+}

@@ -1,0 +1,235 @@
+import ArgumentParser
+import Foundation
+import Items
+import LimelightClient
+import Logging
+import QueryPlan
+import ShardStore
+import SpotlightQuery
+import WireProtocol
+
+/// Benchmarks, printed beside the peers (raw SQLite FTS5 and Tantivy) in one run.
+@main
+struct Bench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "limelight-bench",
+        abstract: "Index a corpus and time queries, beside ../shared/bench/peers.py on the same corpus.",
+        subcommands: [StoreBench.self, ClusterBench.self], defaultSubcommand: StoreBench.self)
+}
+
+struct CorpusOptions: ParsableArguments {
+    @Option(help: "JSON Lines corpus (e.g. from ../shared/datasets/debian_packages.py).") var corpus: String
+    @Option(help: "Queries of each kind.") var queries = 200
+    @Option(help: "peers.py to run on the same corpus; 'none' to skip.") var peers = "../shared/bench/peers.py"
+    @Option(help: "Peer engines.") var engines = "sqlite-fts5,tantivy"
+
+    func loadLines() throws -> [String] {
+        let text = try String(contentsOfFile: corpus, encoding: .utf8)
+        return text.split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
+    }
+
+    /// Runs peers.py and returns its JSON rows.
+    func runPeers() -> [[String: Any]] {
+        guard peers != "none", FileManager.default.fileExists(atPath: peers) else { return [] }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["python3", peers, corpus, "--engines", engines, "--queries", String(queries * 2), "--json"]
+        let out = Pipe()
+        p.standardOutput = out
+        do { try p.run() } catch { return [] }
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return String(decoding: data, as: UTF8.self).split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+    }
+}
+
+/// Words for queries: drawn from the corpus's descriptions with a fixed seed, as peers.py does.
+struct QueryWords {
+    var words: [String] = []
+    var sizes: [Double] = []
+
+    init(lines: [String], count: Int) {
+        var rng = SplitMix(seed: 7)
+        let stop: Set<String> = ["with", "this", "that", "from", "package", "contains", "files"]
+        var pool: [String] = []
+        for _ in 0..<min(2000, lines.count) {
+            let line = lines[Int(rng.next() % UInt64(lines.count))]
+            guard let v = try? JSONValue.parse(line), let a = v["attributes"] else { continue }
+            let text = (a["displayName"]?.stringValue ?? "") + " " + (a["contentDescription"]?.stringValue ?? "")
+            for w in Words.split(text, camelCase: false) where (4...12).contains(w.count) && w.allSatisfy({ $0.isASCII && $0.isLetter }) {
+                let lw = w.lowercased()
+                if !stop.contains(lw) { pool.append(lw) }
+            }
+            if let s = a["installedSize"]?.doubleValue { sizes.append(s) }
+        }
+        for _ in 0..<count { words.append(pool[Int(rng.next() % UInt64(pool.count))]) }
+        sizes.sort()
+    }
+}
+
+struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+func percentile(_ xs: [Double], _ p: Double) -> Double {
+    guard !xs.isEmpty else { return .nan }
+    let s = xs.sorted()
+    return s[min(s.count - 1, Int((p / 100 * Double(s.count - 1)).rounded()))]
+}
+
+func fmt(_ d: Double, _ places: Int = 3) -> String { String(format: "%.\(places)f", d) }
+
+/// The query kinds measured, as Spotlight query strings.
+func queryKinds(_ w: QueryWords, count: Int) -> [(String, [String])] {
+    var rng = SplitMix(seed: 11)
+    let word = w.words.prefix(count).map { "** == \"\($0)\"cdw" }
+    let prefix = w.words.prefix(count).map { "** == \"\($0.prefix(4))*\"cdw" }
+    let wildcard = w.words.prefix(count).map { "title == \"*\($0.prefix(4))*\"c" }
+    let ranges = (0..<count).map { _ -> String in
+        let a = w.sizes[Int(rng.next() % UInt64(w.sizes.count))]
+        return "InRange(installedSize, \(Int(a)), \(Int(a * 1.1 + 10)))"
+    }
+    return [("word", word), ("prefix", prefix), ("wildcard", wildcard), ("InRange", ranges)]
+}
+
+/// Indexes straight into one shard store and times queries against it.
+struct StoreBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "store", abstract: "The store and query language on one machine.")
+    @OptionGroup var corpus: CorpusOptions
+    @Option(help: "Items per write transaction.") var batch = 1000
+
+    func run() async throws {
+        let lines = try corpus.loadLines()
+        let dir = NSTemporaryDirectory() + "limelight-bench-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var logger = Logger(label: "bench")
+        logger.logLevel = .warning
+        let store = try ShardStore(path: dir + "/shard.sqlite", mode: .readWrite, logger: logger)
+        let t0 = Date()
+        var stored = 0
+        var i = 0
+        while i < lines.count {
+            let chunk = lines[i..<min(lines.count, i + batch)].compactMap { try? JSONValue.parse($0) }
+            stored += try store.write(chunk).filter(\.isStored).count
+            i += batch
+        }
+        let indexSeconds = Date().timeIntervalSince(t0)
+        let words = QueryWords(lines: lines, count: corpus.queries)
+        let reader = try ShardStore(path: dir + "/shard.sqlite", mode: .readOnly, logger: logger)
+        let parser = SpotlightQueryParser()
+        print("Limelight store: \(stored) items indexed at \(Int(Double(stored) / indexSeconds)) items/s (\(fmt(indexSeconds, 1)) s)")
+        print(String(repeating: "-", count: 72))
+        print("query kind      p50 ms     p99 ms    mean hits   (limit 20, one shard)")
+        for (kind, qs) in queryKinds(words, count: corpus.queries) {
+            var lat: [Double] = []
+            var hits = 0
+            for q in qs {
+                let plan = try parser.parse(q)
+                let t = Date()
+                hits += try reader.run(Query(predicate: plan, fetchAttributes: ["title"], limit: 20, batchSize: 20)) { _ in }
+                lat.append(Date().timeIntervalSince(t) * 1000)
+            }
+            print("\(kind.padding(toLength: 12, withPad: " ", startingAt: 0))  \(fmt(percentile(lat, 50)).leftPad(9))  \(fmt(percentile(lat, 99)).leftPad(9))  \(fmt(Double(hits) / Double(qs.count), 1).leftPad(10))")
+        }
+        printPeers(corpus.runPeers(), ours: Double(stored) / indexSeconds)
+    }
+}
+
+func printPeers(_ rows: [[String: Any]], ours: Double) {
+    guard !rows.isEmpty else { return }
+    print(String(repeating: "-", count: 72))
+    print("peers on the same corpus (peers.py: top 20 by BM25 for one- and two-word queries)")
+    for r in rows {
+        let name = (r["engine"] as? String) ?? "?"
+        let rate = (r["index_docs_per_s"] as? Double) ?? Double((r["index_docs_per_s"] as? Int) ?? 0)
+        let p50 = (r["query_p50_ms"] as? Double) ?? 0, p99 = (r["query_p99_ms"] as? Double) ?? 0
+        print("\(name.padding(toLength: 12, withPad: " ", startingAt: 0))  index \(Int(rate)) docs/s  query p50 \(fmt(p50)) ms  p99 \(fmt(p99)) ms   (Limelight/peer indexing: \(fmt(ours / max(1, rate), 2)))")
+    }
+}
+
+extension String {
+    func leftPad(_ n: Int) -> String { count >= n ? self : String(repeating: " ", count: n - count) + self }
+}
+
+/// End to end through a real cluster: publish to durable acknowledgement, and queries through the coordinator.
+struct ClusterBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "cluster", abstract: "Through the coordinator, for several shard counts.")
+    @OptionGroup var corpus: CorpusOptions
+    @Option(help: "Shard counts to measure.") var shards: [Int] = [1, 2, 4]
+    @Option(help: "Items per publish batch.") var batch = 1000
+    @Option(help: "Publish batches in flight.") var window = 4
+
+    func run() async throws {
+        let lines = try corpus.loadLines()
+        let items = lines.compactMap { try? JSONValue.parse($0) }
+        let words = QueryWords(lines: lines, count: corpus.queries)
+        let bin = ((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0] as NSString as String)
+        let binDir = (bin as NSString).deletingLastPathComponent
+        var best = 0.0
+        print("Limelight cluster (coordinator + 1 indexer + 1 query worker per shard count below, on loopback)")
+        print(String(repeating: "-", count: 96))
+        print("shards  publish items/s   kind       p50 ms   p99 ms   first batch p50 ms   p99 ms")
+        for n in shards {
+            let dir = NSTemporaryDirectory() + "limelight-cbench-\(UUID().uuidString)"
+            defer { try? FileManager.default.removeItem(atPath: dir) }
+            let up = Process()
+            up.executableURL = URL(fileURLWithPath: binDir + "/limelight")
+            up.arguments = ["up", "--data", dir, "--listen", "tcp://127.0.0.1:0", "--stats-port", "0", "--shards", String(n),
+                            "--indexers", String(min(n, 2)), "--query-workers", String(min(n, 2)), "--log-level", "warning"]
+            let out = Pipe()
+            up.standardOutput = out
+            try up.run()
+            defer { kill(up.processIdentifier, SIGTERM); up.waitUntilExit() }
+            var buf = Data()
+            while !buf.contains(0x0A) {
+                let d = out.fileHandleForReading.availableData
+                if d.isEmpty { break }
+                buf.append(d)
+            }
+            let ready = String(decoding: buf, as: UTF8.self).split(separator: " ")
+            guard ready.first == "ready" else { throw ValidationError("cluster did not start") }
+            let client = try LimelightClient(endpoint: String(ready[1]))
+            defer { client.close() }
+            let t0 = Date()
+            var stored = 0
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                var inFlight = 0
+                var i = 0
+                while i < items.count {
+                    let chunk = Array(items[i..<min(items.count, i + batch)])
+                    i += batch
+                    if inFlight >= window, let s = try await group.next() { stored += s; inFlight -= 1 }
+                    group.addTask { try await client.publish(chunk).stored }
+                    inFlight += 1
+                }
+                for try await s in group { stored += s }
+            }
+            let rate = Double(stored) / Date().timeIntervalSince(t0)
+            best = max(best, rate)
+            for (kind, qs) in queryKinds(words, count: corpus.queries) {
+                var lat: [Double] = [], first: [Double] = []
+                for q in qs {
+                    let t = Date()
+                    var sawFirst = false
+                    for try await e in client.query(Body.QueryRequest(query: q, fetchAttributes: ["title"], limit: 20, batchSize: 20)).events {
+                        if case .batch = e, !sawFirst { sawFirst = true; first.append(Date().timeIntervalSince(t) * 1000) }
+                    }
+                    lat.append(Date().timeIntervalSince(t) * 1000)
+                }
+                print("\(String(n).leftPad(6))  \(String(Int(rate)).leftPad(15))   \(kind.padding(toLength: 9, withPad: " ", startingAt: 0))  \(fmt(percentile(lat, 50)).leftPad(7))  \(fmt(percentile(lat, 99)).leftPad(7))  \(fmt(percentile(first, 50)).leftPad(19))  \(fmt(percentile(first, 99)).leftPad(7))")
+            }
+        }
+        printPeers(corpus.runPeers(), ours: best)
+    }
+}

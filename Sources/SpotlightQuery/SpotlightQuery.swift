@@ -1,1 +1,0 @@
-// SpotlightQuery — placeholder until its module lands.

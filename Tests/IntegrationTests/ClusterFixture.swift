@@ -1,0 +1,161 @@
+import Foundation
+import Items
+import LimelightClient
+import Testing
+import WireProtocol
+
+/// Real processes for integration tests: the executables built beside the
+/// test bundle, started with port 0 and a temporary data folder.
+final class ClusterFixture: @unchecked Sendable {
+    // Processes are added during setup and only read afterwards, from the test's task.
+    let data: String
+    let shards: Int
+    var processes: [String: Process] = [:]
+    var clientEndpoint = ""
+    var workerEndpoint = ""
+    var statsURL = ""
+
+    static var binDirectory: String {
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        var dir = (exe as NSString).deletingLastPathComponent
+        // Inside an .xctest bundle on some layouts, go up to the products folder.
+        while !FileManager.default.fileExists(atPath: dir + "/limelight-coordinator"), dir != "/" {
+            dir = (dir as NSString).deletingLastPathComponent
+        }
+        return dir
+    }
+
+    init(shards: Int) throws {
+        self.shards = shards
+        data = NSTemporaryDirectory() + "limelight-it-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
+    }
+
+    deinit { stopAll() }
+
+    func logPath(_ name: String) -> String { "\(data)/\(name).log" }
+
+    @discardableResult
+    func start(_ name: String, _ executable: String, _ args: [String], captureFirstLine: Bool = false) throws -> String? {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: Self.binDirectory + "/" + executable)
+        p.arguments = args
+        FileManager.default.createFile(atPath: logPath(name), contents: nil)
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath(name)))
+        log.seekToEndOfFile()
+        p.standardError = log
+        var line: String?
+        if captureFirstLine {
+            let pipe = Pipe()
+            p.standardOutput = pipe
+            try p.run()
+            var buf = Data()
+            let h = pipe.fileHandleForReading
+            while !buf.contains(0x0A) {
+                let d = h.availableData
+                if d.isEmpty { break }
+                buf.append(d)
+            }
+            if let nl = buf.firstIndex(of: 0x0A) { line = String(decoding: buf[..<nl], as: UTF8.self) }
+        } else {
+            p.standardOutput = log
+            try p.run()
+        }
+        processes[name] = p
+        return line
+    }
+
+    func startCoordinator(extra: [String] = []) throws {
+        let line = try start("coordinator", "limelight-coordinator", [
+            "--listen", "tcp://127.0.0.1:0", "--workers", "tcp://127.0.0.1:0", "--stats-port", "0",
+            "--shards", String(shards), "--heartbeat-ms", "200", "--liveness-ms", "1000", "--log-level", "debug",
+        ] + extra, captureFirstLine: true)
+        guard let line, line.hasPrefix("listening ") else {
+            throw FixtureError("coordinator did not report its endpoints: \(line ?? "nothing")")
+        }
+        let parts = line.split(separator: " ").map(String.init)
+        clientEndpoint = parts[1]
+        workerEndpoint = parts[2]
+        statsURL = parts[3]
+    }
+
+    func startIndexer(_ name: String, shards: [Int], data: String? = nil) throws {
+        try start(name, "limelight-indexer", ["--coordinator", workerEndpoint, "--data", data ?? self.data,
+                                              "--shards", shards.map(String.init).joined(separator: ","), "--id", name,
+                                              "--log-level", "debug"])
+    }
+
+    func startQueryWorker(_ name: String, shards: [Int], data: String? = nil) throws {
+        try start(name, "limelight-query", ["--coordinator", workerEndpoint, "--data", data ?? self.data,
+                                            "--shards", shards.map(String.init).joined(separator: ","), "--id", name,
+                                            "--log-level", "debug"])
+    }
+
+    /// A coordinator, one indexer and one query worker serving every shard.
+    static func simple(shards: Int = 4) async throws -> (ClusterFixture, LimelightClient) {
+        let f = try ClusterFixture(shards: shards)
+        try f.startCoordinator()
+        try f.startIndexer("indexer-0", shards: Array(0..<shards))
+        try f.startQueryWorker("query-0", shards: Array(0..<shards))
+        let client = try LimelightClient(endpoint: f.clientEndpoint)
+        try await f.waitServed(client)
+        return (f, client)
+    }
+
+    /// Waits until every shard has a live indexer and query worker.
+    func waitServed(_ client: LimelightClient, timeout: Double = 20) async throws {
+        let end = Date().addingTimeInterval(timeout)
+        while Date() < end {
+            if let p = try? await client.ping(timeout: .milliseconds(500)), p.servedShards.count == p.shardCount { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw FixtureError("cluster not ready; logs in \(data)")
+    }
+
+    func kill(_ name: String, signal: Int32 = SIGKILL) {
+        guard let p = processes[name], p.isRunning else { return }
+        Foundation.kill(p.processIdentifier, signal)
+        p.waitUntilExit()
+    }
+
+    func stopAll() {
+        for (_, p) in processes where p.isRunning { Foundation.kill(p.processIdentifier, SIGTERM) }
+        let end = Date().addingTimeInterval(5)
+        while Date() < end, processes.values.contains(where: \.isRunning) { usleep(20_000) }
+        for (_, p) in processes where p.isRunning { Foundation.kill(p.processIdentifier, SIGKILL) }
+        processes.removeAll()
+    }
+
+    func removeData() { try? FileManager.default.removeItem(atPath: data) }
+}
+
+struct FixtureError: Error, CustomStringConvertible {
+    var description: String
+    init(_ d: String) { description = d }
+}
+
+/// Collects a query's batches and completion.
+func collect(_ handle: QueryHandle) async throws -> (items: [JSONValue], batches: Int, completion: Body.Completion?) {
+    var items: [JSONValue] = []
+    var batches = 0
+    var completion: Body.Completion?
+    for try await e in handle.events {
+        switch e {
+        case .batch(let b): items += b; batches += 1
+        case .completion(let c): completion = c
+        }
+    }
+    return (items, batches, completion)
+}
+
+func spotlight(_ q: String, fetch: [String]? = nil, sort: [JSONValue]? = nil, limit: Int? = nil,
+               batchSize: Int? = nil, deadlineMs: Int? = nil) -> Body.QueryRequest {
+    Body.QueryRequest(language: "spotlight", query: q, fetchAttributes: fetch, sort: sort, limit: limit,
+                      batchSize: batchSize, deadlineMs: deadlineMs)
+}
+
+func item(_ uid: String, domain: String, _ attrs: [String: JSONValue]) -> JSONValue {
+    .object(["uniqueIdentifier": .string(uid), "domainIdentifier": .string(domain), "attributes": .object(attrs)])
+}
+
+func uids(_ items: [JSONValue]) -> [String] { items.compactMap { $0["uniqueIdentifier"]?.stringValue } }

@@ -1,0 +1,177 @@
+import Foundation
+import Items
+import LimelightClient
+import Testing
+import WireProtocol
+
+/// End to end: real coordinator, indexer and query worker processes over ZeroMQ on loopback.
+@Suite(.serialized)
+struct ClusterTests {
+    @Test func publishAcknowledgesEachItemAndQueriesFindThem() async throws {
+        let (cluster, client) = try await ClusterFixture.simple(shards: 4)
+        defer { client.close(); cluster.stopAll(); cluster.removeData() }
+
+        let ack = try await client.publish([
+            item("a", domain: "com.example.ui", ["title": .string("MyWindowClass")]),
+            item("b", domain: "com.example.glass", ["title": .string("Broken Window")]),
+            item("c", domain: "com.example.ui", ["title": .string("NSWindow")]),
+            .object(["domainIdentifier": .string("x")]),                                       // no identifier
+            item("d", domain: "com.example.ui", ["completionDate": .string("yesterday")]),    // not ISO-8601
+        ])
+        #expect(ack.stored == 3)
+        #expect(ack.rejected == 2)
+        #expect(ack.results[3].error?.code == "missing_identifier")
+        #expect(ack.results[4].error?.field == "attributes.completionDate")
+
+        let r = try await collect(client.query(spotlight(#"title == "Window"w"#)))
+        #expect(Set(uids(r.items)) == ["a", "b"])
+        #expect(r.completion?.count == 2)
+        #expect(r.completion?.failedShards == [])
+    }
+
+    @Test func republishingReplacesAndMovingDomainsLeavesNoCopy() async throws {
+        let (cluster, client) = try await ClusterFixture.simple(shards: 8)
+        defer { client.close(); cluster.stopAll(); cluster.removeData() }
+        _ = try await client.publish([item("x", domain: "org.one", ["title": .string("first")])])
+        _ = try await client.publish([item("x", domain: "org.one", ["title": .string("second")])])
+        // Same identifier, another domain (very likely another shard): the old copy must go.
+        _ = try await client.publish([item("x", domain: "net.two.three", ["title": .string("third")])])
+        let r = try await collect(client.query(spotlight(#"title == "*""#)))
+        #expect(uids(r.items) == ["x"])
+        #expect(r.items.first?["attributes"]?["title"]?.stringValue == "third")
+    }
+
+    @Test func orderedQueriesAreMergedAcrossShards() async throws {
+        let (cluster, client) = try await ClusterFixture.simple(shards: 4)
+        defer { client.close(); cluster.stopAll(); cluster.removeData() }
+        var items: [JSONValue] = []
+        for i in 0..<200 {
+            items.append(item("n\(i)", domain: "org.d\(i % 13)", ["title": .string("item \(i)"), "rank": .number(Double((i * 37) % 200))]))
+        }
+        let ack = try await client.publish(items)
+        #expect(ack.stored == 200)
+        let sort: [JSONValue] = [.object(["attribute": .string("rank"), "ascending": .bool(false)])]
+        let r = try await collect(client.query(spotlight(#"rank >= 0"#, sort: sort, batchSize: 7)))
+        let ranks = r.items.compactMap { $0["attributes"]?["rank"]?.doubleValue }
+        #expect(ranks.count == 200)
+        #expect(ranks == ranks.sorted(by: >))
+        #expect(r.batches >= 200 / 7)
+
+        let limited = try await collect(client.query(spotlight(#"rank >= 0"#, sort: [.object(["attribute": .string("rank")])], limit: 10)))
+        #expect(limited.items.compactMap { $0["attributes"]?["rank"]?.doubleValue } == (0..<10).map(Double.init))
+        #expect(limited.completion?.count == 10)
+    }
+
+    @Test func deleteByDomainTakesSubdomainsOnEveryShard() async throws {
+        let (cluster, client) = try await ClusterFixture.simple(shards: 4)
+        defer { client.close(); cluster.stopAll(); cluster.removeData() }
+        var items: [JSONValue] = []
+        for (i, d) in ["org.debian", "org.debian.games", "org.debian.games.strategy", "org.debianx", "org.other"].enumerated() {
+            items.append(item("i\(i)", domain: d, ["title": .string("t")]))
+        }
+        _ = try await client.publish(items)
+        let n = try await client.delete(domains: ["org.debian"])
+        #expect(n == 3)
+        let r = try await collect(client.query(spotlight(#"title == "t""#)))
+        #expect(Set(uids(r.items)) == ["i3", "i4"])
+        #expect(try await client.delete(all: true) == 2)
+    }
+
+    @Test func badQueriesAreNamedAndTheClusterKeepsServing() async throws {
+        let (cluster, client) = try await ClusterFixture.simple(shards: 2)
+        defer { client.close(); cluster.stopAll(); cluster.removeData() }
+        do {
+            _ = try await collect(client.query(spotlight(#"title == "#)))
+            Issue.record("a malformed query must fail")
+        } catch let e as ClientError {
+            #expect(e.server?.code == "bad_query")
+            #expect(e.server?.position != nil)
+        }
+        let p = try await client.ping()
+        #expect(p.servedShards == [0, 1])
+    }
+
+    @Test func cancelStopsAStreamingQuery() async throws {
+        let (cluster, client) = try await ClusterFixture.simple(shards: 2)
+        defer { client.close(); cluster.stopAll(); cluster.removeData() }
+        for chunk in 0..<10 {
+            let items = (0..<1000).map { i in item("k\(chunk)-\(i)", domain: "org.bulk\(i % 5)", ["title": .string("bulk item \(i)")]) }
+            _ = try await client.publish(items)
+        }
+        let handle = client.query(spotlight(#"title == "bulk*""#, batchSize: 10))
+        var seen = 0
+        var completion: Body.Completion?
+        for try await e in handle.events {
+            switch e {
+            case .batch(let b):
+                seen += b.count
+                if seen == b.count { await handle.cancel() }
+            case .completion(let c): completion = c
+            }
+        }
+        #expect(completion?.cancelled == true)
+        #expect((completion?.count ?? .max) < 10_000)
+        // Still serving afterwards.
+        let r = try await collect(client.query(spotlight(#"title == "bulk item 7""#)))
+        #expect(r.items.count == 10)
+    }
+
+    @Test func aShardWithoutAnyWorkerIsNamedInTheCompletion() async throws {
+        let cluster = try ClusterFixture(shards: 2)
+        defer { cluster.stopAll(); cluster.removeData() }
+        try cluster.startCoordinator()
+        try cluster.startIndexer("indexer-0", shards: [0, 1])
+        try cluster.startQueryWorker("query-0", shards: [0])   // nobody serves shard 1
+        let client = try LimelightClient(endpoint: cluster.clientEndpoint)
+        defer { client.close() }
+        let end = Date().addingTimeInterval(10)
+        while (try? await client.ping())?.servedShards != [0], Date() < end { try await Task.sleep(for: .milliseconds(50)) }
+        let r = try await collect(client.query(spotlight(#"title == "*""#)))
+        #expect(r.completion?.failedShards.map(\.shard) == [1])
+    }
+
+    @Test func aKilledQueryWorkerIsReplacedByItsReplicaAndARestartedOneLosesNothing() async throws {
+        let cluster = try ClusterFixture(shards: 2)
+        defer { cluster.stopAll(); cluster.removeData() }
+        try cluster.startCoordinator()
+        try cluster.startIndexer("indexer-0", shards: [0, 1])
+        try cluster.startQueryWorker("query-a", shards: [0, 1])
+        try cluster.startQueryWorker("query-b", shards: [0, 1])
+        let client = try LimelightClient(endpoint: cluster.clientEndpoint)
+        defer { client.close() }
+        try await cluster.waitServed(client)
+        let items = (0..<50).map { i in item("r\(i)", domain: "org.r\(i % 7)", ["title": .string("replica \(i)")]) }
+        #expect(try await client.publish(items).stored == 50)
+
+        cluster.kill("query-a")
+        // Queries keep answering in full: at first a shard sent to the dead worker is
+        // retried on its replica; once the coordinator notices, it routes around it.
+        for _ in 0..<6 {
+            let r = try await collect(client.query(spotlight(#"title == "replica*""#, deadlineMs: 5000)))
+            #expect(r.items.count == 50)
+            #expect(r.completion?.failedShards == [])
+        }
+        cluster.kill("query-b")
+        try await Task.sleep(for: .milliseconds(1500))
+        let none = try await collect(client.query(spotlight(#"title == "replica*""#, deadlineMs: 2000)))
+        #expect(Set(none.completion?.failedShards.map(\.shard) ?? []) == [0, 1])
+
+        try cluster.startQueryWorker("query-a", shards: [0, 1])
+        try await cluster.waitServed(client)
+        let back = try await collect(client.query(spotlight(#"title == "replica*""#)))
+        #expect(back.items.count == 50)
+        #expect(back.completion?.failedShards == [])
+    }
+
+    @Test func aDeadlineFailsTheShardsThatDidNotAnswer() async throws {
+        let (cluster, client) = try await ClusterFixture.simple(shards: 2)
+        defer { client.close(); cluster.stopAll(); cluster.removeData() }
+        _ = try await client.publish([item("z", domain: "org.z", ["title": .string("z")])])
+        // Stop the query worker without killing it: it keeps its registration for a moment but never answers.
+        cluster.kill("query-0", signal: SIGSTOP)
+        defer { cluster.kill("query-0", signal: SIGCONT) }
+        let r = try await collect(client.query(spotlight(#"title == "z""#, deadlineMs: 300)))
+        #expect(r.completion?.failedShards.count == 2)
+        #expect(r.completion?.failedShards.first?.reason.contains("deadline") == true)
+    }
+}
