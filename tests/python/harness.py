@@ -1,0 +1,236 @@
+"""Test harness: a real cluster started with ``limelight up``, message capture
+for the Python client, and fake workers that speak the worker protocol.
+"""
+
+import json
+import os
+import pathlib
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from typing import NamedTuple
+
+import zmq
+
+import schemas
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+CLIENTS = REPO / "clients" / "python"
+SAMPLES = REPO / "samples"
+READY_TIMEOUT = 90
+STOP_TIMEOUT = 10
+
+# The tests import the client library as its users do, from its folder.
+sys.path.insert(0, str(CLIENTS))
+
+from limelight_client import Client  # noqa: E402
+
+
+def bin_dir():
+    """Where the Limelight executables are: $LIMELIGHT_BIN, or .build/debug."""
+    return pathlib.Path(os.environ.get("LIMELIGHT_BIN") or REPO / ".build" / "debug")
+
+
+def free_port():
+    """A TCP port on loopback that nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Cluster(NamedTuple):
+    """A running ``limelight up``: where clients and workers connect, its stats
+    URL, its data folder and its process."""
+    endpoint: str
+    stats_url: str
+    workers_endpoint: str
+    data: pathlib.Path
+    process: subprocess.Popen
+
+
+def start_cluster(data, shards=4):
+    """Runs ``limelight up`` on free ports and returns once it prints
+    ``ready ENDPOINT STATS-URL``."""
+    workers_endpoint = f"tcp://127.0.0.1:{free_port()}"
+    command = [str(bin_dir() / "limelight"), "up", "--data", str(data), "--listen", "tcp://127.0.0.1:0",
+               "--stats-port", "0", "--shards", str(shards), "--workers-endpoint", workers_endpoint]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = queue.Queue()
+    threading.Thread(target=_forward_lines, args=(process.stdout, lines), daemon=True).start()
+    deadline = time.monotonic() + READY_TIMEOUT
+    while time.monotonic() < deadline:
+        try:
+            line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
+        except queue.Empty:
+            break
+        if line is None:
+            break
+        if line.startswith("ready "):
+            _, endpoint, stats_url = line.split()
+            return Cluster(endpoint, stats_url, workers_endpoint, pathlib.Path(data), process)
+    errors = stop_cluster(process)
+    raise RuntimeError(f"limelight up did not become ready: {errors.strip()}\n{_logs(data)}")
+
+
+def _forward_lines(stream, lines):
+    """Puts each line of ``stream`` on ``lines``, then None at its end."""
+    with stream:
+        for line in stream:
+            lines.put(line)
+    lines.put(None)
+
+
+def stop_cluster(process):
+    """SIGTERM, then SIGKILL if it has not stopped within 10 s; returns what
+    it wrote to standard error."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    with process.stderr:
+        return process.stderr.read()
+
+
+def _logs(data):
+    """The tails of the cluster's logs, for failure messages."""
+    out = []
+    for log in sorted(pathlib.Path(data, "logs").glob("*.log")):
+        out.append(f"--- {log.name}\n" + "\n".join(log.read_text(errors="replace").splitlines()[-15:]))
+    return "\n".join(out)
+
+
+def read_jsonl(name):
+    """The items of a sample file."""
+    with open(SAMPLES / name, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def publish_all(endpoint, items, batch_size=100):
+    """Publishes items in batches and returns the total stored."""
+    stored = 0
+    with Client(endpoint, timeout=30, observer=Traffic()) as c:
+        for start in range(0, len(items), batch_size):
+            ack = c.publish(items[start:start + batch_size], batch=f"sample-{start}")
+            assert ack["rejected"] == 0, ack
+            stored += ack["stored"]
+    return stored
+
+
+def wait_until(predicate, timeout=10.0, interval=0.1):
+    """Polls ``predicate`` until it is true; returns whether it became so."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return predicate()
+
+
+class Traffic:
+    """A client observer: checks every message against its schema as it
+    passes, and keeps them for the test to look at."""
+
+    def __init__(self, check_sent=True):
+        self.check_sent = check_sent
+        self.messages = []
+
+    def __call__(self, direction, message):
+        if direction == "received" or self.check_sent:
+            schemas.assert_valid(message)
+        self.messages.append((direction, message))
+
+    def received(self, kind):
+        """Received messages of one type, in order."""
+        return [m for d, m in self.messages if d == "received" and m["type"] == kind]
+
+    def sent(self, kind):
+        """Sent messages of one type, in order."""
+        return [m for d, m in self.messages if d == "sent" and m["type"] == kind]
+
+
+class FakeWorker(threading.Thread):
+    """A worker made of nothing but a DEALER socket, on a thread of its own.
+
+    It registers (unless ``register`` is false), heartbeats every 300 ms, checks
+    every message it receives or sends against the schemas, records what it
+    receives, and answers each message with what ``handler(message)`` returns:
+    a list of ``(type, body)`` pairs sent with the message's id.
+    """
+
+    def __init__(self, endpoint, worker_id, role, shards, handler=None, register=True):
+        super().__init__(daemon=True, name=worker_id)
+        self.endpoint = endpoint
+        self.worker_id = worker_id
+        self.role = role
+        self.shards = shards
+        self.handler = handler
+        self.register = register
+        self.inbox = queue.Queue()
+        self.received = []
+        self.errors = []
+        self.registered = threading.Event()
+        self._stop_requested = threading.Event()
+
+    def run(self):
+        sock = zmq.Context.instance().socket(zmq.DEALER)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.setsockopt(zmq.ROUTING_ID, self.worker_id.encode())
+        sock.connect(self.endpoint)
+        try:
+            if self.register:
+                self._send(sock, "register", f"reg-{self.worker_id}", role=self.role, worker=self.worker_id,
+                           shards=self.shards, host=socket.gethostname(), pid=os.getpid())
+            next_beat = time.monotonic()
+            while not self._stop_requested.is_set():
+                if time.monotonic() >= next_beat:
+                    self._send(sock, "heartbeat", "hb", worker=self.worker_id)
+                    next_beat = time.monotonic() + 0.3
+                if not sock.poll(50):
+                    continue
+                message = json.loads(sock.recv_multipart()[-1])
+                self._check(message)
+                self.received.append(message)
+                if message["type"] == "registered":
+                    self.registered.set()
+                self.inbox.put(message)
+                for kind, body in (self.handler(message) if self.handler else []):
+                    self._send(sock, kind, message["id"], **body)
+        except Exception as e:  # surfaced by the test through `errors`
+            self.errors.append(f"{type(e).__name__}: {e}")
+        finally:
+            sock.close(linger=0)
+
+    def _send(self, sock, kind, message_id, **body):
+        message = {"v": 1, "type": kind, "id": message_id, **body}
+        self._check(message)
+        sock.send(json.dumps(message).encode())
+
+    def _check(self, message):
+        try:
+            schemas.assert_valid(message)
+        except AssertionError as e:
+            self.errors.append(str(e))
+
+    def wait_for(self, kind, timeout=10.0):
+        """The next received message of type ``kind``; other types are skipped."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                message = self.inbox.get(timeout=max(0.01, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"{self.worker_id}: no {kind} within {timeout} s; got {[m['type'] for m in self.received]}")
+            if message["type"] == kind:
+                return message
+
+    def stop(self):
+        """Closes the socket. There is no goodbye message: the coordinator
+        forgets the worker when a send to it fails or its heartbeats lapse."""
+        self._stop_requested.set()
+        self.join(5)

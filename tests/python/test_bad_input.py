@@ -1,0 +1,66 @@
+"""Frames a coordinator cannot take are answered with an error that names the
+fault, and the cluster goes on serving."""
+
+import json
+
+import pytest
+import zmq
+
+import schemas
+from harness import Client
+
+#: The coordinator's default limit on a frame (Envelope.defaultMaxFrameBytes).
+MAX_FRAME_BYTES = 32 * 1024 * 1024
+
+
+def oversized_publish():
+    padding = "x" * (MAX_FRAME_BYTES + 1024)
+    message = {"v": 1, "type": "publish", "id": "big", "items": [{"uniqueIdentifier": "big", "attributes": {"title": padding}}]}
+    return json.dumps(message).encode()
+
+
+CASES = [
+    (b"{this is not json", "malformed_json", "", "not valid JSON"),
+    (b"[1, 2, 3]", "invalid_message", "", "JSON object"),
+    (b'{"type": "ping", "id": "no-version"}', "invalid_message", "no-version", "'v'"),
+    (b'{"v": 1, "type": "teleport", "id": "u1"}', "unknown_type", "u1", "teleport"),
+    (b'{"v": 2, "type": "ping", "id": "u2"}', "unsupported_version", "u2", "version 2"),
+    (b'{"v": 1, "type": "ping"}', "invalid_message", "", "'id'"),
+    (b'{"v": 1, "type": "query", "id": "u3", "query": "title == \\"x\\""}', "invalid_message", "u3", "language"),
+    (b'{"v": 1, "type": "publish", "id": "u4", "items": "not a list"}', "invalid_message", "u4", "items"),
+    (oversized_publish, "too_large", "", "exceeds the limit"),
+]
+
+
+@pytest.fixture
+def raw(cluster):
+    """A bare DEALER socket to the coordinator, for frames no client would send."""
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.connect(cluster.endpoint)
+    yield sock
+    sock.close()
+
+
+def receive(sock, timeout=20):
+    assert sock.poll(timeout * 1000), f"no reply within {timeout} s"
+    frames = sock.recv_multipart()
+    assert len(frames) == 1, frames
+    return json.loads(frames[0])
+
+
+@pytest.mark.parametrize("frame,code,reply_id,mentions", CASES, ids=[c[1] + ":" + c[3] for c in CASES])
+def test_bad_frame_gets_a_named_error_and_the_cluster_keeps_serving(cluster, raw, frame, code, reply_id, mentions):
+    raw.send(frame() if callable(frame) else frame)
+    reply = receive(raw)
+    schemas.assert_valid(reply)
+    assert reply["type"] == "error"
+    assert reply["code"] == code, reply
+    assert reply["id"] == reply_id
+    assert mentions in reply["message"], reply
+    # The same connection, and a new one, are still served.
+    raw.send(b'{"v": 1, "type": "ping", "id": "after"}')
+    pong = receive(raw)
+    assert (pong["type"], pong["id"]) == ("pong", "after")
+    with Client(cluster.endpoint) as c:
+        assert c.ping()["servedShards"] == [0, 1, 2, 3]

@@ -1,0 +1,189 @@
+"""Coordinator ↔ worker traffic, captured by fake workers written in Python.
+
+A FakeWorker is a DEALER socket that connects to the worker endpoint of a real
+cluster of this module's own, registers, heartbeats, and answers what the
+coordinator sends it; every message in both directions is checked against the
+schemas. Registered beside the real workers, a fake indexer receives every
+write for its shards (writes go to every replica), and a fake query worker
+receives some of the shard queries (the coordinator round-robins between the
+query workers of a shard).
+"""
+
+import itertools
+import subprocess
+import sys
+
+import pytest
+
+from harness import CLIENTS, Client, FakeWorker, Traffic, wait_until
+
+SHARDS = [0, 1, 2, 3]
+_names = itertools.count(1)
+
+
+@pytest.fixture
+def fakes(private_cluster):
+    """Starts fake workers; stops them after the test and waits until the
+    coordinator has forgotten them, so tests do not see each other's fakes."""
+    started = []
+
+    def start(role, shards=SHARDS, handler=None, register=True, accepted=True):
+        worker = FakeWorker(private_cluster.workers_endpoint, f"fake-{role}-{next(_names)}", role, shards, handler, register)
+        worker.start()
+        started.append(worker)
+        if register and accepted:
+            assert worker.registered.wait(10), f"{worker.worker_id} was not registered: {worker.received}"
+        return worker
+
+    yield start
+    for worker in started:
+        worker.stop()
+    ids = {w.worker_id for w in started}
+    with Client(private_cluster.endpoint) as c:
+        assert wait_until(lambda: not ids & {w["id"] for w in c.stats()["workers"]}, timeout=15)
+    for worker in started:
+        assert worker.errors == [], worker.errors
+
+
+@pytest.fixture
+def client(private_cluster, traffic):
+    with Client(private_cluster.endpoint, timeout=15, observer=traffic) as c:
+        yield c
+
+
+def indexer_handler(message):
+    """Acknowledges writes, deletes and declarations as a healthy indexer does."""
+    kind = message["type"]
+    if kind == "write":
+        results = [{"index": i, "uniqueIdentifier": item["uniqueIdentifier"], "status": "stored"}
+                   for i, item in enumerate(message["items"])]
+        return [("write_ack", {"shard": message["shard"], "results": results})]
+    if kind == "delete":
+        return [("delete_ack", {"deleted": 0})]
+    if kind == "declare":
+        return [("declare_ack", {})]
+    return []
+
+
+def fake_item(shard):
+    return {"uniqueIdentifier": f"fake:{shard}", "domainIdentifier": "test.fake",
+            "attributes": {"title": f"Fake result of shard {shard}"}}
+
+
+def answering_query_worker(message):
+    """Answers each shard query with one hit and a clean shard_done."""
+    if message["type"] != "shard_query":
+        return []
+    shard = message["shard"]
+    return [("shard_batch", {"shard": shard, "seq": 1, "hits": [{"item": fake_item(shard)}]}),
+            ("shard_done", {"shard": shard, "count": 1})]
+
+
+def failing_query_worker(message):
+    """Fails every shard query it gets."""
+    if message["type"] != "shard_query":
+        return []
+    return [("shard_done", {"shard": message["shard"], "count": 0,
+                            "error": {"code": "query_failed", "message": "the fake shard is broken"}})]
+
+
+def test_register_and_heartbeat(fakes, private_cluster):
+    worker = fakes("query")
+    [registered] = [m for m in worker.received if m["type"] == "registered"]
+    assert registered["shardCount"] == 4 and registered["heartbeatMs"] > 0
+    assert registered["id"] == f"reg-{worker.worker_id}"
+    worker.wait_for("heartbeat")
+    with Client(private_cluster.endpoint) as c:
+        [record] = [w for w in c.stats()["workers"] if w["id"] == worker.worker_id]
+    assert record["role"] == "query" and record["shards"] == SHARDS
+
+
+def test_registration_for_a_missing_shard_is_refused(fakes):
+    worker = fakes("indexer", shards=[0, 9], accepted=False)
+    error = worker.wait_for("error")
+    assert error["code"] == "bad_shard"
+    assert error["id"] == f"reg-{worker.worker_id}"
+    assert "9" in error["message"]
+    assert not worker.registered.is_set()
+
+
+def test_unregistered_worker_is_told_to_register(fakes):
+    worker = fakes("query", register=False)
+    error = worker.wait_for("error")
+    assert error["code"] == "unregistered"
+    assert error["id"] == "hb"
+
+
+def test_write_reaches_the_fake_replica(fakes, client, traffic):
+    indexer = fakes("indexer", handler=indexer_handler)
+    items = [{"uniqueIdentifier": f"replica:{n}", "domainIdentifier": f"test.replica.d{n}", "attributes": {"title": f"Item {n}"}}
+             for n in range(6)]
+    ack = client.publish(items, batch="replica-1")
+    assert (ack["stored"], ack["rejected"]) == (6, 0)
+    writes = [m for m in indexer.received if m["type"] == "write"]
+    assert sorted(i["uniqueIdentifier"] for w in writes for i in w["items"]) == sorted(i["uniqueIdentifier"] for i in items)
+    for write in writes:
+        here = {i["uniqueIdentifier"] for i in write["items"]}
+        # Items of the batch that live on other shards are evicted from this one.
+        assert set(write["evict"]) == {i["uniqueIdentifier"] for i in items} - here
+    assert traffic.received("publish_ack") == [ack]
+    assert not [m for m in indexer.received if m["type"] == "error"]
+
+
+def test_delete_and_declare_reach_the_fake_indexer(fakes, client):
+    indexer = fakes("indexer", handler=indexer_handler)
+    client.delete(domains=["test.replica"])
+    deletes = [m for m in indexer.received if m["type"] == "delete"]
+    assert sorted(s for d in deletes for s in d["shards"]) == SHARDS
+    assert all(d["domains"] == ["test.replica"] for d in deletes)
+    client.declare([{"name": "fakeDate", "type": "date"}])
+    [declare] = [m for m in indexer.received if m["type"] == "declare"]
+    assert declare["attributes"] == [{"name": "fakeDate", "type": "date"}]
+
+
+def test_shard_query_answered_by_the_fake(fakes, client, traffic):
+    worker = fakes("query", handler=answering_query_worker)
+    events = list(client.query('title == "*"', fetch=["title"]))
+    queries = [m for m in worker.received if m["type"] == "shard_query"]
+    # Round robin over two query workers per shard: the fake gets half the shards.
+    assert len(queries) == 2
+    for q in queries:
+        assert q["plan"]["predicate"]["op"] == "exists"
+        assert q["plan"]["fetchAttributes"] == ["title"]
+    found = {i["uniqueIdentifier"] for k, v in events if k == "batch" for i in v}
+    assert {f"fake:{q['shard']}" for q in queries} <= found
+    assert not [m for m in worker.received if m["type"] == "error"]
+    completion = events[-1][1]
+    assert completion["failedShards"] == [] and completion["count"] == len(found)
+    assert traffic.received("completion") == [completion]
+
+
+def test_failed_shard_is_named_and_query_py_exits_4(fakes, private_cluster):
+    worker = fakes("query", handler=failing_query_worker)
+    done = subprocess.run([sys.executable, str(CLIENTS / "query.py"), 'title == "*"', "--endpoint", private_cluster.endpoint],
+                          capture_output=True, text=True, timeout=60)
+    failed = sorted(m["shard"] for m in worker.received if m["type"] == "shard_query")
+    assert failed, "the fake got no shard query"
+    assert done.returncode == 4, done.stderr
+    for shard in failed:
+        assert f"shard {shard} missing from the result: the fake shard is broken" in done.stderr
+
+
+def test_cancel_reaches_the_query_worker(fakes, client, traffic):
+    worker = fakes("query")  # takes shard queries and never answers them
+    stream = client.query('title == "*"')
+    shard_query = worker.wait_for("shard_query")
+    stream.cancel()
+    events = list(stream)
+    assert events[-1][0] == "completion" and events[-1][1]["cancelled"] is True
+    cancel = worker.wait_for("cancel")
+    assert cancel["query"] == shard_query["id"]
+
+
+def test_silent_shard_fails_at_the_deadline(fakes, client):
+    worker = fakes("query")
+    events = list(client.query('title == "*"', deadline_ms=1500))
+    silent = sorted(m["shard"] for m in worker.received if m["type"] == "shard_query")
+    completion = events[-1][1]
+    assert sorted(f["shard"] for f in completion["failedShards"]) == silent
+    assert all("deadline" in f["reason"] for f in completion["failedShards"])

@@ -1,0 +1,126 @@
+"""The schemas themselves: valid draft 2020-12, one for each message type of
+the Swift code, and they accept what the protocol allows and refuse what it
+does not. These need no cluster."""
+
+import json
+import re
+
+import pytest
+from jsonschema import Draft202012Validator
+
+import schemas
+from harness import REPO, read_jsonl
+
+
+def swift_message_types():
+    """The wire names of Swift's MessageType cases, read from Messages.swift."""
+    source = (REPO / "Sources" / "WireProtocol" / "Messages.swift").read_text(encoding="utf-8")
+    body = re.search(r"enum MessageType\b[^{]*\{(.*?)\n\}", source, re.S).group(1)
+    names = []
+    for line in body.splitlines():
+        line = line.split("//")[0].strip()
+        if not line.startswith("case "):
+            continue
+        for case in line[5:].split(","):
+            case = case.strip()
+            raw = re.search(r'=\s*"([^"]+)"', case)
+            names.append(raw.group(1) if raw else case)
+    return names
+
+
+def test_every_schema_is_valid_draft_2020_12():
+    for name, schema in schemas.SCHEMAS.items():
+        Draft202012Validator.check_schema(schema)
+        assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema", name
+
+
+def test_one_schema_per_swift_message_type():
+    types = swift_message_types()
+    assert len(types) == 23
+    for t in types:
+        assert f"{t}.schema.json" in schemas.SCHEMAS, f"no schema for {t}"
+        assert schemas.SCHEMAS[f"{t}.schema.json"]["properties"]["type"] == {"const": t}
+    assert sorted(schemas.SCHEMAS["envelope.schema.json"]["properties"]["type"]["enum"]) == sorted(types)
+
+
+def test_every_message_schema_refers_to_the_envelope():
+    for t in swift_message_types():
+        assert {"$ref": "envelope.schema.json"} in schemas.SCHEMAS[f"{t}.schema.json"]["allOf"], t
+
+
+@pytest.mark.parametrize("sample", ["green-grocer.jsonl", "debian-packages.jsonl"])
+def test_samples_are_items(sample):
+    items = read_jsonl(sample)
+    assert items
+    for item in items:
+        assert schemas.errors(item, "item.schema.json") == [], item["uniqueIdentifier"]
+    assert len({i["uniqueIdentifier"] for i in items}) == len(items)
+
+
+def test_samples_are_small():
+    assert (REPO / "samples" / "debian-packages.jsonl").stat().st_size < 1_000_000
+    assert len(read_jsonl("debian-packages.jsonl")) == 300
+    assert 35 <= len(read_jsonl("green-grocer.jsonl")) <= 50
+
+
+VALID = [
+    {"v": 1, "type": "ping", "id": "1"},
+    {"v": 1, "type": "publish", "id": "2", "items": [
+        {"uniqueIdentifier": "deb:0ad", "domainIdentifier": "org.debian.games",
+         "expirationDate": "2027-06-01T00:00:00Z",
+         "attributes": {"title": "0ad", "keywords": ["game::strategy"], "installedSize": 28591,
+                        "completionDate": "2026-11-01T12:00:00Z", "place": {"latitude": 37.33, "longitude": -122.03}},
+         "entity": {"type": "LandmarkEntity", "id": "42", "priority": 10}}]},
+    {"v": 1, "type": "query", "id": "3", "language": "spotlight", "query": 'title == "Window"w',
+     "fetchAttributes": ["title"], "sort": [{"attribute": "title", "ascending": False}, {"relevance": True}],
+     "limit": 10, "batchSize": 5, "deadlineMs": 1000},
+    {"v": 1, "type": "query", "id": "4", "language": "plan",
+     "plan": {"op": "or", "of": [{"op": "domain", "domains": ["org.debian"]},
+                                 {"op": "not", "of": [{"op": "range", "attribute": "installedSize", "min": 5, "maxInclusive": False, "max": 9}]}]}},
+    {"v": 1, "type": "delete", "id": "5", "domains": ["org.debian"]},
+    {"v": 1, "type": "delete", "id": "6", "all": True, "shards": [2]},
+    {"v": 1, "type": "error", "id": "", "code": "malformed_json", "message": "frame is not valid JSON (3 bytes)"},
+    {"v": 1, "type": "completion", "id": "7", "count": 0, "failedShards": [{"shard": 1, "reason": "no live query worker"}],
+     "cancelled": False, "elapsedMs": 1.5},
+    {"v": 1, "type": "shard_query", "id": "q1", "shard": 0, "deadlineMs": 29990, "plan": {
+        "predicate": {"op": "text", "attribute": "*", "pattern": "Win\\*dow*", "options": "cdwt"},
+        "sort": [], "batchSize": 100}},
+    {"v": 1, "type": "shard_batch", "id": "q1", "shard": 0, "seq": 1, "hits": [
+        {"item": {"uniqueIdentifier": "a", "domainIdentifier": "", "attributes": {}}, "sort": [None, 3], "score": 1.5}]},
+    {"v": 1, "type": "write", "id": "w1", "shard": 3, "items": [{"uniqueIdentifier": "a"}], "evict": []},
+    {"v": 1, "type": "heartbeat", "id": "hb"},
+    {"v": 1, "type": "declare_ack", "id": "k1", "future": "fields are allowed"},
+]
+
+INVALID = [
+    ({"v": 2, "type": "ping", "id": "1"}, "envelope: version"),
+    ({"v": 1, "type": "ping"}, "envelope: no id"),
+    ({"v": 1, "type": "query", "id": "1", "query": "x"}, "query: no language"),
+    ({"v": 1, "type": "query", "id": "1", "language": "spotlight"}, "query: spotlight without its text"),
+    ({"v": 1, "type": "query", "id": "1", "language": "plan", "plan": {"op": "near"}}, "query: unknown op"),
+    ({"v": 1, "type": "query", "id": "1", "language": "spotlight", "query": "x", "batchSize": 0}, "query: batch of 0"),
+    ({"v": 1, "type": "publish", "id": "1", "items": [{"attributes": {}}]}, "publish: item without identifier"),
+    ({"v": 1, "type": "publish", "id": "1", "items": [{"uniqueIdentifier": "a", "domainIdentifier": "a..b"}]}, "publish: empty domain part"),
+    ({"v": 1, "type": "publish", "id": "1", "items": [{"uniqueIdentifier": "a", "expirationDate": "next week"}]}, "publish: date"),
+    ({"v": 1, "type": "publish", "id": "1", "items": [{"uniqueIdentifier": "a", "attributes": {"x": {"lat": 1}}}]}, "publish: object that is no location"),
+    ({"v": 1, "type": "delete", "id": "1"}, "delete: nothing named"),
+    ({"v": 1, "type": "delete", "id": "1", "ids": []}, "delete: empty list only"),
+    ({"v": 1, "type": "publish_ack", "id": "1", "stored": 1, "rejected": 0}, "publish_ack: no results"),
+    ({"v": 1, "type": "write", "id": "w1", "shard": 0, "items": []}, "write: no evict"),
+    ({"v": 1, "type": "register", "id": "r", "role": "janitor", "worker": "w", "shards": [0]}, "register: role"),
+    ({"v": 1, "type": "shard_query", "id": "q", "shard": 0, "plan": {"predicate": {"op": "not", "of": []}}}, "plan: not of nothing"),
+    ({"v": 1, "type": "shard_query", "id": "q", "shard": 0, "plan": {"predicate": {"op": "text", "attribute": "t", "pattern": "x", "options": "q"}}}, "plan: options"),
+    ({"v": 1, "type": "shard_query", "id": "q", "shard": 0, "plan": {"predicate": {"op": "range", "attribute": "*"}}}, "plan: range over every attribute"),
+    ({"v": 1, "type": "error", "id": "1", "code": "x"}, "error: no message"),
+]
+
+
+@pytest.mark.parametrize("message", VALID, ids=lambda m: f"{m['type']}-{m['id']}")
+def test_valid_messages_pass(message):
+    schemas.assert_valid(message)
+
+
+@pytest.mark.parametrize("message,why", INVALID, ids=[why for _, why in INVALID])
+def test_invalid_messages_fail(message, why):
+    ref = f"{message['type']}.schema.json"
+    assert schemas.errors(message, ref), f"{why}: {json.dumps(message)} passed"
