@@ -70,6 +70,9 @@ public enum SocketOption: Sendable, Hashable {
     case sendTimeout(milliseconds: Int32)
     /// Queue messages only to completed connections, so that a peer that is
     /// not there yet does not swallow messages into a pipe it may never drain.
+    /// Without it a connecting socket accepts up to its high-water mark of
+    /// messages for a server that may never appear; with it, sends wait (and
+    /// ``AsyncSocket/send(_:)-([Data])`` suspends) until a connection is up.
     case immediate(Bool)
     /// First delay before reconnecting a dropped connection.
     case reconnectInterval(milliseconds: Int32)
@@ -82,6 +85,9 @@ public enum SocketOption: Sendable, Hashable {
     case routerHandover(Bool)
     /// DEALER/ROUTER: send an empty message on connect, so that a ROUTER learns
     /// a peer's routing id before the peer says anything.
+    ///
+    /// Observed with libzmq 4.3.4: no probe is sent by a socket that also has
+    /// ``immediate(_:)`` set, so do not combine the two.
     case probeRouter(Bool)
     /// STREAM: deliver an empty frame when a TCP peer connects or disconnects
     /// (ZeroMQ's default is on).
