@@ -231,8 +231,10 @@ struct SocketTests {
         #expect(zmqCode { try socket.unbind("tcp://127.0.0.1:1") } == .endpointNotFound)
 
         // The port is taken: a second bind fails as such.
-        let (_, endpoint) = try bound(context, .pull)
-        #expect(zmqCode { try socket.bind(endpoint) } == .addressInUse)
+        let (holder, endpoint) = try bound(context, .pull)
+        withExtendedLifetime(holder) {
+            #expect(zmqCode { try socket.bind(endpoint) } == .addressInUse)
+        }
     }
 
     @Test func closedSocketsThrowClosedInsteadOfCrashing() throws {
