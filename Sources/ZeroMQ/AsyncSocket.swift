@@ -8,7 +8,8 @@ import Synchronization
 /// ZeroMQ sockets must stay on one thread and their calls block, which suits
 /// neither actors nor the cooperative thread pool. So each `AsyncSocket` starts
 /// an *owner thread* that makes every zmq call for its socket; tasks talk to it
-/// through two bounded, lock-protected queues. The owner thread sleeps in
+/// through lock-protected queues: one entry per suspended `send`, and a bounded
+/// buffer of received messages. The owner thread sleeps in
 /// `zmq_poll` on the socket and on a wake-up pipe, which ``send(_:)``,
 /// ``close()`` and a consumer that frees buffer space write to — it never spins
 /// and never polls on a short timeout to notice work.
