@@ -12,7 +12,7 @@
 ///     attrs_key(name, key)              exact and prefix text tests, `exists`, sorting by text
 ///     attrs_num(name, num)              ranges on numbers, dates and booleans
 ///     attrs_long(name) WHERE kind = 5   long texts, scanned for substring patterns
-/// words  FTS5 unicode61 remove_diacritics 2, prefix 2 3, detail=column, contentless
+/// words  FTS5 unicode61 remove_diacritics 2, prefix 2 3, contentless
 /// grams  FTS5 trigram, detail=none, contentless
 /// ```
 ///
@@ -28,9 +28,9 @@
 ///   final `TextMatcher` check needs — one range read.
 /// - `words` has one row per (item, text attribute): rowid = item << 16 | name,
 ///   text = `Words.indexText` of each element (tokens plus camel-case parts),
-///   folded when not ASCII. `detail=column` keeps no positions: the store
-///   never runs phrase queries (each pattern word is its own term), and BM25
-///   still works per row.
+///   folded when not ASCII. Positions are kept (`detail=full`) although the
+///   store runs no phrase queries: FTS5's BM25 needs term frequencies, which
+///   `detail=column` does not record.
 /// - `grams` has one row per (item, text attribute) with the elements of at
 ///   most ``Layout/gramLimit`` bytes (kind 0). Trigram-indexing long prose
 ///   (package descriptions) would triple the cost of a write; substring
@@ -81,7 +81,7 @@ enum Layout {
         "CREATE INDEX IF NOT EXISTS attrs_long ON attrs(name) WHERE kind = 5",
         """
         CREATE VIRTUAL TABLE IF NOT EXISTS words USING fts5(text, content='',
-            tokenize="unicode61 remove_diacritics 2 categories 'L* N* Mn Mc'", prefix='2 3', detail=column)
+            tokenize="unicode61 remove_diacritics 2 categories 'L* N* Mn Mc'", prefix='2 3')
         """,
         "CREATE VIRTUAL TABLE IF NOT EXISTS grams USING fts5(text, content='', tokenize='trigram', detail=none)",
     ]
