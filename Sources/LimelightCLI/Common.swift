@@ -52,6 +52,11 @@ enum LoggingSetup {
     }
 }
 
+/// Writes a line to standard output at once (no buffering), for lines other programs wait for.
+func printLine(_ s: String) {
+    FileHandle.standardOutput.write(Data((s + "\n").utf8))
+}
+
 /// Writes to standard error.
 func printError(_ s: String) {
     FileHandle.standardError.write(Data((s + "\n").utf8))

@@ -42,8 +42,7 @@ public struct CoordinatorCommand: AsyncParsableCommand {
         c.maxFrameBytes = maxFrameBytes
         let service = try CoordinatorService(configuration: c, logger: log.logger("limelight.coordinator"))
         // One line on standard output with the bound endpoints, for `limelight up` and scripts.
-        print("listening \(service.clientEndpoint) \(service.workerEndpoint) \(service.statsURL ?? "-")")
-        fflush(stdout)
+        printLine("listening \(service.clientEndpoint) \(service.workerEndpoint) \(service.statsURL ?? "-")")
         await runUntilSignalled { await service.run() }
     }
 }

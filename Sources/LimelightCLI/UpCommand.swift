@@ -87,8 +87,7 @@ struct UpCommand: AsyncParsableCommand {
             children.stopAll()
             throw ExitCode(1)
         }
-        print("ready \(clientEndpoint) \(statsURL)")
-        fflush(stdout)
+        printLine("ready \(clientEndpoint) \(statsURL)")
 
         // Run until a signal, or until a child dies unexpectedly.
         while !children.stopRequested {
@@ -173,7 +172,7 @@ final class Children: @unchecked Sendable {
         p.executableURL = URL(fileURLWithPath: executable)
         p.arguments = arguments
         let logPath = (logs as NSString).appendingPathComponent("\(name).log")
-        FileManager.default.createFile(atPath: logPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         log.seekToEndOfFile()
         p.standardError = log

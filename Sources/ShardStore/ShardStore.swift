@@ -1,1 +1,171 @@
-// ShardStore — placeholder until its module lands.
+import Foundation
+import Items
+import Logging
+import QueryPlan
+import SQLite
+
+/// One shard: the items of some domains, in one SQLite file, and the query
+/// evaluator over them.
+///
+/// A store is one SQLite connection and, like it, is used by one thread at a
+/// time; it is deliberately not `Sendable`. Open one store per thread: the
+/// indexer owns the read-write one, each query worker opens its own
+/// `.readOnly` store on the same file, and WAL lets those readers run beside
+/// the writer and see each commit as soon as it is made.
+///
+/// The file layout is described in ``Layout``.
+public final class ShardStore {
+    public enum Mode: Sendable, Hashable {
+        case readWrite
+        case readOnly
+    }
+
+    let db: Database
+    public let path: String
+    public let mode: Mode
+    var logger: Logger
+
+    /// Custom attribute declarations persisted in the shard.
+    public private(set) var schema = AttributeSchema()
+    /// Attribute name → id, as in the `names` table.
+    var nameIDs: [String: Int64] = [:]
+    var names: [Int64: String] = [:]
+    /// `PRAGMA data_version` when the caches above were loaded; another
+    /// connection's commit changes it.
+    var dataVersion: Int64 = -1
+
+    /// Opens a shard file, creating it (and its tables) in `.readWrite` mode.
+    public init(path: String, mode: Mode = .readWrite, logger: Logger) throws {
+        self.path = path
+        self.mode = mode
+        self.logger = logger
+        self.logger[metadataKey: "store.path"] = "\(path)"
+        if self.logger[metadataKey: "shard"] == nil {
+            self.logger[metadataKey: "shard"] = "\(URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent)"
+        }
+        var configuration = Database.Configuration()
+        configuration.cacheSizeKiB = 64 * 1024
+        do {
+            db = try Database(path: path, mode: mode == .readWrite ? .readWrite(create: true) : .readOnly,
+                              configuration: configuration)
+            if mode == .readWrite {
+                try db.transaction(.immediate) {
+                    for sql in Layout.statements { try db.execute(sql) }
+                    let format = try db.prepare("SELECT value FROM meta WHERE key = 'format'").scalar()?.string
+                    if let format, format != String(Layout.format) {
+                        throw StoreError(.incompatibleFormat, "\(path) has store format \(format); this build reads format \(Layout.format)")
+                    }
+                    if format == nil {
+                        try db.prepare("INSERT INTO meta(key, value) VALUES ('format', ?)").run([.text(String(Layout.format))])
+                    }
+                }
+            }
+            try reloadIfChanged()
+        } catch {
+            throw StoreError.wrap(error, "cannot open the shard at \(path)")
+        }
+        self.logger.debug("opened shard", metadata: ["store.mode": "\(mode)", "store.items": "\((try? count()) ?? -1)"])
+    }
+
+    /// Reloads the name and declaration caches when another connection has
+    /// committed since they were read. Cheap when nothing changed.
+    func reloadIfChanged() throws {
+        let version = try db.prepare("PRAGMA data_version").scalar()?.int64 ?? 0
+        // Our own commits don't change data_version, but they keep the caches current themselves.
+        guard version != dataVersion else { return }
+        dataVersion = version
+        var ids: [String: Int64] = [:]
+        var byID: [Int64: String] = [:]
+        try db.prepare("SELECT id, name FROM names").forEachRow { row in
+            let id = row.int64(at: 0), name = row.string(at: 1) ?? ""
+            ids[name] = id
+            byID[id] = name
+        }
+        nameIDs = ids
+        names = byID
+        var schema = AttributeSchema()
+        let decoder = JSONDecoder()
+        try db.prepare("SELECT spec FROM declared").forEachRow { row in
+            if let text = row.string(at: 0), let spec = try? decoder.decode(AttributeSpec.self, from: Data(text.utf8)) {
+                try? schema.declare(spec)
+            }
+        }
+        self.schema = schema
+    }
+
+    func requireWritable(_ what: String) throws {
+        if mode == .readOnly { throw StoreError(.readOnly, "cannot \(what): the shard at \(path) is open read-only") }
+    }
+
+    // MARK: Declarations
+
+    /// Declares custom attributes (`CSCustomAttributeKey`) and persists them
+    /// in the shard, so that the shard decodes items the same way after a
+    /// restart and every reader of the file agrees on their types.
+    ///
+    /// Declare before writing items that use them: values already stored keep
+    /// the form they were stored in.
+    public func declare(_ specs: [AttributeSpec]) throws {
+        try requireWritable("declare attributes")
+        var updated = schema
+        for spec in specs {
+            do { try updated.declare(spec) } catch {
+                throw StoreError(.invalidDeclaration, error.description)
+            }
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        do {
+            try db.transaction(.immediate) {
+                let insert = try db.prepare("INSERT OR REPLACE INTO declared(name, spec) VALUES (?, ?)")
+                for spec in specs {
+                    let json = String(decoding: try encoder.encode(spec), as: UTF8.self)
+                    try insert.run([.text(spec.name), .text(json)])
+                }
+            }
+        } catch {
+            throw StoreError.wrap(error, "cannot save attribute declarations")
+        }
+        schema = updated
+        logger.info("declared custom attributes", metadata: ["store.attributes": "\(specs.map(\.name).joined(separator: ","))"])
+    }
+
+    // MARK: Counting
+
+    /// Items stored, expired ones included until they are purged.
+    public func count() throws -> Int {
+        do {
+            return Int(try db.prepare("SELECT count(*) FROM items").scalar()?.int64 ?? 0)
+        } catch {
+            throw StoreError.wrap(error, "cannot count items")
+        }
+    }
+
+    public func stats() throws -> ShardStats {
+        do {
+            return try db.transaction {
+                func scalar(_ sql: String, _ values: [SQLValue] = []) throws -> Int {
+                    let s = try db.prepare(sql)
+                    try s.bind(values)
+                    return Int(try s.scalar()?.int64 ?? 0)
+                }
+                let now = Date().timeIntervalSinceReferenceDate
+                try db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.words_vocab USING fts5vocab(main, words, row)")
+                let fm = FileManager.default
+                func size(_ p: String) -> Int64 {
+                    ((try? fm.attributesOfItem(atPath: p))?[.size] as? NSNumber)?.int64Value ?? 0
+                }
+                return ShardStats(
+                    itemCount: try scalar("SELECT count(*) FROM items"),
+                    expiredCount: try scalar("SELECT count(*) FROM items WHERE expires <= ?", [.real(now)]),
+                    valueCount: try scalar("SELECT count(*) FROM attrs"),
+                    attributeNameCount: try scalar("SELECT count(*) FROM names"),
+                    wordCount: try scalar("SELECT count(*) FROM temp.words_vocab"),
+                    declaredAttributeCount: try scalar("SELECT count(*) FROM declared"),
+                    fileBytes: size(path), walBytes: size(path + "-wal"))
+            }
+        } catch {
+            throw StoreError.wrap(error, "cannot read shard statistics")
+        }
+    }
+}

@@ -72,7 +72,7 @@ public final class WorkerLink: Sendable {
                     guard let payload = frames.last else { continue }
                     self.state.touch()
                     let envelope: Envelope
-                    do { envelope = try Envelope.decode(payload) } catch {
+                    do throws(ProtocolError) { envelope = try Envelope.decode(payload) } catch {
                         self.logger.notice("unreadable message from the coordinator", metadata: ["error": "\(error)"])
                         if let id = error.id { await self.send(id, .error(error.wire)) }
                         continue

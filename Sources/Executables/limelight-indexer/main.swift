@@ -1,3 +1,0 @@
-import LimelightCLI
-
-await IndexerCommand.main()

@@ -1,0 +1,180 @@
+import Foundation
+import Items
+import QueryPlan
+
+/// Attribute names a leaf looks at, resolved to `names` ids.
+enum NameSet {
+    /// One attribute; nil when the shard has never stored it (the leaf matches nothing).
+    case one(Int64?)
+    /// Every text attribute searchable by default (`*`, `**`): declared text
+    /// attributes that say so, standard text attributes, and undeclared custom
+    /// attributes (their text values only).
+    case allText([Int64])
+
+    var ids: [Int64] {
+        switch self {
+        case .one(let id): id.map { [$0] } ?? []
+        case .allText(let ids): ids
+        }
+    }
+
+    var isAllText: Bool {
+        if case .allText = self { return true }
+        return false
+    }
+}
+
+/// A text comparison, with its matcher built once per query.
+final class TextLeaf {
+    let test: TextTest
+    let matcher: TextMatcher
+    let names: NameSet
+    init(test: TextTest, names: NameSet) {
+        self.test = test
+        self.matcher = TextMatcher(test)
+        self.names = names
+    }
+}
+
+/// A `Predicate` resolved against one shard: names to ids, matchers built.
+indirect enum Node {
+    case all
+    case none
+    case and([Node])
+    case or([Node])
+    case not(Node)
+    case exists(NameSet)
+    case text(TextLeaf)
+    case range(Int64?, RangeTest)
+    case domain([String])
+
+    var mentionsDomain: Bool {
+        switch self {
+        case .domain: true
+        case .and(let ns), .or(let ns): ns.contains { $0.mentionsDomain }
+        case .not(let n): n.mentionsDomain
+        default: false
+        }
+    }
+}
+
+/// One stored value, as loaded to check an item against a plan.
+struct LoadedValue {
+    var kind: ValueKind
+    var text: String?
+    var num: Double?
+}
+
+/// An item's values by attribute id.
+struct LoadedItem {
+    var values: [Int64: [LoadedValue]] = [:]
+    var domain: String = ""
+}
+
+extension Node {
+    /// The definition of a match, over one item's stored values. Indexes only
+    /// ever narrow down which items this runs on.
+    func evaluate(_ item: LoadedItem) -> Bool {
+        switch self {
+        case .all: return true
+        case .none: return false
+        case .and(let ns): return ns.allSatisfy { $0.evaluate(item) }
+        case .or(let ns): return ns.contains { $0.evaluate(item) }
+        case .not(let n): return !n.evaluate(item)
+        case .exists(let names):
+            switch names {
+            case .one(let id): return id.map { !(item.values[$0]?.isEmpty ?? true) } ?? false
+            case .allText(let ids):
+                return ids.contains { id in item.values[id]?.contains { $0.kind.isText } ?? false }
+            }
+        case .text(let leaf):
+            return leaf.matches(item)
+        case .range(let id, let test):
+            guard let id, let values = item.values[id] else { return false }
+            return values.contains { $0.kind.isNumeric && test.contains($0.num ?? .nan) }
+        case .domain(let domains):
+            return domains.contains { DomainIdentifier.domain(item.domain, isWithin: $0) }
+        }
+    }
+}
+
+extension TextLeaf {
+    /// Lists match when any element does; a number is compared as its
+    /// canonical text, and only when the attribute is named (numbers are not
+    /// text attributes, so `*` never reaches them); dates, booleans and
+    /// locations never match text.
+    func matches(_ item: LoadedItem) -> Bool {
+        switch names {
+        case .one(let id):
+            guard let id, let values = item.values[id] else { return false }
+            return values.contains { matches($0, numbers: true) }
+        case .allText(let ids):
+            return ids.contains { id in item.values[id]?.contains { matches($0, numbers: false) } ?? false }
+        }
+    }
+
+    func matches(_ value: LoadedValue, numbers: Bool) -> Bool {
+        if value.kind.isText { return matcher.matches(value.text ?? "") }
+        if numbers, value.kind == .number, let n = value.num { return matcher.matches(canonicalText(n)) }
+        return false
+    }
+}
+
+// MARK: Sorted id sets
+
+/// Item ids found by the indexes for part of a plan.
+struct Candidates {
+    /// Sorted and unique; nil means every item of the shard.
+    var ids: [Int64]?
+    /// True when every id matches (no `TextMatcher` check is still owed) and,
+    /// for a universe, when every item does.
+    var exact: Bool
+
+    static let everything = Candidates(ids: nil, exact: true)
+    static let nothing = Candidates(ids: [], exact: true)
+}
+
+enum IDs {
+    static func sortedUnique(_ ids: [Int64]) -> [Int64] {
+        var ids = ids
+        ids.sort()
+        var out: [Int64] = []
+        out.reserveCapacity(ids.count)
+        for id in ids where out.last != id { out.append(id) }
+        return out
+    }
+
+    static func intersect(_ a: [Int64], _ b: [Int64]) -> [Int64] {
+        var out: [Int64] = []
+        out.reserveCapacity(min(a.count, b.count))
+        var i = 0, j = 0
+        while i < a.count, j < b.count {
+            if a[i] < b[j] { i += 1 } else if a[i] > b[j] { j += 1 } else { out.append(a[i]); i += 1; j += 1 }
+        }
+        return out
+    }
+
+    static func union(_ a: [Int64], _ b: [Int64]) -> [Int64] {
+        var out: [Int64] = []
+        out.reserveCapacity(a.count + b.count)
+        var i = 0, j = 0
+        while i < a.count || j < b.count {
+            if j == b.count || (i < a.count && a[i] < b[j]) { out.append(a[i]); i += 1 }
+            else if i == a.count || b[j] < a[i] { out.append(b[j]); j += 1 }
+            else { out.append(a[i]); i += 1; j += 1 }
+        }
+        return out
+    }
+
+    static func subtract(_ a: [Int64], _ b: [Int64]) -> [Int64] {
+        var out: [Int64] = []
+        out.reserveCapacity(a.count)
+        var j = 0
+        for x in a {
+            while j < b.count, b[j] < x { j += 1 }
+            if j < b.count, b[j] == x { continue }
+            out.append(x)
+        }
+        return out
+    }
+}

@@ -1,0 +1,353 @@
+import Foundation
+import Items
+import Logging
+import QueryPlan
+import SQLite
+
+/// State of one query evaluation.
+final class QueryContext {
+    let isCancelled: () -> Bool
+    /// Relevance per item, summed over the query's word leaves; nil when the
+    /// query does not sort by relevance.
+    var scores: [Int64: Double]?
+    var universe: [Int64]?
+    var polls = 0
+
+    init(isCancelled: @escaping () -> Bool, wantsScores: Bool) {
+        self.isCancelled = isCancelled
+        self.scores = wantsScores ? [:] : nil
+    }
+
+    /// Cheap enough for inner loops: asks the callback every 256th call.
+    func checkCancelled() throws {
+        polls &+= 1
+        if polls & 255 == 0, isCancelled() { throw StoreError(.cancelled, "the query was cancelled") }
+    }
+}
+
+extension ShardStore {
+    /// Evaluates a query plan and streams the matches.
+    ///
+    /// `onBatch` gets up to `query.batchSize` results at a time, in the
+    /// requested order (unordered queries come in storage order), and the
+    /// call returns how many results were delivered in all (at most
+    /// `query.limit`; use ``count(matching:isCancelled:)`` for the full count).
+    ///
+    /// The indexes only propose candidates; every text comparison is settled
+    /// by `TextMatcher` on the stored value, lazily, so a query with a limit
+    /// checks only as many candidates as it needs. The whole evaluation reads
+    /// one snapshot. `isCancelled` is polled between items and, through an
+    /// SQLite progress handler, inside long statements; a cancelled query
+    /// throws `StoreError` `.cancelled`.
+    @discardableResult
+    public func run(_ query: Query, isCancelled: @escaping () -> Bool = { false },
+                    onBatch: ([StoredResult]) throws -> Void) throws -> Int {
+        guard query.batchSize >= 1 else { throw StoreError(.invalidQuery, "batchSize must be at least 1, not \(query.batchSize)") }
+        if let limit = query.limit, limit < 0 { throw StoreError(.invalidQuery, "limit must not be negative") }
+        if query.limit == 0 { return 0 }
+        let started = ContinuousClock.now
+        db.setProgressHandler(every: 4000) { isCancelled() }
+        defer { db.setProgressHandler(nil) }
+        do {
+            let delivered = try db.transaction(.deferred) { () -> Int in
+                try reloadIfChanged()
+                let node = try compile(query.predicate.simplified())
+                let sortNames = try query.sort.map { key -> Int64?? in
+                    guard case .attribute(let name, _) = key else { return .none }
+                    return .some(try searchableNameID(name))
+                }
+                let wantsScores = query.sort.contains(.relevance)
+                let context = QueryContext(isCancelled: isCancelled, wantsScores: wantsScores)
+                let found = try candidates(node, exact: false, context)
+                var ids = try found.ids ?? universe(context)
+                ids = IDs.subtract(ids, try expiredIDs(now: Date()))
+                var sortValues: [Int64: [SortValue]] = [:]
+                if !query.sort.isEmpty {
+                    if wantsScores { try addPriorities(to: context, ids: ids) }
+                    for (k, key) in query.sort.enumerated() {
+                        switch key {
+                        case .relevance:
+                            for id in ids { sortValues[id, default: []].append(.number(context.scores?[id] ?? 0)) }
+                        case .attribute:
+                            let values = try attributeSortValues(ids: ids, name: sortNames[k] ?? nil, context)
+                            for id in ids { sortValues[id, default: []].append(values[id] ?? .missing) }
+                        }
+                    }
+                    let keys = query.sort
+                    ids.sort { a, b in
+                        let x = sortValues[a]!, y = sortValues[b]!
+                        for (i, key) in keys.enumerated() {
+                            let ascending = if case .attribute(_, let asc) = key { asc } else { false }
+                            let c = SortValue.compare(x[i], y[i], ascending: ascending)
+                            if c != 0 { return c < 0 }
+                        }
+                        return a < b
+                    }
+                }
+                var delivered = 0
+                var batch: [StoredResult] = []
+                batch.reserveCapacity(min(query.batchSize, 1024))
+                let fetch = query.fetchAttributes.map(Set.init)
+                for id in ids {
+                    try context.checkCancelled()
+                    if !found.exact {
+                        guard node.evaluate(try load(id, domain: node.mentionsDomain)) else { continue }
+                    }
+                    guard var result = try fetchResult(id, attributes: fetch) else { continue }
+                    if !query.sort.isEmpty { result.sortValues = sortValues[id]!.map(\.json) }
+                    if wantsScores { result.score = context.scores?[id] ?? 0 }
+                    batch.append(result)
+                    delivered += 1
+                    let done = query.limit.map { delivered >= $0 } ?? false
+                    if batch.count == query.batchSize || done {
+                        if isCancelled() { throw StoreError(.cancelled, "the query was cancelled") }
+                        try onBatch(batch)
+                        batch.removeAll(keepingCapacity: true)
+                    }
+                    if done { break }
+                }
+                if !batch.isEmpty { try onBatch(batch) }
+                return delivered
+            }
+            logger.debug("ran query", metadata: [
+                "query.results": "\(delivered)", "query.duration": "\(ContinuousClock.now - started)",
+            ])
+            return delivered
+        } catch {
+            let wrapped = StoreError.wrap(error, "query failed")
+            if (wrapped as? StoreError)?.code == .cancelled {
+                logger.debug("query cancelled", metadata: ["query.duration": "\(ContinuousClock.now - started)"])
+            }
+            throw wrapped
+        }
+    }
+
+    /// Counts every item that matches `predicate` (expired ones excepted),
+    /// checking each candidate: the figure a paginating client shows as the
+    /// number of hits.
+    public func count(matching predicate: QueryPlan.Predicate, isCancelled: @escaping () -> Bool = { false }) throws -> Int {
+        db.setProgressHandler(every: 4000) { isCancelled() }
+        defer { db.setProgressHandler(nil) }
+        do {
+            return try db.transaction(.deferred) {
+                try reloadIfChanged()
+                let node = try compile(predicate.simplified())
+                let context = QueryContext(isCancelled: isCancelled, wantsScores: false)
+                let found = try candidates(node, exact: true, context)
+                let ids = IDs.subtract(try found.ids ?? universe(context), try expiredIDs(now: Date()))
+                return ids.count
+            }
+        } catch {
+            throw StoreError.wrap(error, "count failed")
+        }
+    }
+
+    // MARK: Compiling
+
+    func searchableNameID(_ name: String) throws -> Int64? {
+        if let spec = schema.spec(for: name), !spec.searchable {
+            throw StoreError(.attributeNotSearchable, "'\(name)' is declared not searchable, so queries cannot name it")
+        }
+        return nameIDs[name]
+    }
+
+    func isDefaultText(_ name: String) -> Bool {
+        guard let spec = schema.spec(for: name) else { return true }
+        return spec.type == .text && spec.searchable && spec.searchableByDefault
+    }
+
+    func compile(_ predicate: QueryPlan.Predicate) throws -> Node {
+        var allText: [Int64]?
+        func resolve(_ selector: AttributeSelector) throws -> NameSet {
+            switch selector {
+            case .named(let name): return .one(try searchableNameID(name))
+            case .allText:
+                if allText == nil {
+                    allText = names.filter { isDefaultText($0.value) }.map(\.key).sorted()
+                }
+                return .allText(allText!)
+            }
+        }
+        func node(_ p: QueryPlan.Predicate) throws -> Node {
+            switch p {
+            case .all: return .all
+            case .none: return .none
+            case .and(let ps): return .and(try ps.map(node))
+            case .or(let ps): return .or(try ps.map(node))
+            case .not(let q): return .not(try node(q))
+            case .exists(let s): return .exists(try resolve(s))
+            case .text(let t): return .text(TextLeaf(test: t, names: try resolve(t.attribute)))
+            case .range(let r): return .range(try searchableNameID(r.attribute), r)
+            case .domain(let ds): return .domain(ds)
+            }
+        }
+        return try node(predicate)
+    }
+
+    // MARK: Candidates
+
+    func universe(_ context: QueryContext) throws -> [Int64] {
+        if let u = context.universe { return u }
+        let u = try db.prepare("SELECT id FROM items ORDER BY id").map { $0.int64(at: 0) }
+        context.universe = u
+        return u
+    }
+
+    func expiredIDs(now: Date) throws -> [Int64] {
+        let s = try db.prepare("SELECT id FROM items WHERE expires <= ? ORDER BY id")
+        try s.bind(now.timeIntervalSinceReferenceDate, at: 0)
+        return try s.map { $0.int64(at: 0) }
+    }
+
+    /// A superset of the items matching `node` (exactly them when `exact`).
+    func candidates(_ node: Node, exact needExact: Bool, _ context: QueryContext) throws -> Candidates {
+        try context.checkCancelled()
+        switch node {
+        case .all: return .everything
+        case .none: return .nothing
+        case .and(let nodes):
+            var ids: [Int64]?
+            var exact = true
+            // Exact leaves first: they are cheap and shrink what text leaves must check.
+            for n in nodes {
+                let c = try candidates(n, exact: needExact, context)
+                exact = exact && c.exact
+                if let cids = c.ids { ids = ids.map { IDs.intersect($0, cids) } ?? cids }
+                if ids?.isEmpty == true { return .nothing }
+            }
+            return Candidates(ids: ids, exact: exact)
+        case .or(let nodes):
+            var ids: [Int64] = []
+            var exact = true
+            for n in nodes {
+                let c = try candidates(n, exact: needExact, context)
+                guard let cids = c.ids else {
+                    if c.exact { return .everything }
+                    // A universe that isn't exact still has to be checked item by item.
+                    return needExact ? Candidates(ids: try exactly(node, in: universe(context), context), exact: true)
+                        : Candidates(ids: nil, exact: false)
+                }
+                exact = exact && c.exact
+                ids = IDs.union(ids, cids)
+            }
+            return Candidates(ids: ids, exact: exact)
+        case .not(let inner):
+            let c = try candidates(inner, exact: true, context)
+            guard let cids = c.ids else { return .nothing }
+            return Candidates(ids: IDs.subtract(try universe(context), cids), exact: true)
+        case .exists(let names):
+            var ids: [Int64] = []
+            let sql = names.isAllText ? "SELECT item FROM attrs WHERE name = ? AND key IS NOT NULL"
+                : "SELECT item FROM attrs WHERE name = ?"
+            for name in names.ids {
+                let s = try db.prepare(sql)
+                try s.bind(name, at: 0)
+                try s.forEachRow { ids.append($0.int64(at: 0)) }
+            }
+            return Candidates(ids: IDs.sortedUnique(ids), exact: true)
+        case .range(let name, let test):
+            guard let name else { return .nothing }
+            var sql = "SELECT item FROM attrs WHERE name = ? AND num IS NOT NULL"
+            var values: [SQLValue] = [.integer(name)]
+            if let l = test.lower { sql += l.inclusive ? " AND num >= ?" : " AND num > ?"; values.append(.real(l.value)) }
+            if let u = test.upper { sql += u.inclusive ? " AND num <= ?" : " AND num < ?"; values.append(.real(u.value)) }
+            let s = try db.prepare(sql)
+            try s.bind(values)
+            return Candidates(ids: IDs.sortedUnique(try s.map { $0.int64(at: 0) }), exact: true)
+        case .domain(let domains):
+            var ids: [Int64] = []
+            for d in domains { ids += try itemIDs(inDomain: d) }
+            return Candidates(ids: IDs.sortedUnique(ids), exact: true)
+        case .text(let leaf):
+            let c = try textCandidates(leaf, context)
+            if needExact, !c.exact, let ids = c.ids {
+                return Candidates(ids: try exactly(node, in: ids, context), exact: true)
+            }
+            return c
+        }
+    }
+
+    /// The ids among `ids` that really match `node`.
+    func exactly(_ node: Node, in ids: [Int64], _ context: QueryContext) throws -> [Int64] {
+        var out: [Int64] = []
+        let domain = node.mentionsDomain
+        for id in ids {
+            try context.checkCancelled()
+            if node.evaluate(try load(id, domain: domain)) { out.append(id) }
+        }
+        return out
+    }
+
+    /// One item's stored values, for the final check.
+    func load(_ id: Int64, domain: Bool) throws -> LoadedItem {
+        var item = LoadedItem()
+        let s = try db.prepare("SELECT name, kind, text, num FROM attrs WHERE item = ?")
+        try s.bind(id, at: 0)
+        while try s.step() {
+            guard let kind = ValueKind(rawValue: s.int64(at: 1)) else { continue }
+            let value = LoadedValue(kind: kind, text: kind.isText ? s.string(at: 2) : nil,
+                                    num: kind.isNumeric ? s.double(at: 3) : nil)
+            item.values[s.int64(at: 0), default: []].append(value)
+        }
+        if domain {
+            let d = try db.prepare("SELECT domain FROM items WHERE id = ?")
+            try d.bind(id, at: 0)
+            item.domain = try d.scalar()?.string ?? ""
+        }
+        return item
+    }
+
+    // MARK: Results
+
+    func fetchResult(_ id: Int64, attributes: Set<String>?) throws -> StoredResult? {
+        let s = try db.prepare("SELECT json FROM items WHERE id = ?")
+        try s.bind(id, at: 0)
+        guard let text = try s.scalar()?.string else { return nil }
+        var item = try JSONValue.parse(text)
+        if let attributes, case .object(var o) = item, case .object(let attrs)? = o["attributes"] {
+            o["attributes"] = .object(attrs.filter { attributes.contains($0.key) })
+            item = .object(o)
+        }
+        return StoredResult(item: item)
+    }
+
+    /// Each item's sort value for one attribute: its first value.
+    func attributeSortValues(ids: [Int64], name: Int64?, _ context: QueryContext) throws -> [Int64: SortValue] {
+        guard let name else { return [:] }
+        var out: [Int64: SortValue] = [:]
+        func value(_ s: Statement, _ base: Int) -> SortValue {
+            guard let kind = ValueKind(rawValue: s.int64(at: base)) else { return .missing }
+            if kind.isNumeric { return .number(s.double(at: base + 2)) }
+            if kind.isText, let text = s.string(at: base + 1) { return .text(key: s.string(at: base + 3) ?? Fold.key(text), raw: text) }
+            return .missing
+        }
+        if ids.count > 2000 {
+            let wanted = Set(ids)
+            let s = try db.prepare("SELECT item, kind, text, num, key FROM attrs WHERE name = ? AND pos = 0")
+            try s.bind(name, at: 0)
+            while try s.step() {
+                let id = s.int64(at: 0)
+                if wanted.contains(id) { out[id] = value(s, 1) }
+            }
+        } else {
+            let s = try db.prepare("SELECT kind, text, num, key FROM attrs WHERE item = ? AND name = ? AND pos = 0")
+            for id in ids {
+                try context.checkCancelled()
+                try s.bind(id, at: 0)
+                try s.bind(name, at: 1)
+                if try s.step() { out[id] = value(s, 0) }
+                try s.reset()
+            }
+        }
+        return out
+    }
+
+    /// Entity priority nudges relevance: a hundredth of it is added to the score.
+    func addPriorities(to context: QueryContext, ids: [Int64]) throws {
+        guard context.scores != nil else { return }
+        let s = try db.prepare("SELECT id, priority FROM items WHERE priority != 0")
+        try s.forEachRow { row in
+            context.scores![row.int64(at: 0), default: 0] += row.double(at: 1) / 100
+        }
+    }
+}

@@ -1,0 +1,103 @@
+/// The layout of a shard file.
+///
+/// ```
+/// meta(key, value)                      format version
+/// declared(name, spec)                  custom attribute declarations (JSON AttributeSpec)
+/// names(id, name)                       attribute name → small integer id
+/// items(id, uid UNIQUE, domain, expires, priority, json)
+///     items_domain(domain)              domain deletes and filters, by prefix range
+///     items_expires(expires)            purge, and hiding expired items
+///     items_priority(priority)          the few items whose entity priority nudges relevance
+/// attrs(item, name, pos, kind, text, num, key)  PRIMARY KEY (item, name, pos), WITHOUT ROWID
+///     attrs_key(name, key)              exact and prefix text tests, `exists`, sorting by text
+///     attrs_num(name, num)              ranges on numbers, dates and booleans
+///     attrs_long(name) WHERE kind = 5   long texts, scanned for substring patterns
+/// words  FTS5 unicode61 remove_diacritics 2, prefix 2 3, contentless
+/// grams  FTS5 trigram, detail=none, contentless
+/// ```
+///
+/// - `items.json` is the item as fetched (canonical JSON, sorted keys), so a
+///   result costs one row read and no reassembly.
+/// - `attrs` holds one row per value (a list's elements are `pos` 0, 1, …) of
+///   every *searchable* attribute. `kind` is ``ValueKind``. `text` is a text
+///   value in full; `num` is a number, a date as seconds since 2001-01-01 UTC,
+///   or a boolean as 0/1; `key` is the folded first 64 characters of a text
+///   value (see ``Fold``), which serves exact tests (`title == "0ad"c`) and
+///   prefix patterns (`title == "lib*"`) from one index whatever the `c`/`d`
+///   options. Clustering by item makes loading one item's values — what the
+///   final `TextMatcher` check needs — one range read.
+/// - `words` has one row per (item, text attribute): rowid = item << 16 | name,
+///   text = `Words.indexText` of each element (tokens plus camel-case parts),
+///   folded when not ASCII. Positions are kept (`detail=full`) although the
+///   store runs no phrase queries: FTS5's BM25 needs term frequencies, which
+///   `detail=column` does not record.
+/// - `grams` has one row per (item, text attribute) with the elements of at
+///   most ``Layout/gramLimit`` bytes (kind 0). Trigram-indexing long prose
+///   (package descriptions) would triple the cost of a write; substring
+///   patterns instead scan the long values (kind 5) of the attributes they
+///   name, through `attrs_long`, and check them with `TextMatcher`. Results
+///   stay exact; only such patterns over long attributes are slower.
+/// - Both FTS tables are contentless: the text already lives in `attrs`, and
+///   removing an item re-derives the exact indexed text from its `attrs` rows
+///   to issue FTS5 `delete` commands. That derivation is versioned by
+///   ``Layout/format``: a change to it needs a new format number.
+enum Layout {
+    static let format = 1
+    /// Text values up to this many UTF-8 bytes are trigram-indexed.
+    static let gramLimit = 256
+    /// Attribute name ids fit in the low 16 bits of an FTS rowid.
+    static let nameBits: Int64 = 16
+    static let nameMask: Int64 = (1 << 16) - 1
+
+    static let statements = [
+        "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID",
+        "CREATE TABLE IF NOT EXISTS declared(name TEXT PRIMARY KEY, spec TEXT NOT NULL) WITHOUT ROWID",
+        "CREATE TABLE IF NOT EXISTS names(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE)",
+        """
+        CREATE TABLE IF NOT EXISTS items(
+            id INTEGER PRIMARY KEY,
+            uid TEXT NOT NULL UNIQUE,
+            domain TEXT NOT NULL,
+            expires REAL,
+            priority REAL NOT NULL DEFAULT 0,
+            json TEXT NOT NULL)
+        """,
+        "CREATE INDEX IF NOT EXISTS items_domain ON items(domain)",
+        "CREATE INDEX IF NOT EXISTS items_expires ON items(expires) WHERE expires IS NOT NULL",
+        "CREATE INDEX IF NOT EXISTS items_priority ON items(priority) WHERE priority != 0",
+        """
+        CREATE TABLE IF NOT EXISTS attrs(
+            item INTEGER NOT NULL,
+            name INTEGER NOT NULL,
+            pos INTEGER NOT NULL,
+            kind INTEGER NOT NULL,
+            text TEXT,
+            num REAL,
+            key TEXT,
+            PRIMARY KEY (item, name, pos)) WITHOUT ROWID
+        """,
+        "CREATE INDEX IF NOT EXISTS attrs_key ON attrs(name, key)",
+        "CREATE INDEX IF NOT EXISTS attrs_num ON attrs(name, num) WHERE num IS NOT NULL",
+        "CREATE INDEX IF NOT EXISTS attrs_long ON attrs(name) WHERE kind = 5",
+        """
+        CREATE VIRTUAL TABLE IF NOT EXISTS words USING fts5(text, content='',
+            tokenize="unicode61 remove_diacritics 2 categories 'L* N* Mn Mc'", prefix='2 3')
+        """,
+        "CREATE VIRTUAL TABLE IF NOT EXISTS grams USING fts5(text, content='', tokenize='trigram', detail=none)",
+    ]
+}
+
+/// The `attrs.kind` column.
+enum ValueKind: Int64 {
+    /// Text short enough to be trigram-indexed.
+    case text = 0
+    case number = 1
+    case date = 2
+    case boolean = 3
+    case location = 4
+    /// Text longer than ``Layout/gramLimit``: word-indexed, not trigram-indexed.
+    case longText = 5
+
+    var isText: Bool { self == .text || self == .longText }
+    var isNumeric: Bool { self == .number || self == .date || self == .boolean }
+}

@@ -1,0 +1,316 @@
+import Foundation
+import Items
+import Logging
+import QueryPlan
+import SQLite
+
+/// One attribute value as stored in `attrs`.
+struct ValueRow {
+    var name: Int64
+    var pos: Int64
+    var kind: ValueKind
+    var text: String?
+    var num: Double?
+}
+
+extension ShardStore {
+    /// Stores items, replacing any with the same `uniqueIdentifier`, in one
+    /// transaction, and returns one outcome per input, in order.
+    ///
+    /// Each item is decoded on its own with the shard's schema, so one bad
+    /// item is rejected with its reason while the good ones of the same batch
+    /// are stored. `evicting` names items to delete in the same transaction:
+    /// items that moved to a domain another shard owns must vanish from here
+    /// exactly when they appear there.
+    ///
+    /// Throws only when the transaction as a whole fails; then nothing of the
+    /// batch is stored.
+    public func write(_ items: [JSONValue], evicting: [String] = []) throws -> [WriteOutcome] {
+        try requireWritable("write items")
+        let decoder = ItemDecoder(schema: schema)
+        var outcomes: [WriteOutcome] = []
+        outcomes.reserveCapacity(items.count)
+        var stored = 0, evicted = 0
+        do {
+            try reloadIfChanged()
+            try db.transaction(.immediate) {
+                for uid in evicting where try removeItem(uid: uid) { evicted += 1 }
+                for json in items {
+                    let item: Item
+                    do throws(ItemError) { item = try decoder.decode(json) } catch {
+                        outcomes.append(.rejected(uniqueIdentifier: json["uniqueIdentifier"]?.stringValue, error))
+                        continue
+                    }
+                    try upsert(item)
+                    outcomes.append(.stored(uniqueIdentifier: item.uniqueIdentifier))
+                    stored += 1
+                }
+            }
+        } catch {
+            dataVersion = -1 // names added inside the rolled-back transaction are gone
+            logger.error("write failed; nothing of the batch was stored", metadata: ["store.batch": "\(items.count)", "error": "\(error)"])
+            throw StoreError.wrap(error, "cannot write \(items.count) items")
+        }
+        let rejected = items.count - stored
+        logger.debug("wrote items", metadata: ["store.stored": "\(stored)", "store.rejected": "\(rejected)", "store.evicted": "\(evicted)"])
+        if rejected > 0, case .rejected(let uid, let error)? = outcomes.first(where: { !$0.isStored }) {
+            logger.info("rejected items of a batch", metadata: [
+                "store.rejected": "\(rejected)", "item.id": "\(uid ?? "?")", "item.error": "\(error)",
+            ])
+        }
+        return outcomes
+    }
+
+    /// Stores already-decoded items. They are checked against the shard's
+    /// schema (a declared type wins over what the producer's decoder assumed).
+    public func write(items: [Item], evicting: [String] = []) throws -> [WriteOutcome] {
+        try write(items.map(\.json), evicting: evicting)
+    }
+
+    /// Deletes items by unique identifier; returns how many existed.
+    public func delete(ids: [String]) throws -> Int {
+        try requireWritable("delete items")
+        do {
+            return try db.transaction(.immediate) {
+                var n = 0
+                for uid in ids where try removeItem(uid: uid) { n += 1 }
+                logger.debug("deleted items by identifier", metadata: ["store.deleted": "\(n)"])
+                return n
+            }
+        } catch {
+            throw StoreError.wrap(error, "cannot delete items")
+        }
+    }
+
+    /// Deletes every item of the domains and of all their subdomains:
+    /// `org.debian` takes `org.debian.games` but not `org.debianx`.
+    public func delete(domains: [String]) throws -> Int {
+        try requireWritable("delete domains")
+        do {
+            return try db.transaction(.immediate) {
+                var ids: [Int64] = []
+                for domain in domains {
+                    ids += try itemIDs(inDomain: domain)
+                }
+                for id in Set(ids) { try removeItem(id: id) }
+                logger.info("deleted domains", metadata: ["store.domains": "\(domains.joined(separator: ","))", "store.deleted": "\(ids.count)"])
+                return Set(ids).count
+            }
+        } catch {
+            throw StoreError.wrap(error, "cannot delete domains")
+        }
+    }
+
+    /// Ids of the items of `domain` and its subdomains, by index range:
+    /// subdomains sort between `domain + "."` and `domain + "/"`.
+    func itemIDs(inDomain domain: String) throws -> [Int64] {
+        let s = try db.prepare("SELECT id FROM items WHERE domain = ?1 OR (domain >= ?1 || '.' AND domain < ?1 || '/')")
+        try s.bind(domain, at: 0)
+        return try s.map { $0.int64(at: 0) }
+    }
+
+    /// Deletes every item; returns how many there were.
+    public func deleteAll() throws -> Int {
+        try requireWritable("delete all items")
+        do {
+            return try db.transaction(.immediate) {
+                let n = Int(try db.prepare("SELECT count(*) FROM items").scalar()?.int64 ?? 0)
+                try db.execute("""
+                    DELETE FROM attrs; DELETE FROM items;
+                    INSERT INTO words(words) VALUES('delete-all');
+                    INSERT INTO grams(grams) VALUES('delete-all');
+                    """)
+                logger.info("deleted all items", metadata: ["store.deleted": "\(n)"])
+                return n
+            }
+        } catch {
+            throw StoreError.wrap(error, "cannot delete all items")
+        }
+    }
+
+    /// Deletes items whose expiration date is at or before `now`. Queries
+    /// never return them even before this runs; purging reclaims the space.
+    public func purgeExpired(now: Date = Date()) throws -> Int {
+        try requireWritable("purge expired items")
+        do {
+            return try db.transaction(.immediate) {
+                let s = try db.prepare("SELECT id FROM items WHERE expires <= ?")
+                try s.bind(now.timeIntervalSinceReferenceDate, at: 0)
+                let ids = try s.map { $0.int64(at: 0) }
+                for id in ids { try removeItem(id: id) }
+                if !ids.isEmpty { logger.info("purged expired items", metadata: ["store.purged": "\(ids.count)"]) }
+                return ids.count
+            }
+        } catch {
+            throw StoreError.wrap(error, "cannot purge expired items")
+        }
+    }
+
+    // MARK: Internals
+
+    func nameID(_ name: String) throws -> Int64 {
+        if let id = nameIDs[name] { return id }
+        let insert = try db.prepare("INSERT INTO names(name) VALUES (?)")
+        try insert.run([.text(name)])
+        let id = db.lastInsertRowID
+        guard id <= Layout.nameMask else {
+            throw StoreError(.tooManyAttributes, "the shard holds more than \(Layout.nameMask) attribute names")
+        }
+        nameIDs[name] = id
+        names[id] = name
+        return id
+    }
+
+    @discardableResult
+    func removeItem(uid: String) throws -> Bool {
+        let find = try db.prepare("SELECT id FROM items WHERE uid = ?")
+        try find.bind(uid, at: 0)
+        guard let id = try find.scalar()?.int64 else { return false }
+        try removeItem(id: id)
+        return true
+    }
+
+    func removeItem(id: Int64) throws {
+        try removeIndexes(of: id)
+        let s = try db.prepare("DELETE FROM items WHERE id = ?")
+        try s.bind(id, at: 0)
+        try s.run()
+    }
+
+    /// Removes an item's value rows and their FTS entries. Contentless FTS5
+    /// tables can only forget a row when told its exact text, which is
+    /// re-derived here from the `attrs` rows exactly as ``insertIndexes`` built it.
+    func removeIndexes(of id: Int64) throws {
+        let select = try db.prepare("SELECT name, pos, kind, text FROM attrs WHERE item = ? ORDER BY name, pos")
+        try select.bind(id, at: 0)
+        var rows: [ValueRow] = []
+        try select.forEachRow { r in
+            guard let kind = ValueKind(rawValue: r.int64(at: 2)), kind.isText else { return }
+            rows.append(ValueRow(name: r.int64(at: 0), pos: r.int64(at: 1), kind: kind, text: r.string(at: 3), num: nil))
+        }
+        if !rows.isEmpty {
+            let deleteWords = try db.prepare("INSERT INTO words(words, rowid, text) VALUES('delete', ?, ?)")
+            let deleteGrams = try db.prepare("INSERT INTO grams(grams, rowid, text) VALUES('delete', ?, ?)")
+            try forEachFTSRow(item: id, rows: rows) { rowid, words, grams in
+                try deleteWords.bind(rowid, at: 0)
+                try deleteWords.bind(words, at: 1)
+                try deleteWords.run()
+                if let grams {
+                    try deleteGrams.bind(rowid, at: 0)
+                    try deleteGrams.bind(grams, at: 1)
+                    try deleteGrams.run()
+                }
+            }
+        }
+        let delete = try db.prepare("DELETE FROM attrs WHERE item = ?")
+        try delete.bind(id, at: 0)
+        try delete.run()
+    }
+
+    /// The FTS rows of one item: per attribute, the word-index text and the
+    /// trigram text (nil when no element is short enough). `rows` must be the
+    /// item's text rows sorted by (name, pos).
+    func forEachFTSRow(item: Int64, rows: [ValueRow], _ body: (Int64, String, String?) throws -> Void) throws {
+        var i = 0
+        while i < rows.count {
+            let name = rows[i].name
+            var words: [String] = []
+            var grams: [String] = []
+            while i < rows.count, rows[i].name == name {
+                let text = rows[i].text ?? ""
+                let indexText = Words.indexText(text)
+                words.append(Fold.isASCII(indexText) ? indexText : Fold.fold(indexText))
+                if rows[i].kind == .text { grams.append(Fold.gramText(text)) }
+                i += 1
+            }
+            try body(item << Layout.nameBits | name, words.joined(separator: "\n"), grams.isEmpty ? nil : grams.joined(separator: "\n"))
+        }
+    }
+
+    func upsert(_ item: Item) throws {
+        let find = try db.prepare("SELECT id FROM items WHERE uid = ?")
+        try find.bind(item.uniqueIdentifier, at: 0)
+        let json = JSONWriter.string(item.json)
+        let expires = item.expirationDate?.timeIntervalSinceReferenceDate
+        let id: Int64
+        if let existing = try find.scalar()?.int64 {
+            try removeIndexes(of: existing)
+            let update = try db.prepare("UPDATE items SET domain = ?, expires = ?, priority = ?, json = ? WHERE id = ?")
+            try update.bind(item.domainIdentifier, at: 0)
+            if let expires { try update.bind(expires, at: 1) } else { try update.bindNull(at: 1) }
+            try update.bind(item.entity?.priority ?? 0, at: 2)
+            try update.bind(json, at: 3)
+            try update.bind(existing, at: 4)
+            try update.run()
+            id = existing
+        } else {
+            let insert = try db.prepare("INSERT INTO items(uid, domain, expires, priority, json) VALUES (?, ?, ?, ?, ?)")
+            try insert.bind(item.uniqueIdentifier, at: 0)
+            try insert.bind(item.domainIdentifier, at: 1)
+            if let expires { try insert.bind(expires, at: 2) } else { try insert.bindNull(at: 2) }
+            try insert.bind(item.entity?.priority ?? 0, at: 3)
+            try insert.bind(json, at: 4)
+            try insert.run()
+            id = db.lastInsertRowID
+        }
+        try insertIndexes(of: id, item: item)
+    }
+
+    func valueRows(of item: Item) throws -> [ValueRow] {
+        var rows: [ValueRow] = []
+        for (name, value) in item.attributes {
+            if let spec = schema.spec(for: name), !spec.searchable { continue }
+            let nameID = try nameID(name)
+            for (pos, element) in value.elements.enumerated() {
+                var row = ValueRow(name: nameID, pos: Int64(pos), kind: .text, text: nil, num: nil)
+                switch element {
+                case .text(let s):
+                    row.kind = s.utf8.count <= Layout.gramLimit ? .text : .longText
+                    row.text = s
+                case .number(let d): row.kind = .number; row.num = d
+                case .date(let d): row.kind = .date; row.num = d.timeIntervalSinceReferenceDate
+                case .boolean(let b): row.kind = .boolean; row.num = b ? 1 : 0
+                case .location: row.kind = .location
+                case .list: continue // lists of lists are rejected by the decoder
+                }
+                rows.append(row)
+            }
+        }
+        rows.sort { ($0.name, $0.pos) < ($1.name, $1.pos) }
+        return rows
+    }
+
+    func insertIndexes(of id: Int64, item: Item) throws {
+        let rows = try valueRows(of: item)
+        let insert = try db.prepare("INSERT INTO attrs(item, name, pos, kind, text, num, key) VALUES (?, ?, ?, ?, ?, ?, ?)")
+        try insert.bind(id, at: 0)
+        for row in rows {
+            try insert.bind(row.name, at: 1)
+            try insert.bind(row.pos, at: 2)
+            try insert.bind(row.kind.rawValue, at: 3)
+            if let text = row.text {
+                try insert.bind(text, at: 4)
+                try insert.bind(Fold.key(text), at: 6)
+            } else {
+                try insert.bindNull(at: 4)
+                try insert.bindNull(at: 6)
+            }
+            if let num = row.num { try insert.bind(num, at: 5) } else { try insert.bindNull(at: 5) }
+            try insert.run()
+        }
+        let textRows = rows.filter { $0.kind.isText }
+        guard !textRows.isEmpty else { return }
+        let words = try db.prepare("INSERT INTO words(rowid, text) VALUES (?, ?)")
+        let grams = try db.prepare("INSERT INTO grams(rowid, text) VALUES (?, ?)")
+        try forEachFTSRow(item: id, rows: textRows) { rowid, wordText, gramText in
+            try words.bind(rowid, at: 0)
+            try words.bind(wordText, at: 1)
+            try words.run()
+            if let gramText {
+                try grams.bind(rowid, at: 0)
+                try grams.bind(gramText, at: 1)
+                try grams.run()
+            }
+        }
+    }
+}

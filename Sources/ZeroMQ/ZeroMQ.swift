@@ -1,1 +1,0 @@
-// ZeroMQ — placeholder until its module lands.

@@ -1,0 +1,185 @@
+import Foundation
+import Items
+import QueryPlan
+import ShardStore
+import Testing
+
+/// A deterministic generator, so a failure can be replayed.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// The query semantics written down directly over decoded items, without
+/// any index: what the store must agree with.
+enum Reference {
+    static func isDefaultText(_ name: String) -> Bool {
+        guard let spec = StandardAttributes.all[name] else { return true }
+        return spec.type == .text && spec.searchable && spec.searchableByDefault
+    }
+
+    static func matches(_ p: QueryPlan.Predicate, _ item: Item) -> Bool {
+        switch p {
+        case .all: return true
+        case .none: return false
+        case .and(let ps): return ps.allSatisfy { matches($0, item) }
+        case .or(let ps): return ps.contains { matches($0, item) }
+        case .not(let q): return !matches(q, item)
+        case .domain(let ds): return ds.contains { DomainIdentifier.domain(item.domainIdentifier, isWithin: $0) }
+        case .exists(.named(let n)): return !(item.attributes[n]?.elements.isEmpty ?? true)
+        case .exists(.allText):
+            return item.attributes.contains { name, value in
+                isDefaultText(name) && value.elements.contains { if case .text = $0 { true } else { false } }
+            }
+        case .range(let r):
+            return (item.attributes[r.attribute]?.elements ?? []).contains { v in
+                switch v {
+                case .number(let n): r.contains(n)
+                case .date(let d): r.contains(d.timeIntervalSinceReferenceDate)
+                case .boolean(let b): r.contains(b ? 1 : 0)
+                default: false
+                }
+            }
+        case .text(let t):
+            let m = TextMatcher(t)
+            switch t.attribute {
+            case .named(let n):
+                return (item.attributes[n]?.elements ?? []).contains { v in
+                    switch v {
+                    case .text(let s): m.matches(s)
+                    case .number(let d): m.matches(canonicalText(d))
+                    default: false
+                    }
+                }
+            case .allText:
+                return item.attributes.contains { name, value in
+                    isDefaultText(name) && value.elements.contains { if case .text(let s) = $0 { m.matches(s) } else { false } }
+                }
+            }
+        }
+    }
+}
+
+@Suite struct DifferentialTests {
+    static let vocabulary = [
+        "Window", "window", "MyWindowClass", "NSWindow", "Broken", "glass", "Café", "cafe", "ÉCOLE", "école",
+        "naïve", "Straße", "strasse", "über", "Über", "HTMLParser", "parser", "x11", "libfoo-dev", "foo_bar",
+        "São", "Paulo", "ünïcödé", "résumé", "resume", "kernel", "Kernel", "KERNEL", "data", "database",
+        "日本語", "テキスト", "Ωmega", "ωmega", "3D", "2.5", "C++", "tool", "toolkit", "ToolKit",
+    ]
+
+    static func words(_ rng: inout SplitMix64, _ count: Int) -> String {
+        let seps = [" ", " ", " ", "-", ", ", "/", "."]
+        var s = ""
+        for i in 0..<count {
+            if i > 0 { s += seps.randomElement(using: &rng)! }
+            s += vocabulary.randomElement(using: &rng)!
+        }
+        return s
+    }
+
+    static func corpus(_ rng: inout SplitMix64) -> [JSONValue] {
+        (0..<160).map { i in
+            var attrs: [String: JSONValue] = [:]
+            attrs["title"] = .string(words(&rng, Int.random(in: 1...3, using: &rng)))
+            if Bool.random(using: &rng) { attrs["displayName"] = .string(words(&rng, Int.random(in: 1...6, using: &rng))) }
+            if Int.random(in: 0..<3, using: &rng) == 0 {
+                // Long enough to skip the trigram index.
+                attrs["contentDescription"] = .string(words(&rng, Int.random(in: 40...90, using: &rng)))
+            }
+            if Bool.random(using: &rng) {
+                attrs["keywords"] = .array((0..<Int.random(in: 0...4, using: &rng)).map { _ in .string(words(&rng, 1)) })
+            }
+            if Bool.random(using: &rng) { attrs["rating"] = .number(Double(Int.random(in: 0...10, using: &rng)) / 2) }
+            if Bool.random(using: &rng) { attrs["installedSize"] = .number(Double(Int.random(in: 1...50000, using: &rng))) }
+            if Bool.random(using: &rng) { attrs["tag"] = .string(words(&rng, 1)) }
+            if Bool.random(using: &rng) { attrs["url"] = .string("https://example.org/" + words(&rng, 1)) }
+            if Int.random(in: 0..<4, using: &rng) == 0 { attrs["supportsNavigation"] = .bool(Bool.random(using: &rng)) }
+            let domain = ["org.a", "org.a.b", "org.ab", "org.c"].randomElement(using: &rng)!
+            return .object([
+                "uniqueIdentifier": .string("item\(i)"),
+                "domainIdentifier": .string(domain),
+                "attributes": .object(attrs),
+            ])
+        }
+    }
+
+    static func pattern(_ rng: inout SplitMix64) -> String {
+        var word = vocabulary.randomElement(using: &rng)!
+        switch Int.random(in: 0..<9, using: &rng) {
+        case 0: word = "*" + word + "*"
+        case 1: word = String(word.prefix(Int.random(in: 1...max(1, word.count), using: &rng))) + "*"
+        case 2: word = "*" + String(word.suffix(Int.random(in: 1...max(1, word.count), using: &rng)))
+        case 3:
+            let chars = Array(word)
+            if chars.count > 2 { word = String(chars[..<1]) + "*" + String(chars[(chars.count - 1)...]) }
+        case 4: word = word + " " + vocabulary.randomElement(using: &rng)!
+        case 5: word = "*" + String(Array(word).dropFirst().prefix(3)) + "*"
+        default: break
+        }
+        return word
+    }
+
+    static func leaf(_ rng: inout SplitMix64) -> QueryPlan.Predicate {
+        let attributes = ["title", "displayName", "contentDescription", "keywords", "tag", "url", "installedSize", "*", "*", "*"]
+        switch Int.random(in: 0..<10, using: &rng) {
+        case 0: return .exists(Bool.random(using: &rng) ? .allText : .named(attributes.randomElement(using: &rng)!))
+        case 1: return range(["rating", "installedSize", "supportsNavigation"].randomElement(using: &rng)!,
+                             Double(Int.random(in: 0...3, using: &rng)), Bool.random(using: &rng) ? nil : 4,
+                             inclusive: Bool.random(using: &rng))
+        case 2: return .domain([["org.a", "org.ab", "org.c", "org"].randomElement(using: &rng)!])
+        case 3: return text("installedSize", ["1*", "*5", "*0*", "12345"].randomElement(using: &rng)!)
+        default:
+            let options = ["", "c", "d", "cd", "w", "cw", "cdw", "t", "cdt", "cdwt"].randomElement(using: &rng)!
+            return text(attributes.randomElement(using: &rng)!, pattern(&rng), options)
+        }
+    }
+
+    static func predicate(_ rng: inout SplitMix64, depth: Int) -> QueryPlan.Predicate {
+        guard depth > 0, Int.random(in: 0..<3, using: &rng) == 0 else { return leaf(&rng) }
+        switch Int.random(in: 0..<3, using: &rng) {
+        case 0: return .and((0..<Int.random(in: 2...3, using: &rng)).map { _ in predicate(&rng, depth: depth - 1) })
+        case 1: return .or((0..<Int.random(in: 2...3, using: &rng)).map { _ in predicate(&rng, depth: depth - 1) })
+        default: return .not(predicate(&rng, depth: depth - 1))
+        }
+    }
+
+    /// Hundreds of random plans over a random shard: the store, with all its
+    /// index shortcuts, must return exactly what the plain definition does.
+    @Test(arguments: [1, 2, 3] as [UInt64])
+    func storeAgreesWithTheDefinition(seed: UInt64) throws {
+        var rng = SplitMix64(state: seed)
+        let dir = TempDir()
+        let store = try openStore(dir)
+        let items = Self.corpus(&rng)
+        try store.put(items)
+        // Replace a few, so the indexes have seen deletions too.
+        try store.put(Array(Self.corpus(&rng).prefix(40)))
+        let decoder = ItemDecoder()
+        var current: [String: Item] = [:]
+        for json in items { let i = try decoder.decode(json); current[i.uniqueIdentifier] = i }
+        var replay = SplitMix64(state: seed)
+        _ = Self.corpus(&replay)
+        for json in Self.corpus(&replay).prefix(40) { let i = try decoder.decode(json); current[i.uniqueIdentifier] = i }
+
+        var checked = 0, nonEmpty = 0
+        for _ in 0..<300 {
+            let p = Self.predicate(&rng, depth: 2)
+            let expected = Set(current.values.filter { Reference.matches(p, $0) }.map(\.uniqueIdentifier))
+            let got = try store.idSet(p)
+            #expect(got == expected, "\(p)")
+            if got != expected { break }
+            #expect(try store.count(matching: p) == expected.count, "\(p)")
+            checked += 1
+            if !expected.isEmpty, expected.count < current.count { nonEmpty += 1 }
+        }
+        #expect(checked == 300)
+        #expect(nonEmpty > 100, "most plans should select some items but not all")
+    }
+}
