@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from harness import CLIENTS, Client, FakeWorker, Traffic, wait_until
+from harness import CLIENTS, Client, FakeWorker, wait_until
 
 SHARDS = [0, 1, 2, 3]
 _names = itertools.count(1)
@@ -23,8 +23,10 @@ _names = itertools.count(1)
 
 @pytest.fixture
 def fakes(private_cluster):
-    """Starts fake workers; stops them after the test and waits until the
-    coordinator has forgotten them, so tests do not see each other's fakes."""
+    """Starts fake workers: ``register=False`` never registers, ``accepted=False``
+    does not wait for the registration to be accepted. Stops them after the
+    test and waits until the coordinator has forgotten them, so tests do not
+    see each other's fakes."""
     started = []
 
     def start(role, shards=SHARDS, handler=None, register=True, accepted=True):
