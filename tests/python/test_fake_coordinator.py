@@ -1,0 +1,197 @@
+"""Worker → coordinator traffic, from the real Swift workers.
+
+A fake coordinator written in Python (a ROUTER socket) takes the place of
+limelight-coordinator; a real limelight-indexer and a real limelight-query
+connect to it and serve shard 0. Everything they send (register, heartbeat,
+write_ack, delete_ack, declare_ack, shard_batch, shard_done, error) and
+everything sent to them is checked against the schemas.
+"""
+
+import json
+import subprocess
+import time
+
+import pytest
+import zmq
+
+import schemas
+from harness import bin_dir, read_jsonl
+
+
+class FakeCoordinator:
+    """A ROUTER socket that speaks the coordinator's side of the worker protocol."""
+
+    def __init__(self):
+        self.socket = zmq.Context.instance().socket(zmq.ROUTER)
+        self.socket.setsockopt(zmq.LINGER, 0)
+        self.socket.setsockopt(zmq.ROUTER_MANDATORY, 1)
+        self.socket.bind("tcp://127.0.0.1:*")
+        self.endpoint = self.socket.getsockopt_string(zmq.LAST_ENDPOINT)
+        self.received = []
+        self.backlog = []
+
+    def send(self, worker, kind, message_id, check=True, **body):
+        """Sends a message to a worker, schema-checked unless ``check`` is false."""
+        message = {"v": 1, "type": kind, "id": message_id, **body}
+        if check:
+            schemas.assert_valid(message)
+        self.socket.send_multipart([worker.encode(), json.dumps(message).encode()])
+
+    def expect(self, worker, kind, timeout=15):
+        """The next message from ``worker`` of type ``kind`` (a name or a set
+        of names). Heartbeats are answered as they arrive, as the coordinator
+        answers them; other messages wait in a backlog for their turn."""
+        kinds = {kind} if isinstance(kind, str) else kind
+        for i, (route, message) in enumerate(self.backlog):
+            if route == worker and message["type"] in kinds:
+                return self.backlog.pop(i)[1]
+        deadline = time.monotonic() + timeout
+        while self.socket.poll(max(1, int((deadline - time.monotonic()) * 1000))):
+            route, frame = self.socket.recv_multipart()
+            route, message = route.decode(), json.loads(frame)
+            schemas.assert_valid(message)
+            self.received.append((route, message))
+            if message["type"] == "heartbeat":
+                self.send(route, "heartbeat", message["id"])
+            if route == worker and message["type"] in kinds:
+                return message
+            if message["type"] != "heartbeat":
+                self.backlog.append((route, message))
+            if time.monotonic() >= deadline:
+                break
+        raise AssertionError(f"no {kind} from {worker} within {timeout} s; got {[m['type'] for _, m in self.received]}")
+
+    def request(self, worker, kind, message_id, reply, **body):
+        """Sends a message to a worker and returns its reply of type ``reply``."""
+        self.send(worker, kind, message_id, **body)
+        answer = self.expect(worker, reply)
+        assert answer["id"] == message_id
+        return answer
+
+    def collect(self, worker):
+        """A query's shard_batch messages and its shard_done."""
+        batches = []
+        while True:
+            message = self.expect(worker, {"shard_batch", "shard_done"})
+            if message["type"] == "shard_done":
+                return batches, message
+            batches.append(message)
+
+    def close(self):
+        self.socket.close(linger=0)
+
+
+@pytest.fixture(scope="module")
+def workers(tmp_path_factory):
+    """A fake coordinator with a real indexer and query worker registered for shard 0."""
+    exe = bin_dir() / "limelight-indexer"
+    if not exe.exists():
+        pytest.skip(f"{exe} does not exist: run `swift build` or set LIMELIGHT_BIN")
+    data = tmp_path_factory.mktemp("workers")
+    coordinator = FakeCoordinator()
+    processes = []
+    for name, role in [("real-indexer", "indexer"), ("real-query", "query")]:
+        command = [str(bin_dir() / f"limelight-{role}"), "--coordinator", coordinator.endpoint,
+                   "--data", str(data), "--shards", "0", "--id", name]
+        log = open(data / f"{name}.log", "w")
+        processes.append(subprocess.Popen(command, stdout=log, stderr=log, text=True))
+        log.close()
+    try:
+        for name, role in [("real-indexer", "indexer"), ("real-query", "query")]:
+            register = coordinator.expect(name, "register")
+            assert (register["role"], register["worker"], register["shards"]) == (role, name, [0])
+            coordinator.send(name, "registered", register["id"], shardCount=1, heartbeatMs=1000)
+        yield coordinator
+    finally:
+        coordinator.close()
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+@pytest.fixture(scope="module")
+def stored(workers):
+    """The Green Grocer sample, written to shard 0 by the real indexer."""
+    items = read_jsonl("green-grocer.jsonl")
+    ack = workers.request("real-indexer", "write", "w1", "write_ack", shard=0, items=items, evict=[])
+    assert [r["status"] for r in ack["results"]] == ["stored"] * len(items)
+    return items
+
+
+def test_workers_heartbeat(workers):
+    for name in ["real-indexer", "real-query"]:
+        beat = workers.expect(name, "heartbeat")
+        assert beat["worker"] == name
+
+
+def test_write_ack_reports_each_item(workers):
+    items = [{"uniqueIdentifier": "ack:good", "domainIdentifier": "test.ack", "attributes": {"title": "Good"}},
+             {"uniqueIdentifier": "ack:bad", "domainIdentifier": "test.ack", "attributes": {"addedDate": "yesterday"}}]
+    ack = workers.request("real-indexer", "write", "w2", "write_ack", shard=0, items=items, evict=[])
+    assert ack["shard"] == 0
+    assert [(r["index"], r["uniqueIdentifier"], r["status"]) for r in ack["results"]] == [
+        (0, "ack:good", "stored"), (1, "ack:bad", "rejected")]
+    assert ack["results"][1]["error"]["field"] == "attributes.addedDate"
+
+
+def test_shard_query_streams_sorted_hits(workers, stored):
+    plan = {"predicate": {"op": "text", "attribute": "title", "pattern": "*Apple", "options": ""},
+            "sort": [{"attribute": "price", "ascending": False}], "fetchAttributes": ["title", "price"], "batchSize": 2}
+    workers.send("real-query", "shard_query", "q1", shard=0, plan=plan, deadlineMs=10_000)
+    batches, done = workers.collect("real-query")
+    hits = [h for b in batches for h in b["hits"]]
+    assert done["id"] == "q1" and "error" not in done
+    assert [b["seq"] for b in batches] == list(range(1, len(batches) + 1))
+    assert all(len(b["hits"]) <= 2 for b in batches)
+    apples = sorted((i["attributes"]["price"] for i in stored if i["attributes"]["title"].endswith("Apple")), reverse=True)
+    assert [h["sort"] for h in hits] == [[p] for p in apples]
+    assert done["count"] == len(hits) == len(apples)
+    assert all(set(h["item"]["attributes"]) == {"title", "price"} for h in hits)
+
+
+def test_relevance_sorted_hits_carry_scores(workers, stored):
+    plan = {"predicate": {"op": "text", "attribute": "*", "pattern": "citrus", "options": "cdt"},
+            "sort": [{"relevance": True}], "batchSize": 100}
+    workers.send("real-query", "shard_query", "q2", shard=0, plan=plan)
+    batches, done = workers.collect("real-query")
+    hits = [h for b in batches for h in b["hits"]]
+    citrus = {i["uniqueIdentifier"] for i in stored if "citrus" in i["attributes"]["keywords"]}
+    assert {h["item"]["uniqueIdentifier"] for h in hits} >= citrus
+    assert all(isinstance(h.get("score"), (int, float)) for h in hits)
+    assert done["count"] == len(hits)
+
+
+def test_shard_query_for_a_shard_not_served(workers):
+    plan = {"predicate": {"op": "all"}, "sort": [], "batchSize": 100}
+    workers.send("real-query", "shard_query", "q3", shard=5, plan=plan)
+    done = workers.expect("real-query", "shard_done")
+    assert (done["shard"], done["count"], done["error"]["code"]) == (5, 0, "bad_shard")
+
+
+def test_bad_plan_is_a_failed_shard(workers):
+    bad = {"shard": 0, "plan": {"sort": []}}
+    # The schema and the worker agree that a plan needs a predicate.
+    assert schemas.errors({"v": 1, "type": "shard_query", "id": "q4", **bad}, "shard_query.schema.json")
+    workers.send("real-query", "shard_query", "q4", check=False, **bad)
+    done = workers.expect("real-query", "shard_done")
+    assert done["error"]["code"] == "bad_plan"
+
+
+def test_delete_and_declare_acks(workers, stored):
+    ack = workers.request("real-indexer", "declare", "k1", "declare_ack",
+                          attributes=[{"name": "pickedOn", "type": "date", "searchableByDefault": False}])
+    assert ack["type"] == "declare_ack"
+    ack = workers.request("real-indexer", "delete", "x1", "delete_ack", domains=["com.greengrocer.produce.fruit.citrus"], shards=[0])
+    citrus = [i for i in stored if i["domainIdentifier"] == "com.greengrocer.produce.fruit.citrus"]
+    assert ack["deleted"] == len(citrus)
+
+
+def test_workers_refuse_what_they_do_not_handle(workers):
+    error = workers.request("real-query", "write", "w9", "error", shard=0, items=[], evict=[])
+    assert error["code"] == "unexpected_type"
+    error = workers.request("real-indexer", "write", "w10", "error", shard=3, items=[], evict=[])
+    assert error["code"] == "bad_shard"
