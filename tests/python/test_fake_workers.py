@@ -147,8 +147,9 @@ def test_shard_query_answered_by_the_fake(fakes, client, traffic):
     worker = fakes("query", handler=answering_query_worker)
     events = list(client.query('title == "*"', fetch=["title"]))
     queries = [m for m in worker.received if m["type"] == "shard_query"]
-    # Round robin over two query workers per shard: the fake gets half the shards.
-    assert len(queries) == 2
+    # The coordinator round-robins between the two query workers of each
+    # shard, so the fake gets some of the four shards (today: two).
+    assert queries, "the fake got no shard query"
     for q in queries:
         assert q["plan"]["predicate"]["op"] == "exists"
         assert q["plan"]["fetchAttributes"] == ["title"]
