@@ -66,8 +66,8 @@ final class ConnectionPool: @unchecked Sendable {
 /// The query worker process: opens shards read-only beside the indexer (SQLite
 /// WAL lets readers run while it writes), evaluates plans and streams batches.
 ///
-/// Each query runs on a thread of its own pool, never on Swift's cooperative
-/// pool; sending a batch waits for the socket, so a slow coordinator slows the
+/// Each query runs on one of the worker's own threads, never on Swift's
+/// cooperative pool nor GCD's; sending a batch waits for the socket, so a slow coordinator slows the
 /// scan instead of piling up batches in memory.
 public final class QueryWorkerService: Sendable {
     public let configuration: QueryWorkerConfiguration
@@ -76,8 +76,7 @@ public final class QueryWorkerService: Sendable {
     let link: WorkerLink
     let pool: ConnectionPool
     let running = RunningQueries()
-    let slots: DispatchSemaphore
-    let queue = DispatchQueue(label: "limelight.query", attributes: .concurrent)
+    let threads: WorkThreads
 
     public init(configuration: QueryWorkerConfiguration, logger: Logger) throws {
         self.configuration = configuration
@@ -85,7 +84,7 @@ public final class QueryWorkerService: Sendable {
         logger[metadataKey: "worker"] = "\(configuration.workerID)"
         self.logger = logger
         pool = ConnectionPool(data: configuration.data, logger: logger)
-        slots = DispatchSemaphore(value: configuration.concurrency)
+        threads = WorkThreads(name: "limelight.query", count: configuration.concurrency)
         context = try Context(ioThreads: 1)
         link = try WorkerLink(context: context, coordinator: configuration.coordinator,
                               registration: Body.Register(role: .query, worker: configuration.workerID, shards: configuration.shards,
@@ -130,7 +129,7 @@ public final class QueryWorkerService: Sendable {
             let flag = CancelFlag(deadline: q.deadlineMs.map { Date().addingTimeInterval(Double($0) / 1000) })
             running.add(envelope.id, shard: q.shard, flag)
             let key = envelope.id
-            queue.async { self.execute(key: key, shard: q.shard, query: query, flag: flag) }
+            threads.submit { self.execute(key: key, shard: q.shard, query: query, flag: flag) }
         case .cancel(let c):
             running.cancel(c.query)
         default:
@@ -138,10 +137,9 @@ public final class QueryWorkerService: Sendable {
         }
     }
 
-    /// Runs on a pool thread: blocking is fine here.
+    /// Runs on one of the worker's own threads: blocking is fine here.
     func execute(key: String, shard: Int, query: Query, flag: CancelFlag) {
-        slots.wait()
-        defer { slots.signal(); running.remove(key, shard: shard) }
+        defer { running.remove(key, shard: shard) }
         let link = self.link
         func sendBlocking(_ body: Body) {
             let done = DispatchSemaphore(value: 0)

@@ -56,9 +56,11 @@ public final class WorkerLink: Sendable {
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 while !Task.isCancelled {
-                    try? await Task.sleep(for: .milliseconds(self.heartbeatMs))
+                    // The coordinator's pace wins over ours once it has told us.
+                    let (beat, liveness) = self.state.pace(default: (self.heartbeatMs, self.livenessMs))
+                    try? await Task.sleep(for: .milliseconds(beat))
                     if Task.isCancelled { break }
-                    if self.state.silentFor() > Double(self.livenessMs) / 1000 {
+                    if self.state.silentFor() > Double(liveness) / 1000 {
                         self.logger.notice("coordinator silent; registering again", metadata: ["worker": "\(self.workerID)"])
                         self.state.touch()
                         await self.register()
@@ -80,7 +82,7 @@ public final class WorkerLink: Sendable {
                     switch envelope.body {
                     case .heartbeat: continue
                     case .registered(let r):
-                        self.state.setRegistered(true)
+                        self.state.setRegistered(true, heartbeatMs: r.heartbeatMs)
                         self.logger.info("registered with the coordinator", metadata: ["worker": "\(self.workerID)", "shards.total": "\(r.shardCount)"])
                     case .error(let e) where e.code == "unregistered":
                         await self.register()
@@ -116,21 +118,82 @@ final class LinkState: @unchecked Sendable {
 
     func touch() { lock.lock(); lastHeard = Date(); lock.unlock() }
     func silentFor() -> TimeInterval { lock.lock(); defer { lock.unlock() }; return Date().timeIntervalSince(lastHeard) }
-    func setRegistered(_ v: Bool) { lock.lock(); _registered = v; lock.unlock() }
+    private var heartbeatMs: Int?
+
+    func setRegistered(_ v: Bool, heartbeatMs: Int? = nil) {
+        lock.lock()
+        _registered = v
+        if let heartbeatMs, heartbeatMs > 0 { self.heartbeatMs = heartbeatMs }
+        lock.unlock()
+    }
+
+    /// Heartbeat interval and liveness period: the coordinator's when known
+    /// (it expects a beat at least that often), otherwise our own.
+    func pace(default d: (Int, Int)) -> (Int, Int) {
+        lock.lock(); defer { lock.unlock() }
+        guard let hb = heartbeatMs else { return d }
+        return (hb, max(d.1, hb * 3))
+    }
     var registered: Bool { lock.lock(); defer { lock.unlock() }; return _registered }
     func setRefusal(_ s: String) { lock.lock(); _refusal = s; lock.unlock() }
     var refusal: String? { lock.lock(); defer { lock.unlock() }; return _refusal }
 }
 
-/// Runs blocking work (SQLite) on a thread of its own, never on Swift's cooperative pool.
-final class SerialExecutor: @unchecked Sendable {
-    // DispatchQueue is thread-safe; the class only wraps it.
-    let queue: DispatchQueue
-    init(label: String) { queue = DispatchQueue(label: label) }
+/// Threads of our own for blocking work (SQLite), outside libdispatch's pool.
+///
+/// On Linux, Swift's cooperative pool and GCD's global queues draw from the
+/// same few threads (one per core). Blocking work queued on GCD can therefore
+/// starve the async tasks that heartbeat and move messages, until libdispatch
+/// notices and adds threads seconds later. Plain threads avoid that entirely.
+final class WorkThreads: @unchecked Sendable {
+    // `jobs` and `stopped` are guarded by `condition`.
+    private let condition = NSCondition()
+    private var jobs: [@Sendable () -> Void] = []
+    private var stopped = false
+
+    init(name: String, count: Int) {
+        for i in 0..<max(1, count) {
+            let t = Thread { [self] in loop() }
+            t.name = count == 1 ? name : "\(name)-\(i)"
+            t.stackSize = 8 << 20
+            t.start()
+        }
+    }
+
+    func submit(_ job: @escaping @Sendable () -> Void) {
+        condition.lock()
+        jobs.append(job)
+        condition.signal()
+        condition.unlock()
+    }
+
+    func stop() {
+        condition.lock()
+        stopped = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    private func loop() {
+        while true {
+            condition.lock()
+            while jobs.isEmpty && !stopped { condition.wait() }
+            if jobs.isEmpty && stopped { condition.unlock(); return }
+            let job = jobs.removeFirst()
+            condition.unlock()
+            job()
+        }
+    }
+}
+
+/// Runs blocking work in arrival order on one dedicated thread, awaiting its result.
+final class SerialExecutor: Sendable {
+    let thread: WorkThreads
+    init(label: String) { thread = WorkThreads(name: label, count: 1) }
 
     func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { cont in
-            queue.async {
+            thread.submit {
                 do { cont.resume(returning: try work()) } catch { cont.resume(throwing: error) }
             }
         }

@@ -40,7 +40,7 @@ final class ClusterFixture: @unchecked Sendable {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: Self.binDirectory + "/" + executable)
         p.arguments = args
-        FileManager.default.createFile(atPath: logPath(name), contents: nil)
+        _ = FileManager.default.createFile(atPath: logPath(name), contents: nil)
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath(name)))
         log.seekToEndOfFile()
         p.standardError = log
@@ -115,7 +115,8 @@ final class ClusterFixture: @unchecked Sendable {
     func kill(_ name: String, signal: Int32 = SIGKILL) {
         guard let p = processes[name], p.isRunning else { return }
         Foundation.kill(p.processIdentifier, signal)
-        p.waitUntilExit()
+        // A stopped or continued process is still running: only wait for ends.
+        if signal == SIGKILL || signal == SIGTERM { p.waitUntilExit() }
     }
 
     func stopAll() {
