@@ -59,6 +59,8 @@ actor CoordinatorCore {
         var client: [Data]
         var requestID: String
         var batch: String?
+        /// Each item's identifier, for rejections the coordinator makes itself.
+        var identifiers: [String?]
         var results: [ItemResult?]
         var outstanding: Set<String>
         /// Shards for which at least one replica committed.
@@ -187,6 +189,7 @@ actor CoordinatorCore {
         count("publish.items", by: p.items.count)
         let publishID = makeID("p")
         var pending = PendingPublish(client: client, requestID: id, batch: p.batch,
+                                     identifiers: p.items.map { $0["uniqueIdentifier"]?.stringValue },
                                      results: Array(repeating: nil, count: p.items.count),
                                      outstanding: [], committed: [], shardOf: [:], started: .now)
         var byShard: [Int: [Int]] = [:]
@@ -265,7 +268,7 @@ actor CoordinatorCore {
             }
         } else if let error {
             for g in w.indices where pending.results[g] == nil {
-                pending.results[g] = ItemResult(index: g, uniqueIdentifier: nil, status: .rejected, error: error)
+                pending.results[g] = ItemResult(index: g, uniqueIdentifier: pending.identifiers[g], status: .rejected, error: error)
             }
         }
         publishes[w.publish] = pending
@@ -280,7 +283,7 @@ actor CoordinatorCore {
         for (i, r) in pending.results.enumerated() {
             if let r { results.append(r); continue }
             // Every replica that was asked is gone without answering.
-            results.append(ItemResult(index: i, uniqueIdentifier: nil, status: .rejected,
+            results.append(ItemResult(index: i, uniqueIdentifier: pending.identifiers[i], status: .rejected,
                                       error: WireError(code: "shard_unavailable", message: "the indexer stopped before committing; resend")))
         }
         let ack = Body.PublishAck(batch: pending.batch, results: results)
@@ -625,7 +628,7 @@ actor CoordinatorCore {
             p.outstanding.remove(wid)
             if !p.committed.contains(sw.shard) && !shardWrites.values.contains(where: { $0.publish == sw.publish && $0.shard == sw.shard }) {
                 for g in sw.indices where p.results[g] == nil {
-                    p.results[g] = ItemResult(index: g, uniqueIdentifier: nil, status: .rejected,
+                    p.results[g] = ItemResult(index: g, uniqueIdentifier: p.identifiers[g], status: .rejected,
                                               error: WireError(code: "shard_unavailable", message: "the indexer of shard \(sw.shard) was lost before committing; resend"))
                 }
             }

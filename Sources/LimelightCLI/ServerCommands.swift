@@ -13,7 +13,8 @@ public struct CoordinatorCommand: AsyncParsableCommand {
 
     @Option(help: "Client endpoint (ROUTER). Port 0 picks a free port.") var listen = "tcp://127.0.0.1:7700"
     @Option(help: "Worker endpoint (ROUTER) where indexers and query workers connect.") var workers = "tcp://127.0.0.1:7701"
-    @Option(help: "HTTP port of the stats endpoint (0 picks a free port, -1 serves none).") var statsPort = 7780
+    @Option(help: "HTTP port of the stats endpoint (0 picks a free port).") var statsPort = 7780
+    @Flag(help: "Serve no HTTP stats endpoint.") var noStats = false
     @Option(help: "Host the stats endpoint binds to.") var statsHost = "127.0.0.1"
     @Option(help: "Number of shards, fixed when the cluster is created.") var shards = 8
     @Option(help: "Milliseconds between worker heartbeats.") var heartbeatMs = 1000
@@ -33,7 +34,7 @@ public struct CoordinatorCommand: AsyncParsableCommand {
         var c = CoordinatorConfiguration()
         c.listen = listen
         c.workers = workers
-        c.statsPort = statsPort < 0 ? nil : statsPort
+        c.statsPort = noStats ? nil : statsPort
         c.statsHost = statsHost
         c.shards = shards
         c.heartbeatMs = heartbeatMs

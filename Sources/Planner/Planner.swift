@@ -24,7 +24,9 @@ public struct Planner: Sendable {
 
     public func plan(_ request: Body.QueryRequest) throws(WireError) -> Query {
         let predicate: QueryPlan.Predicate
-        switch request.language {
+        let language = request.language ?? "spotlight"
+        var fromPlan: Query?
+        switch language {
         case "spotlight":
             guard let text = request.query else {
                 throw WireError(code: "invalid_query", message: "a spotlight query needs its text in 'query'", field: "query")
@@ -38,15 +40,23 @@ public struct Planner: Sendable {
             guard let p = request.plan else {
                 throw WireError(code: "invalid_query", message: "a plan query needs its plan in 'plan'", field: "plan")
             }
-            do throws(PlanDecodingError) { predicate = try QueryPlan.Predicate(json: p) } catch {
+            do throws(PlanDecodingError) {
+                // Either a bare predicate, or a whole plan whose settings fill what the request leaves out.
+                if p["predicate"] != nil {
+                    fromPlan = try Query(json: p)
+                    predicate = fromPlan!.predicate
+                } else {
+                    predicate = try QueryPlan.Predicate(json: p)
+                }
+            } catch {
                 throw WireError(code: "bad_query", message: error.message, field: error.path)
             }
         default:
             throw WireError(code: "unsupported_language",
-                            message: "query language '\(request.language)' is not supported (use 'spotlight' or 'plan')",
+                            message: "query language '\(language)' is not supported (use 'spotlight' or 'plan')",
                             field: "language")
         }
-        var sort: [SortKey] = []
+        var sort: [SortKey] = request.sort == nil ? (fromPlan?.sort ?? []) : []
         for (i, s) in (request.sort ?? []).enumerated() {
             do throws(PlanDecodingError) { sort.append(try SortKey(json: s, path: "sort[\(i)]")) } catch {
                 throw WireError(code: "invalid_query", message: error.message, field: error.path)
@@ -58,8 +68,9 @@ public struct Planner: Sendable {
         if let b = request.batchSize, b < 1 {
             throw WireError(code: "invalid_query", message: "batchSize must be at least 1", field: "batchSize")
         }
-        return Query(predicate: predicate.simplified(), fetchAttributes: request.fetchAttributes, sort: sort,
-                     limit: request.limit, batchSize: min(request.batchSize ?? Query.defaultBatchSize, Self.maxBatchSize))
+        return Query(predicate: predicate.simplified(), fetchAttributes: request.fetchAttributes ?? fromPlan?.fetchAttributes,
+                     sort: sort, limit: request.limit ?? fromPlan?.limit,
+                     batchSize: min(request.batchSize ?? fromPlan?.batchSize ?? Query.defaultBatchSize, Self.maxBatchSize))
     }
 
     /// Shards that can hold a match. A plan that can match nothing needs none;

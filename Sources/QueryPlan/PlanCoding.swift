@@ -89,7 +89,7 @@ extension Predicate {
                                   pattern: TextPattern(wire: try string("pattern")), options: options))
         case "range":
             let attribute = try string("attribute")
-            guard attribute != "*" else { throw PlanDecodingError(path: "\(path).attribute", message: "a range needs one attribute") }
+            guard attribute != "*" && attribute != "**" else { throw PlanDecodingError(path: "\(path).attribute", message: "a range needs one attribute") }
             var r = RangeTest(attribute: attribute)
             if let v = o["min"] {
                 guard let d = v.doubleValue else { throw PlanDecodingError(path: "\(path).min", message: "expected a number") }

@@ -66,24 +66,34 @@ public struct Envelope: Sendable, Hashable {
     /// Reads a frame. Every failure names what was wrong, so the peer can be told.
     public static func decode(_ data: Data, maxBytes: Int = defaultMaxFrameBytes) throws(ProtocolError) -> Envelope {
         guard data.count <= maxBytes else {
-            throw ProtocolError(.tooLarge, "message of \(data.count) bytes exceeds the limit of \(maxBytes) bytes")
+            throw ProtocolError(.tooLarge, "message of \(data.count) bytes exceeds the limit of \(maxBytes) bytes",
+                                id: sniffID(data))
         }
         let head: JSONValue
         do { head = try JSONValue.parse(data) } catch {
-            throw ProtocolError(.malformedJSON, "frame is not valid JSON (\(data.count) bytes)")
+            throw ProtocolError(.malformedJSON, "frame is not valid JSON (\(data.count) bytes)", id: sniffID(data))
         }
         guard case .object(let o) = head else {
             throw ProtocolError(.invalidMessage, "a message must be a JSON object, found \(head.kindName)")
         }
+        if let raw = o["id"], raw.stringValue == nil {
+            throw ProtocolError(.invalidMessage, "request 'id' must be text, found \(raw.kindName)")
+        }
         let id = o["id"]?.stringValue
-        guard let v = o["v"]?.intValue else {
+        guard let rawVersion = o["v"] else {
             throw ProtocolError(.invalidMessage, "missing protocol version 'v'", id: id)
+        }
+        guard let v = rawVersion.intValue else {
+            throw ProtocolError(.invalidMessage, "protocol version 'v' must be a whole number, found \(rawVersion.kindName)", id: id)
         }
         guard v == protocolVersion else {
             throw ProtocolError(.unsupportedVersion, "protocol version \(v) is not supported; this peer speaks \(protocolVersion)", id: id)
         }
-        guard let typeName = o["type"]?.stringValue else {
+        guard let rawType = o["type"] else {
             throw ProtocolError(.invalidMessage, "missing message 'type'", id: id)
+        }
+        guard let typeName = rawType.stringValue else {
+            throw ProtocolError(.invalidMessage, "message 'type' must be text, found \(rawType.kindName)", id: id)
         }
         guard let type = MessageType(rawValue: typeName) else {
             throw ProtocolError(.unknownType, "unknown message type '\(typeName)'", id: id)
@@ -100,6 +110,20 @@ public struct Envelope: Sendable, Hashable {
         } catch {
             throw ProtocolError(.invalidMessage, "\(typeName): \(error)", id: id)
         }
+    }
+
+    /// Finds `"id": "…"` near the start of a frame that cannot be parsed whole
+    /// (too large, or broken further on), so the error reply can still name
+    /// the request. Our encoders write `v`, `type` and `id` first.
+    static func sniffID(_ data: Data) -> String? {
+        let head = String(decoding: data.prefix(4096), as: UTF8.self)
+        guard let key = head.range(of: "\"id\"") else { return nil }
+        var rest = head[key.upperBound...].drop(while: { $0 == " " || $0 == ":" || $0 == "\t" })
+        guard rest.first == "\"" else { return nil }
+        rest = rest.dropFirst()
+        guard let end = rest.firstIndex(where: { $0 == "\"" || $0 == "\\" }), rest[end] == "\"" else { return nil }
+        let id = String(rest[..<end])
+        return id.count <= 256 ? id : nil
     }
 
     static func decodeBody(_ type: MessageType, _ data: Data, _ d: JSONDecoder) throws -> Body {

@@ -149,8 +149,9 @@ public enum Body: Sendable, Hashable {
         public init(deleted: Int) { self.deleted = deleted }
     }
     public struct QueryRequest: Sendable, Hashable, Codable {
-        /// `spotlight` (a CSSearchQuery string in `query`) or `plan` (a plan object in `plan`).
-        public var language: String
+        /// `spotlight` (a CSSearchQuery string in `query`, the default) or
+        /// `plan` (in `plan`: a predicate, or a whole plan with its `predicate`).
+        public var language: String?
         public var query: String?
         public var plan: JSONValue?
         public var fetchAttributes: [String]?
@@ -159,7 +160,7 @@ public enum Body: Sendable, Hashable {
         public var batchSize: Int?
         /// The query fails the shards that have not finished by then.
         public var deadlineMs: Int?
-        public init(language: String = "spotlight", query: String? = nil, plan: JSONValue? = nil,
+        public init(language: String? = "spotlight", query: String? = nil, plan: JSONValue? = nil,
                     fetchAttributes: [String]? = nil, sort: [JSONValue]? = nil, limit: Int? = nil,
                     batchSize: Int? = nil, deadlineMs: Int? = nil) {
             self.language = language; self.query = query; self.plan = plan; self.fetchAttributes = fetchAttributes

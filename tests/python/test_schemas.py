@@ -77,6 +77,9 @@ VALID = [
     {"v": 1, "type": "query", "id": "4", "language": "plan",
      "plan": {"op": "or", "of": [{"op": "domain", "domains": ["org.debian"]},
                                  {"op": "not", "of": [{"op": "range", "attribute": "installedSize", "min": 5, "maxInclusive": False, "max": 9}]}]}},
+    {"v": 1, "type": "query", "id": "4b", "query": 'title == "Window"w'},
+    {"v": 1, "type": "query", "id": "4c", "language": "plan",
+     "plan": {"predicate": {"op": "exists", "attribute": "title"}, "sort": [{"attribute": "title", "ascending": True}], "limit": 3}},
     {"v": 1, "type": "delete", "id": "5", "domains": ["org.debian"]},
     {"v": 1, "type": "delete", "id": "6", "all": True, "shards": [2]},
     {"v": 1, "type": "error", "id": "", "code": "malformed_json", "message": "frame is not valid JSON (3 bytes)"},
@@ -95,7 +98,7 @@ VALID = [
 INVALID = [
     ({"v": 2, "type": "ping", "id": "1"}, "envelope: version"),
     ({"v": 1, "type": "ping"}, "envelope: no id"),
-    ({"v": 1, "type": "query", "id": "1", "query": "x"}, "query: no language"),
+    ({"v": 1, "type": "query", "id": "1"}, "query: no language and no text"),
     ({"v": 1, "type": "query", "id": "1", "language": "spotlight"}, "query: spotlight without its text"),
     ({"v": 1, "type": "query", "id": "1", "language": "plan", "plan": {"op": "near"}}, "query: unknown op"),
     ({"v": 1, "type": "query", "id": "1", "language": "spotlight", "query": "x", "batchSize": 0}, "query: batch of 0"),
