@@ -19,6 +19,10 @@ public struct CoordinatorConfiguration: Sendable {
     public var defaultDeadlineMs: Int = 30_000
     /// Frames larger than this get a `too_large` error reply.
     public var maxFrameBytes: Int = 32 * 1024 * 1024
+    /// Publish batches in flight at once. Past this the coordinator stops
+    /// reading client messages until acknowledgements free room, so the
+    /// sockets' high-water marks push back on producers: nothing is dropped.
+    public var maxPendingWrites: Int = 256
     /// Messages a socket may queue towards one peer before sends wait.
     public var highWaterMark: Int32 = 10_000
 

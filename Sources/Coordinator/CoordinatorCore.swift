@@ -69,6 +69,7 @@ actor CoordinatorCore {
         var started: ContinuousClock.Instant
     }
     var publishes: [String: PendingPublish] = [:]
+    var waitingForWriteRoom: [CheckedContinuation<Void, Never>] = []
     var shardWrites: [String: ShardWrite] = [:]
 
     // Deletes in flight.
@@ -275,9 +276,21 @@ actor CoordinatorCore {
         finishPublishIfDone(w.publish)
     }
 
+    /// Returns once fewer than `maxPendingWrites` publish batches are in flight.
+    func awaitWriteRoom() async {
+        guard publishes.count >= configuration.maxPendingWrites else { return }
+        count("publish.throttled")
+        await withCheckedContinuation { waitingForWriteRoom.append($0) }
+    }
+
     func finishPublishIfDone(_ publishID: String) {
         guard let pending = publishes[publishID], pending.outstanding.isEmpty else { return }
         publishes.removeValue(forKey: publishID)
+        if publishes.count < configuration.maxPendingWrites, !waitingForWriteRoom.isEmpty {
+            let waiting = waitingForWriteRoom
+            waitingForWriteRoom.removeAll()
+            waiting.forEach { $0.resume() }
+        }
         var results: [ItemResult] = []
         results.reserveCapacity(pending.results.count)
         for (i, r) in pending.results.enumerated() {

@@ -119,8 +119,13 @@ public final class CoordinatorService: Sendable {
         for await frames in socket.messages {
             guard frames.count >= 2, let payload = frames.last else { continue }
             let route = Array(frames.dropLast())
-            if isClient { await core.handleClient(route: route, payload: payload) }
-            else { await core.handleWorker(route: route, payload: payload) }
+            if isClient {
+                await core.handleClient(route: route, payload: payload)
+                // Back-pressure: read no more client messages while writes are backed up.
+                await core.awaitWriteRoom()
+            } else {
+                await core.handleWorker(route: route, payload: payload)
+            }
         }
     }
 

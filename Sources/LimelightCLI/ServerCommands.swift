@@ -21,6 +21,7 @@ public struct CoordinatorCommand: AsyncParsableCommand {
     @Option(help: "Milliseconds of silence after which a worker is taken as dead.") var livenessMs = 3000
     @Option(help: "Default query deadline in milliseconds.") var deadlineMs = 30_000
     @Option(help: "Largest accepted message in bytes.") var maxFrameBytes = 32 * 1024 * 1024
+    @Option(help: "Publish batches in flight before the coordinator stops reading from clients.") var maxPendingWrites = 256
     @OptionGroup var log: ServerLogOptions
 
     public init() {}
@@ -41,6 +42,7 @@ public struct CoordinatorCommand: AsyncParsableCommand {
         c.livenessMs = livenessMs
         c.defaultDeadlineMs = deadlineMs
         c.maxFrameBytes = maxFrameBytes
+        c.maxPendingWrites = max(1, maxPendingWrites)
         let service = try CoordinatorService(configuration: c, logger: log.logger("limelight.coordinator"))
         // One line on standard output with the bound endpoints, for `limelight up` and scripts.
         printLine("listening \(service.clientEndpoint) \(service.workerEndpoint) \(service.statsURL ?? "-")")

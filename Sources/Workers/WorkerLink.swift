@@ -35,6 +35,10 @@ public final class WorkerLink: Sendable {
             try s.set(.receiveHighWaterMark(10_000))
             try s.set(.reconnectInterval(milliseconds: 100))
             try s.set(.reconnectIntervalMax(milliseconds: 1000))
+            // ZMTP heartbeats notice a dead TCP link on their own; the
+            // application heartbeats above notice a dead *process* on a live link.
+            try s.set(.heartbeatInterval(milliseconds: Int32(heartbeatMs)))
+            try s.set(.heartbeatTimeout(milliseconds: Int32(livenessMs)))
             try s.connect(coordinator)
         }
     }

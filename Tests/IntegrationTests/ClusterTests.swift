@@ -62,6 +62,30 @@ struct ClusterTests {
         #expect(limited.completion?.count == 10)
     }
 
+    @Test func manyConcurrentPublishesAreThrottledNotDropped() async throws {
+        let cluster = try ClusterFixture(shards: 2)
+        defer { cluster.stopAll(); cluster.removeData() }
+        try cluster.startCoordinator(extra: ["--max-pending-writes", "2"])
+        try cluster.startIndexer("indexer-0", shards: [0, 1])
+        try cluster.startQueryWorker("query-0", shards: [0, 1])
+        let client = try LimelightClient(endpoint: cluster.clientEndpoint)
+        defer { client.close() }
+        try await cluster.waitServed(client)
+        // 40 batches at once, far more than the coordinator lets in flight.
+        let stored = try await withThrowingTaskGroup(of: Int.self) { group in
+            for b in 0..<40 {
+                let items = (0..<50).map { i in item("bp\(b)-\(i)", domain: "org.bp\(i % 3)", ["title": .string("pressure \(b) \(i)")]) }
+                group.addTask { try await client.publish(items).stored }
+            }
+            return try await group.reduce(0, +)
+        }
+        #expect(stored == 2000)
+        let r = try await collect(client.query(spotlight(#"title == "pressure*""#)))
+        #expect(r.items.count == 2000)
+        let stats = try await client.stats()
+        #expect((stats["counters"]?["publish.throttled"]?.doubleValue ?? 0) > 0)
+    }
+
     @Test func deleteByDomainTakesSubdomainsOnEveryShard() async throws {
         let (cluster, client) = try await ClusterFixture.simple(shards: 4)
         defer { client.close(); cluster.stopAll(); cluster.removeData() }
