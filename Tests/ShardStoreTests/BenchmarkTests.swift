@@ -23,7 +23,11 @@ struct BenchmarkTests {
         let dir = TempDir()
         // LIMELIGHT_BENCH_DB keeps the shard for a look with the sqlite3 shell.
         let dbPath = env["LIMELIGHT_BENCH_DB"] ?? dir.path("bench.db")
-        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: dbPath + suffix) }
+        // LIMELIGHT_BENCH_REUSE=1 with LIMELIGHT_BENCH_DB times queries on a kept shard.
+        let reuse = env["LIMELIGHT_BENCH_REUSE"] == "1" && FileManager.default.fileExists(atPath: dbPath)
+        if !reuse {
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: dbPath + suffix) }
+        }
         let store = try ShardStore(path: dbPath, logger: testLogger)
 
         func cpuSeconds() -> Double {
@@ -35,7 +39,7 @@ struct BenchmarkTests {
         let cpu0 = cpuSeconds()
         let t0 = Date()
         var stored = 0
-        for start in stride(from: 0, to: items.count, by: 1000) {
+        for start in stride(from: 0, to: reuse ? 0 : items.count, by: 1000) {
             stored += try store.write(Array(items[start..<min(items.count, start + 1000)])).filter(\.isStored).count
         }
         let indexSeconds = Date().timeIntervalSince(t0)
@@ -60,6 +64,7 @@ struct BenchmarkTests {
         }
         func word() -> String { words.randomElement(using: &rng)! }
         func timed(_ name: String, _ n: Int, sort: [SortKey] = [], _ make: (Int) -> QueryPlan.Predicate) throws {
+            if let only = env["LIMELIGHT_BENCH_ONLY"], !name.hasPrefix(only) { return }
             var latencies: [Double] = []
             var hits = 0
             for i in 0..<n {
