@@ -15,6 +15,9 @@ public enum Words {
     /// uppercase one is also a boundary ("MyWindowClass" → My, Window, Class;
     /// "NSWindow" stays one word, as Apple documents).
     public static func split(_ s: String, camelCase: Bool) -> [Substring] {
+        // ASCII text is most text, and Unicode property lookups per character
+        // dominated indexing; the byte loop below gives the same answer.
+        if let ascii = asciiSplit(s, camelCase: camelCase) { return ascii }
         var out: [Substring] = []
         var start: String.Index?
         var prevLower = false
@@ -41,6 +44,46 @@ public enum Words {
         }
         if let st = start { out.append(s[st..<s.endIndex]) }
         return out
+    }
+
+    /// `split` for pure ASCII: words are runs of letters and digits, and an
+    /// a–z letter followed by an A–Z letter is a camel-case boundary. Nil when
+    /// the text is not ASCII (or not contiguous UTF-8).
+    static func asciiSplit(_ s: String, camelCase: Bool) -> [Substring]? {
+        let result = s.utf8.withContiguousStorageIfAvailable { bytes -> [Substring]? in
+            var i = 0
+            while i < bytes.count {
+                if bytes[i] >= 128 { return nil }
+                i += 1
+            }
+            var out: [Substring] = []
+            let utf8 = s.utf8
+            func index(_ offset: Int) -> String.Index { utf8.index(utf8.startIndex, offsetBy: offset) }
+            var start = -1
+            var prevLower = false
+            for i in 0..<bytes.count {
+                let b = bytes[i]
+                let lower = b >= 97 && b <= 122
+                let upper = b >= 65 && b <= 90
+                if lower || upper || (b >= 48 && b <= 57) {
+                    if start >= 0 {
+                        if camelCase, prevLower, upper {
+                            out.append(s[index(start)..<index(i)])
+                            start = i
+                        }
+                    } else {
+                        start = i
+                    }
+                    prevLower = lower
+                } else {
+                    if start >= 0 { out.append(s[index(start)..<index(i)]); start = -1 }
+                    prevLower = false
+                }
+            }
+            if start >= 0 { out.append(s[index(start)..<s.endIndex]) }
+            return out
+        }
+        return result ?? nil
     }
 
     /// The text the store gives its word index for one value: every token,

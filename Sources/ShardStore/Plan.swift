@@ -109,7 +109,14 @@ extension TextLeaf {
             guard let id, let values = item.values[id] else { return false }
             return values.contains { matches($0, numbers: true) }
         case .allText(let ids):
-            return ids.contains { id in item.values[id]?.contains { matches($0, numbers: false) } ?? false }
+            // Any attribute will do, so try short values first: a title settles
+            // most items without running the matcher over a long description.
+            var texts: [String] = []
+            for id in ids {
+                for v in item.values[id] ?? [] where v.kind.isText { texts.append(v.text ?? "") }
+            }
+            texts.sort { $0.utf8.count < $1.utf8.count }
+            return texts.contains { matcher.matches($0) }
         }
     }
 

@@ -61,40 +61,45 @@ extension ShardStore {
                 let found = try candidates(node, exact: false, context)
                 var ids = try found.ids ?? universe(context)
                 ids = IDs.subtract(ids, try expiredIDs(now: Date()))
-                var sortValues: [Int64: [SortValue]] = [:]
+                // Sort keys live in arrays aligned with `ids`: dictionary lookups
+                // inside the comparator cost more than the sort itself.
+                var keys: [[SortValue]] = []
                 if !query.sort.isEmpty {
                     if wantsScores { try addPriorities(to: context, ids: ids) }
+                    keys = Array(repeating: [], count: ids.count)
                     for (k, key) in query.sort.enumerated() {
                         switch key {
                         case .relevance:
-                            for id in ids { sortValues[id, default: []].append(.number(context.scores?[id] ?? 0)) }
+                            let scores = context.scores ?? [:]
+                            for (i, id) in ids.enumerated() { keys[i].append(.number(scores[id] ?? 0)) }
                         case .attribute:
                             let values = try attributeSortValues(ids: ids, name: sortNames[k] ?? nil, context)
-                            for id in ids { sortValues[id, default: []].append(values[id] ?? .missing) }
+                            for (i, id) in ids.enumerated() { keys[i].append(values[id] ?? .missing) }
                         }
                     }
-                    let keys = query.sort
-                    ids.sort { a, b in
-                        let x = sortValues[a]!, y = sortValues[b]!
-                        for (i, key) in keys.enumerated() {
-                            let ascending = if case .attribute(_, let asc) = key { asc } else { false }
-                            let c = SortValue.compare(x[i], y[i], ascending: ascending)
+                    let ascending = query.sort.map { key in if case .attribute(_, let asc) = key { asc } else { false } }
+                    var order = Array(ids.indices)
+                    order.sort { a, b in
+                        for k in ascending.indices {
+                            let c = SortValue.compare(keys[a][k], keys[b][k], ascending: ascending[k])
                             if c != 0 { return c < 0 }
                         }
-                        return a < b
+                        return ids[a] < ids[b]
                     }
+                    ids = order.map { ids[$0] }
+                    keys = order.map { keys[$0] }
                 }
                 var delivered = 0
                 var batch: [StoredResult] = []
                 batch.reserveCapacity(min(query.batchSize, 1024))
                 let fetch = query.fetchAttributes.map(Set.init)
-                for id in ids {
+                for (position, id) in ids.enumerated() {
                     try context.checkCancelled()
                     if !found.exact {
                         guard node.evaluate(try load(id, domain: node.mentionsDomain)) else { continue }
                     }
                     guard var result = try fetchResult(id, attributes: fetch) else { continue }
-                    if !query.sort.isEmpty { result.sortValues = sortValues[id]!.map(\.json) }
+                    if !query.sort.isEmpty { result.sortValues = keys[position].map(\.json) }
                     if wantsScores { result.score = context.scores?[id] ?? 0 }
                     batch.append(result)
                     delivered += 1
@@ -194,9 +199,11 @@ extension ShardStore {
     }
 
     func expiredIDs(now: Date) throws -> [Int64] {
-        let s = try db.prepare("SELECT id FROM items WHERE expires <= ? ORDER BY id")
+        // No ORDER BY: it would make SQLite walk the whole table in id order
+        // instead of the few entries of the expiry index.
+        let s = try db.prepare("SELECT id FROM items WHERE expires <= ?")
         try s.bind(now.timeIntervalSinceReferenceDate, at: 0)
-        return try s.map { $0.int64(at: 0) }
+        return try s.map { $0.int64(at: 0) }.sorted()
     }
 
     /// A superset of the items matching `node` (exactly them when `exact`).
@@ -302,8 +309,11 @@ extension ShardStore {
     func fetchResult(_ id: Int64, attributes: Set<String>?) throws -> StoredResult? {
         let s = try db.prepare("SELECT json FROM items WHERE id = ?")
         try s.bind(id, at: 0)
-        guard let text = try s.scalar()?.string else { return nil }
-        var item = try JSONValue.parse(text)
+        guard try s.step() else { return nil }
+        var parsed = s.withUTF8(at: 0) { JSONReader.parse($0) } ?? nil
+        if parsed == nil, let text = s.string(at: 0) { parsed = try JSONValue.parse(text) }
+        try s.reset()
+        guard var item = parsed else { return nil }
         if let attributes, case .object(var o) = item, case .object(let attrs)? = o["attributes"] {
             o["attributes"] = .object(attrs.filter { attributes.contains($0.key) })
             item = .object(o)

@@ -12,8 +12,8 @@
 ///     attrs_key(name, key)              exact and prefix text tests, `exists`, sorting by text
 ///     attrs_num(name, num)              ranges on numbers, dates and booleans
 ///     attrs_long(name) WHERE kind = 5   long texts, scanned for substring patterns
-/// words  FTS5 unicode61 remove_diacritics 2, prefix 2 3, contentless
-/// grams  FTS5 trigram, detail=none, contentless
+/// words  FTS5 unicode61 remove_diacritics 2, prefix 2 3, contentless, a column per common attribute
+/// grams  FTS5 trigram, detail=none, columnsize=0, contentless
 /// ```
 ///
 /// - `items.json` is the item as fetched (canonical JSON, sorted keys), so a
@@ -26,17 +26,23 @@
 ///   prefix patterns (`title == "lib*"`) from one index whatever the `c`/`d`
 ///   options. Clustering by item makes loading one item's values — what the
 ///   final `TextMatcher` check needs — one range read.
-/// - `words` has one row per (item, text attribute): rowid = item << 16 | name,
-///   text = `Words.indexText` of each element (tokens plus camel-case parts),
-///   folded when not ASCII. Positions are kept (`detail=full`) although the
-///   store runs no phrase queries: FTS5's BM25 needs term frequencies, which
-///   `detail=column` does not record.
-/// - `grams` has one row per (item, text attribute) with the elements of at
-///   most ``Layout/gramLimit`` bytes (kind 0). Trigram-indexing long prose
-///   (package descriptions) would triple the cost of a write; substring
-///   patterns instead scan the long values (kind 5) of the attributes they
-///   name, through `attrs_long`, and check them with `TextMatcher`. Results
-///   stay exact; only such patterns over long attributes are slower.
+/// - `words` has one row per item (rowid = item id) and a column per common
+///   text attribute (``Layout/wordColumns``) plus one for all others; each
+///   holds `Words.indexText` of the attribute's elements (tokens plus
+///   camel-case parts), folded when not ASCII. One row per item rather than
+///   per (item, attribute) halves the cost of word indexing (measured on the
+///   Debian corpus); a named attribute is still found through its column, and
+///   the shared last column only over-approximates, which the final
+///   `TextMatcher` check absorbs. Positions are kept (`detail=full`) although
+///   no phrase queries run: FTS5's BM25 needs term frequencies.
+/// - `grams` has one row per item with every text element of at most
+///   ``Layout/gramLimit`` bytes (kind 0), folded like the word index, with
+///   no attribute filter at all: the row only says "this item has the
+///   substring somewhere". Trigram-indexing long prose (package descriptions)
+///   would triple the cost of a write; substring patterns instead scan the
+///   long values (kind 5) of the attributes they name, through `attrs_long`,
+///   and check them with `TextMatcher`. Results stay exact; only such
+///   patterns over long attributes are slower.
 /// - Both FTS tables are contentless: the text already lives in `attrs`, and
 ///   removing an item re-derives the exact indexed text from its `attrs` rows
 ///   to issue FTS5 `delete` commands. That derivation is versioned by
@@ -45,11 +51,18 @@ enum Layout {
     static let format = 1
     /// Text values up to this many UTF-8 bytes are trigram-indexed.
     static let gramLimit = 256
-    /// Attribute name ids fit in the low 16 bits of an FTS rowid.
-    static let nameBits: Int64 = 16
-    static let nameMask: Int64 = (1 << 16) - 1
+    /// Attributes with a word-index column of their own; the rest share the last.
+    static let wordColumns = ["title", "displayName", "contentDescription", "keywords", "authorNames",
+                              "alternateNames", "textContent", "contentType"]
+    static var wordColumnCount: Int { wordColumns.count + 1 }
+    static let wordColumnIndex: [String: Int] = Dictionary(uniqueKeysWithValues: wordColumns.enumerated().map { ($1, $0) })
+    static func wordColumn(_ name: String) -> Int { wordColumnIndex[name] ?? wordColumns.count }
+    /// BM25 weights per column: a word in a title says more than one in prose.
+    static let wordWeights: [Double] = [4, 2, 1, 2, 1, 1, 1, 1, 1]
+    /// Upper bound on distinct attribute names (they are small integers in `attrs`).
+    static let maxNames: Int64 = 65_535
 
-    static let statements = [
+    static let statements: [String] = [
         "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID",
         "CREATE TABLE IF NOT EXISTS declared(name TEXT PRIMARY KEY, spec TEXT NOT NULL) WITHOUT ROWID",
         "CREATE TABLE IF NOT EXISTS names(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE)",
@@ -80,10 +93,10 @@ enum Layout {
         "CREATE INDEX IF NOT EXISTS attrs_num ON attrs(name, num) WHERE num IS NOT NULL",
         "CREATE INDEX IF NOT EXISTS attrs_long ON attrs(name) WHERE kind = 5",
         """
-        CREATE VIRTUAL TABLE IF NOT EXISTS words USING fts5(text, content='',
+        CREATE VIRTUAL TABLE IF NOT EXISTS words USING fts5(\((0..<wordColumnCount).map { "c\($0)" }.joined(separator: ", ")), content='',
             tokenize="unicode61 remove_diacritics 2 categories 'L* N* Mn Mc'", prefix='2 3')
         """,
-        "CREATE VIRTUAL TABLE IF NOT EXISTS grams USING fts5(text, content='', tokenize='trigram', detail=none)",
+        "CREATE VIRTUAL TABLE IF NOT EXISTS grams USING fts5(text, content='', tokenize='trigram', detail=none, columnsize=0)",
     ]
 }
 

@@ -49,6 +49,10 @@ public final class ShardStore {
             db = try Database(path: path, mode: mode == .readWrite ? .readWrite(create: true) : .readOnly,
                               configuration: configuration)
             if mode == .readWrite {
+                // Checkpoint every ~40 MB of log rather than SQLite's 4 MB: an
+                // indexing batch rewrites the same FTS and index pages many
+                // times over, and each checkpoint copies them to the file again.
+                try db.execute("PRAGMA wal_autocheckpoint=10000")
                 try db.transaction(.immediate) {
                     for sql in Layout.statements { try db.execute(sql) }
                     let format = try db.prepare("SELECT value FROM meta WHERE key = 'format'").scalar()?.string

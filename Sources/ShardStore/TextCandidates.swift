@@ -51,7 +51,7 @@ extension ShardStore {
         let wordBased = options.contains(.wordBased) || options.contains(.tokenized)
         if wordBased {
             let terms = Self.wordTerms(pattern, camelCase: options.contains(.wordBased))
-            if !terms.isEmpty, let found = try wordIndexCandidates(terms, names: nameIDs, context) {
+            if !terms.isEmpty, let found = try wordIndexCandidates(terms, names: leaf.names, context) {
                 ids += found
                 exact = false
             } else {
@@ -95,36 +95,32 @@ extension ShardStore {
         return terms.filter { seen.insert($0).inserted }
     }
 
-    /// Items whose word-index rows for `names` hold every term; nil when FTS5
-    /// cannot take the terms as single tokens (a character its tokenizer
-    /// splits on but `Words` does not), and the caller must scan.
-    func wordIndexCandidates(_ terms: [WordTerm], names: [Int64], _ context: QueryContext) throws -> [Int64]? {
-        let wanted = Set(names)
+    /// Items whose word-index row holds every term — in the attribute's
+    /// column when one is named; nil when FTS5 cannot take the terms (a
+    /// character its tokenizer splits on but `Words` does not), and the
+    /// caller must scan.
+    func wordIndexCandidates(_ terms: [WordTerm], names: NameSet, _ context: QueryContext) throws -> [Int64]? {
         let scoring = context.scores != nil
-        let sql = scoring ? "SELECT rowid, bm25(words) FROM words WHERE words MATCH ?"
+        let weights = Layout.wordWeights.map { String($0) }.joined(separator: ", ")
+        let sql = scoring ? "SELECT rowid, bm25(words, \(weights)) FROM words WHERE words MATCH ?"
             : "SELECT rowid FROM words WHERE words MATCH ?"
+        var match = "(" + terms.map(\.fts).joined(separator: " AND ") + ")"
+        if case .one(let id?) = names {
+            match = "{c\(Layout.wordColumn(self.names[id] ?? ""))} : " + match
+        }
         let s = try db.prepare(sql)
-        try s.bind(terms.map(\.fts).joined(separator: " AND "), at: 0)
+        try s.bind(match, at: 0)
         var ids: [Int64] = []
-        var best: [Int64: Double] = [:]
         do {
             while try s.step() {
-                let rowid = s.int64(at: 0)
-                guard wanted.contains(rowid & Layout.nameMask) else { continue }
-                let item = rowid >> Layout.nameBits
-                if ids.last != item { ids.append(item) }
-                if scoring {
-                    // bm25() is negative, better matches more so.
-                    let score = -s.double(at: 1)
-                    best[item] = max(best[item] ?? 0, score)
-                }
+                let item = s.int64(at: 0)
+                ids.append(item)
+                // bm25() is negative, better matches more so.
+                if scoring { context.scores![item, default: 0] += -s.double(at: 1) }
             }
         } catch {
             if error.message.contains("phrase queries are not supported") { return nil }
             throw error
-        }
-        if scoring {
-            for (item, score) in best { context.scores![item, default: 0] += score }
         }
         return ids
     }
@@ -154,13 +150,9 @@ extension ShardStore {
                 let step = Double(grams.count - 1) / 11
                 grams = (0..<12).map { grams[Int((Double($0) * step).rounded())] }
             }
-            let wanted = Set(nameIDs)
             let s = try db.prepare("SELECT rowid FROM grams WHERE grams MATCH ?")
             try s.bind(grams.map { "\"" + $0.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }.joined(separator: " AND "), at: 0)
-            while try s.step() {
-                let rowid = s.int64(at: 0)
-                if wanted.contains(rowid & Layout.nameMask) { ids.append(rowid >> Layout.nameBits) }
-            }
+            while try s.step() { ids.append(s.int64(at: 0)) }
             scan = try db.prepare("SELECT item, text FROM attrs WHERE name = ? AND kind = 5")
         }
         for name in nameIDs {

@@ -153,8 +153,8 @@ extension ShardStore {
         let insert = try db.prepare("INSERT INTO names(name) VALUES (?)")
         try insert.run([.text(name)])
         let id = db.lastInsertRowID
-        guard id <= Layout.nameMask else {
-            throw StoreError(.tooManyAttributes, "the shard holds more than \(Layout.nameMask) attribute names")
+        guard id <= Layout.maxNames else {
+            throw StoreError(.tooManyAttributes, "the shard holds more than \(Layout.maxNames) attribute names")
         }
         nameIDs[name] = id
         names[id] = name
@@ -181,25 +181,24 @@ extension ShardStore {
     /// tables can only forget a row when told its exact text, which is
     /// re-derived here from the `attrs` rows exactly as ``insertIndexes`` built it.
     func removeIndexes(of id: Int64) throws {
-        let select = try db.prepare("SELECT name, pos, kind, text FROM attrs WHERE item = ? ORDER BY name, pos")
+        let select = try db.prepare("SELECT name, pos, kind, text FROM attrs WHERE item = ? AND kind IN (0, 5) ORDER BY name, pos")
         try select.bind(id, at: 0)
         var rows: [ValueRow] = []
         try select.forEachRow { r in
-            guard let kind = ValueKind(rawValue: r.int64(at: 2)), kind.isText else { return }
+            guard let kind = ValueKind(rawValue: r.int64(at: 2)) else { return }
             rows.append(ValueRow(name: r.int64(at: 0), pos: r.int64(at: 1), kind: kind, text: r.string(at: 3), num: nil))
         }
         if !rows.isEmpty {
-            let deleteWords = try db.prepare("INSERT INTO words(words, rowid, text) VALUES('delete', ?, ?)")
-            let deleteGrams = try db.prepare("INSERT INTO grams(grams, rowid, text) VALUES('delete', ?, ?)")
-            try forEachFTSRow(item: id, rows: rows) { rowid, words, grams in
-                try deleteWords.bind(rowid, at: 0)
-                try deleteWords.bind(words, at: 1)
-                try deleteWords.run()
-                if let grams {
-                    try deleteGrams.bind(rowid, at: 0)
-                    try deleteGrams.bind(grams, at: 1)
-                    try deleteGrams.run()
-                }
+            let (columns, grams) = ftsTexts(rows)
+            let deleteWords = try db.prepare(Self.wordsSQL(delete: true))
+            try deleteWords.bind(id, at: 0)
+            for (i, c) in columns.enumerated() { try deleteWords.bind(c, at: i + 1) }
+            try deleteWords.run()
+            if let grams {
+                let deleteGrams = try db.prepare("INSERT INTO grams(grams, rowid, text) VALUES('delete', ?, ?)")
+                try deleteGrams.bind(id, at: 0)
+                try deleteGrams.bind(grams, at: 1)
+                try deleteGrams.run()
             }
         }
         let delete = try db.prepare("DELETE FROM attrs WHERE item = ?")
@@ -207,24 +206,34 @@ extension ShardStore {
         try delete.run()
     }
 
-    /// The FTS rows of one item: per attribute, the word-index text and the
-    /// trigram text (nil when no element is short enough). `rows` must be the
-    /// item's text rows sorted by (name, pos).
-    func forEachFTSRow(item: Int64, rows: [ValueRow], _ body: (Int64, String, String?) throws -> Void) throws {
-        var i = 0
-        while i < rows.count {
-            let name = rows[i].name
-            var words: [String] = []
-            var grams: [String] = []
-            while i < rows.count, rows[i].name == name {
-                let text = rows[i].text ?? ""
-                let indexText = Words.indexText(text)
-                words.append(Fold.isASCII(indexText) ? indexText : Fold.fold(indexText))
-                if rows[i].kind == .text { grams.append(Fold.gramText(text)) }
-                i += 1
+    static func wordsSQL(delete: Bool) -> String {
+        let columns = (0..<Layout.wordColumnCount).map { "c\($0)" }.joined(separator: ", ")
+        let marks = Array(repeating: "?", count: Layout.wordColumnCount).joined(separator: ", ")
+        return delete ? "INSERT INTO words(words, rowid, \(columns)) VALUES('delete', ?, \(marks))"
+            : "INSERT INTO words(rowid, \(columns)) VALUES (?, \(marks))"
+    }
+
+    /// The FTS texts of one item: the word-index columns and the trigram text
+    /// (nil when no element is short enough). `rows` are the item's text rows
+    /// sorted by (name, pos): the order fixes the text, which a later delete
+    /// must reproduce byte for byte.
+    func ftsTexts(_ rows: [ValueRow]) -> (columns: [String], grams: String?) {
+        var columns = Array(repeating: "", count: Layout.wordColumnCount)
+        var grams = ""
+        var hasGrams = false
+        for row in rows {
+            let text = row.text ?? ""
+            let column = Layout.wordColumn(names[row.name] ?? "")
+            let indexText = Words.indexText(text)
+            if !columns[column].isEmpty { columns[column] += "\n" }
+            columns[column] += Fold.isASCII(indexText) ? indexText : Fold.fold(indexText)
+            if row.kind == .text {
+                if hasGrams { grams += "\n" }
+                grams += Fold.gramText(text)
+                hasGrams = true
             }
-            try body(item << Layout.nameBits | name, words.joined(separator: "\n"), grams.isEmpty ? nil : grams.joined(separator: "\n"))
         }
+        return (columns, hasGrams ? grams : nil)
     }
 
     func upsert(_ item: Item) throws {
@@ -300,17 +309,16 @@ extension ShardStore {
         }
         let textRows = rows.filter { $0.kind.isText }
         guard !textRows.isEmpty else { return }
-        let words = try db.prepare("INSERT INTO words(rowid, text) VALUES (?, ?)")
-        let grams = try db.prepare("INSERT INTO grams(rowid, text) VALUES (?, ?)")
-        try forEachFTSRow(item: id, rows: textRows) { rowid, wordText, gramText in
-            try words.bind(rowid, at: 0)
-            try words.bind(wordText, at: 1)
-            try words.run()
-            if let gramText {
-                try grams.bind(rowid, at: 0)
-                try grams.bind(gramText, at: 1)
-                try grams.run()
-            }
+        let (columns, grams) = ftsTexts(textRows)
+        let words = try db.prepare(Self.wordsSQL(delete: false))
+        try words.bind(id, at: 0)
+        for (i, c) in columns.enumerated() { try words.bind(c, at: i + 1) }
+        try words.run()
+        if let grams {
+            let insert = try db.prepare("INSERT INTO grams(rowid, text) VALUES (?, ?)")
+            try insert.bind(id, at: 0)
+            try insert.bind(grams, at: 1)
+            try insert.run()
         }
     }
 }

@@ -183,3 +183,22 @@ enum Reference {
         #expect(nonEmpty > 100, "most plans should select some items but not all")
     }
 }
+
+@Suite struct WordsFastPathTests {
+    /// `Words.split` has an ASCII fast path; appending a non-ASCII word after
+    /// a separator forces the general path, whose answer must be the same.
+    @Test func asciiSplitAgreesWithTheGeneralPath() {
+        var rng = SplitMix64(state: 42)
+        let alphabet = Array("aZbYzA09 -_.,/\t\r\nMyWindowClassNSWindowHTML5Parser'\"")
+        for _ in 0..<3000 {
+            let s = String((0..<Int.random(in: 0...24, using: &rng)).map { _ in alphabet.randomElement(using: &rng)! })
+            for camel in [false, true] {
+                let fast = Words.split(s, camelCase: camel).map(String.init)
+                let general = Words.split(s + " é", camelCase: camel).map(String.init).dropLast()
+                #expect(fast == Array(general), "\(s.debugDescription) camelCase: \(camel)")
+            }
+        }
+        #expect(Words.split("MyWindowClass", camelCase: true) == ["My", "Window", "Class"])
+        #expect(Words.split("NSWindow", camelCase: true) == ["NSWindow"])
+    }
+}

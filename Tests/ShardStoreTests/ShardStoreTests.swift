@@ -363,3 +363,24 @@ import Testing
         #expect(stats.fileBytes > 0)
     }
 }
+
+@Suite struct FetchTests {
+    /// Items come back exactly as the decoder produced them, escapes and all.
+    @Test func storedItemsRoundTrip() throws {
+        let dir = TempDir()
+        let store = try openStore(dir)
+        let source = json(#"""
+            {"uniqueIdentifier": "q\"uote\\d/\u00e9\ud83c\udf0d", "domainIdentifier": "org.x",
+             "expirationDate": "2999-01-01T00:00:00.250Z",
+             "attributes": {"title": "tab\there\nnew line \u0001 ctl", "rating": -1.5e-3, "count": 12345678901,
+                            "flag": false, "keywords": ["a", "", "ü"], "place": {"latitude": 37.33, "longitude": -122.03},
+                            "completionDate": "2026-11-01T12:00:00+02:00"},
+             "entity": {"type": "LandmarkEntity", "id": 42, "priority": 10}}
+            """#)
+        try store.put([source])
+        let expected = try ItemDecoder().decode(source).json
+        var results: [StoredResult] = []
+        try store.run(Query(predicate: .all)) { results += $0 }
+        #expect(results.map(\.item) == [expected])
+    }
+}
