@@ -1,0 +1,477 @@
+"""A cluster across hosts: the coordinator on one, indexers and query workers
+on others, a replica taking over from a query worker that dies.
+
+Hosts (4 shards)::
+
+    coordinator   limelight-coordinator, in the test's own network namespace
+    host a        limelight-indexer + limelight-query, shards 0,1, data folder a/
+    host b        limelight-indexer + limelight-query, shards 2,3, data folder b/
+    host c        limelight-indexer + limelight-query, shards 0,1 (a replica of a), data folder c/
+
+Two ways to make the hosts, chosen when the cluster starts and printed:
+
+- ``netns`` (preferred): each host is a Linux network namespace made by the
+  test (``ll-<tag>-a`` ...), joined to the root namespace by a veth pair with
+  a /30 of 10.213.<n>.0/24 (``<n>`` a third octet no address or route of the
+  machine uses). The coordinator binds the root side of host a's pair
+  (10.213.<n>.1); the namespaces route only that /24 to the root namespace.
+  Each host's processes also get a hostname of their own (a UTS namespace,
+  ``unshare --uts``), so the stats show which host a worker runs on.
+- ``loopback`` (when ``ip`` is missing or the namespaces cannot be made, or
+  when LIMELIGHT_MULTIHOST=loopback): each host is a loopback address,
+  127.0.0.2 the coordinator and 127.0.0.3-5 hosts a-c, and the workers bind
+  their connection to their host's address with ZeroMQ's
+  ``tcp://SOURCE:0;DEST:PORT`` endpoint syntax in ``--coordinator``.
+
+Either way the test checks, from /proc, that each worker's connection to the
+coordinator leaves from its host's address. The namespaces, veths and
+processes are removed by the fixture's finalizer, whatever happens.
+"""
+
+import json
+import os
+import random
+import secrets
+import shutil
+import signal
+import socket
+import sqlite3
+import struct
+import subprocess
+import time
+import urllib.request
+from collections import defaultdict
+from typing import NamedTuple, Optional
+
+import pytest
+
+import schemas
+from harness import Client, Traffic, bin_dir, read_jsonl, wait_until
+
+SHARDS = 4
+#: Host name -> the shards its indexer and query worker keep.
+LAYOUT = {"a": [0, 1], "b": [2, 3], "c": [0, 1]}
+START_TIMEOUT = 30
+STOP_TIMEOUT = 5
+#: The coordinator's liveness period (its default): a silent worker is dead after it.
+LIVENESS_S = 3.0
+EXECUTABLES = ("limelight-coordinator", "limelight-indexer", "limelight-query")
+
+
+def fnv1a_shard(domain, shard_count=SHARDS):
+    """The shard of a domain, as Sharding.shard(forDomain:shardCount:) computes it."""
+    h = 0xCBF29CE484222325
+    for b in domain.encode("utf-8"):
+        h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return h % shard_count
+
+
+# -- hosts -------------------------------------------------------------------
+
+
+class Host(NamedTuple):
+    """A "host": its name (a, b, c), its address, its network namespace
+    (None in loopback mode) and the hostname its workers report."""
+    name: str
+    address: str
+    netns: Optional[str]
+    hostname: str
+
+
+def _ip(*args):
+    subprocess.run(["ip", *args], check=True, capture_output=True, text=True, timeout=10)
+
+
+def _ip_output(*args):
+    return subprocess.run(["ip", *args], capture_output=True, text=True, timeout=10).stdout
+
+
+class Network:
+    """The hosts, and the address the coordinator binds."""
+
+    def __init__(self):
+        self.mode = None
+        self.why = ""
+        self.coordinator_address = None
+        self.hosts = {}
+        self._namespaces = []
+        self._links = []
+
+    @classmethod
+    def make(cls):
+        """Namespaces when possible, loopback addresses otherwise."""
+        network = cls()
+        forced = os.environ.get("LIMELIGHT_MULTIHOST", "")
+        if forced == "loopback":
+            network._loopback("LIMELIGHT_MULTIHOST=loopback")
+        elif shutil.which("ip") is None:
+            network._loopback("no `ip` command (iproute2)")
+        else:
+            try:
+                network._namespaces_and_veths()
+            except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as e:
+                detail = getattr(e, "stderr", None) or str(e)
+                network.close()
+                network._loopback(f"network namespaces unavailable: {detail.strip()}")
+        return network
+
+    def _namespaces_and_veths(self):
+        tag = secrets.token_hex(3)
+        octet = self._free_octet()
+        for i, name in enumerate(LAYOUT):
+            ns, link = f"ll-{tag}-{name}", f"ll{tag}{name}"
+            outer, inner = f"10.213.{octet}.{4 * i + 1}", f"10.213.{octet}.{4 * i + 2}"
+            _ip("netns", "add", ns)
+            self._namespaces.append(ns)
+            _ip("link", "add", link, "type", "veth", "peer", "name", "veth0", "netns", ns)
+            self._links.append(link)
+            _ip("addr", "add", f"{outer}/30", "dev", link)
+            _ip("link", "set", link, "up")
+            _ip("-n", ns, "link", "set", "lo", "up")
+            _ip("-n", ns, "addr", "add", f"{inner}/30", "dev", "veth0")
+            _ip("-n", ns, "link", "set", "veth0", "up")
+            # Only our /24 goes to the root namespace: the hosts reach nothing else.
+            _ip("-n", ns, "route", "add", f"10.213.{octet}.0/24", "via", outer)
+            self.hosts[name] = Host(name, inner, ns, ns)
+            if i == 0:
+                self.coordinator_address = outer
+        self.mode = "netns"
+        self.why = f"namespaces {', '.join(self._namespaces)}; veths {', '.join(self._links)}; 10.213.{octet}.0/24"
+
+    @staticmethod
+    def _free_octet():
+        """A third octet n such that nothing on the machine uses 10.213.n.0/24."""
+        used = _ip_output("-4", "-o", "addr", "show") + _ip_output("-4", "route", "show", "table", "all")
+        for _ in range(50):
+            octet = random.randint(1, 254)
+            if f"10.213.{octet}." not in used:
+                return octet
+        raise OSError("no free 10.213.n.0/24")
+
+    def _loopback(self, why):
+        self.mode = "loopback"
+        self.why = why
+        self.coordinator_address = "127.0.0.2"
+        me = socket.gethostname()
+        self.hosts = {name: Host(name, f"127.0.0.{3 + i}", None, me) for i, name in enumerate(LAYOUT)}
+
+    def command(self, host, argv):
+        """``argv`` run on ``host``."""
+        if host.netns is None:
+            return argv
+        # ip netns exec, unshare and sh all exec: the process keeps the pid Popen returns.
+        return ["ip", "netns", "exec", host.netns, "unshare", "--uts",
+                "sh", "-c", 'hostname "$0" && exec "$@"', host.hostname, *argv]
+
+    def coordinator_endpoint(self, host, port):
+        """How a worker on ``host`` names the coordinator's worker endpoint."""
+        if host.netns is None:
+            return f"tcp://{host.address}:0;{self.coordinator_address}:{port}"
+        return f"tcp://{self.coordinator_address}:{port}"
+
+    def close(self):
+        """Removes the veths and namespaces (each veth goes with its namespace anyway)."""
+        for link in self._links:
+            subprocess.run(["ip", "link", "del", link], capture_output=True, timeout=10)
+        for ns in self._namespaces:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=10)
+        left = [ns for ns in self._namespaces if ns in _ip_output("netns", "list").split()]
+        self._links, self._namespaces = [], []
+        assert not left, f"network namespaces left behind: {left}"
+
+
+# -- processes -----------------------------------------------------------------
+
+
+class Processes:
+    """Started processes, each logging to a file; stopped with SIGTERM, then SIGKILL."""
+
+    def __init__(self, folder):
+        self.folder = folder
+        self.running = {}
+
+    def start(self, name, argv):
+        out = open(self.folder / f"{name}.out", "w")
+        err = open(self.folder / f"{name}.log", "w")
+        try:
+            process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+        finally:
+            out.close()
+            err.close()
+        self.running[name] = process
+        return process
+
+    def kill(self, name):
+        """SIGKILL, as a crash would."""
+        process = self.running[name]
+        process.kill()
+        process.wait(STOP_TIMEOUT)
+
+    def stop_all(self):
+        for process in self.running.values():
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + STOP_TIMEOUT
+        for process in self.running.values():
+            try:
+                process.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+    def logs(self):
+        """The tails of every log, for failure messages."""
+        out = []
+        for name in self.running:
+            for suffix in ("out", "log"):
+                path = self.folder / f"{name}.{suffix}"
+                lines = path.read_text(errors="replace").splitlines()[-12:] if path.exists() else []
+                if lines:
+                    out.append(f"--- {path.name}\n" + "\n".join(lines))
+        return "\n".join(out)
+
+
+class HostsCluster(NamedTuple):
+    """The running cluster: where clients connect, the coordinator's worker port,
+    its stats URL and each host's data folder."""
+    network: Network
+    processes: Processes
+    endpoint: str
+    worker_port: int
+    stats_url: str
+    data: dict
+
+
+def _require_binaries():
+    missing = [e for e in EXECUTABLES if not (bin_dir() / e).exists()]
+    if not missing:
+        return
+    if os.environ.get("LIMELIGHT_BIN"):
+        pytest.fail(f"{', '.join(missing)} missing from {bin_dir()}: build first (swift build)")
+    pytest.skip(f"{', '.join(missing)} missing from {bin_dir()}: run `swift build` or set LIMELIGHT_BIN")
+
+
+def _start(network, processes, folder):
+    """The coordinator, then every host's indexer and query worker."""
+    a = network.coordinator_address
+    processes.start("coordinator", [
+        str(bin_dir() / "limelight-coordinator"), "--listen", f"tcp://{a}:0", "--workers", f"tcp://{a}:0",
+        "--stats-port", "0", "--stats-host", a, "--shards", str(SHARDS)])
+    line = _wait_for_line(folder / "coordinator.out", "listening ", processes)
+    _, endpoint, workers_endpoint, stats_url = line.split()
+    worker_port = int(workers_endpoint.rsplit(":", 1)[1])
+    data = {}
+    for name, shards in LAYOUT.items():
+        host = network.hosts[name]
+        data[name] = folder / f"data-{name}"
+        data[name].mkdir()
+        for role, exe in (("indexer", "limelight-indexer"), ("query", "limelight-query")):
+            processes.start(f"{role}-{name}", network.command(host, [
+                str(bin_dir() / exe), "--coordinator", network.coordinator_endpoint(host, worker_port),
+                "--data", str(data[name]), "--shards", ",".join(map(str, shards)), "--id", f"{role}-{name}"]))
+    return HostsCluster(network, processes, endpoint, worker_port, stats_url, data)
+
+
+def _wait_for_line(path, prefix, processes):
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if path.exists():
+            for line in path.read_text().splitlines():
+                if line.startswith(prefix):
+                    return line
+        if any(p.poll() is not None for p in processes.running.values()):
+            break
+        time.sleep(0.05)
+    raise AssertionError(f"no '{prefix}' line in {path.name}\n{processes.logs()}")
+
+
+@pytest.fixture(scope="module")
+def cluster_across_hosts(tmp_path_factory):
+    _require_binaries()
+    folder = tmp_path_factory.mktemp("multihost")
+    network = Network.make()
+    processes = Processes(folder)
+    print(f"\nmultihost mode: {network.mode} ({network.why}); coordinator {network.coordinator_address}; "
+          + ", ".join(f"host {h.name} {h.address}" for h in network.hosts.values()))
+    try:
+        yield _start(network, processes, folder)
+    finally:
+        try:
+            processes.stop_all()
+        finally:
+            network.close()
+
+
+# -- looking at the cluster from outside --------------------------------------------
+
+
+_NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def http_json(url):
+    with _NO_PROXY.open(url, timeout=10) as response:
+        return response.status, json.loads(response.read())
+
+
+def stats_of(cluster):
+    return http_json(cluster.stats_url)[1]
+
+
+def connections(pid):
+    """(local, remote) (address, port) pairs of the established TCP
+    connections of process ``pid``, as /proc sees them in its namespace."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:["):-1])
+
+    def address(text):
+        ip, port = text.split(":")
+        return socket.inet_ntoa(struct.pack("<I", int(ip, 16))), int(port, 16)
+
+    found = []
+    with open(f"/proc/{pid}/net/tcp") as table:
+        next(table)
+        for row in table:
+            cols = row.split()
+            if cols[3] == "01" and cols[9] in inodes:  # ESTABLISHED
+                found.append((address(cols[1]), address(cols[2])))
+    return found
+
+
+def stored_ids(data, shard):
+    """The unique identifiers in one replica's shard file, read straight from SQLite."""
+    db = sqlite3.connect(f"file:{data / f'shard-{shard}.sqlite'}?mode=ro", uri=True, timeout=5)
+    try:
+        return {row[0] for row in db.execute("SELECT uid FROM items")}
+    finally:
+        db.close()
+
+
+def query_all(client):
+    """Every item's identifier, and the completion."""
+    found, completion = [], None
+    for kind, value in client.query('title == "*"', fetch=[], batch_size=500):
+        if kind == "batch":
+            found += [i["uniqueIdentifier"] for i in value]
+        else:
+            completion = value
+    return found, completion
+
+
+def assert_complete(found, completion, expected):
+    assert completion["failedShards"] == [] and completion["cancelled"] is False, completion
+    assert len(found) == len(set(found)) == completion["count"], "duplicates or a wrong count"
+    assert set(found) == expected, (f"missing {sorted(expected - set(found))[:5]}, "
+                                    f"unexpected {sorted(set(found) - expected)[:5]}")
+
+
+# -- the test ------------------------------------------------------------------------
+
+
+def test_publish_query_failover_and_delete_across_hosts(cluster_across_hosts, record_property):
+    cluster = cluster_across_hosts
+    network, processes = cluster.network, cluster.processes
+    record_property("multihost_mode", network.mode)
+    timings = {}
+    t0 = time.monotonic()
+
+    # Every worker registers, from its own host, with its own hostname and pid.
+    expected_workers = {f"{role}-{name}": (role, shards, network.hosts[name])
+                        for name, shards in LAYOUT.items() for role in ("indexer", "query")}
+
+    def registered():
+        return {w["id"] for w in stats_of(cluster)["workers"]} == set(expected_workers)
+
+    assert wait_until(registered, timeout=START_TIMEOUT, interval=0.2), (
+        f"registered: {[w['id'] for w in stats_of(cluster)['workers']]}\n{processes.logs()}")
+    timings["register"] = time.monotonic() - t0
+    status, stats = http_json(cluster.stats_url)
+    assert status == 200
+    schemas.assert_valid(stats, "stats_reply.schema.json#/$defs/stats")
+    assert stats["shardCount"] == SHARDS and stats["servedShards"] == list(range(SHARDS))
+    for w in stats["workers"]:
+        role, shards, host = expected_workers[w["id"]]
+        assert (w["role"], w["shards"], w["host"], w["pid"]) == (
+            role, shards, host.hostname, processes.running[w["id"]].pid), w
+    by_shard = {s["shard"]: s for s in stats["shards"]}
+    for shard in range(SHARDS):
+        holders = sorted(n for n, s in LAYOUT.items() if shard in s)
+        assert sorted(by_shard[shard]["indexers"]) == [f"indexer-{n}" for n in holders]
+        assert sorted(by_shard[shard]["queryWorkers"]) == [f"query-{n}" for n in holders]
+    health_url = cluster.stats_url.rsplit("/", 1)[0] + "/health"
+    assert http_json(health_url) == (200, {"healthy": True, "servedShards": SHARDS, "shardCount": SHARDS})
+
+    # Each worker's connection to the coordinator leaves from its host's address
+    # (and, with namespaces, from inside its host's namespace).
+    ours = os.readlink("/proc/self/ns/net")
+    for worker, (_, _, host) in expected_workers.items():
+        pid = processes.running[worker].pid
+        links = connections(pid)
+        coordinator = (network.coordinator_address, cluster.worker_port)
+        assert any(local[0] == host.address and remote == coordinator for local, remote in links), (
+            f"{worker}: connections {links}")
+        if host.netns:
+            assert os.readlink(f"/proc/{pid}/ns/net") == f"net:[{os.stat(f'/var/run/netns/{host.netns}').st_ino}]"
+            assert os.readlink(f"/proc/{pid}/ns/net") != ours
+
+    # Publish from the root namespace: items of every shard, four batches. Each
+    # acknowledgement comes after every replica committed, so right after it
+    # both copies of shards 0 and 1 (hosts a and c) hold the batch.
+    samples = [read_jsonl("green-grocer.jsonl"), read_jsonl("debian-packages.jsonl")]
+    items = [i for sample in samples for i in sample]
+    shard_of = {i["uniqueIdentifier"]: fnv1a_shard(i["domainIdentifier"]) for i in items}
+    assert set(shard_of.values()) == set(range(SHARDS))
+    batches = [samples[0]] + [samples[1][n:n + 100] for n in range(0, len(samples[1]), 100)]
+    traffic = Traffic()
+    t = time.monotonic()
+    with Client(cluster.endpoint, timeout=10, observer=traffic) as client:
+        published = defaultdict(set)
+        for n, batch in enumerate(batches):
+            ack = client.publish(batch, batch=f"multihost-{n}")
+            assert (ack["stored"], ack["rejected"]) == (len(batch), 0), ack
+            for i in batch:
+                published[shard_of[i["uniqueIdentifier"]]].add(i["uniqueIdentifier"])
+            for name, shards in LAYOUT.items():
+                for shard in shards:
+                    assert stored_ids(cluster.data[name], shard) == published[shard], (
+                        f"host {name}, shard {shard}, after batch {n}")
+        timings["publish"] = time.monotonic() - t
+
+        # Query them back across the hosts: everything, no failed shard.
+        everything = set(shard_of)
+        t = time.monotonic()
+        for _ in range(4):  # several: queries of shards 0 and 1 take turns between hosts a and c
+            assert_complete(*query_all(client), everything)
+        timings["query x4"] = time.monotonic() - t
+
+        # Host a's query worker dies: queries still answer in full, from host c.
+        processes.kill("query-a")
+        t = time.monotonic()
+        for _ in range(4):
+            assert_complete(*query_all(client), everything)
+        timings["query x4 after kill"] = time.monotonic() - t
+        assert wait_until(lambda: "query-a" not in {w["id"] for w in stats_of(cluster)["workers"]},
+                          timeout=LIVENESS_S + 3), "the coordinator still lists query-a"
+        by_shard = {s["shard"]: s for s in stats_of(cluster)["shards"]}
+        assert [by_shard[s]["queryWorkers"] for s in (0, 1)] == [["query-c"], ["query-c"]]
+        assert stats_of(cluster)["servedShards"] == list(range(SHARDS))
+
+        # Delete a domain with its subdomains (shards 1 and 3): gone from the
+        # results and from every replica's files.
+        fruit = {i["uniqueIdentifier"] for i in samples[0]
+                 if (i["domainIdentifier"] + ".").startswith("com.greengrocer.produce.fruit.")}
+        assert {shard_of[u] for u in fruit} == {1, 3}
+        assert client.delete(domains=["com.greengrocer.produce.fruit"]) == len(fruit)
+        assert_complete(*query_all(client), everything - fruit)
+        for name, shards in LAYOUT.items():
+            for shard in shards:
+                assert stored_ids(cluster.data[name], shard) == published[shard] - fruit, f"host {name}, shard {shard}"
+
+    assert traffic.received("publish_ack") and traffic.received("completion") and traffic.received("delete_ack")
+    timings["total"] = time.monotonic() - t0
+    print(f"multihost mode {network.mode}: " + ", ".join(f"{k} {v:.2f} s" for k, v in timings.items()))
