@@ -347,12 +347,24 @@ extension ShardStore {
             return .missing
         }
         if ids.count > 2000 {
+            // Numbers straight from the covering (name, num) index; text rows
+            // need the row itself for the exact text that breaks ties.
             let wanted = Set(ids)
-            let s = try db.prepare("SELECT item, kind, text, num, key FROM attrs WHERE name = ? AND pos = 0")
-            try s.bind(name, at: 0)
-            while try s.step() {
-                let id = s.int64(at: 0)
-                if wanted.contains(id) { out[id] = value(s, 1) }
+            let numbers = try db.prepare("SELECT item, num FROM attrs WHERE name = ? AND num IS NOT NULL AND pos = 0")
+            try numbers.bind(name, at: 0)
+            while try numbers.step() {
+                try context.checkCancelled()
+                let id = numbers.int64(at: 0)
+                if wanted.contains(id) { out[id] = .number(numbers.double(at: 1)) }
+            }
+            let texts = try db.prepare("SELECT item, text, key FROM attrs WHERE name = ? AND key IS NOT NULL AND pos = 0")
+            try texts.bind(name, at: 0)
+            while try texts.step() {
+                try context.checkCancelled()
+                let id = texts.int64(at: 0)
+                if wanted.contains(id), let text = texts.string(at: 1) {
+                    out[id] = .text(key: texts.string(at: 2) ?? Fold.key(text), raw: text)
+                }
             }
         } else {
             let s = try db.prepare("SELECT kind, text, num, key FROM attrs WHERE item = ? AND name = ? AND pos = 0")
