@@ -2,7 +2,7 @@ import Foundation
 import Items
 import Logging
 import QueryPlan
-import SQLite
+@_spi(Internals) import SQLite
 
 /// State of one query evaluation.
 final class QueryContext {
