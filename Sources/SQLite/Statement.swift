@@ -192,7 +192,9 @@ public final class Statement {
     }
 
     /// Reads the column's raw UTF-8 bytes without copying them into a String;
-    /// the buffer is valid only inside `body`.
+    /// the buffer is valid only inside `body`. Kept out of the public API (it
+    /// hands out a pointer) for the store's own zero-copy JSON reading.
+    @_spi(Internals)
     public func withUTF8<T>(at index: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> T) rethrows -> T? {
         guard let p = sqlite3_column_text(handle, Int32(index)) else { return nil }
         let count = Int(sqlite3_column_bytes(handle, Int32(index)))

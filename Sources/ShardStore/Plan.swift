@@ -48,6 +48,25 @@ indirect enum Node {
     case range(Int64?, RangeTest)
     case domain([String])
 
+    /// The attributes whose values decide this node; nil when the node needs
+    /// many (`*`), and loading the whole item is cheaper than picking.
+    var names: Set<Int64>? {
+        switch self {
+        case .all, .none, .domain: return []
+        case .and(let ns), .or(let ns):
+            var out = Set<Int64>()
+            for n in ns {
+                guard let s = n.names else { return nil }
+                out.formUnion(s)
+            }
+            return out
+        case .not(let n): return n.names
+        case .exists(let set): return set.isAllText ? nil : Set(set.ids)
+        case .text(let leaf): return leaf.names.isAllText ? nil : Set(leaf.names.ids)
+        case .range(let id, _): return id.map { [$0] } ?? []
+        }
+    }
+
     var mentionsDomain: Bool {
         switch self {
         case .domain: true

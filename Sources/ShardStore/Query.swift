@@ -2,7 +2,7 @@ import Foundation
 import Items
 import Logging
 import QueryPlan
-import SQLite
+@_spi(Internals) import SQLite
 
 /// State of one query evaluation.
 final class QueryContext {
@@ -89,6 +89,7 @@ extension ShardStore {
                     ids = order.map { ids[$0] }
                     keys = order.map { keys[$0] }
                 }
+                let loadNames = node.names, loadDomain = node.mentionsDomain
                 var delivered = 0
                 var batch: [StoredResult] = []
                 batch.reserveCapacity(min(query.batchSize, 1024))
@@ -96,7 +97,7 @@ extension ShardStore {
                 for (position, id) in ids.enumerated() {
                     try context.checkCancelled()
                     if !found.exact {
-                        guard node.evaluate(try load(id, domain: node.mentionsDomain)) else { continue }
+                        guard node.evaluate(try load(id, names: loadNames, domain: loadDomain)) else { continue }
                     }
                     guard var result = try fetchResult(id, attributes: fetch) else { continue }
                     if !query.sort.isEmpty { result.sortValues = keys[position].map(\.json) }
@@ -277,24 +278,38 @@ extension ShardStore {
     /// The ids among `ids` that really match `node`.
     func exactly(_ node: Node, in ids: [Int64], _ context: QueryContext) throws -> [Int64] {
         var out: [Int64] = []
-        let domain = node.mentionsDomain
+        let domain = node.mentionsDomain, names = node.names
         for id in ids {
             try context.checkCancelled()
-            if node.evaluate(try load(id, domain: domain)) { out.append(id) }
+            if node.evaluate(try load(id, names: names, domain: domain)) { out.append(id) }
         }
         return out
     }
 
-    /// One item's stored values, for the final check.
-    func load(_ id: Int64, domain: Bool) throws -> LoadedItem {
+    /// One item's stored values, for the final check: only those of `names`
+    /// (nil: all), so checking a title does not read a long description.
+    func load(_ id: Int64, names: Set<Int64>?, domain: Bool) throws -> LoadedItem {
         var item = LoadedItem()
-        let s = try db.prepare("SELECT name, kind, text, num FROM attrs WHERE item = ?")
-        try s.bind(id, at: 0)
-        while try s.step() {
-            guard let kind = ValueKind(rawValue: s.int64(at: 1)) else { continue }
-            let value = LoadedValue(kind: kind, text: kind.isText ? s.string(at: 2) : nil,
-                                    num: kind.isNumeric ? s.double(at: 3) : nil)
-            item.values[s.int64(at: 0), default: []].append(value)
+        func read(_ s: Statement) throws {
+            while try s.step() {
+                guard let kind = ValueKind(rawValue: s.int64(at: 1)) else { continue }
+                let value = LoadedValue(kind: kind, text: kind.isText ? s.string(at: 2) : nil,
+                                        num: kind.isNumeric ? s.double(at: 3) : nil)
+                item.values[s.int64(at: 0), default: []].append(value)
+            }
+            try s.reset()
+        }
+        if let names {
+            let s = try db.prepare("SELECT name, kind, text, num FROM attrs WHERE item = ? AND name = ?")
+            try s.bind(id, at: 0)
+            for name in names {
+                try s.bind(name, at: 1)
+                try read(s)
+            }
+        } else {
+            let s = try db.prepare("SELECT name, kind, text, num FROM attrs WHERE item = ?")
+            try s.bind(id, at: 0)
+            try read(s)
         }
         if domain {
             let d = try db.prepare("SELECT domain FROM items WHERE id = ?")
@@ -332,12 +347,24 @@ extension ShardStore {
             return .missing
         }
         if ids.count > 2000 {
+            // Numbers straight from the covering (name, num) index; text rows
+            // need the row itself for the exact text that breaks ties.
             let wanted = Set(ids)
-            let s = try db.prepare("SELECT item, kind, text, num, key FROM attrs WHERE name = ? AND pos = 0")
-            try s.bind(name, at: 0)
-            while try s.step() {
-                let id = s.int64(at: 0)
-                if wanted.contains(id) { out[id] = value(s, 1) }
+            let numbers = try db.prepare("SELECT item, num FROM attrs WHERE name = ? AND num IS NOT NULL AND pos = 0")
+            try numbers.bind(name, at: 0)
+            while try numbers.step() {
+                try context.checkCancelled()
+                let id = numbers.int64(at: 0)
+                if wanted.contains(id) { out[id] = .number(numbers.double(at: 1)) }
+            }
+            let texts = try db.prepare("SELECT item, text, key FROM attrs WHERE name = ? AND key IS NOT NULL AND pos = 0")
+            try texts.bind(name, at: 0)
+            while try texts.step() {
+                try context.checkCancelled()
+                let id = texts.int64(at: 0)
+                if wanted.contains(id), let text = texts.string(at: 1) {
+                    out[id] = .text(key: texts.string(at: 2) ?? Fold.key(text), raw: text)
+                }
             }
         } else {
             let s = try db.prepare("SELECT kind, text, num, key FROM attrs WHERE item = ? AND name = ? AND pos = 0")

@@ -14,6 +14,28 @@ import SQLite
 /// the writer and see each commit as soon as it is made.
 ///
 /// The file layout is described in ``Layout``.
+///
+/// Semantics and trade-offs, chosen so that results are always exactly what
+/// `TextMatcher` and the `Predicate` definitions say:
+/// - Indexes only propose candidates; each text comparison is decided by
+///   `TextMatcher` on the stored value, so tokenizer quirks of FTS5 can only
+///   cost time, never change an answer. Ranges, `exists` and domains are
+///   answered by their indexes exactly.
+/// - `not(p)` is the shard's items minus the exact matches of `p`; `p` is
+///   checked item by item when its indexes can only over-approximate.
+/// - Expired items (expirationDate ≤ now) are removed from every result,
+///   before any purge.
+/// - Attributes declared `unique` are word-indexed like any other text:
+///   `w`/`t` comparisons apply to them too, and leaving them out would mean
+///   scanning them for every word query.
+/// - Values over ``Layout/gramLimit`` bytes are not trigram-indexed; substring
+///   patterns scan them (about half a second over 63,000 package descriptions).
+/// - Relevance is FTS5 BM25 over the query's word comparisons (titles weigh
+///   4×, display names and keywords 2×) plus a hundredth of the entity
+///   priority. It is shard-local.
+/// - Sorting uses an attribute's first value; missing values sort last;
+///   numbers (dates as seconds since 2001) before text; text by its folded
+///   form, then exactly. Attributes declared not searchable cannot be sorted on.
 public final class ShardStore {
     public enum Mode: Sendable, Hashable {
         case readWrite
