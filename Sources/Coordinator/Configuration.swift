@@ -29,8 +29,10 @@ public struct CoordinatorConfiguration: Sendable {
     public init() {}
 }
 
-/// ZeroMQ spells "any free port" as `*`; the command line spells it 0.
+/// ZeroMQ spells "any free port" as `*`; the command line spells it 0. ZeroMQ
+/// binds to addresses or interface names, so `localhost` is bound as 127.0.0.1.
 func zmqEndpoint(_ s: String) -> String {
-    if s.hasSuffix(":0") { return String(s.dropLast(2)) + ":*" }
-    return s
+    var e = s.replacingOccurrences(of: "tcp://localhost:", with: "tcp://127.0.0.1:")
+    if e.hasSuffix(":0") { e = String(e.dropLast(2)) + ":*" }
+    return e
 }

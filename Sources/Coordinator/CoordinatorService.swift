@@ -56,7 +56,7 @@ public final class CoordinatorService: Sendable {
             try s.bind(workersAt)
         }
         if let port = configuration.statsPort {
-            let host = configuration.statsHost
+            let host = configuration.statsHost == "localhost" ? "127.0.0.1" : configuration.statsHost
             let s = try AsyncSocket(context: context, type: .stream, name: "coordinator-stats") { s in
                 try s.set(.linger(milliseconds: 0))
                 try s.bind("tcp://\(host):\(port == 0 ? "*" : String(port))")

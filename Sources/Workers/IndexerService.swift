@@ -38,7 +38,6 @@ final class StoreBox: @unchecked Sendable {
 public final class IndexerService: Sendable {
     public let configuration: IndexerConfiguration
     let logger: Logger
-    let context: Context
     let link: WorkerLink
     let stores: [Int: (StoreBox, SerialExecutor)]
 
@@ -56,11 +55,9 @@ public final class IndexerService: Sendable {
             stores[shard] = (StoreBox(store), SerialExecutor(label: "limelight.indexer.shard-\(shard)"))
         }
         self.stores = stores
-        context = try Context(ioThreads: 1)
-        link = try WorkerLink(context: context, coordinator: configuration.coordinator,
-                              registration: Body.Register(role: .indexer, worker: configuration.workerID, shards: configuration.shards,
-                                                          host: ProcessInfo.processInfo.hostName, pid: Int(getpid())),
-                              logger: logger, heartbeatMs: configuration.heartbeatMs, livenessMs: configuration.livenessMs)
+        link = try WorkerLink(coordinator: configuration.coordinator, role: .indexer, workerID: configuration.workerID,
+                              shards: configuration.shards, logger: logger,
+                              heartbeatMs: configuration.heartbeatMs, livenessMs: configuration.livenessMs)
     }
 
     public var isRegistered: Bool { link.isRegistered }
@@ -68,26 +65,17 @@ public final class IndexerService: Sendable {
     public func run() async {
         logger.info("indexer serving", metadata: ["shards": "\(configuration.shards.map(String.init).joined(separator: ","))",
                                                   "data": "\(configuration.data)"])
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.link.run { envelope in await self.handle(envelope) } }
-            group.addTask {
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: .seconds(self.configuration.purgeIntervalSeconds))
-                    if Task.isCancelled { break }
-                    await self.purge()
-                }
+        await link.serve(handle: { envelope in await self.handle(envelope) }, alongside: [{
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(self.configuration.purgeIntervalSeconds))
+                if Task.isCancelled { break }
+                await self.purge()
             }
-            group.addTask { while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) } }
-            await group.next()
-            link.close()
-            context.shutdown()
-            group.cancelAll()
-        }
+        }])
     }
 
     public func shutdown() {
         link.close()
-        context.shutdown()
     }
 
     func purge() async {

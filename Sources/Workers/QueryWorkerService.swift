@@ -72,7 +72,6 @@ final class ConnectionPool: @unchecked Sendable {
 public final class QueryWorkerService: Sendable {
     public let configuration: QueryWorkerConfiguration
     let logger: Logger
-    let context: Context
     let link: WorkerLink
     let pool: ConnectionPool
     let running = RunningQueries()
@@ -85,11 +84,9 @@ public final class QueryWorkerService: Sendable {
         self.logger = logger
         pool = ConnectionPool(data: configuration.data, logger: logger)
         threads = WorkThreads(name: "limelight.query", count: configuration.concurrency)
-        context = try Context(ioThreads: 1)
-        link = try WorkerLink(context: context, coordinator: configuration.coordinator,
-                              registration: Body.Register(role: .query, worker: configuration.workerID, shards: configuration.shards,
-                                                          host: ProcessInfo.processInfo.hostName, pid: Int(getpid())),
-                              logger: logger, heartbeatMs: configuration.heartbeatMs, livenessMs: configuration.livenessMs)
+        link = try WorkerLink(coordinator: configuration.coordinator, role: .query, workerID: configuration.workerID,
+                              shards: configuration.shards, logger: logger,
+                              heartbeatMs: configuration.heartbeatMs, livenessMs: configuration.livenessMs)
     }
 
     public var isRegistered: Bool { link.isRegistered }
@@ -97,19 +94,12 @@ public final class QueryWorkerService: Sendable {
     public func run() async {
         logger.info("query worker serving", metadata: ["shards": "\(configuration.shards.map(String.init).joined(separator: ","))",
                                                        "data": "\(configuration.data)"])
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.link.run { envelope in await self.handle(envelope) } }
-            group.addTask { while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) } }
-            await group.next()
-            link.close()
-            context.shutdown()
-            group.cancelAll()
-        }
+        await link.serve { envelope in await self.handle(envelope) }
+        threads.stop()
     }
 
     public func shutdown() {
         link.close()
-        context.shutdown()
     }
 
     func handle(_ envelope: Envelope) async {

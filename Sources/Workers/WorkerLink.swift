@@ -14,15 +14,21 @@ import ZeroMQ
 public final class WorkerLink: Sendable {
     public let workerID: String
     let registration: Body.Register
+    let context: Context
     let socket: AsyncSocket
     let logger: Logger
     let heartbeatMs: Int
     let livenessMs: Int
     let state = LinkState()
 
-    public init(context: Context, coordinator: String, registration: Body.Register, logger: Logger,
+    /// Connects as `role` serving `shards`; the link owns its ZeroMQ context.
+    public init(coordinator: String, role: Body.Register.Role, workerID: String, shards: [Int], logger: Logger,
                 heartbeatMs: Int = 1000, livenessMs: Int = 3000) throws {
-        self.workerID = registration.worker
+        let registration = Body.Register(role: role, worker: workerID, shards: shards,
+                                         host: ProcessInfo.processInfo.hostName, pid: Int(getpid()))
+        let context = try Context(ioThreads: 1)
+        self.context = context
+        self.workerID = workerID
         self.registration = registration
         self.logger = logger
         self.heartbeatMs = heartbeatMs
@@ -104,11 +110,27 @@ public final class WorkerLink: Sendable {
         }
     }
 
+    /// Serves until the task is cancelled: the link's own loops, `handle` for
+    /// each request, and `alongside` (periodic work such as purging); then
+    /// closes the socket and the context.
+    public func serve(handle: @escaping @Sendable (Envelope) async -> Void,
+                      alongside: [@Sendable () async -> Void] = []) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.run(handle: handle) }
+            for work in alongside { group.addTask { await work() } }
+            group.addTask { while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) } }
+            await group.next()
+            close()
+            group.cancelAll()
+        }
+    }
+
     public var isRegistered: Bool { state.registered }
     public var refusal: String? { state.refusal }
 
     public func close() {
         socket.close()
+        context.shutdown()
     }
 }
 

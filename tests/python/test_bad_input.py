@@ -26,9 +26,11 @@ CASES = [
     (b'{"v": 1, "type": "teleport", "id": "u1"}', "unknown_type", "u1", "teleport"),
     (b'{"v": 2, "type": "ping", "id": "u2"}', "unsupported_version", "u2", "version 2"),
     (b'{"v": 1, "type": "ping"}', "invalid_message", "", "'id'"),
-    (b'{"v": 1, "type": "query", "id": "u3", "query": "title == \\"x\\""}', "invalid_message", "u3", "language"),
+    (b'{"v": 1, "type": "query", "id": "u3", "language": "sql", "query": "SELECT 1"}', "unsupported_language", "u3", "sql"),
+    (b'{"v": 1, "type": "query", "id": "u5", "query": 42}', "invalid_message", "u5", "query"),
+    (b'{"v": 1, "type": "ping", "id": 7}', "invalid_message", "", "must be text"),
     (b'{"v": 1, "type": "publish", "id": "u4", "items": "not a list"}', "invalid_message", "u4", "items"),
-    (oversized_publish, "too_large", "", "exceeds the limit"),
+    (oversized_publish, "too_large", "big", "exceeds the limit"),
 ]
 
 
