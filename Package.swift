@@ -20,7 +20,13 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
     ],
     targets: [
-        // C libraries, behind system-library targets (GRDB's layout).
+        // C libraries, behind system-library targets (GRDB's layout). SQLite is
+        // wrapped here rather than taken through GRDB.swift: the store's hot paths
+        // (one transaction per batch, cached statements, FTS5 and trigram tables,
+        // progress handlers and interrupts for cancelled queries)
+        // need a thin layer with no record or observation machinery in the way,
+        // and the build stays small on two cores. The trade-off: no migrations
+        // framework; the store keeps its own format version in `meta`.
         .systemLibrary(name: "CZeroMQ", path: "Sources/CZeroMQ"),
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite"),
 

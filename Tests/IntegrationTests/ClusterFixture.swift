@@ -113,17 +113,24 @@ final class ClusterFixture: @unchecked Sendable {
     }
 
     func kill(_ name: String, signal: Int32 = SIGKILL) {
-        guard let p = processes[name], p.isRunning else { return }
+        // Not `isRunning`: Foundation reports a stopped (SIGSTOP) process as not running.
+        guard let p = processes[name] else { return }
         Foundation.kill(p.processIdentifier, signal)
         // A stopped or continued process is still running: only wait for ends.
         if signal == SIGKILL || signal == SIGTERM { p.waitUntilExit() }
     }
 
     func stopAll() {
-        for (_, p) in processes where p.isRunning { Foundation.kill(p.processIdentifier, SIGTERM) }
+        // Signals go by pid whatever `isRunning` says: a stopped process looks
+        // "not running" to Foundation but must still be continued and ended.
+        for (_, p) in processes {
+            Foundation.kill(p.processIdentifier, SIGCONT)
+            Foundation.kill(p.processIdentifier, SIGTERM)
+        }
         let end = Date().addingTimeInterval(5)
         while Date() < end, processes.values.contains(where: \.isRunning) { usleep(20_000) }
         for (_, p) in processes where p.isRunning { Foundation.kill(p.processIdentifier, SIGKILL) }
+        for (_, p) in processes { p.waitUntilExit() }
         processes.removeAll()
     }
 

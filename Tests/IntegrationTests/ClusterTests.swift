@@ -193,7 +193,7 @@ struct ClusterTests {
         _ = try await client.publish([item("z", domain: "org.z", ["title": .string("z")])])
         // Stop the query worker without killing it: it keeps its registration for a moment but never answers.
         cluster.kill("query-0", signal: SIGSTOP)
-        defer { cluster.kill("query-0", signal: SIGCONT) }
+        defer { cluster.kill("query-0", signal: SIGKILL) }
         let r = try await collect(client.query(spotlight(#"title == "z""#, deadlineMs: 300)))
         #expect(r.completion?.failedShards.count == 2)
         #expect(r.completion?.failedShards.first?.reason.contains("deadline") == true)

@@ -1,0 +1,146 @@
+import Foundation
+import Items
+import LimelightClient
+import Testing
+
+/// The `limelight` command as a user runs it: real processes, real exit codes.
+@Suite(.serialized)
+struct CommandLineTests {
+    struct Run {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    /// Runs `limelight ARGS…`, feeding `input` on standard input.
+    static func limelight(_ args: [String], input: String? = nil, environment: [String: String] = [:]) throws -> Run {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: ClusterFixture.binDirectory + "/limelight")
+        p.arguments = args
+        var env = ProcessInfo.processInfo.environment
+        env.removeValue(forKey: "LIMELIGHT_ENDPOINT")
+        for (k, v) in environment { env[k] = v }
+        p.environment = env
+        let out = Pipe(), err = Pipe(), inp = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        p.standardInput = inp
+        try p.run()
+        if let input { inp.fileHandleForWriting.write(Data(input.utf8)) }
+        try inp.fileHandleForWriting.close()
+        let o = out.fileHandleForReading.readDataToEndOfFile()
+        let e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return Run(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+    }
+
+    @Test func publishQueryAndDeleteWithTheDocumentedOutputAndExitCodes() async throws {
+        let (cluster, client) = try await ClusterFixture.simple(shards: 3)
+        defer { client.close(); cluster.stopAll(); cluster.removeData() }
+        let ep = ["--endpoint", cluster.clientEndpoint]
+        let lines = """
+        {"uniqueIdentifier": "w1", "domainIdentifier": "com.example", "attributes": {"title": "MyWindowClass", "size": 5}}
+        {"uniqueIdentifier": "w2", "domainIdentifier": "com.example.sub", "attributes": {"title": "Broken Window", "size": 7}}
+        {"uniqueIdentifier": "w3", "domainIdentifier": "org.other", "attributes": {"title": "NSWindow", "size": 9}}
+        {"domainIdentifier": "org.other", "attributes": {"title": "no identifier"}}
+        not json at all
+        """
+        let pub = try Self.limelight(["publish", "-"] + ep, input: lines)
+        #expect(pub.status == 1)                              // some items were rejected
+        #expect(pub.stderr.contains("stdin:4"))                // each rejection names its line
+        #expect(pub.stderr.contains("stdin:5"))
+        #expect(pub.stderr.contains("published 3 items"))
+
+        let q = try Self.limelight(["query", #"title == "Window"w"#, "--json", "--fetch", "title"] + ep)
+        #expect(q.status == 0)
+        let rows = q.stdout.split(separator: "\n").map { try? JSONValue.parse(String($0)) }
+        #expect(Set(rows.compactMap { $0?["uniqueIdentifier"]?.stringValue }) == ["w1", "w2"])
+        // Only the requested attributes, and nothing else on standard output.
+        #expect(rows.allSatisfy { $0?["attributes"]?.objectValue?.keys.sorted() == ["title"] })
+        #expect(rows.allSatisfy { $0?["domainIdentifier"] != nil })
+
+        let sorted = try Self.limelight(["query", "size > 0", "--json", "--sort", "size:desc"] + ep)
+        let sizes = sorted.stdout.split(separator: "\n").compactMap { try? JSONValue.parse(String($0))["attributes"]?["size"]?.doubleValue }
+        #expect(sizes == [9, 7, 5])
+
+        let env = try Self.limelight(["query", #"title == "NSWindow""#, "--json"], environment: ["LIMELIGHT_ENDPOINT": cluster.clientEndpoint])
+        #expect(env.stdout.contains("w3"))
+
+        let bad = try Self.limelight(["query", #"title == "x" &&"#] + ep)
+        #expect(bad.status == 2)
+        #expect(bad.stderr.contains("at 15: expected a comparison after '&&'"))
+
+        let del = try Self.limelight(["delete", "--domains", "com.example"] + ep)
+        #expect(del.status == 0)
+        #expect(del.stdout.contains("deleted 2"))
+        let rest = try Self.limelight(["query", "size > 0", "--json"] + ep)
+        #expect(rest.stdout.split(separator: "\n").count == 1)
+    }
+
+    @Test func anUnreachableServerExitsThree() throws {
+        let r = try Self.limelight(["query", "title == \"x\"", "--endpoint", "tcp://127.0.0.1:1", "--timeout", "0.5"])
+        #expect(r.status == 3)
+        #expect(r.stderr.contains("cannot reach"))
+    }
+
+    @Test func aResultMissingAShardExitsFourAndNamesIt() async throws {
+        let cluster = try ClusterFixture(shards: 2)
+        defer { cluster.stopAll(); cluster.removeData() }
+        try cluster.startCoordinator()
+        try cluster.startIndexer("indexer-0", shards: [0, 1])
+        try cluster.startQueryWorker("query-0", shards: [0])
+        let client = try LimelightClient(endpoint: cluster.clientEndpoint)
+        defer { client.close() }
+        let end = Date().addingTimeInterval(10)
+        while (try? await client.ping())?.servedShards != [0], Date() < end { try await Task.sleep(for: .milliseconds(50)) }
+        let r = try Self.limelight(["query", #"title == "*""#, "--json", "--endpoint", cluster.clientEndpoint])
+        #expect(r.status == 4)
+        #expect(r.stderr.contains("shard 1"))
+    }
+
+    @Test func upPrintsReadyAndStopsItsChildrenOnSIGTERM() async throws {
+        let data = NSTemporaryDirectory() + "limelight-up-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: data) }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: ClusterFixture.binDirectory + "/limelight")
+        p.arguments = ["up", "--data", data, "--listen", "tcp://127.0.0.1:0", "--stats-port", "0", "--shards", "4"]
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        var buffer = Data()
+        while !buffer.contains(0x0A) {
+            let d = out.fileHandleForReading.availableData
+            if d.isEmpty { break }
+            buffer.append(d)
+        }
+        let line = String(decoding: buffer, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let parts = line.split(separator: " ").map(String.init)
+        #expect(parts.count == 3 && parts[0] == "ready")
+        #expect(parts.count == 3 && parts[2].hasPrefix("http://127.0.0.1:") && parts[2].hasSuffix("/stats"))
+        let client = try LimelightClient(endpoint: parts[1])
+        let pong = try await client.ping()
+        #expect(pong.servedShards == [0, 1, 2, 3])
+        let stats = try await client.stats()
+        // Two indexers and two query workers by default, shards split between them.
+        #expect(stats["workers"]?.arrayValue?.count == 4)
+        client.close()
+
+        let children = Self.childPIDs(of: p.processIdentifier)
+        #expect(children.count == 5)
+        kill(p.processIdentifier, SIGTERM)
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0)
+        #expect(children.allSatisfy { kill($0, 0) != 0 })   // every child is gone
+    }
+
+    static func childPIDs(of parent: Int32) -> [Int32] {
+        let procs = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return procs.compactMap(Int32.init).filter { pid in
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                  let close = stat.lastIndex(of: ")") else { return false }
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            return fields.count > 2 && Int32(fields[1]) == parent
+        }
+    }
+}
