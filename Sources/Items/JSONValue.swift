@@ -118,13 +118,11 @@ extension JSONValue {
 
     /// Serialises compactly with sorted keys, so equal values give equal bytes.
     public func serialized() -> Data {
-        let enc = JSONEncoder()
-        enc.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (try? enc.encode(self)) ?? Data("null".utf8)
+        Data(JSONWriter.bytes(self))
     }
 
     public func serializedString() -> String {
-        String(decoding: serialized(), as: UTF8.self)
+        JSONWriter.string(self)
     }
 }
 

@@ -55,6 +55,13 @@ public struct Envelope: Sendable, Hashable {
     enum Keys: String, CodingKey { case v, type, id }
 
     public func encoded() -> Data {
+        if let fast = fastJSON() {
+            var o = fast
+            o["v"] = .number(Double(version))
+            o["type"] = .string(type.rawValue)
+            o["id"] = .string(id)
+            return Data(JSONWriter.bytes(.object(o)))
+        }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.withoutEscapingSlashes]
         do { return try encoder.encode(EncodableEnvelope(envelope: self)) } catch {
@@ -101,6 +108,9 @@ public struct Envelope: Sendable, Hashable {
         guard let id else {
             throw ProtocolError(.invalidMessage, "missing request 'id'")
         }
+        if let fast = try fastBody(type, o, typeName: typeName, id: id) {
+            return Envelope(id: id, body: fast, version: v)
+        }
         let decoder = JSONDecoder()
         do {
             let body = try decodeBody(type, data, decoder)
@@ -109,6 +119,75 @@ public struct Envelope: Sendable, Hashable {
             throw ProtocolError(.invalidMessage, "\(typeName): \(Self.describe(e))", id: id)
         } catch {
             throw ProtocolError(.invalidMessage, "\(typeName): \(error)", id: id)
+        }
+    }
+
+    /// The messages that carry items, built from and to the parsed tree
+    /// directly: `Codable` over `JSONValue` tries each JSON kind in turn for
+    /// every value, which made it the largest cost of a write.
+    func fastJSON() -> [String: JSONValue]? {
+        switch body {
+        case .publish(let b):
+            var o: [String: JSONValue] = ["items": .array(b.items)]
+            if let batch = b.batch { o["batch"] = .string(batch) }
+            return o
+        case .write(let b):
+            return ["shard": .number(Double(b.shard)), "items": .array(b.items), "evict": .array(b.evict.map { .string($0) })]
+        case .resultBatch(let b):
+            return ["items": .array(b.items), "seq": .number(Double(b.seq))]
+        case .shardBatch(let b):
+            let hits: [JSONValue] = b.hits.map { h in
+                var o: [String: JSONValue] = ["item": h.item]
+                if let sort = h.sort { o["sort"] = .array(sort) }
+                if let score = h.score { o["score"] = .number(score) }
+                return .object(o)
+            }
+            return ["shard": .number(Double(b.shard)), "seq": .number(Double(b.seq)), "hits": .array(hits)]
+        default:
+            return nil
+        }
+    }
+
+    static func fastBody(_ type: MessageType, _ o: [String: JSONValue], typeName: String, id: String) throws(ProtocolError) -> Body? {
+        func fail(_ message: String) -> ProtocolError { ProtocolError(.invalidMessage, "\(typeName): \(message)", id: id) }
+        func list(_ key: String) throws(ProtocolError) -> [JSONValue] {
+            guard let v = o[key] else { throw fail("missing field '\(key)'") }
+            guard let a = v.arrayValue else { throw fail("field '\(key)' should be a list") }
+            return a
+        }
+        func int(_ key: String) throws(ProtocolError) -> Int {
+            guard let v = o[key] else { throw fail("missing field '\(key)'") }
+            guard let n = v.intValue else { throw fail("field '\(key)' should be a whole number") }
+            return n
+        }
+        func optionalString(_ key: String) throws(ProtocolError) -> String? {
+            guard let v = o[key], v != .null else { return nil }
+            guard let s = v.stringValue else { throw fail("field '\(key)' should be text") }
+            return s
+        }
+        switch type {
+        case .publish:
+            return .publish(Body.Publish(items: try list("items"), batch: try optionalString("batch")))
+        case .write:
+            var evict: [String] = []
+            if o["evict"] != nil {
+                for (i, e) in try list("evict").enumerated() {
+                    guard let s = e.stringValue else { throw fail("field 'evict[\(i)]' should be text") }
+                    evict.append(s)
+                }
+            }
+            return .write(Body.Write(shard: try int("shard"), items: try list("items"), evict: evict))
+        case .resultBatch:
+            return .resultBatch(Body.ResultBatch(items: try list("items"), seq: try int("seq")))
+        case .shardBatch:
+            var hits: [Hit] = []
+            for (i, h) in try list("hits").enumerated() {
+                guard case .object(let ho) = h, let item = ho["item"] else { throw fail("field 'hits[\(i)]' should be an object with an 'item'") }
+                hits.append(Hit(item: item, sort: ho["sort"]?.arrayValue, score: ho["score"]?.doubleValue))
+            }
+            return .shardBatch(Body.ShardBatch(shard: try int("shard"), seq: try int("seq"), hits: hits))
+        default:
+            return nil
         }
     }
 

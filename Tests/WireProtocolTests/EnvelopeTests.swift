@@ -1,0 +1,93 @@
+import Foundation
+import Items
+import Testing
+import WireProtocol
+
+/// Every message survives encoding and decoding unchanged, on both the
+/// hand-written paths (messages that carry items) and the `Codable` ones.
+struct EnvelopeTests {
+    static let item: JSONValue = .object([
+        "uniqueIdentifier": .string("deb:0ad"), "domainIdentifier": .string("org.debian.games"),
+        "attributes": .object(["title": .string("0ad \"quoted\"\n"), "installedSize": .number(28591),
+                               "keywords": .array([.string("game::strategy")]), "ratio": .number(0.25), "ok": .bool(true)]),
+    ])
+
+    static let bodies: [Body] = [
+        .publish(Body.Publish(items: [item, .object([:])], batch: "b1")),
+        .publish(Body.Publish(items: [])),
+        .publishAck(Body.PublishAck(batch: "b1", results: [ItemResult(index: 0, uniqueIdentifier: "a", status: .stored),
+                                                           ItemResult(index: 1, uniqueIdentifier: nil, status: .rejected,
+                                                                      error: WireError(code: "missing_identifier", message: "m", field: "uniqueIdentifier"))])),
+        .declare(Body.Declare(attributes: [AttributeDeclaration(AttributeSpec(name: "dueAt", type: .date))])),
+        .declareAck(Body.Empty()),
+        .delete(Body.Delete(ids: ["a"], domains: ["org.debian"], all: nil, shards: [1, 2])),
+        .deleteAck(Body.DeleteAck(deleted: 3)),
+        .query(Body.QueryRequest(query: "title == \"x\"", fetchAttributes: ["title"], sort: [.object(["attribute": .string("title")])],
+                                 limit: 5, batchSize: 2, deadlineMs: 100)),
+        .resultBatch(Body.ResultBatch(items: [item], seq: 4)),
+        .completion(Body.Completion(count: 9, failedShards: [ShardFailure(shard: 2, reason: "deadline")], cancelled: false, elapsedMs: 1.5)),
+        .cancel(Body.Cancel(query: "c7")),
+        .stats(Body.Empty()),
+        .statsReply(Body.Stats(stats: .object(["shards": .number(4)]))),
+        .ping(Body.Empty()),
+        .pong(Body.Pong(shardCount: 4, servedShards: [0, 1, 2, 3])),
+        .error(WireError(code: "bad_query", message: "expected a value", position: 9)),
+        .register(Body.Register(role: .indexer, worker: "indexer-0", shards: [0, 2], host: "h", pid: 42)),
+        .registered(Body.Registered(shardCount: 4, heartbeatMs: 1000)),
+        .heartbeat(Body.Heartbeat(worker: "w")),
+        .write(Body.Write(shard: 3, items: [item], evict: ["x", "y"])),
+        .writeAck(Body.WriteAck(shard: 3, results: [ItemResult(index: 0, uniqueIdentifier: "deb:0ad", status: .stored)])),
+        .shardQuery(Body.ShardQuery(shard: 1, plan: .object(["predicate": .object(["op": .string("all")])]), deadlineMs: 50)),
+        .shardBatch(Body.ShardBatch(shard: 1, seq: 2, hits: [Hit(item: item, sort: [.number(1), .null], score: 0.5), Hit(item: item)])),
+        .shardDone(Body.ShardDone(shard: 1, count: 2, error: WireError(code: "cancelled", message: "cancelled"))),
+    ]
+
+    @Test func everyMessageSurvivesARoundTrip() throws {
+        for body in Self.bodies {
+            let e = Envelope(id: "r1", body: body)
+            let back = try Envelope.decode(e.encoded())
+            #expect(back == e, "\(body.type.rawValue)")
+        }
+    }
+
+    /// FNV-1a written out independently of the implementation.
+    static func fnv1a(_ s: String) -> Int {
+        var h: UInt64 = 14_695_981_039_346_656_037
+        for b in s.utf8 { h = (h ^ UInt64(b)) &* 1_099_511_628_211 }
+        return Int(h % 1000)
+    }
+
+    @Test func everyMessageTypeIsCovered() {
+        #expect(Set(Self.bodies.map(\.type)) == Set(MessageType.allCases))
+    }
+
+    @Test func itemCarryingMessagesNameTheirFaults() {
+        func fault(_ json: String) -> ProtocolError? {
+            do { _ = try Envelope.decode(Data(json.utf8)); return nil } catch { return error }
+        }
+        #expect(fault(#"{"v":1,"type":"publish","id":"a"}"#)?.message == "publish: missing field 'items'")
+        #expect(fault(#"{"v":1,"type":"publish","id":"a","items":{}}"#)?.message == "publish: field 'items' should be a list")
+        #expect(fault(#"{"v":1,"type":"write","id":"a","shard":"x","items":[]}"#)?.message == "write: field 'shard' should be a whole number")
+        #expect(fault(#"{"v":1,"type":"shard_batch","id":"a","shard":1,"seq":1,"hits":[1]}"#)?.id == "a")
+        #expect(fault(#"{"v":1,"type":"ping","id":7}"#)?.message == "request 'id' must be text, found number")
+        let big = Data((#"{"v":1,"type":"publish","id":"big","items":[""# + String(repeating: "x", count: 2000) + #""]}"#).utf8)
+        do { _ = try Envelope.decode(big, maxBytes: 1000); Issue.record("must be too large") } catch {
+            #expect(error.code == .tooLarge)
+            #expect(error.id == "big")
+        }
+    }
+
+    @Test func sharding() {
+        #expect(Sharding.shard(forDomain: "org.debian.games", shardCount: 8) == Sharding.shard(forDomain: "org.debian.games", shardCount: 8))
+        // FNV-1a is fixed: these values must never change, or stored items would be looked for on the wrong shard.
+        let offsetBasis: UInt64 = 0xcbf2_9ce4_8422_2325
+        #expect(Sharding.shard(forDomain: "", shardCount: 8) == Int(offsetBasis % 8))
+        #expect(Sharding.shard(forDomain: "org.debian.games", shardCount: 1000) == Self.fnv1a("org.debian.games"))
+        var counts = [Int](repeating: 0, count: 8)
+        for i in 0..<8000 { counts[Sharding.shard(forDomain: "org.example.d\(i)", shardCount: 8)] += 1 }
+        #expect(counts.allSatisfy { $0 > 800 && $0 < 1200 })
+        #expect(Sharding.parseList("0,2-4,2") == [0, 2, 3, 4])
+        #expect(Sharding.parseList("all", shardCount: 3) == [0, 1, 2])
+        #expect(Sharding.parseList("x") == nil)
+    }
+}
