@@ -46,6 +46,7 @@ struct PublishCommand: AsyncParsableCommand {
         var batch: [JSONValue] = []
         var sources: [Source] = []
         var bytesRead = 0
+        var linesRead = 0
 
         try await withThrowingTaskGroup(of: (Body.PublishAck, [Source]).self) { group in
             var inFlight = 0
@@ -56,7 +57,7 @@ struct PublishCommand: AsyncParsableCommand {
                     let s = r.index < src.count ? src[r.index] : Source(file: "?", line: 0)
                     printError("\(s.file):\(s.line): rejected \(r.uniqueIdentifier ?? "item"): \(r.error?.description ?? "unknown reason")")
                 }
-                progress.update(items: stored + rejected, bytes: bytesRead)
+                progress.update(items: stored + rejected, read: linesRead, bytes: bytesRead)
             }
             func flush() async throws {
                 guard !batch.isEmpty else { return }
@@ -76,6 +77,7 @@ struct PublishCommand: AsyncParsableCommand {
                 var lineNo = 0
                 for try await line in LineReader(path: file) {
                     lineNo += 1
+                    linesRead += 1
                     bytesRead += line.utf8.count + 1
                     if line.allSatisfy(\.isWhitespace) { continue }
                     let value: JSONValue
@@ -123,10 +125,13 @@ final class Progress: @unchecked Sendable {
         self.totalBytes = totalBytes
     }
 
-    func update(items: Int, bytes: Int) {
+    /// `items` acknowledged so far; `read` lines and `bytes` read so far, from
+    /// which the total number of items is estimated (acknowledgements trail reading).
+    func update(items: Int, read: Int, bytes: Int) {
         guard enabled, Date().timeIntervalSince(lastDraw) > 0.1 else { return }
         lastDraw = Date()
-        let fraction = totalBytes > 0 ? min(1, Double(bytes) / Double(totalBytes)) : 0
+        let estimatedTotal = bytes > 0 ? Double(read) * Double(totalBytes) / Double(bytes) : 0
+        let fraction = estimatedTotal > 0 ? min(1, Double(items) / estimatedTotal) : 0
         let width = 30
         let filled = Int(fraction * Double(width))
         let rate = Double(items) / max(0.001, Date().timeIntervalSince(started))
