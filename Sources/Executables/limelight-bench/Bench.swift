@@ -123,6 +123,7 @@ struct StoreBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "store", abstract: "The store and query language on one machine.")
     @OptionGroup var corpus: CorpusOptions
     @Option(help: "Items per write transaction.") var batch = 1000
+    @Option(help: "Keep the shard at this path; when it exists already, skip indexing and only time queries.") var database: String?
 
     func run() async throws {
         let lines = try corpus.loadLines()
@@ -131,12 +132,14 @@ struct StoreBench: AsyncParsableCommand {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         var logger = Logger(label: "bench")
         logger.logLevel = .warning
-        let store = try ShardStore(path: dir + "/shard.sqlite", mode: .readWrite, logger: logger)
+        let path = database ?? dir + "/shard.sqlite"
+        let reuse = database.map { FileManager.default.fileExists(atPath: $0) } ?? false
+        let store = try ShardStore(path: path, mode: .readWrite, logger: logger)
         let t0 = Date()
         let cpu0 = processCPUSeconds()
         var stored = 0
         var i = 0
-        while i < lines.count {
+        while !reuse, i < lines.count {
             let chunk = lines[i..<min(lines.count, i + batch)].compactMap { try? JSONValue.parse($0) }
             stored += try store.write(chunk).filter(\.isStored).count
             i += batch
@@ -144,7 +147,7 @@ struct StoreBench: AsyncParsableCommand {
         let indexSeconds = Date().timeIntervalSince(t0)
         let indexCPU = processCPUSeconds() - cpu0
         let words = QueryWords(lines: lines, count: corpus.queries)
-        let reader = try ShardStore(path: dir + "/shard.sqlite", mode: .readOnly, logger: logger)
+        let reader = try ShardStore(path: path, mode: .readOnly, logger: logger)
         let parser = SpotlightQueryParser()
         print("Limelight store: \(stored) items indexed at \(Int(Double(stored) / indexSeconds)) items/s (\(fmt(indexSeconds, 1)) s wall, \(fmt(indexCPU, 1)) s CPU: \(Int(Double(stored) / indexCPU)) items per CPU-second)")
         print(String(repeating: "-", count: 72))
