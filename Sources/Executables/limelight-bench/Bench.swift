@@ -123,6 +123,7 @@ struct StoreBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "store", abstract: "The store and query language on one machine.")
     @OptionGroup var corpus: CorpusOptions
     @Option(help: "Items per write transaction.") var batch = 1000
+    @Option(help: "Print this many of the slowest queries of each kind.") var slowest = 0
     @Option(help: "Keep the shard at this path; when it exists already, skip indexing and only time queries.") var database: String?
 
     func run() async throws {
@@ -164,6 +165,7 @@ struct StoreBench: AsyncParsableCommand {
                 cpu.append((threadCPUSeconds() - c) * 1000)
                 lat.append(Date().timeIntervalSince(t) * 1000)
             }
+            for k in cpu.indices.sorted(by: { cpu[$0] > cpu[$1] }).prefix(slowest) { print("    \(fmt(cpu[k])) ms CPU: \(qs[k])") }
             print("\(kind.padding(toLength: 12, withPad: " ", startingAt: 0))  \(fmt(percentile(lat, 50)).leftPad(9))  \(fmt(percentile(lat, 99)).leftPad(9))  \(fmt(Double(hits) / Double(qs.count), 1).leftPad(10))  \(fmt(percentile(cpu, 50)).leftPad(10))  \(fmt(percentile(cpu, 99)).leftPad(10))")
         }
         printPeers(corpus.runPeers(), ours: Double(stored) / indexSeconds)
