@@ -90,6 +90,24 @@ public enum Words {
     /// and the camel-case parts of tokens that have them, so both `w` and `t`
     /// comparisons find their candidates there.
     public static func indexText(_ s: String) -> String {
+        // Most ASCII text has no a–z letter right before an A–Z one, so no
+        // camel-case part: it is its own index text, found with one byte scan.
+        var copy = s
+        let noCamel = copy.withUTF8 { bytes -> Bool in
+            var prevLower = false
+            for b in bytes {
+                if b >= 128 { return false }
+                if prevLower, b >= 65, b <= 90 { return false }
+                prevLower = b >= 97 && b <= 122
+            }
+            return true
+        }
+        if noCamel { return s }
+        return indexTextGeneral(s)
+    }
+
+    /// ``indexText(_:)`` without its ASCII shortcut: the reference a test compares it with.
+    public static func indexTextGeneral(_ s: String) -> String {
         var extra: [Substring] = []
         for token in split(s, camelCase: false) {
             let parts = split(String(token), camelCase: true)

@@ -198,6 +198,12 @@ enum Reference {
                 #expect(fast == Array(general), "\(s.debugDescription) camelCase: \(camel)")
             }
         }
+        for _ in 0..<3000 {
+            let s = String((0..<Int.random(in: 0...24, using: &rng)).map { _ in alphabet.randomElement(using: &rng)! })
+            #expect(Words.indexText(s) == Words.indexTextGeneral(s), "\(s.debugDescription)")
+        }
+        #expect(Words.indexText("MyWindowClass") == "MyWindowClass My Window Class")
+        #expect(Words.indexText("NSWindow a1B") == "NSWindow a1B")
         #expect(Words.split("MyWindowClass", camelCase: true) == ["My", "Window", "Class"])
         #expect(Words.split("NSWindow", camelCase: true) == ["NSWindow"])
     }
