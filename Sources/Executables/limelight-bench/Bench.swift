@@ -115,7 +115,8 @@ func queryKinds(_ w: QueryWords, count: Int) -> [(String, [String])] {
         let a = w.sizes[Int(rng.next() % UInt64(w.sizes.count))]
         return "InRange(installedSize, \(Int(a)), \(Int(a * 1.1 + 10)))"
     }
-    return [("word", word), ("prefix", prefix), ("wildcard", wildcard), ("InRange", ranges)]
+    let prefix3 = w.words.prefix(count).map { "** == \"\($0.prefix(3))*\"cdw" }
+    return [("word", word), ("prefix", prefix), ("wildcard", wildcard), ("InRange", ranges), ("prefix3", prefix3)]
 }
 
 /// Indexes straight into one shard store and times queries against it.
