@@ -88,15 +88,25 @@ extension JSONValue: Codable {
 }
 
 extension JSONValue {
-    /// Parses JSON text. Uses `JSONSerialization`, which is markedly faster than
-    /// `JSONDecoder` on Linux for untyped documents.
+    /// Parses JSON text: with ``StrictJSONReader`` when it accepts the text
+    /// (valid UTF-8, plain JSON), else with `JSONSerialization` (markedly
+    /// faster than `JSONDecoder` on Linux for untyped documents), which also
+    /// words the errors.
     public static func parse(_ data: Data) throws -> JSONValue {
-        let any = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
-        return JSONValue(foundation: any)
+        if let text = String(validating: data, as: UTF8.self) { return try parse(text) }
+        return try parseWithFoundation(data)
     }
 
     public static func parse(_ text: String) throws -> JSONValue {
-        try parse(Data(text.utf8))
+        var text = text
+        if let fast = text.withUTF8({ StrictJSONReader.parse($0) }) { return fast }
+        return try parseWithFoundation(Data(text.utf8))
+    }
+
+    /// `JSONSerialization` alone: the reference for ``parse(_:)-swift.type.method``.
+    public static func parseWithFoundation(_ data: Data) throws -> JSONValue {
+        let any = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
+        return JSONValue(foundation: any)
     }
 
     init(foundation any: Any) {

@@ -90,6 +90,24 @@ public enum Words {
     /// and the camel-case parts of tokens that have them, so both `w` and `t`
     /// comparisons find their candidates there.
     public static func indexText(_ s: String) -> String {
+        // Most ASCII text has no a–z letter right before an A–Z one, so no
+        // camel-case part: it is its own index text, found with one byte scan.
+        var copy = s
+        let noCamel = copy.withUTF8 { bytes -> Bool in
+            var prevLower = false
+            for b in bytes {
+                if b >= 128 { return false }
+                if prevLower, b >= 65, b <= 90 { return false }
+                prevLower = b >= 97 && b <= 122
+            }
+            return true
+        }
+        if noCamel { return s }
+        return indexTextGeneral(s)
+    }
+
+    /// ``indexText(_:)`` without its ASCII shortcut: the reference a test compares it with.
+    public static func indexTextGeneral(_ s: String) -> String {
         var extra: [Substring] = []
         for token in split(s, camelCase: false) {
             let parts = split(String(token), camelCase: true)
@@ -118,6 +136,12 @@ public struct TextMatcher: Sendable {
     public let options: TextOptions
     let whole: [GlobPart]
     let words: [[GlobPart]]
+    /// The pattern as folded ASCII bytes with ``starByte`` for `*`, when the
+    /// pattern is ASCII without CR: `whole`, and `words` when there are any.
+    /// ASCII values are then matched byte by byte (``asciiMatches``), with no
+    /// allocation per word; anything else takes the general path.
+    let asciiWhole: [UInt8]?
+    let asciiWords: [[UInt8]]?
 
     enum GlobPart: Sendable, Hashable {
         case literal([Character])
@@ -177,6 +201,29 @@ public struct TextMatcher: Sendable {
         } else {
             self.words = []
         }
+        self.asciiWhole = Self.asciiBytes(whole)
+        let asciiWords = self.words.map(Self.asciiBytes)
+        self.asciiWords = asciiWords.contains { $0 == nil } ? nil : asciiWords.map { $0! }
+    }
+
+    /// Marks `*` in an ASCII byte pattern (a byte no ASCII text holds).
+    static let starByte: UInt8 = 0xFF
+
+    /// Glob parts as bytes, when every character is ASCII and not CR (CR LF is
+    /// one `Character` but two bytes, so it must take the general path).
+    static func asciiBytes(_ parts: [GlobPart]) -> [UInt8]? {
+        var out: [UInt8] = []
+        for part in parts {
+            switch part {
+            case .star: out.append(starByte)
+            case .literal(let cs):
+                for c in cs {
+                    guard c.utf8.count == 1, let b = c.utf8.first, b < 128, b != 13 else { return nil }
+                    out.append(b)
+                }
+            }
+        }
+        return out
     }
 
     public init(_ test: TextTest) {
@@ -184,6 +231,94 @@ public struct TextMatcher: Sendable {
     }
 
     public func matches(_ value: String) -> Bool {
+        var value = value
+        if let fast = value.withUTF8({ asciiMatches($0) }) { return fast }
+        return matchesGeneral(value)
+    }
+
+    /// The answer for an ASCII value without CR, byte by byte; nil when the
+    /// value or the pattern needs the general path. Agrees with
+    /// ``matchesGeneral(_:)`` (a randomized test compares the two): for ASCII,
+    /// folding is lowercasing A–Z (`d` changes nothing), words are runs of
+    /// letters and digits (``Words/asciiSplit(_:camelCase:)``), and every byte
+    /// is one `Character`.
+    func asciiMatches(_ text: UnsafeBufferPointer<UInt8>) -> Bool? {
+        let wordMode = options.contains(.tokenized) || options.contains(.wordBased)
+        if wordMode {
+            guard let pw = asciiWords, !pw.isEmpty else { return nil }
+        } else {
+            guard asciiWhole != nil else { return nil }
+        }
+        for b in text where b >= 128 || b == 13 { return nil }
+        let lower = options.contains(.caseInsensitive)
+        guard wordMode, let pw = asciiWords else {
+            return Self.asciiGlob(asciiWhole!, text, 0, text.count, lower: lower)
+        }
+        let camel = options.contains(.wordBased)
+        // Token ranges, as Words.asciiSplit draws them.
+        var starts: [Int] = [], ends: [Int] = []
+        var start = -1
+        var prevLower = false
+        for i in 0..<text.count {
+            let b = text[i]
+            let isLower = b >= 97 && b <= 122
+            let isUpper = b >= 65 && b <= 90
+            if isLower || isUpper || (b >= 48 && b <= 57) {
+                if start >= 0 {
+                    if camel, prevLower, isUpper {
+                        starts.append(start); ends.append(i)
+                        start = i
+                    }
+                } else {
+                    start = i
+                }
+                prevLower = isLower
+            } else {
+                if start >= 0 { starts.append(start); ends.append(i); start = -1 }
+                prevLower = false
+            }
+        }
+        if start >= 0 { starts.append(start); ends.append(text.count) }
+        if options.contains(.tokenized) {
+            return pw.allSatisfy { w in starts.indices.contains { Self.asciiGlob(w, text, starts[$0], ends[$0], lower: lower) } }
+        }
+        guard starts.count >= pw.count else { return false }
+        for first in 0...(starts.count - pw.count) {
+            var ok = true
+            for j in 0..<pw.count where !Self.asciiGlob(pw[j], text, starts[first + j], ends[first + j], lower: lower) {
+                ok = false
+                break
+            }
+            if ok { return true }
+        }
+        return false
+    }
+
+    /// ``glob(_:_:)`` over `text[from..<to]`, lowercasing A–Z when `lower`.
+    @inline(__always)
+    static func asciiGlob(_ p: [UInt8], _ text: UnsafeBufferPointer<UInt8>, _ from: Int, _ to: Int, lower: Bool) -> Bool {
+        var pi = 0, ti = from
+        var starP = -1, starT = from
+        while ti < to {
+            var c = text[ti]
+            if lower, c >= 65, c <= 90 { c += 32 }
+            if pi < p.count, p[pi] == c {
+                pi += 1; ti += 1
+            } else if pi < p.count, p[pi] == starByte {
+                starP = pi; starT = ti; pi += 1
+            } else if starP >= 0 {
+                pi = starP + 1; starT += 1; ti = starT
+            } else {
+                return false
+            }
+        }
+        while pi < p.count, p[pi] == starByte { pi += 1 }
+        return pi == p.count
+    }
+
+    /// The reference definition, for any text; ``matches(_:)`` takes a byte
+    /// path for ASCII that must agree with it.
+    public func matchesGeneral(_ value: String) -> Bool {
         if options.contains(.tokenized) {
             let tokens = Words.split(value, camelCase: options.contains(.wordBased)).map { Array(Self.fold(String($0), options)) }
             if words.isEmpty { return whole.contains(.star) ? !tokens.isEmpty || Self.glob(whole, []) : false }

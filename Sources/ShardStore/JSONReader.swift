@@ -20,6 +20,113 @@ struct JSONReader {
         return reader.i == bytes.count ? value : nil
     }
 
+    /// An item with only the `attributes` named in `keep`: what parsing the
+    /// whole item and filtering would give, without building the values of
+    /// the other attributes (a result that asks for a title does not decode
+    /// a description and a list of dependencies). Nil when the item is not
+    /// an object or anything does not parse.
+    static func parseItem(_ bytes: UnsafeBufferPointer<UInt8>, keepingAttributes keep: Set<String>) -> JSONValue? {
+        var reader = JSONReader(bytes: bytes)
+        reader.skipSpace()
+        guard reader.i < bytes.count, bytes[reader.i] == UInt8(ascii: "{") else { return nil }
+        reader.i += 1
+        var object: [String: JSONValue] = [:]
+        reader.skipSpace()
+        if reader.i < bytes.count, bytes[reader.i] == UInt8(ascii: "}") {
+            reader.i += 1
+        } else {
+            while true {
+                reader.skipSpace()
+                guard let key = reader.string() else { return nil }
+                reader.skipSpace()
+                guard reader.i < bytes.count, bytes[reader.i] == UInt8(ascii: ":") else { return nil }
+                reader.i += 1
+                if key == "attributes" {
+                    guard let attrs = reader.object(keeping: keep) else { return nil }
+                    object[key] = attrs
+                } else {
+                    guard let v = reader.value() else { return nil }
+                    object[key] = v
+                }
+                reader.skipSpace()
+                guard reader.i < bytes.count else { return nil }
+                if bytes[reader.i] == UInt8(ascii: ",") { reader.i += 1; continue }
+                if bytes[reader.i] == UInt8(ascii: "}") { reader.i += 1; break }
+                return nil
+            }
+        }
+        reader.skipSpace()
+        return reader.i == bytes.count ? .object(object) : nil
+    }
+
+    /// An object with only the members named in `keep`; the others are skipped.
+    /// A value that is not an object is parsed whole (filtering leaves it be).
+    mutating func object(keeping keep: Set<String>) -> JSONValue? {
+        skipSpace()
+        guard i < bytes.count, bytes[i] == UInt8(ascii: "{") else { return value() }
+        i += 1
+        var object: [String: JSONValue] = [:]
+        skipSpace()
+        if i < bytes.count, bytes[i] == UInt8(ascii: "}") { i += 1; return .object(object) }
+        while true {
+            skipSpace()
+            guard let key = string() else { return nil }
+            skipSpace()
+            guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { return nil }
+            i += 1
+            if keep.contains(key) {
+                guard let v = value() else { return nil }
+                object[key] = v
+            } else {
+                guard skipValue() else { return nil }
+            }
+            skipSpace()
+            guard i < bytes.count else { return nil }
+            if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
+            if bytes[i] == UInt8(ascii: "}") { i += 1; return .object(object) }
+            return nil
+        }
+    }
+
+    /// Steps over one value without building it; false when it does not parse.
+    mutating func skipValue() -> Bool {
+        skipSpace()
+        guard i < bytes.count else { return false }
+        switch bytes[i] {
+        case UInt8(ascii: "\""):
+            i += 1
+            while i < bytes.count {
+                let b = bytes[i]
+                if b == UInt8(ascii: "\\") { i += 2; continue }
+                i += 1
+                if b == UInt8(ascii: "\"") { return true }
+            }
+            return false
+        case UInt8(ascii: "{"), UInt8(ascii: "["):
+            let open = bytes[i], close: UInt8 = open == UInt8(ascii: "{") ? UInt8(ascii: "}") : UInt8(ascii: "]")
+            i += 1
+            skipSpace()
+            if i < bytes.count, bytes[i] == close { i += 1; return true }
+            while true {
+                if open == UInt8(ascii: "{") {
+                    skipSpace()
+                    guard string() != nil else { return false }
+                    skipSpace()
+                    guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { return false }
+                    i += 1
+                }
+                guard skipValue() else { return false }
+                skipSpace()
+                guard i < bytes.count else { return false }
+                if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
+                if bytes[i] == close { i += 1; return true }
+                return false
+            }
+        default:
+            return value() != nil
+        }
+    }
+
     mutating func skipSpace() {
         while i < bytes.count, bytes[i] == 32 || bytes[i] == 10 || bytes[i] == 13 || bytes[i] == 9 { i += 1 }
     }

@@ -58,6 +58,10 @@ extension ShardStore {
                 }
                 let wantsScores = query.sort.contains(.relevance)
                 let context = QueryContext(isCancelled: isCancelled, wantsScores: wantsScores)
+                if query.sort.isEmpty, case .text(let leaf) = node,
+                   let delivered = try streamWordMatches(leaf, query, context, onBatch: onBatch) {
+                    return delivered
+                }
                 let found = try candidates(node, exact: false, context)
                 var ids = try found.ids ?? universe(context)
                 ids = IDs.subtract(ids, try expiredIDs(now: Date()))
@@ -126,6 +130,57 @@ extension ShardStore {
             }
             throw wrapped
         }
+    }
+
+    /// An unsorted query that is one `w`/`t` comparison over every text
+    /// attribute (`** == "word"cdw`, the common search box query): its
+    /// candidates are exactly the word-index matches, which FTS5 yields in
+    /// rowid order — the order results come in anyway — so they are checked
+    /// and fetched as they are stepped, and a query with a limit stops after
+    /// its last result instead of first collecting every match of a common
+    /// word. Nil when this does not apply (the caller takes the general path,
+    /// which gives the same results).
+    func streamWordMatches(_ leaf: TextLeaf, _ query: Query, _ context: QueryContext,
+                           onBatch: ([StoredResult]) throws -> Void) throws -> Int? {
+        let options = leaf.test.options
+        guard leaf.names.isAllText, options.contains(.wordBased) || options.contains(.tokenized) else { return nil }
+        let terms = Self.wordTerms(leaf.test.pattern, camelCase: options.contains(.wordBased))
+        guard !terms.isEmpty else { return nil }
+        let s = try db.prepare("SELECT rowid FROM words WHERE words MATCH ? ORDER BY rowid")
+        try s.bind("(" + terms.map(\.fts).joined(separator: " AND ") + ")", at: 0)
+        let expired = Set(try expiredIDs(now: Date()))
+        let node = Node.text(leaf)
+        let fetch = query.fetchAttributes.map(Set.init)
+        var delivered = 0
+        var batch: [StoredResult] = []
+        var first = true
+        defer { try? s.reset() }
+        while true {
+            do {
+                guard try s.step() else { break }
+            } catch {
+                // FTS5 refuses some terms; the general path scans instead.
+                if first, error.message.contains("phrase queries are not supported") { return nil }
+                throw error
+            }
+            first = false
+            try context.checkCancelled()
+            let id = s.int64(at: 0)
+            if expired.contains(id) { continue }
+            guard node.evaluate(try load(id, names: nil, domain: false)) else { continue }
+            guard let result = try fetchResult(id, attributes: fetch) else { continue }
+            batch.append(result)
+            delivered += 1
+            let done = query.limit.map { delivered >= $0 } ?? false
+            if batch.count == query.batchSize || done {
+                if context.isCancelled() { throw StoreError(.cancelled, "the query was cancelled") }
+                try onBatch(batch)
+                batch.removeAll(keepingCapacity: true)
+            }
+            if done { break }
+        }
+        if !batch.isEmpty { try onBatch(batch) }
+        return delivered
     }
 
     /// Counts every item that matches `predicate` (expired ones excepted),
@@ -325,6 +380,10 @@ extension ShardStore {
         let s = try db.prepare("SELECT json FROM items WHERE id = ?")
         try s.bind(id, at: 0)
         guard try s.step() else { return nil }
+        if let attributes, let item = s.withUTF8(at: 0, { JSONReader.parseItem($0, keepingAttributes: attributes) }) ?? nil {
+            try s.reset()
+            return StoredResult(item: item)
+        }
         var parsed = s.withUTF8(at: 0) { JSONReader.parse($0) } ?? nil
         if parsed == nil, let text = s.string(at: 0) { parsed = try JSONValue.parse(text) }
         try s.reset()

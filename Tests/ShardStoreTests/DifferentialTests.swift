@@ -198,7 +198,52 @@ enum Reference {
                 #expect(fast == Array(general), "\(s.debugDescription) camelCase: \(camel)")
             }
         }
+        for _ in 0..<3000 {
+            let s = String((0..<Int.random(in: 0...24, using: &rng)).map { _ in alphabet.randomElement(using: &rng)! })
+            #expect(Words.indexText(s) == Words.indexTextGeneral(s), "\(s.debugDescription)")
+        }
+        #expect(Words.indexText("MyWindowClass") == "MyWindowClass My Window Class")
+        #expect(Words.indexText("NSWindow a1B") == "NSWindow a1B")
         #expect(Words.split("MyWindowClass", camelCase: true) == ["My", "Window", "Class"])
         #expect(Words.split("NSWindow", camelCase: true) == ["NSWindow"])
+    }
+}
+
+@Suite struct TextMatcherFastPathTests {
+    /// `TextMatcher.matches` takes a byte path for ASCII values; on random
+    /// ASCII patterns and values (camel case, digits, separators, CR LF,
+    /// stars) under every option set it must agree with the general path.
+    @Test func asciiMatchAgreesWithTheGeneralPath() {
+        var rng = SplitMix64(state: 4242)
+        let valueAlphabet = Array("aAbBzZ09 -_.\t\r\nMyWindowClassNSWindowHTML5Parser")
+        let patternAlphabet = Array("aAbBzZ09 -_.\r\nMyWindowNSW*")
+        var checked = 0
+        for _ in 0..<4000 {
+            let value = String((0..<Int.random(in: 0...20, using: &rng)).map { _ in valueAlphabet.randomElement(using: &rng)! })
+            let count = Int.random(in: 0...6, using: &rng)
+            var patternText = String((0..<count).map { _ in patternAlphabet.randomElement(using: &rng)! })
+            // Often a piece of the value itself, so that matches happen.
+            if Bool.random(using: &rng), !value.isEmpty {
+                let a = Int.random(in: 0..<value.count, using: &rng)
+                let b = Int.random(in: a...value.count, using: &rng)
+                let piece = String(Array(value)[a..<b])
+                patternText = Bool.random(using: &rng) ? piece : "*" + piece.lowercased() + (Bool.random(using: &rng) ? "*" : "")
+            }
+            let pattern = TextPattern(parts: patternText.split(separator: "*", omittingEmptySubsequences: false)
+                .enumerated().flatMap { i, lit in (i > 0 ? [TextPattern.Part.anyRun] : []) + [.literal(String(lit))] })
+            for raw in UInt8(0)..<16 {
+                let matcher = TextMatcher(pattern: pattern, options: TextOptions(rawValue: raw))
+                let fast = matcher.matches(value)
+                let general = matcher.matchesGeneral(value)
+                #expect(fast == general, "\(value.debugDescription) ~ \(patternText.debugDescription) options \(raw)")
+                checked += fast ? 1 : 0
+            }
+        }
+        #expect(checked > 1000) // the inputs do produce matches
+        // Non-ASCII values and patterns take the general path.
+        #expect(TextMatcher(pattern: TextPattern(literal: "cafe"), options: [.caseInsensitive, .diacriticInsensitive, .wordBased]).matches("Le Café"))
+        #expect(!TextMatcher(pattern: TextPattern(literal: "cafe"), options: [.caseInsensitive, .wordBased]).matches("Le Café"))
+        #expect(TextMatcher(pattern: TextPattern(literal: "window"), options: [.caseInsensitive, .wordBased]).matches("MyWindowClass"))
+        #expect(!TextMatcher(pattern: TextPattern(literal: "window"), options: [.caseInsensitive, .wordBased]).matches("NSWindow"))
     }
 }

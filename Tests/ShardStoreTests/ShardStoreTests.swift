@@ -307,6 +307,30 @@ import Testing
         #expect(item["attributes"] == .object(["title": .string("Broken Window"), "rating": .number(2)]))
     }
 
+    /// Fetching some attributes skips the others while reading the stored
+    /// JSON; the answer must be the whole item, filtered.
+    @Test func fetchAttributesAgreesWithFilteringTheWholeItem() throws {
+        let dir = TempDir()
+        let store = try openStore(dir)
+        try store.put([
+            item("a", #"{"title": "Quote \" and \\ slash \/ tab\t é 日本 \ud83c\udf0d", "keywords": ["x", "y \"z\"", ""], "rating": 2.5, "flag": true, "contentDescription": "long {not} [json] \"text\"", "depends": ["lib{a}", "c]"]}"#),
+            item("b", #"{"title": "plain", "rating": -3, "keywords": []}"#),
+            item("c", #"{}"#),
+        ])
+        var whole: [String: JSONValue] = [:]
+        try store.run(Query(predicate: .all)) { for r in $0 { whole[r.item["uniqueIdentifier"]!.stringValue!] = r.item } }
+        #expect(whole.count == 3)
+        for keep in [[], ["title"], ["title", "rating"], ["keywords", "flag", "contentDescription"], ["depends", "absent"]] as [[String]] {
+            var got: [String: JSONValue] = [:]
+            try store.run(Query(predicate: .all, fetchAttributes: keep)) { for r in $0 { got[r.item["uniqueIdentifier"]!.stringValue!] = r.item } }
+            for (uid, item) in whole {
+                guard case .object(var o) = item, case .object(let attrs)? = o["attributes"] else { Issue.record("no attributes"); continue }
+                o["attributes"] = .object(attrs.filter { keep.contains($0.key) })
+                #expect(got[uid] == .object(o), "\(uid) keeping \(keep)")
+            }
+        }
+    }
+
     @Test func cancellationStopsALongQuery() throws {
         let dir = TempDir()
         let store = try openStore(dir)

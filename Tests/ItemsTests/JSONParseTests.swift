@@ -1,0 +1,49 @@
+import Foundation
+import Items
+import Testing
+
+/// `JSONValue.parse` reads plain JSON itself and leaves the rest to
+/// `JSONSerialization`; the two must agree on every document, and where
+/// Foundation throws, `parse` must throw too.
+@Suite struct JSONParseTests {
+    func agree(_ text: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        let fast = Result { try JSONValue.parse(text) }
+        let reference = Result { try JSONValue.parseWithFoundation(Data(text.utf8)) }
+        switch (fast, reference) {
+        case (.success(let a), .success(let b)): #expect(a == b, "\(text.debugDescription)", sourceLocation: sourceLocation)
+        case (.failure, .failure): break
+        default: Issue.record("\(text.debugDescription): \(fast) vs \(reference)", sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test func edgeCases() {
+        for text in [
+            #"{"a":1,"b":[true,false,null],"c":"x\"y\\z\/\n\t\u00e9\ud83c\udf0d","d":-1.5e3,"e":{}}"#,
+            "  [1, 2.0, 0, 0.5, 1E2, 1e-2, 123456789012345] ", "\"text\"", "3", "true", "null",
+            "-0", "-0.0", "01", "1.", ".5", "+1", "1e", "1e400", "12345678901234567890", "0.1234567890123456789",
+            #"{"a":1,"a":2}"#, #""\q""#, "\"a\u{1}b\"", #""\ud800""#, #""\udc00x""#, #""\u0000""#,
+            "[1,]", "{\"a\":1,}", "[", "{", "", " ", "[1] x", "\u{FEFF}[1]", "nul", "tru", "[\"é\", \"日本\"]",
+            "{\"k\": \"line\\r\\nnext\"}", String(repeating: "[", count: 600) + String(repeating: "]", count: 600),
+        ] { agree(text) }
+    }
+
+    @Test func corpusAndMutations() throws {
+        var lines: [String] = [#"{"uniqueIdentifier":"x","attributes":{"title":"A \"b\"","n":[1,2.5,-3e2]}}"#]
+        let path = "/work/data/debian.jsonl"
+        if let corpus = try? String(contentsOfFile: path, encoding: .utf8) {
+            lines += corpus.split(separator: "\n").prefix(1500).map(String.init)
+        }
+        var rng = SystemRandomNumberGenerator()
+        let junk: [Character] = ["\"", "\\", ",", ":", "{", "}", "[", "]", "0", "-", "e", ".", "\u{1}", " ", "é", "u"]
+        for line in lines {
+            agree(line)
+            // A few single-character mutations of each document.
+            let chars = Array(line)
+            for _ in 0..<3 where !chars.isEmpty {
+                var c = chars
+                c[Int.random(in: 0..<c.count, using: &rng)] = junk.randomElement(using: &rng)!
+                agree(String(c))
+            }
+        }
+    }
+}
