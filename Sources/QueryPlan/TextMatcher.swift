@@ -233,7 +233,44 @@ public struct TextMatcher: Sendable {
     public func matches(_ value: String) -> Bool {
         var value = value
         if let fast = value.withUTF8({ asciiMatches($0) }) { return fast }
+        if let mixed = mixedWordMatches(value) { return mixed }
         return matchesGeneral(value)
+    }
+
+    /// `w`/`t` over a value that is not all ASCII, with an ASCII pattern: the
+    /// general split, but each ASCII token compared byte by byte and only the
+    /// others folded (a long description with a few accented words no longer
+    /// folds every word through Foundation). Nil when it does not apply.
+    func mixedWordMatches(_ value: String) -> Bool? {
+        let tokenized = options.contains(.tokenized)
+        guard tokenized || options.contains(.wordBased), let pw = asciiWords, !pw.isEmpty else { return nil }
+        let lower = options.contains(.caseInsensitive)
+        let tokens = Words.split(value, camelCase: options.contains(.wordBased))
+        // A token's folded characters, made only for tokens that are not ASCII.
+        var folded: [Int: [Character]] = [:]
+        func match(_ j: Int, _ t: Int) -> Bool {
+            let token = tokens[t]
+            var copy = token
+            if let r = copy.withUTF8({ bytes -> Bool? in
+                for b in bytes where b >= 128 || b == 13 { return nil }
+                return Self.asciiGlob(pw[j], bytes, 0, bytes.count, lower: lower)
+            }) { return r }
+            if folded[t] == nil { folded[t] = Array(Self.fold(String(token), options)) }
+            return Self.glob(words[j], folded[t]!)
+        }
+        if tokenized {
+            return pw.indices.allSatisfy { j in tokens.indices.contains { match(j, $0) } }
+        }
+        guard tokens.count >= pw.count else { return false }
+        for first in 0...(tokens.count - pw.count) {
+            var ok = true
+            for j in 0..<pw.count where !match(j, first + j) {
+                ok = false
+                break
+            }
+            if ok { return true }
+        }
+        return false
     }
 
     /// The answer for an ASCII value without CR, byte by byte; nil when the

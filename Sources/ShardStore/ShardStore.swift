@@ -83,6 +83,7 @@ public final class ShardStore {
                     }
                     if format == nil {
                         try db.prepare("INSERT INTO meta(key, value) VALUES ('format', ?)").run([.text(String(Layout.format))])
+                        for sql in Layout.creationStatements { try db.execute(sql) }
                     }
                 }
             }

@@ -210,12 +210,13 @@ enum Reference {
 }
 
 @Suite struct TextMatcherFastPathTests {
-    /// `TextMatcher.matches` takes a byte path for ASCII values; on random
-    /// ASCII patterns and values (camel case, digits, separators, CR LF,
-    /// stars) under every option set it must agree with the general path.
+    /// `TextMatcher.matches` takes a byte path for ASCII values, and for the
+    /// ASCII words of other values; on random ASCII patterns and values mostly
+    /// ASCII (camel case, digits, separators, CR LF, stars, some accented and
+    /// other letters) under every option set it must agree with the general path.
     @Test func asciiMatchAgreesWithTheGeneralPath() {
         var rng = SplitMix64(state: 4242)
-        let valueAlphabet = Array("aAbBzZ09 -_.\t\r\nMyWindowClassNSWindowHTML5Parser")
+        let valueAlphabet = Array("aAbBzZ09 -_.\t\r\nMyWindowClassNSWindowHTML5Parser" + "é e\u{301} É日\u{212A}ßΩ")
         let patternAlphabet = Array("aAbBzZ09 -_.\r\nMyWindowNSW*")
         var checked = 0
         for _ in 0..<4000 {
