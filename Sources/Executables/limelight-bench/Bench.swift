@@ -204,7 +204,7 @@ struct ClusterBench: AsyncParsableCommand {
         let bin = ((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0] as NSString as String)
         let binDir = (bin as NSString).deletingLastPathComponent
         var best = 0.0
-        print("Limelight cluster (coordinator + 1 indexer + 1 query worker per shard count below, on loopback)")
+        print("Limelight cluster through the coordinator (limelight up: min(shards, 2) indexers and query workers), on loopback")
         print(String(repeating: "-", count: 96))
         print("shards  publish items/s   kind       p50 ms   p99 ms   first batch p50 ms   p99 ms")
         for n in shards {
