@@ -11,24 +11,31 @@
 /// or with more than 15 significant digits (Foundation may keep those as
 /// integers or decimals), a byte order mark, trailing bytes, nesting deeper
 /// than 512.
-struct StrictJSONReader {
-    let bytes: UnsafeBufferPointer<UInt8>
-    var i = 0
+///
+/// `package`: the shard store reads the JSON it stored with the same reader,
+/// adding what it needs on top (skipping attributes a query did not ask for).
+package struct StrictJSONReader {
+    package let bytes: UnsafeBufferPointer<UInt8>
+    package var i = 0
     var depth = 0
 
+    package init(bytes: UnsafeBufferPointer<UInt8>) {
+        self.bytes = bytes
+    }
+
     /// `bytes` must be valid UTF-8 (it comes from a `String`).
-    static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> JSONValue? {
+    package static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> JSONValue? {
         var reader = StrictJSONReader(bytes: bytes)
         guard let value = reader.value() else { return nil }
         reader.skipSpace()
         return reader.i == bytes.count ? value : nil
     }
 
-    mutating func skipSpace() {
+    package mutating func skipSpace() {
         while i < bytes.count, bytes[i] == 32 || bytes[i] == 10 || bytes[i] == 13 || bytes[i] == 9 { i += 1 }
     }
 
-    mutating func literal(_ word: StaticString, _ value: JSONValue) -> JSONValue? {
+    package mutating func literal(_ word: StaticString, _ value: JSONValue) -> JSONValue? {
         let n = word.utf8CodeUnitCount
         guard i + n <= bytes.count else { return nil }
         for k in 0..<n where bytes[i + k] != word.utf8Start[k] { return nil }
@@ -36,7 +43,7 @@ struct StrictJSONReader {
         return value
     }
 
-    mutating func value() -> JSONValue? {
+    package mutating func value() -> JSONValue? {
         skipSpace()
         guard i < bytes.count else { return nil }
         switch bytes[i] {
@@ -91,7 +98,7 @@ struct StrictJSONReader {
 
     /// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`, at most 15 digits
     /// before the exponent, not `-0`, finite.
-    mutating func number() -> JSONValue? {
+    package mutating func number() -> JSONValue? {
         let start = i
         func digit(_ k: Int) -> Bool { k < bytes.count && bytes[k] >= 48 && bytes[k] <= 57 }
         var digits = 0
@@ -121,7 +128,7 @@ struct StrictJSONReader {
         return .number(d)
     }
 
-    mutating func string() -> String? {
+    package mutating func string() -> String? {
         guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else { return nil }
         i += 1
         let start = i
@@ -172,7 +179,7 @@ struct StrictJSONReader {
         return nil
     }
 
-    mutating func hex4() -> UInt32? {
+    package mutating func hex4() -> UInt32? {
         guard i + 4 <= bytes.count else { return nil }
         var v: UInt32 = 0
         for _ in 0..<4 {

@@ -50,25 +50,34 @@ public struct CoordinatorCommand: AsyncParsableCommand {
     }
 }
 
+/// The flags every worker takes (DESIGN.md: `--coordinator`, `--data`, `--shards`).
+struct WorkerOptions: ParsableArguments {
+    @Option(help: "The coordinator's worker endpoint.") var coordinator = "tcp://127.0.0.1:7701"
+    @Option(help: "Folder of the shard files.") var data: String
+    @Option(help: "Shards: 0,1,2 or 0-3.") var shards: String
+    @Option(help: "Worker id (default: ROLE-HOST-PID).") var id: String?
+
+    func shardList() throws -> [Int] {
+        guard let list = Sharding.parseList(shards) else { throw ValidationError("--shards: '\(shards)' is not a list like 0,1,2 or 0-3") }
+        return list
+    }
+}
+
 /// `limelight-indexer`: owns shards and applies writes.
 public struct IndexerCommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "limelight-indexer",
         abstract: "Owns shards (one SQLite file each), applies writes, acknowledges after the commit, purges expired items.")
 
-    @Option(help: "The coordinator's worker endpoint.") var coordinator = "tcp://127.0.0.1:7701"
-    @Option(help: "Folder of the shard files.") var data: String
-    @Option(help: "Shards to own: 0,1,2 or 0-3.") var shards: String
-    @Option(help: "Worker id (default: indexer-HOST-PID).") var id: String?
+    @OptionGroup var worker: WorkerOptions
     @Option(help: "Seconds between purges of expired items.") var purgeInterval = 60.0
     @OptionGroup var log: ServerLogOptions
 
     public init() {}
 
     public func run() async throws {
-        guard let list = Sharding.parseList(shards) else { throw ValidationError("--shards: '\(shards)' is not a list like 0,1,2 or 0-3") }
-        var c = IndexerConfiguration(data: data, shards: list, workerID: id)
-        c.coordinator = coordinator
+        var c = IndexerConfiguration(data: worker.data, shards: try worker.shardList(), workerID: worker.id)
+        c.coordinator = worker.coordinator
         c.purgeIntervalSeconds = purgeInterval
         let service = try IndexerService(configuration: c, logger: log.logger("limelight.indexer"))
         await runUntilSignalled { await service.run() }
@@ -81,19 +90,15 @@ public struct QueryWorkerCommand: AsyncParsableCommand {
         commandName: "limelight-query",
         abstract: "Opens shards read-only, evaluates queries and streams result batches.")
 
-    @Option(help: "The coordinator's worker endpoint.") var coordinator = "tcp://127.0.0.1:7701"
-    @Option(help: "Folder of the shard files.") var data: String
-    @Option(help: "Shards to serve: 0,1,2 or 0-3.") var shards: String
-    @Option(help: "Worker id (default: query-HOST-PID).") var id: String?
+    @OptionGroup var worker: WorkerOptions
     @Option(help: "Queries evaluated at once.") var concurrency = max(2, ProcessInfo.processInfo.activeProcessorCount)
     @OptionGroup var log: ServerLogOptions
 
     public init() {}
 
     public func run() async throws {
-        guard let list = Sharding.parseList(shards) else { throw ValidationError("--shards: '\(shards)' is not a list like 0,1,2 or 0-3") }
-        var c = QueryWorkerConfiguration(data: data, shards: list, workerID: id)
-        c.coordinator = coordinator
+        var c = QueryWorkerConfiguration(data: worker.data, shards: try worker.shardList(), workerID: worker.id)
+        c.coordinator = worker.coordinator
         c.concurrency = concurrency
         let service = try QueryWorkerService(configuration: c, logger: log.logger("limelight.query"))
         await runUntilSignalled { await service.run() }

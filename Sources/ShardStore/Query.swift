@@ -380,11 +380,11 @@ extension ShardStore {
         let s = try db.prepare("SELECT json FROM items WHERE id = ?")
         try s.bind(id, at: 0)
         guard try s.step() else { return nil }
-        if let attributes, let item = s.withUTF8(at: 0, { JSONReader.parseItem($0, keepingAttributes: attributes) }) ?? nil {
+        if let attributes, let item = s.withUTF8(at: 0, { StrictJSONReader.parseItem($0, keepingAttributes: attributes) }) ?? nil {
             try s.reset()
             return StoredResult(item: item)
         }
-        var parsed = s.withUTF8(at: 0) { JSONReader.parse($0) } ?? nil
+        var parsed = s.withUTF8(at: 0) { StrictJSONReader.parse($0) } ?? nil
         if parsed == nil, let text = s.string(at: 0) { parsed = try JSONValue.parse(text) }
         try s.reset()
         guard var item = parsed else { return nil }
