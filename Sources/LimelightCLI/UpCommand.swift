@@ -49,21 +49,16 @@ struct UpCommand: AsyncParsableCommand {
         let parts = line.split(separator: " ").map(String.init)
         let clientEndpoint = parts[1], workerEndpoint = parts[2], statsURL = parts.count > 3 ? parts[3] : "-"
 
-        for i in 0..<indexers {
-            let mine = (0..<shards).filter { $0 % indexers == i }
-            guard !mine.isEmpty else { continue }
-            _ = try children.spawn(name: "indexer-\(i)", executable: bin + "/limelight-indexer", arguments: [
-                "--coordinator", workerEndpoint, "--data", dataDir, "--shards", mine.map(String.init).joined(separator: ","),
-                "--id", "indexer-\(i)", "--log-level", logLevel,
-            ], logs: logs)
-        }
-        for i in 0..<queryWorkers {
-            let mine = (0..<shards).filter { $0 % queryWorkers == i }
-            guard !mine.isEmpty else { continue }
-            _ = try children.spawn(name: "query-\(i)", executable: bin + "/limelight-query", arguments: [
-                "--coordinator", workerEndpoint, "--data", dataDir, "--shards", mine.map(String.init).joined(separator: ","),
-                "--id", "query-\(i)", "--log-level", logLevel,
-            ], logs: logs)
+        // Shards are dealt round-robin: worker i of a role serves the shards s with s % count == i.
+        for (role, count) in [("indexer", indexers), ("query", queryWorkers)] {
+            for i in 0..<count {
+                let mine = (0..<shards).filter { $0 % count == i }
+                guard !mine.isEmpty else { continue }
+                _ = try children.spawn(name: "\(role)-\(i)", executable: bin + "/limelight-\(role)", arguments: [
+                    "--coordinator", workerEndpoint, "--data", dataDir, "--shards", mine.map(String.init).joined(separator: ","),
+                    "--id", "\(role)-\(i)", "--log-level", logLevel,
+                ], logs: logs)
+            }
         }
 
         let signals = SignalWatcher(signals: [SIGINT, SIGTERM]) { children.requestStop() }
