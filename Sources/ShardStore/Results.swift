@@ -41,18 +41,7 @@ public struct StoredResult: Sendable, Hashable {
     /// Missing values come last in either direction; numbers come before text;
     /// text compares case- and diacritic-insensitively first, then exactly.
     public static func precedes(_ a: [JSONValue], _ b: [JSONValue], by keys: [SortKey]) -> Bool {
-        for (i, key) in keys.enumerated() {
-            let x = SortValue(json: i < a.count ? a[i] : .null)
-            let y = SortValue(json: i < b.count ? b[i] : .null)
-            let ascending: Bool
-            switch key {
-            case .attribute(_, let asc): ascending = asc
-            case .relevance: ascending = false
-            }
-            let c = SortValue.compare(x, y, ascending: ascending)
-            if c != 0 { return c < 0 }
-        }
-        return false
+        SortOrder(keys: keys).precedes(a, b)
     }
 }
 
@@ -73,44 +62,4 @@ public struct ShardStats: Sendable, Hashable, Codable {
     /// Bytes on disk: the database file and its write-ahead log.
     public var fileBytes: Int64
     public var walBytes: Int64
-}
-
-/// A sort value with the store's total order; see ``StoredResult/precedes(_:_:by:)``.
-enum SortValue {
-    case missing
-    case number(Double)
-    case text(key: String, raw: String)
-
-    init(json: JSONValue) {
-        switch json {
-        case .number(let d): self = .number(d)
-        case .bool(let b): self = .number(b ? 1 : 0)
-        case .string(let s): self = .text(key: Fold.key(s), raw: s)
-        default: self = .missing
-        }
-    }
-
-    var json: JSONValue {
-        switch self {
-        case .missing: .null
-        case .number(let d): .number(d)
-        case .text(_, let raw): .string(raw)
-        }
-    }
-
-    /// -1, 0 or 1; missing values are last whatever the direction.
-    static func compare(_ x: SortValue, _ y: SortValue, ascending: Bool) -> Int {
-        let c: Int
-        switch (x, y) {
-        case (.missing, .missing): return 0
-        case (.missing, _): return 1
-        case (_, .missing): return -1
-        case (.number(let a), .number(let b)): c = a < b ? -1 : a > b ? 1 : 0
-        case (.number, .text): c = -1
-        case (.text, .number): c = 1
-        case (.text(let ka, let ra), .text(let kb, let rb)):
-            c = ka < kb ? -1 : ka > kb ? 1 : (ra < rb ? -1 : ra > rb ? 1 : 0)
-        }
-        return ascending ? c : -c
-    }
 }

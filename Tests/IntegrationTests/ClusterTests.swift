@@ -62,6 +62,18 @@ struct ClusterTests {
         #expect(limited.completion?.count == 10)
     }
 
+    @Test func textSortsMergeInTheStoresOrder() async throws {
+        let (cluster, client) = try await ClusterFixture.simple(shards: 4)
+        defer { client.close(); cluster.stopAll(); cluster.removeData() }
+        // Mixed case and accents: shards sort text folded, and the merge must agree.
+        let titles = ["apple", "Banana", "cherry", "Élan", "date", "Fig", "éclair", "Grape", "kiwi", "Lemon", "mango", "Nectarine"]
+        let items = titles.enumerated().map { i, t in item("t\(i)", domain: "org.fruit\(i)", ["title": .string(t)]) }
+        _ = try await client.publish(items)
+        let r = try await collect(client.query(spotlight(#"title == "*""#, sort: [.object(["attribute": .string("title")])], batchSize: 1)))
+        #expect(r.items.compactMap { $0["attributes"]?["title"]?.stringValue } ==
+                ["apple", "Banana", "cherry", "date", "éclair", "Élan", "Fig", "Grape", "kiwi", "Lemon", "mango", "Nectarine"])
+    }
+
     @Test func manyConcurrentPublishesAreThrottledNotDropped() async throws {
         let cluster = try ClusterFixture(shards: 2)
         defer { cluster.stopAll(); cluster.removeData() }

@@ -1,6 +1,7 @@
 import Foundation
 
-/// The store's single folding function for its indexes: case and diacritics
+/// The single folding function of the store's indexes and of sort order
+/// (`package`: the store and the coordinator's merge must fold alike): case and diacritics
 /// removed with Foundation's rules, the same rules `TextMatcher` uses.
 ///
 /// Indexes hold folded text and lookups fold their keys the same way, so a
@@ -8,14 +9,14 @@ import Foundation
 /// to something the folded key finds: the indexes over-approximate, and
 /// `TextMatcher` gives the final answer. Folding works character by character,
 /// so the fold of a substring is a substring of the fold.
-enum Fold {
+package enum Fold {
     /// Characters of a text value kept in the `key` column.
-    static let keyCharacters = 64
+    package static let keyCharacters = 64
     /// Characters of a prefix pattern used against `key` (a margin below
     /// ``keyCharacters`` for folds that lengthen text, such as ß → ss).
-    static let prefixCharacters = 32
+    package static let prefixCharacters = 32
 
-    static func isASCII(_ s: String) -> Bool {
+    package static func isASCII(_ s: String) -> Bool {
         var s = s
         return s.withUTF8 { buffer in
             // Eight bytes at a time: the high bit of any byte marks non-ASCII.
@@ -36,20 +37,20 @@ enum Fold {
         }
     }
 
-    static func fold(_ s: String) -> String {
+    package static func fold(_ s: String) -> String {
         if isASCII(s) { return s.lowercased() }
         return s.folding(options: [.caseInsensitive, .diacriticInsensitive], locale: nil).lowercased()
     }
 
     /// The `key` column of a text value: its folded first characters.
-    static func key(_ s: String) -> String {
+    package static func key(_ s: String) -> String {
         if s.utf8.count <= keyCharacters { return fold(s) }
         return fold(String(s.prefix(keyCharacters)))
     }
 
     /// The text given to the trigram index: ASCII text as it is (the trigram
     /// tokenizer folds ASCII case itself), other text folded.
-    static func gramText(_ s: String) -> String {
+    package static func gramText(_ s: String) -> String {
         isASCII(s) ? s : fold(s)
     }
 }
