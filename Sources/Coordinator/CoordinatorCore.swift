@@ -109,6 +109,8 @@ actor CoordinatorCore {
         var seq = 0
         var merger: ResultMerger?
         var started: ContinuousClock.Instant
+        /// Fires the deadline; cancelled when the query completes first.
+        var deadlineTimer: Task<Void, Never>?
     }
     var queries: [String: RunningQuery] = [:]
     var queryOfRequest: [[Data]: [String: String]] = [:]
@@ -416,8 +418,8 @@ actor CoordinatorCore {
         queryOfRequest[client, default: [:]][id] = key
         for shard in shards { dispatch(key, shard: shard) }
         if deadline > 0 {
-            Task { [weak self] in
-                try? await Task.sleep(for: .milliseconds(deadline))
+            queries[key]?.deadlineTimer = Task { [weak self] in
+                guard (try? await Task.sleep(for: .milliseconds(deadline))) != nil else { return }
                 await self?.deadlineReached(key)
             }
         }
@@ -510,6 +512,7 @@ actor CoordinatorCore {
 
     func complete(_ key: String, cancelled: Bool) {
         guard let rq = queries.removeValue(forKey: key) else { return }
+        rq.deadlineTimer?.cancel()
         queryOfRequest[rq.client]?.removeValue(forKey: rq.requestID)
         if queryOfRequest[rq.client]?.isEmpty == true { queryOfRequest.removeValue(forKey: rq.client) }
         firstBatchSent.remove(key)

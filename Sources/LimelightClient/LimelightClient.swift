@@ -89,16 +89,19 @@ public final class LimelightClient: Sendable {
     /// Sends a request and waits for its one reply; a server error becomes `ClientError(.server)`.
     public func request(_ body: Body, timeout: Duration = .seconds(30)) async throws -> Body {
         let id = newID()
+        let endpoint = self.endpoint, pending = self.pending
+        // The timer ends with the request, so finished requests leave no sleeping tasks behind.
+        let timer = Task {
+            try await Task.sleep(for: timeout)
+            pending.fail(id, ClientError(.timeout, "no answer from \(endpoint) within \(timeout)"))
+        }
+        defer { timer.cancel() }
         let reply: Envelope = try await withCheckedThrowingContinuation { cont in
             pending.expect(id, cont)
             Task {
                 do { try await socket.send([Envelope(id: id, body: body).encoded()]) } catch {
                     pending.fail(id, ClientError(.closed, "could not send: \(error)"))
                 }
-            }
-            Task {
-                try? await Task.sleep(for: timeout)
-                pending.fail(id, ClientError(.timeout, "no answer from \(endpoint) within \(timeout)"))
             }
         }
         if case .error(let e) = reply.body { throw ClientError(.server, e.description, server: e) }
