@@ -87,9 +87,3 @@ final class SignalWatcher: @unchecked Sendable {
 
     deinit { sources.forEach { $0.cancel() } }
 }
-
-/// Parses `0,1,2`, `0-3` or `all`.
-struct ShardList: ExpressibleByArgument {
-    var text: String
-    init?(argument: String) { text = argument }
-}

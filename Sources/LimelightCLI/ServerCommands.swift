@@ -63,6 +63,13 @@ struct WorkerOptions: ParsableArguments {
     }
 }
 
+/// A worker the coordinator refused exits 2 with the coordinator's reason.
+func exitIfRefused(_ refusal: String?) throws {
+    guard let refusal else { return }
+    printError("the coordinator refused this worker: \(refusal)")
+    throw ExitCode(ExitCodes.badInput)
+}
+
 /// `limelight-indexer`: owns shards and applies writes.
 public struct IndexerCommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
@@ -81,6 +88,7 @@ public struct IndexerCommand: AsyncParsableCommand {
         c.purgeIntervalSeconds = purgeInterval
         let service = try IndexerService(configuration: c, logger: log.logger("limelight.indexer"))
         await runUntilSignalled { await service.run() }
+        try exitIfRefused(service.refusal)
     }
 }
 
@@ -102,5 +110,6 @@ public struct QueryWorkerCommand: AsyncParsableCommand {
         c.concurrency = concurrency
         let service = try QueryWorkerService(configuration: c, logger: log.logger("limelight.query"))
         await runUntilSignalled { await service.run() }
+        try exitIfRefused(service.refusal)
     }
 }

@@ -61,6 +61,8 @@ public final class IndexerService: Sendable {
     }
 
     public var isRegistered: Bool { link.isRegistered }
+    /// Why the coordinator refused this worker, if it did (`run` has then returned).
+    public var refusal: String? { link.refusal }
 
     public func run() async {
         logger.info("indexer serving", metadata: ["shards": "\(configuration.shards.map(String.init).joined(separator: ","))",

@@ -90,6 +90,8 @@ public final class QueryWorkerService: Sendable {
     }
 
     public var isRegistered: Bool { link.isRegistered }
+    /// Why the coordinator refused this worker, if it did (`run` has then returned).
+    public var refusal: String? { link.refusal }
 
     public func run() async {
         logger.info("query worker serving", metadata: ["shards": "\(configuration.shards.map(String.init).joined(separator: ","))",

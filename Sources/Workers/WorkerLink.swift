@@ -100,6 +100,8 @@ public final class WorkerLink: Sendable {
                         // The coordinator refused our registration (e.g. shards out of range): say so loudly.
                         self.logger.error("the coordinator refused this worker", metadata: ["error": "\(e.message)"])
                         self.state.setRefusal(e.message)
+                        // Retrying cannot help (the flags are wrong): stop, so the process exits and says why.
+                        self.close()
                     default:
                         await handle(envelope)
                     }
@@ -126,6 +128,7 @@ public final class WorkerLink: Sendable {
     }
 
     public var isRegistered: Bool { state.registered }
+    /// Why the coordinator refused this worker, once it has; serving has then stopped.
     public var refusal: String? { state.refusal }
 
     public func close() {

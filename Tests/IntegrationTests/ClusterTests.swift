@@ -62,6 +62,20 @@ struct ClusterTests {
         #expect(limited.completion?.count == 10)
     }
 
+    @Test func aWorkerForShardsTheClusterLacksIsRefusedAndExits() async throws {
+        let cluster = try ClusterFixture(shards: 2)
+        defer { cluster.stopAll(); cluster.removeData() }
+        try cluster.startCoordinator()
+        try cluster.startIndexer("indexer-bad", shards: [1, 5])
+        let p = try #require(cluster.processes["indexer-bad"])
+        let end = Date().addingTimeInterval(10)
+        while p.isRunning, Date() < end { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(!p.isRunning)
+        #expect(p.terminationStatus == 2)
+        let log = try String(contentsOfFile: cluster.logPath("indexer-bad"), encoding: .utf8)
+        #expect(log.contains("shards 5 do not exist"))
+    }
+
     @Test func textSortsMergeInTheStoresOrder() async throws {
         let (cluster, client) = try await ClusterFixture.simple(shards: 4)
         defer { client.close(); cluster.stopAll(); cluster.removeData() }
