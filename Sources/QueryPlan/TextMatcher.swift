@@ -18,6 +18,15 @@ public enum Words {
         // ASCII text is most text, and Unicode property lookups per character
         // dominated indexing; the byte loop below gives the same answer.
         if let ascii = asciiSplit(s, camelCase: camelCase) { return ascii }
+        return scalarSplit(s, camelCase: camelCase)
+    }
+
+    /// The definition of ``split(_:camelCase:)``, a `Character` at a time: a
+    /// character is a word character when its first scalar is a letter, digit
+    /// or combining mark, and a lowercase character followed by an uppercase
+    /// one is a camel-case boundary. The faster paths must agree with it (a
+    /// randomized test compares them).
+    public static func splitByCharacters(_ s: String, camelCase: Bool) -> [Substring] {
         var out: [Substring] = []
         var start: String.Index?
         var prevLower = false
@@ -41,6 +50,69 @@ public enum Words {
                 prevLower = false
             }
             i = s.index(after: i)
+        }
+        if let st = start { out.append(s[st..<s.endIndex]) }
+        return out
+    }
+
+    /// ``splitByCharacters(_:camelCase:)`` a scalar at a time, with no
+    /// grapheme breaking: ASCII scalars are decided inline and only the others
+    /// look up their properties, so a long description with one accented
+    /// letter costs about what an ASCII one does (it cost fifty times more,
+    /// and dominated queries that matched such descriptions). A scalar that
+    /// extends a character (a combining mark, a joiner, a spacing mark) counts
+    /// with the one before it, as it does inside a `Character` — unless that
+    /// one is a control character, which nothing extends. The two differ only
+    /// where grapheme rules go beyond that (prepended scalars, a few letters
+    /// that are spacing marks for grapheme breaking only): text no word search
+    /// is about.
+    static func scalarSplit(_ s: String, camelCase: Bool) -> [Substring] {
+        var out: [Substring] = []
+        let scalars = s.unicodeScalars
+        var start: String.Index?
+        var prevLower = false
+        var i = scalars.startIndex
+        // Nothing extends the start of the text or a control character.
+        var afterControl = true
+        while i < scalars.endIndex {
+            let u = scalars[i]
+            let v = u.value
+            let isWord: Bool, isUpper: Bool, isLower: Bool
+            if v < 128 {
+                isLower = v >= 97 && v <= 122
+                isUpper = v >= 65 && v <= 90
+                isWord = isLower || isUpper || (v >= 48 && v <= 57)
+                afterControl = v < 32 || v == 127
+            } else {
+                let p = u.properties
+                if !afterControl, p.isGraphemeExtend || p.generalCategory == .spacingMark || v == 0x200D {
+                    i = scalars.index(after: i)
+                    continue
+                }
+                isWord = isWordScalar(u)
+                isUpper = Character(u).isUppercase
+                isLower = Character(u).isLowercase
+                switch p.generalCategory {
+                case .control, .lineSeparator, .paragraphSeparator: afterControl = true
+                case .format: afterControl = v != 0x200C && v != 0x200D
+                default: afterControl = false
+                }
+            }
+            if isWord {
+                if let st = start {
+                    if camelCase, prevLower, isUpper {
+                        out.append(s[st..<i])
+                        start = i
+                    }
+                } else {
+                    start = i
+                }
+                prevLower = isLower
+            } else {
+                if let st = start { out.append(s[st..<i]); start = nil }
+                prevLower = false
+            }
+            i = scalars.index(after: i)
         }
         if let st = start { out.append(s[st..<s.endIndex]) }
         return out

@@ -202,6 +202,20 @@ enum Reference {
             let s = String((0..<Int.random(in: 0...24, using: &rng)).map { _ in alphabet.randomElement(using: &rng)! })
             #expect(Words.indexText(s) == Words.indexTextGeneral(s), "\(s.debugDescription)")
         }
+        // The scalar loop that serves other text against the Character-based definition.
+        let unicode: [String] = Array("aZbYzA09 -_.,/\t\r\nMyWindowNS'").map(String.init) + [
+            "é", "e\u{301}", "É", "E\u{301}", "\u{301}", "日", "テ", "Ω", "ω", "ß", "İ", "ǅ", "\u{200D}",
+            "👍🏽", "🇫🇷", "한", "क्षि", "ก", "Ⅻ", "½", "٣", "\u{00A0}", "—", "’", "ﬁ", "\r\n",
+        ]
+        for _ in 0..<5000 {
+            let s = (0..<Int.random(in: 0...16, using: &rng)).map { _ in unicode.randomElement(using: &rng)! }.joined()
+            for camel in [false, true] {
+                #expect(Words.split(s, camelCase: camel) == Words.splitByCharacters(s, camelCase: camel),
+                        "\(s.debugDescription) camelCase: \(camel)")
+            }
+        }
+        #expect(Words.split("Le Café crème", camelCase: true) == ["Le", "Café", "crème"])
+        #expect(Words.split("naïveÉcole e\u{301}A", camelCase: true) == ["naïve", "École", "e\u{301}", "A"])
         #expect(Words.indexText("MyWindowClass") == "MyWindowClass My Window Class")
         #expect(Words.indexText("NSWindow a1B") == "NSWindow a1B")
         #expect(Words.split("MyWindowClass", camelCase: true) == ["My", "Window", "Class"])
