@@ -150,6 +150,16 @@ extension ShardStore {
         try s.bind("(" + terms.map(\.fts).joined(separator: " AND ") + ")", at: 0)
         let expired = Set(try expiredIDs(now: Date()))
         let node = Node.text(leaf)
+        // Most matches need no check at all (see WordCheck).
+        let trusted = hasWordCheck ? WordCheck.trustedTerm(leaf.test, schema: schema) : nil
+        let wordCheck = try trusted.map { _ in try db.prepare("SELECT wordcheck FROM items WHERE id = ?") }
+        func needsCheck(_ id: Int64) throws -> Bool {
+            guard let trusted, let wordCheck else { return true }
+            try wordCheck.bind(id, at: 0)
+            defer { try? wordCheck.reset() }
+            guard try wordCheck.step() else { return true }
+            return WordCheck.needsCheck(wordCheck.string(at: 0), term: trusted)
+        }
         let fetch = query.fetchAttributes.map(Set.init)
         var delivered = 0
         var batch: [StoredResult] = []
@@ -167,7 +177,9 @@ extension ShardStore {
             try context.checkCancelled()
             let id = s.int64(at: 0)
             if expired.contains(id) { continue }
-            guard node.evaluate(try load(id, names: nil, domain: false)) else { continue }
+            if try needsCheck(id) {
+                guard node.evaluate(try load(id, names: nil, domain: false)) else { continue }
+            }
             guard let result = try fetchResult(id, attributes: fetch) else { continue }
             batch.append(result)
             delivered += 1

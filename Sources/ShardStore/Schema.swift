@@ -4,7 +4,7 @@
 /// meta(key, value)                      format version
 /// declared(name, spec)                  custom attribute declarations (JSON AttributeSpec)
 /// names(id, name)                       attribute name → small integer id
-/// items(id, uid UNIQUE, domain, expires, priority, json)
+/// items(id, uid UNIQUE, domain, expires, priority, json, wordcheck)
 ///     items_domain(domain)              domain deletes and filters, by prefix range
 ///     items_expires(expires)            purge, and hiding expired items
 ///     items_priority(priority)          the few items whose entity priority nudges relevance
@@ -18,6 +18,12 @@
 ///
 /// - `items.json` is the item as fetched (canonical JSON, sorted keys), so a
 ///   result costs one row read and no reassembly.
+/// - `items.wordcheck` says when a word-index match of a single word needs no
+///   `TextMatcher` check (see ``WordCheck``): NULL for an item whose text is
+///   all ASCII without camel-case tokens, the folded camel-case tokens when
+///   there are some, `*` when some text is not ASCII. Shards written before
+///   it existed get the column with `*` (always check), so they answer as
+///   before.
 /// - `attrs` holds one row per value (a list's elements are `pos` 0, 1, …) of
 ///   every *searchable* attribute. `kind` is ``ValueKind``. `text` is a text
 ///   value in full; `num` is a number, a date as seconds since 2001-01-01 UTC,
@@ -87,7 +93,8 @@ enum Layout {
             domain TEXT NOT NULL,
             expires REAL,
             priority REAL NOT NULL DEFAULT 0,
-            json TEXT NOT NULL)
+            json TEXT NOT NULL,
+            wordcheck TEXT DEFAULT '*')
         """,
         "CREATE INDEX IF NOT EXISTS items_domain ON items(domain)",
         "CREATE INDEX IF NOT EXISTS items_expires ON items(expires) WHERE expires IS NOT NULL",
@@ -111,6 +118,12 @@ enum Layout {
             tokenize="unicode61 remove_diacritics 2 categories 'L* N* Mn Mc'", prefix='3')
         """,
         "CREATE VIRTUAL TABLE IF NOT EXISTS grams USING fts5(text, content='', tokenize='trigram', detail=none, columnsize=0)",
+    ]
+
+    /// Columns added since format 1, with the statement that adds each to an
+    /// older shard when it is opened for writing.
+    static let addedColumns: [(table: String, column: String, sql: String)] = [
+        ("items", "wordcheck", "ALTER TABLE items ADD COLUMN wordcheck TEXT DEFAULT '*'"),
     ]
 
     /// Settings made once, when a shard is created (they live in the FTS5

@@ -55,6 +55,9 @@ public final class ShardStore {
     /// `PRAGMA data_version` when the caches above were loaded; another
     /// connection's commit changes it.
     var dataVersion: Int64 = -1
+    /// Whether `items` has its `wordcheck` column (a read-only connection may
+    /// open a shard that no writer has upgraded yet).
+    var hasWordCheck = false
 
     /// Opens a shard file, creating it (and its tables) in `.readWrite` mode.
     public init(path: String, mode: Mode = .readWrite, logger: Logger) throws {
@@ -77,6 +80,9 @@ public final class ShardStore {
                 try db.execute("PRAGMA wal_autocheckpoint=10000")
                 try db.transaction(.immediate) {
                     for sql in Layout.statements { try db.execute(sql) }
+                    for added in Layout.addedColumns where try !hasColumn(added.table, added.column) {
+                        try db.execute(added.sql)
+                    }
                     let format = try db.prepare("SELECT value FROM meta WHERE key = 'format'").scalar()?.string
                     if let format, format != String(Layout.format) {
                         throw StoreError(.incompatibleFormat, "\(path) has store format \(format); this build reads format \(Layout.format)")
@@ -110,6 +116,7 @@ public final class ShardStore {
         }
         nameIDs = ids
         names = byID
+        hasWordCheck = try hasColumn("items", "wordcheck")
         var schema = AttributeSchema()
         let decoder = JSONDecoder()
         try db.prepare("SELECT spec FROM declared").forEachRow { row in
@@ -118,6 +125,13 @@ public final class ShardStore {
             }
         }
         self.schema = schema
+    }
+
+    func hasColumn(_ table: String, _ column: String) throws -> Bool {
+        let s = try db.prepare("SELECT count(*) FROM pragma_table_info(?) WHERE name = ?")
+        try s.bind(table, at: 0)
+        try s.bind(column, at: 1)
+        return try s.scalar()?.int64 ?? 0 > 0
     }
 
     func requireWritable(_ what: String) throws {

@@ -241,28 +241,25 @@ extension ShardStore {
         try find.bind(item.uniqueIdentifier, at: 0)
         let json = JSONWriter.string(item.json)
         let expires = item.expirationDate?.timeIntervalSinceReferenceDate
-        let id: Int64
-        if let existing = try find.scalar()?.int64 {
+        let rows = try valueRows(of: item)
+        let wordCheck = WordCheck.value(for: rows.lazy.filter(\.kind.isText).map { $0.text ?? "" })
+        let existingID = try find.scalar()?.int64
+        let statement: Statement
+        if let existing = existingID {
             try removeIndexes(of: existing)
-            let update = try db.prepare("UPDATE items SET domain = ?, expires = ?, priority = ?, json = ? WHERE id = ?")
-            try update.bind(item.domainIdentifier, at: 0)
-            if let expires { try update.bind(expires, at: 1) } else { try update.bindNull(at: 1) }
-            try update.bind(item.entity?.priority ?? 0, at: 2)
-            try update.bind(json, at: 3)
-            try update.bind(existing, at: 4)
-            try update.run()
-            id = existing
+            statement = try db.prepare("UPDATE items SET domain = ?2, expires = ?3, priority = ?4, json = ?5, wordcheck = ?6 WHERE id = ?1")
+            try statement.bind(existing, at: 0)
         } else {
-            let insert = try db.prepare("INSERT INTO items(uid, domain, expires, priority, json) VALUES (?, ?, ?, ?, ?)")
-            try insert.bind(item.uniqueIdentifier, at: 0)
-            try insert.bind(item.domainIdentifier, at: 1)
-            if let expires { try insert.bind(expires, at: 2) } else { try insert.bindNull(at: 2) }
-            try insert.bind(item.entity?.priority ?? 0, at: 3)
-            try insert.bind(json, at: 4)
-            try insert.run()
-            id = db.lastInsertRowID
+            statement = try db.prepare("INSERT INTO items(uid, domain, expires, priority, json, wordcheck) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
+            try statement.bind(item.uniqueIdentifier, at: 0)
         }
-        try insertIndexes(of: id, item: item)
+        try statement.bind(item.domainIdentifier, at: 1)
+        if let expires { try statement.bind(expires, at: 2) } else { try statement.bindNull(at: 2) }
+        try statement.bind(item.entity?.priority ?? 0, at: 3)
+        try statement.bind(json, at: 4)
+        if let wordCheck { try statement.bind(wordCheck, at: 5) } else { try statement.bindNull(at: 5) }
+        try statement.run()
+        try insertIndexes(of: existingID ?? db.lastInsertRowID, rows: rows)
     }
 
     func valueRows(of item: Item) throws -> [ValueRow] {
@@ -289,8 +286,7 @@ extension ShardStore {
         return rows
     }
 
-    func insertIndexes(of id: Int64, item: Item) throws {
-        let rows = try valueRows(of: item)
+    func insertIndexes(of id: Int64, rows: [ValueRow]) throws {
         let insert = try db.prepare("INSERT INTO attrs(item, name, pos, kind, text, num, key) VALUES (?, ?, ?, ?, ?, ?, ?)")
         try insert.bind(id, at: 0)
         for row in rows {

@@ -1,0 +1,86 @@
+import Foundation
+import Items
+import QueryPlan
+import ShardStore
+import SQLite
+import Testing
+
+/// Word queries over every text attribute trust the word index for most
+/// items (`items.wordcheck`); these are the cases where the index alone would
+/// be wrong, and the store must still answer as `TextMatcher` does.
+@Suite struct WordCheckTests {
+    static let items = [
+        item("camel", #"{"title": "libFoo"}"#),
+        item("apart", #"{"title": "lib foo"}"#),
+        item("class", #"{"displayName": "MyWindowClass"}"#),
+        item("ns", #"{"displayName": "NSWindow"}"#),
+        item("cafe", #"{"title": "Café crème"}"#),
+        item("toolkit", #"{"title": "toolkit", "keywords": ["plain", "words"]}"#),
+        item("ToolKit", #"{"title": "ToolKit"}"#),
+    ]
+
+    static func expectAnswers(_ store: ShardStore, _ context: String) throws {
+        // The index holds "libFoo" whole (for `t`), `w` sees only lib + Foo.
+        #expect(try store.idSet(text("*", "libfoo", "cdw")) == [], "\(context)")
+        #expect(try store.idSet(text("*", "libf*", "cdw")) == [], "\(context)")
+        #expect(try store.idSet(text("*", "lib*", "cdw")) == ["camel", "apart"], "\(context)")
+        #expect(try store.idSet(text("*", "foo", "cw")) == ["camel", "apart"], "\(context)")
+        #expect(try store.idSet(text("*", "toolkit", "cdw")) == ["toolkit"], "\(context)")
+        #expect(try store.idSet(text("*", "tool*", "cdw")) == ["toolkit", "ToolKit"], "\(context)")
+        #expect(try store.idSet(text("*", "window", "cdw")) == ["class"], "\(context)")
+        #expect(try store.idSet(text("*", "nswindow", "cdw")) == ["ns"], "\(context)")
+        // Not ASCII: always checked, so `d` decides.
+        #expect(try store.idSet(text("*", "cafe", "cdw")) == ["cafe"], "\(context)")
+        #expect(try store.idSet(text("*", "cafe", "cw")) == [], "\(context)")
+        #expect(try store.idSet(text("*", "creme", "cdw")) == ["cafe"], "\(context)")
+        // Without `c` nothing is trusted: case decides.
+        #expect(try store.idSet(text("*", "Foo", "w")) == ["camel"], "\(context)")
+        #expect(try store.idSet(text("*", "words", "cdw")) == ["toolkit"], "\(context)")
+    }
+
+    @Test func theIndexIsTrustedOnlyWhereItAgreesWithTheMatcher() throws {
+        let dir = TempDir()
+        let store = try openStore(dir)
+        try store.put(Self.items)
+        try Self.expectAnswers(store, "fresh shard")
+        // Replacing an item replaces what it records.
+        try store.put([item("camel", #"{"title": "libfoo"}"#)])
+        #expect(try store.idSet(text("*", "libfoo", "cdw")) == ["camel"])
+    }
+
+    /// A text attribute left out of `*` is still in the word index.
+    @Test func attributesOutsideEveryAttributeAreNotTrusted() throws {
+        let dir = TempDir()
+        let store = try openStore(dir)
+        try store.declare([AttributeSpec(name: "secret", type: .text, searchableByDefault: false)])
+        try store.put([item("hidden", #"{"title": "haystack", "secret": "needle"}"#)])
+        #expect(try store.idSet(text("*", "needle", "cdw")) == [])
+        #expect(try store.idSet(text("secret", "needle", "cdw")) == ["hidden"])
+        #expect(try store.idSet(text("*", "haystack", "cdw")) == ["hidden"])
+    }
+
+    /// A shard written before `wordcheck` existed: readers check every match,
+    /// and opening it for writing adds the column (all "check") in place.
+    @Test func shardsWithoutTheColumnStillAnswerAndAreUpgraded() throws {
+        let dir = TempDir()
+        do {
+            let store = try openStore(dir)
+            try store.put(Self.items)
+        }
+        do {
+            let db = try Database(path: dir.path("shard.db"))
+            try db.execute("ALTER TABLE items DROP COLUMN wordcheck")
+        }
+        let reader = try openStore(dir, mode: .readOnly)
+        try Self.expectAnswers(reader, "old shard, read-only")
+        let writer = try openStore(dir)
+        try Self.expectAnswers(writer, "old shard, upgraded")
+        try writer.put([item("new", #"{"title": "fresh libBar"}"#)])
+        let db = try Database(path: dir.path("shard.db"), mode: .readOnly)
+        let checks = try db.prepare("SELECT uid, wordcheck FROM items ORDER BY uid").map { ($0.string(at: 0) ?? "", $0.string(at: 1)) }
+        #expect(checks.first { $0.0 == "camel" }?.1 == "*")
+        #expect(checks.first { $0.0 == "new" }?.1 == "libbar")
+        #expect(try reader.idSet(text("*", "bar", "cdw")) == ["new"])
+        #expect(try reader.idSet(text("*", "libbar", "cdw")) == [])
+    }
+}
