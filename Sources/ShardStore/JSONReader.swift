@@ -85,12 +85,19 @@ extension StrictJSONReader {
         guard i < bytes.count else { return false }
         switch bytes[i] {
         case UInt8(ascii: "\""):
-            i += 1
-            while i < bytes.count {
-                let b = bytes[i]
-                if b == UInt8(ascii: "\\") { i += 2; continue }
-                i += 1
-                if b == UInt8(ascii: "\"") { return true }
+            // memchr to the next quote; it ends the string unless an odd
+            // number of backslashes comes right before it. Long descriptions
+            // are most of what a result skips.
+            let start = i + 1
+            var from = start
+            guard let base = bytes.baseAddress else { return false }
+            while from < bytes.count {
+                guard let hit = memchr(base + from, 0x22, bytes.count - from) else { return false }
+                let quote = base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
+                var slashes = 0
+                while quote - slashes - 1 >= start, bytes[quote - slashes - 1] == UInt8(ascii: "\\") { slashes += 1 }
+                from = quote + 1
+                if slashes % 2 == 0 { i = from; return true }
             }
             return false
         case UInt8(ascii: "{"), UInt8(ascii: "["):

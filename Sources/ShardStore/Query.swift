@@ -58,8 +58,7 @@ extension ShardStore {
                 }
                 let wantsScores = query.sort.contains(.relevance)
                 let context = QueryContext(isCancelled: isCancelled, wantsScores: wantsScores)
-                if query.sort.isEmpty, case .text(let leaf) = node,
-                   let delivered = try streamWordMatches(leaf, query, context, onBatch: onBatch) {
+                if query.sort.isEmpty, let delivered = try streamWordMatches(node, query, context, onBatch: onBatch) {
                     return delivered
                 }
                 let found = try candidates(node, exact: false, context)
@@ -133,33 +132,42 @@ extension ShardStore {
     }
 
     /// An unsorted query that is one `w`/`t` comparison over every text
-    /// attribute (`** == "word"cdw`, the common search box query): its
-    /// candidates are exactly the word-index matches, which FTS5 yields in
-    /// rowid order — the order results come in anyway — so they are checked
-    /// and fetched as they are stepped, and a query with a limit stops after
-    /// its last result instead of first collecting every match of a common
-    /// word. Nil when this does not apply (the caller takes the general path,
-    /// which gives the same results).
-    func streamWordMatches(_ leaf: TextLeaf, _ query: Query, _ context: QueryContext,
+    /// attribute (`** == "word"cdw`, the common search box query), or an AND
+    /// of such comparisons (two words typed): its candidates are exactly the
+    /// word-index matches of all their words, which FTS5 yields in rowid
+    /// order — the order results come in anyway — so they are checked and
+    /// fetched as they are stepped, and a query with a limit stops after its
+    /// last result instead of first collecting every match of a common word.
+    /// Nil when this does not apply (the caller takes the general path, which
+    /// gives the same results).
+    func streamWordMatches(_ node: Node, _ query: Query, _ context: QueryContext,
                            onBatch: ([StoredResult]) throws -> Void) throws -> Int? {
-        let options = leaf.test.options
-        guard leaf.names.isAllText, options.contains(.wordBased) || options.contains(.tokenized) else { return nil }
-        let terms = Self.wordTerms(leaf.test.pattern, camelCase: options.contains(.wordBased))
+        let leaves: [TextLeaf]
+        switch node {
+        case .text(let leaf): leaves = [leaf]
+        case .and(let nodes):
+            leaves = nodes.compactMap { if case .text(let leaf) = $0 { leaf } else { nil } }
+            guard leaves.count == nodes.count else { return nil }
+        default: return nil
+        }
+        var terms: [WordTerm] = []
+        for leaf in leaves {
+            let options = leaf.test.options
+            guard leaf.names.isAllText, options.contains(.wordBased) || options.contains(.tokenized) else { return nil }
+            terms += Self.wordTerms(leaf.test.pattern, camelCase: options.contains(.wordBased))
+        }
         guard !terms.isEmpty else { return nil }
         let s = try db.prepare("SELECT rowid FROM words WHERE words MATCH ? ORDER BY rowid")
         try s.bind("(" + terms.map(\.fts).joined(separator: " AND ") + ")", at: 0)
         let expired = Set(try expiredIDs(now: Date()))
-        let node = Node.text(leaf)
-        // Most matches need no check at all (see WordCheck).
-        let trusted = hasWordCheck ? WordCheck.trustedTerm(leaf.test, schema: schema) : nil
-        let wordCheck = try trusted.map { _ in try db.prepare("SELECT wordcheck FROM items WHERE id = ?") }
-        func needsCheck(_ id: Int64) throws -> Bool {
-            guard let trusted, let wordCheck else { return true }
-            try wordCheck.bind(id, at: 0)
-            defer { try? wordCheck.reset() }
-            guard try wordCheck.step() else { return true }
-            return WordCheck.needsCheck(wordCheck.string(at: 0), term: trusted)
-        }
+        // Most matches need no check at all (see WordCheck): when every
+        // comparison comes down to a trusted term.
+        let trusted = hasWordCheck ? leaves.map { WordCheck.trustedTerm($0.test, schema: schema) } : []
+        let trustedTerms = trusted.contains { $0 == nil } ? [] : trusted.compactMap { $0 }
+        // One read gives what decides the check and the result.
+        let row = try db.prepare(trustedTerms.isEmpty ? "SELECT json FROM items WHERE id = ?"
+                                 : "SELECT json, wordcheck FROM items WHERE id = ?")
+        defer { try? row.reset() }
         let fetch = query.fetchAttributes.map(Set.init)
         var delivered = 0
         var batch: [StoredResult] = []
@@ -177,10 +185,14 @@ extension ShardStore {
             try context.checkCancelled()
             let id = s.int64(at: 0)
             if expired.contains(id) { continue }
-            if try needsCheck(id) {
+            try row.reset()
+            try row.bind(id, at: 0)
+            guard try row.step() else { continue }
+            let stored = trustedTerms.isEmpty ? WordCheck.always : row.string(at: 1)
+            if trustedTerms.isEmpty || trustedTerms.contains(where: { WordCheck.needsCheck(stored, term: $0) }) {
                 guard node.evaluate(try load(id, names: nil, domain: false)) else { continue }
             }
-            guard let result = try fetchResult(id, attributes: fetch) else { continue }
+            guard let result = try storedResult(row, column: 0, attributes: fetch) else { continue }
             batch.append(result)
             delivered += 1
             let done = query.limit.map { delivered >= $0 } ?? false
@@ -391,14 +403,19 @@ extension ShardStore {
     func fetchResult(_ id: Int64, attributes: Set<String>?) throws -> StoredResult? {
         let s = try db.prepare("SELECT json FROM items WHERE id = ?")
         try s.bind(id, at: 0)
+        defer { try? s.reset() }
         guard try s.step() else { return nil }
-        if let attributes, let item = s.withUTF8(at: 0, { StrictJSONReader.parseItem($0, keepingAttributes: attributes) }) ?? nil {
-            try s.reset()
+        return try storedResult(s, column: 0, attributes: attributes)
+    }
+
+    /// The result in the `items.json` column of a stepped row, with only
+    /// `attributes` when given.
+    func storedResult(_ s: Statement, column: Int, attributes: Set<String>?) throws -> StoredResult? {
+        if let attributes, let item = s.withUTF8(at: column, { StrictJSONReader.parseItem($0, keepingAttributes: attributes) }) ?? nil {
             return StoredResult(item: item)
         }
-        var parsed = s.withUTF8(at: 0) { StrictJSONReader.parse($0) } ?? nil
-        if parsed == nil, let text = s.string(at: 0) { parsed = try JSONValue.parse(text) }
-        try s.reset()
+        var parsed = s.withUTF8(at: column) { StrictJSONReader.parse($0) } ?? nil
+        if parsed == nil, let text = s.string(at: column) { parsed = try JSONValue.parse(text) }
         guard var item = parsed else { return nil }
         if let attributes, case .object(var o) = item, case .object(let attrs)? = o["attributes"] {
             o["attributes"] = .object(attrs.filter { attributes.contains($0.key) })

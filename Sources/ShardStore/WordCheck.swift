@@ -7,38 +7,62 @@ import QueryPlan
 /// `** == "word"cdw` — the search-box query — is streamed from the word index,
 /// and confirming each match on the item's values was most of its time
 /// (every text value loaded, a long description split into words). For one
-/// word, or one word prefix, compared with `c`, the index and `TextMatcher`
-/// give the same answer on every item whose text is all ASCII, with one
-/// exception: the index holds a camel-case token whole ("libFoo", which `t`
-/// needs) besides its parts ("lib", "Foo"), while `w` sees only the parts, so
-/// `"libfoo"cw` matches "libFoo" in the index and not in fact. Each item
-/// therefore records its camel-case tokens (`items.wordcheck`), and a match is
-/// checked only when the word could have come from one of them — or when the
-/// item has text that is not ASCII, where Unicode folding and word boundaries
-/// are FTS5's tokenizer's and might part from ``Words``.
+/// ASCII word, or word prefix, compared with `c` and `w`, a match is exact
+/// when the index token it hit is one of the item's words as `TextMatcher`
+/// splits them (camel-case parts included, folded). The index holds other
+/// tokens too: camel-case tokens whole ("libFoo", which `t` needs, while `w`
+/// sees only "lib" and "Foo"), and whatever folding and FTS5's tokenizer make
+/// of text that is not ASCII ("Café" is the token "cafe", which `cw` without
+/// `d` must not match). Each item records those other tokens
+/// (`items.wordcheck`), and a match is checked only when the word could have
+/// come from one of them.
 ///
-/// Why ASCII is safe: FTS5's `unicode61` tokenizer and ``Words`` both make
-/// words of runs of letters and digits; `c` folds A–Z on both sides; `d`
-/// changes nothing in ASCII; and one word cannot straddle two values, so the
-/// shared word-index column and list elements make no difference. A randomized
-/// test compares the streamed answers with the checked ones.
+/// Why the record is enough: the word is ASCII letters and digits, so an index
+/// token it hits (equal to it, or starting with it) begins with a run of ASCII
+/// letters and digits that FTS5's tokenizer (`unicode61`, which treats ASCII
+/// as `Words` does) cut out of the indexed text — so the run is one of that
+/// text's maximal ASCII runs. The record is every such run that is not also
+/// one of the matcher's ASCII words; a run that is one of them matches in
+/// fact. A randomized test compares streamed answers with checked ones.
 enum WordCheck {
-    /// The `wordcheck` of an item with text that is not ASCII.
+    /// What rows written before the column existed hold: check every match.
     static let always = "*"
 
     /// The `items.wordcheck` value for an item's searchable text values: nil
-    /// (never check), the folded camel-case tokens separated by spaces, or
-    /// ``always``.
+    /// when no match needs a check (all ASCII, no camel case: most items),
+    /// else the tokens that need one, lowercased, separated by spaces.
     static func value(for texts: some Sequence<String>) -> String? {
-        var camel = Set<String>()
+        var words = Set<Substring>()
+        var runs = Set<Substring>()
         for text in texts {
-            guard Fold.isASCII(text) else { return always }
-            guard hasCamelCase(text) else { continue }
-            for token in Words.split(text, camelCase: false) where hasCamelCase(token) {
-                camel.insert(token.lowercased())
+            let ascii = Fold.isASCII(text)
+            guard !ascii || hasCamelCase(text) else { continue }
+            let indexText = Words.indexText(text)
+            let folded = Fold.isASCII(indexText) ? indexText.lowercased() : Fold.fold(indexText).lowercased()
+            runs.formUnion(asciiRuns(folded))
+            for word in Words.split(text, camelCase: true) where Fold.isASCII(String(word)) {
+                words.insert(Substring(word.lowercased()))
             }
         }
-        return camel.isEmpty ? nil : camel.sorted().joined(separator: " ")
+        let others = runs.subtracting(words)
+        return others.isEmpty ? nil : others.map(String.init).sorted().joined(separator: " ")
+    }
+
+    /// Maximal runs of ASCII letters and digits.
+    static func asciiRuns(_ s: String) -> [Substring] {
+        var out: [Substring] = []
+        var start: String.Index?
+        let utf8 = s.utf8
+        var i = utf8.startIndex
+        while i < utf8.endIndex {
+            let b = utf8[i]
+            let alnum = (b >= 48 && b <= 57) || (b >= 65 && b <= 90) || (b >= 97 && b <= 122)
+            if alnum, start == nil { start = i }
+            if !alnum, let st = start { out.append(s[st..<i]); start = nil }
+            i = utf8.index(after: i)
+        }
+        if let st = start { out.append(s[st..<s.endIndex]) }
+        return out
     }
 
     /// An a–z letter right before an A–Z one: a camel-case word boundary.

@@ -313,14 +313,14 @@ import Testing
         let dir = TempDir()
         let store = try openStore(dir)
         try store.put([
-            item("a", #"{"title": "Quote \" and \\ slash \/ tab\t é 日本 \ud83c\udf0d", "keywords": ["x", "y \"z\"", ""], "rating": 2.5, "flag": true, "contentDescription": "long {not} [json] \"text\"", "depends": ["lib{a}", "c]"]}"#),
+            item("a", #"{"title": "Quote \" and \\ slash \/ tab\t é 日本 \ud83c\udf0d", "keywords": ["x", "y \"z\"", ""], "rating": 2.5, "flag": true, "contentDescription": "long {not} [json] \"text\"", "depends": ["lib{a}", "c]"], "comment": "a slash at the end \\", "headline": "\\\"q\\\\\" \\\\"}"#),
             item("b", #"{"title": "plain", "rating": -3, "keywords": []}"#),
             item("c", #"{}"#),
         ])
         var whole: [String: JSONValue] = [:]
         try store.run(Query(predicate: .all)) { for r in $0 { whole[r.item["uniqueIdentifier"]!.stringValue!] = r.item } }
         #expect(whole.count == 3)
-        for keep in [[], ["title"], ["title", "rating"], ["keywords", "flag", "contentDescription"], ["depends", "absent"]] as [[String]] {
+        for keep in [[], ["title"], ["title", "rating"], ["keywords", "flag", "contentDescription"], ["depends", "absent"], ["headline"], ["comment", "title"]] as [[String]] {
             var got: [String: JSONValue] = [:]
             try store.run(Query(predicate: .all, fetchAttributes: keep)) { for r in $0 { got[r.item["uniqueIdentifier"]!.stringValue!] = r.item } }
             for (uid, item) in whole {

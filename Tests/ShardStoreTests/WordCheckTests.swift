@@ -15,6 +15,9 @@ import Testing
         item("class", #"{"displayName": "MyWindowClass"}"#),
         item("ns", #"{"displayName": "NSWindow"}"#),
         item("cafe", #"{"title": "Café crème"}"#),
+        item("accented", #"{"title": "Über Window", "keywords": ["straße"]}"#),
+        // ⓐ is a letter to Words (alphabetic) and a separator to FTS5 (a symbol).
+        item("circled", #"{"title": "fooⓐbar"}"#),
         item("toolkit", #"{"title": "toolkit", "keywords": ["plain", "words"]}"#),
         item("ToolKit", #"{"title": "ToolKit"}"#),
     ]
@@ -27,12 +30,15 @@ import Testing
         #expect(try store.idSet(text("*", "foo", "cw")) == ["camel", "apart"], "\(context)")
         #expect(try store.idSet(text("*", "toolkit", "cdw")) == ["toolkit"], "\(context)")
         #expect(try store.idSet(text("*", "tool*", "cdw")) == ["toolkit", "ToolKit"], "\(context)")
-        #expect(try store.idSet(text("*", "window", "cdw")) == ["class"], "\(context)")
+        #expect(try store.idSet(text("*", "window", "cdw")) == ["class", "accented"], "\(context)")
         #expect(try store.idSet(text("*", "nswindow", "cdw")) == ["ns"], "\(context)")
         // Not ASCII: always checked, so `d` decides.
         #expect(try store.idSet(text("*", "cafe", "cdw")) == ["cafe"], "\(context)")
         #expect(try store.idSet(text("*", "cafe", "cw")) == [], "\(context)")
         #expect(try store.idSet(text("*", "creme", "cdw")) == ["cafe"], "\(context)")
+        #expect(try store.idSet(text("*", "uber", "cdw")) == ["accented"], "\(context)")
+        #expect(try store.idSet(text("*", "uber", "cw")) == [], "\(context)")
+        #expect(try store.idSet(text("*", "bar", "cdw")) == [], "\(context)")
         // Without `c` nothing is trusted: case decides.
         #expect(try store.idSet(text("*", "Foo", "w")) == ["camel"], "\(context)")
         #expect(try store.idSet(text("*", "words", "cdw")) == ["toolkit"], "\(context)")
