@@ -16,7 +16,7 @@ extension StrictJSONReader {
     /// the other attributes (a result that asks for a title does not decode
     /// a description and a list of dependencies). Nil when the item is not
     /// an object or anything does not parse.
-    static func parseItem(_ bytes: UnsafeBufferPointer<UInt8>, keepingAttributes keep: Set<String>) -> JSONValue? {
+    static func parseItem(_ bytes: UnsafeBufferPointer<UInt8>, keepingAttributes keep: FetchList) -> JSONValue? {
         var reader = StrictJSONReader(bytes: bytes)
         reader.skipSpace()
         guard reader.i < bytes.count, bytes[reader.i] == UInt8(ascii: "{") else { return nil }
@@ -52,7 +52,7 @@ extension StrictJSONReader {
 
     /// An object with only the members named in `keep`; the others are skipped.
     /// A value that is not an object is parsed whole (filtering leaves it be).
-    mutating func object(keeping keep: Set<String>) -> JSONValue? {
+    mutating func object(keeping keep: FetchList) -> JSONValue? {
         skipSpace()
         guard i < bytes.count, bytes[i] == UInt8(ascii: "{") else { return value() }
         i += 1
@@ -61,11 +61,24 @@ extension StrictJSONReader {
         if i < bytes.count, bytes[i] == UInt8(ascii: "}") { i += 1; return .object(object) }
         while true {
             skipSpace()
-            guard let key = string() else { return nil }
+            // A key without escapes is compared as bytes, and becomes a
+            // String only when it is kept: most keys are skipped.
+            guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else { return nil }
+            var end = i + 1
+            while end < bytes.count, bytes[end] != UInt8(ascii: "\""), bytes[end] != UInt8(ascii: "\\"), bytes[end] >= 32 { end += 1 }
+            var key: String?
+            if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
+                let raw = UnsafeBufferPointer(rebasing: bytes[(i + 1)..<end])
+                i = end + 1
+                if keep.contains(raw) { key = String(decoding: raw, as: UTF8.self) }
+            } else {
+                guard let escaped = string() else { return nil }
+                if keep.names.contains(escaped) { key = escaped }
+            }
             skipSpace()
             guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { return nil }
             i += 1
-            if keep.contains(key) {
+            if let key {
                 guard let v = value() else { return nil }
                 object[key] = v
             } else {
@@ -123,5 +136,21 @@ extension StrictJSONReader {
         default:
             return value() != nil
         }
+    }
+}
+
+/// The attributes a query fetches, ready to be compared with the keys of
+/// stored JSON before those are decoded.
+struct FetchList {
+    let names: Set<String>
+    let utf8: [[UInt8]]
+
+    init(_ names: some Sequence<String>) {
+        self.names = Set(names)
+        self.utf8 = self.names.map { Array($0.utf8) }
+    }
+
+    func contains(_ key: UnsafeBufferPointer<UInt8>) -> Bool {
+        utf8.contains { $0.count == key.count && $0.elementsEqual(key) }
     }
 }

@@ -96,7 +96,7 @@ extension ShardStore {
                 var delivered = 0
                 var batch: [StoredResult] = []
                 batch.reserveCapacity(min(query.batchSize, 1024))
-                let fetch = query.fetchAttributes.map(Set.init)
+                let fetch = query.fetchAttributes.map(FetchList.init)
                 for (position, id) in ids.enumerated() {
                     try context.checkCancelled()
                     if !found.exact {
@@ -168,7 +168,7 @@ extension ShardStore {
         let row = try db.prepare(trustedTerms.isEmpty ? "SELECT json FROM items WHERE id = ?"
                                  : "SELECT json, wordcheck FROM items WHERE id = ?")
         defer { try? row.reset() }
-        let fetch = query.fetchAttributes.map(Set.init)
+        let fetch = query.fetchAttributes.map(FetchList.init)
         var delivered = 0
         var batch: [StoredResult] = []
         var first = true
@@ -242,15 +242,14 @@ extension ShardStore {
     }
 
     func compile(_ predicate: QueryPlan.Predicate) throws -> Node {
-        var allText: [Int64]?
         func resolve(_ selector: AttributeSelector) throws -> NameSet {
             switch selector {
             case .named(let name): return .one(try searchableNameID(name))
             case .allText:
-                if allText == nil {
-                    allText = names.filter { isDefaultText($0.value) }.map(\.key).sorted()
-                }
-                return .allText(allText!)
+                if let ids = defaultTextIDs { return .allText(ids) }
+                let ids = names.filter { isDefaultText($0.value) }.map(\.key).sorted()
+                defaultTextIDs = ids
+                return .allText(ids)
             }
         }
         func node(_ p: QueryPlan.Predicate) throws -> Node {
@@ -400,7 +399,7 @@ extension ShardStore {
 
     // MARK: Results
 
-    func fetchResult(_ id: Int64, attributes: Set<String>?) throws -> StoredResult? {
+    func fetchResult(_ id: Int64, attributes: FetchList?) throws -> StoredResult? {
         let s = try db.prepare("SELECT json FROM items WHERE id = ?")
         try s.bind(id, at: 0)
         defer { try? s.reset() }
@@ -410,7 +409,7 @@ extension ShardStore {
 
     /// The result in the `items.json` column of a stepped row, with only
     /// `attributes` when given.
-    func storedResult(_ s: Statement, column: Int, attributes: Set<String>?) throws -> StoredResult? {
+    func storedResult(_ s: Statement, column: Int, attributes: FetchList?) throws -> StoredResult? {
         if let attributes, let item = s.withUTF8(at: column, { StrictJSONReader.parseItem($0, keepingAttributes: attributes) }) ?? nil {
             return StoredResult(item: item)
         }
@@ -418,7 +417,7 @@ extension ShardStore {
         if parsed == nil, let text = s.string(at: column) { parsed = try JSONValue.parse(text) }
         guard var item = parsed else { return nil }
         if let attributes, case .object(var o) = item, case .object(let attrs)? = o["attributes"] {
-            o["attributes"] = .object(attrs.filter { attributes.contains($0.key) })
+            o["attributes"] = .object(attrs.filter { attributes.names.contains($0.key) })
             item = .object(o)
         }
         return StoredResult(item: item)

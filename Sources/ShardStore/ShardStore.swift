@@ -48,7 +48,7 @@ public final class ShardStore {
     var logger: Logger
 
     /// Custom attribute declarations persisted in the shard.
-    public private(set) var schema = AttributeSchema()
+    public private(set) var schema = AttributeSchema() { didSet { defaultTextIDs = nil } }
     /// Attribute name → id, as in the `names` table.
     var nameIDs: [String: Int64] = [:]
     var names: [Int64: String] = [:]
@@ -58,6 +58,9 @@ public final class ShardStore {
     /// Whether `items` has its `wordcheck` column (a read-only connection may
     /// open a shard that no writer has upgraded yet).
     var hasWordCheck = false
+    /// The ids of the attributes `*` covers, worked out once per change of
+    /// the names or the schema rather than at every query.
+    var defaultTextIDs: [Int64]?
 
     /// Opens a shard file, creating it (and its tables) in `.readWrite` mode.
     public init(path: String, mode: Mode = .readWrite, logger: Logger) throws {

@@ -157,6 +157,7 @@ extension ShardStore {
             throw StoreError(.tooManyAttributes, "the shard holds more than \(Layout.maxNames) attribute names")
         }
         nameIDs[name] = id
+        defaultTextIDs = nil
         names[id] = name
         return id
     }
