@@ -59,6 +59,9 @@ public final class Database {
         public var statementCacheCapacity = 64
         /// Page cache size in KiB (`PRAGMA cache_size=-N`); `nil` keeps SQLite's default.
         public var cacheSizeKiB: Int? = nil
+        /// Read the file through a memory map of up to this many bytes
+        /// (`PRAGMA mmap_size`); `nil` reads with system calls.
+        public var mmapSizeBytes: Int? = nil
 
         public init() {}
     }
@@ -105,6 +108,9 @@ public final class Database {
         sqlite3_busy_timeout(raw, Int32(clamping: millis))
         if let kib = configuration.cacheSizeKiB {
             try execute("PRAGMA cache_size=-\(kib)")
+        }
+        if let bytes = configuration.mmapSizeBytes {
+            try execute("PRAGMA mmap_size=\(bytes)")
         }
         if case .readWrite = mode, configuration.walJournal {
             // journal_mode answers with a row, so it goes through a statement.

@@ -133,6 +133,19 @@ extension StrictJSONReader {
                 if bytes[i] == close { i += 1; return true }
                 return false
             }
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            // Numbers are stepped over, not converted: the bytes a number may hold.
+            let start = i
+            while i < bytes.count {
+                switch bytes[i] {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "+"), UInt8(ascii: "."),
+                     UInt8(ascii: "e"), UInt8(ascii: "E"):
+                    i += 1
+                default:
+                    return i > start
+                }
+            }
+            return i > start
         default:
             return value() != nil
         }

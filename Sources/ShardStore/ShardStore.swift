@@ -73,6 +73,13 @@ public final class ShardStore {
         }
         var configuration = Database.Configuration()
         configuration.cacheSizeKiB = 64 * 1024
+        if mode == .readOnly {
+            // Queries read pages straight from the map instead of copying each
+            // miss out of the OS cache: ~6 % off a word query's p50 and a third
+            // of its p99 (Debian corpus). Address space only; the writer keeps
+            // plain reads (no gain measured there).
+            configuration.mmapSizeBytes = 1 << 30
+        }
         do {
             db = try Database(path: path, mode: mode == .readWrite ? .readWrite(create: true) : .readOnly,
                               configuration: configuration)
