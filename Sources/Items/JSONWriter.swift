@@ -33,29 +33,39 @@ public enum JSONWriter {
             out.append(UInt8(ascii: "]"))
         case .object(let o):
             out.append(UInt8(ascii: "{"))
-            for (i, k) in o.keys.sorted().enumerated() {
+            for (i, member) in o.sorted(by: { $0.key < $1.key }).enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
-                writeString(k, into: &out)
+                writeString(member.key, into: &out)
                 out.append(UInt8(ascii: ":"))
-                write(o[k]!, into: &out)
+                write(member.value, into: &out)
             }
             out.append(UInt8(ascii: "}"))
         }
     }
 
+    static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    /// Runs of bytes that need no escape are copied whole: most text has none.
     public static func writeString(_ s: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        let hex: [UInt8] = Array("0123456789abcdef".utf8)
-        for b in s.utf8 {
-            switch b {
-            case UInt8(ascii: "\""): out += [92, 34]
-            case UInt8(ascii: "\\"): out += [92, 92]
-            case 10: out += [92, UInt8(ascii: "n")]
-            case 13: out += [92, UInt8(ascii: "r")]
-            case 9: out += [92, UInt8(ascii: "t")]
-            case 0..<32: out += [92, UInt8(ascii: "u"), 48, 48, hex[Int(b >> 4)], hex[Int(b & 15)]]
-            default: out.append(b)
+        var s = s
+        s.withUTF8 { bytes in
+            var start = 0
+            for i in 0..<bytes.count {
+                let b = bytes[i]
+                guard b < 32 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") else { continue }
+                if i > start { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<i])) }
+                start = i + 1
+                out.append(92)
+                switch b {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"): out.append(b)
+                case 10: out.append(UInt8(ascii: "n"))
+                case 13: out.append(UInt8(ascii: "r"))
+                case 9: out.append(UInt8(ascii: "t"))
+                default: out.append(contentsOf: [UInt8(ascii: "u"), 48, 48, hexDigits[Int(b >> 4)], hexDigits[Int(b & 15)]])
+                }
             }
+            if bytes.count > start { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<bytes.count])) }
         }
         out.append(UInt8(ascii: "\""))
     }

@@ -191,7 +191,7 @@ extension ShardStore {
         }
         if !rows.isEmpty {
             let (columns, grams) = ftsTexts(rows)
-            let deleteWords = try db.prepare(Self.wordsSQL(delete: true))
+            let deleteWords = try db.prepare(Self.deleteWordsSQL)
             try deleteWords.bind(id, at: 0)
             for (i, c) in columns.enumerated() { try deleteWords.bind(c, at: i + 1) }
             try deleteWords.run()
@@ -206,6 +206,9 @@ extension ShardStore {
         try delete.bind(id, at: 0)
         try delete.run()
     }
+
+    static let insertWordsSQL = wordsSQL(delete: false)
+    static let deleteWordsSQL = wordsSQL(delete: true)
 
     static func wordsSQL(delete: Bool) -> String {
         let columns = (0..<Layout.wordColumnCount).map { "c\($0)" }.joined(separator: ", ")
@@ -307,7 +310,7 @@ extension ShardStore {
         let textRows = rows.filter { $0.kind.isText }
         guard !textRows.isEmpty else { return }
         let (columns, grams) = ftsTexts(textRows)
-        let words = try db.prepare(Self.wordsSQL(delete: false))
+        let words = try db.prepare(Self.insertWordsSQL)
         try words.bind(id, at: 0)
         for (i, c) in columns.enumerated() { try words.bind(c, at: i + 1) }
         try words.run()
