@@ -21,7 +21,10 @@ public struct AttributeSpec: Sendable, Hashable, Codable {
     public var searchable: Bool
     /// Included when a query names every attribute (`*` or `**`).
     public var searchableByDefault: Bool
-    /// Values are identifiers rather than prose: kept out of the word index.
+    /// Values are identifiers rather than prose (`CSCustomAttributeKey`'s
+    /// `unique`). Recorded and reported; it changes no query's answer: a
+    /// comparison with `w` still matches an identifier's words, as it does in
+    /// Core Spotlight, where the flag only lets the index save space.
     public var unique: Bool
 
     public init(name: String, type: ValueType, multiValued: Bool = false, searchable: Bool = true,
@@ -107,7 +110,7 @@ public enum StandardAttributes {
         add(dateLists, .date, multi: true)
         add(booleans, .boolean)
         add(locations, .location)
-        // Identifiers are matched exactly, not word by word.
+        // Identifiers, not prose (see `AttributeSpec.unique`).
         for n in ["contentURL", "url", "path", "identifier", "containerIdentifier", "uniformTypeIdentifier",
                   "accountIdentifier", "actionIdentifier", "domainIdentifier", "mailboxIdentifier"] {
             table[n]?.unique = true
