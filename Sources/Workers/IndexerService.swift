@@ -39,8 +39,9 @@ final class StoreBox: @unchecked Sendable {
 /// two) are what puts several cores to work. Letting one indexer's shards
 /// write at once, with the writes waiting for a shard committed together, was
 /// tried: on this project's 2-core machine it was no faster (8 shards, the
-/// Debian corpus: 10.5–14.8 s against 11.7–13.1 s), the two indexers already
-/// keeping both cores busy.
+/// Debian corpus, four alternating runs each: 15.4 s against 15.3 s on
+/// average) and took 12 % more CPU, the two indexers already keeping both
+/// cores busy.
 public final class IndexerService: Sendable {
     public let configuration: IndexerConfiguration
     let logger: Logger
