@@ -81,7 +81,10 @@
 /// write running on more than one core. Tried and dropped, each measured:
 /// `detail=column` for `words` (8 % faster, but FTS5's `bm25()` then scores
 /// every match 0), a memory map for the writer, a bigger page cache, bigger
-/// transactions, `automerge` 16.
+/// transactions, `automerge` 16, a bigger FTS5 `hashsize` (FTS5 flushes at
+/// every commit anyway), an FTS5 table of keyed values with a small `(name)`
+/// index in place of `attrs_key` (no faster), and letting an indexer's shards
+/// write at once with waiting writes grouped (see `IndexerService`).
 enum Layout {
     static let format = 1
     /// Text values up to this many UTF-8 bytes are trigram-indexed.
