@@ -54,7 +54,7 @@ struct QueryWords {
     var sizes: [Double] = []
 
     init(lines: [String], count: Int) {
-        var rng = SplitMix(seed: 7)
+        var rng = SplitMix64(state: 7)
         let stop: Set<String> = ["with", "this", "that", "from", "package", "contains", "files"]
         var pool: [String] = []
         for _ in 0..<min(2000, lines.count) {
@@ -69,18 +69,6 @@ struct QueryWords {
         }
         for _ in 0..<count { words.append(pool[Int(rng.next() % UInt64(pool.count))]) }
         sizes.sort()
-    }
-}
-
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 
@@ -110,7 +98,7 @@ func fmt(_ d: Double, _ places: Int = 3) -> String { String(format: "%.\(places)
 
 /// The query kinds measured, as Spotlight query strings.
 func queryKinds(_ w: QueryWords, count: Int) -> [(String, [String])] {
-    var rng = SplitMix(seed: 11)
+    var rng = SplitMix64(state: 11)
     let word = w.words.prefix(count).map { "** == \"\($0)\"cdw" }
     let prefix = w.words.prefix(count).map { "** == \"\($0.prefix(4))*\"cdw" }
     let wildcard = w.words.prefix(count).map { "title == \"*\($0.prefix(4))*\"c" }
