@@ -28,24 +28,28 @@ enum WordCheck {
     /// What rows written before the column existed hold: check every match.
     static let always = "*"
 
-    /// The `items.wordcheck` value for an item's searchable text values: nil
-    /// when no match needs a check (all ASCII, no camel case: most items),
-    /// else the tokens that need one, lowercased, separated by spaces.
-    static func value(for texts: some Sequence<String>) -> String? {
-        var words = Set<Substring>()
-        var runs = Set<Substring>()
-        for text in texts {
-            let ascii = Fold.isASCII(text)
-            guard !ascii || hasCamelCase(text) else { continue }
-            let indexText = Words.indexText(text)
-            let folded = Fold.isASCII(indexText) ? indexText.lowercased() : Fold.fold(indexText).lowercased()
-            runs.formUnion(asciiRuns(folded))
+    /// Gathers an item's `items.wordcheck` value while its word-index text is
+    /// made (``ShardStore/ftsTexts(_:)``), so nothing is split or folded twice.
+    struct Builder {
+        private var words = Set<Substring>()
+        private var runs = Set<Substring>()
+
+        /// One searchable text value and the text the word index got for it.
+        mutating func add(_ text: String, indexed: String) {
+            // All ASCII without camel case: its index tokens are its words.
+            guard !Fold.isASCII(text) || hasCamelCase(text) else { return }
+            runs.formUnion(asciiRuns(indexed.lowercased()))
             for word in Words.split(text, camelCase: true) where Fold.isASCII(String(word)) {
                 words.insert(Substring(word.lowercased()))
             }
         }
-        let others = runs.subtracting(words)
-        return others.isEmpty ? nil : others.map(String.init).sorted().joined(separator: " ")
+
+        /// Nil when no match needs a check (most items), else the tokens that
+        /// need one, lowercased, separated by spaces.
+        var value: String? {
+            let others = runs.subtracting(words)
+            return others.isEmpty ? nil : others.map(String.init).sorted().joined(separator: " ")
+        }
     }
 
     /// Maximal runs of ASCII letters and digits.

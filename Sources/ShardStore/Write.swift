@@ -190,7 +190,7 @@ extension ShardStore {
             rows.append(ValueRow(name: r.int64(at: 0), pos: r.int64(at: 1), kind: kind, text: r.string(at: 3), num: nil))
         }
         if !rows.isEmpty {
-            let (columns, grams) = ftsTexts(rows)
+            let (columns, grams, _) = ftsTexts(rows)
             let deleteWords = try db.prepare(Self.deleteWordsSQL)
             try deleteWords.bind(id, at: 0)
             for (i, c) in columns.enumerated() { try deleteWords.bind(c, at: i + 1) }
@@ -217,27 +217,30 @@ extension ShardStore {
             : "INSERT INTO words(rowid, \(columns)) VALUES (?, \(marks))"
     }
 
-    /// The FTS texts of one item: the word-index columns and the trigram text
-    /// (nil when no element is short enough). `rows` are the item's text rows
-    /// sorted by (name, pos): the order fixes the text, which a later delete
-    /// must reproduce byte for byte.
-    func ftsTexts(_ rows: [ValueRow]) -> (columns: [String], grams: String?) {
+    /// The FTS texts of one item: the word-index columns, the trigram text
+    /// (nil when no element is short enough), and the item's `wordcheck`.
+    /// `rows` are the item's text rows sorted by (name, pos): the order fixes
+    /// the text, which a later delete must reproduce byte for byte.
+    func ftsTexts(_ rows: [ValueRow]) -> (columns: [String], grams: String?, wordCheck: String?) {
         var columns = Array(repeating: "", count: Layout.wordColumnCount)
         var grams = ""
         var hasGrams = false
+        var wordCheck = WordCheck.Builder()
         for row in rows {
             let text = row.text ?? ""
             let column = Layout.wordColumn(names[row.name] ?? "")
             let indexText = Words.indexText(text)
+            let indexed = Fold.isASCII(indexText) ? indexText : Fold.fold(indexText)
             if !columns[column].isEmpty { columns[column] += "\n" }
-            columns[column] += Fold.isASCII(indexText) ? indexText : Fold.fold(indexText)
+            columns[column] += indexed
+            wordCheck.add(text, indexed: indexed)
             if row.kind == .text {
                 if hasGrams { grams += "\n" }
                 grams += Fold.gramText(text)
                 hasGrams = true
             }
         }
-        return (columns, hasGrams ? grams : nil)
+        return (columns, hasGrams ? grams : nil, wordCheck.value)
     }
 
     func upsert(_ item: Item) throws {
@@ -246,7 +249,7 @@ extension ShardStore {
         let json = JSONWriter.string(item.json)
         let expires = item.expirationDate?.timeIntervalSinceReferenceDate
         let rows = try valueRows(of: item)
-        let wordCheck = WordCheck.value(for: rows.lazy.filter(\.kind.isText).map { $0.text ?? "" })
+        let fts = ftsTexts(rows.filter(\.kind.isText))
         let existingID = try find.scalar()?.int64
         let statement: Statement
         if let existing = existingID {
@@ -261,9 +264,9 @@ extension ShardStore {
         if let expires { try statement.bind(expires, at: 2) } else { try statement.bindNull(at: 2) }
         try statement.bind(item.entity?.priority ?? 0, at: 3)
         try statement.bind(json, at: 4)
-        if let wordCheck { try statement.bind(wordCheck, at: 5) } else { try statement.bindNull(at: 5) }
+        if let wordCheck = fts.wordCheck { try statement.bind(wordCheck, at: 5) } else { try statement.bindNull(at: 5) }
         try statement.run()
-        try insertIndexes(of: existingID ?? db.lastInsertRowID, rows: rows)
+        try insertIndexes(of: existingID ?? db.lastInsertRowID, rows: rows, fts: fts)
     }
 
     func valueRows(of item: Item) throws -> [ValueRow] {
@@ -290,7 +293,8 @@ extension ShardStore {
         return rows
     }
 
-    func insertIndexes(of id: Int64, rows: [ValueRow]) throws {
+    /// Value rows and the FTS rows made by ``ftsTexts(_:)`` for them.
+    func insertIndexes(of id: Int64, rows: [ValueRow], fts: (columns: [String], grams: String?, wordCheck: String?)) throws {
         let insert = try db.prepare("INSERT INTO attrs(item, name, pos, kind, text, num, key) VALUES (?, ?, ?, ?, ?, ?, ?)")
         try insert.bind(id, at: 0)
         for row in rows {
@@ -307,9 +311,8 @@ extension ShardStore {
             if let num = row.num { try insert.bind(num, at: 5) } else { try insert.bindNull(at: 5) }
             try insert.run()
         }
-        let textRows = rows.filter { $0.kind.isText }
-        guard !textRows.isEmpty else { return }
-        let (columns, grams) = ftsTexts(textRows)
+        guard rows.contains(where: \.kind.isText) else { return }
+        let (columns, grams, _) = fts
         let words = try db.prepare(Self.insertWordsSQL)
         try words.bind(id, at: 0)
         for (i, c) in columns.enumerated() { try words.bind(c, at: i + 1) }
