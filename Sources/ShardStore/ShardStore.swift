@@ -61,6 +61,8 @@ public final class ShardStore {
     /// The ids of the attributes `*` covers, worked out once per change of
     /// the names or the schema rather than at every query.
     var defaultTextIDs: [Int64]?
+    /// Parameter search's vocabulary and facet columns (see ``SearchCache``).
+    let searchCache = SearchCache()
 
     /// Opens a shard file, creating it (and its tables) in `.readWrite` mode.
     public init(path: String, mode: Mode = .readWrite, logger: Logger) throws {

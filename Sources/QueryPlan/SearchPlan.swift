@@ -1,0 +1,256 @@
+import Foundation
+import Items
+
+/// A point on the earth, in degrees.
+public struct GeoPoint: Sendable, Hashable {
+    public var latitude: Double
+    public var longitude: Double
+    public init(latitude: Double, longitude: Double) {
+        self.latitude = latitude
+        self.longitude = longitude
+    }
+
+    /// Mean earth radius in metres (IUGG), the sphere distances are measured on.
+    public static let earthRadius = 6_371_008.8
+
+    /// Great-circle distance in metres (haversine formula on a sphere).
+    public func distance(to p: GeoPoint) -> Double {
+        let rad = Double.pi / 180
+        let dLat = (p.latitude - latitude) * rad, dLon = (p.longitude - longitude) * rad
+        let a = sin(dLat / 2) * sin(dLat / 2) + cos(latitude * rad) * cos(p.latitude * rad) * sin(dLon / 2) * sin(dLon / 2)
+        return 2 * Self.earthRadius * asin(min(1, sqrt(a)))
+    }
+}
+
+/// One key of a custom ranking (Algolia's `customRanking`: `desc(popularity)`).
+public struct CustomRank: Sendable, Hashable {
+    /// An attribute name, or ``CustomRank/entityPriority`` for the priority of
+    /// the item's app entity.
+    public var attribute: String
+    public var ascending: Bool
+    public init(attribute: String, ascending: Bool) {
+        self.attribute = attribute
+        self.ascending = ascending
+    }
+
+    /// The pseudo-attribute naming an item's entity priority.
+    public static let entityPriority = "entity.priority"
+    /// Without a `customRanking` parameter: entity priority, then `rankingHint`, both higher first.
+    public static let defaults = [CustomRank(attribute: entityPriority, ascending: false),
+                                  CustomRank(attribute: "rankingHint", ascending: false)]
+}
+
+/// Parameter search (Algolia's `SearchParameters`) as every shard evaluates
+/// it: the query language parses into this, the coordinator sends it to a
+/// query worker per shard, and merges what they return by ``SearchRanking``.
+///
+/// Filters are ordinary ``Predicate``s, so refinements are evaluated by the
+/// same code as every other query language.
+public struct SearchPlan: Sendable, Hashable {
+    /// The folded query words, in order; empty for an empty query (every item
+    /// that passes the filters matches).
+    public var words: [String]
+    /// Whether the last word also matches as a prefix (as-you-type); false
+    /// when the typed query ends with a space, since the word is then complete.
+    public var prefixLast: Bool
+    public var typos: TypoPolicy
+    /// Every refinement, ANDed.
+    public var filter: Predicate
+    /// Attributes to count values of, over the whole matching set.
+    public var facets: [String]
+    /// For each disjunctive facet, the filter without that facet's own
+    /// refinements: its counts are those of the result it would have if none
+    /// of its values were picked.
+    public var disjunctiveFilters: [String: Predicate]
+    /// Values of each facet the answer lists, most frequent first.
+    public var maxValuesPerFacet: Int
+    /// Attributes free text is searched in, best first; empty for the default
+    /// order (title, displayName, keywords, contentDescription, then every
+    /// other text attribute searchable by default).
+    public var searchableAttributes: [String]
+    public var customRanking: [CustomRank]
+    /// A point to measure `_geoDistance` from; without query words, hits are
+    /// ordered by it.
+    public var around: GeoPoint?
+    /// How many of the best hits a shard returns: the end of the page asked for.
+    public var window: Int
+    /// Attributes each hit carries; nil for all.
+    public var fetchAttributes: [String]?
+
+    public init(words: [String] = [], prefixLast: Bool = true, typos: TypoPolicy = TypoPolicy(),
+                filter: Predicate = .all, facets: [String] = [], disjunctiveFilters: [String: Predicate] = [:],
+                maxValuesPerFacet: Int = 100, searchableAttributes: [String] = [],
+                customRanking: [CustomRank] = CustomRank.defaults, around: GeoPoint? = nil,
+                window: Int = 20, fetchAttributes: [String]? = nil) {
+        self.words = words
+        self.prefixLast = prefixLast
+        self.typos = typos
+        self.filter = filter
+        self.facets = facets
+        self.disjunctiveFilters = disjunctiveFilters
+        self.maxValuesPerFacet = maxValuesPerFacet
+        self.searchableAttributes = searchableAttributes
+        self.customRanking = customRanking
+        self.around = around
+        self.window = window
+        self.fetchAttributes = fetchAttributes
+    }
+
+    /// The default order of searchable attributes; the others follow.
+    public static let defaultAttributeOrder = ["title", "displayName", "keywords", "contentDescription"]
+}
+
+/// The ranking criteria of one hit, in Algolia's tie-breaking order, and the
+/// one comparison that shards sort by and the coordinator merges by.
+///
+/// Every criterion is a property of the item and the query alone — no term
+/// statistics — so an item ranks the same whichever shard holds it, and
+/// shards need no global-statistics phase to agree.
+public struct SearchRank: Sendable, Hashable {
+    /// Query words matched (all of them: every word must match).
+    public var words: Int
+    /// Typos summed over the words, each word counted at its best match.
+    public var typos: Int
+    /// Sum over consecutive query words of the distance between them in the
+    /// text (1 when adjacent), each capped at 8 and 8 when they are in
+    /// different attributes; 0 for one word.
+    public var proximity: Int
+    /// Position, in the searchable attributes' order, of the best attribute
+    /// a word matched in.
+    public var attribute: Int
+    /// 1 when a searchable attribute's whole value is the query.
+    public var exactValue: Int
+    /// Query words matched as whole words (not as a prefix nor with typos).
+    public var exactWords: Int
+    /// The custom ranking values, in the plan's order (null when missing).
+    public var custom: [JSONValue]
+    /// Metres from the plan's `around` point; nil without one.
+    public var geoDistance: Double?
+
+    public init(words: Int = 0, typos: Int = 0, proximity: Int = 0, attribute: Int = 0, exactValue: Int = 0,
+                exactWords: Int = 0, custom: [JSONValue] = [], geoDistance: Double? = nil) {
+        self.words = words
+        self.typos = typos
+        self.proximity = proximity
+        self.attribute = attribute
+        self.exactValue = exactValue
+        self.exactWords = exactWords
+        self.custom = custom
+        self.geoDistance = geoDistance
+    }
+
+    public var json: JSONValue {
+        var o: [String: JSONValue] = [
+            "words": .number(Double(words)), "typos": .number(Double(typos)), "proximity": .number(Double(proximity)),
+            "attribute": .number(Double(attribute)), "exactValue": .number(Double(exactValue)),
+            "exactWords": .number(Double(exactWords)), "custom": .array(custom),
+        ]
+        if let geoDistance { o["geoDistance"] = .number(geoDistance) }
+        return .object(o)
+    }
+
+    public init(json: JSONValue) throws(PlanDecodingError) {
+        guard case .object(let o) = json else { throw PlanDecodingError(path: "rank", message: "expected an object") }
+        func int(_ k: String) -> Int { o[k]?.intValue ?? 0 }
+        self.init(words: int("words"), typos: int("typos"), proximity: int("proximity"), attribute: int("attribute"),
+                  exactValue: int("exactValue"), exactWords: int("exactWords"), custom: o["custom"]?.arrayValue ?? [],
+                  geoDistance: o["geoDistance"]?.doubleValue)
+    }
+}
+
+public enum SearchRanking {
+    /// True when `a` ranks before `b`. With query words: typos, proximity,
+    /// attribute, exactness (whole value, then exact words), custom ranking,
+    /// distance; without: distance first when there is a point, then custom
+    /// ranking. Ties go to the smaller unique identifier, so the order is total
+    /// and the same on every shard and in the merge.
+    public static func precedes(_ a: SearchRank, _ aID: String, _ b: SearchRank, _ bID: String, plan: SearchPlan) -> Bool {
+        func cmp<T: Comparable>(_ x: T, _ y: T) -> Int { x < y ? -1 : x > y ? 1 : 0 }
+        func distance() -> Int {
+            switch (a.geoDistance, b.geoDistance) {
+            case (let x?, let y?): return cmp(x, y)
+            case (nil, .some): return 1
+            case (.some, nil): return -1
+            default: return 0
+            }
+        }
+        func custom() -> Int {
+            for (i, key) in plan.customRanking.enumerated() {
+                let x = SortValue(json: i < a.custom.count ? a.custom[i] : .null)
+                let y = SortValue(json: i < b.custom.count ? b.custom[i] : .null)
+                let c = SortValue.compare(x, y, ascending: key.ascending)
+                if c != 0 { return c }
+            }
+            return 0
+        }
+        let steps: [() -> Int]
+        if plan.words.isEmpty {
+            steps = [distance, custom]
+        } else {
+            steps = [{ cmp(b.words, a.words) }, { cmp(a.typos, b.typos) }, { cmp(a.proximity, b.proximity) },
+                     { cmp(a.attribute, b.attribute) }, { cmp(b.exactValue, a.exactValue) },
+                     { cmp(b.exactWords, a.exactWords) }, custom, distance]
+        }
+        for step in steps {
+            let c = step()
+            if c != 0 { return c < 0 }
+        }
+        return aID < bID
+    }
+}
+
+// MARK: - Wire form
+
+extension SearchPlan {
+    public var json: JSONValue {
+        var o: [String: JSONValue] = [
+            "words": .array(words.map { .string($0) }),
+            "prefixLast": .bool(prefixLast),
+            "typoTolerance": .bool(typos.enabled),
+            "minWordSizefor1Typo": .number(Double(typos.minWordSizeForOneTypo)),
+            "minWordSizefor2Typos": .number(Double(typos.minWordSizeForTwoTypos)),
+            "filter": filter.json,
+            "facets": .array(facets.map { .string($0) }),
+            "disjunctiveFilters": .object(disjunctiveFilters.mapValues(\.json)),
+            "maxValuesPerFacet": .number(Double(maxValuesPerFacet)),
+            "searchableAttributes": .array(searchableAttributes.map { .string($0) }),
+            "customRanking": .array(customRanking.map {
+                .object(["attribute": .string($0.attribute), "ascending": .bool($0.ascending)])
+            }),
+            "window": .number(Double(window)),
+        ]
+        if let around { o["around"] = .object(["latitude": .number(around.latitude), "longitude": .number(around.longitude)]) }
+        if let fetchAttributes { o["fetchAttributes"] = .array(fetchAttributes.map { .string($0) }) }
+        return .object(o)
+    }
+
+    public init(json: JSONValue) throws(PlanDecodingError) {
+        guard case .object(let o) = json else { throw PlanDecodingError(path: "search", message: "expected an object") }
+        func strings(_ k: String) -> [String] { o[k]?.arrayValue?.compactMap(\.stringValue) ?? [] }
+        var disjunctive: [String: Predicate] = [:]
+        if case .object(let d)? = o["disjunctiveFilters"] {
+            for (k, v) in d { disjunctive[k] = try Predicate(json: v, path: "search.disjunctiveFilters.\(k)") }
+        }
+        var custom: [CustomRank] = []
+        for (i, c) in (o["customRanking"]?.arrayValue ?? []).enumerated() {
+            guard let a = c["attribute"]?.stringValue else {
+                throw PlanDecodingError(path: "search.customRanking[\(i)]", message: "expected {attribute, ascending}")
+            }
+            custom.append(CustomRank(attribute: a, ascending: c["ascending"]?.boolValue ?? false))
+        }
+        var around: GeoPoint?
+        if let a = o["around"], let lat = a["latitude"]?.doubleValue, let lon = a["longitude"]?.doubleValue {
+            around = GeoPoint(latitude: lat, longitude: lon)
+        }
+        self.init(words: strings("words"), prefixLast: o["prefixLast"]?.boolValue ?? true,
+                  typos: TypoPolicy(enabled: o["typoTolerance"]?.boolValue ?? true,
+                                    minWordSizeForOneTypo: o["minWordSizefor1Typo"]?.intValue ?? 5,
+                                    minWordSizeForTwoTypos: o["minWordSizefor2Typos"]?.intValue ?? 9),
+                  filter: try o["filter"].map { v throws(PlanDecodingError) in try Predicate(json: v, path: "search.filter") } ?? .all,
+                  facets: strings("facets"), disjunctiveFilters: disjunctive,
+                  maxValuesPerFacet: o["maxValuesPerFacet"]?.intValue ?? 100,
+                  searchableAttributes: strings("searchableAttributes"), customRanking: custom, around: around,
+                  window: max(0, o["window"]?.intValue ?? 20),
+                  fetchAttributes: o["fetchAttributes"]?.arrayValue?.compactMap(\.stringValue))
+    }
+}

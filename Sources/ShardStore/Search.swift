@@ -1,0 +1,520 @@
+import Foundation
+import Items
+import QueryPlan
+import SQLite
+
+/// One hit of a parameter search on a shard.
+public struct SearchHit: Sendable, Hashable {
+    public var uniqueIdentifier: String
+    public var item: JSONValue
+    public var rank: SearchRank
+    public init(uniqueIdentifier: String, item: JSONValue, rank: SearchRank) {
+        self.uniqueIdentifier = uniqueIdentifier
+        self.item = item
+        self.rank = rank
+    }
+}
+
+/// Sums over the numeric values of a facet, so that shards' figures add up.
+public struct FacetStats: Sendable, Hashable {
+    public var min: Double
+    public var max: Double
+    public var sum: Double
+    /// Values summed (for the average).
+    public var count: Int
+    public init(min: Double, max: Double, sum: Double, count: Int) {
+        self.min = min
+        self.max = max
+        self.sum = sum
+        self.count = count
+    }
+
+    public mutating func merge(_ o: FacetStats) {
+        min = Swift.min(min, o.min)
+        max = Swift.max(max, o.max)
+        sum += o.sum
+        count += o.count
+    }
+}
+
+/// What one shard answers to a ``SearchPlan``.
+public struct ShardSearchResult: Sendable, Hashable {
+    /// The shard's best hits, best first, at most the plan's window.
+    public var hits: [SearchHit]
+    /// Every match of the shard, exactly.
+    public var nbHits: Int
+    /// Per facet, every value's count over the matching set.
+    public var facets: [String: [String: Int]]
+    public var facetStats: [String: FacetStats]
+    /// False when a facet had more distinct values than a shard sends
+    /// (``ShardStore/maxFacetValues``): its counts then omit the rarest.
+    public var exhaustiveFacetsCount: Bool
+    public init(hits: [SearchHit] = [], nbHits: Int = 0, facets: [String: [String: Int]] = [:],
+                facetStats: [String: FacetStats] = [:], exhaustiveFacetsCount: Bool = true) {
+        self.hits = hits
+        self.nbHits = nbHits
+        self.facets = facets
+        self.facetStats = facetStats
+        self.exhaustiveFacetsCount = exhaustiveFacetsCount
+    }
+}
+
+/// Caches that parameter search keeps per connection, valid for one version
+/// of the shard's data.
+final class SearchCache {
+    var vocabulary: Vocabulary?
+    var vocabularyBuilt = ContinuousClock.now
+    var vocabularyVersion: Int64 = -2
+    var facetVersion: Int64 = -2
+    var facetColumns: [Int64: FacetColumn] = [:]
+}
+
+/// Every value of one attribute, by item, for counting facets: entries sorted
+/// by item id, values interned.
+struct FacetColumn {
+    var items: [Int64] = []
+    var values: [Int32] = []
+    var names: [String] = []
+    /// The numeric value of each interned value, for facet stats (nil for text).
+    var numbers: [Double?] = []
+}
+
+extension ShardStore {
+    /// The longest a typo vocabulary is kept once the shard has changed.
+    static let vocabularyMaxAge = Duration.seconds(2)
+    /// Distinct values of one facet a shard sends at most, most frequent first.
+    public static let maxFacetValues = 10_000
+    /// Misspelt forms of one query word searched for at most (the most common).
+    static let maxTypoTerms = 64
+
+    /// Evaluates a parameter search: every query word must match a token of a
+    /// searchable attribute (the last also as a prefix, and words long enough
+    /// with typos), the filters must hold, and the matches are ranked by
+    /// ``SearchRanking``. Returns the best ``SearchPlan/window`` hits, the
+    /// exact number of matches and the facet counts over all of them.
+    ///
+    /// How it stays fast: the word index gives, for each query word, the items
+    /// holding it exactly, as a prefix or misspelt (the typo forms come from
+    /// the shard's ``Vocabulary``), so typos, the attribute matched and
+    /// exactness are set operations over posting lists, never a read of an
+    /// item. Only proximity needs the text: it is worked out for the items in
+    /// the best typo buckets that fill the window, and no others.
+    public func search(_ plan: SearchPlan, isCancelled: @escaping () -> Bool = { false }) throws -> ShardSearchResult {
+        db.setProgressHandler(every: 4000) { isCancelled() }
+        defer { db.setProgressHandler(nil) }
+        do {
+            return try db.transaction(.deferred) {
+                try reloadIfChanged()
+                let context = QueryContext(isCancelled: isCancelled, wantsScores: false)
+                return try SearchRun(store: self, plan: plan, context: context).run()
+            }
+        } catch {
+            throw StoreError.wrap(error, "search failed")
+        }
+    }
+
+    /// The shard's vocabulary, rebuilt when the data changed and the one held
+    /// is older than ``vocabularyMaxAge``.
+    func vocabulary() throws -> Vocabulary {
+        let cache = searchCache
+        if let v = cache.vocabulary,
+           cache.vocabularyVersion == dataVersion || cache.vocabularyBuilt.duration(to: .now) < Self.vocabularyMaxAge {
+            return v
+        }
+        let v = try Vocabulary(db: db)
+        cache.vocabulary = v
+        cache.vocabularyVersion = dataVersion
+        cache.vocabularyBuilt = .now
+        return v
+    }
+
+    /// Every value of an attribute by item; rebuilt after any change, since
+    /// facet counts must be exact.
+    func facetColumn(_ name: Int64) throws -> FacetColumn {
+        let cache = searchCache
+        if cache.facetVersion != dataVersion {
+            cache.facetColumns = [:]
+            cache.facetVersion = dataVersion
+        }
+        if let c = cache.facetColumns[name] { return c }
+        var column = FacetColumn()
+        var index: [String: Int32] = [:]
+        let s = try db.prepare("SELECT item, kind, text, num FROM attrs WHERE name = ? ORDER BY item, pos")
+        try s.bind(name, at: 0)
+        while try s.step() {
+            guard let kind = ValueKind(rawValue: s.int64(at: 1)) else { continue }
+            let value: String
+            var number: Double?
+            switch kind {
+            case .text, .longText: value = s.string(at: 2) ?? ""
+            case .number: number = s.double(at: 3); value = canonicalText(number!)
+            case .boolean: value = s.double(at: 3) != 0 ? "true" : "false"
+            case .date: value = ISODate.format(Date(timeIntervalSinceReferenceDate: s.double(at: 3)))
+            case .location: continue
+            }
+            let id: Int32
+            if let known = index[value] { id = known } else {
+                id = Int32(column.names.count)
+                index[value] = id
+                column.names.append(value)
+                column.numbers.append(number)
+            }
+            column.items.append(s.int64(at: 0))
+            column.values.append(id)
+        }
+        try s.reset()
+        cache.facetColumns[name] = column
+        return column
+    }
+}
+
+/// One evaluation of a search plan on one shard.
+struct SearchRun {
+    let store: ShardStore
+    let plan: SearchPlan
+    let context: QueryContext
+
+    /// The searchable attributes' ids, and each one's rank.
+    var searchable: [Int64] = []
+    var rankOf: [Int64: Int] = [:]
+    /// Word-index columns to search, with the best rank of the attributes each holds.
+    var columns: [(column: Int, rank: Int)] = []
+    /// Whether a searched column also holds attributes this search must not
+    /// match in, so matches have to be confirmed on the text.
+    var mustVerify = false
+
+    init(store: ShardStore, plan: SearchPlan, context: QueryContext) throws {
+        self.store = store
+        self.plan = plan
+        self.context = context
+        let order = plan.searchableAttributes.isEmpty ? SearchPlan.defaultAttributeOrder : plan.searchableAttributes
+        let ids: [Int64]
+        if plan.searchableAttributes.isEmpty {
+            // The names `*` covers, as every other query language resolves them.
+            if case .exists(.allText(let all)) = try store.compile(.exists(.allText)) { ids = all } else { ids = [] }
+        } else {
+            ids = try plan.searchableAttributes.compactMap { try store.searchableNameID($0) }
+        }
+        searchable = ids
+        for id in ids {
+            let name = store.names[id] ?? ""
+            rankOf[id] = order.firstIndex(of: name) ?? order.count
+        }
+        var best: [Int: Int] = [:]
+        for id in ids {
+            let c = Layout.wordColumn(store.names[id] ?? "")
+            best[c] = min(best[c] ?? .max, rankOf[id]!)
+        }
+        columns = best.map { ($0.key, $0.value) }.sorted { ($0.rank, $0.column) < ($1.rank, $1.column) }
+        let searchedColumns = Set(best.keys)
+        let searchableSet = Set(ids)
+        mustVerify = store.names.contains { id, name in
+            !searchableSet.contains(id) && searchedColumns.contains(Layout.wordColumn(name))
+        }
+    }
+
+    /// The items holding one query word, by how they hold it.
+    struct WordPostings {
+        /// Items by the fewest typos they hold the word with (0, 1, 2).
+        var byTypos: [[Int64]] = [[], [], []]
+        /// Items holding the word itself (not only a prefix or a misspelling).
+        var exact: [Int64] = []
+        /// The FTS5 terms of every form, for column-filtered lookups.
+        var forms: [String] = []
+        var all: [Int64] = []
+    }
+
+    func run() throws -> ShardSearchResult {
+        // Filters first: usually exact index lookups.
+        let filterNode = try store.compile(plan.filter.simplified())
+        let filtered = try store.candidates(filterNode, exact: true, context).ids
+        let expired = try store.expiredIDs(now: Date())
+
+        var postings: [WordPostings] = []
+        var textIDs: [Int64]?
+        for (i, word) in plan.words.enumerated() {
+            let p = try wordPostings(word, isLast: i == plan.words.count - 1)
+            postings.append(p)
+            textIDs = textIDs.map { IDs.intersect($0, p.all) } ?? p.all
+            if textIDs?.isEmpty == true { break }
+        }
+        func restrict(_ filter: [Int64]?) throws -> [Int64] {
+            var ids: [Int64]
+            switch (textIDs, filter) {
+            case (let t?, let f?): ids = IDs.intersect(t, f)
+            case (let t?, nil): ids = t
+            case (nil, let f?): ids = f
+            case (nil, nil): ids = try store.universe(context)
+            }
+            return IDs.subtract(ids, expired)
+        }
+        var matched = try restrict(filtered)
+        if mustVerify, !plan.words.isEmpty {
+            matched = try matched.filter { try textMatch($0) != nil }
+        }
+
+        var result = ShardSearchResult(nbHits: matched.count)
+        try countFacets(matched: matched, restrict: restrict, into: &result)
+        guard plan.window > 0, !matched.isEmpty else { return result }
+
+        // Typos, attribute and exactness of every match, from posting lists.
+        let n = matched.count
+        var typos = [Int](repeating: 0, count: n)
+        var exactWords = [Int](repeating: 0, count: n)
+        for p in postings {
+            var best = [Int](repeating: 3, count: n)
+            for (t, ids) in p.byTypos.enumerated() { mark(matched, ids) { best[$0] = min(best[$0], t) } }
+            for k in 0..<n { typos[k] += best[k] == 3 ? 0 : best[k] }
+            mark(matched, p.exact) { exactWords[$0] += 1 }
+        }
+        var attribute = [Int](repeating: rankOf.values.max().map { $0 + 1 } ?? 0, count: n)
+        var exactValue = [Int](repeating: 0, count: n)
+        if !plan.words.isEmpty {
+            let forms = postings.flatMap(\.forms)
+            var assigned = [Bool](repeating: false, count: n)
+            for (column, rank) in columns {
+                let ids = try ftsIDs("{c\(column)} : (" + forms.joined(separator: " OR ") + ")")
+                mark(matched, ids) { k in
+                    if !assigned[k] { assigned[k] = true; attribute[k] = rank }
+                }
+            }
+            mark(matched, try wholeValueMatches()) { exactValue[$0] = 1 }
+        }
+
+        // The buckets that fill the window: by typos when proximity must still
+        // be worked out (several words), by every cheap criterion otherwise.
+        var order = Array(0..<n)
+        let cheap: (Int) -> [Int] = plan.words.count > 1 ? { [typos[$0]] }
+            : { [typos[$0], attribute[$0], -exactValue[$0], -exactWords[$0]] }
+        let keys = order.map(cheap)
+        order.sort { keys[$0].lexicographicallyPrecedes(keys[$1]) }
+        var needed = 0
+        while needed < n {
+            let key = keys[order[needed]]
+            var end = needed
+            while end < n, keys[order[end]] == key { end += 1 }
+            needed = end
+            if needed >= plan.window { break }
+        }
+        let chosen = Array(order[..<needed])
+        let ids = chosen.map { matched[$0] }
+
+        var ranks: [SearchRank] = chosen.map { k in
+            SearchRank(words: plan.words.count, typos: typos[k], proximity: 0, attribute: attribute[k],
+                       exactValue: exactValue[k], exactWords: exactWords[k])
+        }
+        if plan.words.count > 1 {
+            for (i, id) in ids.enumerated() {
+                try context.checkCancelled()
+                ranks[i].proximity = try textMatch(id) ?? 8 * (plan.words.count - 1)
+            }
+        }
+        try addCustomRanking(ids: ids, to: &ranks)
+        try addDistances(ids: ids, to: &ranks)
+        let uids = try ids.map { id -> String in
+            let s = try store.db.prepare("SELECT uid FROM items WHERE id = ?")
+            try s.bind(id, at: 0)
+            defer { try? s.reset() }
+            return try s.step() ? s.string(at: 0) ?? "" : ""
+        }
+        var positions = Array(ids.indices)
+        positions.sort { SearchRanking.precedes(ranks[$0], uids[$0], ranks[$1], uids[$1], plan: plan) }
+        let fetch = plan.fetchAttributes.map(FetchList.init)
+        for p in positions.prefix(plan.window) {
+            try context.checkCancelled()
+            guard let stored = try store.fetchResult(ids[p], attributes: fetch) else { continue }
+            result.hits.append(SearchHit(uniqueIdentifier: uids[p], item: stored.item, rank: ranks[p]))
+        }
+        return result
+    }
+
+    /// Calls `body` with the position in `sorted` of every id also in `ids` (both sorted).
+    func mark(_ sorted: [Int64], _ ids: [Int64], _ body: (Int) -> Void) {
+        var i = 0, j = 0
+        while i < sorted.count, j < ids.count {
+            if sorted[i] < ids[j] { i += 1 } else if sorted[i] > ids[j] { j += 1 } else { body(i); i += 1; j += 1 }
+        }
+    }
+
+    static func quote(_ term: String) -> String { "\"" + term.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
+
+    func ftsIDs(_ match: String) throws -> [Int64] {
+        let s = try store.db.prepare("SELECT rowid FROM words WHERE words MATCH ?")
+        try s.bind(match, at: 0)
+        var ids: [Int64] = []
+        do {
+            while try s.step() { ids.append(s.int64(at: 0)) }
+        } catch {
+            // A word FTS5's tokenizer splits differently is found by no term.
+            try? s.reset()
+            if error.message.contains("phrase queries are not supported") || error.message.contains("syntax error") { return [] }
+            throw error
+        }
+        return IDs.sortedUnique(ids)
+    }
+
+    /// The FTS5 column filter of the searchable attributes.
+    var columnFilter: String { "{" + columns.map { "c\($0.column)" }.joined(separator: " ") + "} : " }
+
+    func wordPostings(_ word: String, isLast: Bool) throws -> WordPostings {
+        var p = WordPostings()
+        let exactForm = Self.quote(word)
+        p.forms = [exactForm]
+        p.exact = try ftsIDs(columnFilter + exactForm)
+        var zero = p.exact
+        if isLast, plan.prefixLast {
+            let prefixForm = exactForm + " *"
+            p.forms.append(prefixForm)
+            zero = IDs.union(zero, try ftsIDs(columnFilter + prefixForm))
+        }
+        p.byTypos[0] = zero
+        let allowed = plan.typos.allowed(for: word)
+        if allowed > 0 {
+            let vocabulary = try store.vocabulary()
+            var found = vocabulary.fuzzy(word, maxTypos: allowed).filter { $0.typos > 0 }
+            if isLast, plan.prefixLast {
+                // Terms that are already prefix matches count as no typo.
+                found = found.filter { !vocabulary.term($0.term).hasPrefix(word) }
+            }
+            if found.count > ShardStore.maxTypoTerms {
+                found.sort { ($0.typos, -vocabulary.docs[$0.term]) < ($1.typos, -vocabulary.docs[$1.term]) }
+                found = Array(found.prefix(ShardStore.maxTypoTerms))
+            }
+            for t in 1...allowed {
+                let forms = found.filter { $0.typos == t }.map { Self.quote(vocabulary.term($0.term)) }
+                guard !forms.isEmpty else { continue }
+                p.forms += forms
+                p.byTypos[t] = try ftsIDs(columnFilter + "(" + forms.joined(separator: " OR ") + ")")
+            }
+        }
+        p.all = p.byTypos.reduce([], IDs.union)
+        return p
+    }
+
+    /// Items one of whose searchable attributes is, folded, the query's words
+    /// joined by single spaces (`vim` for "vim"): the exactness criterion.
+    func wholeValueMatches() throws -> [Int64] {
+        let key = plan.words.joined(separator: " ")
+        guard key.count <= Fold.keyCharacters else { return [] }
+        let s = try store.db.prepare("SELECT item FROM attrs WHERE name = ? AND key = ?")
+        var ids: [Int64] = []
+        for name in searchable {
+            try s.bind(name, at: 0)
+            try s.bind(key, at: 1)
+            while try s.step() { ids.append(s.int64(at: 0)) }
+            try s.reset()
+        }
+        return IDs.sortedUnique(ids)
+    }
+
+    /// How the query's words occur in one item's searchable text: nil when
+    /// some word is in none of its searchable attributes (the definition of a
+    /// match, which the word index only approximates); otherwise the proximity.
+    func textMatch(_ id: Int64) throws -> Int? {
+        let item = try store.load(id, names: Set(searchable), domain: false)
+        // Per word, the (value, position) pairs it matched at.
+        var hits = [[(value: Int, position: Int)]](repeating: [], count: plan.words.count)
+        var valueIndex = 0
+        for name in searchable {
+            for value in item.values[name] ?? [] where value.kind.isText {
+                let tokens = SearchTokens.tokens(value.text ?? "")
+                for (w, word) in plan.words.enumerated() {
+                    let isLast = plan.prefixLast && w == plan.words.count - 1
+                    for token in tokens where WordMatch.of(word: word, token: token.folded, isLast: isLast, policy: plan.typos) != nil {
+                        hits[w].append((valueIndex, token.position))
+                    }
+                }
+                valueIndex += 1
+            }
+        }
+        if hits.contains(where: \.isEmpty) { return nil }
+        var proximity = 0
+        for w in 0..<(plan.words.count - 1) {
+            var best = 8
+            for a in hits[w] {
+                for b in hits[w + 1] where a.value == b.value {
+                    best = min(best, max(1, abs(b.position - a.position)))
+                }
+            }
+            proximity += best
+        }
+        return proximity
+    }
+
+    func addCustomRanking(ids: [Int64], to ranks: inout [SearchRank]) throws {
+        for key in plan.customRanking {
+            if key.attribute == CustomRank.entityPriority {
+                var priority: [Int64: Double] = [:]
+                try store.db.prepare("SELECT id, priority FROM items WHERE priority != 0").forEachRow { row in
+                    priority[row.int64(at: 0)] = row.double(at: 1)
+                }
+                for (i, id) in ids.enumerated() { ranks[i].custom.append(.number(priority[id] ?? 0)) }
+            } else {
+                let values = try store.attributeSortValues(ids: ids, name: store.nameIDs[key.attribute], context)
+                for (i, id) in ids.enumerated() { ranks[i].custom.append((values[id] ?? .missing).json) }
+            }
+        }
+    }
+
+    func addDistances(ids: [Int64], to ranks: inout [SearchRank]) throws {
+        guard let around = plan.around else { return }
+        let lat = try store.attributeSortValues(ids: ids, name: store.nameIDs["latitude"], context)
+        let lon = try store.attributeSortValues(ids: ids, name: store.nameIDs["longitude"], context)
+        for (i, id) in ids.enumerated() {
+            if case .number(let a)? = lat[id], case .number(let b)? = lon[id] {
+                ranks[i].geoDistance = around.distance(to: GeoPoint(latitude: a, longitude: b)).rounded()
+            }
+        }
+    }
+
+    /// Facet counts: conjunctive facets over the matches, a disjunctive one
+    /// over the matches of the filter without its own refinements.
+    func countFacets(matched: [Int64], restrict: ([Int64]?) throws -> [Int64], into result: inout ShardSearchResult) throws {
+        var disjunctiveSets: [String: [Int64]] = [:]
+        for facet in plan.facets {
+            try context.checkCancelled()
+            var set = matched
+            if let filter = plan.disjunctiveFilters[facet] {
+                if let known = disjunctiveSets[facet] { set = known } else {
+                    let node = try store.compile(filter.simplified())
+                    set = try restrict(try store.candidates(node, exact: true, context).ids)
+                    if mustVerify, !plan.words.isEmpty { set = try set.filter { try textMatch($0) != nil } }
+                    disjunctiveSets[facet] = set
+                }
+            }
+            guard let name = store.nameIDs[facet] else { result.facets[facet] = [:]; continue }
+            let column = try store.facetColumn(name)
+            var counts = [Int](repeating: 0, count: column.names.count)
+            var stats: FacetStats?
+            // Entries are sorted by item, several per item for a list.
+            var i = 0, j = 0
+            while i < set.count, j < column.items.count {
+                if set[i] < column.items[j] { i += 1 } else if set[i] > column.items[j] { j += 1 } else {
+                    let item = set[i]
+                    var seen = Set<Int32>()
+                    while j < column.items.count, column.items[j] == item {
+                        let v = column.values[j]
+                        if seen.insert(v).inserted {
+                            counts[Int(v)] += 1
+                            if let x = column.numbers[Int(v)] {
+                                if stats == nil { stats = FacetStats(min: x, max: x, sum: 0, count: 0) }
+                                stats!.merge(FacetStats(min: x, max: x, sum: x, count: 1))
+                            }
+                        }
+                        j += 1
+                    }
+                    i += 1
+                }
+            }
+            var values: [(String, Int)] = []
+            for (v, c) in counts.enumerated() where c > 0 { values.append((column.names[v], c)) }
+            if values.count > ShardStore.maxFacetValues {
+                values.sort { ($0.1, $1.0) > ($1.1, $0.0) }
+                values = Array(values.prefix(ShardStore.maxFacetValues))
+                result.exhaustiveFacetsCount = false
+            }
+            result.facets[facet] = Dictionary(values, uniquingKeysWith: +)
+            if let stats { result.facetStats[facet] = stats }
+        }
+    }
+}

@@ -1,0 +1,148 @@
+import Foundation
+@_spi(Internals) import SQLite
+
+/// The distinct terms of a shard's word index, sorted, with how many items
+/// hold each: the one structure behind typo tolerance (terms within an edit
+/// distance of a query word), prefix completion and suggestions (terms that
+/// start with what was typed, by how many items they would find).
+///
+/// Read from FTS5's own vocabulary (`fts5vocab`), so it holds exactly the
+/// index's tokens (folded, camel-case parts included). Terms are byte strings
+/// in one buffer, sorted bytewise as FTS5 keeps them: a sorted list is an
+/// implicit trie, which ``fuzzy(_:maxTypos:)`` walks with one edit-distance
+/// row per depth, skipping every term below a prefix that is already too far.
+///
+/// A query worker keeps one per read connection and rebuilds it when the shard
+/// has changed, at most every ``ShardStore/vocabularyMaxAge``: exact and
+/// prefix matching never go through it, so a term written in between is found
+/// at once, and only found by a misspelling after the rebuild.
+final class Vocabulary {
+    private(set) var bytes: [UInt8] = []
+    /// Term `i` is `bytes[starts[i]..<starts[i + 1]]`.
+    private(set) var starts: [Int32] = [0]
+    private(set) var docs: [Int32] = []
+
+    var count: Int { docs.count }
+
+    init() {}
+
+    /// Loads every term of the `words` table.
+    init(db: Database) throws {
+        try db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.words_vocab USING fts5vocab(main, 'words', 'row')")
+        let s = try db.prepare("SELECT term, doc FROM temp.words_vocab")
+        while try s.step() {
+            s.withUTF8(at: 0) { bytes.append(contentsOf: $0) }
+            starts.append(Int32(bytes.count))
+            docs.append(Int32(truncatingIfNeeded: s.int64(at: 1)))
+        }
+        try s.reset()
+    }
+
+    /// Appends a term; terms must come in sorted order (for tests and tools).
+    func append(_ term: String, docs n: Int) {
+        bytes.append(contentsOf: term.utf8)
+        starts.append(Int32(bytes.count))
+        docs.append(Int32(n))
+    }
+
+    func term(_ i: Int) -> String {
+        bytes.withUnsafeBufferPointer { b in
+            String(decoding: UnsafeBufferPointer(rebasing: b[Int(starts[i])..<Int(starts[i + 1])]), as: UTF8.self)
+        }
+    }
+
+    /// -1, 0, 1 comparing term `i`'s first `prefix.count` bytes with `prefix`
+    /// (a shorter term that agrees so far is smaller).
+    private func comparePrefix(_ i: Int, _ prefix: ArraySlice<UInt8>) -> Int {
+        let s = Int(starts[i]), e = Int(starts[i + 1])
+        var k = 0
+        for p in prefix {
+            if s + k >= e { return -1 }
+            let b = bytes[s + k]
+            if b != p { return b < p ? -1 : 1 }
+            k += 1
+        }
+        return 0
+    }
+
+    /// The first index at or after `from` whose term is greater than every
+    /// term starting with `prefix`.
+    private func end(ofPrefix prefix: ArraySlice<UInt8>, from: Int) -> Int {
+        var lo = from, hi = count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if comparePrefix(mid, prefix) <= 0 { lo = mid + 1 } else { hi = mid }
+        }
+        return lo
+    }
+
+    /// The first index whose term is not below `prefix`.
+    private func start(ofPrefix prefix: ArraySlice<UInt8>) -> Int {
+        var lo = 0, hi = count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if comparePrefix(mid, prefix) < 0 { lo = mid + 1 } else { hi = mid }
+        }
+        return lo
+    }
+
+    /// Indexes of the terms that start with `prefix` (the term itself included).
+    func range(prefix: String) -> Range<Int> {
+        let p = ArraySlice(Array(prefix.utf8))
+        let lo = start(ofPrefix: p)
+        return lo..<end(ofPrefix: p, from: lo)
+    }
+
+    /// Terms within `maxTypos` edits of `word` (``Typos/distance(_:_:max:)``'s
+    /// measure), with their distance.
+    func fuzzy(_ word: String, maxTypos k: Int) -> [(term: Int, typos: Int)] {
+        let w = Array(word.utf8)
+        let m = w.count
+        guard count > 0, m > 0 else { return [] }
+        let width = m + 1
+        var rows: [Int] = Array(0...m)
+        var out: [(Int, Int)] = []
+        var path: [UInt8] = []   // the bytes the valid rows were computed for
+        var i = 0
+        while i < count {
+            let s = Int(starts[i]), e = Int(starts[i + 1])
+            let len = e - s
+            // Rows 0...lcp are still valid for this term.
+            var lcp = 0
+            while lcp < path.count, lcp < len, path[lcp] == bytes[s + lcp] { lcp += 1 }
+            path.removeSubrange(lcp...)
+            var pruned = false
+            var d = lcp
+            while d < len {
+                let c = bytes[s + d]
+                path.append(c)
+                let needed = (d + 2) * width
+                if rows.count < needed { rows.append(contentsOf: repeatElement(0, count: needed - rows.count)) }
+                let prev = d * width, cur = (d + 1) * width
+                rows[cur] = d + 1
+                var rowMin = d + 1
+                for j in 1...m {
+                    let cost = w[j - 1] == c ? 0 : 1
+                    var v = min(rows[prev + j] + 1, rows[cur + j - 1] + 1, rows[prev + j - 1] + cost)
+                    if d > 0, j > 1, w[j - 1] == path[d - 1], w[j - 2] == c {
+                        v = min(v, rows[(d - 1) * width + j - 2] + 1)
+                    }
+                    rows[cur + j] = v
+                    rowMin = min(rowMin, v)
+                }
+                if rowMin > k {
+                    // No term below this prefix can come within k.
+                    i = end(ofPrefix: ArraySlice(path), from: i + 1)
+                    pruned = true
+                    break
+                }
+                d += 1
+            }
+            if pruned { continue }
+            let dist = rows[len * width + m]
+            if dist <= k { out.append((i, dist)) }
+            i += 1
+        }
+        return out
+    }
+}

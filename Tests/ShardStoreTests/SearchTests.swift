@@ -1,0 +1,118 @@
+import Foundation
+import Items
+import QueryPlan
+import Testing
+@testable import ShardStore
+
+/// Parameter search in one shard: matching, typos, ranking, facets.
+@Suite struct SearchTests {
+    func store() throws -> (TempDir, ShardStore) {
+        let dir = try TempDir()
+        let s = try openStore(dir)
+        try s.put([
+            item("deb:vim", domain: "org.debian.editors", #"{"title": "vim", "displayName": "Vi IMproved - enhanced vi editor", "contentDescription": "Vim is an almost compatible version of the UNIX editor Vi.", "section": "editors", "installedSize": 3000}"#),
+            item("deb:vim-gtk3", domain: "org.debian.editors", #"{"title": "vim-gtk3", "displayName": "Vi IMproved - enhanced vi editor - with GTK3 GUI", "contentDescription": "Vim is an almost compatible version of the UNIX editor Vi.", "section": "editors", "installedSize": 4000}"#),
+            item("deb:neovim", domain: "org.debian.editors", #"{"title": "neovim", "displayName": "heavily refactored vim fork", "contentDescription": "Neovim is a fork of Vim focused on extensibility.", "section": "editors", "installedSize": 2000}"#),
+            item("deb:python3", domain: "org.debian.python", #"{"title": "python3", "displayName": "interactive high-level object-oriented language", "contentDescription": "Python, the high-level, interactive object oriented language.", "section": "python", "installedSize": 100}"#),
+            item("deb:inkscape", domain: "org.debian.graphics", #"{"title": "inkscape", "displayName": "vector-based drawing program", "contentDescription": "Inkscape is an illustration editor which has everything needed to create professional-quality computer art.", "section": "graphics", "installedSize": 9000}"#),
+        ])
+        let reader = try openStore(dir, mode: .readOnly)
+        return (dir, reader)
+    }
+
+    func ids(_ r: ShardSearchResult) -> [String] { r.hits.map(\.uniqueIdentifier) }
+
+    @Test func exactNameFirstThenOtherMatches() throws {
+        let (_, s) = try store()
+        let r = try s.search(SearchPlan(words: ["vim"], window: 10))
+        #expect(ids(r).first == "deb:vim")
+        #expect(Set(ids(r)) == ["deb:vim", "deb:vim-gtk3", "deb:neovim"])
+        #expect(r.nbHits == 3)
+        #expect(r.hits[0].rank.exactValue == 1)
+    }
+
+    @Test func oneTypoFromFiveLetters() throws {
+        let (_, s) = try store()
+        // "inkscpe": a deletion; "inksacpe": a transposition.
+        #expect(ids(try s.search(SearchPlan(words: ["inkscpe"], prefixLast: false))) == ["deb:inkscape"])
+        #expect(ids(try s.search(SearchPlan(words: ["inksacpe"], prefixLast: false))) == ["deb:inkscape"])
+        #expect(try s.search(SearchPlan(words: ["inkscpe"], prefixLast: false)).hits[0].rank.typos == 1)
+        // Four letters allow none.
+        #expect(ids(try s.search(SearchPlan(words: ["vum"], prefixLast: false))).isEmpty)
+        // Typo tolerance off.
+        #expect(ids(try s.search(SearchPlan(words: ["inkscpe"], prefixLast: false, typos: TypoPolicy(enabled: false)))).isEmpty)
+    }
+
+    @Test func lastWordIsAPrefix() throws {
+        let (_, s) = try store()
+        #expect(ids(try s.search(SearchPlan(words: ["inks"]))) == ["deb:inkscape"])
+        #expect(ids(try s.search(SearchPlan(words: ["inks"], prefixLast: false))).isEmpty)
+        // Every word must match.
+        #expect(ids(try s.search(SearchPlan(words: ["vim", "python"]))).isEmpty)
+        // "editors" (neovim's section) is "editor" with one typo, and "vim" starts with "vi".
+        #expect(Set(ids(try s.search(SearchPlan(words: ["editor", "vi"])))) == ["deb:vim", "deb:vim-gtk3", "deb:neovim"])
+        #expect(Set(ids(try s.search(SearchPlan(words: ["editor", "vi"], typos: TypoPolicy(enabled: false))))) == ["deb:vim", "deb:vim-gtk3"])
+    }
+
+    @Test func proximityRanksAdjacentWordsFirst() throws {
+        let (_, s) = try store()
+        // "vector-based drawing": one word between.
+        let r = try s.search(SearchPlan(words: ["vector", "drawing"], window: 5))
+        #expect(ids(r) == ["deb:inkscape"])
+        #expect(r.hits[0].rank.proximity == 2)
+        // Adjacent in both, so the title-like attribute decides; "vi editor" is
+        // adjacent in vim's and vim-gtk3's display names, apart in inkscape's text.
+        let adjacent = try s.search(SearchPlan(words: ["vi", "editor"], prefixLast: false, typos: TypoPolicy(enabled: false), window: 5))
+        #expect(Set(ids(adjacent).prefix(2)) == ["deb:vim", "deb:vim-gtk3"])
+        #expect(adjacent.hits[0].rank.proximity == 1)
+    }
+
+    @Test func facetsCountTheWholeMatchingSet() throws {
+        let (_, s) = try store()
+        let r = try s.search(SearchPlan(words: ["vim"], facets: ["section", "installedSize"], window: 1))
+        #expect(r.hits.count == 1)
+        #expect(r.facets["section"] == ["editors": 3])
+        #expect(r.facetStats["installedSize"] == FacetStats(min: 2000, max: 4000, sum: 9000, count: 3))
+    }
+
+    @Test func disjunctiveFacetIgnoresItsOwnRefinement() throws {
+        let (_, s) = try store()
+        let refinement = QueryPlan.Predicate.text(TextTest(attribute: .named("section"), pattern: TextPattern(literal: "python"), options: [.caseInsensitive]))
+        let r = try s.search(SearchPlan(filter: refinement, facets: ["section"], disjunctiveFilters: ["section": .all]))
+        #expect(r.nbHits == 1)
+        #expect(r.facets["section"] == ["editors": 3, "python": 1, "graphics": 1])
+        let conjunctive = try s.search(SearchPlan(filter: refinement, facets: ["section"]))
+        #expect(conjunctive.facets["section"] == ["python": 1])
+    }
+
+    @Test func vocabularyFindsTermsWithinTheEditDistance() {
+        let v = Vocabulary()
+        for t in ["inkscape", "inkscape2", "inkspace", "ink", "pyhton", "python", "python3"] .sorted() { v.append(t, docs: 1) }
+        let found = Set(v.fuzzy("inkscape", maxTypos: 1).map { v.term($0.term) })
+        #expect(found == ["inkscape", "inkscape2"])
+        let two = Set(v.fuzzy("inkscape", maxTypos: 2).map { v.term($0.term) })
+        #expect(two == ["inkscape", "inkscape2", "inkspace"])
+        #expect(Set(v.fuzzy("python", maxTypos: 1).map { v.term($0.term) }) == ["python", "pyhton", "python3"])
+        #expect(v.range(prefix: "pyt").map { v.term($0) } == ["python", "python3"])
+    }
+
+    @Test func fuzzyAgreesWithTheDistanceOnRandomTerms() {
+        var rng = SplitMix64(state: 7)
+        let letters = Array("abcde".utf8)
+        func word() -> String {
+            String(decoding: (0..<(3 + Int(rng.next() % 5))).map { _ in letters[Int(rng.next() % 5)] }, as: UTF8.self)
+        }
+        let terms = Set((0..<400).map { _ in word() }).sorted()
+        let v = Vocabulary()
+        for t in terms { v.append(t, docs: 1) }
+        for _ in 0..<200 {
+            let q = word()
+            for k in 1...2 {
+                let got = Set(v.fuzzy(q, maxTypos: k).map { v.term($0.term) })
+                let want = Set(terms.filter { Typos.distance(Array(q.utf8), Array($0.utf8), max: k) != nil })
+                #expect(got == want, "\(q) within \(k)")
+            }
+        }
+    }
+}
+
