@@ -38,6 +38,8 @@ let package = Package(
         .target(name: "Items"),
         .target(name: "QueryPlan", dependencies: ["Items"]),
         .target(name: "SpotlightQuery", dependencies: ["QueryPlan"]),
+        // Algolia's search parameters → a search plan; the shards' answers → Algolia's response.
+        .target(name: "SearchParameters", dependencies: ["QueryPlan", "Items", "WireProtocol"]),
 
         // Any query language → one plan; which shards must answer.
         .target(name: "Planner", dependencies: ["QueryPlan", "SpotlightQuery", "WireProtocol", "Items"]),
@@ -55,7 +57,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "Coordinator", dependencies: [
-            "ZeroMQ", "WireProtocol", "Planner", "QueryPlan", "Items",
+            "ZeroMQ", "WireProtocol", "Planner", "QueryPlan", "Items", "SearchParameters",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "LimelightClient", dependencies: ["ZeroMQ", "WireProtocol", "Items", "QueryPlan"]),
@@ -84,6 +86,7 @@ let package = Package(
         // Tests.
         .testTarget(name: "ItemsTests", dependencies: ["Items"]),
         .testTarget(name: "SpotlightQueryTests", dependencies: ["SpotlightQuery", "QueryPlan"]),
+        .testTarget(name: "SearchParametersTests", dependencies: ["SearchParameters", "QueryPlan", "Items", "WireProtocol"]),
         .testTarget(name: "ShardStoreTests", dependencies: ["ShardStore", "SpotlightQuery", "SQLite"]),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
         .testTarget(name: "WireProtocolTests", dependencies: ["WireProtocol", "Items"]),

@@ -72,6 +72,9 @@ public struct SearchPlan: Sendable, Hashable {
     /// A point to measure `_geoDistance` from; without query words, hits are
     /// ordered by it.
     public var around: GeoPoint?
+    /// Metres from `around` beyond which items do not match (the filter holds
+    /// the latitude/longitude box around the circle; shards measure the rest).
+    public var aroundRadius: Double?
     /// How many of the best hits a shard returns: the end of the page asked for.
     public var window: Int
     /// Attributes each hit carries; nil for all.
@@ -219,6 +222,7 @@ extension SearchPlan {
             }),
             "window": .number(Double(window)),
         ]
+        if let aroundRadius { o["aroundRadius"] = .number(aroundRadius) }
         if let around { o["around"] = .object(["latitude": .number(around.latitude), "longitude": .number(around.longitude)]) }
         if let fetchAttributes { o["fetchAttributes"] = .array(fetchAttributes.map { .string($0) }) }
         return .object(o)
@@ -252,5 +256,6 @@ extension SearchPlan {
                   searchableAttributes: strings("searchableAttributes"), customRanking: custom, around: around,
                   window: max(0, o["window"]?.intValue ?? 20),
                   fetchAttributes: o["fetchAttributes"]?.arrayValue?.compactMap(\.stringValue))
+        aroundRadius = o["aroundRadius"]?.doubleValue
     }
 }

@@ -246,7 +246,7 @@ struct SearchRun {
             case (nil, let f?): ids = f
             case (nil, nil): ids = try store.universe(context)
             }
-            return IDs.subtract(ids, expired)
+            return try withinRadius(IDs.subtract(ids, expired))
         }
         var matched = try restrict(filtered)
         if mustVerify, !plan.words.isEmpty {
@@ -453,6 +453,17 @@ struct SearchRun {
                 let values = try store.attributeSortValues(ids: ids, name: store.nameIDs[key.attribute], context)
                 for (i, id) in ids.enumerated() { ranks[i].custom.append((values[id] ?? .missing).json) }
             }
+        }
+    }
+
+    /// The ids within the plan's radius (the filter's box only narrowed them down).
+    func withinRadius(_ ids: [Int64]) throws -> [Int64] {
+        guard let around = plan.around, let radius = plan.aroundRadius else { return ids }
+        let lat = try store.attributeSortValues(ids: ids, name: store.nameIDs["latitude"], context)
+        let lon = try store.attributeSortValues(ids: ids, name: store.nameIDs["longitude"], context)
+        return ids.filter { id in
+            guard case .number(let a)? = lat[id], case .number(let b)? = lon[id] else { return false }
+            return around.distance(to: GeoPoint(latitude: a, longitude: b)) <= radius
         }
     }
 

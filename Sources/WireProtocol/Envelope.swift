@@ -143,6 +143,26 @@ public struct Envelope: Sendable, Hashable {
                 return .object(o)
             }
             return ["shard": .number(Double(b.shard)), "seq": .number(Double(b.seq)), "hits": .array(hits)]
+        case .search(let b):
+            var o: [String: JSONValue] = ["params": b.params]
+            if let d = b.deadlineMs { o["deadlineMs"] = .number(Double(d)) }
+            return o
+        case .searchResult(let b):
+            return ["response": b.response, "failedShards": .array(b.failedShards.map {
+                .object(["shard": .number(Double($0.shard)), "reason": .string($0.reason)])
+            })]
+        case .shardSearch(let b):
+            var o: [String: JSONValue] = ["shard": .number(Double(b.shard)), "plan": b.plan]
+            if let d = b.deadlineMs { o["deadlineMs"] = .number(Double(d)) }
+            return o
+        case .shardSearchResult(let b):
+            return [
+                "shard": .number(Double(b.shard)), "nbHits": .number(Double(b.nbHits)),
+                "exhaustiveFacetsCount": .bool(b.exhaustiveFacetsCount),
+                "hits": .array(b.hits.map { .object(["id": .string($0.id), "item": $0.item, "rank": $0.rank]) }),
+                "facets": .object(b.facets.mapValues { .object($0.mapValues { .number(Double($0)) }) }),
+                "facetStats": .object(b.facetStats.mapValues { .array($0.map { .number($0) }) }),
+            ]
         default:
             return nil
         }
@@ -157,6 +177,11 @@ public struct Envelope: Sendable, Hashable {
         }
         func int(_ key: String) throws(ProtocolError) -> Int {
             guard let v = o[key] else { throw fail("missing field '\(key)'") }
+            guard let n = v.intValue else { throw fail("field '\(key)' should be a whole number") }
+            return n
+        }
+        func optionalInt(_ key: String) throws(ProtocolError) -> Int? {
+            guard let v = o[key], v != .null else { return nil }
             guard let n = v.intValue else { throw fail("field '\(key)' should be a whole number") }
             return n
         }
@@ -186,6 +211,50 @@ public struct Envelope: Sendable, Hashable {
                 hits.append(Hit(item: item, sort: ho["sort"]?.arrayValue, score: ho["score"]?.doubleValue))
             }
             return .shardBatch(Body.ShardBatch(shard: try int("shard"), seq: try int("seq"), hits: hits))
+        case .search:
+            guard let params = o["params"] else { throw fail("missing field 'params'") }
+            return .search(Body.Search(params: params, deadlineMs: try optionalInt("deadlineMs")))
+        case .searchResult:
+            guard let response = o["response"] else { throw fail("missing field 'response'") }
+            var failed: [ShardFailure] = []
+            for (i, f) in (o["failedShards"]?.arrayValue ?? []).enumerated() {
+                guard let shard = f["shard"]?.intValue, let reason = f["reason"]?.stringValue else {
+                    throw fail("field 'failedShards[\(i)]' should be {shard, reason}")
+                }
+                failed.append(ShardFailure(shard: shard, reason: reason))
+            }
+            return .searchResult(Body.SearchResult(response: response, failedShards: failed))
+        case .shardSearch:
+            guard let plan = o["plan"] else { throw fail("missing field 'plan'") }
+            return .shardSearch(Body.ShardSearch(shard: try int("shard"), plan: plan, deadlineMs: try optionalInt("deadlineMs")))
+        case .shardSearchResult:
+            var hits: [Body.RankedHit] = []
+            for (i, h) in try list("hits").enumerated() {
+                guard let id = h["id"]?.stringValue, let item = h["item"], let rank = h["rank"] else {
+                    throw fail("field 'hits[\(i)]' should be {id, item, rank}")
+                }
+                hits.append(Body.RankedHit(id: id, item: item, rank: rank))
+            }
+            var facets: [String: [String: Int]] = [:]
+            for (name, values) in o["facets"]?.objectValue ?? [:] {
+                guard let vs = values.objectValue else { throw fail("field 'facets.\(name)' should be an object of counts") }
+                var counts: [String: Int] = [:]
+                for (v, c) in vs {
+                    guard let n = c.intValue else { throw fail("field 'facets.\(name)' should hold whole numbers") }
+                    counts[v] = n
+                }
+                facets[name] = counts
+            }
+            var stats: [String: [Double]] = [:]
+            for (name, v) in o["facetStats"]?.objectValue ?? [:] {
+                guard let a = v.arrayValue?.compactMap(\.doubleValue), a.count == 4 else {
+                    throw fail("field 'facetStats.\(name)' should be [min, max, sum, count]")
+                }
+                stats[name] = a
+            }
+            return .shardSearchResult(Body.ShardSearchResult(shard: try int("shard"), hits: hits, nbHits: try int("nbHits"),
+                                                             facets: facets, facetStats: stats,
+                                                             exhaustiveFacetsCount: o["exhaustiveFacetsCount"]?.boolValue ?? true))
         default:
             return nil
         }
@@ -231,6 +300,10 @@ public struct Envelope: Sendable, Hashable {
         case .shardQuery: return .shardQuery(try dec(Body.ShardQuery.self))
         case .shardBatch: return .shardBatch(try dec(Body.ShardBatch.self))
         case .shardDone: return .shardDone(try dec(Body.ShardDone.self))
+        case .search: return .search(try dec(Body.Search.self))
+        case .searchResult: return .searchResult(try dec(Body.SearchResult.self))
+        case .shardSearch: return .shardSearch(try dec(Body.ShardSearch.self))
+        case .shardSearchResult: return .shardSearchResult(try dec(Body.ShardSearchResult.self))
         }
     }
 
@@ -293,6 +366,10 @@ struct EncodableEnvelope: Encodable {
         case .shardQuery(let b): try b.encode(to: encoder)
         case .shardBatch(let b): try b.encode(to: encoder)
         case .shardDone(let b): try b.encode(to: encoder)
+        case .search(let b): try b.encode(to: encoder)
+        case .searchResult(let b): try b.encode(to: encoder)
+        case .shardSearch(let b): try b.encode(to: encoder)
+        case .shardSearchResult(let b): try b.encode(to: encoder)
         }
     }
 }

@@ -20,6 +20,9 @@ public enum MessageType: String, Sendable, Hashable, Codable, CaseIterable {
     case register, registered, heartbeat
     case write, writeAck = "write_ack"
     case shardQuery = "shard_query", shardBatch = "shard_batch", shardDone = "shard_done"
+    // Parameter search: client ↔ coordinator, and coordinator ↔ query workers.
+    case search, searchResult = "search_result"
+    case shardSearch = "shard_search", shardSearchResult = "shard_search_result"
 }
 
 /// A per-item outcome of a write: stored, or rejected with a reason.
@@ -249,6 +252,52 @@ public enum Body: Sendable, Hashable {
         public init(shard: Int, count: Int, error: WireError? = nil) { self.shard = shard; self.count = count; self.error = error }
     }
 
+    /// A parameter search (Algolia's `SearchParameters` in `params`).
+    public struct Search: Sendable, Hashable, Codable {
+        public var params: JSONValue
+        /// The search fails the shards that have not answered by then.
+        public var deadlineMs: Int?
+        public init(params: JSONValue, deadlineMs: Int? = nil) { self.params = params; self.deadlineMs = deadlineMs }
+    }
+    /// The answer to a `search`: Algolia's response object (`hits`, `nbHits`,
+    /// `facets`, …), and the shards that could not answer, if any.
+    public struct SearchResult: Sendable, Hashable, Codable {
+        public var response: JSONValue
+        public var failedShards: [ShardFailure]
+        public init(response: JSONValue, failedShards: [ShardFailure] = []) { self.response = response; self.failedShards = failedShards }
+    }
+    /// Coordinator → query worker: one shard's part of a search.
+    public struct ShardSearch: Sendable, Hashable, Codable {
+        public var shard: Int
+        /// A `SearchPlan` in its JSON form.
+        public var plan: JSONValue
+        public var deadlineMs: Int?
+        public init(shard: Int, plan: JSONValue, deadlineMs: Int? = nil) { self.shard = shard; self.plan = plan; self.deadlineMs = deadlineMs }
+    }
+    /// One hit with the ranking criteria the coordinator merges by.
+    public struct RankedHit: Sendable, Hashable, Codable {
+        public var id: String
+        public var item: JSONValue
+        public var rank: JSONValue
+        public init(id: String, item: JSONValue, rank: JSONValue) { self.id = id; self.item = item; self.rank = rank }
+    }
+    /// Query worker → coordinator: a shard's best hits, its exact match count,
+    /// and its facet counts and sums (so that the coordinator's sums are exact).
+    public struct ShardSearchResult: Sendable, Hashable, Codable {
+        public var shard: Int
+        public var hits: [RankedHit]
+        public var nbHits: Int
+        public var facets: [String: [String: Int]]
+        /// Per numeric facet: `[min, max, sum, count]`.
+        public var facetStats: [String: [Double]]
+        public var exhaustiveFacetsCount: Bool
+        public init(shard: Int, hits: [RankedHit], nbHits: Int, facets: [String: [String: Int]],
+                    facetStats: [String: [Double]], exhaustiveFacetsCount: Bool) {
+            self.shard = shard; self.hits = hits; self.nbHits = nbHits; self.facets = facets
+            self.facetStats = facetStats; self.exhaustiveFacetsCount = exhaustiveFacetsCount
+        }
+    }
+
     case publish(Publish), publishAck(PublishAck)
     case declare(Declare), declareAck(Empty)
     case delete(Delete), deleteAck(DeleteAck)
@@ -259,6 +308,8 @@ public enum Body: Sendable, Hashable {
     case register(Register), registered(Registered), heartbeat(Heartbeat)
     case write(Write), writeAck(WriteAck)
     case shardQuery(ShardQuery), shardBatch(ShardBatch), shardDone(ShardDone)
+    case search(Search), searchResult(SearchResult)
+    case shardSearch(ShardSearch), shardSearchResult(ShardSearchResult)
 
     public var type: MessageType {
         switch self {
@@ -285,6 +336,10 @@ public enum Body: Sendable, Hashable {
         case .shardQuery: .shardQuery
         case .shardBatch: .shardBatch
         case .shardDone: .shardDone
+        case .search: .search
+        case .searchResult: .searchResult
+        case .shardSearch: .shardSearch
+        case .shardSearchResult: .shardSearchResult
         }
     }
 }

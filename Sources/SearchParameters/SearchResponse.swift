@@ -1,0 +1,194 @@
+import Foundation
+import Items
+import QueryPlan
+import WireProtocol
+
+/// Merges the shards' answers to one search and shapes Algolia's response.
+///
+/// Shards each send their best `offset + length` hits, ranked by
+/// ``SearchRanking``; the merge ranks their union by the same comparison and
+/// keeps the page. Match counts, facet counts and facet sums add up exactly,
+/// because every shard counts over its whole matching set.
+public struct SearchResponseBuilder {
+    public let request: SearchRequest
+    var hits: [(id: String, item: JSONValue, rank: SearchRank)] = []
+    var nbHits = 0
+    var facets: [String: [String: Int]] = [:]
+    var stats: [String: FacetStats] = [:]
+    var exhaustiveFacets = true
+    var exhaustiveHits = true
+
+    public struct FacetStats: Sendable, Hashable { var min, max, sum, count: Double }
+
+    public init(request: SearchRequest) { self.request = request }
+
+    /// Adds one shard's answer.
+    public mutating func add(_ r: Body.ShardSearchResult) {
+        nbHits += r.nbHits
+        exhaustiveFacets = exhaustiveFacets && r.exhaustiveFacetsCount
+        for h in r.hits {
+            let rank = (try? SearchRank(json: h.rank)) ?? SearchRank()
+            hits.append((h.id, h.item, rank))
+        }
+        for (facet, counts) in r.facets { facets[facet, default: [:]].merge(counts, uniquingKeysWith: +) }
+        for (facet, s) in r.facetStats where s.count == 4 {
+            let new = FacetStats(min: s[0], max: s[1], sum: s[2], count: s[3])
+            if let old = stats[facet] {
+                stats[facet] = FacetStats(min: Swift.min(old.min, new.min), max: Swift.max(old.max, new.max),
+                                          sum: old.sum + new.sum, count: old.count + new.count)
+            } else {
+                stats[facet] = new
+            }
+        }
+    }
+
+    /// A shard that did not answer: the counts are then not exhaustive.
+    public mutating func shardFailed() { exhaustiveHits = false; exhaustiveFacets = false }
+
+    /// The response object, with `processingTimeMS`.
+    public func response(processingTimeMS: Int) -> JSONValue {
+        let plan = request.plan
+        var ranked = hits
+        ranked.sort { SearchRanking.precedes($0.rank, $0.id, $1.rank, $1.id, plan: plan) }
+        let limit = min(request.offset + request.length, request.paginationLimitedTo)
+        let page = request.offset < limit ? Array(ranked[min(ranked.count, request.offset)..<min(ranked.count, limit)]) : []
+        let highlighter = Highlighter(plan: plan, preTag: request.highlightPreTag, postTag: request.highlightPostTag,
+                                      ellipsis: request.snippetEllipsisText)
+        var o: [String: JSONValue] = [
+            "hits": .array(page.map { hit($0.id, $0.item, $0.rank, highlighter) }),
+            "nbHits": .number(Double(nbHits)),
+            "hitsPerPage": .number(Double(request.hitsPerPage)),
+            "exhaustiveNbHits": .bool(exhaustiveHits),
+            "exhaustiveFacetsCount": .bool(exhaustiveFacets),
+            "query": .string(request.query),
+            "params": .string(Self.urlEncoded(request.params)),
+            "processingTimeMS": .number(Double(processingTimeMS)),
+        ]
+        let served = min(nbHits, request.paginationLimitedTo)
+        if request.usesOffset {
+            o["offset"] = .number(Double(request.offset))
+            o["length"] = .number(Double(request.length))
+        } else {
+            o["page"] = .number(Double(request.page))
+            o["nbPages"] = .number(request.hitsPerPage == 0 ? 0 : Double((served + request.hitsPerPage - 1) / request.hitsPerPage))
+        }
+        if !plan.facets.isEmpty {
+            var f: [String: JSONValue] = [:]
+            for facet in plan.facets {
+                var values = (facets[facet] ?? [:]).map { ($0.key, $0.value) }
+                values.sort { $0.1 != $1.1 ? $0.1 > $1.1 : $0.0 < $1.0 }
+                f[facet] = .object(Dictionary(uniqueKeysWithValues: values.prefix(plan.maxValuesPerFacet).map { ($0.0, .number(Double($0.1))) }))
+            }
+            o["facets"] = .object(f)
+            var fs: [String: JSONValue] = [:]
+            for facet in plan.facets {
+                guard let s = stats[facet], s.count > 0 else { continue }
+                fs[facet] = .object(["min": .number(s.min), "max": .number(s.max), "sum": .number(s.sum),
+                                     "avg": .number(s.sum / s.count)])
+            }
+            o["facets_stats"] = .object(fs)
+        }
+        if plan.around != nil {
+            o["aroundLatLng"] = .string("\(plan.around!.latitude),\(plan.around!.longitude)")
+        }
+        return .object(o)
+    }
+
+    /// One hit: `objectID`, the retrieved attributes at the top level (as
+    /// Algolia's records have them), `domainIdentifier`, `entity`, and the
+    /// `_highlightResult`, `_snippetResult`, `_rankingInfo`, `_geoDistance` asked for.
+    func hit(_ id: String, _ item: JSONValue, _ rank: SearchRank, _ highlighter: Highlighter) -> JSONValue {
+        var o: [String: JSONValue] = [:]
+        let attributes = item["attributes"]?.objectValue ?? [:]
+        let retrieved = request.attributesToRetrieve.map(Set.init)
+        for (k, v) in attributes where retrieved?.contains(k) ?? true { o[k] = v }
+        o["objectID"] = .string(id)
+        if let d = item["domainIdentifier"] { o["domainIdentifier"] = d }
+        if let e = item["entity"] { o["entity"] = e }
+
+        let toHighlight = request.attributesToHighlight
+            ?? attributes.keys.filter { k in (retrieved?.contains(k) ?? true) && Self.isText(attributes[k]!) }.sorted()
+        if !toHighlight.isEmpty {
+            var h: [String: JSONValue] = [:]
+            for name in toHighlight {
+                guard let value = attributes[name] else { continue }
+                h[name] = highlight(value, highlighter)
+            }
+            o["_highlightResult"] = .object(h)
+        }
+        if !request.snippetNames.isEmpty {
+            var s: [String: JSONValue] = [:]
+            for (name, words) in request.attributesToSnippet {
+                guard let value = attributes[name] else { continue }
+                s[name] = snippet(value, words: words, highlighter)
+            }
+            o["_snippetResult"] = .object(s)
+        }
+        if let d = rank.geoDistance { o["_geoDistance"] = .number(d) }
+        if request.getRankingInfo {
+            var info: [String: JSONValue] = [
+                "nbTypos": .number(Double(rank.typos)),
+                "words": .number(Double(rank.words)),
+                "proximityDistance": .number(Double(rank.proximity)),
+                "firstMatchedWord": .number(Double(rank.attribute * 1000)),
+                "nbExactWords": .number(Double(rank.exactWords)),
+                "exactValue": .bool(rank.exactValue == 1),
+                "customRanking": .array(rank.custom),
+                "filters": .number(0),
+                "userScore": .number(0),
+                "promoted": .bool(false),
+            ]
+            if let d = rank.geoDistance { info["geoDistance"] = .number(d) }
+            o["_rankingInfo"] = .object(info)
+        }
+        return .object(o)
+    }
+
+    static func isText(_ v: JSONValue) -> Bool {
+        switch v {
+        case .string: true
+        case .array(let a): a.contains { if case .string = $0 { true } else { false } }
+        default: false
+        }
+    }
+
+    func highlight(_ value: JSONValue, _ h: Highlighter) -> JSONValue {
+        switch value {
+        case .array(let a): return .array(a.map { highlight($0, h) })
+        case .string(let s):
+            let r = h.highlight(s)
+            return .object(["value": .string(r.value), "matchLevel": .string(r.matchLevel),
+                            "matchedWords": .array(r.matchedWords.map { .string($0) }),
+                            "fullyHighlighted": .bool(r.fullyHighlighted)])
+        default:
+            let text: String
+            if case .number(let d) = value { text = canonicalText(d) } else if case .bool(let b) = value { text = b ? "true" : "false" } else { text = "" }
+            return .object(["value": .string(text), "matchLevel": .string("none"), "matchedWords": .array([]),
+                            "fullyHighlighted": .bool(false)])
+        }
+    }
+
+    func snippet(_ value: JSONValue, words: Int, _ h: Highlighter) -> JSONValue {
+        switch value {
+        case .array(let a): return .array(a.map { snippet($0, words: words, h) })
+        case .string(let s):
+            let r = h.snippet(s, words: words)
+            return .object(["value": .string(r.value), "matchLevel": .string(r.matchLevel)])
+        default:
+            return .object(["value": .string(""), "matchLevel": .string("none")])
+        }
+    }
+
+    /// The parameters as Algolia echoes them: URL-encoded, values that are not
+    /// text written as JSON.
+    static func urlEncoded(_ params: JSONValue) -> String {
+        guard case .object(let o) = params else { return "" }
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        return o.keys.sorted().map { k in
+            let v: String
+            if case .string(let s) = o[k]! { v = s } else { v = JSONWriter.string(o[k]!) }
+            return k + "=" + (v.addingPercentEncoding(withAllowedCharacters: allowed) ?? v)
+        }.joined(separator: "&")
+    }
+}

@@ -1,0 +1,159 @@
+import Items
+import QueryPlan
+import Testing
+@testable import SearchParameters
+
+/// Algolia's documented filter examples, verbatim, and its combination rules.
+@Suite struct FilterTests {
+    func groups(_ s: String) throws(SearchParametersError) -> [FilterGroup] {
+        var p = FilterExpressionParser(s)
+        return try p.parse()
+    }
+
+    func failure(_ s: String) -> SearchParametersError? {
+        do throws(SearchParametersError) { _ = try groups(s); return nil } catch { return error }
+    }
+
+    func facet(_ a: String, _ v: String, negated: Bool = false) -> QueryPlan.Predicate {
+        let p = FilterCondition.facet(attribute: a, value: v).predicate
+        return negated ? .not(p) : p
+    }
+
+    @Test func documentedBasicFilters() throws {
+        #expect(try groups("price > 12.99").map(\.predicate) == [.range(RangeTest(attribute: "price", lower: Bound(12.99, inclusive: false)))])
+        #expect(try groups("price:5.99 TO 100").map(\.predicate)
+                == [.range(RangeTest(attribute: "price", lower: Bound(5.99, inclusive: true), upper: Bound(100, inclusive: true)))])
+        #expect(try groups("category:Book").map(\.predicate) == [facet("category", "Book")])
+        #expect(try groups("_tags:published").map(\.predicate)
+                == [.text(TextTest(attribute: .named("_tags"), pattern: TextPattern(literal: "published")))])
+        #expect(try groups("author:\"Stephen King\"").map(\.predicate) == [facet("author", "Stephen King")])
+        #expect(try groups("NOT _tags:non-fiction").map(\.predicate)
+                == [.not(.text(TextTest(attribute: .named("_tags"), pattern: TextPattern(literal: "non-fiction"))))])
+        // Tags without an attribute.
+        #expect(try groups("public OR user_42").first?.items == [.tag("public"), .tag("user_42")])
+    }
+
+    @Test func documentedValidCombinations() throws {
+        for valid in ["A AND (B OR C)", "(A OR B) AND C", "A AND (B OR C) AND (D OR E)",
+                      "A AND B AND (C OR D) AND (E OR F)", "(A OR B) AND (C OR D) AND E",
+                      "price < 10 AND (category:Book OR NOT category:Ebook)",
+                      "(\"county:Maricopa\" OR \"county:Pima\")"] {
+            #expect(failure(valid) == nil, "\(valid)")
+        }
+        let g = try groups("price < 10 AND (category:Book OR NOT category:Ebook)")
+        #expect(g.count == 2)
+        #expect(g[1].predicate == .or([facet("category", "Book"), facet("category", "Ebook", negated: true)]))
+    }
+
+    @Test func documentedInvalidCombinationsNameTheirPosition() {
+        // "Don't group ANDs within ORs."
+        let e1 = failure("A OR (B AND C) OR (D AND E)")
+        #expect(e1?.code == .badFilter)
+        #expect(e1?.position == 5)
+        // "Don't use parentheses with top-level AND combinations."
+        let e2 = failure("(A AND (B OR C))")
+        #expect(e2?.position == 3)
+        // "Don't use parentheses to negate a group of expressions."
+        let e3 = failure("NOT (filter1 OR filter2)")
+        #expect(e3?.position == 4)
+        // Numeric and facet conditions in one OR.
+        let e4 = failure("category:Book AND (price < 10 OR category:Ebook)")
+        #expect(e4?.position == 19)
+        #expect(e4?.message.contains("numeric") == true)
+        // An OR beside an AND without parentheses.
+        #expect(failure("A OR B AND C")?.position == 0)
+    }
+
+    @Test func malformedExpressionsSayWhere() {
+        #expect(failure("price:5 TO")?.position == 10)
+        #expect(failure("price:abc TO 9")?.position == 6)
+        #expect(failure("price > cheap")?.position == 8)
+        #expect(failure("author:\"Stephen King")?.position == 7)
+        #expect(failure("(A OR B")?.message.contains("')'") == true)
+        #expect(failure("a:b c:d")?.position == 4)
+    }
+
+    @Test func facetFilterListsAndNegation() throws {
+        let r = try SearchRequest(params: .object([
+            "facetFilters": .array([.array([.string("category:Book"), .string("category:Movie")]), .string("author:John Doe"),
+                                    .string("genre:-comedy"), .string("count:\\-12")]),
+        ]))
+        #expect(r.plan.filter == .and([.or([facet("category", "Book"), facet("category", "Movie")]), facet("author", "John Doe"),
+                                       facet("genre", "comedy", negated: true), facet("count", "-12")]))
+    }
+
+    @Test func numericFilterLists() throws {
+        let r = try SearchRequest(params: .object([
+            "numericFilters": .array([.string("price < 1000"), .array([.string("inStock = 1"), .string("deliveryDate < 1441755506")])]),
+        ]))
+        #expect(r.plan.filter == .and([
+            .range(RangeTest(attribute: "price", upper: Bound(1000, inclusive: false))),
+            .or([.range(RangeTest(attribute: "inStock", lower: Bound(1, inclusive: true), upper: Bound(1, inclusive: true))),
+                 .range(RangeTest(attribute: "deliveryDate", upper: Bound(1441755506, inclusive: false)))]),
+        ]))
+        #expect(throws: SearchParametersError.self) { try SearchRequest(params: .object(["numericFilters": .string("a > 1 AND b < 2")])) }
+    }
+
+    @Test func disjunctiveFacetsDropOnlyTheirOwnRefinements() throws {
+        let r = try SearchRequest(params: .object([
+            "facets": .array([.string("section")]), "disjunctiveFacets": .array([.string("architecture")]),
+            "facetFilters": .array([.array([.string("architecture:amd64"), .string("architecture:all")]), .string("section:utils")]),
+        ]))
+        #expect(r.plan.facets == ["section", "architecture"])
+        #expect(r.plan.disjunctiveFilters["architecture"] == facet("section", "utils"))
+    }
+
+    @Test func unknownAndInvalidParametersAreNamed() {
+        #expect(throws: SearchParametersError(.unknownParameter, "'hitsPerPages' is not a search parameter Limelight knows", parameter: "hitsPerPages")) {
+            try SearchRequest(params: .object(["hitsPerPages": .number(3)]))
+        }
+        do throws(SearchParametersError) {
+            _ = try SearchRequest(params: .object(["filters": .string("a:b OR (c:d AND e:f)")]))
+            Issue.record("accepted")
+        } catch {
+            #expect(error.parameter == "filters")
+            #expect(error.position == 7)
+        }
+        #expect(throws: SearchParametersError.self) { try SearchRequest(params: .object(["hitsPerPage": .string("x")])) }
+        #expect(throws: SearchParametersError.self) { try SearchRequest(params: .object(["aroundLatLng": .string("north")])) }
+    }
+
+    @Test func pagingParameters() throws {
+        let r = try SearchRequest(params: .object(["page": .number(10), "hitsPerPage": .number(20)]))
+        #expect(r.offset == 200 && r.length == 20 && r.plan.window == 220)
+        let o = try SearchRequest(params: .object(["offset": .number(5), "length": .number(3), "page": .number(9)]))
+        #expect(o.offset == 5 && o.length == 3 && o.plan.window == 8)
+        #expect(try SearchRequest(params: .object(["query": .string("vim ")])).plan.prefixLast == false)
+        #expect(try SearchRequest(params: .object(["query": .string("Vim Édit")])).plan.words == ["vim", "edit"])
+    }
+}
+
+@Suite struct HighlighterTests {
+    func highlighter(_ query: String) throws -> Highlighter {
+        Highlighter(plan: try SearchRequest(params: .object(["query": .string(query)])).plan)
+    }
+
+    @Test func marksMatchedWordsWithTheSameRules() throws {
+        let h = try highlighter("vector drawng")
+        let r = h.highlight("Inkscape: vector-based drawing program")
+        #expect(r.value == "Inkscape: <em>vector</em>-based <em>drawing</em> program")
+        #expect(r.matchLevel == "full")
+        #expect(r.matchedWords == ["vector", "drawng"])
+        #expect(r.fullyHighlighted == false)
+        let whole = try highlighter("vim").highlight("vim")
+        #expect(whole.value == "<em>vim</em>" && whole.fullyHighlighted)
+        #expect(try highlighter("vim emacs").highlight("Vim").matchLevel == "partial")
+        #expect(try highlighter("zzz").highlight("Vim").matchLevel == "none")
+        // The last word as a prefix, camel-case parts.
+        #expect(try highlighter("wind").highlight("MyWindowClass").value == "My<em>Window</em>Class")
+    }
+
+    @Test func snippetsCenterOnTheFirstMatch() throws {
+        let h = try highlighter("compression")
+        let text = "7-Zip is a file archiver with a high compression ratio. The main features of 7-Zip are many"
+        let s = h.snippet(text, words: 4)
+        #expect(s.value == "…a high <em>compression</em> ratio…")
+        #expect(s.matchLevel == "full")
+        #expect(h.snippet("short text", words: 10).value == "short text")
+    }
+}
