@@ -114,6 +114,9 @@ actor CoordinatorCore {
     }
     var queries: [String: RunningQuery] = [:]
     var queryOfRequest: [[Data]: [String: String]] = [:]
+    // Parameter searches in flight (CoordinatorCore+Search.swift).
+    var searches: [String: RunningSearch] = [:]
+    var searchOfRequest: [[Data]: [String: String]] = [:]
 
     // Counters for the stats endpoint.
     var counters: [String: Int] = [:]
@@ -162,6 +165,7 @@ actor CoordinatorCore {
         switch envelope.body {
         case .publish(let p): publish(client: route, id: envelope.id, p)
         case .query(let q): startQuery(client: route, id: envelope.id, q)
+        case .search(let q): startSearch(client: route, id: envelope.id, q)
         case .cancel(let c): cancel(client: route, requestID: c.query)
         case .delete(let d): delete(client: route, id: envelope.id, d)
         case .declare(let d): declare(client: route, id: envelope.id, d)
@@ -536,6 +540,7 @@ actor CoordinatorCore {
     }
 
     func cancel(client: [Data], requestID: String) {
+        if cancelSearch(client: client, requestID: requestID) { return }
         guard let key = queryOfRequest[client]?[requestID] else { return }
         count("queries.cancelled")
         stopShards(key, reason: nil)
@@ -583,9 +588,13 @@ actor CoordinatorCore {
         case .deleteAck(let a): deleteAcked(workerMessageID: envelope.id, deleted: a.deleted, error: nil)
         case .declareAck: declareAcked(workerMessageID: envelope.id, error: nil)
         case .shardBatch(let b): shardBatch(key: envelope.id, from: wid, b)
+        case .shardDone(let d) where searches[envelope.id] != nil:
+            searchShardFailed(key: envelope.id, from: wid, shard: d.shard, reason: d.error?.message ?? "the shard answered no search result")
         case .shardDone(let d): shardDone(key: envelope.id, from: wid, d)
+        case .shardSearchResult(let r): shardSearchAnswered(key: envelope.id, from: wid, r)
         case .error(let e):
-            if shardWrites[envelope.id] != nil { writeAcked(writeID: envelope.id, ack: nil, error: e) }
+            if searches[envelope.id] != nil { searchShardFailed(key: envelope.id, from: wid, shard: nil, reason: e.message) }
+            else if shardWrites[envelope.id] != nil { writeAcked(writeID: envelope.id, ack: nil, error: e) }
             else if deleteOfRequest[envelope.id] != nil { deleteAcked(workerMessageID: envelope.id, deleted: nil, error: e) }
             else if declareOfRequest[envelope.id] != nil { declareAcked(workerMessageID: envelope.id, error: e) }
             else if let rq = queries[envelope.id], let shard = rq.outstanding.first(where: { $0.value == wid })?.key {
@@ -669,6 +678,7 @@ actor CoordinatorCore {
             declares[kid] = k
             finishDeclareIfDone(kid)
         }
+        searchesLost(worker: w.id)
         // Queries: retry a shard elsewhere if nothing of it reached the client yet.
         for (key, rq) in queries {
             for (shard, wid) in rq.outstanding where wid == w.id {

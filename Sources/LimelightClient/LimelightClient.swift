@@ -159,6 +159,17 @@ public final class LimelightClient: Sendable {
         return QueryHandle(id: id, events: stream, client: self)
     }
 
+    /// Runs a parameter search (Algolia's `SearchParameters` as a JSON object)
+    /// and returns the response with the shards that could not answer.
+    /// Malformed parameters come back as `ClientError(.server)` whose
+    /// `server` names the parameter (and, for `filters`, the position).
+    public func search(_ params: JSONValue, deadlineMs: Int? = nil, timeout: Duration = .seconds(30)) async throws -> Body.SearchResult {
+        guard case .searchResult(let r) = try await request(.search(Body.Search(params: params, deadlineMs: deadlineMs)), timeout: timeout) else {
+            throw ClientError(.unexpectedReply, "expected search_result")
+        }
+        return r
+    }
+
     public func cancel(queryID: String) async {
         try? await socket.send([Envelope(id: newID(), body: .cancel(Body.Cancel(query: queryID))).encoded()])
     }

@@ -121,8 +121,10 @@ public struct SearchRank: Sendable, Hashable {
     /// Position, in the searchable attributes' order, of the best attribute
     /// a word matched in.
     public var attribute: Int
-    /// 1 when a searchable attribute's whole value is the query.
-    public var exactValue: Int
+    /// Position, in the searchable attributes' order, of the best attribute
+    /// whose whole value is the query (``noExactAttribute`` when none is):
+    /// the package named `vim` for "vim" beats one that merely depends on vim.
+    public var exactAttribute: Int
     /// Query words matched as whole words (not as a prefix nor with typos).
     public var exactWords: Int
     /// The custom ranking values, in the plan's order (null when missing).
@@ -130,13 +132,15 @@ public struct SearchRank: Sendable, Hashable {
     /// Metres from the plan's `around` point; nil without one.
     public var geoDistance: Double?
 
-    public init(words: Int = 0, typos: Int = 0, proximity: Int = 0, attribute: Int = 0, exactValue: Int = 0,
+    public static let noExactAttribute = 1_000
+
+    public init(words: Int = 0, typos: Int = 0, proximity: Int = 0, attribute: Int = 0, exactAttribute: Int = noExactAttribute,
                 exactWords: Int = 0, custom: [JSONValue] = [], geoDistance: Double? = nil) {
         self.words = words
         self.typos = typos
         self.proximity = proximity
         self.attribute = attribute
-        self.exactValue = exactValue
+        self.exactAttribute = exactAttribute
         self.exactWords = exactWords
         self.custom = custom
         self.geoDistance = geoDistance
@@ -145,7 +149,7 @@ public struct SearchRank: Sendable, Hashable {
     public var json: JSONValue {
         var o: [String: JSONValue] = [
             "words": .number(Double(words)), "typos": .number(Double(typos)), "proximity": .number(Double(proximity)),
-            "attribute": .number(Double(attribute)), "exactValue": .number(Double(exactValue)),
+            "attribute": .number(Double(attribute)), "exactAttribute": .number(Double(exactAttribute)),
             "exactWords": .number(Double(exactWords)), "custom": .array(custom),
         ]
         if let geoDistance { o["geoDistance"] = .number(geoDistance) }
@@ -156,7 +160,7 @@ public struct SearchRank: Sendable, Hashable {
         guard case .object(let o) = json else { throw PlanDecodingError(path: "rank", message: "expected an object") }
         func int(_ k: String) -> Int { o[k]?.intValue ?? 0 }
         self.init(words: int("words"), typos: int("typos"), proximity: int("proximity"), attribute: int("attribute"),
-                  exactValue: int("exactValue"), exactWords: int("exactWords"), custom: o["custom"]?.arrayValue ?? [],
+                  exactAttribute: o["exactAttribute"]?.intValue ?? SearchRank.noExactAttribute, exactWords: int("exactWords"), custom: o["custom"]?.arrayValue ?? [],
                   geoDistance: o["geoDistance"]?.doubleValue)
     }
 }
@@ -168,37 +172,51 @@ public enum SearchRanking {
     /// ranking. Ties go to the smaller unique identifier, so the order is total
     /// and the same on every shard and in the merge.
     public static func precedes(_ a: SearchRank, _ aID: String, _ b: SearchRank, _ bID: String, plan: SearchPlan) -> Bool {
-        func cmp<T: Comparable>(_ x: T, _ y: T) -> Int { x < y ? -1 : x > y ? 1 : 0 }
-        func distance() -> Int {
-            switch (a.geoDistance, b.geoDistance) {
-            case (let x?, let y?): return cmp(x, y)
-            case (nil, .some): return 1
-            case (.some, nil): return -1
-            default: return 0
-            }
-        }
-        func custom() -> Int {
-            for (i, key) in plan.customRanking.enumerated() {
-                let x = SortValue(json: i < a.custom.count ? a.custom[i] : .null)
-                let y = SortValue(json: i < b.custom.count ? b.custom[i] : .null)
-                let c = SortValue.compare(x, y, ascending: key.ascending)
-                if c != 0 { return c }
-            }
-            return 0
-        }
-        let steps: [() -> Int]
+        // Straight-line comparisons: this runs inside sorts of thousands of hits.
         if plan.words.isEmpty {
-            steps = [distance, custom]
-        } else {
-            steps = [{ cmp(b.words, a.words) }, { cmp(a.typos, b.typos) }, { cmp(a.proximity, b.proximity) },
-                     { cmp(a.attribute, b.attribute) }, { cmp(b.exactValue, a.exactValue) },
-                     { cmp(b.exactWords, a.exactWords) }, custom, distance]
-        }
-        for step in steps {
-            let c = step()
+            let d = compareDistance(a, b)
+            if d != 0 { return d < 0 }
+            let c = compareCustom(a, b, plan)
             if c != 0 { return c < 0 }
+            return aID < bID
         }
+        if a.words != b.words { return a.words > b.words }
+        if a.typos != b.typos { return a.typos < b.typos }
+        if a.proximity != b.proximity { return a.proximity < b.proximity }
+        if a.attribute != b.attribute { return a.attribute < b.attribute }
+        if a.exactAttribute != b.exactAttribute { return a.exactAttribute < b.exactAttribute }
+        if a.exactWords != b.exactWords { return a.exactWords > b.exactWords }
+        let c = compareCustom(a, b, plan)
+        if c != 0 { return c < 0 }
+        let d = compareDistance(a, b)
+        if d != 0 { return d < 0 }
         return aID < bID
+    }
+
+    static func compareDistance(_ a: SearchRank, _ b: SearchRank) -> Int {
+        switch (a.geoDistance, b.geoDistance) {
+        case (let x?, let y?): return x < y ? -1 : x > y ? 1 : 0
+        case (nil, .some): return 1
+        case (.some, nil): return -1
+        default: return 0
+        }
+    }
+
+    /// Custom ranking values: numbers compared directly, missing ones last,
+    /// text by ``SortValue``'s order.
+    static func compareCustom(_ a: SearchRank, _ b: SearchRank, _ plan: SearchPlan) -> Int {
+        for (i, key) in plan.customRanking.enumerated() {
+            let x = i < a.custom.count ? a.custom[i] : .null
+            let y = i < b.custom.count ? b.custom[i] : .null
+            let c: Int
+            if case .number(let p) = x, case .number(let q) = y {
+                c = p == q ? 0 : ((p < q) == key.ascending ? -1 : 1)
+            } else {
+                c = SortValue.compare(SortValue(json: x), SortValue(json: y), ascending: key.ascending)
+            }
+            if c != 0 { return c }
+        }
+        return 0
     }
 }
 

@@ -133,3 +133,123 @@ public enum Typos {
         return prev[m] <= k ? prev[m] : nil
     }
 }
+
+/// Finds where a query's words occur in text, by ``WordMatch``'s rule, fast:
+/// what ranking needs for proximity, over every candidate's text.
+///
+/// ASCII text (most text) is scanned byte by byte with no allocation per
+/// token; other text goes through ``SearchTokens`` and ``WordMatch``, the
+/// definition, which a randomized test compares this with.
+public struct SearchWordMatcher: Sendable {
+    let words: [[UInt8]]
+    let allowed: [Int]
+    let prefixLast: Bool
+    let original: [String]
+    let policy: TypoPolicy
+
+    public init(words: [String], prefixLast: Bool, policy: TypoPolicy) {
+        original = words
+        self.words = words.map { Array($0.utf8) }
+        allowed = words.map { policy.allowed(for: $0) }
+        self.prefixLast = prefixLast
+        self.policy = policy
+    }
+
+    /// Calls `found(word, position)` for every token of `value` (camel-case
+    /// parts included, at their token's position) that matches query word `word`.
+    public func scan(_ value: String, _ found: (Int, Int) -> Void) {
+        var copy = value
+        let done = copy.withUTF8 { bytes -> Bool in
+            for b in bytes where b >= 128 { return false }
+            var token: [UInt8] = []
+            token.reserveCapacity(32)
+            var position = 0
+            var i = 0
+            let n = bytes.count
+            var rows = [Int](repeating: 0, count: 3 * 64)
+            while i < n {
+                while i < n, !Self.isWordByte(bytes[i]) { i += 1 }
+                guard i < n else { break }
+                let start = i
+                while i < n, Self.isWordByte(bytes[i]) { i += 1 }
+                token.removeAll(keepingCapacity: true)
+                var camel = false
+                var prevLower = false
+                for k in start..<i {
+                    let b = bytes[k]
+                    let upper = b >= 65 && b <= 90
+                    if prevLower && upper { camel = true }
+                    prevLower = b >= 97 && b <= 122
+                    token.append(upper ? b + 32 : b)
+                }
+                check(token[...], position, &rows, found)
+                if camel {
+                    // Camel-case parts: split where a lowercase letter meets an uppercase one.
+                    var partStart = start
+                    var pl = false
+                    for k in start..<i {
+                        let b = bytes[k]
+                        let upper = b >= 65 && b <= 90
+                        if pl && upper {
+                            check(token[(partStart - start)..<(k - start)], position, &rows, found)
+                            partStart = k
+                        }
+                        pl = b >= 97 && b <= 122
+                    }
+                    check(token[(partStart - start)..<(i - start)], position, &rows, found)
+                }
+                position += 1
+            }
+            return true
+        }
+        if done { return }
+        for token in SearchTokens.tokens(value) {
+            for (w, word) in original.enumerated() {
+                let isLast = prefixLast && w == original.count - 1
+                if WordMatch.of(word: word, token: token.folded, isLast: isLast, policy: policy) != nil { found(w, token.position) }
+            }
+        }
+    }
+
+    @inline(__always) static func isWordByte(_ b: UInt8) -> Bool {
+        (b >= 97 && b <= 122) || (b >= 65 && b <= 90) || (b >= 48 && b <= 57)
+    }
+
+    func check(_ token: ArraySlice<UInt8>, _ position: Int, _ rows: inout [Int], _ found: (Int, Int) -> Void) {
+        for (w, word) in words.enumerated() {
+            if token.count == word.count, token.elementsEqual(word) { found(w, position); continue }
+            if prefixLast, w == words.count - 1, token.count > word.count, token.prefix(word.count).elementsEqual(word) {
+                found(w, position); continue
+            }
+            let k = allowed[w]
+            guard k > 0, abs(token.count - word.count) <= k else { continue }
+            if Self.within(word, token, k, &rows) { found(w, position) }
+        }
+    }
+
+    /// ``Typos/distance(_:_:max:)`` ≤ k, with caller-owned rows.
+    static func within(_ a: [UInt8], _ b: ArraySlice<UInt8>, _ k: Int, _ rows: inout [Int]) -> Bool {
+        let n = a.count, m = b.count
+        let w = m + 1
+        if rows.count < 3 * w { rows = [Int](repeating: 0, count: 3 * w) }
+        let base = b.startIndex
+        return rows.withUnsafeMutableBufferPointer { r in
+            var p2 = 0, p1 = w, c = 2 * w
+            for j in 0...m { r[p1 + j] = j }
+            for i in 1...max(1, n) where n > 0 {
+                r[c] = i
+                var rowMin = i
+                for j in 1...max(1, m) where m > 0 {
+                    let cost = a[i - 1] == b[base + j - 1] ? 0 : 1
+                    var v = min(r[p1 + j] + 1, r[c + j - 1] + 1, r[p1 + j - 1] + cost)
+                    if i > 1, j > 1, a[i - 1] == b[base + j - 2], a[i - 2] == b[base + j - 1] { v = min(v, r[p2 + j - 2] + 1) }
+                    r[c + j] = v
+                    if v < rowMin { rowMin = v }
+                }
+                if rowMin > k { return false }
+                (p2, p1, c) = (p1, c, p2)
+            }
+            return r[p1 + m] <= k
+        }
+    }
+}

@@ -6,7 +6,7 @@ import QueryPlan
 /// adds and removes, and what the `filters` grammar's leaves are.
 public enum FilterCondition: Sendable, Hashable {
     /// `attr:value`: the attribute has this value (a facet value, matched
-    /// case-insensitively as Algolia does; numbers and booleans by value).
+    /// ignoring case, as Algolia does, and diacritics; numbers and booleans by value).
     case facet(attribute: String, value: String)
     /// `_tags:value` or a bare `value`: matched case-sensitively.
     case tag(String)
@@ -34,7 +34,7 @@ public enum FilterCondition: Sendable, Hashable {
         switch self {
         case .facet(let attribute, let value):
             let text = QueryPlan.Predicate.text(TextTest(attribute: .named(attribute), pattern: TextPattern(literal: value),
-                                               options: [.caseInsensitive]))
+                                               options: [.caseInsensitive, .diacriticInsensitive]))
             // A facet value that reads as a number or a boolean also matches
             // the attribute's numeric or boolean value (`inStock:true`, `year:2024`).
             if let n = Double(value), n.isFinite {

@@ -9,7 +9,7 @@ import WireProtocol
 /// ``SearchRanking``; the merge ranks their union by the same comparison and
 /// keeps the page. Match counts, facet counts and facet sums add up exactly,
 /// because every shard counts over its whole matching set.
-public struct SearchResponseBuilder {
+public struct SearchResponseBuilder: Sendable {
     public let request: SearchRequest
     var hits: [(id: String, item: JSONValue, rank: SearchRank)] = []
     var nbHits = 0
@@ -132,7 +132,8 @@ public struct SearchResponseBuilder {
                 "proximityDistance": .number(Double(rank.proximity)),
                 "firstMatchedWord": .number(Double(rank.attribute * 1000)),
                 "nbExactWords": .number(Double(rank.exactWords)),
-                "exactValue": .bool(rank.exactValue == 1),
+                "exactValue": .bool(rank.exactAttribute != SearchRank.noExactAttribute),
+                "exactAttribute": .number(Double(rank.exactAttribute)),
                 "customRanking": .array(rank.custom),
                 "filters": .number(0),
                 "userScore": .number(0),

@@ -179,14 +179,19 @@ struct SearchRun {
     var rankOf: [Int64: Int] = [:]
     /// Word-index columns to search, with the best rank of the attributes each holds.
     var columns: [(column: Int, rank: Int)] = []
+    /// The rank of an attribute no word matched in (one past the worst).
+    var noRank: Int { (rankOf.values.max() ?? 0) + 1 }
     /// Whether a searched column also holds attributes this search must not
     /// match in, so matches have to be confirmed on the text.
     var mustVerify = false
+    var searchableSet: Set<Int64> = []
+    let matcher: SearchWordMatcher
 
     init(store: ShardStore, plan: SearchPlan, context: QueryContext) throws {
         self.store = store
         self.plan = plan
         self.context = context
+        matcher = SearchWordMatcher(words: plan.words, prefixLast: plan.prefixLast, policy: plan.typos)
         let order = plan.searchableAttributes.isEmpty ? SearchPlan.defaultAttributeOrder : plan.searchableAttributes
         let ids: [Int64]
         if plan.searchableAttributes.isEmpty {
@@ -196,6 +201,7 @@ struct SearchRun {
             ids = try plan.searchableAttributes.compactMap { try store.searchableNameID($0) }
         }
         searchable = ids
+        searchableSet = Set(ids)
         for id in ids {
             let name = store.names[id] ?? ""
             rankOf[id] = order.firstIndex(of: name) ?? order.count
@@ -219,8 +225,8 @@ struct SearchRun {
         var byTypos: [[Int64]] = [[], [], []]
         /// Items holding the word itself (not only a prefix or a misspelling).
         var exact: [Int64] = []
-        /// The FTS5 terms of every form, for column-filtered lookups.
-        var forms: [String] = []
+        /// The FTS5 terms of every form, by typos, for column-filtered lookups.
+        var formsByTypos: [[String]] = [[], [], []]
         var all: [Int64] = []
     }
 
@@ -267,27 +273,50 @@ struct SearchRun {
             for k in 0..<n { typos[k] += best[k] == 3 ? 0 : best[k] }
             mark(matched, p.exact) { exactWords[$0] += 1 }
         }
-        var attribute = [Int](repeating: rankOf.values.max().map { $0 + 1 } ?? 0, count: n)
-        var exactValue = [Int](repeating: 0, count: n)
-        if !plan.words.isEmpty {
-            let forms = postings.flatMap(\.forms)
-            var assigned = [Bool](repeating: false, count: n)
-            for (column, rank) in columns {
-                let ids = try ftsIDs("{c\(column)} : (" + forms.joined(separator: " OR ") + ")")
-                mark(matched, ids) { k in
-                    if !assigned[k] { assigned[k] = true; attribute[k] = rank }
+        var attribute = [Int](repeating: noRank, count: n)
+        var exactAttribute = [Int](repeating: SearchRank.noExactAttribute, count: n)
+        if plan.words.count == 1, let p = postings.first {
+            // One word: the attribute and exactness of every match decide which
+            // items make the window, so they come from posting lists (with
+            // several words they come from the text, read anyway for
+            // proximity). An item's attribute is the best one its best form of
+            // the word (exact or prefix, else the fewest typos) occurs in; and
+            // only the typo levels that fill the window are looked at, since
+            // typos rank first.
+            var perLevel = [Int](repeating: 0, count: 4)
+            for t in typos { perLevel[min(t, 3)] += 1 }
+            var needed = 0, filled = 0
+            while needed < 3, filled < plan.window { filled += perLevel[needed]; needed += 1 }
+            // The last rank group needs no lookup: a match found in no better
+            // column is in one of its columns.
+            let groups = Dictionary(grouping: columns, by: \.rank).sorted { $0.key < $1.key }
+            for level in 0..<needed where perLevel[level] > 0 {
+                let forms = p.formsByTypos[level]
+                guard !forms.isEmpty else { continue }
+                var assigned = [Bool](repeating: false, count: n)
+                for (rank, cols) in groups.dropLast() {
+                    let filter = "{" + cols.map { "c\($0.column)" }.joined(separator: " ") + "} : "
+                    let ids = try ftsIDs(filter + "(" + forms.joined(separator: " OR ") + ")")
+                    mark(matched, ids) { k in
+                        if typos[k] == level, !assigned[k] { assigned[k] = true; attribute[k] = rank }
+                    }
                 }
+                if let last = groups.last?.key { for k in 0..<n where typos[k] == level && !assigned[k] { attribute[k] = last } }
             }
-            mark(matched, try wholeValueMatches()) { exactValue[$0] = 1 }
+            for (rank, ids) in try wholeValueMatches() {
+                mark(matched, ids) { exactAttribute[$0] = min(exactAttribute[$0], rank) }
+            }
         }
 
         // The buckets that fill the window: by typos when proximity must still
         // be worked out (several words), by every cheap criterion otherwise.
         var order = Array(0..<n)
-        let cheap: (Int) -> [Int] = plan.words.count > 1 ? { [typos[$0]] }
-            : { [typos[$0], attribute[$0], -exactValue[$0], -exactWords[$0]] }
-        let keys = order.map(cheap)
-        order.sort { keys[$0].lexicographicallyPrecedes(keys[$1]) }
+        // One integer per item orders by the cheap criteria (each is small).
+        let keys: [Int] = (0..<n).map { k in
+            plan.words.count > 1 ? typos[k]
+                : typos[k] << 40 | min(attribute[k], 1023) << 30 | min(exactAttribute[k], 1023) << 20 | (1023 - min(exactWords[k], 1023))
+        }
+        order.sort { keys[$0] < keys[$1] }
         var needed = 0
         while needed < n {
             let key = keys[order[needed]]
@@ -301,12 +330,18 @@ struct SearchRun {
 
         var ranks: [SearchRank] = chosen.map { k in
             SearchRank(words: plan.words.count, typos: typos[k], proximity: 0, attribute: attribute[k],
-                       exactValue: exactValue[k], exactWords: exactWords[k])
+                       exactAttribute: exactAttribute[k], exactWords: exactWords[k])
         }
         if plan.words.count > 1 {
             for (i, id) in ids.enumerated() {
                 try context.checkCancelled()
-                ranks[i].proximity = try textMatch(id) ?? 8 * (plan.words.count - 1)
+                if let m = try textMatch(id) {
+                    ranks[i].proximity = m.proximity
+                    ranks[i].attribute = m.attribute
+                    ranks[i].exactAttribute = m.exactAttribute
+                } else {
+                    ranks[i].proximity = 8 * (plan.words.count - 1)
+                }
             }
         }
         try addCustomRanking(ids: ids, to: &ranks)
@@ -359,12 +394,12 @@ struct SearchRun {
     func wordPostings(_ word: String, isLast: Bool) throws -> WordPostings {
         var p = WordPostings()
         let exactForm = Self.quote(word)
-        p.forms = [exactForm]
+        p.formsByTypos[0] = [exactForm]
         p.exact = try ftsIDs(columnFilter + exactForm)
         var zero = p.exact
         if isLast, plan.prefixLast {
             let prefixForm = exactForm + " *"
-            p.forms.append(prefixForm)
+            p.formsByTypos[0].append(prefixForm)
             zero = IDs.union(zero, try ftsIDs(columnFilter + prefixForm))
         }
         p.byTypos[0] = zero
@@ -383,7 +418,7 @@ struct SearchRun {
             for t in 1...allowed {
                 let forms = found.filter { $0.typos == t }.map { Self.quote(vocabulary.term($0.term)) }
                 guard !forms.isEmpty else { continue }
-                p.forms += forms
+                p.formsByTypos[t] = forms
                 p.byTypos[t] = try ftsIDs(columnFilter + "(" + forms.joined(separator: " OR ") + ")")
             }
         }
@@ -391,38 +426,46 @@ struct SearchRun {
         return p
     }
 
-    /// Items one of whose searchable attributes is, folded, the query's words
-    /// joined by single spaces (`vim` for "vim"): the exactness criterion.
-    func wholeValueMatches() throws -> [Int64] {
+    /// Per attribute rank, the items whose attribute of that rank is, folded,
+    /// the query's words joined by single spaces (`vim` for "vim"): the
+    /// exactness criterion.
+    func wholeValueMatches() throws -> [Int: [Int64]] {
         let key = plan.words.joined(separator: " ")
-        guard key.count <= Fold.keyCharacters else { return [] }
+        guard key.count <= Fold.keyCharacters else { return [:] }
         let s = try store.db.prepare("SELECT item FROM attrs WHERE name = ? AND key = ?")
-        var ids: [Int64] = []
+        var out: [Int: [Int64]] = [:]
         for name in searchable {
             try s.bind(name, at: 0)
             try s.bind(key, at: 1)
-            while try s.step() { ids.append(s.int64(at: 0)) }
+            while try s.step() { out[rankOf[name]!, default: []].append(s.int64(at: 0)) }
             try s.reset()
         }
-        return IDs.sortedUnique(ids)
+        return out.mapValues(IDs.sortedUnique)
     }
 
     /// How the query's words occur in one item's searchable text: nil when
     /// some word is in none of its searchable attributes (the definition of a
-    /// match, which the word index only approximates); otherwise the proximity.
-    func textMatch(_ id: Int64) throws -> Int? {
-        let item = try store.load(id, names: Set(searchable), domain: false)
+    /// match, which the word index only approximates); otherwise the
+    /// proximity, the best attribute a word matched in, and the best
+    /// attribute whose whole value is the query.
+    func textMatch(_ id: Int64) throws -> (proximity: Int, attribute: Int, exactAttribute: Int)? {
+        // One range read of the item's rows beats a lookup per searchable name.
+        let item = try store.load(id, names: nil, domain: false)
         // Per word, the (value, position) pairs it matched at.
         var hits = [[(value: Int, position: Int)]](repeating: [], count: plan.words.count)
         var valueIndex = 0
+        var attribute = noRank, exact = SearchRank.noExactAttribute
+        let whole = plan.words.joined(separator: " ")
         for name in searchable {
+            let rank = rankOf[name]!
             for value in item.values[name] ?? [] where value.kind.isText {
-                let tokens = SearchTokens.tokens(value.text ?? "")
-                for (w, word) in plan.words.enumerated() {
-                    let isLast = plan.prefixLast && w == plan.words.count - 1
-                    for token in tokens where WordMatch.of(word: word, token: token.folded, isLast: isLast, policy: plan.typos) != nil {
-                        hits[w].append((valueIndex, token.position))
-                    }
+                let v = valueIndex
+                let text = value.text ?? ""
+                var any = false
+                matcher.scan(text) { w, position in hits[w].append((v, position)); any = true }
+                if any {
+                    attribute = min(attribute, rank)
+                    if rank < exact, text.utf8.count <= Fold.keyCharacters * 4, Fold.key(text) == whole { exact = rank }
                 }
                 valueIndex += 1
             }
@@ -438,7 +481,7 @@ struct SearchRun {
             }
             proximity += best
         }
-        return proximity
+        return (proximity, attribute, exact)
     }
 
     func addCustomRanking(ids: [Int64], to ranks: inout [SearchRank]) throws {

@@ -58,6 +58,22 @@ extension ShardStore {
                 let literals = pattern.literals.flatMap { Words.split($0, camelCase: false).map(String.init) }
                 exact = try substringCandidates(leaf, literals: literals, into: &ids, context) && exact
             }
+        } else if pattern.parts.count == 1, case .literal(let whole) = pattern.parts[0],
+                  options.isSuperset(of: [.caseInsensitive, .diacriticInsensitive]),
+                  Fold.fold(whole).count <= Fold.prefixCharacters {
+            // A whole value compared with `cd` (a facet filter): the folded key
+            // is the comparison itself. A key is the fold of the value's first
+            // 64 characters, so a key equal to a folded pattern of at most 32
+            // characters comes from a value of at most 64 characters (folding
+            // never halves a text's length), keyed whole: no check is owed,
+            // and the (name, key) index answers alone.
+            let s = try db.prepare("SELECT item FROM attrs WHERE name = ? AND key = ?")
+            for name in nameIDs {
+                try s.bind(name, at: 0)
+                try s.bind(Fold.fold(whole), at: 1)
+                while try s.step() { ids.append(s.int64(at: 0)) }
+                try s.reset()
+            }
         } else if case .literal(let first)? = pattern.parts.first {
             let prefix = String(Fold.fold(first).prefix(Fold.prefixCharacters))
             let s = try db.prepare("SELECT item FROM attrs WHERE name = ? AND key >= ? AND key < ?")

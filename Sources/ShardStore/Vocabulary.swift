@@ -100,48 +100,63 @@ final class Vocabulary {
         let m = w.count
         guard count > 0, m > 0 else { return [] }
         let width = m + 1
-        var rows: [Int] = Array(0...m)
+        // Rows for depths up to m + k: deeper prefixes are always pruned.
+        let maxDepth = m + k + 1
+        var rows = [Int](repeating: 0, count: (maxDepth + 1) * width)
+        for j in 0...m { rows[j] = j }
+        var path = [UInt8](repeating: 0, count: maxDepth + 1)
+        var pathCount = 0   // the bytes the valid rows were computed for
         var out: [(Int, Int)] = []
-        var path: [UInt8] = []   // the bytes the valid rows were computed for
-        var i = 0
-        while i < count {
-            let s = Int(starts[i]), e = Int(starts[i + 1])
-            let len = e - s
-            // Rows 0...lcp are still valid for this term.
-            var lcp = 0
-            while lcp < path.count, lcp < len, path[lcp] == bytes[s + lcp] { lcp += 1 }
-            path.removeSubrange(lcp...)
-            var pruned = false
-            var d = lcp
-            while d < len {
-                let c = bytes[s + d]
-                path.append(c)
-                let needed = (d + 2) * width
-                if rows.count < needed { rows.append(contentsOf: repeatElement(0, count: needed - rows.count)) }
-                let prev = d * width, cur = (d + 1) * width
-                rows[cur] = d + 1
-                var rowMin = d + 1
-                for j in 1...m {
-                    let cost = w[j - 1] == c ? 0 : 1
-                    var v = min(rows[prev + j] + 1, rows[cur + j - 1] + 1, rows[prev + j - 1] + cost)
-                    if d > 0, j > 1, w[j - 1] == path[d - 1], w[j - 2] == c {
-                        v = min(v, rows[(d - 1) * width + j - 2] + 1)
+        bytes.withUnsafeBufferPointer { bytes in
+        rows.withUnsafeMutableBufferPointer { rows in
+        path.withUnsafeMutableBufferPointer { path in
+        w.withUnsafeBufferPointer { w in
+        starts.withUnsafeBufferPointer { starts in
+            var i = 0
+            while i < count {
+                let s = Int(starts[i]), e = Int(starts[i + 1])
+                let len = e - s
+                // Rows 0...lcp are still valid for this term.
+                var lcp = 0
+                while lcp < pathCount, lcp < len, path[lcp] == bytes[s + lcp] { lcp += 1 }
+                pathCount = lcp
+                var pruned = false
+                var d = lcp
+                while d < len {
+                    let c = bytes[s + d]
+                    path[d] = c
+                    pathCount = d + 1
+                    let prev = d * width, cur = (d + 1) * width
+                    var rowMin = d + 1
+                    if d + 1 <= maxDepth - 1 {
+                        rows[cur] = d + 1
+                        for j in 1...m {
+                            let cost = w[j - 1] == c ? 0 : 1
+                            var v = min(rows[prev + j] + 1, rows[cur + j - 1] + 1, rows[prev + j - 1] + cost)
+                            if d > 0, j > 1, w[j - 1] == path[d - 1], w[j - 2] == c {
+                                v = min(v, rows[(d - 1) * width + j - 2] + 1)
+                            }
+                            rows[cur + j] = v
+                            if v < rowMin { rowMin = v }
+                        }
                     }
-                    rows[cur + j] = v
-                    rowMin = min(rowMin, v)
+                    if rowMin > k {
+                        // No term below this prefix can come within k.
+                        i = end(ofPrefix: ArraySlice(path[0..<(d + 1)]), from: i + 1)
+                        pruned = true
+                        break
+                    }
+                    d += 1
                 }
-                if rowMin > k {
-                    // No term below this prefix can come within k.
-                    i = end(ofPrefix: ArraySlice(path), from: i + 1)
-                    pruned = true
-                    break
-                }
-                d += 1
+                if pruned { continue }
+                let dist = rows[len * width + m]
+                if dist <= k { out.append((i, dist)) }
+                i += 1
             }
-            if pruned { continue }
-            let dist = rows[len * width + m]
-            if dist <= k { out.append((i, dist)) }
-            i += 1
+        }
+        }
+        }
+        }
         }
         return out
     }

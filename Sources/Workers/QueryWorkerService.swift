@@ -122,6 +122,22 @@ public final class QueryWorkerService: Sendable {
             running.add(envelope.id, shard: q.shard, flag)
             let key = envelope.id
             threads.submit { self.execute(key: key, shard: q.shard, query: query, flag: flag) }
+        case .shardSearch(let q):
+            guard configuration.shards.contains(q.shard) else {
+                await link.send(envelope.id, .shardDone(Body.ShardDone(shard: q.shard, count: 0,
+                                                                      error: WireError(code: "bad_shard", message: "this worker does not serve shard \(q.shard)"))))
+                return
+            }
+            let plan: SearchPlan
+            do { plan = try SearchPlan(json: q.plan) } catch {
+                await link.send(envelope.id, .shardDone(Body.ShardDone(shard: q.shard, count: 0,
+                                                                      error: WireError(code: "bad_plan", message: error.description))))
+                return
+            }
+            let flag = CancelFlag(deadline: q.deadlineMs.map { Date().addingTimeInterval(Double($0) / 1000) })
+            running.add(envelope.id, shard: q.shard, flag)
+            let key = envelope.id
+            threads.submit { self.executeSearch(key: key, shard: q.shard, plan: plan, flag: flag) }
         case .cancel(let c):
             running.cancel(c.query)
         default:
@@ -157,6 +173,34 @@ public final class QueryWorkerService: Sendable {
             logger.notice("query failed on a shard", metadata: ["query.id": "\(key)", "shard": "\(shard)", "error": "\(error)"])
             let message = flag.isCancelled ? "cancelled or past its deadline" : "\(error)"
             sendBlocking(.shardDone(Body.ShardDone(shard: shard, count: 0, error: WireError(code: flag.isCancelled ? "cancelled" : "query_failed", message: message))))
+        }
+    }
+}
+
+extension QueryWorkerService {
+    /// Runs a shard's part of a parameter search on one of the worker's own
+    /// threads, and sends its one answer.
+    func executeSearch(key: String, shard: Int, plan: SearchPlan, flag: CancelFlag) {
+        defer { running.remove(key, shard: shard) }
+        let link = self.link
+        func sendBlocking(_ body: Body) {
+            let done = DispatchSemaphore(value: 0)
+            Task { await link.send(key, body); done.signal() }
+            done.wait()
+        }
+        do {
+            let store = try pool.checkout(shard)
+            defer { pool.checkin(shard, store) }
+            let r = try store.search(plan, isCancelled: { flag.isCancelled })
+            let hits = r.hits.map { Body.RankedHit(id: $0.uniqueIdentifier, item: $0.item, rank: $0.rank.json) }
+            sendBlocking(.shardSearchResult(Body.ShardSearchResult(
+                shard: shard, hits: hits, nbHits: r.nbHits, facets: r.facets,
+                facetStats: r.facetStats.mapValues { [$0.min, $0.max, $0.sum, Double($0.count)] },
+                exhaustiveFacetsCount: r.exhaustiveFacetsCount)))
+        } catch {
+            logger.notice("search failed on a shard", metadata: ["query.id": "\(key)", "shard": "\(shard)", "error": "\(error)"])
+            let message = flag.isCancelled ? "cancelled or past its deadline" : "\(error)"
+            sendBlocking(.shardDone(Body.ShardDone(shard: shard, count: 0, error: WireError(code: flag.isCancelled ? "cancelled" : "search_failed", message: message))))
         }
     }
 }

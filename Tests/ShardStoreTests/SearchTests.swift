@@ -28,7 +28,7 @@ import Testing
         #expect(ids(r).first == "deb:vim")
         #expect(Set(ids(r)) == ["deb:vim", "deb:vim-gtk3", "deb:neovim"])
         #expect(r.nbHits == 3)
-        #expect(r.hits[0].rank.exactValue == 1)
+        #expect(r.hits[0].rank.exactAttribute == 0)
     }
 
     @Test func oneTypoFromFiveLetters() throws {

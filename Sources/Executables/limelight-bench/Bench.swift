@@ -4,6 +4,7 @@ import Items
 import LimelightClient
 import Logging
 import QueryPlan
+import SearchParameters
 import ShardStore
 import SpotlightQuery
 import WireProtocol
@@ -175,6 +176,20 @@ struct StoreBench: AsyncParsableCommand {
         if !mix.isEmpty {
             print("word mix (one and two words, as peers.py): p50 \(fmt(percentile(mix, 50))) ms, p99 \(fmt(percentile(mix, 99))) ms")
         }
+        for (kind, qs) in searchKinds(words, count: corpus.queries) where corpus.wants(kind) {
+            let plans = try qs.map { try SearchRequest(params: $0).plan }
+            for p in plans.prefix(20) { _ = try reader.search(p) }
+            var lat: [Double] = [], cpu: [Double] = []
+            var hits = 0
+            for p in plans {
+                let t = Date()
+                let c = threadCPUSeconds()
+                hits += try reader.search(p).nbHits
+                cpu.append((threadCPUSeconds() - c) * 1000)
+                lat.append(Date().timeIntervalSince(t) * 1000)
+            }
+            print("\(kind.padding(toLength: 14, withPad: " ", startingAt: 0))\(fmt(percentile(lat, 50)).leftPad(9))  \(fmt(percentile(lat, 99)).leftPad(9))  \(fmt(Double(hits) / Double(qs.count), 1).leftPad(10))  \(fmt(percentile(cpu, 50)).leftPad(10))  \(fmt(percentile(cpu, 99)).leftPad(10))   (nbHits)")
+        }
         printPeers(corpus.runPeers(), ours: Double(stored) / indexSeconds)
     }
 }
@@ -261,6 +276,16 @@ struct ClusterBench: AsyncParsableCommand {
                     lat.append(Date().timeIntervalSince(t) * 1000)
                 }
                 print("\(String(n).leftPad(6))  \(String(Int(rate)).leftPad(15))   \(kind.padding(toLength: 9, withPad: " ", startingAt: 0))  \(fmt(percentile(lat, 50)).leftPad(7))  \(fmt(percentile(lat, 99)).leftPad(7))  \(fmt(percentile(first, 50)).leftPad(19))  \(fmt(percentile(first, 99)).leftPad(7))")
+            }
+            for (kind, qs) in searchKinds(words, count: corpus.queries) where corpus.wants(kind) {
+                for q in qs.prefix(20) { _ = try await client.search(q) }
+                var lat: [Double] = []
+                for q in qs {
+                    let t = Date()
+                    _ = try await client.search(q)
+                    lat.append(Date().timeIntervalSince(t) * 1000)
+                }
+                print("\(String(n).leftPad(6))  \(String(Int(rate)).leftPad(15))   \(kind.padding(toLength: 14, withPad: " ", startingAt: 0))  \(fmt(percentile(lat, 50)).leftPad(7))  \(fmt(percentile(lat, 99)).leftPad(7))   (search)")
             }
         }
         printPeers(corpus.runPeers(), ours: best)

@@ -1,0 +1,152 @@
+import Foundation
+import Items
+import QueryPlan
+import SearchParameters
+import WireProtocol
+
+/// A parameter search in flight: one `shard_search` per shard, gathered
+/// whole, then merged into one Algolia-shaped response.
+struct RunningSearch: Sendable {
+    var key: String
+    var client: [Data]
+    var requestID: String
+    var request: SearchRequest
+    var planJSON: JSONValue
+    var deadlineMs: Int
+    var outstanding: [Int: String] = [:]   // shard → worker
+    var tried: [Int: Set<String>] = [:]
+    var failed: [ShardFailure] = []
+    var builder: SearchResponseBuilder
+    var started: ContinuousClock.Instant
+    var deadlineTimer: Task<Void, Never>?
+}
+
+extension CoordinatorCore {
+    func startSearch(client: [Data], id: String, _ s: Body.Search) {
+        count("searches")
+        let request: SearchRequest
+        do throws(SearchParametersError) { request = try SearchRequest(params: s.params) } catch {
+            sendError(.client(client), id, WireError(code: error.code.description, message: error.message,
+                                                     position: error.position, field: error.parameter))
+            return
+        }
+        if let d = s.deadlineMs, d <= 0 {
+            sendError(.client(client), id, WireError(code: "invalid_parameter", message: "deadlineMs must be positive", field: "deadlineMs"))
+            return
+        }
+        let key = makeID("s")
+        let deadline = s.deadlineMs ?? configuration.defaultDeadlineMs
+        var rs = RunningSearch(key: key, client: client, requestID: id, request: request, planJSON: request.plan.json,
+                               deadlineMs: deadline, builder: SearchResponseBuilder(request: request), started: .now)
+        if deadline > 0 {
+            rs.deadlineTimer = Task { [weak self] in
+                guard (try? await Task.sleep(for: .milliseconds(deadline))) != nil else { return }
+                await self?.searchDeadlineReached(key)
+            }
+        }
+        searches[key] = rs
+        searchOfRequest[client, default: [:]][id] = key
+        let shards = request.plan.filter == .none ? [] : Array(0..<configuration.shards)
+        for shard in shards { dispatchSearch(key, shard: shard) }
+        finishSearchIfDone(key)
+    }
+
+    /// Sends a shard's part of a search to a live query worker not yet tried for it.
+    func dispatchSearch(_ key: String, shard: Int) {
+        guard var rs = searches[key] else { return }
+        let tried = rs.tried[shard] ?? []
+        let candidates = liveWorkers(.query, shard: shard).filter { !tried.contains($0.id) }
+        guard !candidates.isEmpty else {
+            rs.failed.append(ShardFailure(shard: shard, reason: tried.isEmpty ? "no live query worker" : "every query worker for the shard failed"))
+            rs.builder.shardFailed()
+            searches[key] = rs
+            return
+        }
+        roundRobin &+= 1
+        let w = candidates[roundRobin % candidates.count]
+        rs.tried[shard, default: []].insert(w.id)
+        rs.outstanding[shard] = w.id
+        searches[key] = rs
+        let elapsed = Int(rs.started.duration(to: .now).milliseconds)
+        send(.worker(w.route), key, .shardSearch(Body.ShardSearch(shard: shard, plan: rs.planJSON,
+                                                                  deadlineMs: rs.deadlineMs > 0 ? max(1, rs.deadlineMs - elapsed) : nil)))
+    }
+
+    func shardSearchAnswered(key: String, from worker: String, _ r: Body.ShardSearchResult) {
+        guard var rs = searches[key], rs.outstanding[r.shard] == worker else { return }
+        rs.outstanding.removeValue(forKey: r.shard)
+        rs.builder.add(r)
+        searches[key] = rs
+        finishSearchIfDone(key)
+    }
+
+    /// A shard's search failed on its worker: try another replica, or name it.
+    func searchShardFailed(key: String, from worker: String, shard: Int?, reason: String) {
+        guard var rs = searches[key] else { return }
+        guard let shard = shard ?? rs.outstanding.first(where: { $0.value == worker })?.key, rs.outstanding[shard] == worker else { return }
+        rs.outstanding.removeValue(forKey: shard)
+        searches[key] = rs
+        if liveWorkers(.query, shard: shard).contains(where: { !(rs.tried[shard] ?? []).contains($0.id) }) {
+            dispatchSearch(key, shard: shard)
+        } else {
+            rs.failed.append(ShardFailure(shard: shard, reason: reason))
+            rs.builder.shardFailed()
+            searches[key] = rs
+        }
+        finishSearchIfDone(key)
+    }
+
+    /// Retries, elsewhere, the shards a lost worker was searching.
+    func searchesLost(worker: String) {
+        for (key, rs) in searches {
+            for (shard, wid) in rs.outstanding where wid == worker {
+                searchShardFailed(key: key, from: worker, shard: shard, reason: "query worker \(worker) was lost")
+            }
+        }
+    }
+
+    func finishSearchIfDone(_ key: String) {
+        guard let rs = searches[key], rs.outstanding.isEmpty else { return }
+        completeSearch(key)
+    }
+
+    func completeSearch(_ key: String) {
+        guard let rs = searches.removeValue(forKey: key) else { return }
+        rs.deadlineTimer?.cancel()
+        searchOfRequest[rs.client]?.removeValue(forKey: rs.requestID)
+        if searchOfRequest[rs.client]?.isEmpty == true { searchOfRequest.removeValue(forKey: rs.client) }
+        let elapsed = rs.started.duration(to: .now).milliseconds
+        record(&queryLatenciesMs, elapsed)
+        if !rs.failed.isEmpty { count("searches.partial") }
+        let response = rs.builder.response(processingTimeMS: Int(elapsed.rounded()))
+        send(.client(rs.client), rs.requestID,
+             .searchResult(Body.SearchResult(response: response, failedShards: rs.failed.sorted { $0.shard < $1.shard })))
+    }
+
+    func searchDeadlineReached(_ key: String) {
+        guard var rs = searches[key] else { return }
+        count("searches.timedOut")
+        for (shard, wid) in rs.outstanding {
+            if let w = workers[wid] { send(.worker(w.route), key, .cancel(Body.Cancel(query: key))) }
+            rs.failed.append(ShardFailure(shard: shard, reason: "no answer within the deadline of \(rs.deadlineMs) ms"))
+            rs.builder.shardFailed()
+        }
+        rs.outstanding.removeAll()
+        searches[key] = rs
+        completeSearch(key)
+    }
+
+    /// A client's `cancel` of a search: the workers stop, and no answer is sent.
+    func cancelSearch(client: [Data], requestID: String) -> Bool {
+        guard let key = searchOfRequest[client]?[requestID], var rs = searches[key] else { return false }
+        count("searches.cancelled")
+        for (_, wid) in rs.outstanding {
+            if let w = workers[wid] { send(.worker(w.route), key, .cancel(Body.Cancel(query: key))) }
+        }
+        rs.outstanding.removeAll()
+        rs.deadlineTimer?.cancel()
+        searches.removeValue(forKey: key)
+        searchOfRequest[client]?.removeValue(forKey: requestID)
+        return true
+    }
+}

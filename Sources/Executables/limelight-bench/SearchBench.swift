@@ -1,0 +1,27 @@
+import Foundation
+import Items
+import QueryPlan
+import SearchParameters
+
+/// The parameter-search kinds the benchmark times (issue: a two-word free
+/// text query, a faceted query with three facets — one disjunctive — and one
+/// refinement, and a 20-hit page 10), as Algolia parameter objects.
+func searchKinds(_ w: QueryWords, count: Int) -> [(String, [JSONValue])] {
+    var rng = SplitMix64(state: 13)
+    let sections = ["utils", "libs", "python", "devel", "net", "doc", "misc", "admin"]
+    let twoWords = (0..<count).map { i -> JSONValue in
+        let b = w.words[Int(rng.next() % UInt64(w.words.count))]
+        return .object(["query": .string("\(w.words[i]) \(b)"), "attributesToRetrieve": .array([.string("title")])])
+    }
+    let faceted = (0..<count).map { i -> JSONValue in
+        .object(["query": .string(w.words[i]), "attributesToRetrieve": .array([.string("title")]),
+                 "facets": .array([.string("section"), .string("architecture"), .string("priority")]),
+                 "disjunctiveFacets": .array([.string("section")]),
+                 "facetFilters": .array([.array([.string("section:\(sections[i % sections.count])")])])])
+    }
+    let page10 = (0..<count).map { i -> JSONValue in
+        .object(["query": .string(w.words[i]), "page": .number(10), "hitsPerPage": .number(20),
+                 "attributesToRetrieve": .array([.string("title")])])
+    }
+    return [("search 2 words", twoWords), ("faceted", faceted), ("page 10", page10)]
+}

@@ -1,0 +1,61 @@
+import ArgumentParser
+import Foundation
+import Items
+import LimelightClient
+import WireProtocol
+
+/// `limelight search`: a parameter search with Algolia's parameters; prints
+/// the response object and nothing else on standard output.
+struct SearchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "search",
+        abstract: "Search with Algolia's parameters, e.g. --params '{\"query\": \"vim\", \"facets\": [\"section\"]}'.",
+        discussion: "Prints the JSON response (hits, nbHits, facets, …) on standard output. --params @FILE reads the parameters from a file.")
+
+    @Option(help: "The search parameters as a JSON object, or @FILE.") var params: String
+    @Option(help: "Deadline in milliseconds.") var deadlineMs: Int?
+    @OptionGroup var endpoint: EndpointOptions
+
+    func run() async throws {
+        let text: String
+        if params.hasPrefix("@") {
+            let path = String(params.dropFirst())
+            guard let data = FileManager.default.contents(atPath: path) else {
+                printError("limelight: cannot read the parameters file \(path)")
+                throw ExitCode(ExitCodes.badInput)
+            }
+            text = String(decoding: data, as: UTF8.self)
+        } else {
+            text = params
+        }
+        let value: JSONValue
+        do { value = try JSONValue.parse(text) } catch {
+            printError("limelight: --params is not valid JSON: \(error)")
+            throw ExitCode(ExitCodes.badInput)
+        }
+        guard case .object = value else {
+            printError("limelight: --params must be a JSON object of search parameters")
+            throw ExitCode(ExitCodes.badInput)
+        }
+        let client = try await connect(endpoint)
+        defer { client.close() }
+        let result: Body.SearchResult
+        do {
+            result = try await client.search(value, deadlineMs: deadlineMs, timeout: .seconds(max(endpoint.timeout, 30)))
+        } catch let e as ClientError where e.code == .server {
+            printError("limelight: bad search: \(e.server?.description ?? e.message)")
+            if let s = e.server, s.field == "filters", let pos = s.position, let filters = value["filters"]?.stringValue {
+                printError("  \(filters)\n  \(String(repeating: " ", count: min(pos, filters.count)))^")
+            }
+            throw ExitCode(ExitCodes.badInput)
+        } catch let e as ClientError {
+            printError("limelight: \(e.message)")
+            throw ExitCode(ExitCodes.unreachable)
+        }
+        printLine(result.response.serializedString())
+        if !result.failedShards.isEmpty {
+            for f in result.failedShards { printError("limelight: shard \(f.shard) missing from the result: \(f.reason)") }
+            throw ExitCode(ExitCodes.missingShards)
+        }
+    }
+}
