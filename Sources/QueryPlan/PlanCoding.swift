@@ -49,6 +49,16 @@ extension Predicate {
             if let u = r.upper { o["max"] = .number(u.value); o["maxInclusive"] = .bool(u.inclusive) }
             return .object(o)
         case .domain(let ds): return .object(["op": .string("domain"), "domains": .array(ds.map { .string($0) })])
+        case .geo(let g):
+            var o: [String: JSONValue] = ["op": .string("geo"), "attribute": .string(g.attribute)]
+            switch g.area {
+            case .circle(let center, let radius):
+                o["around"] = .object(["latitude": .number(center.latitude), "longitude": .number(center.longitude)])
+                o["radius"] = .number(radius)
+            case .box(let lat1, let lng1, let lat2, let lng2):
+                o["box"] = .array([.number(lat1), .number(lng1), .number(lat2), .number(lng2)])
+            }
+            return .object(o)
         }
     }
 
@@ -105,8 +115,50 @@ extension Predicate {
                 throw PlanDecodingError(path: "\(path).domains", message: "expected a list of domain identifiers")
             }
             self = .domain(a.compactMap(\.stringValue))
+        case "geo":
+            self = .geo(try GeoTest(json: o, path: path))
         default:
             throw PlanDecodingError(path: "\(path).op", message: "unknown operation '\(op)'")
+        }
+    }
+}
+
+extension GeoTest {
+    /// `{"op": "geo", "attribute": "location", "around": {"latitude": …,
+    /// "longitude": …}, "radius": metres}` or `{…, "box": [lat1, lng1, lat2,
+    /// lng2]}`; the attribute is `location` when absent.
+    init(json o: [String: JSONValue], path: String) throws(PlanDecodingError) {
+        func coordinate(_ v: JSONValue?, _ limit: Double, _ path: String, _ what: String) throws(PlanDecodingError) -> Double {
+            guard let d = v?.doubleValue, d.isFinite else { throw PlanDecodingError(path: path, message: "expected a \(what) in degrees") }
+            guard abs(d) <= limit else { throw PlanDecodingError(path: path, message: "a \(what) must be within ±\(Int(limit)), not \(d)") }
+            return d
+        }
+        var attribute = GeoTest.defaultAttribute
+        if let a = o["attribute"] {
+            guard let s = a.stringValue, !s.isEmpty, s != "*", s != "**" else {
+                throw PlanDecodingError(path: "\(path).attribute", message: "expected the name of one location attribute")
+            }
+            attribute = s
+        }
+        switch (o["around"], o["box"]) {
+        case (let around?, nil):
+            let lat = try coordinate(around["latitude"], 90, "\(path).around.latitude", "latitude")
+            let lng = try coordinate(around["longitude"], 180, "\(path).around.longitude", "longitude")
+            guard let radius = o["radius"]?.doubleValue, radius.isFinite, radius >= 0 else {
+                throw PlanDecodingError(path: "\(path).radius", message: "expected a radius in metres, zero or more")
+            }
+            self.init(attribute: attribute, area: .circle(center: Location(latitude: lat, longitude: lng), radius: radius))
+        case (nil, let box?):
+            guard let a = box.arrayValue, a.count == 4 else {
+                throw PlanDecodingError(path: "\(path).box", message: "expected four numbers: lat1, lng1, lat2, lng2")
+            }
+            self.init(attribute: attribute, area: .box(
+                lat1: try coordinate(a[0], 90, "\(path).box[0]", "latitude"),
+                lng1: try coordinate(a[1], 180, "\(path).box[1]", "longitude"),
+                lat2: try coordinate(a[2], 90, "\(path).box[2]", "latitude"),
+                lng2: try coordinate(a[3], 180, "\(path).box[3]", "longitude")))
+        default:
+            throw PlanDecodingError(path: path, message: "a geo test takes either 'around' with 'radius', or 'box'")
         }
     }
 }

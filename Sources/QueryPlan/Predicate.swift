@@ -185,6 +185,8 @@ public indirect enum Predicate: Sendable, Hashable {
     case range(RangeTest)
     /// The item's domain is one of these or lies below one of them.
     case domain([String])
+    /// One of the attribute's locations lies in an area (see ``GeoTest``).
+    case geo(GeoTest)
 
     /// Flattens nested `and`/`or`, drops neutral elements, folds constants.
     public func simplified() -> Predicate {
@@ -232,6 +234,7 @@ public indirect enum Predicate: Sendable, Hashable {
         case .exists(let s): s.name.map { [$0] } ?? []
         case .text(let t): t.attribute.name.map { [$0] } ?? []
         case .range(let r): [r.attribute]
+        case .geo(let g): [g.attribute]
         }
     }
 }

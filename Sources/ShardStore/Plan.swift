@@ -47,6 +47,7 @@ indirect enum Node {
     case text(TextLeaf)
     case range(Int64?, RangeTest)
     case domain([String])
+    case geo(Int64?, GeoTest)
 
     /// The attributes whose values decide this node; nil when the node needs
     /// many (`*`), and loading the whole item is cheaper than picking.
@@ -63,7 +64,7 @@ indirect enum Node {
         case .not(let n): return n.names
         case .exists(let set): return set.isAllText ? nil : Set(set.ids)
         case .text(let leaf): return leaf.names.isAllText ? nil : Set(leaf.names.ids)
-        case .range(let id, _): return id.map { [$0] } ?? []
+        case .range(let id, _), .geo(let id, _): return id.map { [$0] } ?? []
         }
     }
 
@@ -82,6 +83,9 @@ struct LoadedValue {
     var kind: ValueKind
     var text: String?
     var num: Double?
+    /// A location's coordinates (kind 4); nil only until ``ShardStore/load``
+    /// has filled in those of a shard written before rows kept them.
+    var location: Location?
 }
 
 /// An item's values by attribute id.
@@ -113,6 +117,9 @@ extension Node {
             return values.contains { $0.kind.isNumeric && test.contains($0.num ?? .nan) }
         case .domain(let domains):
             return domains.contains { DomainIdentifier.domain(item.domain, isWithin: $0) }
+        case .geo(let id, let test):
+            guard let id, let values = item.values[id] else { return false }
+            return test.matches(values.lazy.compactMap { $0.kind == .location ? $0.location : nil })
         }
     }
 }

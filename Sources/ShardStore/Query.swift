@@ -263,6 +263,7 @@ extension ShardStore {
             case .text(let t): return .text(TextLeaf(test: t, names: try resolve(t.attribute)))
             case .range(let r): return .range(try searchableNameID(r.attribute), r)
             case .domain(let ds): return .domain(ds)
+            case .geo(let g): return .geo(try searchableNameID(g.attribute), g)
             }
         }
         return try node(predicate)
@@ -334,6 +335,8 @@ extension ShardStore {
         case .range(let name, let test):
             guard let name else { return .nothing }
             var sql = "SELECT item FROM attrs WHERE name = ? AND num IS NOT NULL"
+            // A location's latitude is in `num` too; it is not a number.
+            if try holdsLocations(name) { sql += " AND kind != 4" }
             var values: [SQLValue] = [.integer(name)]
             if let l = test.lower { sql += l.inclusive ? " AND num >= ?" : " AND num > ?"; values.append(.real(l.value)) }
             if let u = test.upper { sql += u.inclusive ? " AND num <= ?" : " AND num < ?"; values.append(.real(u.value)) }
@@ -344,6 +347,9 @@ extension ShardStore {
             var ids: [Int64] = []
             for d in domains { ids += try itemIDs(inDomain: d) }
             return Candidates(ids: IDs.sortedUnique(ids), exact: true)
+        case .geo(let name, let test):
+            guard let name else { return .nothing }
+            return Candidates(ids: try geoMatches(node, name: name, test, context), exact: true)
         case .text(let leaf):
             let c = try textCandidates(leaf, context)
             if needExact, !c.exact, let ids = c.ids {
@@ -368,11 +374,16 @@ extension ShardStore {
     /// (nil: all), so checking a title does not read a long description.
     func load(_ id: Int64, names: Set<Int64>?, domain: Bool) throws -> LoadedItem {
         var item = LoadedItem()
+        var legacyLocations = false
         func read(_ s: Statement) throws {
             while try s.step() {
                 guard let kind = ValueKind(rawValue: s.int64(at: 1)) else { continue }
-                let value = LoadedValue(kind: kind, text: kind.isText ? s.string(at: 2) : nil,
+                var value = LoadedValue(kind: kind, text: kind.isText ? s.string(at: 2) : nil,
                                         num: kind.isNumeric ? s.double(at: 3) : nil)
+                if kind == .location {
+                    value.location = Self.storedLocation(latitude: s.isNull(at: 3) ? nil : s.double(at: 3), longitude: s.string(at: 2))
+                    if value.location == nil { legacyLocations = true }
+                }
                 item.values[s.int64(at: 0), default: []].append(value)
             }
             try s.reset()
@@ -389,6 +400,7 @@ extension ShardStore {
             try s.bind(id, at: 0)
             try read(s)
         }
+        if legacyLocations { try fillLegacyLocations(of: id, in: &item) }
         if domain {
             let d = try db.prepare("SELECT domain FROM items WHERE id = ?")
             try d.bind(id, at: 0)
@@ -437,7 +449,8 @@ extension ShardStore {
             // Numbers straight from the covering (name, num) index; text rows
             // need the row itself for the exact text that breaks ties.
             let wanted = Set(ids)
-            let numbers = try db.prepare("SELECT item, num FROM attrs WHERE name = ? AND num IS NOT NULL AND pos = 0")
+            let numbers = try db.prepare("SELECT item, num FROM attrs WHERE name = ? AND num IS NOT NULL AND pos = 0"
+                                         + (try holdsLocations(name) ? " AND kind != 4" : ""))
             try numbers.bind(name, at: 0)
             while try numbers.step() {
                 try context.checkCancelled()

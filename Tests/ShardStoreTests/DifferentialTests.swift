@@ -34,6 +34,10 @@ enum Reference {
                 default: false
                 }
             }
+        case .geo(let g):
+            return (item.attributes[g.attribute]?.elements ?? []).contains { v in
+                if case .location(let l) = v { g.area.contains(l) } else { false }
+            }
         case .text(let t):
             let m = TextMatcher(t)
             switch t.attribute {
@@ -89,6 +93,16 @@ enum Reference {
             if Bool.random(using: &rng) { attrs["tag"] = .string(words(&rng, 1)) }
             if Bool.random(using: &rng) { attrs["url"] = .string("https://example.org/" + words(&rng, 1)) }
             if Int.random(in: 0..<4, using: &rng) == 0 { attrs["supportsNavigation"] = .bool(Bool.random(using: &rng)) }
+            switch Int.random(in: 0..<4, using: &rng) {
+            case 0: attrs["location"] = location(&rng)
+            case 1:
+                // Core Spotlight's pair, which also makes `location`.
+                if case .object(let o) = location(&rng) { attrs["latitude"] = o["latitude"]; attrs["longitude"] = o["longitude"] }
+            default: break
+            }
+            if Int.random(in: 0..<4, using: &rng) == 0 {
+                attrs["stops"] = .array((0..<Int.random(in: 1...3, using: &rng)).map { _ in location(&rng) })
+            }
             let domain = ["org.a", "org.a.b", "org.ab", "org.c"].randomElement(using: &rng)!
             return .object([
                 "uniqueIdentifier": .string("item\(i)"),
@@ -96,6 +110,31 @@ enum Reference {
                 "attributes": .object(attrs),
             ])
         }
+    }
+
+    /// Places the geo leaves are drawn around, so that circles and boxes catch some items.
+    static let cities: [(Double, Double)] = [(48.8566, 2.3522), (51.5074, -0.1278), (52.52, 13.405), (-33.8688, 151.2093),
+                                             (40.7128, -74.006), (0, 179.95), (89.5, 10)]
+
+    static func location(_ rng: inout SplitMix64) -> JSONValue {
+        let (lat, lng) = cities.randomElement(using: &rng)!
+        let jitter = [0, 0.01, 0.5, 3].randomElement(using: &rng)!
+        let la = min(90, max(-90, lat + Double.random(in: -jitter...jitter, using: &rng)))
+        let lo = min(180, max(-180, lng + Double.random(in: -jitter...jitter, using: &rng)))
+        return .object(["latitude": .number(la), "longitude": .number(lo)])
+    }
+
+    static func geoLeaf(_ rng: inout SplitMix64) -> QueryPlan.Predicate {
+        let attribute = ["location", "location", "stops"].randomElement(using: &rng)!
+        let (lat, lng) = cities.randomElement(using: &rng)!
+        if Bool.random(using: &rng) {
+            let radius: Double = [0, 1_000, 50_000, 300_000, 1_000_000, 20_100_000].randomElement(using: &rng)!
+            return .geo(GeoTest(attribute: attribute, area: .circle(center: Location(latitude: lat, longitude: lng), radius: radius)))
+        }
+        let h = [0.02, 1, 5, 30].randomElement(using: &rng)!
+        return .geo(GeoTest(attribute: attribute, area: .box(lat1: min(90, lat + h), lng1: max(-180, lng - h),
+                                                             lat2: max(-90, lat - Double.random(in: 0...h, using: &rng)),
+                                                             lng2: min(180, lng + h))))
     }
 
     static func pattern(_ rng: inout SplitMix64) -> String {
@@ -116,7 +155,8 @@ enum Reference {
 
     static func leaf(_ rng: inout SplitMix64) -> QueryPlan.Predicate {
         let attributes = ["title", "displayName", "contentDescription", "keywords", "tag", "url", "installedSize", "*", "*", "*"]
-        switch Int.random(in: 0..<10, using: &rng) {
+        switch Int.random(in: 0..<11, using: &rng) {
+        case 10: return geoLeaf(&rng)
         case 0: return .exists(Bool.random(using: &rng) ? .allText : .named(attributes.randomElement(using: &rng)!))
         case 1: return range(["rating", "installedSize", "supportsNavigation"].randomElement(using: &rng)!,
                              Double(Int.random(in: 0...3, using: &rng)), Bool.random(using: &rng) ? nil : 4,
