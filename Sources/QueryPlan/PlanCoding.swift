@@ -59,6 +59,11 @@ extension Predicate {
                 o["box"] = .array([.number(lat1), .number(lng1), .number(lat2), .number(lng2)])
             }
             return .object(o)
+        case .regex(let r):
+            return .object(["op": .string("regex"), "attribute": .string(r.attribute.wire),
+                            "pattern": .string(r.pattern), "options": .string(r.options.letters)])
+        case .identifier(let ids): return .object(["op": .string("identifier"), "ids": .array(ids.map { .string($0) })])
+        case .every(let p): return .object(["op": .string("every"), "of": .array([p.json])])
         }
     }
 
@@ -117,6 +122,32 @@ extension Predicate {
             self = .domain(a.compactMap(\.stringValue))
         case "geo":
             self = .geo(try GeoTest(json: o, path: path))
+        case "regex":
+            let letters = o["options"]?.stringValue ?? ""
+            guard let options = TextOptions(letters: letters), options.isSubset(of: [.caseInsensitive, .diacriticInsensitive]) else {
+                throw PlanDecodingError(path: "\(path).options", message: "'\(letters)' is not a combination of c and d")
+            }
+            let test = RegexTest(attribute: AttributeSelector(wire: try string("attribute")), pattern: try string("pattern"), options: options)
+            do throws(RegexMatcher.CompileError) { _ = try RegexMatcher(test) } catch {
+                throw PlanDecodingError(path: "\(path).pattern", message: error.description)
+            }
+            self = .regex(test)
+        case "identifier":
+            guard let a = o["ids"]?.arrayValue else {
+                throw PlanDecodingError(path: "\(path).ids", message: "expected a list of unique identifiers")
+            }
+            self = .identifier(a.compactMap(\.stringValue))
+        case "every":
+            let c = try children()
+            guard c.count == 1 else { throw PlanDecodingError(path: "\(path).of", message: "'every' takes exactly one predicate") }
+            switch c[0] {
+            case .text(let t) where t.attribute.name != nil: break
+            case .regex(let r) where r.attribute.name != nil: break
+            case .range, .geo: break
+            default:
+                throw PlanDecodingError(path: "\(path).of[0]", message: "'every' takes a text, regex, range or geo test of one named attribute")
+            }
+            self = .every(c[0])
         default:
             throw PlanDecodingError(path: "\(path).op", message: "unknown operation '\(op)'")
         }
@@ -167,12 +198,14 @@ extension SortKey {
     public var json: JSONValue {
         switch self {
         case .relevance: .object(["relevance": .bool(true)])
+        case .identifier: .object(["identifier": .bool(true)])
         case .attribute(let n, let asc): .object(["attribute": .string(n), "ascending": .bool(asc)])
         }
     }
 
     public init(json: JSONValue, path: String = "sort") throws(PlanDecodingError) {
         if json["relevance"]?.boolValue == true { self = .relevance; return }
+        if json["identifier"]?.boolValue == true { self = .identifier; return }
         guard let n = json["attribute"]?.stringValue else {
             throw PlanDecodingError(path: path, message: "expected {\"attribute\": name, \"ascending\": bool} or {\"relevance\": true}")
         }
@@ -189,6 +222,7 @@ extension Query {
         ]
         if let fetchAttributes { o["fetchAttributes"] = .array(fetchAttributes.map { .string($0) }) }
         if let limit { o["limit"] = .number(Double(limit)) }
+        if let after { o["after"] = .array(after) }
         return .object(o)
     }
 
@@ -204,6 +238,14 @@ extension Query {
         let fetch = o["fetchAttributes"]?.arrayValue?.compactMap(\.stringValue)
         let limit = o["limit"]?.intValue
         let batch = o["batchSize"]?.intValue ?? Query.defaultBatchSize
-        self.init(predicate: predicate, fetchAttributes: fetch, sort: sort, limit: limit, batchSize: max(1, batch))
+        var after: [JSONValue]?
+        if let a = o["after"] {
+            guard let values = a.arrayValue else { throw PlanDecodingError(path: "plan.after", message: "expected the list of sort values to resume after") }
+            guard values.count == sort.count else {
+                throw PlanDecodingError(path: "plan.after", message: "expected \(sort.count) sort values, one per sort key, found \(values.count)")
+            }
+            after = values
+        }
+        self.init(predicate: predicate, fetchAttributes: fetch, sort: sort, limit: limit, batchSize: max(1, batch), after: after)
     }
 }

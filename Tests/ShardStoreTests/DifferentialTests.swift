@@ -34,6 +34,30 @@ enum Reference {
                 default: false
                 }
             }
+        case .identifier(let ids): return ids.contains(item.uniqueIdentifier)
+        case .every(let leaf):
+            guard let name = leaf.attributeNames.first else { return true }
+            return (item.attributes[name]?.elements ?? []).allSatisfy { v in
+                var one = item
+                one.attributes = [name: v]
+                return matches(leaf, one)
+            }
+        case .regex(let r):
+            let m = try! RegexMatcher(r)
+            switch r.attribute {
+            case .named(let n):
+                return (item.attributes[n]?.elements ?? []).contains { v in
+                    switch v {
+                    case .text(let s): m.matches(s)
+                    case .number(let d): m.matches(canonicalText(d))
+                    default: false
+                    }
+                }
+            case .allText:
+                return item.attributes.contains { name, value in
+                    isDefaultText(name) && value.elements.contains { if case .text(let s) = $0 { m.matches(s) } else { false } }
+                }
+            }
         case .geo(let g):
             return (item.attributes[g.attribute]?.elements ?? []).contains { v in
                 if case .location(let l) = v { g.area.contains(l) } else { false }
@@ -155,8 +179,21 @@ enum Reference {
 
     static func leaf(_ rng: inout SplitMix64) -> QueryPlan.Predicate {
         let attributes = ["title", "displayName", "contentDescription", "keywords", "tag", "url", "installedSize", "*", "*", "*"]
-        switch Int.random(in: 0..<11, using: &rng) {
+        switch Int.random(in: 0..<14, using: &rng) {
         case 10: return geoLeaf(&rng)
+        case 11:
+            let patterns = ["caf.*", ".*indow.*", "[a-z]+", "K.*L", "x\\d+", ".*", "(?:Über|über).*", "\\d+(\\.5)?", "ecole"]
+            return .regex(RegexTest(attribute: ["title", "keywords", "tag", "rating", "*"].randomElement(using: &rng)! == "*" ? .allText
+                                        : .named(["title", "keywords", "tag", "rating"].randomElement(using: &rng)!),
+                                    pattern: patterns.randomElement(using: &rng)!,
+                                    options: TextOptions(letters: ["", "c", "d", "cd"].randomElement(using: &rng)!)!))
+        case 12: return .identifier((0..<Int.random(in: 0...3, using: &rng)).map { _ in "item\(Int.random(in: 0..<170, using: &rng))" })
+        case 13:
+            switch Int.random(in: 0..<3, using: &rng) {
+            case 0: return .every(text("keywords", pattern(&rng), ["", "c", "cd", "cdw"].randomElement(using: &rng)!))
+            case 1: return .every(range("rating", Double(Int.random(in: 0...3, using: &rng)), nil))
+            default: return .every(geoLeaf(&rng))
+            }
         case 0: return .exists(Bool.random(using: &rng) ? .allText : .named(attributes.randomElement(using: &rng)!))
         case 1: return range(["rating", "installedSize", "supportsNavigation"].randomElement(using: &rng)!,
                              Double(Int.random(in: 0...3, using: &rng)), Bool.random(using: &rng) ? nil : 4,
@@ -209,6 +246,36 @@ enum Reference {
         }
         #expect(checked == 300)
         #expect(nonEmpty > 100, "most plans should select some items but not all")
+    }
+}
+
+@Suite struct CursorTests {
+    /// Paging with `after` through a sort full of ties (ratings repeat, many
+    /// items have none) gives every match once, in the order of one sorted run.
+    @Test(arguments: [7, 1, 50] as [Int])
+    func pagesResumeExactlyAfterTheLastResult(pageSize: Int) throws {
+        var rng = SplitMix64(state: 99)
+        let dir = TempDir()
+        let store = try openStore(dir)
+        try store.put(DifferentialTests.corpus(&rng))
+        for sort in [[SortKey.attribute("rating", ascending: false), .identifier],
+                     [.attribute("title", ascending: true), .attribute("rating", ascending: true), .identifier],
+                     [.identifier]] {
+            let predicate = QueryPlan.Predicate.not(text("title", "kernel", "c"))
+            var whole: [String] = []
+            try store.run(Query(predicate: predicate, sort: sort)) { whole += $0.map { $0.item["uniqueIdentifier"]?.stringValue ?? "?" } }
+            var paged: [String] = []
+            var after: [JSONValue]?
+            while true {
+                var page: [StoredResult] = []
+                try store.run(Query(predicate: predicate, sort: sort, limit: pageSize, after: after)) { page += $0 }
+                paged += page.map { $0.item["uniqueIdentifier"]?.stringValue ?? "?" }
+                guard page.count == pageSize, let last = page.last else { break }
+                after = last.sortValues
+            }
+            #expect(whole.count > 100)
+            #expect(paged == whole, "\(sort)")
+        }
     }
 }
 
