@@ -38,6 +38,7 @@ let package = Package(
         .target(name: "Items"),
         .target(name: "QueryPlan", dependencies: ["Items"]),
         .target(name: "SpotlightQuery", dependencies: ["QueryPlan"]),
+        .target(name: "PredicateQuery", dependencies: ["QueryPlan", "Items"]),
 
         // Any query language → one plan; which shards must answer.
         .target(name: "Planner", dependencies: ["QueryPlan", "SpotlightQuery", "WireProtocol", "Items"]),
@@ -84,6 +85,7 @@ let package = Package(
         // Tests.
         .testTarget(name: "ItemsTests", dependencies: ["Items"]),
         .testTarget(name: "SpotlightQueryTests", dependencies: ["SpotlightQuery", "QueryPlan"]),
+        .testTarget(name: "PredicateQueryTests", dependencies: ["PredicateQuery", "QueryPlan", "ShardStore", "Items"]),
         .testTarget(name: "ShardStoreTests", dependencies: ["ShardStore", "SpotlightQuery", "SQLite"]),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
         .testTarget(name: "WireProtocolTests", dependencies: ["WireProtocol", "Items"]),
