@@ -41,7 +41,7 @@ let package = Package(
         .target(name: "PredicateQuery", dependencies: ["QueryPlan", "Items"]),
 
         // Any query language → one plan; which shards must answer.
-        .target(name: "Planner", dependencies: ["QueryPlan", "SpotlightQuery", "WireProtocol", "Items"]),
+        .target(name: "Planner", dependencies: ["QueryPlan", "SpotlightQuery", "PredicateQuery", "WireProtocol", "Items"]),
 
         // One SQLite file per shard, evaluating query plans.
         .target(name: "ShardStore", dependencies: [
