@@ -10,7 +10,7 @@ public struct LimelightCommand: AsyncParsableCommand {
         Exit codes: 0 success; 1 some items rejected; 2 bad input (the message names the position); \
         3 server unreachable; 4 result lacks shards (named on standard error).
         """,
-        subcommands: [UpCommand.self, PublishCommand.self, QueryCommand.self, DeleteCommand.self,
+        subcommands: [UpCommand.self, PublishCommand.self, QueryCommand.self, PredicateCommand.self, DeleteCommand.self,
                       DeclareCommand.self, StatsCommand.self])
 
     public init() {}

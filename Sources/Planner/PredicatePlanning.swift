@@ -23,7 +23,7 @@ extension Planner {
             predicate = try PredicateQueryParser(dialect: dialect, now: now())
                 .parse(recordType: recordType, format, arguments: request.arguments ?? [])
         } catch {
-            throw WireError(code: "bad_query", message: error.message, position: error.offset, field: "predicate")
+            throw WireError(code: "bad_query", message: error.message, position: error.offset)
         }
         var sort: [SortKey] = []
         for (i, s) in (request.sort ?? []).enumerated() {

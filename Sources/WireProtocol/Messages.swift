@@ -187,8 +187,9 @@ public enum Body: Sendable, Hashable {
         public var failedShards: [ShardFailure]
         public var cancelled: Bool
         public var elapsedMs: Double
-        /// For `cloudkit` and `nspredicate` queries that stopped at their
-        /// limit with more to come: pass it back as the request's `cursor`.
+        /// For `cloudkit` and `nspredicate` queries whose page is full (it
+        /// reached the limit; the next page may be empty): pass it back as the
+        /// request's `cursor`. A page that is not full is the last, without one.
         public var cursor: String?
         public init(count: Int, failedShards: [ShardFailure], cancelled: Bool, elapsedMs: Double, cursor: String? = nil) {
             self.count = count; self.failedShards = failedShards; self.cancelled = cancelled; self.elapsedMs = elapsedMs

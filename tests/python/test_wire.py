@@ -191,7 +191,7 @@ def test_cloudkit_predicate_pages_with_a_cursor(client, traffic, grocer):
     assert all(m["language"] == "cloudkit" and m["arguments"] == [1] for m in traffic.sent("query"))
 
 
-def test_cloudkit_rules_and_cursors_are_errors(client, traffic):
+def test_cloudkit_rules_and_cursors_are_errors(client, traffic, grocer):
     with pytest.raises(LimelightError) as e:
         list(client.predicate("public.item", "title ENDSWITH 'Apple'"))
     assert e.value.code == "bad_query" and e.value.position == 6 and "nspredicate" in e.value.message
