@@ -543,6 +543,17 @@ extension ShardStore {
     func identifierSortValues(ids: [Int64], _ context: QueryContext) throws -> [Int64: SortValue] {
         var out: [Int64: SortValue] = [:]
         out.reserveCapacity(ids.count)
+        if ids.count > 2000 {
+            // One pass over the table beats thousands of lookups.
+            let wanted = Set(ids)
+            let all = try db.prepare("SELECT id, uid FROM items")
+            while try all.step() {
+                try context.checkCancelled()
+                let id = all.int64(at: 0)
+                if wanted.contains(id), let uid = all.string(at: 1) { out[id] = .text(key: Fold.key(uid), raw: uid) }
+            }
+            return out
+        }
         let s = try db.prepare("SELECT uid FROM items WHERE id = ?")
         for id in ids {
             try context.checkCancelled()

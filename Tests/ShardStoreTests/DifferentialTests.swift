@@ -279,6 +279,28 @@ enum Reference {
     }
 }
 
+extension CursorTests {
+    /// The identifier sort key over more items than the per-item lookup
+    /// serves (the table is read in one pass), and over fewer: one order,
+    /// case folded first, then the raw identifier.
+    @Test func identifierSortAgreesOverManyAndFewItems() throws {
+        let dir = TempDir()
+        let store = try openStore(dir)
+        var items: [JSONValue] = []
+        for i in 0..<2300 {
+            let uid = (i % 3 == 0 ? "Id" : "id") + String((i * 7919) % 2300)
+            items.append(item(uid, #"{"n": \#(i % 5)}"#))
+        }
+        try store.put(items)
+        let uids = items.compactMap { $0["uniqueIdentifier"]?.stringValue }
+        let expected = uids.sorted { ($0.lowercased(), $0) < ($1.lowercased(), $1) }
+        #expect(try store.ids(.all, sort: [.identifier]) == expected)
+        let few = try store.ids(range("n", 0, 0), sort: [.identifier])
+        #expect(few.count == 460)
+        #expect(few == expected.filter { few.contains($0) })
+    }
+}
+
 @Suite struct WordsFastPathTests {
     /// `Words.split` has an ASCII fast path; appending a non-ASCII word after
     /// a separator forces the general path, whose answer must be the same.
