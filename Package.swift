@@ -38,11 +38,12 @@ let package = Package(
         .target(name: "Items"),
         .target(name: "QueryPlan", dependencies: ["Items"]),
         .target(name: "SpotlightQuery", dependencies: ["QueryPlan"]),
+        .target(name: "PredicateQuery", dependencies: ["QueryPlan", "Items"]),
         // Algolia's search parameters → a search plan; the shards' answers → Algolia's response.
         .target(name: "SearchParameters", dependencies: ["QueryPlan", "Items", "WireProtocol"]),
 
         // Any query language → one plan; which shards must answer.
-        .target(name: "Planner", dependencies: ["QueryPlan", "SpotlightQuery", "WireProtocol", "Items"]),
+        .target(name: "Planner", dependencies: ["QueryPlan", "SpotlightQuery", "PredicateQuery", "WireProtocol", "Items"]),
 
         // One SQLite file per shard, evaluating query plans.
         .target(name: "ShardStore", dependencies: [
@@ -86,6 +87,7 @@ let package = Package(
         // Tests.
         .testTarget(name: "ItemsTests", dependencies: ["Items"]),
         .testTarget(name: "SpotlightQueryTests", dependencies: ["SpotlightQuery", "QueryPlan"]),
+        .testTarget(name: "PredicateQueryTests", dependencies: ["PredicateQuery", "QueryPlan", "ShardStore", "Items"]),
         .testTarget(name: "SearchParametersTests", dependencies: ["SearchParameters", "QueryPlan", "Items", "WireProtocol"]),
         .testTarget(name: "ShardStoreTests", dependencies: ["ShardStore", "SpotlightQuery", "SQLite"]),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),

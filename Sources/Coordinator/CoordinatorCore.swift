@@ -111,6 +111,10 @@ actor CoordinatorCore {
         var started: ContinuousClock.Instant
         /// Fires the deadline; cancelled when the query completes first.
         var deadlineTimer: Task<Void, Never>?
+        /// Predicate queries: which query a cursor belongs to, and the sort
+        /// values of the last result released (see `QueryCursor`).
+        var cursorFingerprint: String?
+        var lastSort: [JSONValue]?
     }
     var queries: [String: RunningQuery] = [:]
     var queryOfRequest: [[Data]: [String: String]] = [:]
@@ -418,6 +422,7 @@ actor CoordinatorCore {
         var rq = RunningQuery(key: key, client: client, requestID: id, query: query, planJSON: query.json,
                               deadlineMs: deadline, outstanding: [:], started: .now)
         if !query.sort.isEmpty { rq.merger = ResultMerger(order: SortOrder(keys: query.sort), shards: shards) }
+        rq.cursorFingerprint = QueryCursor.fingerprint(of: request)
         queries[key] = rq
         queryOfRequest[client, default: [:]][id] = key
         for shard in shards { dispatch(key, shard: shard) }
@@ -475,6 +480,7 @@ actor CoordinatorCore {
         let room = rq.query.limit.map { max(0, $0 - rq.count) } ?? .max
         let released = rq.merger!.drain(max: room)
         for r in released { rq.delivered[r.shard, default: 0] += 1 }
+        if let last = released.last { rq.lastSort = last.hit.sort }
         queries[key] = rq
         if !released.isEmpty { deliver(key, released.map(\.hit.item)) }
     }
@@ -525,7 +531,8 @@ actor CoordinatorCore {
         if !rq.failed.isEmpty { count("queries.partial") }
         send(.client(rq.client), rq.requestID,
              .completion(Body.Completion(count: rq.count, failedShards: rq.failed.sorted { $0.shard < $1.shard },
-                                         cancelled: cancelled, elapsedMs: (elapsed * 1000).rounded() / 1000)))
+                                         cancelled: cancelled, elapsedMs: (elapsed * 1000).rounded() / 1000,
+                                         cursor: cancelled ? nil : nextCursor(rq))))
     }
 
     /// Tells the workers still running a query's shards to stop.

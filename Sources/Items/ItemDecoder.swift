@@ -125,6 +125,11 @@ public struct ItemDecoder: Sendable {
         switch (type, raw) {
         case (.text, .string(let s)):
             return .text(try checkedText(s, field: field))
+        case (.text, .object):
+            guard let name = Self.referenceName(raw) else {
+                throw ItemError(.wrongType, "\(name) must be text (or a reference {\"recordName\": …}), found an object", field: field)
+            }
+            return .text(try checkedText(name, field: field))
         case (.number, .number(let n)):
             guard n.isFinite else { throw ItemError(.wrongType, "\(name) must be a finite number", field: field) }
             return .number(n)
@@ -147,6 +152,7 @@ public struct ItemDecoder: Sendable {
             return .number(n)
         case .bool(let b): return .boolean(b)
         case .object:
+            if let name = Self.referenceName(raw) { return .text(try checkedText(name, field: field)) }
             return .location(try location(raw, field: field))
         case .array(let elements):
             guard elements.count <= Self.maxListCount else {
@@ -167,6 +173,15 @@ public struct ItemDecoder: Sendable {
         case .null:
             throw ItemError(.wrongType, "null is not a value", field: field)
         }
+    }
+
+    /// The record name of a CloudKit-style reference, `{"recordName": "…"}`
+    /// (other members, such as a zone or an action, are ignored). A reference
+    /// is stored as the identifier it points to, as text, so a query compares
+    /// it by record identifier and results show the identifier.
+    static func referenceName(_ raw: JSONValue) -> String? {
+        guard case .object(let o) = raw, o["latitude"] == nil, case .string(let name)? = o["recordName"], !name.isEmpty else { return nil }
+        return name
     }
 
     func checkedText(_ s: String, field: String) throws(ItemError) -> String {

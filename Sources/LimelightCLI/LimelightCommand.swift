@@ -10,8 +10,8 @@ public struct LimelightCommand: AsyncParsableCommand {
         Exit codes: 0 success; 1 some items rejected; 2 bad input (the message names the position); \
         3 server unreachable; 4 result lacks shards (named on standard error).
         """,
-        subcommands: [UpCommand.self, PublishCommand.self, QueryCommand.self, DeleteCommand.self,
-                      DeclareCommand.self, StatsCommand.self, SearchCommand.self])
+        subcommands: [UpCommand.self, PublishCommand.self, QueryCommand.self, PredicateCommand.self, SearchCommand.self,
+                      DeleteCommand.self, DeclareCommand.self, StatsCommand.self])
 
     public init() {}
 }

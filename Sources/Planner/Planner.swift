@@ -1,6 +1,7 @@
 import Foundation
 import Items
 import QueryPlan
+import PredicateQuery
 import SpotlightQuery
 import WireProtocol
 
@@ -25,6 +26,7 @@ public struct Planner: Sendable {
     public func plan(_ request: Body.QueryRequest) throws(WireError) -> Query {
         let predicate: QueryPlan.Predicate
         let language = request.language ?? "spotlight"
+        if let dialect = PredicateQueryParser.Dialect(rawValue: language) { return try planPredicate(request, dialect: dialect) }
         var fromPlan: Query?
         switch language {
         case "spotlight":
@@ -53,7 +55,7 @@ public struct Planner: Sendable {
             }
         default:
             throw WireError(code: "unsupported_language",
-                            message: "query language '\(language)' is not supported (use 'spotlight' or 'plan')",
+                            message: "query language '\(language)' is not supported (use 'spotlight', 'plan', 'cloudkit' or 'nspredicate')",
                             field: "language")
         }
         var sort: [SortKey] = request.sort == nil ? (fromPlan?.sort ?? []) : []

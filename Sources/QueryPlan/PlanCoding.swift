@@ -49,6 +49,21 @@ extension Predicate {
             if let u = r.upper { o["max"] = .number(u.value); o["maxInclusive"] = .bool(u.inclusive) }
             return .object(o)
         case .domain(let ds): return .object(["op": .string("domain"), "domains": .array(ds.map { .string($0) })])
+        case .geo(let g):
+            var o: [String: JSONValue] = ["op": .string("geo"), "attribute": .string(g.attribute)]
+            switch g.area {
+            case .circle(let center, let radius):
+                o["around"] = .object(["latitude": .number(center.latitude), "longitude": .number(center.longitude)])
+                o["radius"] = .number(radius)
+            case .box(let lat1, let lng1, let lat2, let lng2):
+                o["box"] = .array([.number(lat1), .number(lng1), .number(lat2), .number(lng2)])
+            }
+            return .object(o)
+        case .regex(let r):
+            return .object(["op": .string("regex"), "attribute": .string(r.attribute.wire),
+                            "pattern": .string(r.pattern), "options": .string(r.options.letters)])
+        case .identifier(let ids): return .object(["op": .string("identifier"), "ids": .array(ids.map { .string($0) })])
+        case .every(let p): return .object(["op": .string("every"), "of": .array([p.json])])
         }
     }
 
@@ -105,8 +120,76 @@ extension Predicate {
                 throw PlanDecodingError(path: "\(path).domains", message: "expected a list of domain identifiers")
             }
             self = .domain(a.compactMap(\.stringValue))
+        case "geo":
+            self = .geo(try GeoTest(json: o, path: path))
+        case "regex":
+            let letters = o["options"]?.stringValue ?? ""
+            guard let options = TextOptions(letters: letters), options.isSubset(of: [.caseInsensitive, .diacriticInsensitive]) else {
+                throw PlanDecodingError(path: "\(path).options", message: "'\(letters)' is not a combination of c and d")
+            }
+            let test = RegexTest(attribute: AttributeSelector(wire: try string("attribute")), pattern: try string("pattern"), options: options)
+            do throws(RegexMatcher.CompileError) { _ = try RegexMatcher(test) } catch {
+                throw PlanDecodingError(path: "\(path).pattern", message: error.description)
+            }
+            self = .regex(test)
+        case "identifier":
+            guard let a = o["ids"]?.arrayValue else {
+                throw PlanDecodingError(path: "\(path).ids", message: "expected a list of unique identifiers")
+            }
+            self = .identifier(a.compactMap(\.stringValue))
+        case "every":
+            let c = try children()
+            guard c.count == 1 else { throw PlanDecodingError(path: "\(path).of", message: "'every' takes exactly one predicate") }
+            switch c[0] {
+            case .text(let t) where t.attribute.name != nil: break
+            case .regex(let r) where r.attribute.name != nil: break
+            case .range, .geo: break
+            default:
+                throw PlanDecodingError(path: "\(path).of[0]", message: "'every' takes a text, regex, range or geo test of one named attribute")
+            }
+            self = .every(c[0])
         default:
             throw PlanDecodingError(path: "\(path).op", message: "unknown operation '\(op)'")
+        }
+    }
+}
+
+extension GeoTest {
+    /// `{"op": "geo", "attribute": "location", "around": {"latitude": …,
+    /// "longitude": …}, "radius": metres}` or `{…, "box": [lat1, lng1, lat2,
+    /// lng2]}`; the attribute is `location` when absent.
+    init(json o: [String: JSONValue], path: String) throws(PlanDecodingError) {
+        func coordinate(_ v: JSONValue?, _ limit: Double, _ path: String, _ what: String) throws(PlanDecodingError) -> Double {
+            guard let d = v?.doubleValue, d.isFinite else { throw PlanDecodingError(path: path, message: "expected a \(what) in degrees") }
+            guard abs(d) <= limit else { throw PlanDecodingError(path: path, message: "a \(what) must be within ±\(Int(limit)), not \(d)") }
+            return d
+        }
+        var attribute = GeoTest.defaultAttribute
+        if let a = o["attribute"] {
+            guard let s = a.stringValue, !s.isEmpty, s != "*", s != "**" else {
+                throw PlanDecodingError(path: "\(path).attribute", message: "expected the name of one location attribute")
+            }
+            attribute = s
+        }
+        switch (o["around"], o["box"]) {
+        case (let around?, nil):
+            let lat = try coordinate(around["latitude"], 90, "\(path).around.latitude", "latitude")
+            let lng = try coordinate(around["longitude"], 180, "\(path).around.longitude", "longitude")
+            guard let radius = o["radius"]?.doubleValue, radius.isFinite, radius >= 0 else {
+                throw PlanDecodingError(path: "\(path).radius", message: "expected a radius in metres, zero or more")
+            }
+            self.init(attribute: attribute, area: .circle(center: Location(latitude: lat, longitude: lng), radius: radius))
+        case (nil, let box?):
+            guard let a = box.arrayValue, a.count == 4 else {
+                throw PlanDecodingError(path: "\(path).box", message: "expected four numbers: lat1, lng1, lat2, lng2")
+            }
+            self.init(attribute: attribute, area: .box(
+                lat1: try coordinate(a[0], 90, "\(path).box[0]", "latitude"),
+                lng1: try coordinate(a[1], 180, "\(path).box[1]", "longitude"),
+                lat2: try coordinate(a[2], 90, "\(path).box[2]", "latitude"),
+                lng2: try coordinate(a[3], 180, "\(path).box[3]", "longitude")))
+        default:
+            throw PlanDecodingError(path: path, message: "a geo test takes either 'around' with 'radius', or 'box'")
         }
     }
 }
@@ -115,12 +198,14 @@ extension SortKey {
     public var json: JSONValue {
         switch self {
         case .relevance: .object(["relevance": .bool(true)])
+        case .identifier: .object(["identifier": .bool(true)])
         case .attribute(let n, let asc): .object(["attribute": .string(n), "ascending": .bool(asc)])
         }
     }
 
     public init(json: JSONValue, path: String = "sort") throws(PlanDecodingError) {
         if json["relevance"]?.boolValue == true { self = .relevance; return }
+        if json["identifier"]?.boolValue == true { self = .identifier; return }
         guard let n = json["attribute"]?.stringValue else {
             throw PlanDecodingError(path: path, message: "expected {\"attribute\": name, \"ascending\": bool} or {\"relevance\": true}")
         }
@@ -137,6 +222,7 @@ extension Query {
         ]
         if let fetchAttributes { o["fetchAttributes"] = .array(fetchAttributes.map { .string($0) }) }
         if let limit { o["limit"] = .number(Double(limit)) }
+        if let after { o["after"] = .array(after) }
         return .object(o)
     }
 
@@ -152,6 +238,14 @@ extension Query {
         let fetch = o["fetchAttributes"]?.arrayValue?.compactMap(\.stringValue)
         let limit = o["limit"]?.intValue
         let batch = o["batchSize"]?.intValue ?? Query.defaultBatchSize
-        self.init(predicate: predicate, fetchAttributes: fetch, sort: sort, limit: limit, batchSize: max(1, batch))
+        var after: [JSONValue]?
+        if let a = o["after"] {
+            guard let values = a.arrayValue else { throw PlanDecodingError(path: "plan.after", message: "expected the list of sort values to resume after") }
+            guard values.count == sort.count else {
+                throw PlanDecodingError(path: "plan.after", message: "expected \(sort.count) sort values, one per sort key, found \(values.count)")
+            }
+            after = values
+        }
+        self.init(predicate: predicate, fetchAttributes: fetch, sort: sort, limit: limit, batchSize: max(1, batch), after: after)
     }
 }

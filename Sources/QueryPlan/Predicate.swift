@@ -185,6 +185,18 @@ public indirect enum Predicate: Sendable, Hashable {
     case range(RangeTest)
     /// The item's domain is one of these or lies below one of them.
     case domain([String])
+    /// One of the attribute's locations lies in an area (see ``GeoTest``).
+    case geo(GeoTest)
+    /// A regular expression matches one of the attribute's values, whole
+    /// (NSPredicate's `MATCHES`; see ``RegexTest``).
+    case regex(RegexTest)
+    /// The item's `uniqueIdentifier` is one of these (CloudKit's `recordID`).
+    case identifier([String])
+    /// Every value of the one attribute the leaf names satisfies the leaf
+    /// (NSPredicate's `ALL`); true for an item without the attribute, as `ALL`
+    /// is over an empty collection. The leaf is a `text`, `range`, `regex` or
+    /// `geo` test of a named attribute.
+    case every(Predicate)
 
     /// Flattens nested `and`/`or`, drops neutral elements, folds constants.
     public func simplified() -> Predicate {
@@ -211,6 +223,9 @@ public indirect enum Predicate: Sendable, Hashable {
                 }
             }
             return out.isEmpty ? .none : out.count == 1 ? out[0] : .or(out)
+        case .every(let p):
+            let q = p.simplified()
+            return q == .all ? .all : .every(q)
         case .not(let p):
             switch p.simplified() {
             case .all: return .none
@@ -232,6 +247,10 @@ public indirect enum Predicate: Sendable, Hashable {
         case .exists(let s): s.name.map { [$0] } ?? []
         case .text(let t): t.attribute.name.map { [$0] } ?? []
         case .range(let r): [r.attribute]
+        case .geo(let g): [g.attribute]
+        case .regex(let r): r.attribute.name.map { [$0] } ?? []
+        case .identifier: []
+        case .every(let p): p.attributeNames
         }
     }
 }
@@ -241,6 +260,9 @@ public enum SortKey: Sendable, Hashable {
     case attribute(String, ascending: Bool)
     /// Relevance to the query's words (BM25), best first.
     case relevance
+    /// The item's `uniqueIdentifier`, ascending: the last key of a sort whose
+    /// ties must be broken the same way on every shard (cursors).
+    case identifier
 }
 
 /// A query as the store runs it: what matches, what to return, in what order.
@@ -254,11 +276,15 @@ public struct Query: Sendable, Hashable {
     public var limit: Int?
     /// Results per batch (Core Spotlight's `foundItemsHandler` calls).
     public var batchSize: Int
+    /// Sort values of the last result of a previous page: only results that
+    /// sort strictly after them are returned (a cursor). Needs `sort`.
+    public var after: [JSONValue]?
 
     public static let defaultBatchSize = 100
 
     public init(predicate: Predicate, fetchAttributes: [String]? = nil, sort: [SortKey] = [],
-                limit: Int? = nil, batchSize: Int = Query.defaultBatchSize) {
+                limit: Int? = nil, batchSize: Int = Query.defaultBatchSize, after: [JSONValue]? = nil) {
+        self.after = after
         self.predicate = predicate
         self.fetchAttributes = fetchAttributes
         self.sort = sort

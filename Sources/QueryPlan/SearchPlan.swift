@@ -1,27 +1,6 @@
 import Foundation
 import Items
 
-/// A point on the earth, in degrees.
-public struct GeoPoint: Sendable, Hashable {
-    public var latitude: Double
-    public var longitude: Double
-    public init(latitude: Double, longitude: Double) {
-        self.latitude = latitude
-        self.longitude = longitude
-    }
-
-    /// Mean earth radius in metres (IUGG), the sphere distances are measured on.
-    public static let earthRadius = 6_371_008.8
-
-    /// Great-circle distance in metres (haversine formula on a sphere).
-    public func distance(to p: GeoPoint) -> Double {
-        let rad = Double.pi / 180
-        let dLat = (p.latitude - latitude) * rad, dLon = (p.longitude - longitude) * rad
-        let a = sin(dLat / 2) * sin(dLat / 2) + cos(latitude * rad) * cos(p.latitude * rad) * sin(dLon / 2) * sin(dLon / 2)
-        return 2 * Self.earthRadius * asin(min(1, sqrt(a)))
-    }
-}
-
 /// One key of a custom ranking (Algolia's `customRanking`: `desc(popularity)`).
 public struct CustomRank: Sendable, Hashable {
     /// An attribute name, or ``CustomRank/entityPriority`` for the priority of
@@ -71,7 +50,7 @@ public struct SearchPlan: Sendable, Hashable {
     public var customRanking: [CustomRank]
     /// A point to measure `_geoDistance` from; without query words, hits are
     /// ordered by it.
-    public var around: GeoPoint?
+    public var around: Location?
     /// Metres from `around` beyond which items do not match (the filter holds
     /// the latitude/longitude box around the circle; shards measure the rest).
     public var aroundRadius: Double?
@@ -83,7 +62,7 @@ public struct SearchPlan: Sendable, Hashable {
     public init(words: [String] = [], prefixLast: Bool = true, typos: TypoPolicy = TypoPolicy(),
                 filter: Predicate = .all, facets: [String] = [], disjunctiveFilters: [String: Predicate] = [:],
                 maxValuesPerFacet: Int = 100, searchableAttributes: [String] = [],
-                customRanking: [CustomRank] = CustomRank.defaults, around: GeoPoint? = nil,
+                customRanking: [CustomRank] = CustomRank.defaults, around: Location? = nil,
                 window: Int = 20, fetchAttributes: [String]? = nil) {
         self.words = words
         self.prefixLast = prefixLast
@@ -260,9 +239,9 @@ extension SearchPlan {
             }
             custom.append(CustomRank(attribute: a, ascending: c["ascending"]?.boolValue ?? false))
         }
-        var around: GeoPoint?
+        var around: Location?
         if let a = o["around"], let lat = a["latitude"]?.doubleValue, let lon = a["longitude"]?.doubleValue {
-            around = GeoPoint(latitude: lat, longitude: lon)
+            around = Location(latitude: lat, longitude: lon)
         }
         self.init(words: strings("words"), prefixLast: o["prefixLast"]?.boolValue ?? true,
                   typos: TypoPolicy(enabled: o["typoTolerance"]?.boolValue ?? true,

@@ -18,6 +18,7 @@ public struct SortOrder: Sendable {
             switch key {
             case .attribute(_, let asc): ascending = asc
             case .relevance: ascending = false
+            case .identifier: ascending = true
             }
             let c = SortValue.compare(x, y, ascending: ascending)
             if c != 0 { return c < 0 }

@@ -212,16 +212,16 @@ public struct SearchRequest: Sendable {
         self.plan = plan
     }
 
-    static func point(_ s: String) -> GeoPoint? {
+    static func point(_ s: String) -> Location? {
         let n = s.split(separator: ",").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }
         guard n.count == 2, abs(n[0]) <= 90, abs(n[1]) <= 180 else { return nil }
-        return GeoPoint(latitude: n[0], longitude: n[1])
+        return Location(latitude: n[0], longitude: n[1])
     }
 
     /// A latitude/longitude box holding every point within `metres` of `p`:
     /// the index-friendly part of a radius filter (the store measures the rest).
-    static func boxPredicate(around p: GeoPoint, metres: Double) -> QueryPlan.Predicate {
-        let dLat = metres / GeoPoint.earthRadius * 180 / .pi
+    static func boxPredicate(around p: Location, metres: Double) -> QueryPlan.Predicate {
+        let dLat = metres / Geo.earthRadius * 180 / .pi
         let lat1 = max(-90, p.latitude - dLat), lat2 = min(90, p.latitude + dLat)
         let latRange = QueryPlan.Predicate.range(RangeTest(attribute: "latitude", lower: Bound(lat1, inclusive: true), upper: Bound(lat2, inclusive: true)))
         // Near a pole, or when the circle spans half the globe, every longitude.

@@ -47,12 +47,17 @@ indirect enum Node {
     case text(TextLeaf)
     case range(Int64?, RangeTest)
     case domain([String])
+    case geo(Int64?, GeoTest)
+    case regex(RegexLeaf)
+    case identifier(Set<String>)
+    /// Every value of the attribute satisfies the node (a leaf on that attribute).
+    case every(Int64?, Node)
 
     /// The attributes whose values decide this node; nil when the node needs
     /// many (`*`), and loading the whole item is cheaper than picking.
     var names: Set<Int64>? {
         switch self {
-        case .all, .none, .domain: return []
+        case .all, .none, .domain, .identifier: return []
         case .and(let ns), .or(let ns):
             var out = Set<Int64>()
             for n in ns {
@@ -63,15 +68,18 @@ indirect enum Node {
         case .not(let n): return n.names
         case .exists(let set): return set.isAllText ? nil : Set(set.ids)
         case .text(let leaf): return leaf.names.isAllText ? nil : Set(leaf.names.ids)
-        case .range(let id, _): return id.map { [$0] } ?? []
+        case .range(let id, _), .geo(let id, _): return id.map { [$0] } ?? []
+        case .regex(let leaf): return leaf.names.isAllText ? nil : Set(leaf.names.ids)
+        case .every(_, let n): return n.names
         }
     }
 
+    /// Whether the node reads the item's row (its domain or unique identifier).
     var mentionsDomain: Bool {
         switch self {
-        case .domain: true
+        case .domain, .identifier: true
         case .and(let ns), .or(let ns): ns.contains { $0.mentionsDomain }
-        case .not(let n): n.mentionsDomain
+        case .not(let n), .every(_, let n): n.mentionsDomain
         default: false
         }
     }
@@ -82,12 +90,17 @@ struct LoadedValue {
     var kind: ValueKind
     var text: String?
     var num: Double?
+    /// A location's coordinates (kind 4); nil only until ``ShardStore/load``
+    /// has filled in those of a shard written before rows kept them.
+    var location: Location?
 }
 
 /// An item's values by attribute id.
 struct LoadedItem {
     var values: [Int64: [LoadedValue]] = [:]
     var domain: String = ""
+    /// Loaded with the domain.
+    var uid: String = ""
 }
 
 extension Node {
@@ -113,7 +126,50 @@ extension Node {
             return values.contains { $0.kind.isNumeric && test.contains($0.num ?? .nan) }
         case .domain(let domains):
             return domains.contains { DomainIdentifier.domain(item.domain, isWithin: $0) }
+        case .geo(let id, let test):
+            guard let id, let values = item.values[id] else { return false }
+            return test.matches(values.lazy.compactMap { $0.kind == .location ? $0.location : nil })
+        case .regex(let leaf):
+            return leaf.matches(item)
+        case .identifier(let ids):
+            return ids.contains(item.uid)
+        case .every(let id, let n):
+            guard let id, let values = item.values[id] else { return true }
+            return values.allSatisfy { value in
+                var one = item
+                one.values = [id: [value]]
+                return n.evaluate(one)
+            }
         }
+    }
+}
+
+/// A regular-expression comparison, compiled once per query.
+final class RegexLeaf {
+    let test: RegexTest
+    let matcher: RegexMatcher
+    let names: NameSet
+    init(test: RegexTest, names: NameSet) throws {
+        self.test = test
+        do { self.matcher = try RegexMatcher(test) } catch {
+            throw StoreError(.invalidQuery, error.description)
+        }
+        self.names = names
+    }
+
+    /// As for text: any value matches; numbers as canonical text when the
+    /// attribute is named; `*` looks at text values only.
+    func matches(_ item: LoadedItem) -> Bool {
+        for id in names.ids {
+            for v in item.values[id] ?? [] where matches(v, numbers: !names.isAllText) { return true }
+        }
+        return false
+    }
+
+    func matches(_ value: LoadedValue, numbers: Bool) -> Bool {
+        if value.kind.isText { return matcher.matches(value.text ?? "") }
+        if numbers, value.kind == .number, let n = value.num { return matcher.matches(canonicalText(n)) }
+        return false
     }
 }
 

@@ -44,6 +44,7 @@ extension ShardStore {
                     onBatch: ([StoredResult]) throws -> Void) throws -> Int {
         guard query.batchSize >= 1 else { throw StoreError(.invalidQuery, "batchSize must be at least 1, not \(query.batchSize)") }
         if let limit = query.limit, limit < 0 { throw StoreError(.invalidQuery, "limit must not be negative") }
+        if query.after != nil, query.sort.isEmpty { throw StoreError(.invalidQuery, "a cursor ('after') needs sort keys to resume by") }
         if query.limit == 0 { return 0 }
         let started = ContinuousClock.now
         db.setProgressHandler(every: 4000) { isCancelled() }
@@ -78,9 +79,18 @@ extension ShardStore {
                         case .attribute:
                             let values = try attributeSortValues(ids: ids, name: sortNames[k] ?? nil, context)
                             for (i, id) in ids.enumerated() { keys[i].append(values[id] ?? .missing) }
+                        case .identifier:
+                            let values = try identifierSortValues(ids: ids, context)
+                            for (i, id) in ids.enumerated() { keys[i].append(values[id] ?? .missing) }
                         }
                     }
-                    let ascending = query.sort.map { key in if case .attribute(_, let asc) = key { asc } else { false } }
+                    let ascending = query.sort.map { key in
+                        switch key {
+                        case .attribute(_, let asc): asc
+                        case .relevance: false
+                        case .identifier: true
+                        }
+                    }
                     var order = Array(ids.indices)
                     order.sort { a, b in
                         for k in ascending.indices {
@@ -88,6 +98,17 @@ extension ShardStore {
                             if c != 0 { return c < 0 }
                         }
                         return ids[a] < ids[b]
+                    }
+                    if let after = query.after {
+                        // A cursor: keep what sorts strictly after the previous page's last result.
+                        let bound = after.map(SortValue.init(json:))
+                        order.removeAll { position in
+                            for k in ascending.indices {
+                                let c = SortValue.compare(keys[position][k], k < bound.count ? bound[k] : .missing, ascending: ascending[k])
+                                if c != 0 { return c < 0 }
+                            }
+                            return true
+                        }
                     }
                     ids = order.map { ids[$0] }
                     keys = order.map { keys[$0] }
@@ -263,6 +284,14 @@ extension ShardStore {
             case .text(let t): return .text(TextLeaf(test: t, names: try resolve(t.attribute)))
             case .range(let r): return .range(try searchableNameID(r.attribute), r)
             case .domain(let ds): return .domain(ds)
+            case .geo(let g): return .geo(try searchableNameID(g.attribute), g)
+            case .regex(let r): return .regex(try RegexLeaf(test: r, names: try resolve(r.attribute)))
+            case .identifier(let ids): return .identifier(Set(ids))
+            case .every(let q):
+                guard let name = q.attributeNames.first, q.attributeNames.count == 1 else {
+                    throw StoreError(.invalidQuery, "'every' needs a test of one named attribute")
+                }
+                return .every(try searchableNameID(name), try node(q))
             }
         }
         return try node(predicate)
@@ -334,6 +363,8 @@ extension ShardStore {
         case .range(let name, let test):
             guard let name else { return .nothing }
             var sql = "SELECT item FROM attrs WHERE name = ? AND num IS NOT NULL"
+            // A location's latitude is in `num` too; it is not a number.
+            if try holdsLocations(name) { sql += " AND kind != 4" }
             var values: [SQLValue] = [.integer(name)]
             if let l = test.lower { sql += l.inclusive ? " AND num >= ?" : " AND num > ?"; values.append(.real(l.value)) }
             if let u = test.upper { sql += u.inclusive ? " AND num <= ?" : " AND num < ?"; values.append(.real(u.value)) }
@@ -344,6 +375,37 @@ extension ShardStore {
             var ids: [Int64] = []
             for d in domains { ids += try itemIDs(inDomain: d) }
             return Candidates(ids: IDs.sortedUnique(ids), exact: true)
+        case .identifier(let uids):
+            let s = try db.prepare("SELECT id FROM items WHERE uid = ?")
+            var ids: [Int64] = []
+            for uid in uids {
+                try s.bind(uid, at: 0)
+                if try s.step() { ids.append(s.int64(at: 0)) }
+                try s.reset()
+            }
+            return Candidates(ids: IDs.sortedUnique(ids), exact: true)
+        case .regex(let leaf):
+            // No index knows regular expressions: every value of the attributes is checked.
+            var ids: [Int64] = []
+            let s = try db.prepare("SELECT item, kind, text, num FROM attrs WHERE name = ?")
+            for name in leaf.names.ids {
+                try s.bind(name, at: 0)
+                while try s.step() {
+                    try context.checkCancelled()
+                    guard let kind = ValueKind(rawValue: s.int64(at: 1)) else { continue }
+                    let value = LoadedValue(kind: kind, text: kind.isText ? s.string(at: 2) : nil, num: kind.isNumeric ? s.double(at: 3) : nil)
+                    if leaf.matches(value, numbers: !leaf.names.isAllText) { ids.append(s.int64(at: 0)) }
+                }
+                try s.reset()
+            }
+            return Candidates(ids: IDs.sortedUnique(ids), exact: true)
+        case .every:
+            // Items without the attribute match too: no index narrows this down.
+            return needExact ? Candidates(ids: try exactly(node, in: universe(context), context), exact: true)
+                : Candidates(ids: nil, exact: false)
+        case .geo(let name, let test):
+            guard let name else { return .nothing }
+            return Candidates(ids: try geoMatches(node, name: name, test, context), exact: true)
         case .text(let leaf):
             let c = try textCandidates(leaf, context)
             if needExact, !c.exact, let ids = c.ids {
@@ -368,11 +430,16 @@ extension ShardStore {
     /// (nil: all), so checking a title does not read a long description.
     func load(_ id: Int64, names: Set<Int64>?, domain: Bool) throws -> LoadedItem {
         var item = LoadedItem()
+        var legacyLocations = false
         func read(_ s: Statement) throws {
             while try s.step() {
                 guard let kind = ValueKind(rawValue: s.int64(at: 1)) else { continue }
-                let value = LoadedValue(kind: kind, text: kind.isText ? s.string(at: 2) : nil,
+                var value = LoadedValue(kind: kind, text: kind.isText ? s.string(at: 2) : nil,
                                         num: kind.isNumeric ? s.double(at: 3) : nil)
+                if kind == .location {
+                    value.location = Self.storedLocation(latitude: s.isNull(at: 3) ? nil : s.double(at: 3), longitude: s.string(at: 2))
+                    if value.location == nil { legacyLocations = true }
+                }
                 item.values[s.int64(at: 0), default: []].append(value)
             }
             try s.reset()
@@ -389,10 +456,15 @@ extension ShardStore {
             try s.bind(id, at: 0)
             try read(s)
         }
+        if legacyLocations { try fillLegacyLocations(of: id, in: &item) }
         if domain {
-            let d = try db.prepare("SELECT domain FROM items WHERE id = ?")
+            let d = try db.prepare("SELECT domain, uid FROM items WHERE id = ?")
             try d.bind(id, at: 0)
-            item.domain = try d.scalar()?.string ?? ""
+            if try d.step() {
+                item.domain = d.string(at: 0) ?? ""
+                item.uid = d.string(at: 1) ?? ""
+            }
+            try d.reset()
         }
         return item
     }
@@ -437,7 +509,8 @@ extension ShardStore {
             // Numbers straight from the covering (name, num) index; text rows
             // need the row itself for the exact text that breaks ties.
             let wanted = Set(ids)
-            let numbers = try db.prepare("SELECT item, num FROM attrs WHERE name = ? AND num IS NOT NULL AND pos = 0")
+            let numbers = try db.prepare("SELECT item, num FROM attrs WHERE name = ? AND num IS NOT NULL AND pos = 0"
+                                         + (try holdsLocations(name) ? " AND kind != 4" : ""))
             try numbers.bind(name, at: 0)
             while try numbers.step() {
                 try context.checkCancelled()
@@ -462,6 +535,31 @@ extension ShardStore {
                 if try s.step() { out[id] = value(s, 0) }
                 try s.reset()
             }
+        }
+        return out
+    }
+
+    /// Each item's unique identifier as a sort value.
+    func identifierSortValues(ids: [Int64], _ context: QueryContext) throws -> [Int64: SortValue] {
+        var out: [Int64: SortValue] = [:]
+        out.reserveCapacity(ids.count)
+        if ids.count > 2000 {
+            // One pass over the table beats thousands of lookups.
+            let wanted = Set(ids)
+            let all = try db.prepare("SELECT id, uid FROM items")
+            while try all.step() {
+                try context.checkCancelled()
+                let id = all.int64(at: 0)
+                if wanted.contains(id), let uid = all.string(at: 1) { out[id] = .text(key: Fold.key(uid), raw: uid) }
+            }
+            return out
+        }
+        let s = try db.prepare("SELECT uid FROM items WHERE id = ?")
+        for id in ids {
+            try context.checkCancelled()
+            try s.bind(id, at: 0)
+            if try s.step(), let uid = s.string(at: 0) { out[id] = .text(key: Fold.key(uid), raw: uid) }
+            try s.reset()
         }
         return out
     }

@@ -12,6 +12,7 @@
 ///     attrs_key(name, key)              exact and prefix text tests, `exists`, sorting by text
 ///     attrs_num(name, num)              ranges on numbers, dates and booleans
 ///     attrs_long(name) WHERE kind = 5   long texts, scanned for substring patterns
+///     attrs_geo(name, num) WHERE kind = 4  locations by latitude (geo tests)
 /// words  FTS5 unicode61 remove_diacritics 2, prefix 3, automerge 8, contentless, a column per common attribute
 /// grams  FTS5 trigram, detail=none, columnsize=0, automerge 8, contentless
 /// ```
@@ -27,7 +28,12 @@
 /// - `attrs` holds one row per value (a list's elements are `pos` 0, 1, …) of
 ///   every *searchable* attribute. `kind` is ``ValueKind``. `text` is a text
 ///   value in full; `num` is a number, a date as seconds since 2001-01-01 UTC,
-///   or a boolean as 0/1; `key` is the folded first 64 characters of a text
+///   or a boolean as 0/1, or a location's latitude (its longitude is in
+///   `text`, as Swift's round-tripping decimal form, and its `key` is NULL, so
+///   no text test sees it; ranges and sorts leave kind 4 out). Shards written
+///   before locations kept coordinates have kind-4 rows with both NULL; their
+///   coordinates are read from `items.json`, so they answer geo tests as well.
+///   `key` is the folded first 64 characters of a text
 ///   value (see ``Fold``), which serves exact tests (`title == "0ad"c`) and
 ///   prefix patterns (`title == "lib*"`) from one index whatever the `c`/`d`
 ///   options. Clustering by item makes loading one item's values — what the
@@ -131,6 +137,10 @@ enum Layout {
         "CREATE INDEX IF NOT EXISTS attrs_key ON attrs(name, key)",
         "CREATE INDEX IF NOT EXISTS attrs_num ON attrs(name, num) WHERE num IS NOT NULL",
         "CREATE INDEX IF NOT EXISTS attrs_long ON attrs(name) WHERE kind = 5",
+        // Location rows (kind 4) by latitude: the geo prefilter, and the quick
+        // "does this attribute hold locations" probe that keeps their
+        // latitudes out of numeric ranges and sorts.
+        "CREATE INDEX IF NOT EXISTS attrs_geo ON attrs(name, num) WHERE kind = 4",
         """
         CREATE VIRTUAL TABLE IF NOT EXISTS words USING fts5(\((0..<wordColumnCount).map { "c\($0)" }.joined(separator: ", ")), content='',
             tokenize="unicode61 remove_diacritics 2 categories 'L* N* Mn Mc'", prefix='3')

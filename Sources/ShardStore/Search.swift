@@ -506,7 +506,7 @@ struct SearchRun {
         let lon = try store.attributeSortValues(ids: ids, name: store.nameIDs["longitude"], context)
         return ids.filter { id in
             guard case .number(let a)? = lat[id], case .number(let b)? = lon[id] else { return false }
-            return around.distance(to: GeoPoint(latitude: a, longitude: b)) <= radius
+            return around.distance(from: Location(latitude: a, longitude: b)) <= radius
         }
     }
 
@@ -516,7 +516,7 @@ struct SearchRun {
         let lon = try store.attributeSortValues(ids: ids, name: store.nameIDs["longitude"], context)
         for (i, id) in ids.enumerated() {
             if case .number(let a)? = lat[id], case .number(let b)? = lon[id] {
-                ranks[i].geoDistance = around.distance(to: GeoPoint(latitude: a, longitude: b)).rounded()
+                ranks[i].geoDistance = around.distance(from: Location(latitude: a, longitude: b)).rounded()
             }
         }
     }

@@ -283,7 +283,10 @@ extension ShardStore {
                 case .number(let d): row.kind = .number; row.num = d
                 case .date(let d): row.kind = .date; row.num = d.timeIntervalSinceReferenceDate
                 case .boolean(let b): row.kind = .boolean; row.num = b ? 1 : 0
-                case .location: row.kind = .location
+                case .location(let l):
+                    row.kind = .location
+                    row.num = l.latitude
+                    row.text = String(l.longitude)
                 case .list: continue // lists of lists are rejected by the decoder
                 }
                 rows.append(row)
@@ -303,7 +306,7 @@ extension ShardStore {
             try insert.bind(row.kind.rawValue, at: 3)
             if let text = row.text {
                 try insert.bind(text, at: 4)
-                try insert.bind(Fold.key(text), at: 6)
+                if row.kind.isText { try insert.bind(Fold.key(text), at: 6) } else { try insert.bindNull(at: 6) }
             } else {
                 try insert.bindNull(at: 4)
                 try insert.bindNull(at: 6)

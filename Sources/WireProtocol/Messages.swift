@@ -163,11 +163,21 @@ public enum Body: Sendable, Hashable {
         public var batchSize: Int?
         /// The query fails the shards that have not finished by then.
         public var deadlineMs: Int?
+        /// `cloudkit` and `nspredicate`: `CKQuery`'s record type (matched
+        /// against the item's `contentType`), its predicate format string, and
+        /// the arguments that `%@` and `%K` take, in order.
+        public var recordType: String?
+        public var predicate: String?
+        public var arguments: [JSONValue]?
+        /// A previous completion's `cursor`: resume right after its last result.
+        public var cursor: String?
         public init(language: String? = "spotlight", query: String? = nil, plan: JSONValue? = nil,
                     fetchAttributes: [String]? = nil, sort: [JSONValue]? = nil, limit: Int? = nil,
-                    batchSize: Int? = nil, deadlineMs: Int? = nil) {
+                    batchSize: Int? = nil, deadlineMs: Int? = nil, recordType: String? = nil,
+                    predicate: String? = nil, arguments: [JSONValue]? = nil, cursor: String? = nil) {
             self.language = language; self.query = query; self.plan = plan; self.fetchAttributes = fetchAttributes
             self.sort = sort; self.limit = limit; self.batchSize = batchSize; self.deadlineMs = deadlineMs
+            self.recordType = recordType; self.predicate = predicate; self.arguments = arguments; self.cursor = cursor
         }
     }
     public struct ResultBatch: Sendable, Hashable, Codable {
@@ -180,8 +190,13 @@ public enum Body: Sendable, Hashable {
         public var failedShards: [ShardFailure]
         public var cancelled: Bool
         public var elapsedMs: Double
-        public init(count: Int, failedShards: [ShardFailure], cancelled: Bool, elapsedMs: Double) {
+        /// For `cloudkit` and `nspredicate` queries whose page is full (it
+        /// reached the limit; the next page may be empty): pass it back as the
+        /// request's `cursor`. A page that is not full is the last, without one.
+        public var cursor: String?
+        public init(count: Int, failedShards: [ShardFailure], cancelled: Bool, elapsedMs: Double, cursor: String? = nil) {
             self.count = count; self.failedShards = failedShards; self.cancelled = cancelled; self.elapsedMs = elapsedMs
+            self.cursor = cursor
         }
     }
     public struct Cancel: Sendable, Hashable, Codable {

@@ -34,6 +34,34 @@ enum Reference {
                 default: false
                 }
             }
+        case .identifier(let ids): return ids.contains(item.uniqueIdentifier)
+        case .every(let leaf):
+            guard let name = leaf.attributeNames.first else { return true }
+            return (item.attributes[name]?.elements ?? []).allSatisfy { v in
+                var one = item
+                one.attributes = [name: v]
+                return matches(leaf, one)
+            }
+        case .regex(let r):
+            let m = try! RegexMatcher(r)
+            switch r.attribute {
+            case .named(let n):
+                return (item.attributes[n]?.elements ?? []).contains { v in
+                    switch v {
+                    case .text(let s): m.matches(s)
+                    case .number(let d): m.matches(canonicalText(d))
+                    default: false
+                    }
+                }
+            case .allText:
+                return item.attributes.contains { name, value in
+                    isDefaultText(name) && value.elements.contains { if case .text(let s) = $0 { m.matches(s) } else { false } }
+                }
+            }
+        case .geo(let g):
+            return (item.attributes[g.attribute]?.elements ?? []).contains { v in
+                if case .location(let l) = v { g.area.contains(l) } else { false }
+            }
         case .text(let t):
             let m = TextMatcher(t)
             switch t.attribute {
@@ -89,6 +117,16 @@ enum Reference {
             if Bool.random(using: &rng) { attrs["tag"] = .string(words(&rng, 1)) }
             if Bool.random(using: &rng) { attrs["url"] = .string("https://example.org/" + words(&rng, 1)) }
             if Int.random(in: 0..<4, using: &rng) == 0 { attrs["supportsNavigation"] = .bool(Bool.random(using: &rng)) }
+            switch Int.random(in: 0..<4, using: &rng) {
+            case 0: attrs["location"] = location(&rng)
+            case 1:
+                // Core Spotlight's pair, which also makes `location`.
+                if case .object(let o) = location(&rng) { attrs["latitude"] = o["latitude"]; attrs["longitude"] = o["longitude"] }
+            default: break
+            }
+            if Int.random(in: 0..<4, using: &rng) == 0 {
+                attrs["stops"] = .array((0..<Int.random(in: 1...3, using: &rng)).map { _ in location(&rng) })
+            }
             let domain = ["org.a", "org.a.b", "org.ab", "org.c"].randomElement(using: &rng)!
             return .object([
                 "uniqueIdentifier": .string("item\(i)"),
@@ -96,6 +134,31 @@ enum Reference {
                 "attributes": .object(attrs),
             ])
         }
+    }
+
+    /// Places the geo leaves are drawn around, so that circles and boxes catch some items.
+    static let cities: [(Double, Double)] = [(48.8566, 2.3522), (51.5074, -0.1278), (52.52, 13.405), (-33.8688, 151.2093),
+                                             (40.7128, -74.006), (0, 179.95), (89.5, 10)]
+
+    static func location(_ rng: inout SplitMix64) -> JSONValue {
+        let (lat, lng) = cities.randomElement(using: &rng)!
+        let jitter = [0, 0.01, 0.5, 3].randomElement(using: &rng)!
+        let la = min(90, max(-90, lat + Double.random(in: -jitter...jitter, using: &rng)))
+        let lo = min(180, max(-180, lng + Double.random(in: -jitter...jitter, using: &rng)))
+        return .object(["latitude": .number(la), "longitude": .number(lo)])
+    }
+
+    static func geoLeaf(_ rng: inout SplitMix64) -> QueryPlan.Predicate {
+        let attribute = ["location", "location", "stops"].randomElement(using: &rng)!
+        let (lat, lng) = cities.randomElement(using: &rng)!
+        if Bool.random(using: &rng) {
+            let radius: Double = [0, 1_000, 50_000, 300_000, 1_000_000, 20_100_000].randomElement(using: &rng)!
+            return .geo(GeoTest(attribute: attribute, area: .circle(center: Location(latitude: lat, longitude: lng), radius: radius)))
+        }
+        let h = [0.02, 1, 5, 30].randomElement(using: &rng)!
+        return .geo(GeoTest(attribute: attribute, area: .box(lat1: min(90, lat + h), lng1: max(-180, lng - h),
+                                                             lat2: max(-90, lat - Double.random(in: 0...h, using: &rng)),
+                                                             lng2: min(180, lng + h))))
     }
 
     static func pattern(_ rng: inout SplitMix64) -> String {
@@ -116,7 +179,21 @@ enum Reference {
 
     static func leaf(_ rng: inout SplitMix64) -> QueryPlan.Predicate {
         let attributes = ["title", "displayName", "contentDescription", "keywords", "tag", "url", "installedSize", "*", "*", "*"]
-        switch Int.random(in: 0..<10, using: &rng) {
+        switch Int.random(in: 0..<14, using: &rng) {
+        case 10: return geoLeaf(&rng)
+        case 11:
+            let patterns = ["caf.*", ".*indow.*", "[a-z]+", "K.*L", "x\\d+", ".*", "(?:Über|über).*", "\\d+(\\.5)?", "ecole"]
+            return .regex(RegexTest(attribute: ["title", "keywords", "tag", "rating", "*"].randomElement(using: &rng)! == "*" ? .allText
+                                        : .named(["title", "keywords", "tag", "rating"].randomElement(using: &rng)!),
+                                    pattern: patterns.randomElement(using: &rng)!,
+                                    options: TextOptions(letters: ["", "c", "d", "cd"].randomElement(using: &rng)!)!))
+        case 12: return .identifier((0..<Int.random(in: 0...3, using: &rng)).map { _ in "item\(Int.random(in: 0..<170, using: &rng))" })
+        case 13:
+            switch Int.random(in: 0..<3, using: &rng) {
+            case 0: return .every(text("keywords", pattern(&rng), ["", "c", "cd", "cdw"].randomElement(using: &rng)!))
+            case 1: return .every(range("rating", Double(Int.random(in: 0...3, using: &rng)), nil))
+            default: return .every(geoLeaf(&rng))
+            }
         case 0: return .exists(Bool.random(using: &rng) ? .allText : .named(attributes.randomElement(using: &rng)!))
         case 1: return range(["rating", "installedSize", "supportsNavigation"].randomElement(using: &rng)!,
                              Double(Int.random(in: 0...3, using: &rng)), Bool.random(using: &rng) ? nil : 4,
@@ -169,6 +246,58 @@ enum Reference {
         }
         #expect(checked == 300)
         #expect(nonEmpty > 100, "most plans should select some items but not all")
+    }
+}
+
+@Suite struct CursorTests {
+    /// Paging with `after` through a sort full of ties (ratings repeat, many
+    /// items have none) gives every match once, in the order of one sorted run.
+    @Test(arguments: [7, 1, 50] as [Int])
+    func pagesResumeExactlyAfterTheLastResult(pageSize: Int) throws {
+        var rng = SplitMix64(state: 99)
+        let dir = TempDir()
+        let store = try openStore(dir)
+        try store.put(DifferentialTests.corpus(&rng))
+        for sort in [[SortKey.attribute("rating", ascending: false), .identifier],
+                     [.attribute("title", ascending: true), .attribute("rating", ascending: true), .identifier],
+                     [.identifier]] {
+            let predicate = QueryPlan.Predicate.not(text("title", "kernel", "c"))
+            var whole: [String] = []
+            try store.run(Query(predicate: predicate, sort: sort)) { whole += $0.map { $0.item["uniqueIdentifier"]?.stringValue ?? "?" } }
+            var paged: [String] = []
+            var after: [JSONValue]?
+            while true {
+                var page: [StoredResult] = []
+                try store.run(Query(predicate: predicate, sort: sort, limit: pageSize, after: after)) { page += $0 }
+                paged += page.map { $0.item["uniqueIdentifier"]?.stringValue ?? "?" }
+                guard page.count == pageSize, let last = page.last else { break }
+                after = last.sortValues
+            }
+            #expect(whole.count > 100)
+            #expect(paged == whole, "\(sort)")
+        }
+    }
+}
+
+extension CursorTests {
+    /// The identifier sort key over more items than the per-item lookup
+    /// serves (the table is read in one pass), and over fewer: one order,
+    /// case folded first, then the raw identifier.
+    @Test func identifierSortAgreesOverManyAndFewItems() throws {
+        let dir = TempDir()
+        let store = try openStore(dir)
+        var items: [JSONValue] = []
+        for i in 0..<2300 {
+            let uid = (i % 3 == 0 ? "Id" : "id") + String((i * 7919) % 2300)
+            items.append(item(uid, #"{"n": \#(i % 5)}"#))
+        }
+        try store.put(items)
+        let uids = items.compactMap { $0["uniqueIdentifier"]?.stringValue }
+        let expected = uids.sorted { ($0.lowercased(), $0) < ($1.lowercased(), $1) }
+        #expect(try store.ids(.all, sort: [.identifier]) == expected)
+        let few = try store.ids(range("n", 0, 0), sort: [.identifier])
+        #expect(few.count == 460)
+        #expect(few == expected.filter { few.contains($0) })
     }
 }
 

@@ -252,6 +252,36 @@ class Client:
         wait = self.timeout + (deadline_ms if deadline_ms and deadline_ms > 0 else DEFAULT_DEADLINE_MS) / 1000
         return QueryStream(self, query_id, wait)
 
+    def predicate(self, record_type, predicate, *arguments, dialect="cloudkit", sort=None, limit=None,
+                  cursor=None, fetch=None, batch_size=None, deadline_ms=None):
+        """Starts a CloudKit-style query, ``CKQuery(recordType:predicate:)``,
+        and returns it as a :class:`QueryStream`; the completion's ``cursor``
+        (absent on the last page) resumes it: pass it as ``cursor`` with the
+        same record type, predicate, arguments and sort.
+
+        ``predicate`` is an NSPredicate format string; ``arguments`` are what
+        its ``%@`` and ``%K`` take, in order (JSON values; a location is
+        ``{"latitude": …, "longitude": …}``, a reference ``{"recordName": …}``).
+        ``dialect`` is ``"cloudkit"`` (CloudKit's rules) or ``"nspredicate"``.
+        ``sort`` and ``limit`` are the sort descriptors and ``resultsLimit``.
+        """
+        body = {"language": dialect, "recordType": record_type, "predicate": predicate, "arguments": list(arguments)}
+        if sort:
+            body["sort"] = [sort_key(s) for s in sort]
+        if limit is not None:
+            body["limit"] = limit
+        if cursor is not None:
+            body["cursor"] = cursor
+        if fetch is not None:
+            body["fetchAttributes"] = list(fetch)
+        if batch_size is not None:
+            body["batchSize"] = batch_size
+        if deadline_ms is not None:
+            body["deadlineMs"] = deadline_ms
+        query_id = self.send_request("query", **body)
+        wait = self.timeout + (deadline_ms if deadline_ms and deadline_ms > 0 else DEFAULT_DEADLINE_MS) / 1000
+        return QueryStream(self, query_id, wait)
+
     def cancel(self, query_id):
         """Asks the coordinator to stop query ``query_id``. There is no reply:
         the query ends with a completion whose ``cancelled`` is true."""

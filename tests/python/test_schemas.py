@@ -88,6 +88,22 @@ VALID = [
     {"v": 1, "type": "shard_query", "id": "q1", "shard": 0, "deadlineMs": 29990, "plan": {
         "predicate": {"op": "text", "attribute": "*", "pattern": "Win\\*dow*", "options": "cdwt"},
         "sort": [], "batchSize": 100}},
+    {"v": 1, "type": "shard_query", "id": "qg", "shard": 0, "plan": {"predicate": {"op": "and", "of": [
+        {"op": "geo", "around": {"latitude": 48.8566, "longitude": 2.3522}, "radius": 1500},
+        {"op": "geo", "attribute": "stops", "box": [47.3165, 4.9665, 47.3424, 5.0201]}]}}},
+    {"v": 1, "type": "query", "id": "ck1", "language": "cloudkit", "recordType": "Employee",
+     "predicate": "favoriteColor == %@ AND distanceToLocation:fromLocation:(location, %@) < 100",
+     "arguments": ["red", {"latitude": 37.783, "longitude": -122.404}],
+     "sort": [{"attribute": "name", "ascending": False}], "limit": 20, "cursor": "eyJ2IjoxfQ"},
+    {"v": 1, "type": "query", "id": "ns1", "language": "nspredicate", "recordType": "Person", "predicate": "name LIKE[c] 'j?n*'"},
+    {"v": 1, "type": "completion", "id": "ck1", "count": 20, "failedShards": [], "cancelled": False, "elapsedMs": 3.2,
+     "cursor": "eyJ2IjoxLCJxIjoiYWIiLCJhZnRlciI6WyJ4Il19"},
+    {"v": 1, "type": "shard_query", "id": "qp", "shard": 1, "plan": {
+        "predicate": {"op": "and", "of": [
+            {"op": "every", "of": [{"op": "text", "attribute": "tags", "pattern": "a", "options": ""}]},
+            {"op": "regex", "attribute": "name", "pattern": "J.n", "options": "c"},
+            {"op": "identifier", "ids": ["e1"]}]},
+        "sort": [{"attribute": "name"}, {"identifier": True}], "after": ["Jon", "e9"], "limit": 5}},
     {"v": 1, "type": "shard_batch", "id": "q1", "shard": 0, "seq": 1, "hits": [
         {"item": {"uniqueIdentifier": "a", "domainIdentifier": "", "attributes": {}}, "sort": [None, 3], "score": 1.5}]},
     {"v": 1, "type": "write", "id": "w1", "shard": 3, "items": [{"uniqueIdentifier": "a"}], "evict": []},
@@ -114,6 +130,16 @@ INVALID = [
     ({"v": 1, "type": "shard_query", "id": "q", "shard": 0, "plan": {"predicate": {"op": "not", "of": []}}}, "plan: not of nothing"),
     ({"v": 1, "type": "shard_query", "id": "q", "shard": 0, "plan": {"predicate": {"op": "text", "attribute": "t", "pattern": "x", "options": "q"}}}, "plan: options"),
     ({"v": 1, "type": "shard_query", "id": "q", "shard": 0, "plan": {"predicate": {"op": "range", "attribute": "*"}}}, "plan: range over every attribute"),
+    ({"v": 1, "type": "shard_query", "id": "q", "shard": 0, "plan": {"predicate": {"op": "geo", "box": [1, 2, 3]}}}, "plan: box of three"),
+    ({"v": 1, "type": "shard_query", "id": "q", "shard": 0, "plan": {"predicate": {"op": "geo", "box": [91, 2, 3, 4]}}}, "plan: latitude past 90"),
+    ({"v": 1, "type": "shard_query", "id": "q", "shard": 0, "plan": {"predicate": {"op": "geo"}}}, "plan: geo without an area"),
+    ({"v": 1, "type": "shard_query", "id": "q", "shard": 0, "plan": {"predicate": {"op": "geo", "around": {"latitude": 1, "longitude": 2}}}}, "plan: circle without radius"),
+    ({"v": 1, "type": "shard_query", "id": "q", "shard": 0, "plan": {"predicate": {"op": "geo", "box": [1, 2, 3, 4], "around": {"latitude": 1, "longitude": 2}, "radius": 5}}}, "plan: circle and box"),
+    ({"v": 1, "type": "query", "id": "1", "language": "cloudkit", "predicate": "TRUEPREDICATE"}, "query: cloudkit without recordType"),
+    ({"v": 1, "type": "query", "id": "1", "language": "nspredicate", "recordType": "T"}, "query: nspredicate without predicate"),
+    ({"v": 1, "type": "query", "id": "1", "language": "cloudkit", "recordType": "T", "predicate": "x", "cursor": ""}, "query: empty cursor"),
+    ({"v": 1, "type": "shard_query", "id": "q", "shard": 0, "plan": {"predicate": {"op": "regex", "attribute": "t", "pattern": "x", "options": "w"}}}, "plan: regex options"),
+    ({"v": 1, "type": "shard_query", "id": "q", "shard": 0, "plan": {"predicate": {"op": "every", "of": []}}}, "plan: every of nothing"),
     ({"v": 1, "type": "error", "id": "1", "code": "x"}, "error: no message"),
 ]
 

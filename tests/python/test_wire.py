@@ -167,3 +167,39 @@ def test_requests_in_flight_are_matched_by_id(client):
     assert [replies[i]["type"] for i in ids] == ["pong"] * 5 + ["stats_reply"]
     for reply in replies.values():
         schemas.assert_valid(reply)
+
+
+def test_cloudkit_predicate_pages_with_a_cursor(client, traffic, grocer):
+    """CKQuery over the grocer: record type public.item, a predicate with
+    arguments, sorted by price then identifier, three at a time; each page's
+    completion carries the cursor of the next, the last none."""
+    expected = sorted((i for i in grocer if i["attributes"].get("contentType") == "public.item"
+                       and i["attributes"].get("price", 0) > 1),
+                      key=lambda i: (-i["attributes"]["price"], i["uniqueIdentifier"]))
+    seen, cursor, pages = [], None, 0
+    while True:
+        events = list(client.predicate("public.item", "price > %@", 1, sort=["price:desc"], limit=3,
+                                       cursor=cursor, fetch=["price"]))
+        pages += 1
+        seen += [i["uniqueIdentifier"] for k, v in events if k == "batch" for i in v]
+        cursor = events[-1][1].get("cursor")
+        if cursor is None:
+            break
+        assert pages < 100
+    assert seen == [i["uniqueIdentifier"] for i in expected]
+    assert len(traffic.received("completion")) == pages
+    assert all(m["language"] == "cloudkit" and m["arguments"] == [1] for m in traffic.sent("query"))
+
+
+def test_cloudkit_rules_and_cursors_are_errors(client, traffic, grocer):
+    with pytest.raises(LimelightError) as e:
+        list(client.predicate("public.item", "title ENDSWITH 'Apple'"))
+    assert e.value.code == "bad_query" and e.value.position == 6 and "nspredicate" in e.value.message
+    events = list(client.predicate("public.item", "title ENDSWITH 'Apple'", dialect="nspredicate", limit=1))
+    cursor = events[-1][1]["cursor"]
+    with pytest.raises(LimelightError) as e:
+        list(client.predicate("public.item", "title ENDSWITH 'Pear'", dialect="nspredicate", cursor=cursor))
+    assert e.value.code == "invalid_cursor" and "another query" in e.value.message
+    with pytest.raises(LimelightError) as e:
+        list(client.predicate("public.item", "TRUEPREDICATE", cursor="not-a-cursor"))
+    assert e.value.code == "invalid_cursor"

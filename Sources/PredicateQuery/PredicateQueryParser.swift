@@ -1,0 +1,101 @@
+import Foundation
+import Items
+import QueryPlan
+
+/// Parses Apple predicate format strings — CloudKit's `CKQuery` subset, or
+/// the wider `NSPredicate` language — into the shared query plan, so the
+/// store and the coordinator's merge need no second path. Foundation on Linux
+/// has no `NSPredicate(format:)`; this is the parser.
+///
+/// ```
+/// predicate  := or
+/// or         := and (('OR' | '||') and)*         // nspredicate only
+/// and        := unary (('AND' | '&&') unary)*
+/// unary      := ('NOT' | '!') unary | primary    // '!' nspredicate only
+/// primary    := '(' or ')' | TRUEPREDICATE | FALSEPREDICATE | comparison
+/// comparison := [ANY | SOME | ALL | NONE] operand operator ['[' options ']'] operand
+/// operator   := = == != <> < <= =< > >= => BETWEEN BEGINSWITH CONTAINS IN
+///               ENDSWITH LIKE MATCHES TOKENMATCHES
+/// operand    := key | #key | SELF | 'text' | "text" | number | {operand, …}
+///             | nil | NULL | YES | NO | TRUE | FALSE | now | now()
+///             | %@ | %K | distanceToLocation:fromLocation:(key, %@)
+///             | tokenize(%@, 'cdl') | tokenize:using:(%@, 'cdl')
+/// ```
+/// Keywords are recognised in any case; `#name` uses a keyword as a key.
+/// Strings take `\"`, `\'`, `\\`, `\n`, `\t`, `\r`, `\uXXXX` escapes.
+///
+/// ## Arguments
+/// `%@` (and `%d`, `%f`, `%s`…) takes the next argument as a value; `%K` takes
+/// it as a key name. Arguments are JSON: text, numbers, booleans, `null`
+/// (nil), lists, `{"latitude", "longitude"}` (a `CLLocation`),
+/// `{"recordName"}` (a `CKReference` or `CKRecord.ID`) and `{"date": ISO-8601}`.
+/// Every argument must be used.
+///
+/// ## Semantics (both dialects unless said)
+/// | predicate | matches |
+/// | --- | --- |
+/// | `k == 'text'` | a value of `k` equals the text: CloudKit ignores case; nspredicate as `[c]`/`[d]` say |
+/// | `k == 5`, `k == YES`, `k == %@` (date) | a value of `k` is exactly that number (booleans 1/0, dates in seconds since 2001) |
+/// | `k == %@` (reference) | a value of `k` is the record name, exactly |
+/// | `k == nil` / `k != nil` | `k` is absent / present |
+/// | `k != v` | not `k == v`: items without `k` match (as NSPredicate's `nil != v`) |
+/// | `k < v` … `k BETWEEN {lo, hi}` | numbers and dates (an ISO-8601 text is read as a date); `BETWEEN` is inclusive |
+/// | `k BEGINSWITH 'Jo'` | case-sensitive prefix (nspredicate: `[c]`, `[d]` apply) |
+/// | `k CONTAINS v` | CloudKit: `k`'s list holds `v`; nspredicate: for a text `v`, a substring of a value, else membership |
+/// | `k IN {a, b}`, `ANY {a, b} = k` | a value of `k` equals one of them |
+/// | `'a' IN k`, `ANY k = 'a'`, `SOME k = 'a'` | a value of `k` equals `'a'` (lists match when any element does) |
+/// | `ALL k op v` (nspredicate) | every value of `k` satisfies `op v`; true when `k` is absent |
+/// | `NONE k op v` (nspredicate) | no value of `k` satisfies `op v` |
+/// | `self CONTAINS 'bob smith'`, `ANY tokenize(%@, 'cdl') IN allTokens` | any of the words, in any searchable text attribute |
+/// | `allTokens TOKENMATCHES[cdl] 'bob smith'`, `ALL tokenize(%@, 'cdl') IN allTokens` | all of the words |
+/// | `distanceToLocation:fromLocation:(k, %@) < 100` | a location of `k` within 100 km, great-circle (haversine, 6,371,008.8 m sphere), boundary included |
+/// | `recordID == %@`, `recordID IN {…}` | the item's unique identifier |
+/// | `k ENDSWITH`, `k LIKE 'a?c*'`, `k MATCHES 're'` (nspredicate) | suffix; `*` any run and `?` one character, whole value; an ICU regular expression, whole value |
+///
+/// Tokenized searches are case- and diacritic-insensitive, split words as the
+/// word index does, and drop CloudKit's stop words; a search left with no
+/// words matches nothing. `now` is the parser's clock.
+///
+/// ## CloudKit's rules (dialect `cloudkit`)
+/// `OR`, `||`, `!`, `ENDSWITH`, `LIKE`, `MATCHES`, `NONE` and options on
+/// operators other than `TOKENMATCHES` are errors that name the operator and
+/// point to the `nspredicate` dialect; `ALL` is an error except in
+/// `ALL tokenize(…) IN allTokens`; `NOT` over `AND`, over a tokenized search,
+/// over the distance function and over `BETWEEN` is an error; a key path
+/// (`employee.name`) is an error. Every error names its offset.
+public struct PredicateQueryParser: Sendable {
+    public enum Dialect: String, Sendable, Hashable, CaseIterable {
+        /// CloudKit's `CKQuery` rules.
+        case cloudkit
+        /// The rest of Apple's predicate format too.
+        case nspredicate
+    }
+
+    public var dialect: Dialect
+    public var now: Date
+
+    public init(dialect: Dialect = .cloudkit, now: Date = Date()) {
+        self.dialect = dialect
+        self.now = now
+    }
+
+    /// The plan of a format string with its arguments.
+    public func parse(_ format: String, arguments: [JSONValue] = []) throws(PredicateQueryError) -> QueryPlan.Predicate {
+        var lexer = Lexer(format)
+        let tokens = try lexer.tokens()
+        var parser = Parser(tokens: tokens, dialect: dialect, arguments: arguments)
+        let syntax = try parser.parse()
+        return try Lowering(dialect: dialect, now: now).lower(syntax)
+    }
+
+    /// The plan of `CKQuery(recordType:predicate:)`: the predicate, over items
+    /// whose `contentType` is the record type (exactly, case included).
+    public func parse(recordType: String, _ format: String, arguments: [JSONValue] = []) throws(PredicateQueryError) -> QueryPlan.Predicate {
+        let p = try parse(format, arguments: arguments)
+        return .and([Self.recordType(recordType), p]).simplified()
+    }
+
+    public static func recordType(_ type: String) -> QueryPlan.Predicate {
+        .text(TextTest(attribute: .named("contentType"), pattern: TextPattern(literal: type), options: []))
+    }
+}
