@@ -44,6 +44,14 @@ struct EnvelopeTests {
         .shardQuery(Body.ShardQuery(shard: 1, plan: .object(["predicate": .object(["op": .string("all")])]), deadlineMs: 50)),
         .shardBatch(Body.ShardBatch(shard: 1, seq: 2, hits: [Hit(item: item, sort: [.number(1), .null], score: 0.5), Hit(item: item)])),
         .shardDone(Body.ShardDone(shard: 1, count: 2, error: WireError(code: "cancelled", message: "cancelled"))),
+        .search(Body.Search(params: .object(["query": .string("vim"), "facets": .array([.string("section")])]), deadlineMs: 500)),
+        .search(Body.Search(params: .object([:]))),
+        .searchResult(Body.SearchResult(response: .object(["hits": .array([item]), "nbHits": .number(1)]),
+                                        failedShards: [ShardFailure(shard: 3, reason: "no live query worker")])),
+        .shardSearch(Body.ShardSearch(shard: 2, plan: .object(["words": .array([.string("vim")])]), deadlineMs: 40)),
+        .shardSearchResult(Body.ShardSearchResult(shard: 2, hits: [Body.RankedHit(id: "deb:0ad", item: item, rank: .object(["typos": .number(1)]))],
+                                                  nbHits: 7, facets: ["section": ["games": 7]], facetStats: ["installedSize": [1, 9, 20, 7]],
+                                                  exhaustiveFacetsCount: false)),
     ]
 
     @Test func everyMessageSurvivesARoundTrip() throws {
