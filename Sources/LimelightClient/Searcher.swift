@@ -50,6 +50,8 @@ public actor Searcher {
     public private(set) var params: SearchParams
     public private(set) var results: SearchResults?
     public private(set) var isLoadingMore = false
+    /// Answers dropped because a newer request had been answered first.
+    public private(set) var staleAnswersDropped = 0
 
     var nextRequest = 0
     /// The newest request whose answer was delivered.
@@ -165,6 +167,7 @@ public actor Searcher {
             let answer = try await client.search(built)
             // Something newer has been shown since this request left: drop it.
             if id < lastAnswered || (loadMore && shownRequest != base) {
+                staleAnswersDropped += 1
                 emit(.staleDropped(requestID: id))
                 return
             }
@@ -180,7 +183,7 @@ public actor Searcher {
             emit(.result(r, userInfo: userInfo))
         } catch {
             let message = (error as? ClientError)?.message ?? "\(error)"
-            if id < lastAnswered { emit(.staleDropped(requestID: id)); return }
+            if id < lastAnswered { staleAnswersDropped += 1; emit(.staleDropped(requestID: id)); return }
             for h in errorHandlers { h(message, userInfo) }
             emit(.error(message, userInfo: userInfo))
         }
