@@ -427,8 +427,11 @@ struct SearchRun {
     }
 
     /// Per attribute rank, the items whose attribute of that rank is, folded,
-    /// the query's words joined by single spaces (`vim` for "vim"): the
-    /// exactness criterion.
+    /// the query's one word (`vim` for "vim"): the exactness criterion for
+    /// one-word queries, answered by the (name, key) index alone. (With
+    /// several words, ``textMatch(_:)`` compares a value's words with the
+    /// query's, so "firefox-esr" is exact for "firefox esr"; with one word a
+    /// value must be the word itself, "vim." is not.)
     func wholeValueMatches() throws -> [Int: [Int64]] {
         let key = plan.words.joined(separator: " ")
         guard key.count <= Fold.keyCharacters else { return [:] }
@@ -465,7 +468,10 @@ struct SearchRun {
                 matcher.scan(text) { w, position in hits[w].append((v, position)); any = true }
                 if any {
                     attribute = min(attribute, rank)
-                    if rank < exact, text.utf8.count <= Fold.keyCharacters * 4, Fold.key(text) == whole { exact = rank }
+                    // The whole value is the query: its words are the query's words.
+                    if rank < exact, text.utf8.count <= 4 * whole.utf8.count + 16, SearchTokens.queryWords(text) == plan.words {
+                        exact = rank
+                    }
                 }
                 valueIndex += 1
             }

@@ -282,6 +282,27 @@ class Client:
         wait = self.timeout + (deadline_ms if deadline_ms and deadline_ms > 0 else DEFAULT_DEADLINE_MS) / 1000
         return QueryStream(self, query_id, wait)
 
+    def search(self, params=None, deadline_ms=None, timeout=None, **kwargs):
+        """Runs a parameter search with Algolia's parameters and returns the
+        response object (``hits``, ``nbHits``, ``page``, ``nbPages``,
+        ``facets``, ``facets_stats``, ``processingTimeMS``, …). Parameters come
+        as a dict, as keyword arguments, or both::
+
+            client.search({"query": "vim", "facets": ["section"]}, hitsPerPage=5)
+
+        A malformed parameter or filter raises :class:`LimelightError` whose
+        ``field`` names the parameter (and ``position`` the offset in
+        ``filters``). Shards that could not answer are listed in the
+        response's ``failedShards`` key (added here; empty when all answered).
+        """
+        body = {"params": {**(params or {}), **kwargs}}
+        if deadline_ms is not None:
+            body["deadlineMs"] = deadline_ms
+        reply = self.request("search", timeout, **body)
+        response = dict(reply["response"])
+        response["failedShards"] = reply.get("failedShards", [])
+        return response
+
     def cancel(self, query_id):
         """Asks the coordinator to stop query ``query_id``. There is no reply:
         the query ends with a completion whose ``cancelled`` is true."""

@@ -190,3 +190,48 @@ def test_silent_shard_fails_at_the_deadline(fakes, client):
     completion = events[-1][1]
     assert sorted(f["shard"] for f in completion["failedShards"]) == silent
     assert all("deadline" in f["reason"] for f in completion["failedShards"])
+
+
+def answering_search_worker(message):
+    """Answers each shard search with one ranked hit, a count and facet counts."""
+    if message["type"] != "shard_search":
+        return []
+    shard = message["shard"]
+    return [("shard_search_result", {
+        "shard": shard, "nbHits": 10,
+        "hits": [{"id": f"fake:{shard}", "item": fake_item(shard), "rank": {"words": 1, "typos": 0, "proximity": 0,
+                                                                          "attribute": 0, "exactAttribute": 1000,
+                                                                          "exactWords": 1, "custom": [0, None]}}],
+        "facets": {"section": {"fake": 10}}, "facetStats": {"size": [1, 5, 20, 10]}, "exhaustiveFacetsCount": True})]
+
+
+def test_shard_search_answered_by_the_fake(fakes, client, traffic):
+    worker = fakes("query", handler=answering_search_worker)
+    response = client.search({"query": "Fake", "facets": ["section", "size"], "hitsPerPage": 50})
+    searches = [m for m in worker.received if m["type"] == "shard_search"]
+    assert searches, "the fake got no shard search"
+    for s in searches:
+        assert s["plan"]["words"] == ["fake"] and s["plan"]["window"] == 50
+        assert s["plan"]["facets"] == ["section", "size"]
+    # The fake's shards count 10 each, and its counts and sums add up in the merge.
+    fake_shards = len(searches)
+    assert response["nbHits"] >= 10 * fake_shards
+    assert response["facets"]["section"]["fake"] == 10 * fake_shards
+    assert response["facets_stats"]["size"]["sum"] >= 20 * fake_shards
+    assert {f"fake:{s['shard']}" for s in searches} <= {h["objectID"] for h in response["hits"]}
+    assert response["failedShards"] == []
+    assert traffic.received("search_result")[0]["response"]["nbHits"] == response["nbHits"]
+
+
+def test_failed_shard_search_is_retried_on_another_replica(fakes, client):
+    baseline = client.search({"query": "", "hitsPerPage": 0})
+    worker = fakes("query", handler=lambda m: failing_query_worker({**m, "type": "shard_query"}) if m["type"] == "shard_search" else [])
+    # Until the fake is asked: the coordinator round-robins between query workers.
+    for _ in range(10):
+        response = client.search({"query": "", "hitsPerPage": 0})
+        if any(m["type"] == "shard_search" for m in worker.received):
+            break
+    assert any(m["type"] == "shard_search" for m in worker.received), "the fake got no shard search"
+    # The shard the fake failed was asked again of the real query worker: the answer is whole.
+    assert response["failedShards"] == []
+    assert response["nbHits"] == baseline["nbHits"]

@@ -36,7 +36,7 @@ def test_every_schema_is_valid_draft_2020_12():
 
 def test_one_schema_per_swift_message_type():
     types = swift_message_types()
-    assert len(types) == 23
+    assert len(types) == 27
     for t in types:
         assert f"{t}.schema.json" in schemas.SCHEMAS, f"no schema for {t}"
         assert schemas.SCHEMAS[f"{t}.schema.json"]["properties"]["type"] == {"const": t}
@@ -64,6 +64,13 @@ def test_samples_are_small():
 
 
 VALID = [
+    {"v": 1, "type": "search", "id": "s1", "params": {"query": "vim", "facets": ["section"], "disjunctiveFacets": ["section"],
+                                                      "facetFilters": [["section:editors", "section:-web"]], "numericFilters": ["installedSize > 10"],
+                                                      "filters": "NOT section:doc", "page": 0, "hitsPerPage": 20, "getRankingInfo": True}},
+    {"v": 1, "type": "search_result", "id": "s1", "failedShards": [], "response": {
+        "hits": [{"objectID": "deb:vim", "title": "vim", "_highlightResult": {"title": {"value": "<em>vim</em>", "matchLevel": "full", "matchedWords": ["vim"], "fullyHighlighted": True}}}],
+        "nbHits": 1, "page": 0, "nbPages": 1, "hitsPerPage": 20, "exhaustiveNbHits": True, "query": "vim", "params": "query=vim",
+        "processingTimeMS": 3, "facets": {"section": {"editors": 1}}, "facets_stats": {}}},
     {"v": 1, "type": "ping", "id": "1"},
     {"v": 1, "type": "publish", "id": "2", "items": [
         {"uniqueIdentifier": "deb:0ad", "domainIdentifier": "org.debian.games",
@@ -112,6 +119,11 @@ VALID = [
 ]
 
 INVALID = [
+    ({"v": 1, "type": "search", "id": "s2", "params": {"hitsPerPges": 3}}, "search: unknown parameter"),
+    ({"v": 1, "type": "search", "id": "s3"}, "search: no params"),
+    ({"v": 1, "type": "search_result", "id": "s4", "response": {"hits": []}}, "search_result: no counts"),
+    ({"v": 1, "type": "shard_search_result", "id": "s5", "shard": 0, "hits": [], "nbHits": 0, "facets": {},
+      "facetStats": {"x": [1, 2]}, "exhaustiveFacetsCount": True}, "shard_search_result: stats of two"),
     ({"v": 2, "type": "ping", "id": "1"}, "envelope: version"),
     ({"v": 1, "type": "ping"}, "envelope: no id"),
     ({"v": 1, "type": "query", "id": "1"}, "query: no language and no text"),
