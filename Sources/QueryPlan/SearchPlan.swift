@@ -97,9 +97,13 @@ public struct SearchRank: Sendable, Hashable {
     /// text (1 when adjacent), each capped at 8 and 8 when they are in
     /// different attributes; 0 for one word.
     public var proximity: Int
-    /// Position, in the searchable attributes' order, of the best attribute
-    /// a word matched in.
+    /// Where the best match is, as Algolia's `firstMatchedWord`: the
+    /// position of the attribute in the searchable attributes' order × 1000,
+    /// plus 0 when a query word is the attribute value's first word and 1
+    /// otherwise ("emacs" for "emcas" before "cxref-emacs").
     public var attribute: Int
+
+    public static func attribute(_ rank: Int, atStart: Bool) -> Int { rank * 1000 + (atStart ? 0 : 1) }
     /// Position, in the searchable attributes' order, of the best attribute
     /// whose whole value is the query (``noExactAttribute`` when none is):
     /// the package named `vim` for "vim" beats one that merely depends on vim.

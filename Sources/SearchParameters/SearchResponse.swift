@@ -130,7 +130,7 @@ public struct SearchResponseBuilder: Sendable {
                 "nbTypos": .number(Double(rank.typos)),
                 "words": .number(Double(rank.words)),
                 "proximityDistance": .number(Double(rank.proximity)),
-                "firstMatchedWord": .number(Double(rank.attribute * 1000)),
+                "firstMatchedWord": .number(Double(rank.attribute)),
                 "nbExactWords": .number(Double(rank.exactWords)),
                 "exactValue": .bool(rank.exactAttribute != SearchRank.noExactAttribute),
                 "exactAttribute": .number(Double(rank.exactAttribute)),

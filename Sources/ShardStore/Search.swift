@@ -179,8 +179,8 @@ struct SearchRun {
     var rankOf: [Int64: Int] = [:]
     /// Word-index columns to search, with the best rank of the attributes each holds.
     var columns: [(column: Int, rank: Int)] = []
-    /// The rank of an attribute no word matched in (one past the worst).
-    var noRank: Int { (rankOf.values.max() ?? 0) + 1 }
+    /// The attribute criterion of a match in no attribute (past the worst).
+    var noRank: Int { SearchRank.attribute((rankOf.values.max() ?? 0) + 1, atStart: false) }
     /// Whether a searched column also holds attributes this search must not
     /// match in, so matches have to be confirmed on the text.
     var mustVerify = false
@@ -287,21 +287,30 @@ struct SearchRun {
             for t in typos { perLevel[min(t, 3)] += 1 }
             var needed = 0, filled = 0
             while needed < 3, filled < plan.window { filled += perLevel[needed]; needed += 1 }
-            // The last rank group needs no lookup: a match found in no better
-            // column is in one of its columns.
+            // Per rank group, the items whose word starts the attribute (FTS5's
+            // `^`, the first token of the column) and the others; an item takes
+            // the first group it is found in.
             let groups = Dictionary(grouping: columns, by: \.rank).sorted { $0.key < $1.key }
             for level in 0..<needed where perLevel[level] > 0 {
                 let forms = p.formsByTypos[level]
                 guard !forms.isEmpty else { continue }
                 var assigned = [Bool](repeating: false, count: n)
-                for (rank, cols) in groups.dropLast() {
+                for (g, (rank, cols)) in groups.enumerated() {
                     let filter = "{" + cols.map { "c\($0.column)" }.joined(separator: " ") + "} : "
-                    let ids = try ftsIDs(filter + "(" + forms.joined(separator: " OR ") + ")")
-                    mark(matched, ids) { k in
-                        if typos[k] == level, !assigned[k] { assigned[k] = true; attribute[k] = rank }
+                    let first = try ftsIDs(filter + "(" + forms.map { "^" + $0 }.joined(separator: " OR ") + ")")
+                    mark(matched, first) { k in
+                        if typos[k] == level, !assigned[k] { assigned[k] = true; attribute[k] = SearchRank.attribute(rank, atStart: true) }
+                    }
+                    if g == groups.count - 1 {
+                        // A match found in no better column is in one of the last group's.
+                        for k in 0..<n where typos[k] == level && !assigned[k] { attribute[k] = SearchRank.attribute(rank, atStart: false) }
+                    } else {
+                        let ids = try ftsIDs(filter + "(" + forms.joined(separator: " OR ") + ")")
+                        mark(matched, ids) { k in
+                            if typos[k] == level, !assigned[k] { assigned[k] = true; attribute[k] = SearchRank.attribute(rank, atStart: false) }
+                        }
                     }
                 }
-                if let last = groups.last?.key { for k in 0..<n where typos[k] == level && !assigned[k] { attribute[k] = last } }
             }
             for (rank, ids) in try wholeValueMatches() {
                 mark(matched, ids) { exactAttribute[$0] = min(exactAttribute[$0], rank) }
@@ -314,7 +323,7 @@ struct SearchRun {
         // One integer per item orders by the cheap criteria (each is small).
         let keys: [Int] = (0..<n).map { k in
             plan.words.count > 1 ? typos[k]
-                : typos[k] << 40 | min(attribute[k], 1023) << 30 | min(exactAttribute[k], 1023) << 20 | (1023 - min(exactWords[k], 1023))
+                : typos[k] << 48 | min(attribute[k], 65535) << 32 | min(exactAttribute[k], 65535) << 16 | (1023 - min(exactWords[k], 1023))
         }
         order.sort { keys[$0] < keys[$1] }
         var needed = 0
@@ -464,10 +473,14 @@ struct SearchRun {
             for value in item.values[name] ?? [] where value.kind.isText {
                 let v = valueIndex
                 let text = value.text ?? ""
-                var any = false
-                matcher.scan(text) { w, position in hits[w].append((v, position)); any = true }
+                var any = false, atStart = false
+                matcher.scan(text) { w, position in
+                    hits[w].append((v, position))
+                    any = true
+                    if position == 0 { atStart = true }
+                }
                 if any {
-                    attribute = min(attribute, rank)
+                    attribute = min(attribute, SearchRank.attribute(rank, atStart: atStart))
                     // The whole value is the query: its words are the query's words.
                     if rank < exact, text.utf8.count <= 4 * whole.utf8.count + 16, SearchTokens.queryWords(text) == plan.words {
                         exact = rank

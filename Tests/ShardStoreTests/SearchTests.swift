@@ -54,6 +54,26 @@ import Testing
         #expect(Set(ids(try s.search(SearchPlan(words: ["editor", "vi"], typos: TypoPolicy(enabled: false))))) == ["deb:vim", "deb:vim-gtk3"])
     }
 
+    @Test func aWordThatStartsTheAttributeRanksFirst() throws {
+        let dir = try TempDir()
+        let w = try openStore(dir)
+        try w.put([
+            item("deb:cxref-emacs", #"{"title": "cxref-emacs"}"#),
+            item("deb:emacs", #"{"title": "emacs"}"#),
+            item("deb:elpa-emacs", #"{"title": "elpa-emacs"}"#),
+        ])
+        // One typo: no exact value, so where the word stands decides.
+        for plan in [SearchPlan(words: ["emcas"], window: 3), SearchPlan(words: ["emac"], window: 3)] {
+            let r = try w.search(plan)
+            #expect(ids(r).first == "deb:emacs", "\(plan.words)")
+            #expect(r.hits.first?.rank.attribute == SearchRank.attribute(0, atStart: true))
+            #expect(r.hits.last?.rank.attribute == SearchRank.attribute(0, atStart: false))
+        }
+        // Two words, through the text: "emacs" starts its title.
+        let two = try w.search(SearchPlan(words: ["emcas", "emcas"], prefixLast: false, window: 3))
+        #expect(ids(two).first == "deb:emacs")
+    }
+
     @Test func proximityRanksAdjacentWordsFirst() throws {
         let (_, s) = try store()
         // "vector-based drawing": one word between.
