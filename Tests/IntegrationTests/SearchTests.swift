@@ -263,3 +263,56 @@ struct SearcherTests {
     }
 }
 
+
+/// `limelight search` as a user runs it.
+@Suite(.serialized)
+struct SearchCommandTests {
+    @Test func printsTheResponseAndExitsAsDocumented() async throws {
+        let (cluster, client) = try await SearchClusterTests.cluster(shards: 2)
+        defer { client.close(); cluster.stopAll(); cluster.removeData() }
+        let ep = ["--endpoint", cluster.clientEndpoint]
+        let ok = try CommandLineTests.limelight(["search", "--params", #"{"query": "emacs", "hitsPerPage": 2}"#] + ep)
+        #expect(ok.status == 0)
+        let lines = ok.stdout.split(separator: "\n")
+        #expect(lines.count == 1)    // the response object, and nothing else
+        let response = try JSONValue.parse(String(lines[0]))
+        #expect(objectIDs(response).first == "deb:emacs")
+        #expect(response["hitsPerPage"]?.intValue == 2)
+
+        // --params @file
+        let file = cluster.data + "/params.json"
+        try Data(#"{"facets": ["section"], "hitsPerPage": 0}"#.utf8).write(to: URL(fileURLWithPath: file))
+        let fromFile = try CommandLineTests.limelight(["search", "--params", "@" + file] + ep)
+        #expect(fromFile.status == 0)
+        #expect(try JSONValue.parse(fromFile.stdout)["nbHits"]?.intValue == 300)
+
+        // A bad filter: exit 2, the message and a caret under the position on stderr.
+        let bad = try CommandLineTests.limelight(["search", "--params", #"{"filters": "a:b OR (c:d AND e:f)"}"#] + ep)
+        #expect(bad.status == 2)
+        #expect(bad.stdout.isEmpty)
+        #expect(bad.stderr.contains("filters"))
+        #expect(bad.stderr.contains("       ^"))
+        // An unknown parameter and JSON that is not an object: exit 2.
+        #expect(try CommandLineTests.limelight(["search", "--params", #"{"hitsPerPages": 1}"#] + ep).status == 2)
+        #expect(try CommandLineTests.limelight(["search", "--params", "[1]"] + ep).status == 2)
+        #expect(try CommandLineTests.limelight(["search", "--params", "{not json"] + ep).status == 2)
+        // No server: exit 3.
+        let down = try CommandLineTests.limelight(["search", "--params", "{}", "--endpoint", "tcp://127.0.0.1:1", "--timeout", "0.5"])
+        #expect(down.status == 3)
+    }
+
+    @Test func aMissingShardIsNamedAndExits4() async throws {
+        let f = try ClusterFixture(shards: 2)
+        defer { f.stopAll(); f.removeData() }
+        try f.startCoordinator()
+        try f.startIndexer("indexer-0", shards: [0, 1])
+        try f.startQueryWorker("query-0", shards: [0])
+        let client = try LimelightClient(endpoint: f.clientEndpoint)
+        defer { client.close() }
+        try await Task.sleep(for: .milliseconds(500))
+        let r = try CommandLineTests.limelight(["search", "--params", "{}", "--endpoint", f.clientEndpoint])
+        #expect(r.status == 4)
+        #expect(r.stderr.contains("shard 1"))
+        #expect(try JSONValue.parse(r.stdout)["exhaustiveNbHits"]?.boolValue == false)
+    }
+}
