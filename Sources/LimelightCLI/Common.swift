@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 
-/// Exit codes of DESIGN.md's command line.
+/// Exit codes of docs/design.md's command line.
 public enum ExitCodes {
     /// Some items were rejected (each is named on standard error).
     public static let rejected: Int32 = 1

@@ -74,7 +74,7 @@ public struct CoordinatorCommand: AsyncParsableCommand {
     }
 }
 
-/// The flags every worker takes (DESIGN.md: `--coordinator`, `--data`, `--shards`).
+/// The flags every worker takes (docs/design.md: `--coordinator`, `--data`, `--shards`).
 struct WorkerOptions: ParsableArguments {
     @Option(help: "The coordinator's worker endpoint.") var coordinator = "tcp://127.0.0.1:7701"
     @Option(help: "Folder of the shard files.") var data: String
