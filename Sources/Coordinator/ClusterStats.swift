@@ -26,7 +26,8 @@ struct RateWindow: Sendable {
         var at: ContinuousClock.Instant
         var counters: [String: Int]
     }
-    var samples: [Sample] = []
+    /// Starts with zero counts at creation, so traffic before the first sweep is counted too.
+    var samples: [Sample] = [Sample(at: .now, counters: [:])]
 
     mutating func sample(_ counters: [String: Int], at now: ContinuousClock.Instant = .now) {
         samples.append(Sample(at: now, counters: counters))
@@ -70,6 +71,9 @@ struct ClusterSnapshot: Sendable {
         var lostAt: Date?
         var lostReason: String?
     }
+    /// The coordinator's clock when the snapshot was taken: pages show ages
+    /// against it, not against the browser's clock, which may be off.
+    var time: Date
     var uptimeSeconds: Double
     var shardCount: Int
     var shards: [Shard]
@@ -128,7 +132,7 @@ extension CoordinatorCore {
             return shard
         }
         return ClusterSnapshot(
-            uptimeSeconds: Date().timeIntervalSince(startedAt), shardCount: configuration.shards, shards: shards,
+            time: Date(), uptimeSeconds: Date().timeIntervalSince(startedAt), shardCount: configuration.shards, shards: shards,
             workers: live + lost, counters: counters, queriesInFlight: queries.count, publishesInFlight: publishes.count,
             deletesInFlight: deletes.count, queryLatencyMs: queryLatenciesMs, firstBatchLatencyMs: firstBatchLatenciesMs,
             publishItemsPerSecond: rates.perSecond("publish.items", current: counters, now: now),
@@ -186,6 +190,7 @@ extension ClusterSnapshot {
         }
         let items = shards.compactMap(\.items)
         return .object([
+            "time": .string(ISODate.format(time)),
             "uptimeSeconds": num((uptimeSeconds * 10).rounded() / 10),
             "shardCount": int(shardCount),
             "servedShards": .array(servedShards.map(int)),

@@ -108,9 +108,11 @@ function duration(s) {
   if (s < 86400) return Math.floor(s / 3600) + "h " + Math.floor((s % 3600) / 60) + "m";
   return Math.floor(s / 86400) + "d " + Math.floor((s % 86400) / 3600) + "h";
 }
-function ago(iso) {
+// Ages are measured on the coordinator's clock (stats.time), so a browser
+// whose clock is off still shows them right.
+function ago(iso, now) {
   if (!iso) return "never";
-  return duration((Date.now() - Date.parse(iso)) / 1000) + " ago";
+  return duration(Math.max(0, Date.parse(now) - Date.parse(iso)) / 1000) + " ago";
 }
 function set(id, value, text) { const e = $(id); e.dataset.value = value == null ? "" : value; e.textContent = text; }
 function cell(field, value, text, cls) {
@@ -153,7 +155,7 @@ function render(s) {
     cell("state", x.served ? "served" : "unserved", `<span class="pill ${x.served ? "ok" : "bad"}">${x.served ? "served" : "unserved"}</span>`) +
     cell("items", x.items, num(x.items), "num") +
     cell("databaseBytes", x.databaseBytes, bytes(x.databaseBytes), "num") +
-    cell("lastWrite", x.lastWrite, ago(x.lastWrite)) +
+    cell("lastWrite", x.lastWrite, ago(x.lastWrite, s.time)) +
     cell("indexers", x.indexers.join(","), x.indexers.length ? esc(x.indexers.join(", ")) : `<span class="pill bad">none</span>`, "ids") +
     cell("queryWorkers", x.queryWorkers.join(","), x.queryWorkers.length ? esc(x.queryWorkers.join(", ")) : `<span class="pill bad">none</span>`, "ids") +
     "</tr>").join("");

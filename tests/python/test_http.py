@@ -24,6 +24,7 @@ import urllib.request
 
 import pytest
 
+import schemas
 from harness import REPO, Client, FakeWorker, bin_dir, free_port, read_jsonl, start_cluster, stop_cluster, wait_until
 
 SHARDS = 4
@@ -128,9 +129,10 @@ def settled_stats(cluster, traffic):
     return json.loads(get(cluster.stats_url)[2])
 
 
-def test_stats_equal_what_was_published_and_queried(http_cluster, traffic):
+def test_stats_equal_what_was_published_and_queried(http_cluster, traffic, capsys):
     assert traffic["stored"] == traffic["items"] - 2 and traffic["rejected"] == 2
     stats = settled_stats(http_cluster, traffic)
+    schemas.assert_valid(stats, "stats_reply.schema.json#/$defs/stats")
     c = stats["counters"]
     assert c["publish.batches"] == traffic["batches"]
     assert c["publish.items"] == traffic["items"]
@@ -159,9 +161,13 @@ def test_stats_equal_what_was_published_and_queried(http_cluster, traffic):
         assert w["state"] == "live" and w["queueDepth"] == 0 and w["errors"] == 0
         assert w["uptimeSeconds"] > 0 and 0 < w["diskFreeBytes"] <= w["diskSizeBytes"]
     assert stats["lostWorkers"] == []
-    print(f"\n/stats after {traffic['items']} items in {traffic['batches']} batches and {traffic['queries']} queries: "
-          f"query p50 {lat['p50']} ms, p95 {lat['p95']} ms, p99 {lat['p99']} ms; "
-          f"first batch p50 {stats['firstBatchLatencyMs']['p50']} ms")
+    # Rates cover the last 10 seconds: the traffic is in them while the cluster is that young.
+    if stats["uptimeSeconds"] < 9:
+        assert stats["rates"]["publishItemsPerSecond"] > 0 and stats["rates"]["queriesPerSecond"] > 0, stats["rates"]
+    with capsys.disabled():
+        print(f"\n/stats after {traffic['items']} items in {traffic['batches']} batches and {traffic['queries']} queries: "
+              f"query p50 {lat['p50']} ms, p95 {lat['p95']} ms, p99 {lat['p99']} ms; "
+              f"first batch p50 {stats['firstBatchLatencyMs']['p50']} ms")
 
 
 def test_metrics_pass_promtool_and_match_stats(http_cluster, traffic, tmp_path):
@@ -236,7 +242,7 @@ def chromium(*args):
     return done.stdout
 
 
-def test_status_page_shows_the_stats_in_chromium(http_cluster, traffic):
+def test_status_page_shows_the_stats_in_chromium(http_cluster, traffic, capsys):
     stats = settled_stats(http_cluster, traffic)
     base = http_cluster.stats_url.rsplit("/", 1)[0]
     status, headers, body = get(base + "/")
@@ -276,7 +282,8 @@ def test_status_page_shows_the_stats_in_chromium(http_cluster, traffic):
     shot.unlink(missing_ok=True)
     chromium(f"--screenshot={shot}", "--window-size=1400,1000", base + "/")
     assert shot.stat().st_size > 10_000
-    print(f"\nstatus page screenshot: {shot}")
+    with capsys.disabled():
+        print(f"\nstatus page screenshot: {shot}")
 
 
 def test_http_protocol(http_cluster):
@@ -347,6 +354,7 @@ def test_stats_listen_readyz_and_lost_workers(tmp_path):
         fakes[1].stop()
         assert wait_until(lambda: json.loads(get(base + "/stats")[2])["lostWorkers"], timeout=10)
         stats = json.loads(get(base + "/stats")[2])
+        schemas.assert_valid(stats, "stats_reply.schema.json#/$defs/stats")
         [lost] = stats["lostWorkers"]
         assert (lost["id"], lost["state"], lost["role"]) == ("fake-query", "lost", "query")
         assert "heartbeat" in lost["lostReason"] or "connection" in lost["lostReason"]
