@@ -23,6 +23,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // C libraries, behind system-library targets (GRDB's layout). SQLite is
@@ -67,6 +68,7 @@ let package = Package(
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .target(name: "LimelightClient", dependencies: ["ZeroMQ", "WireProtocol", "Items", "QueryPlan"]),
         .target(name: "LimelightCLI", dependencies: [

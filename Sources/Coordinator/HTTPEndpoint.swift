@@ -4,6 +4,7 @@ import HummingbirdCore
 import Items
 import Logging
 import NIOCore
+import ServiceLifecycle
 
 /// The coordinator's HTTP endpoint: the status page, `/stats`, `/metrics`, `/healthz`, `/readyz`.
 ///
@@ -39,7 +40,8 @@ struct HTTPEndpoint: Sendable {
     let bound = BoundAddress()
     static let paths: Set<String> = ["/", "/stats", "/metrics", "/healthz", "/readyz", "/health"]
 
-    /// Serves until the task is cancelled. Throws when the address cannot be bound.
+    /// Serves until the task is cancelled, then shuts down gracefully (requests
+    /// under way are answered). Throws when the address cannot be bound.
     func run() async throws {
         // HEAD answers with the GET's status and headers and no body.
         let router = Router(options: .autoGenerateHeadEndpoints)
@@ -94,8 +96,18 @@ struct HTTPEndpoint: Sendable {
             configuration: .init(address: .hostname(host, port: port), serverName: "limelight-coordinator"),
             onServerRunning: { channel in bound.set(.success(channel.localAddress?.port ?? 0)) },
             logger: logger)
+        // Cancelling the server outright makes it log each open connection's
+        // cancellation as an error; a graceful shutdown closes them quietly.
+        // The group runs in a task of its own, which the caller's cancellation
+        // does not reach: only the graceful shutdown stops it.
+        let group = ServiceGroup(configuration: .init(services: [app], logger: logger))
+        let serving = Task { try await group.run() }
         do {
-            try await app.run()
+            try await withTaskCancellationHandler {
+                try await serving.value
+            } onCancel: {
+                Task { await group.triggerGracefulShutdown() }
+            }
             bound.set(.failure(HTTPBindError(host: host, port: port, reason: "stopped before listening")))
         } catch {
             bound.set(.failure(HTTPBindError(host: host, port: port, reason: "\(error)")))

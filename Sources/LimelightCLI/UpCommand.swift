@@ -23,6 +23,7 @@ struct UpCommand: AsyncParsableCommand {
     @Option(help: "Query worker processes.") var queryWorkers = 2
     @Option(help: "Seconds to wait for every shard to be served.") var readyTimeout = 60.0
     @Option(help: "Log level of the children.") var logLevel = "info"
+    @Option(help: "Log format of the children: text, or json (one object per line).") var logFormat: LogFormat = .text
 
     func validate() throws {
         guard shards >= 1 else { throw ValidationError("--shards must be at least 1") }
@@ -41,7 +42,7 @@ struct UpCommand: AsyncParsableCommand {
         let coordinator = try children.spawn(name: "coordinator", executable: bin + "/limelight-coordinator", arguments: [
             "--listen", listen, "--workers", workers,
         ] + (statsListen.map { ["--stats-listen", $0] } ?? ["--stats-port", String(statsPort)]) + [
-            "--shards", String(shards), "--log-level", logLevel,
+            "--shards", String(shards), "--log-level", logLevel, "--log-format", logFormat.rawValue,
         ], logs: logs, captureOutput: true)
         // The coordinator prints its bound endpoints first: "listening CLIENT WORKERS STATS".
         guard let line = coordinator.firstLine(timeout: 20), line.hasPrefix("listening ") else {
@@ -59,7 +60,7 @@ struct UpCommand: AsyncParsableCommand {
                 guard !mine.isEmpty else { continue }
                 _ = try children.spawn(name: "\(role)-\(i)", executable: bin + "/limelight-\(role)", arguments: [
                     "--coordinator", workerEndpoint, "--data", dataDir, "--shards", mine.map(String.init).joined(separator: ","),
-                    "--id", "\(role)-\(i)", "--log-level", logLevel,
+                    "--id", "\(role)-\(i)", "--log-level", logLevel, "--log-format", logFormat.rawValue,
                 ], logs: logs)
             }
         }
