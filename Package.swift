@@ -100,6 +100,7 @@ let package = Package(
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
         .testTarget(name: "WireProtocolTests", dependencies: ["WireProtocol", "Items"]),
         .testTarget(name: "IntegrationTests", dependencies: ["LimelightClient", "WireProtocol", "Items"]),
+        .testTarget(name: "LimelightCLITests", dependencies: ["LimelightCLI"]),
     ],
     swiftLanguageModes: [.v6]
 )

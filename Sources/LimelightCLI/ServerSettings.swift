@@ -19,11 +19,10 @@ import Items
 /// so one file can be installed on every host. A setting is also read from
 /// `LIMELIGHT_` and the key in upper snake case (`LIMELIGHT_STATS_LISTEN`,
 /// `LIMELIGHT_LOG_FORMAT`). The command line wins over the environment, which
-/// wins over the file. The settings become flags placed before the command
-/// line's, and a flag given twice takes its last value, so every setting is
-/// checked exactly as its flag is. Of two settings that exclude each other
-/// (`statsListen`, `statsPort`), one from a stronger source drops the other
-/// from weaker ones. A key the process does not know, or a value of the wrong
+/// wins over the file: a setting a stronger source gives is dropped from the
+/// weaker ones, and so is the other of two settings that exclude each other
+/// (`statsListen`, `statsPort`). What remains becomes flags placed before the
+/// command line's, so every setting is checked exactly as its flag is. A key the process does not know, or a value of the wrong
 /// type, is an error naming the file and the key: a misspelt setting that is
 /// silently ignored is worse than one that stops the start.
 public enum ServerSettings {
