@@ -98,10 +98,16 @@ extension CoordinatorCore {
         if series.count > 4096 { series.removeFirst(series.count - 4096) }
     }
 
-    func snapshot() -> ClusterSnapshot {
-        let now = ContinuousClock.now
+    /// Forgets lost workers past `LostWorker.keepSeconds`: a worker restarted
+    /// under a new id (the default id has its pid) leaves one entry per death.
+    func pruneLostWorkers() {
         let cutoff = Date().addingTimeInterval(-LostWorker.keepSeconds)
         lostWorkers = lostWorkers.filter { $0.value.lostAt > cutoff }
+    }
+
+    func snapshot() -> ClusterSnapshot {
+        let now = ContinuousClock.now
+        pruneLostWorkers()
 
         var depth: [String: Int] = [:]
         for w in shardWrites.values { depth[w.worker, default: 0] += 1 }

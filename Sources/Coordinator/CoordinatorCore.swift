@@ -651,6 +651,7 @@ actor CoordinatorCore {
         workerByRoute.removeValue(forKey: w.route)
         count("workers.lost")
         lostWorkers[w.id] = LostWorker(record: w, lostAt: Date(), reason: reason)
+        pruneLostWorkers()
         logger.warning("worker lost", metadata: ["worker": "\(w.id)", "worker.role": "\(w.role.rawValue)", "reason": "\(reason)"])
         // Writes it had not acknowledged: the other replicas' answers stand.
         for (wid, sw) in shardWrites where sw.worker == w.id {
