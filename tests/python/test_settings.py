@@ -130,3 +130,15 @@ def test_faults_are_named(tmp_path):
     done = subprocess.run([str(bin_dir() / "limelight-coordinator"), "--config", str(tmp_path / "missing.json")],
                           capture_output=True, text=True, timeout=30)
     assert done.returncode == 64 and "cannot read the configuration file" in done.stderr, done.stderr
+
+
+def test_the_example_configuration_is_valid():
+    """ops/limelight.example.json: every process accepts its settings (a
+    fault would exit 64 before --help is printed)."""
+    from harness import REPO
+    example = REPO / "ops" / "limelight.example.json"
+    for name in ("limelight-coordinator", "limelight-indexer", "limelight-query"):
+        done = subprocess.run([str(bin_dir() / name), "--config", str(example), "--help"],
+                              capture_output=True, text=True, timeout=30)
+        assert done.returncode == 0, (name, done.stderr)
+        assert "--config" in done.stdout
