@@ -1,6 +1,6 @@
 import Foundation
 
-/// How a coordinator is set up: DESIGN.md's required flags and their defaults.
+/// How a coordinator is set up: docs/design.md's required flags and their defaults.
 public struct CoordinatorConfiguration: Sendable {
     /// Where clients connect (a ROUTER socket). Port 0 picks a free port.
     public var listen: String = "tcp://127.0.0.1:7700"

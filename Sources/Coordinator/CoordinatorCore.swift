@@ -26,6 +26,8 @@ struct WorkerRecord: Sendable {
     var host: String?
     var pid: Int?
     var registeredAt: Date
+    /// What its last heartbeat reported, if it reports (see `WorkerStatus`).
+    var status: WorkerStatus?
 }
 
 /// The coordinator's state machine: everything it knows and decides.
@@ -127,6 +129,11 @@ actor CoordinatorCore {
     var queryLatenciesMs: [Double] = []
     var firstBatchLatenciesMs: [Double] = []
     var firstBatchSent: Set<String> = []
+    /// Workers declared dead, kept for the stats and metrics (see ClusterStats.swift).
+    var lostWorkers: [String: LostWorker] = [:]
+    var rates = RateWindow()
+    /// Prometheus figures (GET /metrics); the HTTP endpoint renders them.
+    nonisolated let metrics = CoordinatorMetrics()
 
     init(configuration: CoordinatorConfiguration, logger: Logger, planner: Planner,
          clientOutbox: AsyncStream<Outgoing>.Continuation, workerOutbox: AsyncStream<Outgoing>.Continuation) {
@@ -310,6 +317,7 @@ actor CoordinatorCore {
                                       error: WireError(code: "shard_unavailable", message: "the indexer stopped before committing; resend")))
         }
         let ack = Body.PublishAck(batch: pending.batch, results: results)
+        metrics.publishDuration.record(duration: pending.started.duration(to: .now))
         count("publish.stored", by: ack.stored)
         count("publish.rejected", by: ack.rejected)
         send(.client(pending.client), pending.requestID, .publishAck(ack))
@@ -498,6 +506,7 @@ actor CoordinatorCore {
         if !firstBatchSent.contains(key) {
             firstBatchSent.insert(key)
             record(&firstBatchLatenciesMs, rq.started.duration(to: .now).milliseconds)
+            metrics.queryFirstBatch.record(duration: rq.started.duration(to: .now))
         }
         queries[key] = rq
     }
@@ -528,6 +537,7 @@ actor CoordinatorCore {
         firstBatchSent.remove(key)
         let elapsed = rq.started.duration(to: .now).milliseconds
         record(&queryLatenciesMs, elapsed)
+        metrics.queryDuration.record(duration: rq.started.duration(to: .now))
         if !rq.failed.isEmpty { count("queries.partial") }
         send(.client(rq.client), rq.requestID,
              .completion(Body.Completion(count: rq.count, failedShards: rq.failed.sorted { $0.shard < $1.shard },
@@ -590,7 +600,9 @@ actor CoordinatorCore {
         w.lastSeen = .now
         workers[wid] = w
         switch envelope.body {
-        case .heartbeat: send(.worker(route), envelope.id, .heartbeat(Body.Heartbeat()))
+        case .heartbeat(let h):
+            if let status = h.status { workers[wid]?.status = status }
+            send(.worker(route), envelope.id, .heartbeat(Body.Heartbeat()))
         case .writeAck(let a): writeAcked(writeID: envelope.id, ack: a, error: nil)
         case .deleteAck(let a): deleteAcked(workerMessageID: envelope.id, deleted: a.deleted, error: nil)
         case .declareAck: declareAcked(workerMessageID: envelope.id, error: nil)
@@ -629,6 +641,7 @@ actor CoordinatorCore {
         workers[r.worker] = WorkerRecord(id: r.worker, role: r.role, shards: r.shards, route: route, lastSeen: .now,
                                          host: r.host, pid: r.pid, registeredAt: Date())
         workerByRoute[route] = r.worker
+        lostWorkers.removeValue(forKey: r.worker)
         logger.info("worker registered", metadata: ["worker": "\(r.worker)", "worker.role": "\(r.role.rawValue)",
                                                     "shards": "\(r.shards.map(String.init).joined(separator: ","))"])
         send(.worker(route), id, .registered(Body.Registered(shardCount: configuration.shards, heartbeatMs: configuration.heartbeatMs)))
@@ -641,6 +654,7 @@ actor CoordinatorCore {
         for w in workers.values where w.lastSeen.duration(to: now) > limit {
             forget(w.id, reason: "no heartbeat for \(configuration.livenessMs) ms")
         }
+        rates.sample(counters)
     }
 
     func workerUnreachable(route: [Data]) {
@@ -652,6 +666,8 @@ actor CoordinatorCore {
         guard let w = workers.removeValue(forKey: workerID) else { return }
         workerByRoute.removeValue(forKey: w.route)
         count("workers.lost")
+        lostWorkers[w.id] = LostWorker(record: w, lostAt: Date(), reason: reason)
+        pruneLostWorkers()
         logger.warning("worker lost", metadata: ["worker": "\(w.id)", "worker.role": "\(w.role.rawValue)", "reason": "\(reason)"])
         // Writes it had not acknowledged: the other replicas' answers stand.
         for (wid, sw) in shardWrites where sw.worker == w.id {
@@ -705,50 +721,6 @@ actor CoordinatorCore {
                 finishQueryIfDone(key)
             }
         }
-    }
-
-    // MARK: - Stats
-
-    func record(_ series: inout [Double], _ v: Double) {
-        series.append(v)
-        if series.count > 4096 { series.removeFirst(series.count - 4096) }
-    }
-
-    func stats() -> JSONValue {
-        func pct(_ xs: [Double], _ p: Double) -> JSONValue {
-            guard !xs.isEmpty else { return .null }
-            let s = xs.sorted()
-            return .number((s[min(s.count - 1, Int((p / 100 * Double(s.count - 1)).rounded()))] * 1000).rounded() / 1000)
-        }
-        let workerList: [JSONValue] = workers.values.sorted { $0.id < $1.id }.map { w in
-            var o: [String: JSONValue] = [
-                "id": .string(w.id), "role": .string(w.role.rawValue),
-                "shards": .array(w.shards.map { .number(Double($0)) }),
-                "lastSeenMsAgo": .number(Double(Int(w.lastSeen.duration(to: .now).milliseconds))),
-                "registeredAt": .string(ISODate.format(w.registeredAt)),
-            ]
-            if let h = w.host { o["host"] = .string(h) }
-            if let p = w.pid { o["pid"] = .number(Double(p)) }
-            return .object(o)
-        }
-        let shardList: [JSONValue] = (0..<configuration.shards).map { s in
-            .object(["shard": .number(Double(s)),
-                     "indexers": .array(liveWorkers(.indexer, shard: s).map { .string($0.id) }),
-                     "queryWorkers": .array(liveWorkers(.query, shard: s).map { .string($0.id) })])
-        }
-        return .object([
-            "uptimeSeconds": .number((Date().timeIntervalSince(startedAt) * 10).rounded() / 10),
-            "shardCount": .number(Double(configuration.shards)),
-            "servedShards": .array(servedShards().map { .number(Double($0)) }),
-            "shards": .array(shardList),
-            "workers": .array(workerList),
-            "counters": .object(counters.mapValues { .number(Double($0)) }),
-            "inFlight": .object(["queries": .number(Double(queries.count)), "publishes": .number(Double(publishes.count)),
-                                 "deletes": .number(Double(deletes.count))]),
-            "queryLatencyMs": .object(["p50": pct(queryLatenciesMs, 50), "p99": pct(queryLatenciesMs, 99),
-                                       "samples": .number(Double(queryLatenciesMs.count))]),
-            "firstBatchLatencyMs": .object(["p50": pct(firstBatchLatenciesMs, 50), "p99": pct(firstBatchLatenciesMs, 99)]),
-        ])
     }
 }
 

@@ -8,8 +8,9 @@ import ZeroMQ
 /// The coordinator process: the cluster's front door.
 ///
 /// A ROUTER socket for clients and one for workers, each owned by its own
-/// thread (`AsyncSocket`); an HTTP stats endpoint on a STREAM socket; and the
-/// `CoordinatorCore` actor that makes every decision. `limelight-coordinator`
+/// thread (`AsyncSocket`); the HTTP endpoint (`HTTPEndpoint`: status page,
+/// stats, Prometheus metrics, health); and the `CoordinatorCore` actor that
+/// makes every decision. `limelight-coordinator`
 /// is a thin command over this, and tests build the same thing with port 0.
 public final class CoordinatorService: Sendable {
     public let configuration: CoordinatorConfiguration
@@ -17,7 +18,7 @@ public final class CoordinatorService: Sendable {
     let context: Context
     let clients: AsyncSocket
     let workerSocket: AsyncSocket
-    let statsSocket: AsyncSocket?
+    let http: HTTPEndpoint?
     let core: CoordinatorCore
     let clientOutbox: AsyncStream<Outgoing>
     let workerOutbox: AsyncStream<Outgoing>
@@ -25,7 +26,6 @@ public final class CoordinatorService: Sendable {
     /// The endpoints actually bound (port 0 resolved).
     public let clientEndpoint: String
     public let workerEndpoint: String
-    public let statsURL: String?
 
     public init(configuration: CoordinatorConfiguration, logger: Logger, planner: Planner = Planner()) throws {
         precondition(configuration.shards >= 1, "a cluster has at least one shard")
@@ -55,35 +55,33 @@ public final class CoordinatorService: Sendable {
             try s.set(.linger(milliseconds: 0))
             try s.bind(workersAt)
         }
-        if let port = configuration.statsPort {
-            let host = configuration.statsHost == "localhost" ? "127.0.0.1" : configuration.statsHost
-            let s = try AsyncSocket(context: context, type: .stream, name: "coordinator-stats") { s in
-                try s.set(.linger(milliseconds: 0))
-                try s.bind("tcp://\(host):\(port == 0 ? "*" : String(port))")
-            }
-            statsSocket = s
-            let bound = s.endpoint ?? "tcp://\(host):\(port)"
-            let hostPort = bound.replacingOccurrences(of: "tcp://", with: "")
-            statsURL = "http://\(hostPort)/stats"
-        } else {
-            statsSocket = nil
-            statsURL = nil
-        }
         clientEndpoint = clients.endpoint ?? configuration.listen
         workerEndpoint = workerSocket.endpoint ?? configuration.workers
         let (co, cc) = AsyncStream<Outgoing>.makeStream()
         let (wo, wc) = AsyncStream<Outgoing>.makeStream()
         clientOutbox = co
         workerOutbox = wo
-        core = CoordinatorCore(configuration: configuration, logger: logger, planner: planner,
-                               clientOutbox: cc, workerOutbox: wc)
+        let core = CoordinatorCore(configuration: configuration, logger: logger, planner: planner,
+                                   clientOutbox: cc, workerOutbox: wc)
+        self.core = core
+        http = configuration.statsPort.map { HTTPEndpoint(host: configuration.statsHost, port: $0, core: core, logger: logger) }
+    }
+
+    /// The stats URL (`http://HOST:PORT/stats`, port 0 resolved) once the HTTP
+    /// endpoint listens; nil when it serves none. Throws when it cannot bind,
+    /// and `run` then returns. Call it while `run` is running.
+    public func statsURL() async throws -> String? {
+        guard let http else { return nil }
+        let port = try await http.bound.wait().get()
+        let host = http.host.contains(":") ? "[\(http.host)]" : http.host
+        return "http://\(host):\(port)/stats"
     }
 
     /// Serves until the task is cancelled, then closes every socket.
     public func run() async {
         logger.info("coordinator listening", metadata: [
             "endpoint.clients": "\(clientEndpoint)", "endpoint.workers": "\(workerEndpoint)",
-            "stats.url": "\(statsURL ?? "-")", "shards": "\(configuration.shards)",
+            "http.listen": "\(http.map { "\($0.host):\($0.port)" } ?? "-")", "shards": "\(configuration.shards)",
         ])
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.pump(self.clients, isClient: true) }
@@ -96,7 +94,13 @@ public final class CoordinatorService: Sendable {
                     await self.core.sweep()
                 }
             }
-            if let stats = statsSocket { group.addTask { await self.serveStats(stats) } }
+            if let http {
+                group.addTask {
+                    do { try await http.run() } catch {
+                        self.logger.critical("the HTTP endpoint stopped", metadata: ["error": "\(error)"])
+                    }
+                }
+            }
             // Wait for cancellation, then close the sockets so every loop ends.
             group.addTask {
                 while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
@@ -111,7 +115,6 @@ public final class CoordinatorService: Sendable {
     public func shutdown() {
         clients.close()
         workerSocket.close()
-        statsSocket?.close()
         context.shutdown()
     }
 
@@ -144,33 +147,6 @@ public final class CoordinatorService: Sendable {
                 if case .worker(let r) = o.to { await core.workerUnreachable(route: r) }
                 logger.debug("dropped a reply to a departed peer", metadata: ["message.type": "\(o.envelope.type.rawValue)", "error": "\(error)"])
             }
-        }
-    }
-
-    func serveStats(_ socket: AsyncSocket) async {
-        var http = StatsHTTP()
-        for await frames in socket.messages {
-            guard frames.count == 2 else { continue }
-            let connection = frames[0]
-            guard let route = http.receive(connection: connection, bytes: frames[1]) else { continue }
-            let response: Data
-            switch route {
-            case .stats:
-                let stats = await core.stats()
-                response = StatsHTTP.response(status: "200 OK", body: stats.serialized())
-            case .health:
-                let pong = await core.pong()
-                let healthy = pong.servedShards.count == pong.shardCount
-                let body = JSONValue.object(["healthy": .bool(healthy), "servedShards": .number(Double(pong.servedShards.count)),
-                                             "shardCount": .number(Double(pong.shardCount))]).serialized()
-                response = StatsHTTP.response(status: healthy ? "200 OK" : "503 Service Unavailable", body: body)
-            case .notFound(let path):
-                response = StatsHTTP.response(status: "404 Not Found", body: JSONValue.object(["error": .string("no such path: \(path)")]).serialized())
-            case .badRequest:
-                response = StatsHTTP.response(status: "400 Bad Request", body: JSONValue.object(["error": .string("expected GET /stats")]).serialized())
-            }
-            try? await socket.send([connection, response])
-            try? await socket.send([connection, Data()])
         }
     }
 }

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 
-/// Exit codes of DESIGN.md's command line.
+/// Exit codes of docs/design.md's command line.
 public enum ExitCodes {
     /// Some items were rejected (each is named on standard error).
     public static let rejected: Int32 = 1
@@ -31,9 +31,13 @@ struct EndpointOptions: ParsableArguments {
 struct ServerLogOptions: ParsableArguments {
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
+    @Option(name: .long, help: "Log lines as text, or as one JSON object each (json).")
+    var logFormat: LogFormat = .text
+    @Option(name: .long, help: "JSON configuration file (also $LIMELIGHT_CONFIG); flags and LIMELIGHT_* variables override it. See docs/operations.md.")
+    var config: String?
 
     func logger(_ label: String) -> Logger {
-        LoggingSetup.bootstrapOnce()
+        LoggingSetup.bootstrapOnce(format: logFormat)
         var l = Logger(label: label)
         l.logLevel = Logger.Level(rawValue: logLevel) ?? .info
         return l
@@ -44,11 +48,14 @@ enum LoggingSetup {
     nonisolated(unsafe) static var done = false
     static let lock = NSLock()
     /// Logs go to standard error, so standard output stays for results.
-    static func bootstrapOnce() {
+    static func bootstrapOnce(format: LogFormat = .text) {
         lock.lock(); defer { lock.unlock() }
         guard !done else { return }
         done = true
-        LoggingSystem.bootstrap { label in StreamLogHandler.standardError(label: label) }
+        switch format {
+        case .text: LoggingSystem.bootstrap { label in StreamLogHandler.standardError(label: label) }
+        case .json: LoggingSystem.bootstrap { label in JSONLogHandler(label: label) }
+        }
     }
 }
 

@@ -13,9 +13,11 @@ public struct CoordinatorCommand: AsyncParsableCommand {
 
     @Option(help: "Client endpoint (ROUTER). Port 0 picks a free port.") var listen = "tcp://127.0.0.1:7700"
     @Option(help: "Worker endpoint (ROUTER) where indexers and query workers connect.") var workers = "tcp://127.0.0.1:7701"
-    @Option(help: "HTTP port of the stats endpoint (0 picks a free port).") var statsPort = 7780
-    @Flag(help: "Serve no HTTP stats endpoint.") var noStats = false
-    @Option(help: "Host the stats endpoint binds to.") var statsHost = "127.0.0.1"
+    @Option(help: "HOST:PORT of the HTTP endpoint (status page, /stats, /metrics, /healthz, /readyz); port 0 picks a free port. Default 127.0.0.1:7780.")
+    var statsListen: String?
+    @Option(help: "HTTP port on 127.0.0.1 (or --stats-host): the same as --stats-listen 127.0.0.1:N.") var statsPort: Int?
+    @Flag(help: "Serve no HTTP endpoint.") var noStats = false
+    @Option(help: "Host for --stats-port.") var statsHost = "127.0.0.1"
     @Option(help: "Number of shards, fixed when the cluster is created.") var shards = 8
     @Option(help: "Milliseconds between worker heartbeats.") var heartbeatMs = 1000
     @Option(help: "Milliseconds of silence after which a worker is taken as dead.") var livenessMs = 3000
@@ -29,14 +31,23 @@ public struct CoordinatorCommand: AsyncParsableCommand {
     public func validate() throws {
         guard shards >= 1, shards <= 4096 else { throw ValidationError("--shards must be between 1 and 4096") }
         guard livenessMs > heartbeatMs else { throw ValidationError("--liveness-ms must exceed --heartbeat-ms") }
+        if statsListen != nil, statsPort != nil { throw ValidationError("give --stats-listen or --stats-port, not both") }
+        _ = try httpAddress()
+    }
+
+    /// Where the HTTP endpoint binds: `--stats-listen`, else `--stats-host`:`--stats-port`, else 127.0.0.1:7780.
+    func httpAddress() throws -> (host: String, port: Int) {
+        if let statsListen { return try parseHostPort(statsListen, option: "--stats-listen") }
+        return (statsHost, statsPort ?? 7780)
     }
 
     public func run() async throws {
         var c = CoordinatorConfiguration()
         c.listen = listen
         c.workers = workers
-        c.statsPort = noStats ? nil : statsPort
-        c.statsHost = statsHost
+        let http = try httpAddress()
+        c.statsPort = noStats ? nil : http.port
+        c.statsHost = http.host
         c.shards = shards
         c.heartbeatMs = heartbeatMs
         c.livenessMs = livenessMs
@@ -44,13 +55,26 @@ public struct CoordinatorCommand: AsyncParsableCommand {
         c.maxFrameBytes = maxFrameBytes
         c.maxPendingWrites = max(1, maxPendingWrites)
         let service = try CoordinatorService(configuration: c, logger: log.logger("limelight.coordinator"))
-        // One line on standard output with the bound endpoints, for `limelight up` and scripts.
-        printLine("listening \(service.clientEndpoint) \(service.workerEndpoint) \(service.statsURL ?? "-")")
-        await runUntilSignalled { await service.run() }
+        let failure = FailureBox()
+        await runUntilSignalled {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await service.run() }
+                do {
+                    let url = try await service.statsURL()
+                    // One line on standard output with the bound endpoints, for `limelight up` and scripts.
+                    printLine("listening \(service.clientEndpoint) \(service.workerEndpoint) \(url ?? "-")")
+                } catch {
+                    failure.set("\(error)")
+                    printError("limelight-coordinator: \(error)")
+                    group.cancelAll()
+                }
+            }
+        }
+        if failure.value != nil { throw ExitCode(1) }
     }
 }
 
-/// The flags every worker takes (DESIGN.md: `--coordinator`, `--data`, `--shards`).
+/// The flags every worker takes (docs/design.md: `--coordinator`, `--data`, `--shards`).
 struct WorkerOptions: ParsableArguments {
     @Option(help: "The coordinator's worker endpoint.") var coordinator = "tcp://127.0.0.1:7701"
     @Option(help: "Folder of the shard files.") var data: String

@@ -15,12 +15,15 @@ struct UpCommand: AsyncParsableCommand {
     @Option(help: "Folder for shard files and logs.") var data = "limelight-data"
     @Option(help: "Client endpoint. Port 0 picks a free port.") var listen = "tcp://127.0.0.1:7700"
     @Option(help: "Worker endpoint (default: the client port + 1, or a free port when --listen uses 0).") var workersEndpoint: String?
-    @Option(help: "HTTP port of the stats endpoint (0 picks a free port).") var statsPort = 7780
+    @Option(help: "HTTP port of the stats endpoint on 127.0.0.1 (0 picks a free port).") var statsPort = 7780
+    @Option(help: "HOST:PORT of the coordinator's HTTP endpoint, instead of --stats-port (0.0.0.0:7780 in a container).")
+    var statsListen: String?
     @Option(help: "Number of shards (fixed when the data folder is first used).") var shards = 8
     @Option(help: "Indexer processes.") var indexers = 2
     @Option(help: "Query worker processes.") var queryWorkers = 2
     @Option(help: "Seconds to wait for every shard to be served.") var readyTimeout = 60.0
     @Option(help: "Log level of the children.") var logLevel = "info"
+    @Option(help: "Log format of the children: text, or json (one object per line).") var logFormat: LogFormat = .text
 
     func validate() throws {
         guard shards >= 1 else { throw ValidationError("--shards must be at least 1") }
@@ -37,8 +40,9 @@ struct UpCommand: AsyncParsableCommand {
 
         let workers = workersEndpoint ?? Self.defaultWorkerEndpoint(listen)
         let coordinator = try children.spawn(name: "coordinator", executable: bin + "/limelight-coordinator", arguments: [
-            "--listen", listen, "--workers", workers, "--stats-port", String(statsPort),
-            "--shards", String(shards), "--log-level", logLevel,
+            "--listen", listen, "--workers", workers,
+        ] + (statsListen.map { ["--stats-listen", $0] } ?? ["--stats-port", String(statsPort)]) + [
+            "--shards", String(shards), "--log-level", logLevel, "--log-format", logFormat.rawValue,
         ], logs: logs, captureOutput: true)
         // The coordinator prints its bound endpoints first: "listening CLIENT WORKERS STATS".
         guard let line = coordinator.firstLine(timeout: 20), line.hasPrefix("listening ") else {
@@ -56,7 +60,7 @@ struct UpCommand: AsyncParsableCommand {
                 guard !mine.isEmpty else { continue }
                 _ = try children.spawn(name: "\(role)-\(i)", executable: bin + "/limelight-\(role)", arguments: [
                     "--coordinator", workerEndpoint, "--data", dataDir, "--shards", mine.map(String.init).joined(separator: ","),
-                    "--id", "\(role)-\(i)", "--log-level", logLevel,
+                    "--id", "\(role)-\(i)", "--log-level", logLevel, "--log-format", logFormat.rawValue,
                 ], logs: logs)
             }
         }

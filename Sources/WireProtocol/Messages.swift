@@ -233,7 +233,9 @@ public enum Body: Sendable, Hashable {
     }
     public struct Heartbeat: Sendable, Hashable, Codable {
         public var worker: String?
-        public init(worker: String? = nil) { self.worker = worker }
+        /// The worker's figures (worker → coordinator); see `WorkerStatus`.
+        public var status: WorkerStatus?
+        public init(worker: String? = nil, status: WorkerStatus? = nil) { self.worker = worker; self.status = status }
     }
     public struct Write: Sendable, Hashable, Codable {
         public var shard: Int

@@ -47,6 +47,7 @@ public final class IndexerService: Sendable {
     let logger: Logger
     let link: WorkerLink
     let stores: [Int: (StoreBox, SerialExecutor)]
+    let tally = WorkerTally()
 
     public init(configuration: IndexerConfiguration, logger: Logger) throws {
         self.configuration = configuration
@@ -74,6 +75,7 @@ public final class IndexerService: Sendable {
     public func run() async {
         logger.info("indexer serving", metadata: ["shards": "\(configuration.shards.map(String.init).joined(separator: ","))",
                                                   "data": "\(configuration.data)"])
+        link.reportStatus { await self.status() }
         await link.serve(handle: { envelope in await self.handle(envelope) }, alongside: [{
             while !Task.isCancelled {
                 try? await Task.sleep(for: .seconds(self.configuration.purgeIntervalSeconds))
@@ -91,6 +93,7 @@ public final class IndexerService: Sendable {
         for (shard, (box, exec)) in stores {
             do {
                 let n = try await exec.run { try box.store.purgeExpired(now: Date()) }
+                if n > 0 { tally.changed(shard: shard, wrote: false) }
                 if n > 0 { logger.info("purged expired items", metadata: ["shard": "\(shard)", "items": "\(n)"]) }
             } catch {
                 logger.error("purge failed", metadata: ["shard": "\(shard)", "error": "\(error)"])
@@ -111,8 +114,11 @@ public final class IndexerService: Sendable {
                         Self.result(i, outcome)
                     }
                 }
+                tally.changed(shard: w.shard, wrote: true)
+                tally.finished()
                 await link.send(envelope.id, .writeAck(Body.WriteAck(shard: w.shard, results: results)))
             } catch {
+                tally.finished(failed: true)
                 logger.error("write failed", metadata: ["shard": "\(w.shard)", "error": "\(error)"])
                 await link.send(envelope.id, .error(WireError(code: "store_failed", message: "shard \(w.shard): \(error)")))
             }
@@ -128,9 +134,12 @@ public final class IndexerService: Sendable {
                         if let domains = d.domains, !domains.isEmpty { n += try box.store.delete(domains: domains) }
                         return n
                     }
+                    tally.changed(shard: shard, wrote: true)
                 }
+                tally.finished()
                 await link.send(envelope.id, .deleteAck(Body.DeleteAck(deleted: total)))
             } catch {
+                tally.finished(failed: true)
                 await link.send(envelope.id, .error(WireError(code: "store_failed", message: "\(error)")))
             }
         case .declare(let d):
@@ -138,8 +147,10 @@ public final class IndexerService: Sendable {
                 for (_, (box, exec)) in stores {
                     try await exec.run { try box.store.declare(d.attributes.map(\.spec)) }
                 }
+                tally.finished()
                 await link.send(envelope.id, .declareAck(Body.Empty()))
             } catch {
+                tally.finished(failed: true)
                 await link.send(envelope.id, .error(WireError(code: "bad_declaration", message: "\(error)", field: "attributes")))
             }
         default:
@@ -149,6 +160,25 @@ public final class IndexerService: Sendable {
 }
 
 extension IndexerService {
+    /// What the next heartbeat reports: the tally, and per shard its items
+    /// (counted on the shard's own thread, only after something changed it)
+    /// and the size of its files.
+    func status() async -> WorkerStatus {
+        var shards: [ShardStatus] = []
+        for shard in configuration.shards.sorted() {
+            guard let (box, exec) = stores[shard] else { continue }
+            let known = tally.knownCount(shard: shard)
+            var items = known.count
+            if items == nil, let n = try? await exec.run({ try box.store.count() }) {
+                tally.setCount(n, shard: shard, generation: known.generation)
+                items = n
+            }
+            shards.append(ShardStatus(shard: shard, items: items ?? 0,
+                                      databaseBytes: databaseBytes(path: shardPath(data: configuration.data, shard: shard))))
+        }
+        return tally.status(shards: shards, dataFolder: configuration.data)
+    }
+
     /// A store outcome as it travels back to the coordinator.
     static func result(_ index: Int, _ outcome: WriteOutcome) -> ItemResult {
         switch outcome {

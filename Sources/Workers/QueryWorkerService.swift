@@ -76,6 +76,7 @@ public final class QueryWorkerService: Sendable {
     let pool: ConnectionPool
     let running = RunningQueries()
     let threads: WorkThreads
+    let tally = WorkerTally()
 
     public init(configuration: QueryWorkerConfiguration, logger: Logger) throws {
         self.configuration = configuration
@@ -96,6 +97,7 @@ public final class QueryWorkerService: Sendable {
     public func run() async {
         logger.info("query worker serving", metadata: ["shards": "\(configuration.shards.map(String.init).joined(separator: ","))",
                                                        "data": "\(configuration.data)"])
+        link.reportStatus { self.tally.status(shards: nil, dataFolder: self.configuration.data) }
         await link.serve { envelope in await self.handle(envelope) }
         threads.stop()
     }
@@ -163,6 +165,7 @@ public final class QueryWorkerService: Sendable {
                 let hits = results.map { Hit(item: $0.item, sort: $0.sortValues.isEmpty ? nil : $0.sortValues, score: $0.score) }
                 sendBlocking(.shardBatch(Body.ShardBatch(shard: shard, seq: seq, hits: hits)))
             }
+            tally.finished()
             if flag.isCancelled {
                 sendBlocking(.shardDone(Body.ShardDone(shard: shard, count: count,
                                                        error: WireError(code: "cancelled", message: "cancelled or past its deadline"))))
@@ -170,6 +173,7 @@ public final class QueryWorkerService: Sendable {
                 sendBlocking(.shardDone(Body.ShardDone(shard: shard, count: count)))
             }
         } catch {
+            tally.finished(failed: !flag.isCancelled)
             logger.notice("query failed on a shard", metadata: ["query.id": "\(key)", "shard": "\(shard)", "error": "\(error)"])
             let message = flag.isCancelled ? "cancelled or past its deadline" : "\(error)"
             sendBlocking(.shardDone(Body.ShardDone(shard: shard, count: 0, error: WireError(code: flag.isCancelled ? "cancelled" : "query_failed", message: message))))

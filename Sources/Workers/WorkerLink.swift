@@ -20,6 +20,7 @@ public final class WorkerLink: Sendable {
     let heartbeatMs: Int
     let livenessMs: Int
     let state = LinkState()
+    let reporter = StatusReporter()
 
     /// Connects as `role` serving `shards`; the link owns its ZeroMQ context.
     public init(coordinator: String, role: Body.Register.Role, workerID: String, shards: [Int], logger: Logger,
@@ -75,7 +76,8 @@ public final class WorkerLink: Sendable {
                         self.state.touch()
                         await self.register()
                     } else {
-                        await self.send("hb", .heartbeat(Body.Heartbeat(worker: self.workerID)))
+                        let status = await self.reporter.current()
+                        await self.send("hb", .heartbeat(Body.Heartbeat(worker: self.workerID, status: status)))
                     }
                 }
             }
@@ -127,6 +129,11 @@ public final class WorkerLink: Sendable {
         }
     }
 
+    /// Sets what each heartbeat reports of the worker (its `WorkerStatus`).
+    public func reportStatus(_ provider: @escaping @Sendable () async -> WorkerStatus) {
+        reporter.set(provider)
+    }
+
     public var isRegistered: Bool { state.registered }
     /// Why the coordinator refused this worker, once it has; serving has then stopped.
     public var refusal: String? { state.refusal }
@@ -166,6 +173,19 @@ final class LinkState: @unchecked Sendable {
     var registered: Bool { lock.lock(); defer { lock.unlock() }; return _registered }
     func setRefusal(_ s: String) { lock.lock(); _refusal = s; lock.unlock() }
     var refusal: String? { lock.lock(); defer { lock.unlock() }; return _refusal }
+}
+
+/// Where heartbeats get the worker's status from, once the service has said.
+final class StatusReporter: @unchecked Sendable {
+    // `provider` is read and written only while holding `lock`.
+    private let lock = NSLock()
+    private var provider: (@Sendable () async -> WorkerStatus)?
+
+    func set(_ p: @escaping @Sendable () async -> WorkerStatus) { lock.lock(); provider = p; lock.unlock() }
+
+    func current() async -> WorkerStatus? {
+        await lock.withLock { provider }?()
+    }
 }
 
 /// Threads of our own for blocking work (SQLite), outside libdispatch's pool.

@@ -5,8 +5,7 @@ import Testing
 import Glibc
 #endif
 
-/// A plain blocking TCP client (no ZeroMQ): what curl or a Prometheus scraper
-/// is to the coordinator's STREAM socket.
+/// A plain blocking TCP client (no ZeroMQ): what curl is to a STREAM socket.
 struct RawTCPClient: ~Copyable {
     let fd: Int32
 
@@ -62,7 +61,7 @@ func port(of endpoint: String) throws -> UInt16 {
     try #require(endpoint.split(separator: ":").last.flatMap { UInt16($0) })
 }
 
-@Suite("STREAM sockets (raw TCP, for the HTTP stats endpoint)")
+@Suite("STREAM sockets (raw TCP, such as plain HTTP)")
 struct StreamTests {
     @Test func streamSocketServesAPlainHTTPClient() async throws {
         let context = try Context()

@@ -1,0 +1,379 @@
+"""A small Python client for Limelight.
+
+It needs nothing but pyzmq and the message shapes of ``proto-schemas/``: every
+message is one JSON object in one ZeroMQ frame, ``{"v": 1, "type": ..., "id":
+..., ...body}``, sent over a DEALER socket to the coordinator's ROUTER socket.
+Replies carry the id of the request they answer, so several requests (a
+window of publishes, a query and its cancel) can be in flight at once.
+
+    from limelight import Client
+
+    with Client("tcp://127.0.0.1:7700") as c:
+        c.ping()
+        c.publish([{"uniqueIdentifier": "produce:kiwi", "attributes": {"title": "Kiwi"}}])
+        for kind, value in c.query('title == "kiwi"c', fetch=["title"]):
+            print(kind, value)        # ('batch', [items...]) ... then ('completion', {...})
+
+Error replies raise :class:`LimelightError`; silence past the timeout raises
+:class:`LimelightTimeout` (the server is down or unreachable).
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import json
+import time
+from collections.abc import Callable, Iterable, Iterator
+from types import TracebackType
+from typing import Any, Optional, Union
+
+import zmq
+
+#: A decoded message or item: a JSON object.
+JSONObject = dict[str, Any]
+#: Called as ``observer("sent" | "received", message)`` for every message.
+Observer = Callable[[str, JSONObject], None]
+#: One step of a query: ``("batch", items)`` or ``("completion", completion)``.
+QueryEvent = tuple[str, Any]
+
+PROTOCOL_VERSION = 1
+DEFAULT_ENDPOINT = "tcp://127.0.0.1:7700"
+#: The coordinator's query deadline when a query names none, in milliseconds.
+DEFAULT_DEADLINE_MS = 30_000
+
+
+class LimelightError(Exception):
+    """An ``error`` reply: a stable ``code``, a human ``message``, and where
+    the fault is: ``position`` (a character offset in a query string) and
+    ``field`` (a dotted path such as ``attributes.completionDate``)."""
+
+    def __init__(self, code: str, message: str, position: Optional[int] = None, field: Optional[str] = None) -> None:
+        super().__init__(code, message, position)
+        self.code = code
+        self.message = message
+        self.position = position
+        self.field = field
+
+    @classmethod
+    def from_reply(cls, reply: JSONObject) -> LimelightError:
+        """Builds the exception from an ``error`` message."""
+        return cls(reply.get("code", "error"), reply.get("message", ""), reply.get("position"), reply.get("field"))
+
+    def __str__(self) -> str:
+        where: list[str] = []
+        if self.position is not None:
+            where.append(f"at position {self.position}")
+        if self.field:
+            where.append(f"in {self.field}")
+        return f"{self.code}: {self.message}" + (f" ({', '.join(where)})" if where else "")
+
+
+class LimelightTimeout(TimeoutError):
+    """No reply within the timeout: the server is down or cannot be reached."""
+
+
+def sort_key(spec: Union[str, JSONObject]) -> JSONObject:
+    """Turns ``"price"``, ``"price:desc"`` or ``"relevance"`` into a sort key
+    object of ``plan.schema.json``; a dict is passed through unchanged."""
+    if isinstance(spec, dict):
+        return spec
+    name, _, direction = spec.partition(":")
+    if name == "relevance" and not direction:
+        return {"relevance": True}
+    return {"attribute": name, "ascending": not direction.lower().startswith("desc")}
+
+
+class Client:
+    """A connection to a Limelight coordinator.
+
+    ``timeout`` (seconds) bounds how long a request waits for its reply;
+    ``observer``, when given, is called as ``observer("sent", message)`` and
+    ``observer("received", message)`` for every message, decoded (tests use
+    it to check real traffic against the schemas). Not thread-safe: like a
+    ZeroMQ socket, a client belongs to one thread.
+    """
+
+    def __init__(self, endpoint: str = DEFAULT_ENDPOINT, timeout: float = 5.0, observer: Optional[Observer] = None,
+                 context: Optional[zmq.Context[Any]] = None) -> None:
+        self.endpoint = endpoint
+        self.timeout = timeout
+        self.observer = observer
+        self._context: zmq.Context[Any] = context or zmq.Context.instance()
+        self._socket: zmq.Socket[bytes] = self._context.socket(zmq.DEALER)
+        self._socket.setsockopt(zmq.LINGER, 0)
+        self._socket.connect(endpoint)
+        self._poller = zmq.Poller()
+        self._poller.register(self._socket, zmq.POLLIN)
+        self._ids = itertools.count(1)
+        # Replies that arrived while waiting for another request, by request id.
+        self._inbox: collections.defaultdict[str, collections.deque[JSONObject]] = collections.defaultdict(collections.deque)
+        # Requests whose replies are still wanted; replies to others are dropped.
+        self._open: set[str] = set()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, kind: Optional[type[BaseException]], value: Optional[BaseException],
+                 traceback: Optional[TracebackType]) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Closes the socket; unanswered requests are abandoned."""
+        self._socket.close(linger=0)
+
+    # -- messages --------------------------------------------------------
+
+    def send_request(self, message_type: str, **body: Any) -> str:
+        """Sends a message of ``message_type`` with ``body`` fields, without
+        waiting; returns its id, for :meth:`next_reply`."""
+        request_id = f"py{next(self._ids)}"
+        message = {"v": PROTOCOL_VERSION, "type": message_type, "id": request_id, **body}
+        frame = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        if not self._socket.poll(int(self.timeout * 1000), zmq.POLLOUT):
+            raise LimelightTimeout(f"cannot send to {self.endpoint}: its queue stayed full for {self.timeout} s")
+        self._socket.send(frame)
+        self._open.add(request_id)
+        if self.observer:
+            self.observer("sent", message)
+        return request_id
+
+    def next_reply(self, ids: Union[str, Iterable[str]], timeout: Optional[float] = None) -> JSONObject:
+        """Waits for the next message answering one of ``ids`` and returns it
+        decoded, error replies included.
+
+        An ``error`` whose id is empty is returned too: the coordinator could
+        not read one of our frames far enough to find its id (it was not JSON,
+        or too large). Raises :class:`LimelightTimeout` after ``timeout``
+        seconds (the client's timeout when None) without such a message.
+        """
+        wanted = [ids] if isinstance(ids, str) else list(ids)
+        for i in wanted:
+            if self._inbox.get(i):
+                return self._take(i)
+        wait = self.timeout if timeout is None else timeout
+        deadline = time.monotonic() + wait
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not self._poller.poll(max(1, int(left * 1000))):
+                raise LimelightTimeout(f"no answer from {self.endpoint} within {wait} s")
+            message = self._receive()
+            reply_id = message.get("id")
+            if reply_id in wanted or (reply_id == "" and message.get("type") == "error"):
+                return message
+            if reply_id in self._open:
+                self._inbox[reply_id].append(message)
+
+    def finish(self, request_id: str) -> None:
+        """Stops waiting for replies to ``request_id``: late ones are dropped."""
+        self._open.discard(request_id)
+        self._inbox.pop(request_id, None)
+
+    def request(self, message_type: str, timeout: Optional[float] = None, **body: Any) -> JSONObject:
+        """Sends a request and returns its one reply; an error reply raises
+        :class:`LimelightError`."""
+        request_id = self.send_request(message_type, **body)
+        try:
+            reply = self.next_reply(request_id, timeout)
+        finally:
+            self.finish(request_id)
+        if reply.get("type") == "error":
+            raise LimelightError.from_reply(reply)
+        return reply
+
+    def _take(self, request_id: str) -> JSONObject:
+        queue = self._inbox[request_id]
+        message = queue.popleft()
+        if not queue:
+            del self._inbox[request_id]
+        return message
+
+    def _receive(self) -> JSONObject:
+        frames = self._socket.recv_multipart()
+        try:
+            message = json.loads(frames[-1])
+        except ValueError as e:
+            raise LimelightError("malformed_reply", f"the server sent a frame that is not JSON: {e}") from None
+        if not isinstance(message, dict):
+            raise LimelightError("malformed_reply", "the server sent a message that is not a JSON object")
+        if self.observer:
+            self.observer("received", message)
+        return message
+
+    # -- requests ---------------------------------------------------------
+
+    def ping(self, timeout: Optional[float] = None) -> JSONObject:
+        """Returns the ``pong``: ``shardCount`` and the ``servedShards``."""
+        return self.request("ping", timeout)
+
+    def publish(self, items: Iterable[Any], batch: Optional[str] = None, timeout: float = 120.0) -> JSONObject:
+        """Publishes (upserts) ``items`` and returns the ``publish_ack``,
+        which arrives once every live replica has committed: ``stored``,
+        ``rejected`` and per-item ``results`` with the reasons."""
+        body: JSONObject = {"items": list(items)}
+        if batch is not None:
+            body["batch"] = batch
+        return self.request("publish", timeout, **body)
+
+    def declare(self, attributes: Iterable[JSONObject], timeout: Optional[float] = None) -> None:
+        """Declares custom attributes (``CSCustomAttributeKey``): a list of
+        ``{"name", "type", ...flags}`` objects."""
+        self.request("declare", timeout, attributes=list(attributes))
+
+    def delete(self, ids: Optional[Iterable[str]] = None, domains: Optional[Iterable[str]] = None, all: bool = False,
+               timeout: Optional[float] = None) -> int:
+        """Deletes by unique identifier, by domain (with its subdomains), or
+        everything; returns how many items went."""
+        body: JSONObject = {}
+        if ids is not None:
+            body["ids"] = list(ids)
+        if domains is not None:
+            body["domains"] = list(domains)
+        if all:
+            body["all"] = True
+        deleted: int = self.request("delete", timeout, **body)["deleted"]
+        return deleted
+
+    def stats(self, timeout: Optional[float] = None) -> JSONObject:
+        """Returns the coordinator's statistics object."""
+        stats: JSONObject = self.request("stats", timeout)["stats"]
+        return stats
+
+    def query(self, text: Optional[str], fetch: Optional[Iterable[str]] = None,
+              sort: Optional[Iterable[Union[str, JSONObject]]] = None, limit: Optional[int] = None,
+              batch_size: Optional[int] = None, deadline_ms: Optional[int] = None,
+              language: str = "spotlight", plan: Optional[JSONObject] = None) -> QueryStream:
+        """Starts a query and returns it as a :class:`QueryStream`: iterating
+        yields ``('batch', items)`` as the shards produce matches, then one
+        ``('completion', completion)``.
+
+        ``text`` is a Core Spotlight query string; with ``language="plan"``
+        pass a predicate object as ``plan`` instead. ``sort`` is a list of
+        ``"name"``, ``"name:desc"``, ``"relevance"`` or sort key objects.
+        """
+        body: JSONObject = {"language": language}
+        if text is not None:
+            body["query"] = text
+        if plan is not None:
+            body["plan"] = plan
+        if fetch is not None:
+            body["fetchAttributes"] = list(fetch)
+        if sort:
+            body["sort"] = [sort_key(s) for s in sort]
+        if limit is not None:
+            body["limit"] = limit
+        if batch_size is not None:
+            body["batchSize"] = batch_size
+        if deadline_ms is not None:
+            body["deadlineMs"] = deadline_ms
+        query_id = self.send_request("query", **body)
+        # The coordinator completes a query by its deadline at the latest.
+        wait = self.timeout + (deadline_ms if deadline_ms and deadline_ms > 0 else DEFAULT_DEADLINE_MS) / 1000
+        return QueryStream(self, query_id, wait)
+
+    def predicate(self, record_type: str, predicate: str, *arguments: Any, dialect: str = "cloudkit",
+                  sort: Optional[Iterable[Union[str, JSONObject]]] = None, limit: Optional[int] = None,
+                  cursor: Optional[str] = None, fetch: Optional[Iterable[str]] = None,
+                  batch_size: Optional[int] = None, deadline_ms: Optional[int] = None) -> QueryStream:
+        """Starts a CloudKit-style query, ``CKQuery(recordType:predicate:)``,
+        and returns it as a :class:`QueryStream`; the completion's ``cursor``
+        (absent on the last page) resumes it: pass it as ``cursor`` with the
+        same record type, predicate, arguments and sort.
+
+        ``predicate`` is an NSPredicate format string; ``arguments`` are what
+        its ``%@`` and ``%K`` take, in order (JSON values; a location is
+        ``{"latitude": …, "longitude": …}``, a reference ``{"recordName": …}``).
+        ``dialect`` is ``"cloudkit"`` (CloudKit's rules) or ``"nspredicate"``.
+        ``sort`` and ``limit`` are the sort descriptors and ``resultsLimit``.
+        """
+        body: JSONObject = {"language": dialect, "recordType": record_type, "predicate": predicate,
+                            "arguments": list(arguments)}
+        if sort:
+            body["sort"] = [sort_key(s) for s in sort]
+        if limit is not None:
+            body["limit"] = limit
+        if cursor is not None:
+            body["cursor"] = cursor
+        if fetch is not None:
+            body["fetchAttributes"] = list(fetch)
+        if batch_size is not None:
+            body["batchSize"] = batch_size
+        if deadline_ms is not None:
+            body["deadlineMs"] = deadline_ms
+        query_id = self.send_request("query", **body)
+        wait = self.timeout + (deadline_ms if deadline_ms and deadline_ms > 0 else DEFAULT_DEADLINE_MS) / 1000
+        return QueryStream(self, query_id, wait)
+
+    def search(self, params: Optional[JSONObject] = None, deadline_ms: Optional[int] = None,
+               timeout: Optional[float] = None, **kwargs: Any) -> JSONObject:
+        """Runs a parameter search with Algolia's parameters and returns the
+        response object (``hits``, ``nbHits``, ``page``, ``nbPages``,
+        ``facets``, ``facets_stats``, ``processingTimeMS``, …). Parameters come
+        as a dict, as keyword arguments, or both::
+
+            client.search({"query": "vim", "facets": ["section"]}, hitsPerPage=5)
+
+        A malformed parameter or filter raises :class:`LimelightError` whose
+        ``field`` names the parameter (and ``position`` the offset in
+        ``filters``). Shards that could not answer are listed in the
+        response's ``failedShards`` key (added here; empty when all answered).
+        """
+        body: JSONObject = {"params": {**(params or {}), **kwargs}}
+        if deadline_ms is not None:
+            body["deadlineMs"] = deadline_ms
+        reply = self.request("search", timeout, **body)
+        response: JSONObject = dict(reply["response"])
+        response["failedShards"] = reply.get("failedShards", [])
+        return response
+
+    def cancel(self, query_id: str) -> None:
+        """Asks the coordinator to stop query ``query_id``. There is no reply:
+        the query ends with a completion whose ``cancelled`` is true."""
+        request_id = self.send_request("cancel", query=query_id)
+        self.finish(request_id)
+
+
+class QueryStream:
+    """A running query. Iterate it for ``('batch', items)`` pairs and a final
+    ``('completion', completion)``; an error reply (a bad query) raises
+    :class:`LimelightError` instead. ``id`` is the query's request id."""
+
+    def __init__(self, client: Client, query_id: str, wait: float) -> None:
+        self.client = client
+        self.id = query_id
+        self._wait = wait
+        self._done = False
+
+    def __iter__(self) -> Iterator[QueryEvent]:
+        return self
+
+    def __next__(self) -> QueryEvent:
+        if self._done:
+            raise StopIteration
+        message = self.client.next_reply(self.id, self._wait)
+        kind = message.get("type")
+        if kind == "result_batch":
+            return "batch", message["items"]
+        self._end()
+        if kind == "completion":
+            return "completion", message
+        if kind == "error":
+            raise LimelightError.from_reply(message)
+        raise LimelightError("unexpected_reply", f"expected result_batch or completion, got {kind!r}")
+
+    def cancel(self) -> None:
+        """Asks the coordinator to stop the query; keep iterating to receive
+        the batches already under way and the completion."""
+        if not self._done:
+            self.client.cancel(self.id)
+
+    def close(self) -> None:
+        """Abandons the query: cancels it if it is still running and drops
+        whatever it would still deliver."""
+        if not self._done:
+            self.client.cancel(self.id)
+            self._end()
+
+    def _end(self) -> None:
+        self._done = True
+        self.client.finish(self.id)
