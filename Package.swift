@@ -29,10 +29,14 @@ let package = Package(
         // framework; the store keeps its own format version in `meta`.
         .systemLibrary(name: "CZeroMQ", path: "Sources/CZeroMQ"),
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite"),
+        .systemLibrary(name: "COpenBLAS", path: "Sources/COpenBLAS"),
 
         // Swift faces of the C libraries: no pointers or return codes leak out.
         .target(name: "ZeroMQ", dependencies: ["CZeroMQ"]),
         .target(name: "SQLite", dependencies: ["CSQLite"]),
+
+        // all-MiniLM-L6-v2 sentence embeddings, natively: tokenizer, encoder, pooling.
+        .target(name: "Embedder", dependencies: ["COpenBLAS"]),
 
         // The domain: items, the shared query plan, the query languages.
         .target(name: "Items"),
@@ -87,6 +91,7 @@ let package = Package(
         .testTarget(name: "ShardStoreTests", dependencies: ["ShardStore", "SpotlightQuery", "SQLite"]),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
         .testTarget(name: "WireProtocolTests", dependencies: ["WireProtocol", "Items"]),
+        .testTarget(name: "EmbedderTests", dependencies: ["Embedder"]),
         .testTarget(name: "IntegrationTests", dependencies: ["LimelightClient", "WireProtocol", "Items"]),
     ],
     swiftLanguageModes: [.v6]

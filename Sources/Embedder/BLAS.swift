@@ -1,0 +1,73 @@
+import COpenBLAS
+
+/// OpenBLAS's single-precision matrix product, the one operation the network
+/// spends nearly all its arithmetic in. Pointers stay inside this module; the
+/// callers are the network's forward pass and the rate measurement below.
+enum BLAS {
+    /// `C = alpha · A · op(B) + beta · C`, all row-major; `op(B)` is `Bᵀ` when
+    /// `transposeB`, which is how PyTorch's `Linear` stores weights (out × in), so
+    /// they are used as loaded, never copied into another layout.
+    @inline(__always)
+    static func gemm(m: Int, n: Int, k: Int,
+                     _ a: UnsafePointer<Float>, lda: Int,
+                     _ b: UnsafePointer<Float>, ldb: Int, transposeB: Bool,
+                     _ c: UnsafeMutablePointer<Float>, ldc: Int,
+                     alpha: Float = 1, beta: Float = 0) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, transposeB ? CblasTrans : CblasNoTrans,
+                    blasint(m), blasint(n), blasint(k), alpha, a, blasint(lda), b, blasint(ldb),
+                    beta, c, blasint(ldc))
+    }
+
+    /// OpenBLAS's worker threads for large products. Process-wide in OpenBLAS.
+    static var threads: Int {
+        get { Int(openblas_get_num_threads()) }
+        set { openblas_set_num_threads(Int32(newValue)) }
+    }
+}
+
+/// What the hardware gives for the network's own matrix products: OpenBLAS's
+/// sgemm rate on the shapes of one encoder layer (`rows` tokens by 384 → 1152,
+/// 384 → 384, 384 → 1536, 1536 → 384), the ceiling the end-to-end rate is
+/// judged against. Measured, not taken from a datasheet, so that it reflects the
+/// cores and the load of the moment.
+public enum MatrixRate {
+    /// sgemm GFLOP/s over about `seconds` of repeated layer-shaped products.
+    public static func sgemmGFLOPS(rows: Int, hidden: Int = 384, intermediate: Int = 1536, seconds: Double = 2) -> Double {
+        let shapes = [(hidden, 3 * hidden), (hidden, hidden), (hidden, intermediate), (intermediate, hidden)]
+        let widest = intermediate > 3 * hidden ? intermediate : 3 * hidden
+        var x = [Float](repeating: 0, count: rows * widest)
+        var out = [Float](repeating: 0, count: rows * widest)
+        var weights = shapes.map { (k, n) in [Float](repeating: 0, count: k * n) }
+        // Values as the network sees them (not zeros, which some hardware speeds up).
+        var rng: UInt64 = 0x9E3779B97F4A7C15
+        func fill(_ a: inout [Float]) {
+            for i in a.indices {
+                rng = rng &* 6364136223846793005 &+ 1442695040888963407
+                a[i] = Float(Int64(bitPattern: rng >> 11) % 2001 - 1000) / 10000
+            }
+        }
+        fill(&x)
+        for i in weights.indices { fill(&weights[i]) }
+        let flopsPerRound = shapes.reduce(0.0) { $0 + 2 * Double(rows * $1.0 * $1.1) }
+        var rounds = 0
+        let clock = ContinuousClock()
+        let start = clock.now
+        var elapsed = 0.0
+        x.withUnsafeBufferPointer { xp in
+            out.withUnsafeMutableBufferPointer { op in
+                repeat {
+                    for (i, (k, n)) in shapes.enumerated() {
+                        weights[i].withUnsafeBufferPointer { wp in
+                            BLAS.gemm(m: rows, n: n, k: k, xp.baseAddress!, lda: k, wp.baseAddress!, ldb: k,
+                                      transposeB: true, op.baseAddress!, ldc: n)
+                        }
+                    }
+                    rounds += 1
+                    let d = clock.now - start
+                    elapsed = Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+                } while elapsed < seconds
+            }
+        }
+        return flopsPerRound * Double(rounds) / elapsed / 1e9
+    }
+}

@@ -1,0 +1,148 @@
+/// The network's elementwise steps over raw rows: layer normalisation, GELU and
+/// softmax. They run between the matrix products on every token of every layer,
+/// so they work eight lanes at a time with `SIMD8<Float>` (Accelerate's vDSP is
+/// not on Linux) and polynomial `exp` and `erf`: calling libm's scalar `erff` on
+/// each of the 1,536 intermediate values per token per layer cost about as much
+/// as a fifth of the matrix products.
+enum Kernels {
+    typealias V = SIMD8<Float>
+
+    @inline(__always) static func load(_ p: UnsafePointer<Float>, _ i: Int) -> V {
+        UnsafeRawPointer(p + i).loadUnaligned(as: V.self)
+    }
+    @inline(__always) static func store(_ v: V, _ p: UnsafeMutablePointer<Float>, _ i: Int) {
+        UnsafeMutableRawPointer(p + i).storeBytes(of: v, as: V.self)
+    }
+
+    /// `x ← LayerNorm(x + a + bias)` over each of `rows` rows of `width` (a multiple
+    /// of 8): the residual connection, the dense layer's bias and the normalisation
+    /// in one pass over memory. `a` may be nil (the embeddings have no residual).
+    static func addLayerNorm(rows: Int, width: Int, x: UnsafeMutablePointer<Float>,
+                             a: UnsafePointer<Float>?, bias: UnsafePointer<Float>?,
+                             gamma: UnsafePointer<Float>, beta: UnsafePointer<Float>, epsilon: Float) {
+        precondition(width % 8 == 0)
+        let inverseWidth = 1 / Float(width)
+        for r in 0..<rows {
+            let row = x + r * width
+            var sum = V.zero
+            var i = 0
+            while i < width {
+                var v = load(row, i)
+                if let a { v += load(a + r * width, i) }
+                if let bias { v += load(bias, i) }
+                store(v, row, i)
+                sum += v
+                i += 8
+            }
+            let mean = sum.sum() * inverseWidth
+            // Variance from deviations (two passes), not E[x²] − mean²: the rows can
+            // carry large means, which the one-pass formula would cancel away.
+            var squares = V.zero
+            i = 0
+            while i < width {
+                let d = load(row, i) - mean
+                squares += d * d
+                i += 8
+            }
+            let scale = 1 / (squares.sum() * inverseWidth + epsilon).squareRoot()
+            i = 0
+            while i < width {
+                let v = (load(row, i) - mean) * scale * load(gamma, i) + load(beta, i)
+                store(v, row, i)
+                i += 8
+            }
+        }
+    }
+
+    /// `x ← GELU(x + bias)` on `rows` rows of `width`, in BERT's exact (erf) form
+    /// `x · ½ · (1 + erf(x / √2))`, not the tanh approximation.
+    static func addBiasGELU(rows: Int, width: Int, x: UnsafeMutablePointer<Float>, bias: UnsafePointer<Float>) {
+        precondition(width % 8 == 0)
+        let half = V(repeating: 0.5), one = V(repeating: 1), invSqrt2 = V(repeating: 0.70710678118654752)
+        for r in 0..<rows {
+            let row = x + r * width
+            var i = 0
+            while i < width {
+                let v = load(row, i) + load(bias, i)
+                store(v * half * (one + erf(v * invSqrt2)), row, i)
+                i += 8
+            }
+        }
+    }
+
+    /// Each of `rows` rows of `width` (any width; `stride` apart) becomes its
+    /// softmax. The scale 1/√d is already in the scores (sgemm's alpha).
+    static func softmaxRows(rows: Int, width: Int, stride: Int, x: UnsafeMutablePointer<Float>) {
+        let vectorEnd = width & ~7
+        for r in 0..<rows {
+            let row = x + r * stride
+            var m = -Float.infinity
+            var vm = V(repeating: -Float.infinity)
+            var i = 0
+            while i < vectorEnd { vm = pointwiseMax(vm, load(row, i)); i += 8 }
+            m = vm.max()
+            while i < width { m = Swift.max(m, row[i]); i += 1 }
+            let vmax = V(repeating: m)
+            var vsum = V.zero
+            i = 0
+            while i < vectorEnd {
+                let e = exp(load(row, i) - vmax)
+                store(e, row, i)
+                vsum += e
+                i += 8
+            }
+            var sum = vsum.sum()
+            if i < width {
+                // The tail, through the same polynomial so every weight is alike.
+                var tail = V(repeating: -Float.infinity)
+                for j in i..<width { tail[j - i] = row[j] - m }
+                let e = exp(tail)
+                for j in i..<width { row[j] = e[j - i]; sum += e[j - i] }
+            }
+            let inverse = V(repeating: 1 / sum)
+            i = 0
+            while i < vectorEnd { store(load(row, i) * inverse, row, i); i += 8 }
+            let s = 1 / sum
+            while i < width { row[i] *= s; i += 1 }
+        }
+    }
+
+    /// eˣ to about 1 ulp: x = n·ln2 + r with |r| ≤ ln2/2, Cephes' degree-6
+    /// polynomial for eʳ, and 2ⁿ assembled in the exponent bits. Inputs below
+    /// −87 give ~1e−38 rather than 0, which no softmax weight can tell apart.
+    @inline(__always) static func exp(_ x0: V) -> V {
+        let x = x0.clamped(lowerBound: V(repeating: -87.3), upperBound: V(repeating: 88.3))
+        let n = (x * 1.44269504088896341).rounded(.toNearestOrEven)
+        var r = x - n * 0.693359375
+        r = r - n * -2.12194440e-4
+        var p = V(repeating: 1.9875691500e-4)
+        p = p * r + 1.3981999507e-3
+        p = p * r + 8.3334519073e-3
+        p = p * r + 4.1665795894e-2
+        p = p * r + 1.6666665459e-1
+        p = p * r + 5.0000001201e-1
+        let y = p * (r * r) + r + 1
+        let bits = (SIMD8<Int32>(n) &+ 127) &<< 23
+        return y * unsafeBitCast(bits, to: V.self)
+    }
+
+    /// erf(x) as a rational function x·P(x²)/Q(x²) on [−4, 4] (beyond which erf is
+    /// ±1 in float): the approximation Eigen and XLA use for float32, within a few
+    /// ulp of libm and with no `exp` inside.
+    @inline(__always) static func erf(_ x0: V) -> V {
+        let x = x0.clamped(lowerBound: V(repeating: -4), upperBound: V(repeating: 4))
+        let x2 = x * x
+        var p = x2 * -2.72614225801306e-10 + 2.77068142495902e-08
+        p = x2 * p + -2.10102402082508e-06
+        p = x2 * p + -5.69250639462346e-05
+        p = x2 * p + -7.34990630326855e-04
+        p = x2 * p + -2.95459980854025e-03
+        p = x2 * p + -1.60960333262415e-02
+        p = x * p
+        var q = x2 * -1.45660718464996e-05 + -2.13374055278905e-04
+        q = x2 * q + -1.68282697438203e-03
+        q = x2 * q + -7.37332916720468e-03
+        q = x2 * q + -1.42647390514189e-02
+        return p / q
+    }
+}
