@@ -1,0 +1,97 @@
+import ArgumentParser
+import Embedder
+import Foundation
+import Items
+
+/// Times the native all-MiniLM-L6-v2 embedder: documents per second and the
+/// effective GFLOP/s of their matrix products, beside OpenBLAS's own sgemm rate on
+/// the model's shapes measured in the same run (the physical ceiling, since the
+/// matrix products are nearly all the arithmetic), and a short query's latency.
+struct EmbedBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "embed", abstract: "Sentence-embedding throughput and query latency against OpenBLAS's sgemm rate.")
+
+    @Option(help: "Model folder (default: $LIMELIGHT_MODEL; scripts/install-model prints it).") var model: String?
+    @Option(help: "JSON Lines items; by default ../shared/datasets/debian_packages.py --limit TEXTS is run.") var corpus: String?
+    @Option(help: "Texts to embed: displayName + \". \" + contentDescription of the first items.") var texts = 1000
+    @Option(help: "Query embeddings to time one by one.") var queries = 200
+    @Option(help: "OpenBLAS threads.") var threads = 2
+
+    func run() throws {
+        let loadBefore = loadAverage()
+        let lines = try corpusLines()
+        let documents: [String] = lines.prefix(texts).compactMap { line in
+            guard let v = try? JSONValue.parse(line), let a = v["attributes"] else { return nil }
+            return (a["displayName"]?.stringValue ?? "") + ". " + (a["contentDescription"]?.stringValue ?? "")
+        }
+        let clock = ContinuousClock()
+        var t0 = clock.now
+        let embedder = try Embedder(modelDirectory: Embedder.modelDirectory(explicit: model), threads: threads)
+        let loadTime = seconds(clock.now - t0)
+
+        t0 = clock.now
+        let tokenized = documents.map(embedder.tokenize)
+        let tokenizeTime = seconds(clock.now - t0)
+        let tokens = tokenized.reduce(0) { $0 + $1.count }
+        let flops = tokenized.reduce(0.0) { $0 + embedder.matrixFLOPs(tokens: $1.count) }
+
+        _ = embedder.embed(tokenized: Array(tokenized.prefix(40)))  // warm caches and OpenBLAS's threads
+        let sgemmBefore = MatrixRate.sgemmGFLOPS(rows: min(tokens, Embedder.tokensPerPass), seconds: 2)
+        t0 = clock.now
+        let vectors = embedder.embed(tokenized: tokenized)
+        let embedTime = seconds(clock.now - t0)
+        let sgemmAfter = MatrixRate.sgemmGFLOPS(rows: min(tokens, Embedder.tokensPerPass), seconds: 2)
+        precondition(vectors.count == documents.count)
+        let sgemm = (sgemmBefore + sgemmAfter) / 2
+        let effective = flops / embedTime / 1e9
+
+        // Queries as users type them: a few words, one text per call.
+        let samples = ["web server", "compress files", "play chess", "parse JSON in C", "antivirus scanner",
+                       "e-book manager", "container runtime", "edit images", "python testing framework",
+                       "send email from the command line"]
+        var latencies: [Double] = []
+        for i in 0..<queries {
+            let q = samples[i % samples.count]
+            let s = clock.now
+            _ = embedder.embed([q])
+            latencies.append(seconds(clock.now - s) * 1000)
+        }
+        latencies.sort()
+        func pct(_ p: Double) -> Double { latencies[min(latencies.count - 1, Int(p / 100 * Double(latencies.count - 1) + 0.5))] }
+
+        let loadAfter = loadAverage()
+        print("embedder: \(documents.count) texts, \(tokens) tokens (mean \(String(format: "%.1f", Double(tokens) / Double(max(1, documents.count))))), OpenBLAS threads \(threads)")
+        print("  model load            \(String(format: "%.3f", loadTime)) s")
+        print("  tokenize              \(String(format: "%.0f", Double(documents.count) / tokenizeTime)) texts/s")
+        print("  embed (tokenized)     \(String(format: "%.1f", Double(documents.count) / embedTime)) texts/s, \(String(format: "%.0f", Double(tokens) / embedTime)) tokens/s, \(String(format: "%.2f", embedTime)) s")
+        print("  effective             \(String(format: "%.1f", effective)) GFLOP/s (\(String(format: "%.1f", flops / 1e9)) GFLOP of matrix products)")
+        print("  sgemm, model shapes   \(String(format: "%.1f", sgemm)) GFLOP/s (before \(String(format: "%.1f", sgemmBefore)), after \(String(format: "%.1f", sgemmAfter)); \(min(tokens, Embedder.tokensPerPass)) rows)")
+        print("  end to end / sgemm    \(String(format: "%.0f", 100 * effective / sgemm)) %")
+        print("  query latency         p50 \(String(format: "%.2f", pct(50))) ms, p90 \(String(format: "%.2f", pct(90))) ms, p99 \(String(format: "%.2f", pct(99))) ms over \(latencies.count)")
+        print("  machine load average  \(loadBefore) before, \(loadAfter) after (\(ProcessInfo.processInfo.activeProcessorCount) cores)")
+    }
+
+    func corpusLines() throws -> [String] {
+        if let corpus {
+            return try String(contentsOfFile: corpus, encoding: .utf8).split(separator: "\n").map(String.init)
+        }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["python3", "../shared/datasets/debian_packages.py", "--limit", String(texts)]
+        let out = Pipe()
+        p.standardOutput = out
+        try p.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        guard p.terminationStatus == 0 else { throw ValidationError("debian_packages.py failed; pass --corpus FILE") }
+        return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+    }
+
+    func seconds(_ d: Duration) -> Double {
+        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+    }
+
+    func loadAverage() -> String {
+        ((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "?").split(separator: " ").prefix(3).joined(separator: " ")
+    }
+}
