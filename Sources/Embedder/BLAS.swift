@@ -1,4 +1,5 @@
 import COpenBLAS
+import Foundation
 
 /// OpenBLAS's single-precision matrix product, the one operation the network
 /// spends nearly all its arithmetic in. Pointers stay inside this module; the
@@ -31,10 +32,38 @@ enum BLAS {
 /// judged against. Measured, not taken from a datasheet, so that it reflects the
 /// cores and the load of the moment.
 public enum MatrixRate {
-    /// sgemm GFLOP/s over about `seconds` of repeated layer-shaped products.
-    public static func sgemmGFLOPS(rows: Int, hidden: Int = 384, intermediate: Int = 1536, seconds: Double = 2) -> Double {
+    /// sgemm GFLOP/s over about `seconds` of repeated layer-shaped products, one
+    /// product at a time with OpenBLAS on `threads` threads (the process-wide
+    /// setting is restored after): OpenBLAS's own parallel rate.
+    public static func sgemmGFLOPS(rows: Int, threads: Int, hidden: Int = 384, intermediate: Int = 1536,
+                                   seconds: Double = 2) -> Double {
+        let previous = BLAS.threads
+        BLAS.threads = threads
+        defer { BLAS.threads = previous }
+        let (flops, elapsed) = layerProducts(rows: rows, hidden: hidden, intermediate: intermediate, seconds: seconds)
+        return flops / elapsed / 1e9
+    }
+
+    /// The same products run as the embedder runs them: `workers` threads side by
+    /// side, each with its own `rows`-row matrices and OpenBLAS on one thread.
+    public static func parallelSGEMMGFLOPS(rows: Int, workers: Int, hidden: Int = 384, intermediate: Int = 1536,
+                                           seconds: Double = 2) -> Double {
+        let previous = BLAS.threads
+        BLAS.threads = 1
+        defer { BLAS.threads = previous }
+        let totals = PassResults(count: workers)
+        DispatchQueue.concurrentPerform(iterations: workers) { w in
+            let (flops, elapsed) = layerProducts(rows: rows, hidden: hidden, intermediate: intermediate, seconds: seconds)
+            totals.store([[Float(flops / elapsed / 1e9)]], at: w)
+        }
+        return totals.collect().reduce(0) { $0 + Double($1[0]) }
+    }
+
+    /// Repeats one layer's four products until `seconds` have passed; returns the
+    /// operations done and the time taken.
+    static func layerProducts(rows: Int, hidden: Int, intermediate: Int, seconds: Double) -> (Double, Double) {
         let shapes = [(hidden, 3 * hidden), (hidden, hidden), (hidden, intermediate), (intermediate, hidden)]
-        let widest = intermediate > 3 * hidden ? intermediate : 3 * hidden
+        let widest = max(intermediate, 3 * hidden)
         var x = [Float](repeating: 0, count: rows * widest)
         var out = [Float](repeating: 0, count: rows * widest)
         var weights = shapes.map { (k, n) in [Float](repeating: 0, count: k * n) }
@@ -68,6 +97,6 @@ public enum MatrixRate {
                 } while elapsed < seconds
             }
         }
-        return flopsPerRound * Double(rounds) / elapsed / 1e9
+        return (flopsPerRound * Double(rounds), elapsed)
     }
 }

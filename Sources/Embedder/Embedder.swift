@@ -14,20 +14,29 @@ public final class Embedder: Sendable {
     /// truncated to 256 tokens, `[CLS]` and `[SEP]` included.
     public static let maxSequenceLength = 256
     /// Tokens computed together in one packed forward pass. Enough rows that the
-    /// matrix products run near OpenBLAS's peak, few enough that the feed-forward's
-    /// intermediate (tokens × 1,536 floats) stays about 25 MB.
-    public static let tokensPerPass = 4096
+    /// matrix products run near OpenBLAS's peak on one core, few enough that each
+    /// worker's feed-forward intermediate (tokens × 1,536 floats) stays about 12 MB
+    /// and that a thousand texts split into enough passes to keep the workers even.
+    public static let tokensPerPass = 2048
 
     public let tokenizer: WordPieceTokenizer
     let model: BertModel
+    /// Threads computing packed passes side by side.
+    public let workers: Int
 
     /// The length of every vector.
     public var dimension: Int { model.config.hidden }
 
     /// Loads the model in `modelDirectory`.
     ///
-    /// - Parameter threads: OpenBLAS worker threads (process-wide); by default the
-    ///   cores this process may use, since the large products scale with them.
+    /// - Parameter threads: passes computed side by side, one per thread; by
+    ///   default the cores this process may use.
+    ///
+    /// Cores are used by running whole passes in parallel, each with OpenBLAS on a
+    /// single thread (set process-wide here), rather than by OpenBLAS's own threads:
+    /// those spin in `sched_yield` while one thread runs attention and the
+    /// elementwise steps, which a profile showed taking a third of all CPU samples
+    /// on a loaded two-core machine, whereas parallel passes share nothing.
     public init(modelDirectory: String, threads: Int? = nil) throws {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: modelDirectory, isDirectory: &isDirectory), isDirectory.boolValue else {
@@ -39,7 +48,8 @@ public final class Embedder: Sendable {
                                            maxLength: min(Self.maxSequenceLength, config.maxPositions))
         let weights = try SafeTensors(path: folder.appendingPathComponent("model.safetensors").path)
         model = try BertModel(weights: weights, config: config)
-        BLAS.threads = max(1, threads ?? ProcessInfo.processInfo.activeProcessorCount)
+        workers = max(1, threads ?? ProcessInfo.processInfo.activeProcessorCount)
+        BLAS.threads = 1
     }
 
     /// The folder named by `explicit` (`--model DIR`), else by `$LIMELIGHT_MODEL`.
@@ -67,8 +77,8 @@ public final class Embedder: Sendable {
 
     /// `embed` for texts already tokenised with `tokenize`.
     public func embed(tokenized: [[Int]]) -> [[Float]] {
-        var result: [[Float]] = []
-        result.reserveCapacity(tokenized.count)
+        // Consecutive texts up to `tokensPerPass` tokens (at least one text) per pass.
+        var ranges: [Range<Int>] = []
         var start = 0
         while start < tokenized.count {
             var end = start, tokens = 0
@@ -76,15 +86,53 @@ public final class Embedder: Sendable {
                 tokens += tokenized[end].count
                 end += 1
             }
-            result.append(contentsOf: model.embed(Array(tokenized[start..<end])))
+            ranges.append(start..<end)
             start = end
         }
-        return result
+        let passes = ranges
+        if passes.count <= 1 || workers == 1 {
+            return passes.flatMap { model.embed(Array(tokenized[$0])) }
+        }
+        // Each pass writes only its own slot; workers take passes in turn.
+        let results = PassResults(count: passes.count)
+        DispatchQueue.concurrentPerform(iterations: min(workers, passes.count)) { _ in
+            while let p = results.claim() {
+                results.store(model.embed(Array(tokenized[passes[p]])), at: p)
+            }
+        }
+        return results.collect()
     }
 
     /// The floating-point operations of the matrix products for a text of
     /// `tokens` tokens, for reporting an effective GFLOP/s.
     public func matrixFLOPs(tokens: Int) -> Double {
         model.matrixFLOPs(tokens: tokens)
+    }
+}
+
+/// The vectors of parallel passes, and which pass is next: shared by the
+/// workers of one `embed` call under a lock taken once per pass.
+final class PassResults: @unchecked Sendable {
+    private let lock = NSLock()
+    private var next = 0
+    private var slots: [[[Float]]]
+
+    init(count: Int) { slots = Array(repeating: [], count: count) }
+
+    func claim() -> Int? {
+        lock.lock(); defer { lock.unlock() }
+        guard next < slots.count else { return nil }
+        next += 1
+        return next - 1
+    }
+
+    func store(_ vectors: [[Float]], at index: Int) {
+        lock.lock(); defer { lock.unlock() }
+        slots[index] = vectors
+    }
+
+    func collect() -> [[Float]] {
+        lock.lock(); defer { lock.unlock() }
+        return slots.flatMap { $0 }
     }
 }

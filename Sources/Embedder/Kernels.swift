@@ -110,9 +110,15 @@ enum Kernels {
     /// eˣ to about 1 ulp: x = n·ln2 + r with |r| ≤ ln2/2, Cephes' degree-6
     /// polynomial for eʳ, and 2ⁿ assembled in the exponent bits. Inputs below
     /// −87 give ~1e−38 rather than 0, which no softmax weight can tell apart.
+    ///
+    /// n is rounded by adding 1.5·2²³ (the float's spacing there is 1) and read
+    /// from the low mantissa bits: Swift's float-to-integer SIMD conversion checks
+    /// each lane one by one and took more time than the softmax around it.
     @inline(__always) static func exp(_ x0: V) -> V {
         let x = x0.clamped(lowerBound: V(repeating: -87.3), upperBound: V(repeating: 88.3))
-        let n = (x * 1.44269504088896341).rounded(.toNearestOrEven)
+        let magic = V(repeating: 12582912)  // 1.5 · 2²³
+        let shifted = x * 1.44269504088896341 + magic
+        let n = shifted - magic
         var r = x - n * 0.693359375
         r = r - n * -2.12194440e-4
         var p = V(repeating: 1.9875691500e-4)
@@ -122,8 +128,8 @@ enum Kernels {
         p = p * r + 1.6666665459e-1
         p = p * r + 5.0000001201e-1
         let y = p * (r * r) + r + 1
-        let bits = (SIMD8<Int32>(n) &+ 127) &<< 23
-        return y * unsafeBitCast(bits, to: V.self)
+        let integer = unsafeBitCast(shifted, to: SIMD8<Int32>.self) &- 0x4B40_0000
+        return y * unsafeBitCast((integer &+ 127) &<< 23, to: V.self)
     }
 
     /// erf(x) as a rational function x·P(x²)/Q(x²) on [−4, 4] (beyond which erf is
