@@ -51,12 +51,12 @@ public enum MatrixRate {
         let previous = BLAS.threads
         BLAS.threads = 1
         defer { BLAS.threads = previous }
-        let totals = PassResults(count: workers)
+        let totals = Slots<Double>(count: workers)
         DispatchQueue.concurrentPerform(iterations: workers) { w in
             let (flops, elapsed) = layerProducts(rows: rows, hidden: hidden, intermediate: intermediate, seconds: seconds)
-            totals.store([[Float(flops / elapsed / 1e9)]], at: w)
+            totals.store(flops / elapsed / 1e9, at: w)
         }
-        return totals.collect().reduce(0) { $0 + Double($1[0]) }
+        return totals.values.reduce(0, +)
     }
 
     /// Repeats one layer's four products until `seconds` have passed; returns the

@@ -94,13 +94,13 @@ public final class Embedder: Sendable {
             return passes.flatMap { model.embed(Array(tokenized[$0])) }
         }
         // Each pass writes only its own slot; workers take passes in turn.
-        let results = PassResults(count: passes.count)
+        let results = Slots<[[Float]]>(count: passes.count)
         DispatchQueue.concurrentPerform(iterations: min(workers, passes.count)) { _ in
             while let p = results.claim() {
                 results.store(model.embed(Array(tokenized[passes[p]])), at: p)
             }
         }
-        return results.collect()
+        return results.values.flatMap { $0 }
     }
 
     /// The floating-point operations of the matrix products for a text of
@@ -110,15 +110,16 @@ public final class Embedder: Sendable {
     }
 }
 
-/// The vectors of parallel passes, and which pass is next: shared by the
-/// workers of one `embed` call under a lock taken once per pass.
-final class PassResults: @unchecked Sendable {
+/// Results of work items run on several threads, and which item is next:
+/// shared by the workers of one call under a lock taken once per item.
+final class Slots<Value>: @unchecked Sendable {
     private let lock = NSLock()
     private var next = 0
-    private var slots: [[[Float]]]
+    private var slots: [Value?]
 
-    init(count: Int) { slots = Array(repeating: [], count: count) }
+    init(count: Int) { slots = Array(repeating: nil, count: count) }
 
+    /// The next unclaimed item's index, or nil when all are taken.
     func claim() -> Int? {
         lock.lock(); defer { lock.unlock() }
         guard next < slots.count else { return nil }
@@ -126,13 +127,14 @@ final class PassResults: @unchecked Sendable {
         return next - 1
     }
 
-    func store(_ vectors: [[Float]], at index: Int) {
+    func store(_ value: Value, at index: Int) {
         lock.lock(); defer { lock.unlock() }
-        slots[index] = vectors
+        slots[index] = value
     }
 
-    func collect() -> [[Float]] {
+    /// Every item's result, in item order (all must have been stored).
+    var values: [Value] {
         lock.lock(); defer { lock.unlock() }
-        return slots.flatMap { $0 }
+        return slots.map { $0! }
     }
 }
