@@ -125,7 +125,7 @@ final class BertModel: Sendable {
 
         var x = [Float](repeating: 0, count: total * h)          // the hidden states
         var qkv = [Float](repeating: 0, count: total * 3 * h)    // query | key | value per token
-        var context = [Float](repeating: 0, count: total * h)    // attention's output, then dense outputs
+        var context = [Float](repeating: 0, count: total * h)    // attention's output
         var wide = [Float](repeating: 0, count: total * inter)   // the feed-forward's intermediate
         var scores = [Float](repeating: 0, count: longest * longest)
         let scale = 1 / Float(d).squareRoot()
@@ -149,7 +149,7 @@ final class BertModel: Sendable {
             }
             embeddingNormWeight.withUnsafeBufferPointer { g in
                 embeddingNormBias.withUnsafeBufferPointer { b in
-                    Kernels.addLayerNorm(rows: total, width: h, x: x, a: nil, bias: nil,
+                    Kernels.addLayerNorm(rows: total, width: h, x: x, bias: nil,
                                          gamma: g.baseAddress!, beta: b.baseAddress!, epsilon: config.epsilon)
                 }
             }
@@ -193,20 +193,10 @@ extension EncoderLayer {
              context: UnsafeMutablePointer<Float>, wide: UnsafeMutablePointer<Float>,
              scores: UnsafeMutablePointer<Float>) {
         let h3 = 3 * h
-        // Query, key, value for every token at once; the bias is added below,
-        // row by row, while the rows are in cache anyway.
+        // Query, key, value for every token at once, added onto their biases.
+        qkvBias.withUnsafeBufferPointer { b in Kernels.fillRows(rows: total, width: h3, x: qkv, with: b.baseAddress!) }
         qkvWeight.withUnsafeBufferPointer { w in
-            BLAS.gemm(m: total, n: h3, k: h, x, lda: h, w.baseAddress!, ldb: h, transposeB: true, qkv, ldc: h3)
-        }
-        qkvBias.withUnsafeBufferPointer { b in
-            for r in 0..<total {
-                let row = qkv + r * h3
-                var i = 0
-                while i < h3 {
-                    Kernels.store(Kernels.load(row, i) + Kernels.load(b.baseAddress!, i), row, i)
-                    i += 8
-                }
-            }
+            BLAS.gemm(m: total, n: h3, k: h, x, lda: h, w.baseAddress!, ldb: h, transposeB: true, qkv, ldc: h3, beta: 1)
         }
         // Attention, per sequence and head, straight on strided views of qkv.
         for (s, n) in lengths.enumerated() {
@@ -219,32 +209,30 @@ extension EncoderLayer {
                           context + starts[s] * h + head * d, ldc: h)
             }
         }
-        // Attention output projection, residual, LayerNorm. The product lands in
-        // `wide` (free until the feed-forward) so `context` is not overwritten
-        // while it is still being read.
+        // Attention output projection added straight onto the residual (beta = 1),
+        // then bias and LayerNorm in one pass.
         outputWeight.withUnsafeBufferPointer { w in
-            BLAS.gemm(m: total, n: h, k: h, context, lda: h, w.baseAddress!, ldb: h, transposeB: true, wide, ldc: h)
+            BLAS.gemm(m: total, n: h, k: h, context, lda: h, w.baseAddress!, ldb: h, transposeB: true, x, ldc: h, beta: 1)
         }
         outputBias.withUnsafeBufferPointer { b in
         attentionNormWeight.withUnsafeBufferPointer { g in
         attentionNormBias.withUnsafeBufferPointer { beta in
-            Kernels.addLayerNorm(rows: total, width: h, x: x, a: wide, bias: b.baseAddress!,
+            Kernels.addLayerNorm(rows: total, width: h, x: x, bias: b.baseAddress!,
                                  gamma: g.baseAddress!, beta: beta.baseAddress!, epsilon: epsilon)
         }}}
-        // Feed-forward: expand, GELU, contract, residual, LayerNorm.
+        // Feed-forward: expand onto the bias, GELU, contract onto the residual, LayerNorm.
+        intermediateBias.withUnsafeBufferPointer { b in Kernels.fillRows(rows: total, width: inter, x: wide, with: b.baseAddress!) }
         intermediateWeight.withUnsafeBufferPointer { w in
-            BLAS.gemm(m: total, n: inter, k: h, x, lda: h, w.baseAddress!, ldb: h, transposeB: true, wide, ldc: inter)
+            BLAS.gemm(m: total, n: inter, k: h, x, lda: h, w.baseAddress!, ldb: h, transposeB: true, wide, ldc: inter, beta: 1)
         }
-        intermediateBias.withUnsafeBufferPointer { b in
-            Kernels.addBiasGELU(rows: total, width: inter, x: wide, bias: b.baseAddress!)
-        }
+        Kernels.gelu(count: total * inter, x: wide)
         ffnOutputWeight.withUnsafeBufferPointer { w in
-            BLAS.gemm(m: total, n: h, k: inter, wide, lda: inter, w.baseAddress!, ldb: inter, transposeB: true, context, ldc: h)
+            BLAS.gemm(m: total, n: h, k: inter, wide, lda: inter, w.baseAddress!, ldb: inter, transposeB: true, x, ldc: h, beta: 1)
         }
         ffnOutputBias.withUnsafeBufferPointer { b in
         outputNormWeight.withUnsafeBufferPointer { g in
         outputNormBias.withUnsafeBufferPointer { beta in
-            Kernels.addLayerNorm(rows: total, width: h, x: x, a: context, bias: b.baseAddress!,
+            Kernels.addLayerNorm(rows: total, width: h, x: x, bias: b.baseAddress!,
                                  gamma: g.baseAddress!, beta: beta.baseAddress!, epsilon: epsilon)
         }}}
     }
