@@ -40,28 +40,37 @@ public enum MatrixRate {
         let previous = BLAS.threads
         BLAS.threads = threads
         defer { BLAS.threads = previous }
-        let (flops, elapsed) = layerProducts(rows: rows, hidden: hidden, intermediate: intermediate, seconds: seconds)
+        let (flops, elapsed, _) = layerProducts(rows: rows, hidden: hidden, intermediate: intermediate, seconds: seconds)
         return flops / elapsed / 1e9
+    }
+
+    /// A rate per second of wall-clock time and per second of CPU time. On a
+    /// machine shared with other work the first varies with the load; the second
+    /// much less, so it gives a steadier ratio between two measurements.
+    public struct Rate: Sendable {
+        public var gflops: Double
+        public var gflopsPerCPUSecond: Double
     }
 
     /// The same products run as the embedder runs them: `workers` threads side by
     /// side, each with its own `rows`-row matrices and OpenBLAS on one thread.
-    public static func parallelSGEMMGFLOPS(rows: Int, workers: Int, hidden: Int = 384, intermediate: Int = 1536,
-                                           seconds: Double = 2) -> Double {
+    public static func parallelSGEMM(rows: Int, workers: Int, hidden: Int = 384, intermediate: Int = 1536,
+                                     seconds: Double = 2) -> Rate {
         let previous = BLAS.threads
         BLAS.threads = 1
         defer { BLAS.threads = previous }
-        let totals = Slots<Double>(count: workers)
+        let totals = Slots<(Double, Double, Double)>(count: workers)
         DispatchQueue.concurrentPerform(iterations: workers) { w in
-            let (flops, elapsed) = layerProducts(rows: rows, hidden: hidden, intermediate: intermediate, seconds: seconds)
-            totals.store(flops / elapsed / 1e9, at: w)
+            totals.store(layerProducts(rows: rows, hidden: hidden, intermediate: intermediate, seconds: seconds), at: w)
         }
-        return totals.values.reduce(0, +)
+        let all = totals.values
+        return Rate(gflops: all.reduce(0) { $0 + $1.0 / $1.1 } / 1e9,
+                    gflopsPerCPUSecond: all.reduce(0) { $0 + $1.0 } / all.reduce(0) { $0 + $1.2 } / 1e9)
     }
 
     /// Repeats one layer's four products until `seconds` have passed; returns the
-    /// operations done and the time taken.
-    static func layerProducts(rows: Int, hidden: Int, intermediate: Int, seconds: Double) -> (Double, Double) {
+    /// operations done, the time taken and the calling thread's CPU time.
+    static func layerProducts(rows: Int, hidden: Int, intermediate: Int, seconds: Double) -> (Double, Double, Double) {
         let shapes = [(hidden, 3 * hidden), (hidden, hidden), (hidden, intermediate), (intermediate, hidden)]
         let widest = max(intermediate, 3 * hidden)
         var x = [Float](repeating: 0, count: rows * widest)
@@ -81,6 +90,7 @@ public enum MatrixRate {
         var rounds = 0
         let clock = ContinuousClock()
         let start = clock.now
+        let cpuStart = threadCPUSeconds()
         var elapsed = 0.0
         x.withUnsafeBufferPointer { xp in
             out.withUnsafeMutableBufferPointer { op in
@@ -97,6 +107,13 @@ public enum MatrixRate {
                 } while elapsed < seconds
             }
         }
-        return (flopsPerRound * Double(rounds), elapsed)
+        return (flopsPerRound * Double(rounds), elapsed, threadCPUSeconds() - cpuStart)
     }
+}
+
+/// CPU time of the calling thread, in seconds.
+func threadCPUSeconds() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
 }
