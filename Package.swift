@@ -35,10 +35,17 @@ let package = Package(
         // framework; the store keeps its own format version in `meta`.
         .systemLibrary(name: "CZeroMQ", path: "Sources/CZeroMQ"),
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite"),
+        .systemLibrary(name: "COpenBLAS", path: "Sources/COpenBLAS"),
 
         // Swift faces of the C libraries: no pointers or return codes leak out.
         .target(name: "ZeroMQ", dependencies: ["CZeroMQ"]),
         .target(name: "SQLite", dependencies: ["CSQLite"]),
+
+        // all-MiniLM-L6-v2 sentence embeddings, natively: tokenizer, encoder, pooling.
+        // Optimised even in debug builds: its elementwise loops run some fifty
+        // times slower unoptimised, which made the reference test (330 texts, a
+        // debug build under `swift test`) take over ten minutes.
+        .target(name: "Embedder", dependencies: ["COpenBLAS"], swiftSettings: [.unsafeFlags(["-O"])]),
 
         // The domain: items, the shared query plan, the query languages.
         .target(name: "Items"),
@@ -76,7 +83,7 @@ let package = Package(
         .target(name: "LimelightClient", dependencies: ["ZeroMQ", "WireProtocol", "Items", "QueryPlan"]),
         .target(name: "LimelightCLI", dependencies: [
             "LimelightClient", "WireProtocol", "SpotlightQuery", "Items", "QueryPlan",
-            "Coordinator", "Workers",
+            "Coordinator", "Workers", "Embedder",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -91,7 +98,7 @@ let package = Package(
         .executableTarget(name: "limelight-query", dependencies: ["LimelightCLI"],
                           path: "Sources/Executables/limelight-query"),
         .executableTarget(name: "limelight-bench", dependencies: [
-            "ShardStore", "SpotlightQuery", "Items", "QueryPlan", "LimelightClient", "WireProtocol", "SearchParameters",
+            "ShardStore", "SpotlightQuery", "Items", "QueryPlan", "LimelightClient", "WireProtocol", "SearchParameters", "Embedder",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], path: "Sources/Executables/limelight-bench"),
@@ -104,6 +111,7 @@ let package = Package(
         .testTarget(name: "ShardStoreTests", dependencies: ["ShardStore", "SpotlightQuery", "SQLite"]),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
         .testTarget(name: "WireProtocolTests", dependencies: ["WireProtocol", "Items"]),
+        .testTarget(name: "EmbedderTests", dependencies: ["Embedder"]),
         .testTarget(name: "IntegrationTests", dependencies: ["LimelightClient", "WireProtocol", "Items"]),
         .testTarget(name: "LimelightCLITests", dependencies: ["LimelightCLI"]),
     ],

@@ -11,7 +11,7 @@ public struct LimelightCommand: AsyncParsableCommand {
         3 server unreachable; 4 result lacks shards (named on standard error).
         """,
         subcommands: [UpCommand.self, PublishCommand.self, QueryCommand.self, PredicateCommand.self, SearchCommand.self,
-                      DeleteCommand.self, DeclareCommand.self, StatsCommand.self])
+                      DeleteCommand.self, DeclareCommand.self, StatsCommand.self, EmbedCommand.self])
 
     public init() {}
 }
