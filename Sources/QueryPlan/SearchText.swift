@@ -156,59 +156,68 @@ public struct SearchWordMatcher: Sendable {
     }
 
     /// Calls `found(word, position)` for every token of `value` (camel-case
-    /// parts included, at their token's position) that matches query word `word`.
-    public func scan(_ value: String, _ found: (Int, Int) -> Void) {
+    /// parts included, at their token's position) that matches query word
+    /// `word`. Returns whether the value's words are exactly the query's
+    /// words (the whole value is the query).
+    @discardableResult
+    public func scan(_ value: String, _ found: (Int, Int) -> Void) -> Bool {
         var copy = value
-        let done = copy.withUTF8 { bytes -> Bool in
-            for b in bytes where b >= 128 { return false }
-            var token: [UInt8] = []
-            token.reserveCapacity(32)
-            var position = 0
-            var i = 0
-            let n = bytes.count
-            var rows = [Int](repeating: 0, count: 3 * 64)
-            while i < n {
-                while i < n, !Self.isWordByte(bytes[i]) { i += 1 }
-                guard i < n else { break }
-                let start = i
-                while i < n, Self.isWordByte(bytes[i]) { i += 1 }
-                token.removeAll(keepingCapacity: true)
-                var camel = false
-                var prevLower = false
-                for k in start..<i {
-                    let b = bytes[k]
-                    let upper = b >= 65 && b <= 90
-                    if prevLower && upper { camel = true }
-                    prevLower = b >= 97 && b <= 122
-                    token.append(upper ? b + 32 : b)
-                }
-                check(token[...], position, &rows, found)
-                if camel {
-                    // Camel-case parts: split where a lowercase letter meets an uppercase one.
-                    var partStart = start
-                    var pl = false
-                    for k in start..<i {
-                        let b = bytes[k]
-                        let upper = b >= 65 && b <= 90
-                        if pl && upper {
-                            check(token[(partStart - start)..<(k - start)], position, &rows, found)
-                            partStart = k
-                        }
-                        pl = b >= 97 && b <= 122
-                    }
-                    check(token[(partStart - start)..<(i - start)], position, &rows, found)
-                }
-                position += 1
-            }
-            return true
-        }
-        if done { return }
+        if let whole = copy.withUTF8({ scanASCII($0, found) }) { return whole }
         for token in SearchTokens.tokens(value) {
             for (w, word) in original.enumerated() {
                 let isLast = prefixLast && w == original.count - 1
                 if WordMatch.of(word: word, token: token.folded, isLast: isLast, policy: policy) != nil { found(w, token.position) }
             }
         }
+        return SearchTokens.queryWords(value) == original
+    }
+
+    /// ``scan(_:_:)`` over UTF-8 bytes that are all ASCII, with no allocation
+    /// per token; nil (and no call of `found`) when some byte is not ASCII.
+    public func scanASCII(_ bytes: UnsafeBufferPointer<UInt8>, _ found: (Int, Int) -> Void) -> Bool? {
+        for b in bytes where b >= 128 { return nil }
+        var token: [UInt8] = []
+        token.reserveCapacity(32)
+        var position = 0
+        var i = 0
+        let n = bytes.count
+        var rows = [Int](repeating: 0, count: 3 * 64)
+        var whole = true
+        while i < n {
+            while i < n, !Self.isWordByte(bytes[i]) { i += 1 }
+            guard i < n else { break }
+            let start = i
+            while i < n, Self.isWordByte(bytes[i]) { i += 1 }
+            token.removeAll(keepingCapacity: true)
+            var camel = false
+            var prevLower = false
+            for k in start..<i {
+                let b = bytes[k]
+                let upper = b >= 65 && b <= 90
+                if prevLower && upper { camel = true }
+                prevLower = b >= 97 && b <= 122
+                token.append(upper ? b + 32 : b)
+            }
+            if whole { whole = position < words.count && token.elementsEqual(words[position]) }
+            check(token[...], position, &rows, found)
+            if camel {
+                // Camel-case parts: split where a lowercase letter meets an uppercase one.
+                var partStart = start
+                var pl = false
+                for k in start..<i {
+                    let b = bytes[k]
+                    let upper = b >= 65 && b <= 90
+                    if pl && upper {
+                        check(token[(partStart - start)..<(k - start)], position, &rows, found)
+                        partStart = k
+                    }
+                    pl = b >= 97 && b <= 122
+                }
+                check(token[(partStart - start)..<(i - start)], position, &rows, found)
+            }
+            position += 1
+        }
+        return whole && position == words.count
     }
 
     @inline(__always) static func isWordByte(_ b: UInt8) -> Bool {

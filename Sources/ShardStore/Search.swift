@@ -1,7 +1,7 @@
 import Foundation
 import Items
 import QueryPlan
-import SQLite
+@_spi(Internals) import SQLite
 
 /// One hit of a parameter search on a shard.
 public struct SearchHit: Sendable, Hashable {
@@ -461,32 +461,30 @@ struct SearchRun {
     /// proximity, the best attribute a word matched in, and the best
     /// attribute whose whole value is the query.
     func textMatch(_ id: Int64) throws -> (proximity: Int, attribute: Int, exactAttribute: Int)? {
-        // One range read of the item's rows beats a lookup per searchable name.
-        let item = try store.load(id, names: nil, domain: false)
+        // One range read of the item's text rows, scanned in place (no String
+        // per value unless it is not ASCII).
+        let s = try store.db.prepare("SELECT name, text FROM attrs WHERE item = ? AND kind IN (0, 5)")
+        try s.bind(id, at: 0)
+        defer { try? s.reset() }
         // Per word, the (value, position) pairs it matched at.
         var hits = [[(value: Int, position: Int)]](repeating: [], count: plan.words.count)
         var valueIndex = 0
         var attribute = noRank, exact = SearchRank.noExactAttribute
-        let whole = plan.words.joined(separator: " ")
-        for name in searchable {
-            let rank = rankOf[name]!
-            for value in item.values[name] ?? [] where value.kind.isText {
-                let v = valueIndex
-                let text = value.text ?? ""
-                var any = false, atStart = false
-                matcher.scan(text) { w, position in
-                    hits[w].append((v, position))
-                    any = true
-                    if position == 0 { atStart = true }
-                }
-                if any {
-                    attribute = min(attribute, SearchRank.attribute(rank, atStart: atStart))
-                    // The whole value is the query: its words are the query's words.
-                    if rank < exact, text.utf8.count <= 4 * whole.utf8.count + 16, SearchTokens.queryWords(text) == plan.words {
-                        exact = rank
-                    }
-                }
-                valueIndex += 1
+        while try s.step() {
+            guard let rank = rankOf[s.int64(at: 0)] else { continue }
+            let v = valueIndex
+            valueIndex += 1
+            var any = false, atStart = false
+            let record = { (w: Int, position: Int) in
+                hits[w].append((v, position))
+                any = true
+                if position == 0 { atStart = true }
+            }
+            var whole = s.withUTF8(at: 1) { matcher.scanASCII($0, record) } ?? nil
+            if whole == nil { whole = matcher.scan(s.string(at: 1) ?? "", record) }
+            if any {
+                attribute = min(attribute, SearchRank.attribute(rank, atStart: atStart))
+                if whole == true { exact = min(exact, rank) }
             }
         }
         if hits.contains(where: \.isEmpty) { return nil }

@@ -136,3 +136,33 @@ import Testing
     }
 }
 
+
+/// The byte scanner that ranking uses agrees with the definition: the
+/// search tokens (camel-case parts included) and `WordMatch`.
+@Suite struct SearchWordMatcherTests {
+    @Test func theASCIIScanAgreesWithTheDefinition() {
+        var rng = SplitMix64(state: 23)
+        let pieces = ["vim", "Vim", "editor", "Editors", "edtior", "MyWindowClass", "window", "NSWindow", "python3", "pyhton",
+                      "-", " ", "  ", ".", "::", "x", "Wind", "windo", "ab1c", "ABC", "aBc", "3D", "e"]
+        let words = ["vim", "editor", "window", "python3", "wind", "abc", "e", "edit"]
+        for _ in 0..<3000 {
+            let value = (0..<(Int(rng.next() % 7))).map { _ in pieces[Int(rng.next() % UInt64(pieces.count))] }
+                .joined(separator: rng.next() % 2 == 0 ? " " : "")
+            let query = (0..<(1 + Int(rng.next() % 3))).map { _ in words[Int(rng.next() % UInt64(words.count))] }
+            let prefixLast = rng.next() % 2 == 0
+            let policy = TypoPolicy(enabled: rng.next() % 4 != 0)
+            let matcher = SearchWordMatcher(words: query, prefixLast: prefixLast, policy: policy)
+            var fast = Set<[Int]>()
+            let whole = matcher.scan(value) { fast.insert([$0, $1]) }
+            var slow = Set<[Int]>()
+            for token in SearchTokens.tokens(value) {
+                for (w, word) in query.enumerated() {
+                    let isLast = prefixLast && w == query.count - 1
+                    if WordMatch.of(word: word, token: token.folded, isLast: isLast, policy: policy) != nil { slow.insert([w, token.position]) }
+                }
+            }
+            #expect(fast == slow, "\(query) in \(value)")
+            #expect(whole == (SearchTokens.queryWords(value) == query), "\(query) is \(value)")
+        }
+    }
+}
