@@ -62,9 +62,8 @@ public struct Envelope: Sendable, Hashable {
             o["id"] = .string(id)
             return Data(JSONWriter.bytes(.object(o)))
         }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.withoutEscapingSlashes]
-        do { return try encoder.encode(EncodableEnvelope(envelope: self)) } catch {
+        // The body's Codable form as a tree, written by the one writer.
+        do { return Data(JSONWriter.bytes(try JSONValueEncoder().encode(EncodableEnvelope(envelope: self)))) } catch {
             // Every body is plain data; encoding cannot fail short of a bug.
             preconditionFailure("encoding \(type) failed: \(error)")
         }
@@ -111,9 +110,9 @@ public struct Envelope: Sendable, Hashable {
         if let fast = try fastBody(type, o, typeName: typeName, id: id) {
             return Envelope(id: id, body: fast, version: v)
         }
-        let decoder = JSONDecoder()
+        // The tree is parsed already: decode the body from it, not from the bytes again.
         do {
-            let body = try decodeBody(type, data, decoder)
+            let body = try decodeBody(type, head)
             return Envelope(id: id, body: body, version: v)
         } catch let e as DecodingError {
             throw ProtocolError(.invalidMessage, "\(typeName): \(Self.describe(e))", id: id)
@@ -274,8 +273,9 @@ public struct Envelope: Sendable, Hashable {
         return id.count <= 256 ? id : nil
     }
 
-    static func decodeBody(_ type: MessageType, _ data: Data, _ d: JSONDecoder) throws -> Body {
-        func dec<T: Decodable>(_ t: T.Type) throws -> T { try d.decode(T.self, from: data) }
+    static func decodeBody(_ type: MessageType, _ tree: JSONValue) throws -> Body {
+        let d = JSONValueDecoder()
+        func dec<T: Decodable>(_ t: T.Type) throws -> T { try d.decode(T.self, from: tree) }
         switch type {
         case .publish: return .publish(try dec(Body.Publish.self))
         case .publishAck: return .publishAck(try dec(Body.PublishAck.self))

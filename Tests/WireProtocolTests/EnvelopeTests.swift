@@ -1,7 +1,7 @@
 import Foundation
 import Items
 import Testing
-import WireProtocol
+@testable import WireProtocol
 
 /// Every message survives encoding and decoding unchanged, on both the
 /// hand-written paths (messages that carry items) and the `Codable` ones.
@@ -101,5 +101,40 @@ struct EnvelopeTests {
         #expect(Sharding.parseList("0,2-4,2") == [0, 2, 3, 4])
         #expect(Sharding.parseList("all", shardCount: 3) == [0, 1, 2])
         #expect(Sharding.parseList("x") == nil)
+    }
+}
+
+/// The tree coders give what Foundation's JSON coders give, without a second parse.
+struct TreeCoderTests {
+    @Test func encodingAndDecodingAgreeWithFoundation() throws {
+        for body in EnvelopeTests.bodies {
+            let envelope = EncodableEnvelope(envelope: Envelope(id: "t1", body: body))
+            let foundation = try JSONValue.parse(try JSONEncoder().encode(envelope))
+            let tree = try JSONValueEncoder().encode(envelope)
+            #expect(tree == foundation, "\(body.type.rawValue)")
+        }
+        // Decoding: every Codable body type, from the tree, equals JSONDecoder's.
+        let ack = Body.PublishAck(batch: "b", results: [ItemResult(index: 0, uniqueIdentifier: "a", status: .rejected,
+                                                                    error: WireError(code: "x", message: "m", position: 3))])
+        let data = try JSONEncoder().encode(ack)
+        #expect(try JSONValueDecoder().decode(Body.PublishAck.self, from: JSONValue.parse(data)) == JSONDecoder().decode(Body.PublishAck.self, from: data))
+        let reg = Body.Register(role: .query, worker: "w", shards: [1, 2], host: nil, pid: 7)
+        let regData = try JSONEncoder().encode(reg)
+        #expect(try JSONValueDecoder().decode(Body.Register.self, from: JSONValue.parse(regData)) == reg)
+    }
+
+    @Test func decodingErrorsNameThePath() {
+        let bad: JSONValue = .object(["role": .string("indexer"), "worker": .string("w"), "shards": .array([.number(1), .string("x")])])
+        do {
+            _ = try JSONValueDecoder().decode(Body.Register.self, from: bad)
+            Issue.record("decoded")
+        } catch let DecodingError.typeMismatch(_, context) {
+            #expect(context.codingPath.map(\.stringValue) == ["shards", "1"])
+        } catch {
+            Issue.record("\(error)")
+        }
+        // A fraction is not a whole number; null is not a value.
+        #expect(throws: DecodingError.self) { try JSONValueDecoder().decode(Body.DeleteAck.self, from: .object(["deleted": .number(1.5)])) }
+        #expect(throws: DecodingError.self) { try JSONValueDecoder().decode(Body.DeleteAck.self, from: .object(["deleted": .null])) }
     }
 }
