@@ -161,17 +161,23 @@ public final class IndexerService: Sendable {
 
 extension IndexerService {
     /// What the next heartbeat reports: the tally, and per shard its items
-    /// (counted on the shard's own thread, only after something changed it)
-    /// and the size of its files.
+    /// and the size of its files. A heartbeat never waits for a shard: a
+    /// count is taken on the shard's own thread, after whatever write it is
+    /// doing, and reported from the next heartbeat on; until then the last
+    /// count stands. (Waiting for it held heartbeats behind long writes, and
+    /// the coordinator took a busy indexer for dead.)
     func status() async -> WorkerStatus {
         var shards: [ShardStatus] = []
         for shard in configuration.shards.sorted() {
             guard let (box, exec) = stores[shard] else { continue }
             let known = tally.knownCount(shard: shard)
-            var items = known.count
-            if items == nil, let n = try? await exec.run({ try box.store.count() }) {
-                tally.setCount(n, shard: shard, generation: known.generation)
-                items = n
+            let items = known.count ?? known.last
+            if known.count == nil, tally.beginCounting(shard: shard) {
+                let tally = self.tally
+                Task {
+                    let n = try? await exec.run({ try box.store.count() })
+                    tally.setCount(n, shard: shard, generation: known.generation)
+                }
             }
             shards.append(ShardStatus(shard: shard, items: items ?? 0,
                                       databaseBytes: databaseBytes(path: shardPath(data: configuration.data, shard: shard))))

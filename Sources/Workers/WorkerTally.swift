@@ -17,6 +17,10 @@ final class WorkerTally: @unchecked Sendable {
     private var counted: [Int: Int] = [:]
     /// Bumped by every change of a shard, so a count taken across a change is not kept.
     private var generation: [Int: Int] = [:]
+    /// The last count taken, current or not: what a heartbeat reports while a new one is taken.
+    private var lastCounted: [Int: Int] = [:]
+    /// Shards whose count is being taken now.
+    private var counting: Set<Int> = []
 
     func finished(failed: Bool = false) {
         lock.lock()
@@ -36,15 +40,27 @@ final class WorkerTally: @unchecked Sendable {
 
     /// The shard's item count when nothing changed it since it was last taken;
     /// otherwise nil and the generation to hand back to `setCount`.
-    func knownCount(shard: Int) -> (count: Int?, generation: Int) {
+    func knownCount(shard: Int) -> (count: Int?, generation: Int, last: Int?) {
         lock.lock(); defer { lock.unlock() }
-        return (counted[shard], generation[shard, default: 0])
+        return (counted[shard], generation[shard, default: 0], lastCounted[shard])
     }
 
-    /// Keeps a count taken at `generation`, unless the shard changed meanwhile.
-    func setCount(_ n: Int, shard: Int, generation g: Int) {
+    /// True when nobody is taking the shard's count yet: the caller takes it
+    /// and hands it to `setCount`.
+    func beginCounting(shard: Int) -> Bool {
+        lock.lock(); defer { lock.unlock() }
+        return counting.insert(shard).inserted
+    }
+
+    /// Keeps a count taken at `generation`, unless the shard changed meanwhile
+    /// (it is still the last one taken); nil when taking it failed.
+    func setCount(_ n: Int?, shard: Int, generation g: Int) {
         lock.lock()
-        if generation[shard, default: 0] == g { counted[shard] = n }
+        counting.remove(shard)
+        if let n {
+            lastCounted[shard] = n
+            if generation[shard, default: 0] == g { counted[shard] = n }
+        }
         lock.unlock()
     }
 
