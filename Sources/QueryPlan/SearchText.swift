@@ -121,7 +121,7 @@ public enum Typos {
             var rowMin = i
             for j in 1...m {
                 let cost = a[i - 1] == b[j - 1] ? 0 : 1
-                var v = Swift.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+                var v = Swift.min(Swift.min(prev[j], cur[j - 1]) + 1, prev[j - 1] + cost)
                 if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] { v = Swift.min(v, prev2[j - 2] + 1) }
                 cur[j] = v
                 rowMin = Swift.min(rowMin, v)
@@ -250,7 +250,7 @@ public struct SearchWordMatcher: Sendable {
                 var rowMin = i
                 for j in 1...max(1, m) where m > 0 {
                     let cost = a[i - 1] == b[base + j - 1] ? 0 : 1
-                    var v = min(r[p1 + j] + 1, r[c + j - 1] + 1, r[p1 + j - 1] + cost)
+                    var v = min(min(r[p1 + j], r[c + j - 1]) + 1, r[p1 + j - 1] + cost)
                     if i > 1, j > 1, a[i - 1] == b[base + j - 2], a[i - 2] == b[base + j - 1] { v = min(v, r[p2 + j - 2] + 1) }
                     r[c + j] = v
                     if v < rowMin { rowMin = v }

@@ -129,27 +129,61 @@ final class Vocabulary {
                     let prev = d * width, cur = (d + 1) * width
                     var rowMin = d + 1
                     if d + 1 <= maxDepth - 1 {
-                        rows[cur] = d + 1
-                        for j in 1...m {
-                            let cost = w[j - 1] == c ? 0 : 1
-                            var v = min(rows[prev + j] + 1, rows[cur + j - 1] + 1, rows[prev + j - 1] + cost)
-                            if d > 0, j > 1, w[j - 1] == path[d - 1], w[j - 2] == c {
-                                v = min(v, rows[(d - 1) * width + j - 2] + 1)
+                        // Only cells within k of the diagonal can be within k;
+                        // the others hold k + 1, written where neighbours read them.
+                        let r = d + 1
+                        let lo = max(1, r - k), hi = min(m, r + k)
+                        rows[cur] = min(r, k + 1)
+                        if lo > 1 { rows[cur + lo - 1] = k + 1 }
+                        if lo <= hi {
+                            for j in lo...hi {
+                                let cost = w[j - 1] == c ? 0 : 1
+                                var v = min(min(rows[prev + j], rows[cur + j - 1]) + 1, rows[prev + j - 1] + cost)
+                                if d > 0, j > 1, w[j - 1] == path[d - 1], w[j - 2] == c {
+                                    v = min(v, rows[(d - 1) * width + j - 2] + 1)
+                                }
+                                if v > k { v = k + 1 }
+                                rows[cur + j] = v
+                                if v < rowMin { rowMin = v }
                             }
-                            rows[cur + j] = v
-                            if v < rowMin { rowMin = v }
                         }
+                        if hi < m { rows[cur + hi + 1] = k + 1 }
                     }
                     if rowMin > k {
-                        // No term below this prefix can come within k.
-                        i = end(ofPrefix: ArraySlice(path[0..<(d + 1)]), from: i + 1)
+                        // No term below this prefix can come within k: skip to
+                        // the first term past it. Galloping from here, then
+                        // halving: the next subtree is usually near, and a
+                        // binary search over the whole list missed the cache
+                        // at every step (it was most of a walk's time).
+                        let plen = d + 1
+                        // Whether term `x` sorts at or before the last term with this prefix.
+                        func within(_ x: Int) -> Bool {
+                            let ms = Int(starts[x]), me = Int(starts[x + 1])
+                            var q = 0
+                            while q < plen {
+                                if ms + q >= me { return true }
+                                let b = bytes[ms + q], p = path[q]
+                                if b != p { return b < p }
+                                q += 1
+                            }
+                            return true
+                        }
+                        var lo = i + 1, hi = i + 1, step = 1
+                        while hi < count, within(hi) { lo = hi + 1; hi = lo + step; step &<<= 1 }
+                        hi = min(hi, count)
+                        while lo < hi {
+                            let mid = (lo + hi) &>> 1
+                            if within(mid) { lo = mid + 1 } else { hi = mid }
+                        }
+                        i = lo
                         pruned = true
                         break
                     }
                     d += 1
                 }
                 if pruned { continue }
-                let dist = rows[len * width + m]
+                // Cells off the band are not kept: a length more than k away is no match.
+                let dist = abs(len - m) <= k ? rows[len * width + m] : k + 1
                 if dist <= k { out.append((i, dist)) }
                 i += 1
             }
