@@ -291,24 +291,32 @@ struct SearchRun {
             // `^`, the first token of the column) and the others; an item takes
             // the first group it is found in.
             let groups = Dictionary(grouping: columns, by: \.rank).sorted { $0.key < $1.key }
+            var before = 0   // matches at better typo levels
             for level in 0..<needed where perLevel[level] > 0 {
+                defer { before += perLevel[level] }
                 let forms = p.formsByTypos[level]
                 guard !forms.isEmpty else { continue }
                 var assigned = [Bool](repeating: false, count: n)
-                for (g, (rank, cols)) in groups.enumerated() {
-                    let filter = "{" + cols.map { "c\($0.column)" }.joined(separator: " ") + "} : "
-                    let first = try ftsIDs(filter + "(" + forms.map { "^" + $0 }.joined(separator: " OR ") + ")")
-                    mark(matched, first) { k in
-                        if typos[k] == level, !assigned[k] { assigned[k] = true; attribute[k] = SearchRank.attribute(rank, atStart: true) }
+                var count = 0
+                func assign(_ ids: [Int64], _ value: Int) {
+                    mark(matched, ids) { k in
+                        if typos[k] == level, !assigned[k] { assigned[k] = true; attribute[k] = value; count += 1 }
                     }
+                }
+                // Groups go best first, so once the window is full the rest
+                // of this level's matches rank below it whatever their
+                // attribute: they keep the worst value and are not looked up.
+                groups: for (g, (rank, cols)) in groups.enumerated() {
+                    let filter = "{" + cols.map { "c\($0.column)" }.joined(separator: " ") + "} : "
+                    assign(try ftsIDs(filter + "(" + forms.map { "^" + $0 }.joined(separator: " OR ") + ")"),
+                           SearchRank.attribute(rank, atStart: true))
+                    if before + count >= plan.window { break groups }
                     if g == groups.count - 1 {
                         // A match found in no better column is in one of the last group's.
                         for k in 0..<n where typos[k] == level && !assigned[k] { attribute[k] = SearchRank.attribute(rank, atStart: false) }
                     } else {
-                        let ids = try ftsIDs(filter + "(" + forms.joined(separator: " OR ") + ")")
-                        mark(matched, ids) { k in
-                            if typos[k] == level, !assigned[k] { assigned[k] = true; attribute[k] = SearchRank.attribute(rank, atStart: false) }
-                        }
+                        assign(try ftsIDs(filter + "(" + forms.joined(separator: " OR ") + ")"), SearchRank.attribute(rank, atStart: false))
+                        if before + count >= plan.window { break groups }
                     }
                 }
             }
