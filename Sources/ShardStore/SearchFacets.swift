@@ -1,0 +1,108 @@
+import Foundation
+import Items
+import QueryPlan
+@_spi(Internals) import SQLite
+
+/// Every value of one attribute, by item, for counting facets: entries sorted
+/// by item id, values interned.
+struct FacetColumn {
+    var items: [Int64] = []
+    var values: [Int32] = []
+    var names: [String] = []
+    /// The numeric value of each interned value, for facet stats (nil for text).
+    var numbers: [Double?] = []
+}
+
+extension ShardStore {
+    /// Every value of an attribute by item; rebuilt after any change, since
+    /// facet counts must be exact.
+    func facetColumn(_ name: Int64) throws -> FacetColumn {
+        let cache = searchCache
+        if cache.facetVersion != dataVersion {
+            cache.facetColumns = [:]
+            cache.facetVersion = dataVersion
+        }
+        if let c = cache.facetColumns[name] { return c }
+        var column = FacetColumn()
+        var index: [String: Int32] = [:]
+        let s = try db.prepare("SELECT item, kind, text, num FROM attrs WHERE name = ? ORDER BY item, pos")
+        try s.bind(name, at: 0)
+        while try s.step() {
+            guard let kind = ValueKind(rawValue: s.int64(at: 1)) else { continue }
+            let value: String
+            var number: Double?
+            switch kind {
+            case .text, .longText: value = s.string(at: 2) ?? ""
+            case .number: number = s.double(at: 3); value = canonicalText(number!)
+            case .boolean: value = s.double(at: 3) != 0 ? "true" : "false"
+            case .date: value = ISODate.format(Date(timeIntervalSinceReferenceDate: s.double(at: 3)))
+            case .location: continue
+            }
+            let id: Int32
+            if let known = index[value] { id = known } else {
+                id = Int32(column.names.count)
+                index[value] = id
+                column.names.append(value)
+                column.numbers.append(number)
+            }
+            column.items.append(s.int64(at: 0))
+            column.values.append(id)
+        }
+        try s.reset()
+        cache.facetColumns[name] = column
+        return column
+    }
+}
+
+extension SearchRun {
+    /// Facet counts: conjunctive facets over the matches, a disjunctive one
+    /// over the matches of the filter without its own refinements.
+    func countFacets(matched: [Int64], restrict: ([Int64]?) throws -> [Int64], into result: inout ShardSearchResult) throws {
+        var disjunctiveSets: [String: [Int64]] = [:]
+        for facet in plan.facets {
+            try context.checkCancelled()
+            var set = matched
+            if let filter = plan.disjunctiveFilters[facet] {
+                if let known = disjunctiveSets[facet] { set = known } else {
+                    let node = try store.compile(filter.simplified())
+                    set = try restrict(try store.candidates(node, exact: true, context).ids)
+                    if mustVerify, !plan.words.isEmpty { set = try set.filter { try textMatch($0) != nil } }
+                    disjunctiveSets[facet] = set
+                }
+            }
+            guard let name = store.nameIDs[facet] else { result.facets[facet] = [:]; continue }
+            let column = try store.facetColumn(name)
+            var counts = [Int](repeating: 0, count: column.names.count)
+            var stats: FacetStats?
+            // Entries are sorted by item, several per item for a list.
+            var i = 0, j = 0
+            while i < set.count, j < column.items.count {
+                if set[i] < column.items[j] { i += 1 } else if set[i] > column.items[j] { j += 1 } else {
+                    let item = set[i]
+                    var seen = Set<Int32>()
+                    while j < column.items.count, column.items[j] == item {
+                        let v = column.values[j]
+                        if seen.insert(v).inserted {
+                            counts[Int(v)] += 1
+                            if let x = column.numbers[Int(v)] {
+                                if stats == nil { stats = FacetStats(min: x, max: x, sum: 0, count: 0) }
+                                stats!.merge(FacetStats(min: x, max: x, sum: x, count: 1))
+                            }
+                        }
+                        j += 1
+                    }
+                    i += 1
+                }
+            }
+            var values: [(String, Int)] = []
+            for (v, c) in counts.enumerated() where c > 0 { values.append((column.names[v], c)) }
+            if values.count > ShardStore.maxFacetValues {
+                values.sort { ($0.1, $1.0) > ($1.1, $0.0) }
+                values = Array(values.prefix(ShardStore.maxFacetValues))
+                result.exhaustiveFacetsCount = false
+            }
+            result.facets[facet] = Dictionary(values, uniquingKeysWith: +)
+            if let stats { result.facetStats[facet] = stats }
+        }
+    }
+}
