@@ -55,15 +55,12 @@ extension CoordinatorCore {
     func dispatchSearch(_ key: String, shard: Int) {
         guard var rs = searches[key] else { return }
         let tried = rs.tried[shard] ?? []
-        let candidates = liveWorkers(.query, shard: shard).filter { !tried.contains($0.id) }
-        guard !candidates.isEmpty else {
+        guard let w = nextQueryWorker(shard: shard, tried: tried) else {
             rs.failed.append(ShardFailure(shard: shard, reason: tried.isEmpty ? "no live query worker" : "every query worker for the shard failed"))
             rs.builder.shardFailed()
             searches[key] = rs
             return
         }
-        roundRobin &+= 1
-        let w = candidates[roundRobin % candidates.count]
         rs.tried[shard, default: []].insert(w.id)
         rs.outstanding[shard] = w.id
         searches[key] = rs

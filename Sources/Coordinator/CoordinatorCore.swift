@@ -443,19 +443,24 @@ actor CoordinatorCore {
         finishQueryIfDone(key)
     }
 
+    /// The next live query worker of a shard not tried yet, round robin.
+    func nextQueryWorker(shard: Int, tried: Set<String>) -> WorkerRecord? {
+        let candidates = liveWorkers(.query, shard: shard).filter { !tried.contains($0.id) }
+        guard !candidates.isEmpty else { return nil }
+        roundRobin &+= 1
+        return candidates[roundRobin % candidates.count]
+    }
+
     /// Sends a shard's part of a query to a live query worker not yet tried for it.
     func dispatch(_ key: String, shard: Int) {
         guard var rq = queries[key] else { return }
         let tried = rq.tried[shard] ?? []
-        let candidates = liveWorkers(.query, shard: shard).filter { !tried.contains($0.id) }
-        guard !candidates.isEmpty else {
+        guard let w = nextQueryWorker(shard: shard, tried: tried) else {
             rq.failed.append(ShardFailure(shard: shard, reason: tried.isEmpty ? "no live query worker" : "every query worker for the shard failed"))
             rq.merger?.finish(shard: shard)
             queries[key] = rq
             return
         }
-        roundRobin &+= 1
-        let w = candidates[roundRobin % candidates.count]
         rq.tried[shard, default: []].insert(w.id)
         rq.outstanding[shard] = w.id
         queries[key] = rq

@@ -109,36 +109,16 @@ public final class QueryWorkerService: Sendable {
     func handle(_ envelope: Envelope) async {
         switch envelope.body {
         case .shardQuery(let q):
-            guard configuration.shards.contains(q.shard) else {
-                await link.send(envelope.id, .shardDone(Body.ShardDone(shard: q.shard, count: 0,
-                                                                      error: WireError(code: "bad_shard", message: "this worker does not serve shard \(q.shard)"))))
-                return
-            }
-            let query: Query
-            do { query = try Query(json: q.plan) } catch {
-                await link.send(envelope.id, .shardDone(Body.ShardDone(shard: q.shard, count: 0,
-                                                                      error: WireError(code: "bad_plan", message: error.description))))
-                return
-            }
-            let flag = CancelFlag(deadline: q.deadlineMs.map { Date().addingTimeInterval(Double($0) / 1000) })
-            running.add(envelope.id, shard: q.shard, flag)
             let key = envelope.id
+            guard let (query, flag) = await accept(key, shard: q.shard, deadlineMs: q.deadlineMs, { () throws(PlanDecodingError) in
+                try Query(json: q.plan)
+            }) else { return }
             threads.submit { self.execute(key: key, shard: q.shard, query: query, flag: flag) }
         case .shardSearch(let q):
-            guard configuration.shards.contains(q.shard) else {
-                await link.send(envelope.id, .shardDone(Body.ShardDone(shard: q.shard, count: 0,
-                                                                      error: WireError(code: "bad_shard", message: "this worker does not serve shard \(q.shard)"))))
-                return
-            }
-            let plan: SearchPlan
-            do { plan = try SearchPlan(json: q.plan) } catch {
-                await link.send(envelope.id, .shardDone(Body.ShardDone(shard: q.shard, count: 0,
-                                                                      error: WireError(code: "bad_plan", message: error.description))))
-                return
-            }
-            let flag = CancelFlag(deadline: q.deadlineMs.map { Date().addingTimeInterval(Double($0) / 1000) })
-            running.add(envelope.id, shard: q.shard, flag)
             let key = envelope.id
+            guard let (plan, flag) = await accept(key, shard: q.shard, deadlineMs: q.deadlineMs, { () throws(PlanDecodingError) in
+                try SearchPlan(json: q.plan)
+            }) else { return }
             threads.submit { self.executeSearch(key: key, shard: q.shard, plan: plan, flag: flag) }
         case .cancel(let c):
             running.cancel(c.query)
@@ -147,15 +127,37 @@ public final class QueryWorkerService: Sendable {
         }
     }
 
+    /// Checks a shard's part of a query or search before it is run: the shard
+    /// must be this worker's and the plan must decode; otherwise the shard is
+    /// answered as failed. Registers the cancel flag of an accepted one.
+    func accept<Plan>(_ key: String, shard: Int, deadlineMs: Int?,
+                      _ decode: () throws(PlanDecodingError) -> Plan) async -> (Plan, CancelFlag)? {
+        guard configuration.shards.contains(shard) else {
+            await link.send(key, .shardDone(Body.ShardDone(shard: shard, count: 0,
+                                                           error: WireError(code: "bad_shard", message: "this worker does not serve shard \(shard)"))))
+            return nil
+        }
+        let plan: Plan
+        do throws(PlanDecodingError) { plan = try decode() } catch {
+            await link.send(key, .shardDone(Body.ShardDone(shard: shard, count: 0, error: WireError(code: "bad_plan", message: error.description))))
+            return nil
+        }
+        let flag = CancelFlag(deadline: deadlineMs.map { Date().addingTimeInterval(Double($0) / 1000) })
+        running.add(key, shard: shard, flag)
+        return (plan, flag)
+    }
+
+    /// Sends from one of the worker's own threads, waiting until it is sent.
+    func sendBlocking(_ key: String, _ body: Body) {
+        let link = self.link
+        let done = DispatchSemaphore(value: 0)
+        Task { await link.send(key, body); done.signal() }
+        done.wait()
+    }
+
     /// Runs on one of the worker's own threads: blocking is fine here.
     func execute(key: String, shard: Int, query: Query, flag: CancelFlag) {
         defer { running.remove(key, shard: shard) }
-        let link = self.link
-        func sendBlocking(_ body: Body) {
-            let done = DispatchSemaphore(value: 0)
-            Task { await link.send(key, body); done.signal() }
-            done.wait()
-        }
         var seq = 0
         do {
             let store = try pool.checkout(shard)
@@ -163,20 +165,20 @@ public final class QueryWorkerService: Sendable {
             let count = try store.run(query, isCancelled: { flag.isCancelled }) { results in
                 seq += 1
                 let hits = results.map { Hit(item: $0.item, sort: $0.sortValues.isEmpty ? nil : $0.sortValues, score: $0.score) }
-                sendBlocking(.shardBatch(Body.ShardBatch(shard: shard, seq: seq, hits: hits)))
+                sendBlocking(key, .shardBatch(Body.ShardBatch(shard: shard, seq: seq, hits: hits)))
             }
             tally.finished()
             if flag.isCancelled {
-                sendBlocking(.shardDone(Body.ShardDone(shard: shard, count: count,
+                sendBlocking(key, .shardDone(Body.ShardDone(shard: shard, count: count,
                                                        error: WireError(code: "cancelled", message: "cancelled or past its deadline"))))
             } else {
-                sendBlocking(.shardDone(Body.ShardDone(shard: shard, count: count)))
+                sendBlocking(key, .shardDone(Body.ShardDone(shard: shard, count: count)))
             }
         } catch {
             tally.finished(failed: !flag.isCancelled)
             logger.notice("query failed on a shard", metadata: ["query.id": "\(key)", "shard": "\(shard)", "error": "\(error)"])
             let message = flag.isCancelled ? "cancelled or past its deadline" : "\(error)"
-            sendBlocking(.shardDone(Body.ShardDone(shard: shard, count: 0, error: WireError(code: flag.isCancelled ? "cancelled" : "query_failed", message: message))))
+            sendBlocking(key, .shardDone(Body.ShardDone(shard: shard, count: 0, error: WireError(code: flag.isCancelled ? "cancelled" : "query_failed", message: message))))
         }
     }
 }
@@ -186,25 +188,19 @@ extension QueryWorkerService {
     /// threads, and sends its one answer.
     func executeSearch(key: String, shard: Int, plan: SearchPlan, flag: CancelFlag) {
         defer { running.remove(key, shard: shard) }
-        let link = self.link
-        func sendBlocking(_ body: Body) {
-            let done = DispatchSemaphore(value: 0)
-            Task { await link.send(key, body); done.signal() }
-            done.wait()
-        }
         do {
             let store = try pool.checkout(shard)
             defer { pool.checkin(shard, store) }
             let r = try store.search(plan, isCancelled: { flag.isCancelled })
             let hits = r.hits.map { Body.RankedHit(id: $0.uniqueIdentifier, item: $0.item, rank: $0.rank.json) }
-            sendBlocking(.shardSearchResult(Body.ShardSearchResult(
+            sendBlocking(key, .shardSearchResult(Body.ShardSearchResult(
                 shard: shard, hits: hits, nbHits: r.nbHits, facets: r.facets,
                 facetStats: r.facetStats.mapValues { [$0.min, $0.max, $0.sum, Double($0.count)] },
                 exhaustiveFacetsCount: r.exhaustiveFacetsCount)))
         } catch {
             logger.notice("search failed on a shard", metadata: ["query.id": "\(key)", "shard": "\(shard)", "error": "\(error)"])
             let message = flag.isCancelled ? "cancelled or past its deadline" : "\(error)"
-            sendBlocking(.shardDone(Body.ShardDone(shard: shard, count: 0, error: WireError(code: flag.isCancelled ? "cancelled" : "search_failed", message: message))))
+            sendBlocking(key, .shardDone(Body.ShardDone(shard: shard, count: 0, error: WireError(code: flag.isCancelled ? "cancelled" : "search_failed", message: message))))
         }
     }
 }
