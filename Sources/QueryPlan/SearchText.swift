@@ -109,28 +109,38 @@ public enum Typos {
     /// letter that is not counts as more than one edit, which only makes
     /// matching stricter.
     public static func distance(_ a: [UInt8], _ b: [UInt8], max k: Int) -> Int? {
+        var rows: [Int] = []
+        return distance(a, b[...], max: k, rows: &rows)
+    }
+
+    /// ``distance(_:_:max:)`` with rows the caller keeps between calls, so a
+    /// scan over many tokens allocates once.
+    public static func distance(_ a: [UInt8], _ b: ArraySlice<UInt8>, max k: Int, rows: inout [Int]) -> Int? {
         let n = a.count, m = b.count
         if abs(n - m) > k { return nil }
         if n == 0 { return m <= k ? m : nil }
         if m == 0 { return n <= k ? n : nil }
-        var prev2 = [Int](repeating: 0, count: m + 1)
-        var prev = Array(0...m)
-        var cur = [Int](repeating: 0, count: m + 1)
-        for i in 1...n {
-            cur[0] = i
-            var rowMin = i
-            for j in 1...m {
-                let cost = a[i - 1] == b[j - 1] ? 0 : 1
-                var v = Swift.min(Swift.min(prev[j], cur[j - 1]) + 1, prev[j - 1] + cost)
-                if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] { v = Swift.min(v, prev2[j - 2] + 1) }
-                cur[j] = v
-                rowMin = Swift.min(rowMin, v)
+        let w = m + 1
+        if rows.count < 3 * w { rows = [Int](repeating: 0, count: 3 * w) }
+        let base = b.startIndex
+        return rows.withUnsafeMutableBufferPointer { r -> Int? in
+            var p2 = 0, p1 = w, c = 2 * w
+            for j in 0...m { r[p1 + j] = j }
+            for i in 1...n {
+                r[c] = i
+                var rowMin = i
+                for j in 1...m {
+                    let cost = a[i - 1] == b[base + j - 1] ? 0 : 1
+                    var v = Swift.min(Swift.min(r[p1 + j], r[c + j - 1]) + 1, r[p1 + j - 1] + cost)
+                    if i > 1, j > 1, a[i - 1] == b[base + j - 2], a[i - 2] == b[base + j - 1] { v = Swift.min(v, r[p2 + j - 2] + 1) }
+                    r[c + j] = v
+                    if v < rowMin { rowMin = v }
+                }
+                if rowMin > k { return nil }
+                (p2, p1, c) = (p1, c, p2)
             }
-            if rowMin > k { return nil }
-            swap(&prev2, &prev)
-            swap(&prev, &cur)
+            return r[p1 + m] <= k ? r[p1 + m] : nil
         }
-        return prev[m] <= k ? prev[m] : nil
     }
 }
 
@@ -238,27 +248,6 @@ public struct SearchWordMatcher: Sendable {
 
     /// ``Typos/distance(_:_:max:)`` ≤ k, with caller-owned rows.
     static func within(_ a: [UInt8], _ b: ArraySlice<UInt8>, _ k: Int, _ rows: inout [Int]) -> Bool {
-        let n = a.count, m = b.count
-        let w = m + 1
-        if rows.count < 3 * w { rows = [Int](repeating: 0, count: 3 * w) }
-        let base = b.startIndex
-        return rows.withUnsafeMutableBufferPointer { r in
-            var p2 = 0, p1 = w, c = 2 * w
-            for j in 0...m { r[p1 + j] = j }
-            for i in 1...max(1, n) where n > 0 {
-                r[c] = i
-                var rowMin = i
-                for j in 1...max(1, m) where m > 0 {
-                    let cost = a[i - 1] == b[base + j - 1] ? 0 : 1
-                    var v = min(min(r[p1 + j], r[c + j - 1]) + 1, r[p1 + j - 1] + cost)
-                    if i > 1, j > 1, a[i - 1] == b[base + j - 2], a[i - 2] == b[base + j - 1] { v = min(v, r[p2 + j - 2] + 1) }
-                    r[c + j] = v
-                    if v < rowMin { rowMin = v }
-                }
-                if rowMin > k { return false }
-                (p2, p1, c) = (p1, c, p2)
-            }
-            return r[p1 + m] <= k
-        }
+        Typos.distance(a, b, max: k, rows: &rows) != nil
     }
 }
