@@ -67,6 +67,11 @@ final class SearchCache {
     var vocabularyVersion: Int64 = -2
     var facetVersion: Int64 = -2
     var facetColumns: [Int64: FacetColumn] = [:]
+    /// Misspelt forms found per (word, typos) in the current vocabulary: a
+    /// person typing repeats the words before the one being typed.
+    var typoForms: [String: [(term: Int, typos: Int)]] = [:]
+
+    static let maxTypoForms = 10_000
 }
 
 extension ShardStore {
@@ -113,9 +118,20 @@ extension ShardStore {
         }
         let v = try Vocabulary(db: db)
         cache.vocabulary = v
+        cache.typoForms = [:]
         cache.vocabularyVersion = dataVersion
         cache.vocabularyBuilt = .now
         return v
+    }
+
+    /// `vocabulary.fuzzy`, remembered until the vocabulary is rebuilt.
+    func typoForms(_ word: String, maxTypos k: Int, in vocabulary: Vocabulary) -> [(term: Int, typos: Int)] {
+        let key = "\(k) \(word)"
+        if let known = searchCache.typoForms[key] { return known }
+        let found = vocabulary.fuzzy(word, maxTypos: k)
+        if searchCache.typoForms.count >= SearchCache.maxTypoForms { searchCache.typoForms = [:] }
+        searchCache.typoForms[key] = found
+        return found
     }
 
 }
@@ -375,7 +391,7 @@ struct SearchRun {
         let allowed = plan.typos.allowed(for: word)
         if allowed > 0 {
             let vocabulary = try store.vocabulary()
-            var found = vocabulary.fuzzy(word, maxTypos: allowed).filter { $0.typos > 0 }
+            var found = store.typoForms(word, maxTypos: allowed, in: vocabulary).filter { $0.typos > 0 }
             if isLast, plan.prefixLast {
                 // Terms that are already prefix matches count as no typo.
                 found = found.filter { !vocabulary.term($0.term).hasPrefix(word) }
