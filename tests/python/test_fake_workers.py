@@ -136,6 +136,7 @@ def test_delete_and_declare_reach_the_fake_indexer(fakes, client):
     indexer = fakes("indexer", handler=indexer_handler)
     client.delete(domains=["test.replica"])
     deletes = [m for m in indexer.received if m["type"] == "delete"]
+    assert deletes, "the fake indexer got no delete"
     assert sorted(s for d in deletes for s in d["shards"]) == SHARDS
     assert all(d["domains"] == ["test.replica"] for d in deletes)
     client.declare([{"name": "fakeDate", "type": "date"}])
@@ -179,6 +180,8 @@ def test_cancel_reaches_the_query_worker(fakes, client, traffic):
     stream.cancel()
     events = list(stream)
     assert events[-1][0] == "completion" and events[-1][1]["cancelled"] is True
+    [sent] = traffic.sent("cancel")
+    assert sent["query"] == stream.id
     cancel = worker.wait_for("cancel")
     assert cancel["query"] == shard_query["id"]
 
@@ -187,6 +190,7 @@ def test_silent_shard_fails_at_the_deadline(fakes, client):
     worker = fakes("query")
     events = list(client.query('title == "*"', deadline_ms=1500))
     silent = sorted(m["shard"] for m in worker.received if m["type"] == "shard_query")
+    assert silent, "the fake got no shard query"
     completion = events[-1][1]
     assert sorted(f["shard"] for f in completion["failedShards"]) == silent
     assert all("deadline" in f["reason"] for f in completion["failedShards"])
