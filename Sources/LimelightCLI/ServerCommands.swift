@@ -2,6 +2,7 @@ import ArgumentParser
 import Coordinator
 import Foundation
 import Logging
+import ShardStore
 import WireProtocol
 import Workers
 
@@ -102,6 +103,8 @@ public struct IndexerCommand: AsyncParsableCommand {
 
     @OptionGroup var worker: WorkerOptions
     @Option(help: "Seconds between purges of expired items.") var purgeInterval = 60.0
+    @Option(help: "What an acknowledged write survives: process (a crash of the process; WAL, synchronous=NORMAL) or power (a power cut too; synchronous=FULL, one fsync per batch).")
+    var durability: Durability = .process
     @OptionGroup var log: ServerLogOptions
 
     public init() {}
@@ -110,6 +113,7 @@ public struct IndexerCommand: AsyncParsableCommand {
         var c = IndexerConfiguration(data: worker.data, shards: try worker.shardList(), workerID: worker.id)
         c.coordinator = worker.coordinator
         c.purgeIntervalSeconds = purgeInterval
+        c.durability = durability
         let service = try IndexerService(configuration: c, logger: log.logger("limelight.indexer"))
         await runUntilSignalled { await service.run() }
         try exitIfRefused(service.refusal)
@@ -137,3 +141,5 @@ public struct QueryWorkerCommand: AsyncParsableCommand {
         try exitIfRefused(service.refusal)
     }
 }
+
+extension Durability: ExpressibleByArgument {}

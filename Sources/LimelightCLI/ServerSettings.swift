@@ -53,7 +53,7 @@ public enum ServerSettings {
                 Setting(key: "livenessMs", kind: .integer), Setting(key: "deadlineMs", kind: .integer),
                 Setting(key: "maxFrameBytes", kind: .integer), Setting(key: "maxPendingWrites", kind: .integer),
             ]
-        case .indexer: return worker + [Setting(key: "purgeInterval", kind: .number)]
+        case .indexer: return worker + [Setting(key: "purgeInterval", kind: .number), Setting(key: "durability", kind: .text)]
         case .query: return worker + [Setting(key: "concurrency", kind: .integer)]
         }
     }
