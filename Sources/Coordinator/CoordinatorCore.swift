@@ -336,9 +336,27 @@ actor CoordinatorCore {
             sendError(.client(client), id, WireError(code: "invalid_domain", message: "'\(domain)' is not a domain identifier", field: "domains"))
             return
         }
+        // `shards` limits the delete to those shards (all of them when absent):
+        // `{"all": true, "shards": [2]}` empties shard 2 only. A shard the
+        // cluster does not have is an error, and nothing is deleted.
+        var targets = Array(0..<configuration.shards)
+        if let only = d.shards {
+            let missing = only.filter { $0 < 0 || $0 >= configuration.shards }
+            guard missing.isEmpty else {
+                let names = missing.map(String.init).joined(separator: ", ")
+                sendError(.client(client), id, WireError(code: "bad_shard", message: "the cluster has shards 0-\(configuration.shards - 1); "
+                    + "no shard \(names); nothing was deleted", field: "shards"))
+                return
+            }
+            guard !only.isEmpty else {
+                sendError(.client(client), id, WireError(code: "invalid_message", message: "'shards' is empty: name at least one shard, or leave it out for every shard", field: "shards"))
+                return
+            }
+            targets = Array(Set(only)).sorted()
+        }
         let deleteID = makeID("d")
         var pending = PendingDelete(client: client, requestID: id, outstanding: [:], deletedByShard: [:], failed: [])
-        for shard in 0..<configuration.shards {
+        for shard in targets {
             let replicas = liveWorkers(.indexer, shard: shard)
             if replicas.isEmpty {
                 pending.failed.append(ShardFailure(shard: shard, reason: "no live indexer"))
@@ -419,6 +437,13 @@ actor CoordinatorCore {
 
     func startQuery(client: [Data], id: String, _ request: Body.QueryRequest) {
         count("queries")
+        // A deadline of 0 or less is a mistake, not a request for no deadline:
+        // a client that wants the server's default leaves the field out.
+        if let d = request.deadlineMs, d <= 0 {
+            sendError(.client(client), id, WireError(code: "invalid_parameter",
+                                                     message: "deadlineMs must be a positive number of milliseconds, found \(d)", field: "deadlineMs"))
+            return
+        }
         let query: Query
         do { query = try planner.plan(request) } catch {
             sendError(.client(client), id, error)

@@ -31,6 +31,12 @@ CASES = [
     (b'{"v": 1, "type": "ping", "id": 7}', "invalid_message", "", "must be text"),
     (b'{"v": 1, "type": "publish", "id": "u4", "items": "not a list"}', "invalid_message", "u4", "items"),
     (oversized_publish, "too_large", "big", "exceeds the limit"),
+    # A deadline of 0 or less is refused, not taken as "no deadline".
+    (b'{"v": 1, "type": "query", "id": "u6", "query": "title == \\"x\\"", "deadlineMs": 0}', "invalid_parameter", "u6", "deadlineMs"),
+    (b'{"v": 1, "type": "query", "id": "u7", "query": "title == \\"x\\"", "deadlineMs": -5}', "invalid_parameter", "u7", "found -5"),
+    (b'{"v": 1, "type": "search", "id": "u8", "params": {"query": "x"}, "deadlineMs": 0}', "invalid_parameter", "u8", "deadlineMs"),
+    # A delete for a shard the cluster lacks deletes nothing and says which.
+    (b'{"v": 1, "type": "delete", "id": "u9", "all": true, "shards": [2, 9]}', "bad_shard", "u9", "no shard 9"),
 ]
 
 
