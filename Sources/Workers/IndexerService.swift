@@ -63,6 +63,8 @@ public final class IndexerService: Sendable {
             l[metadataKey: "shard"] = "\(shard)"
             let store = try ShardStore(path: shardPath(data: configuration.data, shard: shard), mode: .readWrite,
                                         durability: configuration.durability, logger: l)
+            // Read back from SQLite, so the log shows what is in force, not what was asked.
+            l.info("opened shard", metadata: ["store.durability": "\((try? store.durabilityInForce())?.rawValue ?? "unknown")"])
             stores[shard] = (StoreBox(store), SerialExecutor(label: "limelight.indexer.shard-\(shard)"))
         }
         self.stores = stores

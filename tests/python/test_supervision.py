@@ -61,6 +61,8 @@ def _alive(pid):
 
 def test_killed_indexer_comes_back_and_the_cluster_serves(up):
     cluster, err = up()
+    # The default durability, as the indexer read it back from SQLite.
+    assert "store.durability=process" in (cluster.data / "logs" / "indexer-0.log").read_text()
     items = [{"uniqueIdentifier": f"sup:{n}", "domainIdentifier": f"test.supervised.d{n}", "attributes": {"title": f"supervised {n}"}}
              for n in range(40)]
     assert publish_all(cluster.endpoint, items) == len(items)
@@ -115,3 +117,13 @@ def test_sigterm_stops_every_child_and_restarts_none(up):
     assert cluster.process.wait(30) == 0
     assert not [p for p in pids if _alive(p)]
     assert "restart" not in _stderr(err)
+
+
+def test_durability_reaches_every_indexer(up):
+    cluster, err = up("--durability", "power")
+    logs = cluster.data / "logs"
+    for name in ("indexer-0", "indexer-1"):
+        text = (logs / f"{name}.log").read_text()
+        # The value the indexer read back from SQLite (PRAGMA synchronous), once per shard.
+        assert text.count("store.durability=power") == 2, text
+        assert "store.durability=process" not in text
