@@ -114,6 +114,7 @@ let package = Package(
         .testTarget(name: "EmbedderTests", dependencies: ["Embedder"]),
         .testTarget(name: "IntegrationTests", dependencies: ["LimelightClient", "WireProtocol", "Items", "ZeroMQ"]),
         .testTarget(name: "LimelightCLITests", dependencies: ["LimelightCLI"]),
+        .testTarget(name: "FuzzTests", dependencies: ["Items", "WireProtocol", "SpotlightQuery", "QueryPlan"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -27,6 +27,14 @@ import Testing
         ] { agree(text) }
     }
 
+    /// U+FEFF inside a string is a character like any other (RFC 8259); only
+    /// a byte order mark before the document is not JSON. Foundation on Linux
+    /// drops it where a run of string characters starts, so here `parse`
+    /// deliberately differs from `parseWithFoundation`.
+    @Test func byteOrderMarkInsideAStringIsKept() throws {
+        #expect(try JSONValue.parse("{\"\u{FEFF}b\":\"x\\n\u{FEFF}y\"}") == .object(["\u{FEFF}b": .string("x\n\u{FEFF}y")]))
+    }
+
     @Test func corpusAndMutations() throws {
         var lines: [String] = [#"{"uniqueIdentifier":"x","attributes":{"title":"A \"b\"","n":[1,2.5,-3e2]}}"#]
         // The repository's own sample corpus: present in every checkout, so a
