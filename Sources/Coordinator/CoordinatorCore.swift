@@ -16,6 +16,15 @@ struct Outgoing: Sendable {
     var envelope: Envelope
 }
 
+extension Peer {
+    var kind: String {
+        switch self {
+        case .client: "client"
+        case .worker: "worker"
+        }
+    }
+}
+
 /// A registered indexer or query worker.
 struct WorkerRecord: Sendable {
     var id: String
@@ -71,7 +80,10 @@ actor CoordinatorCore {
         var started: ContinuousClock.Instant
     }
     var publishes: [String: PendingPublish] = [:]
-    var waitingForWriteRoom: [CheckedContinuation<Void, Never>] = []
+    /// Publishes that came while `maxPendingWrites` were in flight, in order
+    /// (at most `maxWaitingWrites`; see ``holdPublish``).
+    var waitingWrites: [(client: [Data], id: String, publish: Body.Publish)] = []
+    var startingWaitingWrites = false
     var shardWrites: [String: ShardWrite] = [:]
 
     // Deletes in flight.
@@ -203,6 +215,10 @@ actor CoordinatorCore {
     // MARK: Publish
 
     func publish(client: [Data], id: String, _ p: Body.Publish) {
+        if publishes.count >= configuration.maxPendingWrites || !waitingWrites.isEmpty && !startingWaitingWrites {
+            holdPublish(client: client, id: id, p)
+            return
+        }
         count("publish.batches")
         count("publish.items", by: p.items.count)
         let publishID = makeID("p")
@@ -293,21 +309,10 @@ actor CoordinatorCore {
         finishPublishIfDone(w.publish)
     }
 
-    /// Returns once fewer than `maxPendingWrites` publish batches are in flight.
-    func awaitWriteRoom() async {
-        guard publishes.count >= configuration.maxPendingWrites else { return }
-        count("publish.throttled")
-        await withCheckedContinuation { waitingForWriteRoom.append($0) }
-    }
-
     func finishPublishIfDone(_ publishID: String) {
         guard let pending = publishes[publishID], pending.outstanding.isEmpty else { return }
         publishes.removeValue(forKey: publishID)
-        if publishes.count < configuration.maxPendingWrites, !waitingForWriteRoom.isEmpty {
-            let waiting = waitingForWriteRoom
-            waitingForWriteRoom.removeAll()
-            waiting.forEach { $0.resume() }
-        }
+        defer { startWaitingWrites() }
         var results: [ItemResult] = []
         results.reserveCapacity(pending.results.count)
         for (i, r) in pending.results.enumerated() {

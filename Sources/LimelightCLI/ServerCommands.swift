@@ -24,7 +24,10 @@ public struct CoordinatorCommand: AsyncParsableCommand {
     @Option(help: "Milliseconds of silence after which a worker is taken as dead.") var livenessMs = 3000
     @Option(help: "Default query deadline in milliseconds.") var deadlineMs = 30_000
     @Option(help: "Largest accepted message in bytes.") var maxFrameBytes = 32 * 1024 * 1024
-    @Option(help: "Publish batches in flight before the coordinator stops reading from clients.") var maxPendingWrites = 256
+    @Option(help: "Publish batches in flight at once; later ones wait (see --max-waiting-writes).") var maxPendingWrites = 256
+    @Option(help: "Publish batches that may wait for room; past this a batch is answered busy.") var maxWaitingWrites = 256
+    @Option(help: "Messages queued towards one peer beyond ZeroMQ's high-water mark; past this a peer that does not read loses new messages.")
+    var peerOutboxLimit = 10_000
     @OptionGroup var log: ServerLogOptions
 
     public init() {}
@@ -55,6 +58,8 @@ public struct CoordinatorCommand: AsyncParsableCommand {
         c.defaultDeadlineMs = deadlineMs
         c.maxFrameBytes = maxFrameBytes
         c.maxPendingWrites = max(1, maxPendingWrites)
+        c.maxWaitingWrites = max(0, maxWaitingWrites)
+        c.peerOutboxLimit = max(1, peerOutboxLimit)
         let service = try CoordinatorService(configuration: c, logger: log.logger("limelight.coordinator"))
         let failure = FailureBox()
         await runUntilSignalled {
