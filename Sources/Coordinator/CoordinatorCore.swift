@@ -301,7 +301,9 @@ actor CoordinatorCore {
                 }
             }
         } else if let error {
-            for g in w.indices where pending.results[g] == nil {
+            // One replica failed: the item is not stored on every replica, so
+            // it is not acknowledged as stored, whatever the others said.
+            for g in w.indices where pending.results[g]?.status != .rejected {
                 pending.results[g] = ItemResult(index: g, uniqueIdentifier: pending.identifiers[g], status: .rejected, error: error)
             }
         }
@@ -699,16 +701,17 @@ actor CoordinatorCore {
         lostWorkers[w.id] = LostWorker(record: w, lostAt: Date(), reason: reason)
         pruneLostWorkers()
         logger.warning("worker lost", metadata: ["worker": "\(w.id)", "worker.role": "\(w.role.rawValue)", "reason": "\(reason)"])
-        // Writes it had not acknowledged: the other replicas' answers stand.
+        // Writes it had not acknowledged are not acknowledged as stored, even
+        // where another replica committed them: the item is not on every
+        // replica it was sent to. The producer resends it (`shard_unavailable`),
+        // and the upsert is idempotent on the replicas that have it.
         for (wid, sw) in shardWrites where sw.worker == w.id {
             shardWrites.removeValue(forKey: wid)
             guard var p = publishes[sw.publish] else { continue }
             p.outstanding.remove(wid)
-            if !p.committed.contains(sw.shard) && !shardWrites.values.contains(where: { $0.publish == sw.publish && $0.shard == sw.shard }) {
-                for g in sw.indices where p.results[g] == nil {
-                    p.results[g] = ItemResult(index: g, uniqueIdentifier: p.identifiers[g], status: .rejected,
-                                              error: WireError(code: "shard_unavailable", message: "the indexer of shard \(sw.shard) was lost before committing; resend"))
-                }
+            for g in sw.indices where p.results[g]?.status != .rejected {
+                p.results[g] = ItemResult(index: g, uniqueIdentifier: p.identifiers[g], status: .rejected,
+                                          error: WireError(code: "shard_unavailable", message: "replica \(w.id) of shard \(sw.shard) was lost before committing; resend"))
             }
             publishes[sw.publish] = p
             finishPublishIfDone(sw.publish)
