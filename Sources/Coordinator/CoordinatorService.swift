@@ -127,6 +127,10 @@ public final class CoordinatorService: Sendable {
                 // in the core's bounded queue (or is answered `busy`), so pings,
                 // cancels and queries keep being read while writes are throttled.
                 await core.handleClient(route: route, payload: payload)
+            } else if frames.count > 2 {
+                // Workers are DEALER sockets sending one frame per message; more
+                // would be read as part of the route and never match a worker.
+                await core.rejectMultiFrame(route: [frames[0]], frames: frames.count - 1)
             } else {
                 await core.handleWorker(route: route, payload: payload)
             }
@@ -137,7 +141,8 @@ public final class CoordinatorService: Sendable {
     /// so a peer that does not read holds back only its own messages.
     func drain(_ outbox: AsyncStream<Outgoing>, to socket: AsyncSocket) async {
         let outboxes = PeerOutboxes(limit: configuration.peerOutboxLimit)
-        await withTaskGroup(of: Void.self) { senders in
+        // Discarding: a sender that finished leaves nothing behind in the group.
+        await withDiscardingTaskGroup { senders in
             for await o in outbox {
                 let route: [Data]
                 switch o.to {

@@ -19,7 +19,7 @@ import ZeroMQ
         init(reply: @escaping @Sendable (String) -> Data) throws {
             context = try Context(ioThreads: 1)
             socket = try Socket(context: context, type: .router)
-            try socket.set([.linger(milliseconds: 0), .receiveTimeout(milliseconds: 10_000)])
+            try socket.set([.linger(milliseconds: 0), .receiveTimeout(milliseconds: 60_000)])
             try socket.bind("tcp://127.0.0.1:0")
             endpoint = try socket.lastEndpoint
             Thread { [self] in
