@@ -109,12 +109,12 @@ def test_limelight_publish_survives_killed_indexers(cluster, corpus):
     check_exactly_once(cluster, ids, killed, err)
 
 
-def test_limelight_publish_survives_a_killed_coordinator(cluster, corpus):
+def test_limelight_publish_survives_killed_coordinator_query_worker_and_indexer(cluster, corpus):
     path, ids = corpus
     command = [str(bin_dir() / "limelight"), "publish", str(path), "--endpoint", cluster.endpoint,
                "--batch-size", "100", "--window", "4", "--ack-timeout", "3", "--retry-for", "120", "--quiet"]
     publish = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    killer, killed = kill_during(publish, cluster, ["coordinator", "indexer-1"], every=1.0, rounds=2)
+    killer, killed = kill_during(publish, cluster, ["coordinator", "query-0", "indexer-1"], every=1.0, rounds=3)
     out, err = publish.communicate(timeout=300)
     killer.join()
     print(f"killed {killed}; publish said: {err.strip()[-300:]}")
