@@ -172,8 +172,9 @@ final class Supervisor: @unchecked Sendable {
         return failures[name]?.count ?? 0
     }
 
-    /// Starts again every child whose backoff has run out.
-    func restartDue(now: Date = Date()) {
+    /// Starts again every child whose backoff has run out; returns why the
+    /// cluster must stop when a child could not be started too often.
+    func restartDue(now: Date = Date()) -> String? {
         lock.lock()
         let due = pending.filter { $0.due <= now }
         pending.removeAll { $0.due <= now }
@@ -184,10 +185,14 @@ final class Supervisor: @unchecked Sendable {
                 try spawn(spec)
                 report("limelight: restarted \(spec.name) (pid \(pid(of: spec.name).map(String.init) ?? "?"))")
             } catch {
+                // A start that fails counts as a failure of the child.
+                guard schedule(Exit(name: spec.name, pid: 0, status: 127, signalled: false, at: Date())) != nil else {
+                    return "\(spec.name) cannot be started (\(error)) and has failed \(restartLimit) times within \(Int(restartWindow)) s"
+                }
                 report("limelight: cannot restart \(spec.name): \(error); retrying")
-                _ = schedule(Exit(name: spec.name, pid: 0, status: 127, signalled: false, at: Date()))
             }
         }
+        return nil
     }
 
     /// Workers first (so nothing is mid-write when the coordinator goes), then

@@ -139,8 +139,7 @@ struct UpCommand: AsyncParsableCommand {
             printError("limelight: \(exit.name) (pid \(exit.pid)) \(exit); restarting it in \(delay) s "
                 + "(failure \(children.recentFailures(of: exit.name)) of \(children.restartLimit) within \(Int(children.restartWindow)) s; log \(logs)/\(exit.name).log)")
         }
-        children.restartDue()
-        return nil
+        return children.restartDue()
     }
 
     /// A data folder keeps the shard count it was created with: shards are
