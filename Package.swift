@@ -83,7 +83,7 @@ let package = Package(
         .target(name: "LimelightClient", dependencies: ["ZeroMQ", "WireProtocol", "Items", "QueryPlan"]),
         .target(name: "LimelightCLI", dependencies: [
             "LimelightClient", "WireProtocol", "SpotlightQuery", "Items", "QueryPlan",
-            "Coordinator", "Workers", "Embedder",
+            "Coordinator", "Workers", "Embedder", "ShardStore",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -112,8 +112,9 @@ let package = Package(
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
         .testTarget(name: "WireProtocolTests", dependencies: ["WireProtocol", "Items"]),
         .testTarget(name: "EmbedderTests", dependencies: ["Embedder"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["LimelightClient", "WireProtocol", "Items"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["LimelightClient", "WireProtocol", "Items", "ZeroMQ"]),
         .testTarget(name: "LimelightCLITests", dependencies: ["LimelightCLI"]),
+        .testTarget(name: "FuzzTests", dependencies: ["Items", "WireProtocol", "SpotlightQuery", "QueryPlan"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -19,10 +19,17 @@ public struct CoordinatorConfiguration: Sendable {
     public var defaultDeadlineMs: Int = 30_000
     /// Frames larger than this get a `too_large` error reply.
     public var maxFrameBytes: Int = 32 * 1024 * 1024
-    /// Publish batches in flight at once. Past this the coordinator stops
-    /// reading client messages until acknowledgements free room, so the
-    /// sockets' high-water marks push back on producers: nothing is dropped.
+    /// Publish batches in flight at once. Past this a batch waits (see
+    /// `maxWaitingWrites`); the coordinator keeps reading and answering
+    /// other requests meanwhile.
     public var maxPendingWrites: Int = 256
+    /// Publish batches that may wait for room, in order; past this a batch is
+    /// answered `busy` (send it again later).
+    public var maxWaitingWrites: Int = 256
+    /// Messages queued by the coordinator towards one peer, on top of what
+    /// ZeroMQ's high-water mark holds; past this a peer that does not read
+    /// loses its new messages (logged and counted), and no other peer waits.
+    public var peerOutboxLimit: Int = 10_000
     /// Messages a socket may queue towards one peer before sends wait.
     public var highWaterMark: Int32 = 10_000
 

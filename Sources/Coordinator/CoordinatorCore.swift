@@ -16,6 +16,15 @@ struct Outgoing: Sendable {
     var envelope: Envelope
 }
 
+extension Peer {
+    var kind: String {
+        switch self {
+        case .client: "client"
+        case .worker: "worker"
+        }
+    }
+}
+
 /// A registered indexer or query worker.
 struct WorkerRecord: Sendable {
     var id: String
@@ -71,7 +80,10 @@ actor CoordinatorCore {
         var started: ContinuousClock.Instant
     }
     var publishes: [String: PendingPublish] = [:]
-    var waitingForWriteRoom: [CheckedContinuation<Void, Never>] = []
+    /// Publishes that came while `maxPendingWrites` were in flight, in order
+    /// (at most `maxWaitingWrites`; see ``holdPublish``).
+    var waitingWrites: [(client: [Data], id: String, publish: Body.Publish)] = []
+    var startingWaitingWrites = false
     var shardWrites: [String: ShardWrite] = [:]
 
     // Deletes in flight.
@@ -203,6 +215,10 @@ actor CoordinatorCore {
     // MARK: Publish
 
     func publish(client: [Data], id: String, _ p: Body.Publish) {
+        if publishes.count >= configuration.maxPendingWrites || !waitingWrites.isEmpty && !startingWaitingWrites {
+            holdPublish(client: client, id: id, p)
+            return
+        }
         count("publish.batches")
         count("publish.items", by: p.items.count)
         let publishID = makeID("p")
@@ -285,7 +301,9 @@ actor CoordinatorCore {
                 }
             }
         } else if let error {
-            for g in w.indices where pending.results[g] == nil {
+            // One replica failed: the item is not stored on every replica, so
+            // it is not acknowledged as stored, whatever the others said.
+            for g in w.indices where pending.results[g]?.status != .rejected {
                 pending.results[g] = ItemResult(index: g, uniqueIdentifier: pending.identifiers[g], status: .rejected, error: error)
             }
         }
@@ -293,21 +311,10 @@ actor CoordinatorCore {
         finishPublishIfDone(w.publish)
     }
 
-    /// Returns once fewer than `maxPendingWrites` publish batches are in flight.
-    func awaitWriteRoom() async {
-        guard publishes.count >= configuration.maxPendingWrites else { return }
-        count("publish.throttled")
-        await withCheckedContinuation { waitingForWriteRoom.append($0) }
-    }
-
     func finishPublishIfDone(_ publishID: String) {
         guard let pending = publishes[publishID], pending.outstanding.isEmpty else { return }
         publishes.removeValue(forKey: publishID)
-        if publishes.count < configuration.maxPendingWrites, !waitingForWriteRoom.isEmpty {
-            let waiting = waitingForWriteRoom
-            waitingForWriteRoom.removeAll()
-            waiting.forEach { $0.resume() }
-        }
+        defer { startWaitingWrites() }
         var results: [ItemResult] = []
         results.reserveCapacity(pending.results.count)
         for (i, r) in pending.results.enumerated() {
@@ -336,9 +343,27 @@ actor CoordinatorCore {
             sendError(.client(client), id, WireError(code: "invalid_domain", message: "'\(domain)' is not a domain identifier", field: "domains"))
             return
         }
+        // `shards` limits the delete to those shards (all of them when absent):
+        // `{"all": true, "shards": [2]}` empties shard 2 only. A shard the
+        // cluster does not have is an error, and nothing is deleted.
+        var targets = Array(0..<configuration.shards)
+        if let only = d.shards {
+            let missing = only.filter { $0 < 0 || $0 >= configuration.shards }
+            guard missing.isEmpty else {
+                let names = missing.map(String.init).joined(separator: ", ")
+                sendError(.client(client), id, WireError(code: "bad_shard", message: "the cluster has shards 0-\(configuration.shards - 1); "
+                    + "no shard \(names); nothing was deleted", field: "shards"))
+                return
+            }
+            guard !only.isEmpty else {
+                sendError(.client(client), id, WireError(code: "invalid_message", message: "'shards' is empty: name at least one shard, or leave it out for every shard", field: "shards"))
+                return
+            }
+            targets = Array(Set(only)).sorted()
+        }
         let deleteID = makeID("d")
         var pending = PendingDelete(client: client, requestID: id, outstanding: [:], deletedByShard: [:], failed: [])
-        for shard in 0..<configuration.shards {
+        for shard in targets {
             let replicas = liveWorkers(.indexer, shard: shard)
             if replicas.isEmpty {
                 pending.failed.append(ShardFailure(shard: shard, reason: "no live indexer"))
@@ -419,6 +444,13 @@ actor CoordinatorCore {
 
     func startQuery(client: [Data], id: String, _ request: Body.QueryRequest) {
         count("queries")
+        // A deadline of 0 or less is a mistake, not a request for no deadline:
+        // a client that wants the server's default leaves the field out.
+        if let d = request.deadlineMs, d <= 0 {
+            sendError(.client(client), id, WireError(code: "invalid_parameter",
+                                                     message: "deadlineMs must be a positive number of milliseconds, found \(d)", field: "deadlineMs"))
+            return
+        }
         let query: Query
         do { query = try planner.plan(request) } catch {
             sendError(.client(client), id, error)
@@ -674,16 +706,17 @@ actor CoordinatorCore {
         lostWorkers[w.id] = LostWorker(record: w, lostAt: Date(), reason: reason)
         pruneLostWorkers()
         logger.warning("worker lost", metadata: ["worker": "\(w.id)", "worker.role": "\(w.role.rawValue)", "reason": "\(reason)"])
-        // Writes it had not acknowledged: the other replicas' answers stand.
+        // Writes it had not acknowledged are not acknowledged as stored, even
+        // where another replica committed them: the item is not on every
+        // replica it was sent to. The producer resends it (`shard_unavailable`),
+        // and the upsert is idempotent on the replicas that have it.
         for (wid, sw) in shardWrites where sw.worker == w.id {
             shardWrites.removeValue(forKey: wid)
             guard var p = publishes[sw.publish] else { continue }
             p.outstanding.remove(wid)
-            if !p.committed.contains(sw.shard) && !shardWrites.values.contains(where: { $0.publish == sw.publish && $0.shard == sw.shard }) {
-                for g in sw.indices where p.results[g] == nil {
-                    p.results[g] = ItemResult(index: g, uniqueIdentifier: p.identifiers[g], status: .rejected,
-                                              error: WireError(code: "shard_unavailable", message: "the indexer of shard \(sw.shard) was lost before committing; resend"))
-                }
+            for g in sw.indices where p.results[g]?.status != .rejected {
+                p.results[g] = ItemResult(index: g, uniqueIdentifier: p.identifiers[g], status: .rejected,
+                                          error: WireError(code: "shard_unavailable", message: "replica \(w.id) of shard \(sw.shard) was lost before committing; resend"))
             }
             publishes[sw.publish] = p
             finishPublishIfDone(sw.publish)

@@ -123,21 +123,51 @@ public final class CoordinatorService: Sendable {
             guard frames.count >= 2, let payload = frames.last else { continue }
             let route = Array(frames.dropLast())
             if isClient {
+                // Never waits for write room: a publish past the limit waits
+                // in the core's bounded queue (or is answered `busy`), so pings,
+                // cancels and queries keep being read while writes are throttled.
                 await core.handleClient(route: route, payload: payload)
-                // Back-pressure: read no more client messages while writes are backed up.
-                await core.awaitWriteRoom()
+            } else if frames.count > 2 {
+                // Workers are DEALER sockets sending one frame per message; more
+                // would be read as part of the route and never match a worker.
+                await core.rejectMultiFrame(route: [frames[0]], frames: frames.count - 1)
             } else {
                 await core.handleWorker(route: route, payload: payload)
             }
         }
     }
 
+    /// Hands each outgoing message to its peer's own queue (``PeerOutboxes``),
+    /// so a peer that does not read holds back only its own messages.
     func drain(_ outbox: AsyncStream<Outgoing>, to socket: AsyncSocket) async {
-        for await o in outbox {
-            let route: [Data]
-            switch o.to {
-            case .client(let r), .worker(let r): route = r
+        let outboxes = PeerOutboxes(limit: configuration.peerOutboxLimit)
+        // Discarding: a sender that finished leaves nothing behind in the group.
+        await withDiscardingTaskGroup { senders in
+            for await o in outbox {
+                let route: [Data]
+                switch o.to {
+                case .client(let r), .worker(let r): route = r
+                }
+                switch outboxes.enqueue(o, route: route) {
+                case .queued: break
+                case .startSender:
+                    senders.addTask { await self.sendAll(to: route, from: outboxes, on: socket) }
+                case .dropped(let first):
+                    await core.count("outbox.dropped")
+                    if first {
+                        logger.warning("a peer is not reading its messages: its outbox is full, dropping new ones until it drains", metadata: [
+                            "peer": "\(o.to.kind)", "peer.route": "\(route.map { $0.map { String(format: "%02x", $0) }.joined() }.joined(separator: "/"))",
+                            "outbox.limit": "\(configuration.peerOutboxLimit)", "message.type": "\(o.envelope.type.rawValue)",
+                        ])
+                    }
+                }
             }
+        }
+    }
+
+    /// Sends one peer's queued messages in order until its queue is empty.
+    func sendAll(to route: [Data], from outboxes: PeerOutboxes, on socket: AsyncSocket) async {
+        while let o = outboxes.next(route: route) {
             do {
                 try await socket.send(route + [o.envelope.encoded()])
             } catch {

@@ -12,6 +12,9 @@ public enum ExitCodes {
     public static let unreachable: Int32 = 3
     /// The result lacks shards; they are named on standard error.
     public static let missingShards: Int32 = 4
+    /// Some published items were never acknowledged within the time limit
+    /// (each is named on standard error): they may or may not be stored.
+    public static let unacknowledged: Int32 = 5
 }
 
 /// Options every client command takes.

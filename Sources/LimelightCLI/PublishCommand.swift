@@ -11,6 +11,15 @@ import WireProtocol
 /// has committed: the window is the back-pressure, so a slow indexer slows the
 /// producer rather than filling queues. A line `{"customAttributeKey": {...}}`
 /// declares a custom attribute before the items after it.
+///
+/// At least once: a batch whose acknowledgement does not come within
+/// `--ack-timeout` seconds (a restarted coordinator, a reconnect), or whose
+/// items come back `shard_unavailable` (an indexer died before committing),
+/// is sent again — what is left of it — until every item is acknowledged or
+/// `--retry-for` seconds have passed since its first attempt. Upserts are
+/// idempotent, so a resent item is stored once. Exit status 0 only when every
+/// item was acknowledged as stored; 1 when some were rejected; 5 when some
+/// were never acknowledged (each named on standard error with its line).
 struct PublishCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "publish",
                                                     abstract: "Publish items from JSON Lines files (or - for standard input).")
@@ -18,11 +27,14 @@ struct PublishCommand: AsyncParsableCommand {
     @Argument(help: "JSONL files; - reads standard input.") var files: [String] = ["-"]
     @Option(help: "Items per batch.") var batchSize = 1000
     @Option(help: "Batches in flight at once.") var window = 4
+    @Option(help: "Seconds to wait for one attempt's acknowledgement before sending the batch again.") var ackTimeout = 30.0
+    @Option(help: "Seconds after a batch's first attempt during which unacknowledged items are sent again.") var retryFor = 300.0
     @Flag(help: "Never show the progress bar.") var quiet = false
     @OptionGroup var endpoint: EndpointOptions
 
     func validate() throws {
         guard batchSize >= 1, window >= 1 else { throw ValidationError("--batch-size and --window must be at least 1") }
+        guard ackTimeout > 0, retryFor >= 0 else { throw ValidationError("--ack-timeout must be more than 0 and --retry-for at least 0") }
     }
 
     struct Source: Sendable {
@@ -42,32 +54,41 @@ struct PublishCommand: AsyncParsableCommand {
             totalBytes += (attrs[.size] as? Int) ?? 0
         }
         let progress = Progress(enabled: !quiet && isatty(STDERR_FILENO) == 1 && totalBytes > 1_000_000, totalBytes: totalBytes)
-        var stored = 0, rejected = 0
+        var stored = 0, rejected = 0, unacknowledged = 0, resent = 0
         var batch: [JSONValue] = []
         var sources: [Source] = []
         var bytesRead = 0
         var linesRead = 0
 
-        try await withThrowingTaskGroup(of: (Body.PublishAck, [Source]).self) { group in
+        let ackTimeout = Duration.milliseconds(Int(self.ackTimeout * 1000)), retryFor = Duration.milliseconds(Int(self.retryFor * 1000))
+        try await withThrowingTaskGroup(of: (PublishOutcome, [Source], [JSONValue]).self) { group in
             var inFlight = 0
-            func collect(_ ack: Body.PublishAck, _ src: [Source]) {
-                stored += ack.stored
-                for r in ack.results where r.status == .rejected {
+            func collect(_ outcome: PublishOutcome, _ src: [Source], _ items: [JSONValue]) {
+                stored += outcome.stored
+                resent += outcome.resentItems
+                for r in outcome.rejected {
                     rejected += 1
                     let s = r.index < src.count ? src[r.index] : Source(file: "?", line: 0)
                     printError("\(s.file):\(s.line): rejected \(r.uniqueIdentifier ?? "item"): \(r.error?.description ?? "unknown reason")")
+                }
+                for i in outcome.unacknowledged {
+                    unacknowledged += 1
+                    let uid = items[i]["uniqueIdentifier"]?.stringValue ?? "item"
+                    printError("\(src[i].file):\(src[i].line): not acknowledged \(uid) after \(outcome.attempts) attempts in \(Int(self.retryFor)) s: \(outcome.lastFailure ?? "no answer")")
                 }
                 progress.update(items: stored + rejected, read: linesRead, bytes: bytesRead)
             }
             func flush() async throws {
                 guard !batch.isEmpty else { return }
-                if inFlight >= window, let (ack, src) = try await group.next() {
+                if inFlight >= window, let (outcome, src, sent) = try await group.next() {
                     inFlight -= 1
-                    collect(ack, src)
+                    collect(outcome, src, sent)
                 }
                 let items = batch, src = sources
                 let batchID = UUID().uuidString
-                group.addTask { (try await client.publish(items, batch: batchID), src) }
+                group.addTask {
+                    (try await client.publishUntilAcknowledged(items, batch: batchID, retryFor: retryFor, attemptTimeout: ackTimeout), src, items)
+                }
                 inFlight += 1
                 batch = []
                 sources = []
@@ -88,7 +109,7 @@ struct PublishCommand: AsyncParsableCommand {
                     }
                     if let decl = value["customAttributeKey"] {
                         try await flush()
-                        while inFlight > 0, let (ack, src) = try await group.next() { inFlight -= 1; collect(ack, src) }
+                        while inFlight > 0, let (outcome, src, sent) = try await group.next() { inFlight -= 1; collect(outcome, src, sent) }
                         do {
                             let d = try JSONDecoder().decode(AttributeDeclaration.self, from: decl.serialized())
                             try await client.declare([d])
@@ -104,10 +125,12 @@ struct PublishCommand: AsyncParsableCommand {
                 }
             }
             try await flush()
-            while let (ack, src) = try await group.next() { collect(ack, src) }
+            while let (outcome, src, sent) = try await group.next() { collect(outcome, src, sent) }
         }
         progress.finish()
-        printError("published \(stored) item\(stored == 1 ? "" : "s")\(rejected > 0 ? ", rejected \(rejected)" : "")")
+        printError("published \(stored) item\(stored == 1 ? "" : "s")\(rejected > 0 ? ", rejected \(rejected)" : "")"
+            + (unacknowledged > 0 ? ", not acknowledged \(unacknowledged)" : "") + (resent > 0 ? " (\(resent) resent)" : ""))
+        if unacknowledged > 0 { throw ExitCode(ExitCodes.unacknowledged) }
         if rejected > 0 { throw ExitCode(ExitCodes.rejected) }
     }
 }

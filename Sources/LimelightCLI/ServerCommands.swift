@@ -2,6 +2,7 @@ import ArgumentParser
 import Coordinator
 import Foundation
 import Logging
+import ShardStore
 import WireProtocol
 import Workers
 
@@ -23,7 +24,10 @@ public struct CoordinatorCommand: AsyncParsableCommand {
     @Option(help: "Milliseconds of silence after which a worker is taken as dead.") var livenessMs = 3000
     @Option(help: "Default query deadline in milliseconds.") var deadlineMs = 30_000
     @Option(help: "Largest accepted message in bytes.") var maxFrameBytes = 32 * 1024 * 1024
-    @Option(help: "Publish batches in flight before the coordinator stops reading from clients.") var maxPendingWrites = 256
+    @Option(help: "Publish batches in flight at once; later ones wait (see --max-waiting-writes).") var maxPendingWrites = 256
+    @Option(help: "Publish batches that may wait for room; past this a batch is answered busy.") var maxWaitingWrites = 256
+    @Option(help: "Messages queued towards one peer beyond ZeroMQ's high-water mark; past this a peer that does not read loses new messages.")
+    var peerOutboxLimit = 10_000
     @OptionGroup var log: ServerLogOptions
 
     public init() {}
@@ -54,6 +58,8 @@ public struct CoordinatorCommand: AsyncParsableCommand {
         c.defaultDeadlineMs = deadlineMs
         c.maxFrameBytes = maxFrameBytes
         c.maxPendingWrites = max(1, maxPendingWrites)
+        c.maxWaitingWrites = max(0, maxWaitingWrites)
+        c.peerOutboxLimit = max(1, peerOutboxLimit)
         let service = try CoordinatorService(configuration: c, logger: log.logger("limelight.coordinator"))
         let failure = FailureBox()
         await runUntilSignalled {
@@ -102,6 +108,8 @@ public struct IndexerCommand: AsyncParsableCommand {
 
     @OptionGroup var worker: WorkerOptions
     @Option(help: "Seconds between purges of expired items.") var purgeInterval = 60.0
+    @Option(help: "What an acknowledged write survives: process (a crash of the process; WAL, synchronous=NORMAL) or power (a power cut too; synchronous=FULL, one fsync per batch).")
+    var durability: Durability = .process
     @OptionGroup var log: ServerLogOptions
 
     public init() {}
@@ -110,6 +118,7 @@ public struct IndexerCommand: AsyncParsableCommand {
         var c = IndexerConfiguration(data: worker.data, shards: try worker.shardList(), workerID: worker.id)
         c.coordinator = worker.coordinator
         c.purgeIntervalSeconds = purgeInterval
+        c.durability = durability
         let service = try IndexerService(configuration: c, logger: log.logger("limelight.indexer"))
         await runUntilSignalled { await service.run() }
         try exitIfRefused(service.refusal)
@@ -137,3 +146,5 @@ public struct QueryWorkerCommand: AsyncParsableCommand {
         try exitIfRefused(service.refusal)
     }
 }
+
+extension Durability: ExpressibleByArgument {}

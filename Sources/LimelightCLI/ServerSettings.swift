@@ -52,8 +52,9 @@ public enum ServerSettings {
                 Setting(key: "shards", kind: .integer), Setting(key: "heartbeatMs", kind: .integer),
                 Setting(key: "livenessMs", kind: .integer), Setting(key: "deadlineMs", kind: .integer),
                 Setting(key: "maxFrameBytes", kind: .integer), Setting(key: "maxPendingWrites", kind: .integer),
+                Setting(key: "maxWaitingWrites", kind: .integer), Setting(key: "peerOutboxLimit", kind: .integer),
             ]
-        case .indexer: return worker + [Setting(key: "purgeInterval", kind: .number)]
+        case .indexer: return worker + [Setting(key: "purgeInterval", kind: .number), Setting(key: "durability", kind: .text)]
         case .query: return worker + [Setting(key: "concurrency", kind: .integer)]
         }
     }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import LimelightClient
+import ShardStore
 
 /// `limelight up`: a whole cluster on one machine, as child processes.
 ///
@@ -9,6 +10,13 @@ import LimelightClient
 /// query workers read the indexers' SQLite files, WAL letting them run beside
 /// the writer). Prints `ready ENDPOINT STATS-URL` once every shard is served,
 /// and stops the children cleanly on SIGINT or SIGTERM.
+///
+/// A child that dies is restarted (see ``Supervisor``): a crashed indexer
+/// costs its shards' writes for the second or two it takes to come back, not
+/// the cluster. A restarted coordinator binds the ports the first one bound,
+/// so clients and workers reconnect to it. A child that fails
+/// `--restart-limit` times within `--restart-window` seconds stops the
+/// cluster with exit status 1.
 struct UpCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "up", abstract: "Run a whole cluster on this machine.")
 
@@ -24,10 +32,17 @@ struct UpCommand: AsyncParsableCommand {
     @Option(help: "Seconds to wait for every shard to be served.") var readyTimeout = 60.0
     @Option(help: "Log level of the children.") var logLevel = "info"
     @Option(help: "Log format of the children: text, or json (one object per line).") var logFormat: LogFormat = .text
+    @Option(help: "What an acknowledged write survives: process (WAL, synchronous=NORMAL) or power (synchronous=FULL). Passed to every indexer.")
+    var durability: Durability = .process
+    @Option(help: "Failures of one child within --restart-window after which the cluster stops instead of restarting it.")
+    var restartLimit = 5
+    @Option(help: "Seconds over which --restart-limit counts a child's failures.") var restartWindow = 60.0
 
     func validate() throws {
         guard shards >= 1 else { throw ValidationError("--shards must be at least 1") }
         guard indexers >= 1, queryWorkers >= 1 else { throw ValidationError("--indexers and --query-workers must be at least 1") }
+        guard restartLimit >= 1 else { throw ValidationError("--restart-limit must be at least 1") }
+        guard restartWindow > 0 else { throw ValidationError("--restart-window must be more than 0 seconds") }
     }
 
     func run() async throws {
@@ -36,14 +51,18 @@ struct UpCommand: AsyncParsableCommand {
         try FileManager.default.createDirectory(atPath: logs, withIntermediateDirectories: true)
         try checkShardCount(dataDir)
         let bin = Self.binDirectory()
-        let children = Children()
+        let children = Supervisor(restartLimit: restartLimit, restartWindow: restartWindow)
 
         let workers = workersEndpoint ?? Self.defaultWorkerEndpoint(listen)
-        let coordinator = try children.spawn(name: "coordinator", executable: bin + "/limelight-coordinator", arguments: [
-            "--listen", listen, "--workers", workers,
-        ] + (statsListen.map { ["--stats-listen", $0] } ?? ["--stats-port", String(statsPort)]) + [
-            "--shards", String(shards), "--log-level", logLevel, "--log-format", logFormat.rawValue,
-        ], logs: logs, captureOutput: true)
+        let statsArguments = statsListen.map { ["--stats-listen", $0] } ?? ["--stats-port", String(statsPort)]
+        func coordinatorArguments(listen: String, workers: String, stats: [String]) -> [String] {
+            ["--listen", listen, "--workers", workers] + stats + [
+                "--shards", String(shards), "--log-level", logLevel, "--log-format", logFormat.rawValue,
+            ]
+        }
+        let coordinator = try children.spawn(Supervisor.Spec(
+            name: "coordinator", executable: bin + "/limelight-coordinator",
+            arguments: coordinatorArguments(listen: listen, workers: workers, stats: statsArguments), logs: logs), captureOutput: true)
         // The coordinator prints its bound endpoints first: "listening CLIENT WORKERS STATS".
         guard let line = coordinator.firstLine(timeout: 20), line.hasPrefix("listening ") else {
             children.stopAll()
@@ -52,27 +71,34 @@ struct UpCommand: AsyncParsableCommand {
         }
         let parts = line.split(separator: " ").map(String.init)
         let clientEndpoint = parts[1], workerEndpoint = parts[2], statsURL = parts.count > 3 ? parts[3] : "-"
+        // A restarted coordinator binds what this one bound (port 0 resolved).
+        var boundStats = statsArguments
+        if statsListen == nil, let port = URL(string: statsURL)?.port { boundStats = ["--stats-port", String(port)] }
+        children.setArguments(coordinatorArguments(listen: clientEndpoint, workers: workerEndpoint, stats: boundStats), of: "coordinator")
 
         // Shards are dealt round-robin: worker i of a role serves the shards s with s % count == i.
         for (role, count) in [("indexer", indexers), ("query", queryWorkers)] {
             for i in 0..<count {
                 let mine = (0..<shards).filter { $0 % count == i }
                 guard !mine.isEmpty else { continue }
-                _ = try children.spawn(name: "\(role)-\(i)", executable: bin + "/limelight-\(role)", arguments: [
+                try children.spawn(Supervisor.Spec(name: "\(role)-\(i)", executable: bin + "/limelight-\(role)", arguments: [
                     "--coordinator", workerEndpoint, "--data", dataDir, "--shards", mine.map(String.init).joined(separator: ","),
                     "--id", "\(role)-\(i)", "--log-level", logLevel, "--log-format", logFormat.rawValue,
-                ], logs: logs)
+                ] + (role == "indexer" ? indexerArguments : []), logs: logs))
             }
         }
 
         let signals = SignalWatcher(signals: [SIGINT, SIGTERM]) { children.requestStop() }
         defer { _ = signals }
 
-        // Ready once every shard has a live indexer and query worker.
+        // Ready once every shard has a live indexer and query worker; a child
+        // that dies meanwhile is restarted like any other.
         let client = try LimelightClient(endpoint: Self.connectable(clientEndpoint))
         let deadline = Date().addingTimeInterval(readyTimeout)
         var ready = false
-        while Date() < deadline, !children.stopRequested, children.firstExit == nil {
+        var gaveUp: String?
+        while Date() < deadline, !children.stopRequested, gaveUp == nil {
+            gaveUp = supervise(children, logs: logs)
             if let pong = try? await client.ping(timeout: .milliseconds(500)), pong.servedShards.count == pong.shardCount {
                 ready = true
                 break
@@ -81,23 +107,39 @@ struct UpCommand: AsyncParsableCommand {
         }
         client.close()
         guard ready else {
-            let why = children.firstExit.map { "\($0) exited" } ?? "not every shard was served in time"
+            let why = gaveUp ?? "not every shard was served in time"
             printError("limelight: cluster did not become ready: \(why); logs in \(logs)")
             children.stopAll()
             throw ExitCode(1)
         }
         printLine("ready \(clientEndpoint) \(statsURL)")
 
-        // Run until a signal, or until a child dies unexpectedly.
+        // Run until a signal, restarting children that die, or until one keeps failing.
         while !children.stopRequested {
-            if let dead = children.firstExit {
-                printError("limelight: \(dead) exited; stopping the cluster (logs in \(logs))")
+            if let why = supervise(children, logs: logs) {
+                printError("limelight: \(why); stopping the cluster (logs in \(logs))")
                 children.stopAll()
                 throw ExitCode(1)
             }
             try? await Task.sleep(for: .milliseconds(100))
         }
         children.stopAll()
+    }
+
+    /// Arguments only the indexers take.
+    var indexerArguments: [String] { ["--durability", durability.rawValue] }
+
+    /// Reports the children that died and schedules their restarts; returns
+    /// why the cluster must stop when one failed too often.
+    func supervise(_ children: Supervisor, logs: String) -> String? {
+        for exit in children.takeExits() {
+            guard let delay = children.schedule(exit) else {
+                return "\(exit.name) \(exit) and has failed \(children.restartLimit) times within \(Int(children.restartWindow)) s"
+            }
+            printError("limelight: \(exit.name) (pid \(exit.pid)) \(exit); restarting it in \(delay) s "
+                + "(failure \(children.recentFailures(of: exit.name)) of \(children.restartLimit) within \(Int(children.restartWindow)) s; log \(logs)/\(exit.name).log)")
+        }
+        return children.restartDue()
     }
 
     /// A data folder keeps the shard count it was created with: shards are
@@ -132,96 +174,5 @@ struct UpCommand: AsyncParsableCommand {
     static func binDirectory() -> String {
         let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         return (exe as NSString).deletingLastPathComponent
-    }
-}
-
-/// The cluster's child processes.
-final class Children: @unchecked Sendable {
-    // All mutable state is guarded by `lock`.
-    private let lock = NSLock()
-    private var processes: [(String, Process)] = []
-    private var _firstExit: String?
-    private var _stopRequested = false
-    private var stopping = false
-
-    final class Child: @unchecked Sendable {
-        // `lines` is guarded by `lock`; the pipe's handler appends to it.
-        let process: Process
-        let lock = NSLock()
-        var buffer = Data()
-        var lines: [String] = []
-        init(process: Process) { self.process = process }
-
-        func firstLine(timeout: Double) -> String? {
-            let end = Date().addingTimeInterval(timeout)
-            while Date() < end {
-                lock.lock()
-                let l = lines.first
-                lock.unlock()
-                if let l { return l }
-                if !process.isRunning { return nil }
-                usleep(20_000)
-            }
-            return nil
-        }
-    }
-
-    func spawn(name: String, executable: String, arguments: [String], logs: String, captureOutput: Bool = false) throws -> Child {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: executable)
-        p.arguments = arguments
-        let logPath = (logs as NSString).appendingPathComponent("\(name).log")
-        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-        log.seekToEndOfFile()
-        p.standardError = log
-        let child = Child(process: p)
-        if captureOutput {
-            let pipe = Pipe()
-            p.standardOutput = pipe
-            pipe.fileHandleForReading.readabilityHandler = { h in
-                let d = h.availableData
-                if d.isEmpty { h.readabilityHandler = nil; return }
-                child.lock.lock()
-                child.buffer.append(d)
-                while let nl = child.buffer.firstIndex(of: 0x0A) {
-                    child.lines.append(String(decoding: child.buffer[child.buffer.startIndex..<nl], as: UTF8.self))
-                    child.buffer.removeSubrange(child.buffer.startIndex...nl)
-                }
-                child.lock.unlock()
-            }
-        } else {
-            p.standardOutput = log
-        }
-        p.terminationHandler = { [weak self] proc in
-            guard let self else { return }
-            self.lock.lock()
-            if !self.stopping && self._firstExit == nil { self._firstExit = "\(name) (status \(proc.terminationStatus))" }
-            self.lock.unlock()
-        }
-        try p.run()
-        lock.lock(); processes.append((name, p)); lock.unlock()
-        return child
-    }
-
-    var firstExit: String? { lock.lock(); defer { lock.unlock() }; return _firstExit }
-    var stopRequested: Bool { lock.lock(); defer { lock.unlock() }; return _stopRequested }
-    func requestStop() { lock.lock(); _stopRequested = true; lock.unlock() }
-
-    /// Workers first (so nothing is mid-write when the coordinator goes), then the coordinator.
-    func stopAll() {
-        lock.lock()
-        stopping = true
-        let all = processes
-        lock.unlock()
-        let workers = all.filter { $0.0 != "coordinator" }.map(\.1)
-        let coordinator = all.filter { $0.0 == "coordinator" }.map(\.1)
-        for group in [workers, coordinator] {
-            for p in group where p.isRunning { kill(p.processIdentifier, SIGTERM) }
-            let end = Date().addingTimeInterval(5)
-            while Date() < end, group.contains(where: \.isRunning) { usleep(20_000) }
-            for p in group where p.isRunning { kill(p.processIdentifier, SIGKILL) }
-            for p in group { p.waitUntilExit() }
-        }
     }
 }

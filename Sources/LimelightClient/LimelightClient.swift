@@ -66,10 +66,22 @@ public final class LimelightClient: Sendable {
         }
         let socket = self.socket
         let pending = self.pending
-        receiver = Task {
+        receiver = Task { [endpoint] in
             for await frames in socket.messages {
-                guard let payload = frames.last, let env = try? Envelope.decode(payload, maxBytes: .max) else { continue }
-                pending.deliver(env)
+                guard let payload = frames.last else { continue }
+                let envelope: Envelope
+                do throws(ProtocolError) {
+                    envelope = try Envelope.decode(payload, maxBytes: .max)
+                } catch {
+                    // A reply we cannot read still answers its request: fail
+                    // that request now rather than leave it to its timeout.
+                    // Without an id there is no request to fail.
+                    if let id = error.id {
+                        pending.fail(id, ClientError(.unexpectedReply, "cannot read the reply to request \(id) from \(endpoint): \(error)"))
+                    }
+                    continue
+                }
+                pending.deliver(envelope)
             }
             pending.failAll(ClientError(.closed, "connection closed"))
         }
@@ -129,8 +141,10 @@ public final class LimelightClient: Sendable {
         }
     }
 
-    public func delete(ids: [String]? = nil, domains: [String]? = nil, all: Bool = false) async throws -> Int {
-        guard case .deleteAck(let a) = try await request(.delete(Body.Delete(ids: ids, domains: domains, all: all ? true : nil))) else {
+    /// Deletes by ids, by domains (subdomains too) or all items; on every
+    /// shard, or only on `shards` (a shard the cluster lacks is an error).
+    public func delete(ids: [String]? = nil, domains: [String]? = nil, all: Bool = false, shards: [Int]? = nil) async throws -> Int {
+        guard case .deleteAck(let a) = try await request(.delete(Body.Delete(ids: ids, domains: domains, all: all ? true : nil, shards: shards))) else {
             throw ClientError(.unexpectedReply, "expected delete_ack")
         }
         return a.deleted

@@ -35,10 +35,11 @@ final class Connection {
 /// used by one thread at a time. The one exception is ``interrupt()``, which
 /// another thread reaches through ``interruptHandle``.
 ///
-/// Read-write connections use WAL journaling with `synchronous=NORMAL`: readers
-/// on other connections (other processes included) keep reading while one
-/// writer commits, and a commit costs one write to the log rather than an
-/// fsync of the database file.
+/// Read-write connections use WAL journaling: readers on other connections
+/// (other processes included) keep reading while one writer commits. With
+/// `synchronous=NORMAL` (the default) a commit costs one write to the log and
+/// no fsync: it survives the process crashing, not the machine losing power;
+/// `synchronous=FULL` syncs the log at every commit, so it survives both.
 public final class Database {
     /// How to open the file.
     public enum Mode: Sendable, Hashable {
@@ -55,6 +56,9 @@ public final class Database {
         public var busyTimeout: Duration = .seconds(5)
         /// Switch a read-write connection to WAL journaling.
         public var walJournal = true
+        /// `PRAGMA synchronous` of a read-write WAL connection: when a commit
+        /// reaches the disk (see ``Synchronous``).
+        public var synchronous: Synchronous = .normal
         /// At most this many prepared statements are kept by ``prepare(_:)``.
         public var statementCacheCapacity = 64
         /// Page cache size in KiB (`PRAGMA cache_size=-N`); `nil` keeps SQLite's default.
@@ -64,6 +68,19 @@ public final class Database {
         public var mmapSizeBytes: Int? = nil
 
         public init() {}
+    }
+
+    /// When a commit is on the disk (`PRAGMA synchronous`, in WAL mode).
+    public enum Synchronous: String, Sendable, CaseIterable {
+        /// The log is written at each commit and synced only at checkpoints:
+        /// a commit survives a crash of the process, and the last ones may be
+        /// lost if the machine loses power.
+        case normal = "NORMAL"
+        /// The log is synced at each commit: a commit survives a power cut too.
+        case full = "FULL"
+
+        /// The number `PRAGMA synchronous` answers with.
+        public var level: Int { self == .normal ? 1 : 2 }
     }
 
     /// How a transaction takes its locks.
@@ -116,7 +133,7 @@ public final class Database {
             // journal_mode answers with a row, so it goes through a statement.
             let mode = try makeStatement("PRAGMA journal_mode=WAL")
             _ = try mode.step()
-            try execute("PRAGMA synchronous=NORMAL")
+            try execute("PRAGMA synchronous=\(configuration.synchronous.rawValue)")
         }
     }
 

@@ -65,7 +65,8 @@ public final class ShardStore {
     let searchCache = SearchCache()
 
     /// Opens a shard file, creating it (and its tables) in `.readWrite` mode.
-    public init(path: String, mode: Mode = .readWrite, logger: Logger) throws {
+    /// `durability` sets when a `.readWrite` store's commits reach the disk.
+    public init(path: String, mode: Mode = .readWrite, durability: Durability = .process, logger: Logger) throws {
         self.path = path
         self.mode = mode
         self.logger = logger
@@ -75,6 +76,7 @@ public final class ShardStore {
         }
         var configuration = Database.Configuration()
         configuration.cacheSizeKiB = 64 * 1024
+        configuration.synchronous = durability.synchronous
         if mode == .readOnly {
             // Queries read pages straight from the map instead of copying each
             // miss out of the OS cache: ~6 % off a word query's p50 and a third

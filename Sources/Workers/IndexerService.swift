@@ -15,6 +15,8 @@ public struct IndexerConfiguration: Sendable {
     public var purgeIntervalSeconds: Double = 60
     public var heartbeatMs: Int = 1000
     public var livenessMs: Int = 3000
+    /// What an acknowledged write survives (see ``Durability``).
+    public var durability: Durability = .process
 
     public init(data: String, shards: [Int], workerID: String? = nil) {
         self.data = data
@@ -59,7 +61,10 @@ public final class IndexerService: Sendable {
         for shard in configuration.shards {
             var l = logger
             l[metadataKey: "shard"] = "\(shard)"
-            let store = try ShardStore(path: shardPath(data: configuration.data, shard: shard), mode: .readWrite, logger: l)
+            let store = try ShardStore(path: shardPath(data: configuration.data, shard: shard), mode: .readWrite,
+                                        durability: configuration.durability, logger: l)
+            // Read back from SQLite, so the log shows what is in force, not what was asked.
+            l.info("opened shard", metadata: ["store.durability": "\((try? store.durabilityInForce())?.rawValue ?? "unknown")"])
             stores[shard] = (StoreBox(store), SerialExecutor(label: "limelight.indexer.shard-\(shard)"))
         }
         self.stores = stores

@@ -5,23 +5,16 @@ The cluster is ``<bin>/limelight up --data <tmp> --listen tcp://127.0.0.1:0
 --stats-port 0 --shards 4`` (bin = $LIMELIGHT_BIN, default .build/debug),
 with the worker endpoint on a free port so fake workers can connect to it.
 Tests that need it are skipped when the executable is missing and
-$LIMELIGHT_BIN is unset, and fail when $LIMELIGHT_BIN names a folder without it.
+$LIMELIGHT_BIN and $CI are unset, and fail otherwise (harness.require_binaries).
 """
-
-import os
 
 import pytest
 
-from harness import Client, Traffic, bin_dir, publish_all, read_jsonl, start_cluster, stop_cluster
+from harness import Client, Traffic, publish_all, read_jsonl, require_binaries, start_cluster, stop_cluster
 
 
 def _require_binary():
-    exe = bin_dir() / "limelight"
-    if exe.exists():
-        return
-    if os.environ.get("LIMELIGHT_BIN"):
-        pytest.fail(f"{exe} does not exist: build first (swift build)")
-    pytest.skip(f"{exe} does not exist: run `swift build` or set LIMELIGHT_BIN")
+    require_binaries("limelight", "limelight-coordinator", "limelight-indexer", "limelight-query")
 
 
 def _cluster(tmp_path_factory, name):

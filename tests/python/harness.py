@@ -35,6 +35,32 @@ def bin_dir():
     return pathlib.Path(os.environ.get("LIMELIGHT_BIN") or REPO / ".build" / "debug")
 
 
+def under_ci():
+    """Whether this is a CI run (CI=true), where nothing may quietly be left out."""
+    return os.environ.get("CI", "").lower() in ("true", "1")
+
+
+def strict():
+    """Whether a missing prerequisite must fail the test rather than skip it:
+    under CI and when $LIMELIGHT_BIN names the build to test."""
+    return under_ci() or bool(os.environ.get("LIMELIGHT_BIN"))
+
+
+def require_binaries(*names):
+    """Skips the test when an executable is missing on a developer's machine
+    with nothing built yet; fails it under CI or when $LIMELIGHT_BIN is set, so
+    a broken build never passes as a row of skips."""
+    import pytest
+
+    missing = [n for n in names if not (bin_dir() / n).exists()]
+    if not missing:
+        return
+    message = f"{', '.join(missing)} missing from {bin_dir()}"
+    if strict():
+        pytest.fail(f"{message}: build first (swift build)")
+    pytest.skip(f"{message}: run `swift build` or set LIMELIGHT_BIN")
+
+
 def free_port():
     """A TCP port on loopback that nothing listens on now."""
     with socket.socket() as s:
@@ -52,13 +78,14 @@ class Cluster(NamedTuple):
     process: subprocess.Popen
 
 
-def start_cluster(data, shards=4):
-    """Runs ``limelight up`` on free ports and returns once it prints
-    ``ready ENDPOINT STATS-URL``."""
+def start_cluster(data, shards=4, extra=(), stderr=subprocess.PIPE):
+    """Runs ``limelight up`` on free ports (with ``extra`` arguments) and
+    returns once it prints ``ready ENDPOINT STATS-URL``. ``stderr`` may be a
+    file, for tests that read ``up``'s messages while it runs."""
     workers_endpoint = f"tcp://127.0.0.1:{free_port()}"
     command = [str(bin_dir() / "limelight"), "up", "--data", str(data), "--listen", "tcp://127.0.0.1:0",
-               "--stats-port", "0", "--shards", str(shards), "--workers-endpoint", workers_endpoint]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+               "--stats-port", "0", "--shards", str(shards), "--workers-endpoint", workers_endpoint, *extra]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True)
     lines = queue.Queue()
     threading.Thread(target=_forward_lines, args=(process.stdout, lines), daemon=True).start()
     deadline = time.monotonic() + READY_TIMEOUT
@@ -94,8 +121,32 @@ def stop_cluster(process):
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+    if process.stderr is None:
+        return ""
     with process.stderr:
         return process.stderr.read()
+
+
+def child_pid(up, name):
+    """The pid of ``limelight up``'s child ``name`` (coordinator, indexer-0,
+    query-1 ...), found in /proc; None when it is not running."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            if ppid != up.pid:
+                continue
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            continue
+        if name == "coordinator" and argv[0].endswith(b"limelight-coordinator"):
+            return int(entry)
+        if b"--id" in argv and argv[argv.index(b"--id") + 1] == name.encode():
+            return int(entry)
+    return None
 
 
 def _logs(data):

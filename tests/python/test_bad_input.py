@@ -31,6 +31,12 @@ CASES = [
     (b'{"v": 1, "type": "ping", "id": 7}', "invalid_message", "", "must be text"),
     (b'{"v": 1, "type": "publish", "id": "u4", "items": "not a list"}', "invalid_message", "u4", "items"),
     (oversized_publish, "too_large", "big", "exceeds the limit"),
+    # A deadline of 0 or less is refused, not taken as "no deadline".
+    (b'{"v": 1, "type": "query", "id": "u6", "query": "title == \\"x\\"", "deadlineMs": 0}', "invalid_parameter", "u6", "deadlineMs"),
+    (b'{"v": 1, "type": "query", "id": "u7", "query": "title == \\"x\\"", "deadlineMs": -5}', "invalid_parameter", "u7", "found -5"),
+    (b'{"v": 1, "type": "search", "id": "u8", "params": {"query": "x"}, "deadlineMs": 0}', "invalid_parameter", "u8", "deadlineMs"),
+    # A delete for a shard the cluster lacks deletes nothing and says which.
+    (b'{"v": 1, "type": "delete", "id": "u9", "all": true, "shards": [2, 9]}', "bad_shard", "u9", "no shard 9"),
 ]
 
 
@@ -64,5 +70,33 @@ def test_bad_frame_gets_a_named_error_and_the_cluster_keeps_serving(cluster, raw
     raw.send(b'{"v": 1, "type": "ping", "id": "after"}')
     pong = receive(raw)
     assert (pong["type"], pong["id"]) == ("pong", "after")
+    with Client(cluster.endpoint) as c:
+        assert c.ping()["servedShards"] == [0, 1, 2, 3]
+
+
+WORKER_CASES = [
+    ([b"{this is not json"], "malformed_json", "", "not valid JSON"),
+    ([b'{"v": 1, "type": "teleport", "id": "w1"}'], "unknown_type", "w1", "teleport"),
+    ([b'{"v": 1, "type": "heartbeat", "id": "w2", "worker": "nobody"}'], "unregistered", "w2", "register before"),
+    ([b'{"v": 1, "type": "write_ack", "id": "w3", "shard": 0, "results": []}'], "unregistered", "w3", "register before"),
+    ([b"extra", b'{"v": 1, "type": "heartbeat", "id": "w4", "worker": "x"}'], "invalid_message", "", "2 frames"),
+    ([b'{"v": 1, "type": "register", "id": "w5", "role": "indexer", "worker": "bad", "shards": [0, 99]}'], "bad_shard", "w5", "99"),
+]
+
+
+@pytest.mark.parametrize("frames,code,reply_id,mentions", WORKER_CASES, ids=[c[1] + ":" + c[3] for c in WORKER_CASES])
+def test_bad_worker_message_gets_a_named_error_and_the_cluster_keeps_serving(cluster, frames, code, reply_id, mentions):
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.connect(cluster.workers_endpoint)
+    try:
+        sock.send_multipart(frames)
+        reply = receive(sock)
+        schemas.assert_valid(reply)
+        assert reply["type"] == "error"
+        assert (reply["code"], reply["id"]) == (code, reply_id), reply
+        assert mentions in reply["message"], reply
+    finally:
+        sock.close()
     with Client(cluster.endpoint) as c:
         assert c.ping()["servedShards"] == [0, 1, 2, 3]

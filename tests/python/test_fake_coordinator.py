@@ -8,6 +8,7 @@ everything sent to them is checked against the schemas.
 """
 
 import json
+import re
 import subprocess
 import time
 
@@ -15,7 +16,7 @@ import pytest
 import zmq
 
 import schemas
-from harness import bin_dir, read_jsonl
+from harness import bin_dir, read_jsonl, require_binaries
 
 
 class FakeCoordinator:
@@ -84,9 +85,7 @@ class FakeCoordinator:
 @pytest.fixture(scope="module")
 def workers(tmp_path_factory):
     """A fake coordinator with a real indexer and query worker registered for shard 0."""
-    exe = bin_dir() / "limelight-indexer"
-    if not exe.exists():
-        pytest.skip(f"{exe} does not exist: run `swift build` or set LIMELIGHT_BIN")
+    require_binaries("limelight-indexer", "limelight-query")
     data = tmp_path_factory.mktemp("workers")
     coordinator = FakeCoordinator()
     processes = []
@@ -159,10 +158,25 @@ def test_relevance_sorted_hits_carry_scores(workers, stored):
     workers.send("real-query", "shard_query", "q2", shard=0, plan=plan)
     batches, done = workers.collect("real-query")
     hits = [h for b in batches for h in b["hits"]]
-    citrus = {i["uniqueIdentifier"] for i in stored if "citrus" in i["attributes"]["keywords"]}
-    assert {h["item"]["uniqueIdentifier"] for h in hits} >= citrus
+    # `*` with `t`: every item one of whose text values has the token "citrus"
+    # (five by keyword, and the SweeTango apple by its description), and no other.
+    citrus = {i["uniqueIdentifier"] for i in stored if any("citrus" in re.findall(r"\w+", t.lower()) for t in _texts(i["attributes"]))}
+    assert len(citrus) == 6
+    assert {h["item"]["uniqueIdentifier"] for h in hits} == citrus
     assert all(isinstance(h.get("score"), (int, float)) for h in hits)
     assert done["count"] == len(hits)
+
+
+def _texts(value):
+    """Every string inside an attribute value."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list):
+        for v in value:
+            yield from _texts(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _texts(v)
 
 
 def test_shard_query_for_a_shard_not_served(workers):

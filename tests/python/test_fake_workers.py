@@ -132,10 +132,46 @@ def test_write_reaches_the_fake_replica(fakes, client, traffic):
     assert not [m for m in indexer.received if m["type"] == "error"]
 
 
+def failing_indexer(message):
+    """Fails every write, as an indexer whose disk is full does."""
+    if message["type"] != "write":
+        return indexer_handler(message)
+    return [("error", {"code": "store_failed", "message": "the fake replica cannot write"})]
+
+
+def test_an_item_is_stored_only_when_every_replica_committed_it(fakes, client):
+    # The real indexer stores the batch, the fake replica fails it: the item
+    # is on one replica only, so it is not acknowledged as stored.
+    fakes("indexer", handler=failing_indexer)
+    items = [{"uniqueIdentifier": f"quorum:{n}", "domainIdentifier": f"test.quorum.d{n}", "attributes": {"title": f"Item {n}"}}
+             for n in range(4)]
+    ack = client.publish(items, batch="quorum-1")
+    assert (ack["stored"], ack["rejected"]) == (0, 4)
+    assert {r["error"]["code"] for r in ack["results"]} == {"store_failed"}
+
+
+def test_a_replica_lost_before_committing_fails_its_items(fakes, client, private_cluster):
+    # The fake replica takes the write and never answers; it is then stopped,
+    # and once the coordinator has declared it lost the items come back
+    # shard_unavailable (resend), though the real replica committed them.
+    silent = fakes("indexer", handler=lambda m: indexer_handler(m) if m["type"] != "write" else [])
+    items = [{"uniqueIdentifier": f"lost:{n}", "domainIdentifier": f"test.lost.d{n}", "attributes": {"title": f"Item {n}"}}
+             for n in range(4)]
+    request = client.send_request("publish", items=items, batch="lost-1")
+    assert silent.wait_for("write")
+    silent.stop()
+    ack = client.next_reply(request, timeout=20)
+    client.finish(request)
+    assert (ack["stored"], ack["rejected"]) == (0, 4), ack
+    assert {r["error"]["code"] for r in ack["results"]} == {"shard_unavailable"}
+    assert all(f"replica {silent.worker_id}" in r["error"]["message"] for r in ack["results"])
+
+
 def test_delete_and_declare_reach_the_fake_indexer(fakes, client):
     indexer = fakes("indexer", handler=indexer_handler)
     client.delete(domains=["test.replica"])
     deletes = [m for m in indexer.received if m["type"] == "delete"]
+    assert deletes, "the fake indexer got no delete"
     assert sorted(s for d in deletes for s in d["shards"]) == SHARDS
     assert all(d["domains"] == ["test.replica"] for d in deletes)
     client.declare([{"name": "fakeDate", "type": "date"}])
@@ -179,6 +215,8 @@ def test_cancel_reaches_the_query_worker(fakes, client, traffic):
     stream.cancel()
     events = list(stream)
     assert events[-1][0] == "completion" and events[-1][1]["cancelled"] is True
+    [sent] = traffic.sent("cancel")
+    assert sent["query"] == stream.id
     cancel = worker.wait_for("cancel")
     assert cancel["query"] == shard_query["id"]
 
@@ -187,6 +225,7 @@ def test_silent_shard_fails_at_the_deadline(fakes, client):
     worker = fakes("query")
     events = list(client.query('title == "*"', deadline_ms=1500))
     silent = sorted(m["shard"] for m in worker.received if m["type"] == "shard_query")
+    assert silent, "the fake got no shard query"
     completion = events[-1][1]
     assert sorted(f["shard"] for f in completion["failedShards"]) == silent
     assert all("deadline" in f["reason"] for f in completion["failedShards"])

@@ -99,16 +99,47 @@ def test_unknown_language_is_an_error(client):
     assert caught.value.code == "unsupported_language"
 
 
-def test_cancel_ends_the_query_with_a_completion(client, traffic, debian):
-    stream = client.query('contentDescription == "*"', batch_size=1)
-    stream.cancel()
+def test_cancel_after_the_completion_is_ignored(client, traffic, debian):
+    # A running query's cancel is tested where it cannot race the query's end:
+    # test_fake_workers.py's silent fake worker holds the query open. Here the
+    # query is over before its cancel: the cancel gets no reply and changes nothing.
+    stream = client.query('contentDescription == "*"', batch_size=50)
     events = list(stream)
     completion = events[-1][1]
-    assert events[-1][0] == "completion"
-    # The query may have finished before the cancel arrived.
-    assert completion["cancelled"] or completion["count"] >= len(debian)
+    assert events[-1][0] == "completion" and completion["cancelled"] is False
+    assert completion["count"] == sum(len(v) for k, v in events if k == "batch") >= len(debian)
+    client.cancel(stream.id)
     [cancel] = traffic.sent("cancel")
     assert cancel["query"] == stream.id
+    assert client.ping()["type"] == "pong"
+    # Nothing more came for the query or the cancel: the one completion, and the pong.
+    assert [m["id"] for m in traffic.received("completion")] == [stream.id]
+    assert not [m for d, m in traffic.messages if d == "received" and m.get("id") == cancel["id"]]
+
+
+def _shard(domain, shard_count=4):
+    """The coordinator's shard of a domain (FNV-1a, Sources/WireProtocol/Sharding.swift)."""
+    h = 0xcbf29ce484222325
+    for b in domain.encode("utf-8"):
+        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return h % shard_count
+
+
+def test_delete_with_shards_deletes_only_there(client, traffic):
+    items = [{"uniqueIdentifier": f"shards:{n}", "domainIdentifier": f"test.shards.d{n}", "attributes": {"title": f"sharded {n}"}}
+             for n in range(16)]
+    by_shard = {}
+    for item in items:
+        by_shard.setdefault(_shard(item["domainIdentifier"]), set()).add(item["uniqueIdentifier"])
+    assert len(by_shard) >= 3, "the items should span several shards"
+    assert client.publish(items)["stored"] == len(items)
+    target = sorted(by_shard)[0]
+    # Every id named, one shard asked: only that shard's items go.
+    assert client.delete(ids=[i["uniqueIdentifier"] for i in items], shards=[target]) == len(by_shard[target])
+    assert traffic.sent("delete")[0]["shards"] == [target]
+    left = {i["uniqueIdentifier"] for k, v in client.query('title == "sharded*"', fetch=[]) if k == "batch" for i in v}
+    assert left == {i["uniqueIdentifier"] for i in items} - by_shard[target]
+    assert client.delete(domains=["test.shards"]) == len(left)
 
 
 def test_delete_ack_counts_subdomains(client, traffic):

@@ -221,10 +221,13 @@ class Client:
         self.request("declare", timeout, attributes=list(attributes))
 
     def delete(self, ids: Optional[Iterable[str]] = None, domains: Optional[Iterable[str]] = None, all: bool = False,
-               timeout: Optional[float] = None) -> int:
+               timeout: Optional[float] = None, shards: Optional[Iterable[int]] = None) -> int:
         """Deletes by unique identifier, by domain (with its subdomains), or
-        everything; returns how many items went."""
+        everything; returns how many items went. With ``shards``, only on
+        those shards (a shard the cluster lacks is an error, ``bad_shard``)."""
         body: JSONObject = {}
+        if shards is not None:
+            body["shards"] = list(shards)
         if ids is not None:
             body["ids"] = list(ids)
         if domains is not None:

@@ -9,8 +9,11 @@ queues. A line ``{"customAttributeKey": {"name": ..., "type": ...}}`` declares
 a custom attribute before the items after it (as ``limelight publish`` does).
 
 Prints a summary on standard output and each rejected item, with its line
-number, on standard error. Exit status: 0 when everything was stored, 1 when
-any item was rejected, 2 for bad arguments, 3 when the server cannot be reached.
+number, on standard error. Batches not acknowledged in time (``--ack-timeout``)
+or answered ``shard_unavailable`` are sent again until acknowledged, for at
+most ``--retry-for`` seconds (see :class:`Publisher`). Exit status: 0 when
+everything was stored, 1 when any item was rejected, 2 for bad arguments, 3
+when the server cannot be reached, 5 when some items were never acknowledged.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from .client import DEFAULT_ENDPOINT, Client, JSONObject, LimelightError, Limeli
 
 EXIT_REJECTED = 1
 EXIT_UNREACHABLE = 3
+EXIT_UNACKNOWLEDGED = 5
 
 
 def program_name() -> str:
@@ -36,18 +40,49 @@ def program_name() -> str:
     return name if name.startswith(("limelight", "publish")) else "limelight-publish"
 
 
-class Publisher:
-    """Sends batches with a window of them in flight and tallies the acks."""
+RETRYABLE = frozenset({"shard_unavailable", "unavailable", "busy", "timeout"})
+"""Error codes that mean "not stored this time, send it again"."""
 
-    def __init__(self, client: Client, name: str, window: int, ack_timeout: float) -> None:
+
+class _Batch:
+    """A batch being published: its items and line numbers, which of them are
+    still unacknowledged, when it was first sent and its current request."""
+
+    def __init__(self, items: list[Any], lines: list[int], name: str) -> None:
+        self.items = items
+        self.lines = lines
+        self.name = name
+        self.open = list(range(len(items)))  # indices not yet acknowledged
+        self.first_sent = time.monotonic()
+        self.sent_at = self.first_sent
+        self.attempts = 0
+        self.backoff = 0.2
+        self.last_failure = "no answer"
+
+
+class Publisher:
+    """Sends batches with a window of them in flight and tallies the acks.
+
+    At least once: a batch whose acknowledgement does not come within
+    ``ack_timeout`` seconds (a restarted coordinator, a reconnect), or whose
+    items come back ``shard_unavailable``/``unavailable``/``busy``, is sent
+    again — what is left of it — until every item is acknowledged or
+    ``retry_for`` seconds have passed since its first attempt. Upserts are
+    idempotent, so a resent item is stored once. Items never acknowledged are
+    counted in ``unacknowledged`` and named on standard error."""
+
+    def __init__(self, client: Client, name: str, window: int, ack_timeout: float, retry_for: float = 300.0) -> None:
         self.client = client
         self.name = name
         self.window = window
         self.ack_timeout = ack_timeout
-        # request id -> the batch's items and their line numbers
-        self.in_flight: dict[str, tuple[list[Any], list[int]]] = {}
+        self.retry_for = retry_for
+        # request id -> its batch
+        self.in_flight: dict[str, _Batch] = {}
         self.stored = 0
         self.rejected = 0
+        self.unacknowledged = 0
+        self.resent = 0
 
     def reject(self, line: Union[int, str], what: str, reason: object) -> None:
         """Counts one rejected line and names it on standard error."""
@@ -58,37 +93,90 @@ class Publisher:
         """Sends a batch, first waiting for an ack if the window is full."""
         while len(self.in_flight) >= self.window:
             self.collect_one()
-        batch = f"{os.path.basename(self.name)}:{lines[0]}-{lines[-1]}"
-        request_id = self.client.send_request("publish", items=items, batch=batch)
-        self.in_flight[request_id] = (items, lines)
+        self._send(_Batch(items, lines, f"{os.path.basename(self.name)}:{lines[0]}-{lines[-1]}"))
+
+    def _send(self, batch: _Batch) -> None:
+        batch.attempts += 1
+        batch.sent_at = time.monotonic()
+        try:
+            request_id = self.client.send_request("publish", items=[batch.items[i] for i in batch.open], batch=batch.name)
+        except LimelightTimeout as e:
+            # The socket's queue is full: the coordinator is away. Count it as an attempt that timed out.
+            batch.last_failure = str(e)
+            request_id = f"unsent:{id(batch)}:{batch.attempts}"
+        self.in_flight[request_id] = batch
 
     def drain(self) -> None:
         """Waits for every batch in flight."""
         while self.in_flight:
             self.collect_one()
 
+    def _retry_or_give_up(self, batch: _Batch) -> None:
+        """Sends what is left of a batch again after its backoff, or names its
+        items as unacknowledged when its time is up."""
+        if not batch.open:
+            return
+        left = batch.first_sent + self.retry_for - time.monotonic()
+        if left <= 0:
+            for i in batch.open:
+                self.unacknowledged += 1
+                print(f"{self.name}:{batch.lines[i]}: not acknowledged {uid_of(batch.items[i])} after {batch.attempts} "
+                      f"attempts in {self.retry_for:g} s: {batch.last_failure}", file=sys.stderr)
+            batch.open = []
+            return
+        time.sleep(min(batch.backoff, left))
+        batch.backoff = min(batch.backoff * 2, 5.0)
+        self.resent += len(batch.open)
+        self._send(batch)
+
     def collect_one(self) -> None:
-        """Waits for one ack and reports its rejections."""
-        reply = self.client.next_reply(list(self.in_flight), self.ack_timeout)
+        """Waits for one ack (or the first attempt to time out) and settles it."""
+        now = time.monotonic()
+        oldest_id = min(self.in_flight, key=lambda r: self.in_flight[r].sent_at)
+        wait = max(0.0, self.in_flight[oldest_id].sent_at + self.ack_timeout - now)
+        try:
+            reply = self.client.next_reply([r for r in self.in_flight if not r.startswith("unsent:")], wait)
+        except LimelightTimeout:
+            batch = self.in_flight.pop(oldest_id)
+            self.client.finish(oldest_id)
+            if not oldest_id.startswith("unsent:"):
+                batch.last_failure = f"no acknowledgement within {self.ack_timeout:g} s"
+            self._retry_or_give_up(batch)
+            return
         if reply["id"] not in self.in_flight:
             # An error without an id: the coordinator could not read one of our frames.
             raise LimelightError.from_reply(reply)
-        items, lines = self.in_flight.pop(reply["id"])
+        batch = self.in_flight.pop(reply["id"])
         self.client.finish(reply["id"])
+        sent = list(batch.open)
         if reply["type"] == "error":
             error = LimelightError.from_reply(reply)
-            for item, number in zip(items, lines):
-                self.reject(number, uid_of(item), error)
+            if error.code in RETRYABLE:
+                batch.last_failure = str(error)
+                self._retry_or_give_up(batch)
+                return
+            for i in sent:
+                self.reject(batch.lines[i], uid_of(batch.items[i]), error)
+            batch.open = []
             return
-        self.stored += reply["stored"]
+        still: list[int] = []
         for result in reply["results"]:
-            if result["status"] != "rejected":
-                continue
             index = result["index"]
-            line: Union[int, str] = lines[index] if 0 <= index < len(lines) else "?"
-            uid = result.get("uniqueIdentifier") or (uid_of(items[index]) if 0 <= index < len(items) else "item")
+            if not 0 <= index < len(sent):
+                continue
+            original = sent[index]
+            if result["status"] == "stored":
+                self.stored += 1
+                continue
             reason: JSONObject = result.get("error") or {"code": "rejected", "message": "no reason given"}
-            self.reject(line, uid, LimelightError.from_reply(reason))
+            if reason.get("code") in RETRYABLE:
+                still.append(original)
+                batch.last_failure = f"{reason.get('code')}: {reason.get('message')}"
+                continue
+            uid = result.get("uniqueIdentifier") or uid_of(batch.items[original])
+            self.reject(batch.lines[original], uid, LimelightError.from_reply(reason))
+        batch.open = still
+        self._retry_or_give_up(batch)
 
 
 def uid_of(item: Any) -> str:
@@ -105,9 +193,9 @@ def read_lines(path: str) -> Iterator[tuple[int, str]]:
             yield number, text
 
 
-def publish(client: Client, path: str, batch_size: int, window: int, ack_timeout: float) -> Publisher:
+def publish(client: Client, path: str, batch_size: int, window: int, ack_timeout: float, retry_for: float = 300.0) -> Publisher:
     """Publishes a file; returns the Publisher with its counts."""
-    publisher = Publisher(client, "stdin" if path == "-" else path, window, ack_timeout)
+    publisher = Publisher(client, "stdin" if path == "-" else path, window, ack_timeout, retry_for)
     items: list[Any] = []
     lines: list[int] = []
     for number, text in read_lines(path):
@@ -149,10 +237,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--batch-size", type=int, default=500, help="items per batch (default: %(default)s)")
     parser.add_argument("--window", type=int, default=4, help="batches in flight at once (default: %(default)s)")
     parser.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for the server to answer a ping (default: %(default)s)")
-    parser.add_argument("--ack-timeout", type=float, default=120.0, help="seconds to wait for a batch's acknowledgement (default: %(default)s)")
+    parser.add_argument("--ack-timeout", type=float, default=30.0,
+                        help="seconds to wait for one attempt's acknowledgement before sending the batch again (default: %(default)s)")
+    parser.add_argument("--retry-for", type=float, default=300.0,
+                        help="seconds after a batch's first attempt during which unacknowledged items are sent again (default: %(default)s)")
     args = parser.parse_args(argv)
     if args.batch_size < 1 or args.window < 1:
         parser.error("--batch-size and --window must be at least 1")
+    if args.ack_timeout <= 0 or args.retry_for < 0:
+        parser.error("--ack-timeout must be more than 0 and --retry-for at least 0")
     if args.file != "-" and not os.path.isfile(args.file):
         parser.error(f"cannot read {args.file}")
 
@@ -160,7 +253,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     with Client(args.endpoint, timeout=args.timeout) as client:
         try:
             client.ping()
-            publisher = publish(client, args.file, args.batch_size, args.window, args.ack_timeout)
+            publisher = publish(client, args.file, args.batch_size, args.window, args.ack_timeout, args.retry_for)
         except LimelightTimeout as e:
             print(f"{program_name()}: cannot reach a server at {args.endpoint}: {e}", file=sys.stderr)
             return EXIT_UNREACHABLE
@@ -169,8 +262,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return EXIT_REJECTED
     elapsed = time.monotonic() - started
     total = publisher.stored + publisher.rejected
-    print(f"{publisher.stored} stored, {publisher.rejected} rejected in {elapsed:.2f} s "
-          f"({total / max(elapsed, 1e-6):.0f} items/s)")
+    print(f"{publisher.stored} stored, {publisher.rejected} rejected"
+          + (f", {publisher.unacknowledged} not acknowledged" if publisher.unacknowledged else "")
+          + (f" ({publisher.resent} resent)" if publisher.resent else "")
+          + f" in {elapsed:.2f} s ({total / max(elapsed, 1e-6):.0f} items/s)")
+    if publisher.unacknowledged:
+        return EXIT_UNACKNOWLEDGED
     return EXIT_REJECTED if publisher.rejected else 0
 
 

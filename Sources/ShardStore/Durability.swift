@@ -1,0 +1,31 @@
+import SQLite
+
+/// What an acknowledged write survives: chosen per indexer with
+/// `--durability`, because the price differs by orders of magnitude on some
+/// disks and the right answer depends on what the data is worth.
+///
+/// Either way the shard is in WAL mode, and a commit is what the indexer
+/// acknowledges.
+public enum Durability: String, Sendable, CaseIterable, Codable {
+    /// `synchronous=NORMAL`: a commit is in the log when it is acknowledged,
+    /// and the log is synced at checkpoints. An acknowledged write survives
+    /// the process being killed (`kill -9`, a crash); the last writes before
+    /// a power cut or kernel panic may be lost (the shard stays consistent).
+    /// The default: no fsync per batch.
+    case process
+    /// `synchronous=FULL`: the log is synced before a commit returns, so an
+    /// acknowledged write survives a power cut too, at the cost of one fsync
+    /// per committed batch.
+    case power
+
+    var synchronous: Database.Synchronous { self == .process ? .normal : .full }
+}
+
+extension ShardStore {
+    /// The durability the shard's connection is running with, read back from
+    /// SQLite (`PRAGMA synchronous`), not from what was asked for.
+    public func durabilityInForce() throws -> Durability? {
+        let level = try db.prepare("PRAGMA synchronous").scalar()?.int64
+        return Durability.allCases.first { Int64($0.synchronous.level) == level }
+    }
+}
