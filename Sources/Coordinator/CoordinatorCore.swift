@@ -81,6 +81,8 @@ actor CoordinatorCore {
         var outstanding: [String: (worker: String, shard: Int)]
         var deletedByShard: [Int: Int]
         var failed: [ShardFailure]
+        /// Set for entity deletes and associations, which answer `entity_ack`.
+        var entity: EntityOperation? = nil
     }
     var deletes: [String: PendingDelete] = [:]
     var deleteOfRequest: [String: String] = [:]
@@ -179,6 +181,12 @@ actor CoordinatorCore {
         case .search(let q): startSearch(client: route, id: envelope.id, q)
         case .cancel(let c): cancel(client: route, requestID: c.query)
         case .delete(let d): delete(client: route, id: envelope.id, d)
+        case .entityDonate(let d): donateEntities(client: route, id: envelope.id, d)
+        case .entityDelete(let d): deleteEntities(client: route, id: envelope.id, d)
+        case .entityAssociate(let a): associateEntity(client: route, id: envelope.id, a)
+        case .suggest(let s): startSuggest(client: route, id: envelope.id, s)
+        case .spotlight(let s): startSpotlight(client: route, id: envelope.id, s)
+        case .continueSearch(let c): startContinue(client: route, id: envelope.id, c)
         case .declare(let d): declare(client: route, id: envelope.id, d)
         case .ping: send(.client(route), envelope.id, .pong(pong()))
         case .stats: send(.client(route), envelope.id, .statsReply(Body.Stats(stats: stats())))
@@ -202,7 +210,9 @@ actor CoordinatorCore {
 
     // MARK: Publish
 
-    func publish(client: [Data], id: String, _ p: Body.Publish) {
+    /// `rejected`: items already refused before routing (entities that are
+    /// not valid donations), answered in place with their reason.
+    func publish(client: [Data], id: String, _ p: Body.Publish, rejected: [Int: ItemResult] = [:]) {
         count("publish.batches")
         count("publish.items", by: p.items.count)
         let publishID = makeID("p")
@@ -213,6 +223,10 @@ actor CoordinatorCore {
         var byShard: [Int: [Int]] = [:]
         var allIDs: [String] = []
         for (i, item) in p.items.enumerated() {
+            if let r = rejected[i] {
+                pending.results[i] = r
+                continue
+            }
             guard case .object(let o) = item else {
                 pending.results[i] = ItemResult(index: i, uniqueIdentifier: nil, status: .rejected,
                                                 error: WireError(ItemError(.notAnObject, "an item must be a JSON object, found \(item.kindName)")))
@@ -371,6 +385,10 @@ actor CoordinatorCore {
         guard let pending = deletes[deleteID], pending.outstanding.isEmpty else { return }
         deletes.removeValue(forKey: deleteID)
         let total = pending.deletedByShard.values.reduce(0, +)
+        if let op = pending.entity {
+            finishEntityOperation(op, pending, total: total)
+            return
+        }
         if !pending.failed.isEmpty {
             let names = pending.failed.map { "shard \($0.shard) (\($0.reason))" }.joined(separator: ", ")
             sendError(.client(pending.client), pending.requestID,
@@ -605,6 +623,7 @@ actor CoordinatorCore {
             send(.worker(route), envelope.id, .heartbeat(Body.Heartbeat()))
         case .writeAck(let a): writeAcked(writeID: envelope.id, ack: a, error: nil)
         case .deleteAck(let a): deleteAcked(workerMessageID: envelope.id, deleted: a.deleted, error: nil)
+        case .entityAck(let a): deleteAcked(workerMessageID: envelope.id, deleted: a.count, error: nil)
         case .declareAck: declareAcked(workerMessageID: envelope.id, error: nil)
         case .shardBatch(let b): shardBatch(key: envelope.id, from: wid, b)
         case .shardDone(let d) where searches[envelope.id] != nil:
