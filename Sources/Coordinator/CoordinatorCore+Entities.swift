@@ -46,7 +46,7 @@ extension CoordinatorCore {
     }
 
     func deleteEntities(client: [Data], id: String, _ d: Body.EntityDelete) {
-        do throws(ItemError) { try AppEntity.checkType(d.type) } catch {
+        do throws(ItemError) { try AppEntity.checkType(d.entityType, field: "entityType") } catch {
             sendError(.client(client), id, WireError(error))
             return
         }
@@ -54,8 +54,8 @@ extension CoordinatorCore {
             sendError(.client(client), id, WireError(code: "invalid_message", message: "'ids' must list non-empty entity ids (omit it to delete the whole type)", field: "ids"))
             return
         }
-        broadcastEntityOperation(client: client, id: id, .delete(type: d.type)) { shard in
-            .entityDelete(Body.EntityDelete(type: d.type, ids: d.ids, shards: [shard]))
+        broadcastEntityOperation(client: client, id: id, .delete(type: d.entityType)) { shard in
+            .entityDelete(Body.EntityDelete(entityType: d.entityType, ids: d.ids, shards: [shard]))
         }
     }
 

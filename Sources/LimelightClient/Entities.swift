@@ -16,7 +16,7 @@ extension LimelightClient {
 
     /// Deletes entities of a type: those ids, or all of the type; returns how many there were.
     public func deleteEntities(type: String, ids: [String]? = nil) async throws -> Int {
-        guard case .entityAck(let a) = try await request(.entityDelete(Body.EntityDelete(type: type, ids: ids))) else {
+        guard case .entityAck(let a) = try await request(.entityDelete(Body.EntityDelete(entityType: type, ids: ids))) else {
             throw ClientError(.unexpectedReply, "expected entity_ack")
         }
         return a.count

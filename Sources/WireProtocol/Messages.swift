@@ -362,11 +362,14 @@ public enum Body: Sendable, Hashable {
     }
     /// `deleteAppEntities(identifiedBy:ofType:)` with `ids`, `deleteAppEntities(ofType:)` without.
     public struct EntityDelete: Sendable, Hashable, Codable {
-        public var type: String
+        /// The entity type (not `type`, which every message uses for its own type).
+        public var entityType: String
         public var ids: [String]?
         /// Coordinator → indexer: the shards to apply it to.
         public var shards: [Int]?
-        public init(type: String, ids: [String]? = nil, shards: [Int]? = nil) { self.type = type; self.ids = ids; self.shards = shards }
+        public init(entityType: String, ids: [String]? = nil, shards: [Int]? = nil) {
+            self.entityType = entityType; self.ids = ids; self.shards = shards
+        }
     }
     /// `CSSearchableItem.associateAppEntity(_:priority:)` on a stored item.
     public struct EntityAssociate: Sendable, Hashable, Codable {

@@ -123,7 +123,7 @@ public final class IndexerService: Sendable {
                 await link.send(envelope.id, .error(WireError(code: "store_failed", message: "shard \(w.shard): \(error)")))
             }
         case .entityDelete(let d):
-            await applyToShards(envelope.id, d.shards) { store in try store.deleteEntities(type: d.type, ids: d.ids) }
+            await applyToShards(envelope.id, d.shards) { store in try store.deleteEntities(type: d.entityType, ids: d.ids) }
         case .entityAssociate(let a):
             await applyToShards(envelope.id, a.shards) { store in
                 try store.associate(uniqueIdentifier: a.uniqueIdentifier, with: a.entity) ? 1 : 0
