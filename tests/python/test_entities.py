@@ -3,7 +3,7 @@ through the Python client: every message schema-checked as it passes."""
 
 import pytest
 
-from harness import Client, Traffic
+from harness import Client, Traffic, wait_until
 from limelight_client import LimelightError
 
 
@@ -21,6 +21,8 @@ def test_entity_messages_and_results(client, traffic):
     assert [h["objectID"] for h in hits] == ["entity:PyLandmark:2", "entity:PyLandmark:1"]
     assert hits[0]["entity"] == {"type": "PyLandmark", "id": "2", "priority": 10}
 
+    # A shard's term list may be up to 2 s old (suggestions trade that for speed): wait for the new word.
+    assert wait_until(lambda: client.suggest("xylo")["suggestions"] == [{"suggestion": "xylofone", "count": 3}], timeout=10)
     suggested = client.suggest("xylo", hits_per_page=2)
     assert suggested["suggestions"][0] == {"suggestion": "xylofone", "count": 3}
     assert len(suggested["response"]["hits"]) == 2
