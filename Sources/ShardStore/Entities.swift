@@ -62,18 +62,18 @@ extension ShardStore {
     /// subdomains. The subdomains are the ones this shard holds now, read in
     /// the query's own transaction, so the answer is exact.
     func exactDomainNode(_ domains: [String]) throws -> Node {
-        var below: Set<String> = []
         let s = try db.prepare("SELECT DISTINCT domain FROM items WHERE domain >= ?1 || '.' AND domain < ?1 || '/'")
-        for d in domains {
+        var clauses: [Node] = []
+        for d in Set(domains).sorted() {
+            var below: [String] = []
             try s.bind(d, at: 0)
-            while try s.step() { if let sub = s.string(at: 0) { below.insert(sub) } }
+            while try s.step() { if let sub = s.string(at: 0) { below.append(sub) } }
             try s.reset()
+            // `domain` is hierarchical: each domain's own clause leaves out
+            // everything below it; a listed subdomain comes back through its own clause.
+            clauses.append(below.isEmpty ? .domain([d]) : .and([.domain([d]), .not(.domain(below))]))
         }
-        let within = Node.domain(domains)
-        // `domain` is hierarchical, so excluding the direct subdomains' trees
-        // excludes everything below; a listed domain is never excluded.
-        let excluded = below.subtracting(domains).sorted()
-        return excluded.isEmpty ? within : .and([within, .not(.domain(excluded))])
+        return clauses.count == 1 ? clauses[0] : .or(clauses)
     }
 
     /// The distinct domains the shard holds, each with its item count.

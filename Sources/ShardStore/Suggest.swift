@@ -41,7 +41,10 @@ extension ShardStore {
     /// - Several words: the items that hold every earlier word and the
     ///   completion as tokens, counted by the word index for the
     ///   ``countedCompletions`` most frequent completions, expired items left
-    ///   out. Completions that would find nothing are dropped.
+    ///   out. Completions that would find nothing are dropped. They are
+    ///   counted most frequent first, and counting stops once a completion's
+    ///   document count cannot beat the `limit`-th best count so far, so the
+    ///   shard's top `limit` is exact whatever the cut.
     ///
     /// Text that ends with a space (`prefixLast` false) is complete: its only
     /// suggestion is itself, with its count. The words are the plan's
@@ -73,12 +76,19 @@ extension ShardStore {
                 let now = Date().timeIntervalSinceReferenceDate
                 var out: [Suggestion] = []
                 for t in terms.prefix(max(limit, Self.countedCompletions)) {
+                    // A completion finds at most the items holding it: once the
+                    // next one's document count cannot beat the limit-th best
+                    // count, no later (rarer) one can either.
+                    if out.count >= limit, t.docs <= out[limit - 1].count { break }
                     let match = (earlier + [t.term]).map(Self.ftsQuote).joined(separator: " ")
                     try count.bind(match, at: 0)
                     try count.bind(now, at: 1)
                     let n = Int(try count.scalar()?.int64 ?? 0)
                     try count.reset()
-                    if n > 0 { out.append(Suggestion(text: prefix + t.term, count: n)) }
+                    if n > 0 {
+                        out.append(Suggestion(text: prefix + t.term, count: n))
+                        out.sort(by: Suggestion.precedes)
+                    }
                 }
                 out.sort(by: Suggestion.precedes)
                 return out
