@@ -39,11 +39,7 @@ extension ShardStore {
     ///   most ``ShardStore/vocabularyMaxAge``, and items expired but not yet
     ///   purged are counted.
     /// - Several words: the items that hold every earlier word and the
-    ///   completion as tokens. When few items hold the earlier words and some
-    ///   completion (``textCountLimit``), they are found with one word-index
-    ///   query and every completion is counted over their text at once
-    ///   (``countFromText(earlier:last:)``); otherwise each completion is
-    ///   counted by the word index, for the
+    ///   completion as tokens, counted by the word index for the
     ///   ``countedCompletions`` most frequent completions, expired items left
     ///   out. Completions that would find nothing are dropped. They are
     ///   counted most frequent first, and counting stops once a completion's
@@ -73,9 +69,6 @@ extension ShardStore {
                 if earlier.isEmpty {
                     return terms.prefix(max(limit, Self.maxShardSuggestions)).map { Suggestion(text: $0.term, count: $0.docs) }
                 }
-                if plan.prefixLast, !terms.isEmpty, let counted = try countFromText(earlier: earlier, last: last) {
-                    return counted.prefix(max(limit, Self.maxShardSuggestions)).map { Suggestion(text: prefix + $0.term, count: $0.count) }
-                }
                 let count = try db.prepare("""
                     SELECT count(*) FROM words JOIN items ON items.id = words.rowid
                     WHERE words MATCH ?1 AND (items.expires IS NULL OR items.expires > ?2)
@@ -103,42 +96,6 @@ extension ShardStore {
         } catch {
             throw StoreError.wrap(error, "suggestions failed")
         }
-    }
-
-    /// Items a few-word suggestion is counted over by reading their text, at most.
-    static let textCountLimit = 400
-
-    /// Several words, counted in one pass: the items that hold every earlier
-    /// word and some completion of the last (one word-index query), then each
-    /// completion's items from their own indexed text, tokenized as the index
-    /// tokenizes it. Nil when more than ``textCountLimit`` items qualify:
-    /// then counting completion by completion through the index is cheaper.
-    func countFromText(earlier: [String], last: String) throws -> [(term: String, count: Int)]? {
-        let match = earlier.map(Self.ftsQuote).joined(separator: " ") + " " + Self.ftsQuote(last) + "*"
-        let find = try db.prepare("""
-            SELECT words.rowid FROM words JOIN items ON items.id = words.rowid
-            WHERE words MATCH ?1 AND (items.expires IS NULL OR items.expires > ?2) LIMIT ?3
-            """)
-        try find.bind(match, at: 0)
-        try find.bind(Date().timeIntervalSinceReferenceDate, at: 1)
-        try find.bind(Int64(Self.textCountLimit + 1), at: 2)
-        let ids = try find.map { $0.int64(at: 0) }
-        guard ids.count <= Self.textCountLimit else { return nil }
-        var counts: [String: Int] = [:]
-        let texts = try db.prepare("SELECT text FROM attrs WHERE item = ? AND kind IN (0, 5)")
-        for id in ids {
-            var seen: Set<String> = []
-            try texts.bind(id, at: 0)
-            while try texts.step() {
-                guard let text = texts.string(at: 0) else { continue }
-                for token in SearchTokens.tokens(text) where token.folded.hasPrefix(last) { seen.insert(token.folded) }
-            }
-            try texts.reset()
-            for t in seen { counts[t, default: 0] += 1 }
-        }
-        var out = counts.map { (term: $0.key, count: $0.value) }
-        out.sort { $0.count != $1.count ? $0.count > $1.count : $0.term < $1.term }
-        return out
     }
 
     static func ftsQuote(_ term: String) -> String { "\"" + term.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
