@@ -65,8 +65,9 @@ import Testing
         // A complete word suggests itself only.
         let done = try s.suggest(SearchPlan(words: ["python"], prefixLast: false), limit: 10)
         #expect(done.map(\.text) == ["python"])
-        // The cut: only the best one asked for.
-        #expect(try s.suggest(SearchPlan(words: ["python", "mo"]), limit: 1).count == 1)
+        // The cut: only the best one asked for, best first.
+        #expect(try s.suggest(SearchPlan(words: ["python", "mo"]), limit: 1).map(\.text) == ["python module"])
+        #expect(try s.suggest(SearchPlan(words: ["tools", "py"]), limit: 5).map(\.text) == ["tools python"])
     }
 
     @Test func groupsPerExactDomainWithTotals() throws {
