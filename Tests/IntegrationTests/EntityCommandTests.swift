@@ -19,7 +19,7 @@ struct EntityCommandTests {
         // Donate from a file: one line per entity on standard output, a bad one named with exit 1.
         let file = cluster.data + "/entities.jsonl"
         let lines = [
-            #"{"type": "RecipeEntity", "id": "r1", "displayRepresentation": {"title": "Pumpkin soup", "subtitle": "Autumn", "image": "file:///soup.png"}, "properties": {"contentDescription": "roasted pumpkin with ginger", "servings": 4}, "priority": 2, "domainIdentifier": "com.example.recipes"}"#,
+            #"{"type": "RecipeEntity", "id": "r1", "displayRepresentation": {"title": "Pumpkin soup", "subtitle": "Autumn", "image": "file:///soup.png"}, "properties": {"contentDescription": "roasted pumpkin with ginger", "servings": 4, "contentType": "public.recipe"}, "priority": 2, "domainIdentifier": "com.example.recipes"}"#,
             #"{"type": "RecipeEntity", "id": "r2", "displayRepresentation": {"title": "Pumpkin pie"}, "domainIdentifier": "com.example.recipes"}"#,
             #"{"type": "RecipeEntity", "id": "r3", "displayRepresentation": {"subtitle": "no title"}}"#,
         ]
@@ -34,6 +34,13 @@ struct EntityCommandTests {
         let search = try await client.search(.object(["query": .string("ginger")])).response
         #expect(search["hits"]?.arrayValue?.first?["entity"]?["id"]?.stringValue == "r1")
         #expect(search["hits"]?.arrayValue?.first?["thumbnailURL"]?.stringValue == "file:///soup.png")
+
+        // `query` and `predicate` lines carry the entity too.
+        let query = try run(["query", #"title == "Pumpkin*"cd"#, "--json"] + ep, nil, [:])
+        #expect(Set(try jsonLines(query.stdout).compactMap { $0["entity"]?["id"]?.stringValue }) == ["r1", "r2"])
+        let predicate = try run(["predicate", "--record-type", "public.recipe", "servings == 4", "--json"] + ep, nil, [:])
+        #expect(predicate.status == 0, "\(predicate.stderr)")
+        #expect(try jsonLines(predicate.stdout).compactMap { $0["entity"]?["id"]?.stringValue } == ["r1"])
 
         // Associate, then delete by ids and by type.
         let associated = try run(["entities", "associate", "--item", "deb:emacs", "--type", "AppEntity", "--id", "emacs", "--priority", "3", "--json"] + ep, nil, [:])
