@@ -19,6 +19,12 @@ struct RunningSearch: Sendable {
     var builder: SearchResponseBuilder
     var started: ContinuousClock.Instant
     var deadlineTimer: Task<Void, Never>?
+    /// What the client asked for, and so what it is answered (see ``SearchMode``).
+    var mode: SearchMode = .search
+    /// Typed queries: each suggestion's count, summed over the shards.
+    var suggestions: [String: Int] = [:]
+    /// Spotlight: every shard's domain groups.
+    var groups: [Body.ShardGroup] = []
 }
 
 extension CoordinatorCore {
@@ -34,10 +40,16 @@ extension CoordinatorCore {
             sendError(.client(client), id, WireError(code: "invalid_parameter", message: "deadlineMs must be positive", field: "deadlineMs"))
             return
         }
+        launchSearch(client: client, id: id, request: request, deadlineMs: s.deadlineMs, mode: .search)
+    }
+
+    /// Scatters a parsed search (of any ``SearchMode``) to every shard.
+    func launchSearch(client: [Data], id: String, request: SearchRequest, deadlineMs: Int?, mode: SearchMode) {
         let key = makeID("s")
-        let deadline = s.deadlineMs ?? configuration.defaultDeadlineMs
+        let deadline = deadlineMs ?? configuration.defaultDeadlineMs
         var rs = RunningSearch(key: key, client: client, requestID: id, request: request, planJSON: request.plan.json,
                                deadlineMs: deadline, builder: SearchResponseBuilder(request: request), started: .now)
+        rs.mode = mode
         if deadline > 0 {
             rs.deadlineTimer = Task { [weak self] in
                 guard (try? await Task.sleep(for: .milliseconds(deadline))) != nil else { return }
@@ -66,13 +78,16 @@ extension CoordinatorCore {
         searches[key] = rs
         let elapsed = Int(rs.started.duration(to: .now).milliseconds)
         send(.worker(w.route), key, .shardSearch(Body.ShardSearch(shard: shard, plan: rs.planJSON,
-                                                                  deadlineMs: rs.deadlineMs > 0 ? max(1, rs.deadlineMs - elapsed) : nil)))
+                                                                  deadlineMs: rs.deadlineMs > 0 ? max(1, rs.deadlineMs - elapsed) : nil,
+                                                                  suggest: rs.mode.suggestLimit, perDomain: rs.mode.perDomain)))
     }
 
     func shardSearchAnswered(key: String, from worker: String, _ r: Body.ShardSearchResult) {
         guard var rs = searches[key], rs.outstanding[r.shard] == worker else { return }
         rs.outstanding.removeValue(forKey: r.shard)
         rs.builder.add(r)
+        for s in r.suggestions ?? [] { rs.suggestions[s.suggestion, default: 0] += s.count }
+        rs.groups += r.groups ?? []
         searches[key] = rs
         finishSearchIfDone(key)
     }
@@ -115,9 +130,14 @@ extension CoordinatorCore {
         let elapsed = rs.started.duration(to: .now).milliseconds
         record(&queryLatenciesMs, elapsed)
         if !rs.failed.isEmpty { count("searches.partial") }
-        let response = rs.builder.response(processingTimeMS: Int(elapsed.rounded()))
-        send(.client(rs.client), rs.requestID,
-             .searchResult(Body.SearchResult(response: response, failedShards: rs.failed.sorted { $0.shard < $1.shard })))
+        let failed = rs.failed.sorted { $0.shard < $1.shard }
+        switch rs.mode {
+        case .search:
+            let response = rs.builder.response(processingTimeMS: Int(elapsed.rounded()))
+            send(.client(rs.client), rs.requestID, .searchResult(Body.SearchResult(response: response, failedShards: failed)))
+        case .suggest, .spotlight:
+            send(.client(rs.client), rs.requestID, typedAnswer(rs, elapsedMs: elapsed, failed: failed))
+        }
     }
 
     func searchDeadlineReached(_ key: String) {

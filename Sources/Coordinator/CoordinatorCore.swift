@@ -82,7 +82,7 @@ actor CoordinatorCore {
     var publishes: [String: PendingPublish] = [:]
     /// Publishes that came while `maxPendingWrites` were in flight, in order
     /// (at most `maxWaitingWrites`; see ``holdPublish``).
-    var waitingWrites: [(client: [Data], id: String, publish: Body.Publish)] = []
+    var waitingWrites: [(client: [Data], id: String, publish: Body.Publish, rejected: [Int: ItemResult])] = []
     var startingWaitingWrites = false
     var shardWrites: [String: ShardWrite] = [:]
 
@@ -93,6 +93,8 @@ actor CoordinatorCore {
         var outstanding: [String: (worker: String, shard: Int)]
         var deletedByShard: [Int: Int]
         var failed: [ShardFailure]
+        /// Set for entity deletes and associations, which answer `entity_ack`.
+        var entity: EntityOperation? = nil
     }
     var deletes: [String: PendingDelete] = [:]
     var deleteOfRequest: [String: String] = [:]
@@ -191,6 +193,12 @@ actor CoordinatorCore {
         case .search(let q): startSearch(client: route, id: envelope.id, q)
         case .cancel(let c): cancel(client: route, requestID: c.query)
         case .delete(let d): delete(client: route, id: envelope.id, d)
+        case .entityDonate(let d): donateEntities(client: route, id: envelope.id, d)
+        case .entityDelete(let d): deleteEntities(client: route, id: envelope.id, d)
+        case .entityAssociate(let a): associateEntity(client: route, id: envelope.id, a)
+        case .suggest(let s): startSuggest(client: route, id: envelope.id, s)
+        case .spotlight(let s): startSpotlight(client: route, id: envelope.id, s)
+        case .continueSearch(let c): startContinue(client: route, id: envelope.id, c)
         case .declare(let d): declare(client: route, id: envelope.id, d)
         case .ping: send(.client(route), envelope.id, .pong(pong()))
         case .stats: send(.client(route), envelope.id, .statsReply(Body.Stats(stats: stats())))
@@ -214,9 +222,11 @@ actor CoordinatorCore {
 
     // MARK: Publish
 
-    func publish(client: [Data], id: String, _ p: Body.Publish) {
+    /// `rejected`: items already refused before routing (entities that are
+    /// not valid donations), answered in place with their reason.
+    func publish(client: [Data], id: String, _ p: Body.Publish, rejected: [Int: ItemResult] = [:]) {
         if publishes.count >= configuration.maxPendingWrites || !waitingWrites.isEmpty && !startingWaitingWrites {
-            holdPublish(client: client, id: id, p)
+            holdPublish(client: client, id: id, p, rejected: rejected)
             return
         }
         count("publish.batches")
@@ -229,6 +239,10 @@ actor CoordinatorCore {
         var byShard: [Int: [Int]] = [:]
         var allIDs: [String] = []
         for (i, item) in p.items.enumerated() {
+            if let r = rejected[i] {
+                pending.results[i] = r
+                continue
+            }
             guard case .object(let o) = item else {
                 pending.results[i] = ItemResult(index: i, uniqueIdentifier: nil, status: .rejected,
                                                 error: WireError(ItemError(.notAnObject, "an item must be a JSON object, found \(item.kindName)")))
@@ -396,6 +410,10 @@ actor CoordinatorCore {
         guard let pending = deletes[deleteID], pending.outstanding.isEmpty else { return }
         deletes.removeValue(forKey: deleteID)
         let total = pending.deletedByShard.values.reduce(0, +)
+        if let op = pending.entity {
+            finishEntityOperation(op, pending, total: total)
+            return
+        }
         if !pending.failed.isEmpty {
             let names = pending.failed.map { "shard \($0.shard) (\($0.reason))" }.joined(separator: ", ")
             sendError(.client(pending.client), pending.requestID,
@@ -642,6 +660,7 @@ actor CoordinatorCore {
             send(.worker(route), envelope.id, .heartbeat(Body.Heartbeat()))
         case .writeAck(let a): writeAcked(writeID: envelope.id, ack: a, error: nil)
         case .deleteAck(let a): deleteAcked(workerMessageID: envelope.id, deleted: a.deleted, error: nil)
+        case .entityAck(let a): deleteAcked(workerMessageID: envelope.id, deleted: a.count, error: nil)
         case .declareAck: declareAcked(workerMessageID: envelope.id, error: nil)
         case .shardBatch(let b): shardBatch(key: envelope.id, from: wid, b)
         case .shardDone(let d) where searches[envelope.id] != nil:

@@ -80,11 +80,14 @@ struct QueryCommand: AsyncParsableCommand {
         }
     }
 
-    /// `uniqueIdentifier`, `domainIdentifier` and the requested `attributes`.
+    /// `uniqueIdentifier`, `domainIdentifier` and the requested `attributes`;
+    /// and `entity` for an item that comes from (or is associated with) an
+    /// app entity, so that the app can run its open intent.
     static func jsonLine(_ item: JSONValue, fetch: [String]?) -> String {
         var o: [String: JSONValue] = [:]
         o["uniqueIdentifier"] = item["uniqueIdentifier"] ?? .null
         o["domainIdentifier"] = item["domainIdentifier"] ?? .string("")
+        if let entity = item["entity"], entity != .null { o["entity"] = entity }
         var attrs = item["attributes"]?.objectValue ?? [:]
         if let fetch { attrs = attrs.filter { fetch.contains($0.key) } }
         o["attributes"] = .object(attrs)

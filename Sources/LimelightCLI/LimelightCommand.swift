@@ -11,7 +11,8 @@ public struct LimelightCommand: AsyncParsableCommand {
         3 server unreachable; 4 result lacks shards (named on standard error).
         """,
         subcommands: [UpCommand.self, PublishCommand.self, QueryCommand.self, PredicateCommand.self, SearchCommand.self,
-                      DeleteCommand.self, DeclareCommand.self, StatsCommand.self, EmbedCommand.self])
+                      DeleteCommand.self, DeclareCommand.self, StatsCommand.self, EmbedCommand.self,
+                      EntitiesCommand.self, SuggestCommand.self, SpotlightCommand.self, ContinueCommand.self])
 
     public init() {}
 }

@@ -49,6 +49,7 @@ extension Predicate {
             if let u = r.upper { o["max"] = .number(u.value); o["maxInclusive"] = .bool(u.inclusive) }
             return .object(o)
         case .domain(let ds): return .object(["op": .string("domain"), "domains": .array(ds.map { .string($0) })])
+        case .exactDomain(let ds): return .object(["op": .string("exactDomain"), "domains": .array(ds.map { .string($0) })])
         case .geo(let g):
             var o: [String: JSONValue] = ["op": .string("geo"), "attribute": .string(g.attribute)]
             switch g.area {
@@ -120,6 +121,11 @@ extension Predicate {
                 throw PlanDecodingError(path: "\(path).domains", message: "expected a list of domain identifiers")
             }
             self = .domain(a.compactMap(\.stringValue))
+        case "exactDomain":
+            guard let a = o["domains"]?.arrayValue else {
+                throw PlanDecodingError(path: "\(path).domains", message: "expected a list of domain identifiers")
+            }
+            self = .exactDomain(a.compactMap(\.stringValue))
         case "geo":
             self = .geo(try GeoTest(json: o, path: path))
         case "regex":

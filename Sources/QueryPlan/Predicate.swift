@@ -185,6 +185,9 @@ public indirect enum Predicate: Sendable, Hashable {
     case range(RangeTest)
     /// The item's domain is one of these or lies below one of them.
     case domain([String])
+    /// The item's domain is exactly one of these, not below one: a group of
+    /// Spotlight's grouped results, where a subdomain is a group of its own.
+    case exactDomain([String])
     /// One of the attribute's locations lies in an area (see ``GeoTest``).
     case geo(GeoTest)
     /// A regular expression matches one of the attribute's values, whole
@@ -241,7 +244,7 @@ public indirect enum Predicate: Sendable, Hashable {
     /// Attribute names the predicate mentions (for validation against the schema).
     public var attributeNames: Set<String> {
         switch self {
-        case .all, .none, .domain: []
+        case .all, .none, .domain, .exactDomain: []
         case .and(let ps), .or(let ps): ps.reduce(into: Set()) { $0.formUnion($1.attributeNames) }
         case .not(let p): p.attributeNames
         case .exists(let s): s.name.map { [$0] } ?? []

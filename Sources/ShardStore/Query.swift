@@ -284,6 +284,7 @@ extension ShardStore {
             case .text(let t): return .text(TextLeaf(test: t, names: try resolve(t.attribute)))
             case .range(let r): return .range(try searchableNameID(r.attribute), r)
             case .domain(let ds): return .domain(ds)
+            case .exactDomain(let ds): return try exactDomainNode(ds)
             case .geo(let g): return .geo(try searchableNameID(g.attribute), g)
             case .regex(let r): return .regex(try RegexLeaf(test: r, names: try resolve(r.attribute)))
             case .identifier(let ids): return .identifier(Set(ids))

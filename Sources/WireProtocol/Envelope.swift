@@ -153,15 +153,26 @@ public struct Envelope: Sendable, Hashable {
         case .shardSearch(let b):
             var o: [String: JSONValue] = ["shard": .number(Double(b.shard)), "plan": b.plan]
             if let d = b.deadlineMs { o["deadlineMs"] = .number(Double(d)) }
+            if let n = b.suggest { o["suggest"] = .number(Double(n)) }
+            if let n = b.perDomain { o["perDomain"] = .number(Double(n)) }
             return o
         case .shardSearchResult(let b):
-            return [
+            func hits(_ hs: [Body.RankedHit]) -> JSONValue { .array(hs.map { .object(["id": .string($0.id), "item": $0.item, "rank": $0.rank]) }) }
+            var o: [String: JSONValue] = [
                 "shard": .number(Double(b.shard)), "nbHits": .number(Double(b.nbHits)),
                 "exhaustiveFacetsCount": .bool(b.exhaustiveFacetsCount),
-                "hits": .array(b.hits.map { .object(["id": .string($0.id), "item": $0.item, "rank": $0.rank]) }),
+                "hits": hits(b.hits),
                 "facets": .object(b.facets.mapValues { .object($0.mapValues { .number(Double($0)) }) }),
                 "facetStats": .object(b.facetStats.mapValues { .array($0.map { .number($0) }) }),
             ]
+            if let s = b.suggestions {
+                o["suggestions"] = .array(s.map { .object(["suggestion": .string($0.suggestion), "count": .number(Double($0.count))]) })
+            }
+            if let g = b.groups {
+                o["groups"] = .array(g.map { .object(["domainIdentifier": .string($0.domainIdentifier), "total": .number(Double($0.total)),
+                                                      "hits": hits($0.hits)]) })
+            }
+            return o
         default:
             return nil
         }
@@ -225,14 +236,41 @@ public struct Envelope: Sendable, Hashable {
             return .searchResult(Body.SearchResult(response: response, failedShards: failed))
         case .shardSearch:
             guard let plan = o["plan"] else { throw fail("missing field 'plan'") }
-            return .shardSearch(Body.ShardSearch(shard: try int("shard"), plan: plan, deadlineMs: try optionalInt("deadlineMs")))
+            return .shardSearch(Body.ShardSearch(shard: try int("shard"), plan: plan, deadlineMs: try optionalInt("deadlineMs"),
+                                                 suggest: try optionalInt("suggest"), perDomain: try optionalInt("perDomain")))
         case .shardSearchResult:
-            var hits: [Body.RankedHit] = []
-            for (i, h) in try list("hits").enumerated() {
-                guard let id = h["id"]?.stringValue, let item = h["item"], let rank = h["rank"] else {
-                    throw fail("field 'hits[\(i)]' should be {id, item, rank}")
+            func rankedHits(_ list: [JSONValue], _ path: String) throws(ProtocolError) -> [Body.RankedHit] {
+                var hits: [Body.RankedHit] = []
+                for (i, h) in list.enumerated() {
+                    guard let id = h["id"]?.stringValue, let item = h["item"], let rank = h["rank"] else {
+                        throw fail("field '\(path)[\(i)]' should be {id, item, rank}")
+                    }
+                    hits.append(Body.RankedHit(id: id, item: item, rank: rank))
                 }
-                hits.append(Body.RankedHit(id: id, item: item, rank: rank))
+                return hits
+            }
+            let hits = try rankedHits(try list("hits"), "hits")
+            var suggestions: [Body.SuggestionCount]?
+            if let s = o["suggestions"], s != .null {
+                guard let a = s.arrayValue else { throw fail("field 'suggestions' should be a list") }
+                suggestions = []
+                for (i, e) in a.enumerated() {
+                    guard let text = e["suggestion"]?.stringValue, let n = e["count"]?.intValue else {
+                        throw fail("field 'suggestions[\(i)]' should be {suggestion, count}")
+                    }
+                    suggestions?.append(Body.SuggestionCount(suggestion: text, count: n))
+                }
+            }
+            var groups: [Body.ShardGroup]?
+            if let g = o["groups"], g != .null {
+                guard let a = g.arrayValue else { throw fail("field 'groups' should be a list") }
+                groups = []
+                for (i, e) in a.enumerated() {
+                    guard let d = e["domainIdentifier"]?.stringValue, let t = e["total"]?.intValue, let hs = e["hits"]?.arrayValue else {
+                        throw fail("field 'groups[\(i)]' should be {domainIdentifier, total, hits}")
+                    }
+                    groups?.append(Body.ShardGroup(domainIdentifier: d, total: t, hits: try rankedHits(hs, "groups[\(i)].hits")))
+                }
             }
             var facets: [String: [String: Int]] = [:]
             for (name, values) in o["facets"]?.objectValue ?? [:] {
@@ -253,7 +291,8 @@ public struct Envelope: Sendable, Hashable {
             }
             return .shardSearchResult(Body.ShardSearchResult(shard: try int("shard"), hits: hits, nbHits: try int("nbHits"),
                                                              facets: facets, facetStats: stats,
-                                                             exhaustiveFacetsCount: o["exhaustiveFacetsCount"]?.boolValue ?? true))
+                                                             exhaustiveFacetsCount: o["exhaustiveFacetsCount"]?.boolValue ?? true,
+                                                             suggestions: suggestions, groups: groups))
         default:
             return nil
         }
@@ -304,6 +343,15 @@ public struct Envelope: Sendable, Hashable {
         case .searchResult: return .searchResult(try dec(Body.SearchResult.self))
         case .shardSearch: return .shardSearch(try dec(Body.ShardSearch.self))
         case .shardSearchResult: return .shardSearchResult(try dec(Body.ShardSearchResult.self))
+        case .entityDonate: return .entityDonate(try dec(Body.EntityDonate.self))
+        case .entityDelete: return .entityDelete(try dec(Body.EntityDelete.self))
+        case .entityAssociate: return .entityAssociate(try dec(Body.EntityAssociate.self))
+        case .entityAck: return .entityAck(try dec(Body.EntityAck.self))
+        case .suggest: return .suggest(try dec(Body.Suggest.self))
+        case .suggestResult: return .suggestResult(try dec(Body.SuggestResult.self))
+        case .spotlight: return .spotlight(try dec(Body.Spotlight.self))
+        case .spotlightResult: return .spotlightResult(try dec(Body.SpotlightResult.self))
+        case .continueSearch: return .continueSearch(try dec(Body.Continue.self))
         }
     }
 
@@ -370,6 +418,15 @@ struct EncodableEnvelope: Encodable {
         case .searchResult(let b): try b.encode(to: encoder)
         case .shardSearch(let b): try b.encode(to: encoder)
         case .shardSearchResult(let b): try b.encode(to: encoder)
+        case .entityDonate(let b): try b.encode(to: encoder)
+        case .entityDelete(let b): try b.encode(to: encoder)
+        case .entityAssociate(let b): try b.encode(to: encoder)
+        case .entityAck(let b): try b.encode(to: encoder)
+        case .suggest(let b): try b.encode(to: encoder)
+        case .suggestResult(let b): try b.encode(to: encoder)
+        case .spotlight(let b): try b.encode(to: encoder)
+        case .spotlightResult(let b): try b.encode(to: encoder)
+        case .continueSearch(let b): try b.encode(to: encoder)
         }
     }
 }

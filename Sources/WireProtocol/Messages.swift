@@ -23,6 +23,13 @@ public enum MessageType: String, Sendable, Hashable, Codable, CaseIterable {
     // Parameter search: client ↔ coordinator, and coordinator ↔ query workers.
     case search, searchResult = "search_result"
     case shardSearch = "shard_search", shardSearchResult = "shard_search_result"
+    // App entities (client ↔ coordinator; `entity_delete` and `entity_associate` also coordinator → indexer).
+    case entityDonate = "entity_donate", entityDelete = "entity_delete", entityAssociate = "entity_associate"
+    case entityAck = "entity_ack"
+    // Typed queries, Spotlight's grouped results and their continuation.
+    case suggest, suggestResult = "suggest_result"
+    case spotlight, spotlightResult = "spotlight_result"
+    case continueSearch = "continue"
 }
 
 /// A per-item outcome of a write: stored, or rejected with a reason.
@@ -289,7 +296,28 @@ public enum Body: Sendable, Hashable {
         /// A `SearchPlan` in its JSON form.
         public var plan: JSONValue
         public var deadlineMs: Int?
-        public init(shard: Int, plan: JSONValue, deadlineMs: Int? = nil) { self.shard = shard; self.plan = plan; self.deadlineMs = deadlineMs }
+        /// A typed query's suggestions: how many the client wants (the shard sends more, to be summed).
+        public var suggest: Int?
+        /// Spotlight's grouped results: the best this many per domain, and each domain's total.
+        public var perDomain: Int?
+        public init(shard: Int, plan: JSONValue, deadlineMs: Int? = nil, suggest: Int? = nil, perDomain: Int? = nil) {
+            self.shard = shard; self.plan = plan; self.deadlineMs = deadlineMs; self.suggest = suggest; self.perDomain = perDomain
+        }
+    }
+    /// A completion of typed text and how many items it would find.
+    public struct SuggestionCount: Sendable, Hashable, Codable {
+        public var suggestion: String
+        public var count: Int
+        public init(suggestion: String, count: Int) { self.suggestion = suggestion; self.count = count }
+    }
+    /// One domain's best hits on a shard, and its exact total.
+    public struct ShardGroup: Sendable, Hashable, Codable {
+        public var domainIdentifier: String
+        public var total: Int
+        public var hits: [RankedHit]
+        public init(domainIdentifier: String, total: Int, hits: [RankedHit]) {
+            self.domainIdentifier = domainIdentifier; self.total = total; self.hits = hits
+        }
     }
     /// One hit with the ranking criteria the coordinator merges by.
     public struct RankedHit: Sendable, Hashable, Codable {
@@ -308,10 +336,116 @@ public enum Body: Sendable, Hashable {
         /// Per numeric facet: `[min, max, sum, count]`.
         public var facetStats: [String: [Double]]
         public var exhaustiveFacetsCount: Bool
+        /// Asked for with `suggest`: the shard's completions, best first.
+        public var suggestions: [SuggestionCount]?
+        /// Asked for with `perDomain`: the shard's domain groups.
+        public var groups: [ShardGroup]?
         public init(shard: Int, hits: [RankedHit], nbHits: Int, facets: [String: [String: Int]],
-                    facetStats: [String: [Double]], exhaustiveFacetsCount: Bool) {
+                    facetStats: [String: [Double]], exhaustiveFacetsCount: Bool,
+                    suggestions: [SuggestionCount]? = nil, groups: [ShardGroup]? = nil) {
             self.shard = shard; self.hits = hits; self.nbHits = nbHits; self.facets = facets
             self.facetStats = facetStats; self.exhaustiveFacetsCount = exhaustiveFacetsCount
+            self.suggestions = suggestions; self.groups = groups
+        }
+    }
+
+    /// Donated app entities (`indexAppEntities(_:priority:)`): each is stored
+    /// as an item (see `AppEntity`); the answer is a `publish_ack`, one result per entity.
+    public struct EntityDonate: Sendable, Hashable, Codable {
+        public var entities: [JSONValue]
+        /// The batch's priority; overrides each entity's own.
+        public var priority: Double?
+        public var batch: String?
+        public init(entities: [JSONValue], priority: Double? = nil, batch: String? = nil) {
+            self.entities = entities; self.priority = priority; self.batch = batch
+        }
+    }
+    /// `deleteAppEntities(identifiedBy:ofType:)` with `ids`, `deleteAppEntities(ofType:)` without.
+    public struct EntityDelete: Sendable, Hashable, Codable {
+        /// The entity type (not `type`, which every message uses for its own type).
+        public var entityType: String
+        public var ids: [String]?
+        /// Coordinator → indexer: the shards to apply it to.
+        public var shards: [Int]?
+        public init(entityType: String, ids: [String]? = nil, shards: [Int]? = nil) {
+            self.entityType = entityType; self.ids = ids; self.shards = shards
+        }
+    }
+    /// `CSSearchableItem.associateAppEntity(_:priority:)` on a stored item.
+    public struct EntityAssociate: Sendable, Hashable, Codable {
+        public var uniqueIdentifier: String
+        public var entity: EntityAssociation
+        public var shards: [Int]?
+        public init(uniqueIdentifier: String, entity: EntityAssociation, shards: [Int]? = nil) {
+            self.uniqueIdentifier = uniqueIdentifier; self.entity = entity; self.shards = shards
+        }
+    }
+    /// How many items an entity delete removed, or an association updated.
+    public struct EntityAck: Sendable, Hashable, Codable {
+        public var count: Int
+        public init(count: Int) { self.count = count }
+    }
+    /// A typed query (`CSUserQuery`): a person's text, searched as a query
+    /// whose last word is a prefix, with completions of the text.
+    public struct Suggest: Sendable, Hashable, Codable {
+        public var text: String
+        /// Suggestions wanted (default 10).
+        public var limit: Int?
+        /// Ranked results wanted beside them (default 0: suggestions only).
+        public var hitsPerPage: Int?
+        /// More of Algolia's parameters for the results (`aroundLatLng`, `filters`, …).
+        public var params: JSONValue?
+        public var deadlineMs: Int?
+        public init(text: String, limit: Int? = nil, hitsPerPage: Int? = nil, params: JSONValue? = nil, deadlineMs: Int? = nil) {
+            self.text = text; self.limit = limit; self.hitsPerPage = hitsPerPage; self.params = params; self.deadlineMs = deadlineMs
+        }
+    }
+    public struct SuggestResult: Sendable, Hashable, Codable {
+        public var suggestions: [SuggestionCount]
+        /// The search response (Algolia's shape) when results were asked for.
+        public var response: JSONValue?
+        public var failedShards: [ShardFailure]
+        public init(suggestions: [SuggestionCount], response: JSONValue? = nil, failedShards: [ShardFailure] = []) {
+            self.suggestions = suggestions; self.response = response; self.failedShards = failedShards
+        }
+    }
+    /// Spotlight's grouped view of typed text.
+    public struct Spotlight: Sendable, Hashable, Codable {
+        public var text: String
+        /// Results per group (default 3).
+        public var perDomain: Int?
+        /// More of Algolia's parameters (`aroundLatLng`, `aroundRadius`, `insideBoundingBox`, `filters`, …).
+        public var params: JSONValue?
+        public var deadlineMs: Int?
+        public init(text: String, perDomain: Int? = nil, params: JSONValue? = nil, deadlineMs: Int? = nil) {
+            self.text = text; self.perDomain = perDomain; self.params = params; self.deadlineMs = deadlineMs
+        }
+    }
+    /// One group: a domain, its total, its best items (as search hits) and
+    /// the token that resumes the domain's full list.
+    public struct SpotlightGroup: Sendable, Hashable, Codable {
+        public var domainIdentifier: String
+        public var total: Int
+        public var items: [JSONValue]
+        public var continuation: String
+        public init(domainIdentifier: String, total: Int, items: [JSONValue], continuation: String) {
+            self.domainIdentifier = domainIdentifier; self.total = total; self.items = items; self.continuation = continuation
+        }
+    }
+    public struct SpotlightResult: Sendable, Hashable, Codable {
+        public var groups: [SpotlightGroup]
+        public var failedShards: [ShardFailure]
+        public init(groups: [SpotlightGroup], failedShards: [ShardFailure] = []) { self.groups = groups; self.failedShards = failedShards }
+    }
+    /// Resumes a group's full list (`CSQueryContinuationActionType`): a page
+    /// of the domain's results for the text; the answer is a `search_result`.
+    public struct Continue: Sendable, Hashable, Codable {
+        public var token: String
+        public var page: Int?
+        public var hitsPerPage: Int?
+        public var deadlineMs: Int?
+        public init(token: String, page: Int? = nil, hitsPerPage: Int? = nil, deadlineMs: Int? = nil) {
+            self.token = token; self.page = page; self.hitsPerPage = hitsPerPage; self.deadlineMs = deadlineMs
         }
     }
 
@@ -327,6 +461,10 @@ public enum Body: Sendable, Hashable {
     case shardQuery(ShardQuery), shardBatch(ShardBatch), shardDone(ShardDone)
     case search(Search), searchResult(SearchResult)
     case shardSearch(ShardSearch), shardSearchResult(ShardSearchResult)
+    case entityDonate(EntityDonate), entityDelete(EntityDelete), entityAssociate(EntityAssociate), entityAck(EntityAck)
+    case suggest(Suggest), suggestResult(SuggestResult)
+    case spotlight(Spotlight), spotlightResult(SpotlightResult)
+    case continueSearch(Continue)
 
     public var type: MessageType {
         switch self {
@@ -357,6 +495,15 @@ public enum Body: Sendable, Hashable {
         case .searchResult: .searchResult
         case .shardSearch: .shardSearch
         case .shardSearchResult: .shardSearchResult
+        case .entityDonate: .entityDonate
+        case .entityDelete: .entityDelete
+        case .entityAssociate: .entityAssociate
+        case .entityAck: .entityAck
+        case .suggest: .suggest
+        case .suggestResult: .suggestResult
+        case .spotlight: .spotlight
+        case .spotlightResult: .spotlightResult
+        case .continueSearch: .continueSearch
         }
     }
 }

@@ -127,6 +127,12 @@ public final class IndexerService: Sendable {
                 logger.error("write failed", metadata: ["shard": "\(w.shard)", "error": "\(error)"])
                 await link.send(envelope.id, .error(WireError(code: "store_failed", message: "shard \(w.shard): \(error)")))
             }
+        case .entityDelete(let d):
+            await applyToShards(envelope.id, d.shards) { store in try store.deleteEntities(type: d.entityType, ids: d.ids) }
+        case .entityAssociate(let a):
+            await applyToShards(envelope.id, a.shards) { store in
+                try store.associate(uniqueIdentifier: a.uniqueIdentifier, with: a.entity) ? 1 : 0
+            }
         case .delete(let d):
             var total = 0
             do {
@@ -197,6 +203,28 @@ extension IndexerService {
             return ItemResult(index: index, uniqueIdentifier: uid, status: .stored)
         case .rejected(let uid, let error):
             return ItemResult(index: index, uniqueIdentifier: uid, status: .rejected, error: WireError(error))
+        }
+    }
+}
+
+extension IndexerService {
+    /// Runs an entity operation on each named shard (all of this indexer's
+    /// when none are named) on the shard's own thread, and answers one
+    /// `entity_ack` with the items affected in total, or an error.
+    func applyToShards(_ id: String, _ shards: [Int]?, _ op: @escaping @Sendable (ShardStore) throws -> Int) async {
+        var total = 0
+        do {
+            for shard in shards ?? configuration.shards {
+                guard let (box, exec) = stores[shard] else { continue }
+                let n = try await exec.run { try op(box.store) }
+                if n > 0 { tally.changed(shard: shard, wrote: true) }
+                total += n
+            }
+            tally.finished()
+            await link.send(id, .entityAck(Body.EntityAck(count: total)))
+        } catch {
+            tally.finished(failed: true)
+            await link.send(id, .error(WireError(code: "store_failed", message: "\(error)")))
         }
     }
 }

@@ -119,7 +119,8 @@ public final class QueryWorkerService: Sendable {
             guard let (plan, flag) = await accept(key, shard: q.shard, deadlineMs: q.deadlineMs, { () throws(PlanDecodingError) in
                 try SearchPlan(json: q.plan)
             }) else { return }
-            threads.submit { self.executeSearch(key: key, shard: q.shard, plan: plan, flag: flag) }
+            let extras = SearchExtras(suggest: q.suggest, perDomain: q.perDomain)
+            threads.submit { self.executeSearch(key: key, shard: q.shard, plan: plan, extras: extras, flag: flag) }
         case .cancel(let c):
             running.cancel(c.query)
         default:
@@ -186,17 +187,14 @@ public final class QueryWorkerService: Sendable {
 extension QueryWorkerService {
     /// Runs a shard's part of a parameter search on one of the worker's own
     /// threads, and sends its one answer.
-    func executeSearch(key: String, shard: Int, plan: SearchPlan, flag: CancelFlag) {
+    func executeSearch(key: String, shard: Int, plan: SearchPlan, extras: SearchExtras = SearchExtras(), flag: CancelFlag) {
         defer { running.remove(key, shard: shard) }
         do {
             let store = try pool.checkout(shard)
             defer { pool.checkin(shard, store) }
-            let r = try store.search(plan, isCancelled: { flag.isCancelled })
-            let hits = r.hits.map { Body.RankedHit(id: $0.uniqueIdentifier, item: $0.item, rank: $0.rank.json) }
-            sendBlocking(key, .shardSearchResult(Body.ShardSearchResult(
-                shard: shard, hits: hits, nbHits: r.nbHits, facets: r.facets,
-                facetStats: r.facetStats.mapValues { [$0.min, $0.max, $0.sum, Double($0.count)] },
-                exhaustiveFacetsCount: r.exhaustiveFacetsCount)))
+            var answer = try extras.answer(store, plan: plan, isCancelled: { flag.isCancelled })
+            answer.shard = shard
+            sendBlocking(key, .shardSearchResult(answer))
         } catch {
             logger.notice("search failed on a shard", metadata: ["query.id": "\(key)", "shard": "\(shard)", "error": "\(error)"])
             let message = flag.isCancelled ? "cancelled or past its deadline" : "\(error)"

@@ -20,6 +20,7 @@ enum Reference {
         case .or(let ps): return ps.contains { matches($0, item) }
         case .not(let q): return !matches(q, item)
         case .domain(let ds): return ds.contains { DomainIdentifier.domain(item.domainIdentifier, isWithin: $0) }
+        case .exactDomain(let ds): return ds.contains(item.domainIdentifier)
         case .exists(.named(let n)): return !(item.attributes[n]?.elements.isEmpty ?? true)
         case .exists(.allText):
             return item.attributes.contains { name, value in

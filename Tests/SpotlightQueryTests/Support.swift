@@ -72,7 +72,7 @@ func evaluate(_ p: Predicate, _ item: TestItem) -> Bool {
         return item.values(.named(r.attribute)).contains { v in
             if case .number(let d) = v { r.contains(d) } else { false }
         }
-    case .domain, .geo, .regex, .identifier, .every: return false
+    case .domain, .exactDomain, .geo, .regex, .identifier, .every: return false
     }
 }
 

@@ -52,6 +52,22 @@ struct EnvelopeTests {
         .shardSearchResult(Body.ShardSearchResult(shard: 2, hits: [Body.RankedHit(id: "deb:0ad", item: item, rank: .object(["typos": .number(1)]))],
                                                   nbHits: 7, facets: ["section": ["games": 7]], facetStats: ["installedSize": [1, 9, 20, 7]],
                                                   exhaustiveFacetsCount: false)),
+        .shardSearch(Body.ShardSearch(shard: 1, plan: .object(["words": .array([.string("py")])]), suggest: 10, perDomain: 3)),
+        .shardSearchResult(Body.ShardSearchResult(shard: 1, hits: [], nbHits: 4, facets: [:], facetStats: [:], exhaustiveFacetsCount: true,
+                                                  suggestions: [Body.SuggestionCount(suggestion: "python", count: 4)],
+                                                  groups: [Body.ShardGroup(domainIdentifier: "org.debian.python", total: 4,
+                                                                           hits: [Body.RankedHit(id: "deb:0ad", item: item, rank: .object([:]))])])),
+        .entityDonate(Body.EntityDonate(entities: [.object(["type": .string("T"), "id": .string("1")])], priority: 10, batch: "b")),
+        .entityDelete(Body.EntityDelete(entityType: "LandmarkEntity", ids: ["1", "2"], shards: [0])),
+        .entityAssociate(Body.EntityAssociate(uniqueIdentifier: "deb:0ad", entity: EntityAssociation(type: "GameEntity", id: "0ad", priority: 2))),
+        .entityAck(Body.EntityAck(count: 3)),
+        .suggest(Body.Suggest(text: "pyth", limit: 5, hitsPerPage: 2, params: .object(["aroundLatLng": .string("1,2")]), deadlineMs: 50)),
+        .suggestResult(Body.SuggestResult(suggestions: [Body.SuggestionCount(suggestion: "python", count: 9)], response: .object(["nbHits": .number(9)]),
+                                          failedShards: [ShardFailure(shard: 1, reason: "down")])),
+        .spotlight(Body.Spotlight(text: "python", perDomain: 2, params: nil, deadlineMs: 10)),
+        .spotlightResult(Body.SpotlightResult(groups: [Body.SpotlightGroup(domainIdentifier: "org.debian", total: 5,
+                                                                           items: [.object(["objectID": .string("deb:0ad")])], continuation: "abc")])),
+        .continueSearch(Body.Continue(token: "abc", page: 2, hitsPerPage: 10, deadlineMs: 30)),
     ]
 
     @Test func everyMessageSurvivesARoundTrip() throws {

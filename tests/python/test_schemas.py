@@ -36,7 +36,7 @@ def test_every_schema_is_valid_draft_2020_12():
 
 def test_one_schema_per_swift_message_type():
     types = swift_message_types()
-    assert len(types) == 27
+    assert len(types) == 36
     for t in types:
         assert f"{t}.schema.json" in schemas.SCHEMAS, f"no schema for {t}"
         assert schemas.SCHEMAS[f"{t}.schema.json"]["properties"]["type"] == {"const": t}
@@ -64,6 +64,22 @@ def test_samples_are_small():
 
 
 VALID = [
+    {"v": 1, "type": "entity_donate", "id": "n1", "priority": 5, "entities": [
+        {"type": "LandmarkEntity", "id": 42, "displayRepresentation": {"title": "Golden Gate", "subtitle": "Bridge", "image": "gg.png"},
+         "properties": {"city": "San Francisco", "rating": 4.5}, "priority": 10, "domainIdentifier": "com.example.landmarks"}]},
+    {"v": 1, "type": "entity_delete", "id": "n2", "entityType": "LandmarkEntity", "ids": ["42"]},
+    {"v": 1, "type": "entity_delete", "id": "n3", "entityType": "LandmarkEntity", "shards": [0]},
+    {"v": 1, "type": "entity_associate", "id": "n4", "uniqueIdentifier": "deb:0ad",
+     "entity": {"type": "GameEntity", "id": "0ad", "priority": 3}},
+    {"v": 1, "type": "entity_ack", "id": "n5", "count": 2},
+    {"v": 1, "type": "suggest", "id": "n6", "text": "pyth", "limit": 5, "hitsPerPage": 3, "params": {"aroundLatLng": "1,2"}},
+    {"v": 1, "type": "suggest_result", "id": "n7", "suggestions": [{"suggestion": "python", "count": 12}], "failedShards": []},
+    {"v": 1, "type": "spotlight", "id": "n8", "text": "python", "perDomain": 3},
+    {"v": 1, "type": "spotlight_result", "id": "n9", "failedShards": [], "groups": [
+        {"domainIdentifier": "org.debian.python", "total": 40, "items": [{"objectID": "deb:python3"}], "continuation": "eyJ0ZXh0Ijoi"}]},
+    {"v": 1, "type": "continue", "id": "n10", "token": "eyJ0ZXh0Ijoi", "page": 2, "hitsPerPage": 20},
+    {"v": 1, "type": "shard_search", "id": "n11", "shard": 0, "plan": {"words": ["pyth"], "window": 0,
+     "filter": {"op": "exactDomain", "domains": ["org.debian"]}}, "suggest": 10, "perDomain": 3},
     {"v": 1, "type": "search", "id": "s1", "params": {"query": "vim", "facets": ["section"], "disjunctiveFacets": ["section"],
                                                       "facetFilters": [["section:editors", "section:-web"]], "numericFilters": ["installedSize > 10"],
                                                       "filters": "NOT section:doc", "page": 0, "hitsPerPage": 20, "getRankingInfo": True}},
@@ -119,6 +135,18 @@ VALID = [
 ]
 
 INVALID = [
+    ({"v": 1, "type": "entity_delete", "id": "e1", "entityType": "A:B"}, "entity_delete: type with a colon"),
+    ({"v": 1, "type": "entity_delete", "id": "e2", "entityType": "A", "ids": []}, "entity_delete: empty ids"),
+    ({"v": 1, "type": "entity_donate", "id": "e3", "entities": [{"type": "T", "id": "1", "displayRepresentation": {}}]},
+     "entity_donate: no title"),
+    ({"v": 1, "type": "entity_associate", "id": "e4", "uniqueIdentifier": "x", "entity": {"type": "T"}}, "entity_associate: no id"),
+    ({"v": 1, "type": "suggest", "id": "e5", "text": "py", "limit": 0}, "suggest: limit 0"),
+    ({"v": 1, "type": "suggest_result", "id": "e6", "suggestions": [{"suggestion": "python"}], "failedShards": []},
+     "suggest_result: no count"),
+    ({"v": 1, "type": "spotlight", "id": "e7", "perDomain": 3}, "spotlight: no text"),
+    ({"v": 1, "type": "spotlight_result", "id": "e8", "groups": [{"domainIdentifier": "a", "total": 1, "items": []}],
+      "failedShards": []}, "spotlight_result: no continuation"),
+    ({"v": 1, "type": "continue", "id": "e9", "token": ""}, "continue: empty token"),
     ({"v": 1, "type": "search", "id": "s2", "params": {"hitsPerPges": 3}}, "search: unknown parameter"),
     ({"v": 1, "type": "search", "id": "s3"}, "search: no params"),
     ({"v": 1, "type": "search_result", "id": "s4", "response": {"hits": []}}, "search_result: no counts"),

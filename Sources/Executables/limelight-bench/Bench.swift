@@ -190,6 +190,7 @@ struct StoreBench: AsyncParsableCommand {
             }
             print("\(kind.padding(toLength: 14, withPad: " ", startingAt: 0))\(fmt(percentile(lat, 50)).leftPad(9))  \(fmt(percentile(lat, 99)).leftPad(9))  \(fmt(Double(hits) / Double(qs.count), 1).leftPad(10))  \(fmt(percentile(cpu, 50)).leftPad(10))  \(fmt(percentile(cpu, 99)).leftPad(10))   (nbHits)")
         }
+        if corpus.wants("suggest") { try benchSuggest(reader, words, count: corpus.queries) }
         printPeers(corpus.runPeers(), ours: Double(stored) / indexSeconds)
     }
 }
@@ -287,6 +288,7 @@ struct ClusterBench: AsyncParsableCommand {
                 }
                 print("\(String(n).leftPad(6))  \(String(Int(rate)).leftPad(15))   \(kind.padding(toLength: 14, withPad: " ", startingAt: 0))  \(fmt(percentile(lat, 50)).leftPad(7))  \(fmt(percentile(lat, 99)).leftPad(7))   (search)")
             }
+            if corpus.wants("suggest") { try await benchSuggest(client, words, count: corpus.queries, shards: n, rate: rate) }
         }
         printPeers(corpus.runPeers(), ours: best)
     }

@@ -329,6 +329,76 @@ class Client:
         response["failedShards"] = reply.get("failedShards", [])
         return response
 
+    def donate_entities(self, entities: Iterable[JSONObject], priority: Optional[float] = None,
+                        batch: Optional[str] = None, timeout: float = 120.0) -> JSONObject:
+        """Donates App Intents entities (``indexAppEntities``): each is
+        ``{"type", "id", "displayRepresentation": {"title", "subtitle",
+        "image"}, "properties", "priority", "domainIdentifier"}`` and is stored
+        as the item ``entity:TYPE:ID``. Returns the ``publish_ack``: one
+        result per entity, an invalid one rejected with its reason and field.
+        ``priority`` is the batch's, overriding each entity's own."""
+        body: JSONObject = {"entities": list(entities)}
+        if priority is not None:
+            body["priority"] = priority
+        if batch is not None:
+            body["batch"] = batch
+        return self.request("entity_donate", timeout, **body)
+
+    def delete_entities(self, entity_type: str, ids: Optional[Iterable[str]] = None,
+                        timeout: Optional[float] = None) -> int:
+        """Deletes entities of a type: those ``ids``, or every entity of the
+        type (and nothing else) without them. Returns how many there were."""
+        body: JSONObject = {"entityType": entity_type}
+        if ids is not None:
+            body["ids"] = list(ids)
+        return int(self.request("entity_delete", timeout, **body)["count"])
+
+    def associate_entity(self, unique_identifier: str, entity_type: str, entity_id: str, priority: float = 0,
+                         timeout: Optional[float] = None) -> None:
+        """Associates a stored item with an entity (``associateAppEntity``):
+        its results then carry ``entity``. A missing item raises
+        :class:`LimelightError` with code ``not_found``."""
+        self.request("entity_associate", timeout, uniqueIdentifier=unique_identifier,
+                     entity={"type": entity_type, "id": entity_id, "priority": priority})
+
+    def suggest(self, text: str, limit: Optional[int] = None, hits_per_page: Optional[int] = None,
+                params: Optional[JSONObject] = None, timeout: Optional[float] = None) -> JSONObject:
+        """A typed query (``CSUserQuery``): returns ``{"suggestions":
+        [{"suggestion", "count"}, …], "failedShards"}``, best first, and the
+        search ``response`` when ``hits_per_page`` asks for results too."""
+        body: JSONObject = {"text": text}
+        if limit is not None:
+            body["limit"] = limit
+        if hits_per_page is not None:
+            body["hitsPerPage"] = hits_per_page
+        if params:
+            body["params"] = params
+        return self.request("suggest", timeout, **body)
+
+    def spotlight(self, text: str, per_domain: Optional[int] = None, params: Optional[JSONObject] = None,
+                  timeout: Optional[float] = None) -> JSONObject:
+        """Spotlight's grouped results: ``{"groups": [{"domainIdentifier",
+        "total", "items", "continuation"}, …], "failedShards"}``, best group first."""
+        body: JSONObject = {"text": text}
+        if per_domain is not None:
+            body["perDomain"] = per_domain
+        if params:
+            body["params"] = params
+        return self.request("spotlight", timeout, **body)
+
+    def continue_search(self, token: str, page: int = 0, hits_per_page: Optional[int] = None,
+                        timeout: Optional[float] = None) -> JSONObject:
+        """One page of a Spotlight group's full list, from its continuation
+        token: a search response (``hits``, ``nbHits``, ``page``, ``nbPages``)
+        with ``failedShards`` added."""
+        body: JSONObject = {"token": token, "page": page}
+        if hits_per_page is not None:
+            body["hitsPerPage"] = hits_per_page
+        reply = self.request("continue", timeout, **body)
+        response: JSONObject = dict(reply["response"])
+        response["failedShards"] = reply.get("failedShards", [])
+        return response
+
     def cancel(self, query_id: str) -> None:
         """Asks the coordinator to stop query ``query_id``. There is no reply:
         the query ends with a completion whose ``cancelled`` is true."""

@@ -1,0 +1,195 @@
+import Foundation
+import Items
+import QueryPlan
+import SearchParameters
+import WireProtocol
+
+/// What a scattered search answers: a parameter search's response, a typed
+/// query's suggestions (and results), or Spotlight's groups.
+enum SearchMode: Sendable {
+    case search
+    /// Suggestions wanted, and whether the response's results go with them.
+    case suggest(limit: Int, withResults: Bool)
+    /// Hits per group, and the parameters continuation tokens carry.
+    case spotlight(perDomain: Int, text: String, params: [String: JSONValue])
+
+    var suggestLimit: Int? { if case .suggest(let l, _) = self { l } else { nil } }
+    var perDomain: Int? { if case .spotlight(let n, _, _) = self { n } else { nil } }
+}
+
+/// An entity operation broadcast to every shard's indexers.
+enum EntityOperation: Sendable {
+    case delete(type: String)
+    case associate(uniqueIdentifier: String)
+}
+
+extension CoordinatorCore {
+    // MARK: Entities
+
+    /// `entity_donate`: each entity becomes its item (``AppEntity``) and the
+    /// batch is published as any other; an entity that is not a valid
+    /// donation is rejected in place, with its reason, and the rest stored.
+    func donateEntities(client: [Data], id: String, _ d: Body.EntityDonate) {
+        count("entities.donated", by: d.entities.count)
+        var items: [JSONValue] = []
+        var rejected: [Int: ItemResult] = [:]
+        for (i, json) in d.entities.enumerated() {
+            do throws(ItemError) {
+                items.append(try AppEntity(json: json).itemJSON(priority: d.priority))
+            } catch {
+                let uid: String? = json["type"]?.stringValue.flatMap { t in json["id"]?.stringValue.map { AppEntity.uniqueIdentifier(type: t, id: $0) } }
+                rejected[i] = ItemResult(index: i, uniqueIdentifier: uid, status: .rejected, error: WireError(error))
+                items.append(.null)
+            }
+        }
+        publish(client: client, id: id, Body.Publish(items: items, batch: d.batch), rejected: rejected)
+    }
+
+    func deleteEntities(client: [Data], id: String, _ d: Body.EntityDelete) {
+        do throws(ItemError) { try AppEntity.checkType(d.entityType, field: "entityType") } catch {
+            sendError(.client(client), id, WireError(error))
+            return
+        }
+        if let ids = d.ids, ids.isEmpty || ids.contains(where: \.isEmpty) {
+            sendError(.client(client), id, WireError(code: "invalid_message", message: "'ids' must list non-empty entity ids (omit it to delete the whole type)", field: "ids"))
+            return
+        }
+        broadcastEntityOperation(client: client, id: id, .delete(type: d.entityType)) { shard in
+            .entityDelete(Body.EntityDelete(entityType: d.entityType, ids: d.ids, shards: [shard]))
+        }
+    }
+
+    /// The item's shard is not known here (its domain is only in the store),
+    /// so every shard is asked, and the one that holds the item updates it.
+    func associateEntity(client: [Data], id: String, _ a: Body.EntityAssociate) {
+        guard !a.uniqueIdentifier.isEmpty else {
+            sendError(.client(client), id, WireError(code: "invalid_message", message: "uniqueIdentifier must not be empty", field: "uniqueIdentifier"))
+            return
+        }
+        guard !a.entity.type.isEmpty, !a.entity.id.isEmpty else {
+            sendError(.client(client), id, WireError(code: "invalid_entity", message: "the entity needs a non-empty type and id", field: "entity"))
+            return
+        }
+        broadcastEntityOperation(client: client, id: id, .associate(uniqueIdentifier: a.uniqueIdentifier)) { shard in
+            .entityAssociate(Body.EntityAssociate(uniqueIdentifier: a.uniqueIdentifier, entity: a.entity, shards: [shard]))
+        }
+    }
+
+    /// Sends one operation per shard to each of its live indexers, tracked as
+    /// a delete is (each replica answers; a shard counts once).
+    func broadcastEntityOperation(client: [Data], id: String, _ op: EntityOperation, body: (Int) -> Body) {
+        let pendingID = makeID("e")
+        var pending = PendingDelete(client: client, requestID: id, outstanding: [:], deletedByShard: [:], failed: [], entity: op)
+        for shard in 0..<configuration.shards {
+            let replicas = liveWorkers(.indexer, shard: shard)
+            if replicas.isEmpty {
+                pending.failed.append(ShardFailure(shard: shard, reason: "no live indexer"))
+                continue
+            }
+            for w in replicas {
+                let wid = makeID("x")
+                pending.outstanding[wid] = (w.id, shard)
+                deleteOfRequest[wid] = pendingID
+                send(.worker(w.route), wid, body(shard))
+            }
+        }
+        deletes[pendingID] = pending
+        finishDeleteIfDone(pendingID)
+    }
+
+    func finishEntityOperation(_ op: EntityOperation, _ pending: PendingDelete, total: Int) {
+        if !pending.failed.isEmpty {
+            let names = pending.failed.map { "shard \($0.shard) (\($0.reason))" }.joined(separator: ", ")
+            sendError(.client(pending.client), pending.requestID,
+                      WireError(code: "shard_unavailable", message: "affected \(total) items, but could not reach \(names)"))
+            return
+        }
+        if case .associate(let uid) = op, total == 0 {
+            sendError(.client(pending.client), pending.requestID,
+                      WireError(code: "not_found", message: "no item has the uniqueIdentifier '\(uid)'", field: "uniqueIdentifier"))
+            return
+        }
+        send(.client(pending.client), pending.requestID, .entityAck(Body.EntityAck(count: total)))
+    }
+
+    // MARK: Typed queries, Spotlight, continuation
+
+    func searchRequest(client: [Data], id: String, _ build: () throws(SearchParametersError) -> SearchRequest) -> SearchRequest? {
+        do throws(SearchParametersError) { return try build() } catch {
+            sendError(.client(client), id, WireError(code: error.code.description, message: error.message,
+                                                     position: error.position, field: error.parameter))
+            return nil
+        }
+    }
+
+    /// The typed text and the caller's other parameters as one parameter object.
+    func params(text: String, _ extra: JSONValue?, client: [Data], id: String) -> [String: JSONValue]? {
+        var p: [String: JSONValue] = [:]
+        if let extra, extra != .null {
+            guard case .object(let o) = extra else {
+                sendError(.client(client), id, WireError(code: "invalid_parameter", message: "params must be an object of search parameters", field: "params"))
+                return nil
+            }
+            p = o
+        }
+        p["query"] = .string(text)
+        return p
+    }
+
+    func startSuggest(client: [Data], id: String, _ s: Body.Suggest) {
+        count("suggests")
+        let limit = s.limit ?? 10
+        let hits = s.hitsPerPage ?? 0
+        guard (1...1000).contains(limit) else {
+            sendError(.client(client), id, WireError(code: "invalid_parameter", message: "limit must be between 1 and 1000", field: "limit"))
+            return
+        }
+        guard var p = params(text: s.text, s.params, client: client, id: id) else { return }
+        p["hitsPerPage"] = .number(Double(hits))
+        guard let request = searchRequest(client: client, id: id, { () throws(SearchParametersError) in try SearchRequest(params: .object(p)) }) else { return }
+        launchSearch(client: client, id: id, request: request, deadlineMs: s.deadlineMs, mode: .suggest(limit: limit, withResults: hits > 0))
+    }
+
+    func startSpotlight(client: [Data], id: String, _ s: Body.Spotlight) {
+        count("spotlights")
+        let perDomain = s.perDomain ?? 3
+        guard (1...1000).contains(perDomain) else {
+            sendError(.client(client), id, WireError(code: "invalid_parameter", message: "perDomain must be between 1 and 1000", field: "perDomain"))
+            return
+        }
+        guard let p = params(text: s.text, s.params, client: client, id: id) else { return }
+        guard let request = searchRequest(client: client, id: id, { () throws(SearchParametersError) in try SearchRequest(params: .object(p)) }) else { return }
+        var carried = p
+        carried.removeValue(forKey: "query")
+        launchSearch(client: client, id: id, request: request, deadlineMs: s.deadlineMs,
+                     mode: .spotlight(perDomain: perDomain, text: s.text, params: carried))
+    }
+
+    func startContinue(client: [Data], id: String, _ c: Body.Continue) {
+        count("continuations")
+        guard let request = searchRequest(client: client, id: id, { () throws(SearchParametersError) in
+            try ContinuationToken(token: c.token).request(page: c.page ?? 0, hitsPerPage: c.hitsPerPage ?? 20)
+        }) else { return }
+        launchSearch(client: client, id: id, request: request, deadlineMs: c.deadlineMs, mode: .search)
+    }
+
+    /// The answer to a typed query or a Spotlight search.
+    func typedAnswer(_ rs: RunningSearch, elapsedMs: Double, failed: [ShardFailure]) -> Body {
+        switch rs.mode {
+        case .suggest(let limit, let withResults):
+            var all = rs.suggestions.map { Body.SuggestionCount(suggestion: $0.key, count: $0.value) }
+            all.sort { $0.count != $1.count ? $0.count > $1.count : $0.suggestion < $1.suggestion }
+            let response = withResults ? rs.builder.response(processingTimeMS: Int(elapsedMs.rounded())) : nil
+            return .suggestResult(Body.SuggestResult(suggestions: Array(all.prefix(limit)), response: response, failedShards: failed))
+        case .spotlight(_, let text, let params):
+            let ordered = rs.groups.sorted { rs.builder.groupPrecedes($0, $1) }
+            let groups = ordered.map { g in
+                Body.SpotlightGroup(domainIdentifier: g.domainIdentifier, total: g.total, items: rs.builder.render(g.hits),
+                                    continuation: ContinuationToken(text: text, domain: g.domainIdentifier, params: params).encoded)
+            }
+            return .spotlightResult(Body.SpotlightResult(groups: groups, failedShards: failed))
+        case .search:
+            return .searchResult(Body.SearchResult(response: rs.builder.response(processingTimeMS: Int(elapsedMs.rounded())), failedShards: failed))
+        }
+    }
+}

@@ -1,0 +1,102 @@
+import Foundation
+import Items
+import QueryPlan
+import SQLite
+
+/// A completion of typed text, with how many items it would find.
+public struct Suggestion: Sendable, Hashable {
+    public var text: String
+    public var count: Int
+    public init(text: String, count: Int) {
+        self.text = text
+        self.count = count
+    }
+
+    /// Best first: more items, then alphabetical (so that shards and the
+    /// coordinator agree on ties).
+    public static func precedes(_ a: Suggestion, _ b: Suggestion) -> Bool {
+        a.count != b.count ? a.count > b.count : a.text < b.text
+    }
+}
+
+extension ShardStore {
+    /// Completions a shard sends for one word at most: the coordinator sums
+    /// them, so each shard sends many more than are shown, and a sum is exact
+    /// unless a term was past this rank on some shard.
+    public static let maxShardSuggestions = 500
+    /// Completions of the last word whose count is run, for text of several words.
+    static let countedCompletions = 40
+
+    /// Suggestions for typed text (`CSUserQuery`): the last word completed
+    /// from the shard's ``Vocabulary`` (the index's own terms), the earlier
+    /// words kept, best first by how many items each would find.
+    ///
+    /// What "count" means:
+    /// - One word: the term's document count in the word index — the items
+    ///   that hold the word as a token (in any attribute). It is read from
+    ///   the vocabulary, with no search at all, which is what lets
+    ///   suggestions keep up with typing. The vocabulary lags writes by at
+    ///   most ``ShardStore/vocabularyMaxAge``, and items expired but not yet
+    ///   purged are counted.
+    /// - Several words: the items that hold every earlier word and the
+    ///   completion as tokens, counted by the word index for the
+    ///   ``countedCompletions`` most frequent completions, expired items left
+    ///   out. Completions that would find nothing are dropped. They are
+    ///   counted most frequent first, and counting stops once a completion's
+    ///   document count cannot beat the `limit`-th best count so far, so the
+    ///   shard's top `limit` is exact whatever the cut.
+    ///
+    /// Text that ends with a space (`prefixLast` false) is complete: its only
+    /// suggestion is itself, with its count. The words are the plan's
+    /// (folded, as the index holds them), so suggestions are folded too.
+    public func suggest(_ plan: SearchPlan, limit: Int) throws -> [Suggestion] {
+        guard let last = plan.words.last, limit > 0 else { return [] }
+        do {
+            return try db.transaction(.deferred) {
+                try reloadIfChanged()
+                let vocabulary = try vocabulary()
+                let earlier = Array(plan.words.dropLast())
+                var terms: [(term: String, docs: Int)]
+                if plan.prefixLast {
+                    let range = vocabulary.range(prefix: last)
+                    terms = range.map { (vocabulary.term($0), Int(vocabulary.docs[$0])) }
+                } else {
+                    let range = vocabulary.range(prefix: last)
+                    terms = range.compactMap { i in vocabulary.term(i) == last ? (last, Int(vocabulary.docs[i])) : nil }
+                }
+                terms.sort { $0.docs != $1.docs ? $0.docs > $1.docs : $0.term < $1.term }
+                let prefix = earlier.isEmpty ? "" : earlier.joined(separator: " ") + " "
+                if earlier.isEmpty {
+                    return terms.prefix(max(limit, Self.maxShardSuggestions)).map { Suggestion(text: $0.term, count: $0.docs) }
+                }
+                let count = try db.prepare("""
+                    SELECT count(*) FROM words JOIN items ON items.id = words.rowid
+                    WHERE words MATCH ?1 AND (items.expires IS NULL OR items.expires > ?2)
+                    """)
+                let now = Date().timeIntervalSinceReferenceDate
+                var out: [Suggestion] = []
+                for t in terms.prefix(max(limit, Self.countedCompletions)) {
+                    // A completion finds at most the items holding it: once the
+                    // next one's document count cannot beat the limit-th best
+                    // count, no later (rarer) one can either.
+                    if out.count >= limit, t.docs <= out[limit - 1].count { break }
+                    let match = (earlier + [t.term]).map(Self.ftsQuote).joined(separator: " ")
+                    try count.bind(match, at: 0)
+                    try count.bind(now, at: 1)
+                    let n = Int(try count.scalar()?.int64 ?? 0)
+                    try count.reset()
+                    if n > 0 {
+                        out.append(Suggestion(text: prefix + t.term, count: n))
+                        out.sort(by: Suggestion.precedes)
+                    }
+                }
+                out.sort(by: Suggestion.precedes)
+                return out
+            }
+        } catch {
+            throw StoreError.wrap(error, "suggestions failed")
+        }
+    }
+
+    static func ftsQuote(_ term: String) -> String { "\"" + term.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
+}
