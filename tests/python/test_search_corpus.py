@@ -193,3 +193,22 @@ def test_free_text_counts_match_a_plain_scan(world):
                        if all(w in ts for w in words[:-1]) and any(t.startswith(words[-1]) for t in ts)}
         r = c.search({"query": query, "typoTolerance": False, "hitsPerPage": 0, "filters": "contentType:org.debian.binary-package"})
         assert r["nbHits"] == len(want_prefix), query
+
+
+def test_suggestions_for_pyth_include_python_counted_by_a_plain_scan(world):
+    c, debian, cities = world
+    reply = c.suggest("pyth", limit=10)
+    suggestions = reply["suggestions"]
+    assert reply["failedShards"] == []
+    assert "python" in [s["suggestion"] for s in suggestions]
+    assert all(s["suggestion"].startswith("pyth") for s in suggestions)
+    counts = [s["count"] for s in suggestions]
+    assert counts == sorted(counts, reverse=True)
+    # One word: the items that hold it as a token, counted here over every item.
+    want = sum(1 for i in debian + cities if "python" in tokens(i))
+    assert next(s["count"] for s in suggestions if s["suggestion"] == "python") == want
+    # Several words: the earlier kept, each count what a search for the words (exact, no typos) finds.
+    for s in c.suggest("python libr", limit=5)["suggestions"]:
+        assert s["suggestion"].startswith("python libr")
+        r = c.search({"query": s["suggestion"], "queryType": "prefixNone", "typoTolerance": False, "hitsPerPage": 0})
+        assert r["nbHits"] == s["count"], s
