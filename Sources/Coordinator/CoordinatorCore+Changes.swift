@@ -1,0 +1,123 @@
+import Foundation
+import Items
+import Logging
+import Planner
+import QueryPlan
+import WireProtocol
+
+/// Deletes and declarations: fanned out to the indexers, answered when every shard has.
+extension CoordinatorCore {
+    // MARK: Delete and declare
+
+    func delete(client: [Data], id: String, _ d: Body.Delete) {
+        count("deletes")
+        let hasIDs = !(d.ids ?? []).isEmpty, hasDomains = !(d.domains ?? []).isEmpty, all = d.all == true
+        guard hasIDs || hasDomains || all else {
+            sendError(.client(client), id, WireError(code: "invalid_message", message: "delete needs 'ids', 'domains' or 'all': true"))
+            return
+        }
+        for domain in d.domains ?? [] where domain.isEmpty || !DomainIdentifier.isValid(domain) {
+            sendError(.client(client), id, WireError(code: "invalid_domain", message: "'\(domain)' is not a domain identifier", field: "domains"))
+            return
+        }
+        // `shards` limits the delete to those shards (all of them when absent):
+        // `{"all": true, "shards": [2]}` empties shard 2 only. A shard the
+        // cluster does not have is an error, and nothing is deleted.
+        var targets = Array(0..<configuration.shards)
+        if let only = d.shards {
+            let missing = only.filter { $0 < 0 || $0 >= configuration.shards }
+            guard missing.isEmpty else {
+                let names = missing.map(String.init).joined(separator: ", ")
+                sendError(.client(client), id, WireError(code: "bad_shard", message: "the cluster has shards 0-\(configuration.shards - 1); "
+                    + "no shard \(names); nothing was deleted", field: "shards"))
+                return
+            }
+            guard !only.isEmpty else {
+                sendError(.client(client), id, WireError(code: "invalid_message", message: "'shards' is empty: name at least one shard, or leave it out for every shard", field: "shards"))
+                return
+            }
+            targets = Array(Set(only)).sorted()
+        }
+        let deleteID = makeID("d")
+        var pending = PendingDelete(client: client, requestID: id, outstanding: [:], deletedByShard: [:], failed: [])
+        for shard in targets {
+            let replicas = liveWorkers(.indexer, shard: shard)
+            if replicas.isEmpty {
+                pending.failed.append(ShardFailure(shard: shard, reason: "no live indexer"))
+                continue
+            }
+            for w in replicas {
+                let wid = makeID("x")
+                pending.outstanding[wid] = (w.id, shard)
+                deleteOfRequest[wid] = deleteID
+                send(.worker(w.route), wid, .delete(Body.Delete(ids: d.ids, domains: d.domains, all: d.all, shards: [shard])))
+            }
+        }
+        deletes[deleteID] = pending
+        finishDeleteIfDone(deleteID)
+    }
+
+    func deleteAcked(workerMessageID: String, deleted: Int?, error: WireError?) {
+        guard let deleteID = deleteOfRequest.removeValue(forKey: workerMessageID), var pending = deletes[deleteID],
+              let (_, shard) = pending.outstanding.removeValue(forKey: workerMessageID) else { return }
+        if let deleted {
+            pending.deletedByShard[shard] = max(pending.deletedByShard[shard] ?? 0, deleted)
+        } else if let error {
+            pending.failed.append(ShardFailure(shard: shard, reason: error.message))
+        }
+        deletes[deleteID] = pending
+        finishDeleteIfDone(deleteID)
+    }
+
+    func finishDeleteIfDone(_ deleteID: String) {
+        guard let pending = deletes[deleteID], pending.outstanding.isEmpty else { return }
+        deletes.removeValue(forKey: deleteID)
+        let total = pending.deletedByShard.values.reduce(0, +)
+        if let op = pending.entity {
+            finishEntityOperation(op, pending, total: total)
+            return
+        }
+        if !pending.failed.isEmpty {
+            let names = pending.failed.map { "shard \($0.shard) (\($0.reason))" }.joined(separator: ", ")
+            sendError(.client(pending.client), pending.requestID,
+                      WireError(code: "shard_unavailable", message: "deleted \(total) items, but not on \(names)"))
+            return
+        }
+        send(.client(pending.client), pending.requestID, .deleteAck(Body.DeleteAck(deleted: total)))
+    }
+
+    func declare(client: [Data], id: String, _ d: Body.Declare) {
+        let declareID = makeID("k")
+        var pending = PendingDeclare(client: client, requestID: id, outstanding: [:])
+        let indexers = workers.values.filter { $0.role == .indexer }
+        let missing = (0..<configuration.shards).filter { liveWorkers(.indexer, shard: $0).isEmpty }
+        if !missing.isEmpty {
+            sendError(.client(client), id, WireError(code: "shard_unavailable",
+                                                      message: "shards \(missing.map(String.init).joined(separator: ",")) have no live indexer; declare again when they do"))
+            return
+        }
+        for w in indexers {
+            let wid = makeID("k")
+            pending.outstanding[wid] = w.id
+            declareOfRequest[wid] = declareID
+            send(.worker(w.route), wid, .declare(d))
+        }
+        declares[declareID] = pending
+        finishDeclareIfDone(declareID)
+    }
+
+    func declareAcked(workerMessageID: String, error: WireError?) {
+        guard let declareID = declareOfRequest.removeValue(forKey: workerMessageID), var pending = declares[declareID] else { return }
+        pending.outstanding.removeValue(forKey: workerMessageID)
+        if let error { pending.error = error }
+        declares[declareID] = pending
+        finishDeclareIfDone(declareID)
+    }
+
+    func finishDeclareIfDone(_ declareID: String) {
+        guard let pending = declares[declareID], pending.outstanding.isEmpty else { return }
+        declares.removeValue(forKey: declareID)
+        if let e = pending.error { sendError(.client(pending.client), pending.requestID, e) }
+        else { send(.client(pending.client), pending.requestID, .declareAck(Body.Empty())) }
+    }
+}

@@ -1,0 +1,185 @@
+import Foundation
+import Items
+import Logging
+import Planner
+import QueryPlan
+import WireProtocol
+
+/// Queries: scatter to a query worker per shard, forward or merge their batches, complete, cancel, deadlines.
+extension CoordinatorCore {
+    // MARK: Queries
+
+    func startQuery(client: [Data], id: String, _ request: Body.QueryRequest) {
+        count("queries")
+        // A deadline of 0 or less is a mistake, not a request for no deadline:
+        // a client that wants the server's default leaves the field out.
+        if let d = request.deadlineMs, d <= 0 {
+            sendError(.client(client), id, WireError(code: "invalid_parameter",
+                                                     message: "deadlineMs must be a positive number of milliseconds, found \(d)", field: "deadlineMs"))
+            return
+        }
+        let query: Query
+        do { query = try planner.plan(request) } catch {
+            sendError(.client(client), id, error)
+            return
+        }
+        let key = makeID("q")
+        let deadline = request.deadlineMs ?? configuration.defaultDeadlineMs
+        let shards = planner.shards(for: query, shardCount: configuration.shards)
+        var rq = RunningQuery(key: key, client: client, requestID: id, query: query, planJSON: query.json,
+                              deadlineMs: deadline, outstanding: [:], started: .now)
+        if !query.sort.isEmpty { rq.merger = ResultMerger(order: SortOrder(keys: query.sort), shards: shards) }
+        rq.cursorFingerprint = QueryCursor.fingerprint(of: request)
+        queries[key] = rq
+        queryOfRequest[client, default: [:]][id] = key
+        for shard in shards { dispatch(key, shard: shard) }
+        if deadline > 0 {
+            queries[key]?.deadlineTimer = Task { [weak self] in
+                guard (try? await Task.sleep(for: .milliseconds(deadline))) != nil else { return }
+                await self?.deadlineReached(key)
+            }
+        }
+        finishQueryIfDone(key)
+    }
+
+    /// The next live query worker of a shard not tried yet, round robin.
+    func nextQueryWorker(shard: Int, tried: Set<String>) -> WorkerRecord? {
+        let candidates = liveWorkers(.query, shard: shard).filter { !tried.contains($0.id) }
+        guard !candidates.isEmpty else { return nil }
+        roundRobin &+= 1
+        return candidates[roundRobin % candidates.count]
+    }
+
+    /// Sends a shard's part of a query to a live query worker not yet tried for it.
+    func dispatch(_ key: String, shard: Int) {
+        guard var rq = queries[key] else { return }
+        let tried = rq.tried[shard] ?? []
+        guard let w = nextQueryWorker(shard: shard, tried: tried) else {
+            rq.failed.append(ShardFailure(shard: shard, reason: tried.isEmpty ? "no live query worker" : "every query worker for the shard failed"))
+            rq.merger?.finish(shard: shard)
+            queries[key] = rq
+            return
+        }
+        rq.tried[shard, default: []].insert(w.id)
+        rq.outstanding[shard] = w.id
+        queries[key] = rq
+        let elapsed = Int(rq.started.duration(to: .now).milliseconds)
+        send(.worker(w.route), key, .shardQuery(Body.ShardQuery(shard: shard, plan: rq.planJSON,
+                                                               deadlineMs: rq.deadlineMs > 0 ? max(1, rq.deadlineMs - elapsed) : nil)))
+    }
+
+    func shardBatch(key: String, from worker: String, _ b: Body.ShardBatch) {
+        guard var rq = queries[key], rq.outstanding[b.shard] == worker else { return }
+        if rq.merger != nil {
+            rq.merger!.add(shard: b.shard, hits: b.hits)
+            queries[key] = rq
+            releaseMerged(key)
+        } else {
+            var items = b.hits.map(\.item)
+            if let limit = rq.query.limit { items = Array(items.prefix(max(0, limit - rq.count))) }
+            rq.delivered[b.shard, default: 0] += items.count
+            queries[key] = rq
+            deliver(key, items)
+        }
+        if let rq = queries[key], let limit = rq.query.limit, rq.count >= limit {
+            stopShards(key, reason: nil)
+            complete(key, cancelled: false)
+        }
+    }
+
+    func releaseMerged(_ key: String) {
+        guard var rq = queries[key], rq.merger != nil else { return }
+        let room = rq.query.limit.map { max(0, $0 - rq.count) } ?? .max
+        let released = rq.merger!.drain(max: room)
+        for r in released { rq.delivered[r.shard, default: 0] += 1 }
+        if let last = released.last { rq.lastSort = last.hit.sort }
+        queries[key] = rq
+        if !released.isEmpty { deliver(key, released.map(\.hit.item)) }
+    }
+
+    func deliver(_ key: String, _ items: [JSONValue]) {
+        guard var rq = queries[key], !items.isEmpty else { return }
+        var start = 0
+        while start < items.count {
+            let chunk = Array(items[start..<min(items.count, start + rq.query.batchSize)])
+            start += chunk.count
+            rq.seq += 1
+            rq.count += chunk.count
+            send(.client(rq.client), rq.requestID, .resultBatch(Body.ResultBatch(items: chunk, seq: rq.seq)))
+        }
+        if !firstBatchSent.contains(key) {
+            firstBatchSent.insert(key)
+            record(&firstBatchLatenciesMs, rq.started.duration(to: .now).milliseconds)
+            metrics.queryFirstBatch.record(duration: rq.started.duration(to: .now))
+        }
+        queries[key] = rq
+    }
+
+    func shardDone(key: String, from worker: String, _ d: Body.ShardDone) {
+        guard var rq = queries[key], rq.outstanding[d.shard] == worker else { return }
+        rq.outstanding.removeValue(forKey: d.shard)
+        if let e = d.error {
+            rq.failed.append(ShardFailure(shard: d.shard, reason: e.message))
+        }
+        rq.merger?.finish(shard: d.shard)
+        queries[key] = rq
+        releaseMerged(key)
+        finishQueryIfDone(key)
+    }
+
+    func finishQueryIfDone(_ key: String) {
+        guard let rq = queries[key], rq.outstanding.isEmpty else { return }
+        releaseMerged(key)
+        complete(key, cancelled: false)
+    }
+
+    func complete(_ key: String, cancelled: Bool) {
+        guard let rq = queries.removeValue(forKey: key) else { return }
+        rq.deadlineTimer?.cancel()
+        queryOfRequest[rq.client]?.removeValue(forKey: rq.requestID)
+        if queryOfRequest[rq.client]?.isEmpty == true { queryOfRequest.removeValue(forKey: rq.client) }
+        firstBatchSent.remove(key)
+        let elapsed = rq.started.duration(to: .now).milliseconds
+        record(&queryLatenciesMs, elapsed)
+        metrics.queryDuration.record(duration: rq.started.duration(to: .now))
+        if !rq.failed.isEmpty { count("queries.partial") }
+        send(.client(rq.client), rq.requestID,
+             .completion(Body.Completion(count: rq.count, failedShards: rq.failed.sorted { $0.shard < $1.shard },
+                                         cancelled: cancelled, elapsedMs: (elapsed * 1000).rounded() / 1000,
+                                         cursor: cancelled ? nil : nextCursor(rq))))
+    }
+
+    /// Tells the workers still running a query's shards to stop.
+    func stopShards(_ key: String, reason: String?) {
+        guard var rq = queries[key] else { return }
+        for (shard, wid) in rq.outstanding {
+            if let w = workers[wid] { send(.worker(w.route), key, .cancel(Body.Cancel(query: key))) }
+            if let reason { rq.failed.append(ShardFailure(shard: shard, reason: reason)) }
+        }
+        rq.outstanding.removeAll()
+        queries[key] = rq
+    }
+
+    func cancel(client: [Data], requestID: String) {
+        if cancelSearch(client: client, requestID: requestID) { return }
+        guard let key = queryOfRequest[client]?[requestID] else { return }
+        count("queries.cancelled")
+        stopShards(key, reason: nil)
+        complete(key, cancelled: true)
+    }
+
+    func deadlineReached(_ key: String) {
+        guard let rq = queries[key] else { return }
+        count("queries.timedOut")
+        stopShards(key, reason: "no answer within the deadline of \(rq.deadlineMs) ms")
+        releaseMergedAfterStop(key)
+        complete(key, cancelled: false)
+    }
+
+    func releaseMergedAfterStop(_ key: String) {
+        guard var rq = queries[key], rq.merger != nil else { return }
+        for s in rq.merger!.running { rq.merger!.finish(shard: s) }
+        queries[key] = rq
+        releaseMerged(key)
+    }
+}
