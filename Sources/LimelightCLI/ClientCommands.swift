@@ -48,16 +48,7 @@ struct QueryCommand: AsyncParsableCommand {
         defer { _ = cancel }
         var completion: Body.Completion?
         do {
-            for try await event in handle.events {
-                switch event {
-                case .batch(let items):
-                    var out = ""
-                    for item in items { out += (json ? Self.jsonLine(item, fetch: fetchList) : Self.humanLine(item)) + "\n" }
-                    FileHandle.standardOutput.write(Data(out.utf8))
-                case .completion(let c):
-                    completion = c
-                }
-            }
+            completion = try await QueryCommand.printResults(handle, json: json, fetch: fetchList)
         } catch let e as ClientError where e.code == .server {
             if let s = e.server, s.code == "bad_query" || s.code == "invalid_query" || s.code == "unsupported_language" {
                 printError("limelight: bad query: \(s.description)")
@@ -78,6 +69,23 @@ struct QueryCommand: AsyncParsableCommand {
             for f in completion.failedShards { printError("limelight: shard \(f.shard) missing from the result: \(f.reason)") }
             throw ExitCode(ExitCodes.missingShards)
         }
+    }
+
+    /// Prints a query's batches as they come, a line per item (JSON lines
+    /// with `json`), and returns its completion.
+    static func printResults(_ handle: QueryHandle, json: Bool, fetch: [String]?) async throws -> Body.Completion? {
+        var completion: Body.Completion?
+        for try await event in handle.events {
+            switch event {
+            case .batch(let items):
+                var out = ""
+                for item in items { out += (json ? jsonLine(item, fetch: fetch) : humanLine(item)) + "\n" }
+                FileHandle.standardOutput.write(Data(out.utf8))
+            case .completion(let c):
+                completion = c
+            }
+        }
+        return completion
     }
 
     /// `uniqueIdentifier`, `domainIdentifier` and the requested `attributes`;

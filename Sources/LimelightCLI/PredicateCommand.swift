@@ -66,16 +66,7 @@ struct PredicateCommand: AsyncParsableCommand {
         defer { _ = cancel }
         var completion: Body.Completion?
         do {
-            for try await event in handle.events {
-                switch event {
-                case .batch(let items):
-                    var out = ""
-                    for item in items { out += (json ? QueryCommand.jsonLine(item, fetch: fetchList) : QueryCommand.humanLine(item)) + "\n" }
-                    FileHandle.standardOutput.write(Data(out.utf8))
-                case .completion(let c):
-                    completion = c
-                }
-            }
+            completion = try await QueryCommand.printResults(handle, json: json, fetch: fetchList)
         } catch let e as ClientError where e.code == .server {
             if let s = e.server, ["bad_query", "invalid_query", "invalid_cursor", "unsupported_language"].contains(s.code) {
                 printError("limelight: bad query: \(s.description)")
