@@ -38,9 +38,16 @@ extension CoordinatorCore {
             }
             targets = Array(Set(only)).sorted()
         }
-        let deleteID = makeID("d")
-        var pending = PendingDelete(client: client, requestID: id, outstanding: [:], deletedByShard: [:], failed: [])
-        for shard in targets {
+        fanOut(PendingDelete(client: client, requestID: id, outstanding: [:], deletedByShard: [:], failed: []), id: makeID("d"),
+               to: targets) { shard in .delete(Body.Delete(ids: d.ids, domains: d.domains, all: d.all, shards: [shard])) }
+    }
+
+    /// Sends one message per shard to each of its live indexers, tracked as
+    /// `pending` under `pendingID`: each replica answers, a shard counts once,
+    /// and a shard without a live indexer is named as failed.
+    func fanOut(_ pending: PendingDelete, id pendingID: String, to shards: [Int], _ body: (Int) -> Body) {
+        var pending = pending
+        for shard in shards {
             let replicas = liveWorkers(.indexer, shard: shard)
             if replicas.isEmpty {
                 pending.failed.append(ShardFailure(shard: shard, reason: "no live indexer"))
@@ -49,12 +56,12 @@ extension CoordinatorCore {
             for w in replicas {
                 let wid = makeID("x")
                 pending.outstanding[wid] = (w.id, shard)
-                deleteOfRequest[wid] = deleteID
-                send(.worker(w.route), wid, .delete(Body.Delete(ids: d.ids, domains: d.domains, all: d.all, shards: [shard])))
+                deleteOfRequest[wid] = pendingID
+                send(.worker(w.route), wid, body(shard))
             }
         }
-        deletes[deleteID] = pending
-        finishDeleteIfDone(deleteID)
+        deletes[pendingID] = pending
+        finishDeleteIfDone(pendingID)
     }
 
     func deleteAcked(workerMessageID: String, deleted: Int?, error: WireError?) {

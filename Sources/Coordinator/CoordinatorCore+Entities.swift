@@ -78,23 +78,8 @@ extension CoordinatorCore {
     /// Sends one operation per shard to each of its live indexers, tracked as
     /// a delete is (each replica answers; a shard counts once).
     func broadcastEntityOperation(client: [Data], id: String, _ op: EntityOperation, body: (Int) -> Body) {
-        let pendingID = makeID("e")
-        var pending = PendingDelete(client: client, requestID: id, outstanding: [:], deletedByShard: [:], failed: [], entity: op)
-        for shard in 0..<configuration.shards {
-            let replicas = liveWorkers(.indexer, shard: shard)
-            if replicas.isEmpty {
-                pending.failed.append(ShardFailure(shard: shard, reason: "no live indexer"))
-                continue
-            }
-            for w in replicas {
-                let wid = makeID("x")
-                pending.outstanding[wid] = (w.id, shard)
-                deleteOfRequest[wid] = pendingID
-                send(.worker(w.route), wid, body(shard))
-            }
-        }
-        deletes[pendingID] = pending
-        finishDeleteIfDone(pendingID)
+        fanOut(PendingDelete(client: client, requestID: id, outstanding: [:], deletedByShard: [:], failed: [], entity: op),
+               id: makeID("e"), to: Array(0..<configuration.shards), body)
     }
 
     func finishEntityOperation(_ op: EntityOperation, _ pending: PendingDelete, total: Int) {
