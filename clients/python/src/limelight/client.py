@@ -259,20 +259,7 @@ class Client:
             body["query"] = text
         if plan is not None:
             body["plan"] = plan
-        if fetch is not None:
-            body["fetchAttributes"] = list(fetch)
-        if sort:
-            body["sort"] = [sort_key(s) for s in sort]
-        if limit is not None:
-            body["limit"] = limit
-        if batch_size is not None:
-            body["batchSize"] = batch_size
-        if deadline_ms is not None:
-            body["deadlineMs"] = deadline_ms
-        query_id = self.send_request("query", **body)
-        # The coordinator completes a query by its deadline at the latest.
-        wait = self.timeout + (deadline_ms if deadline_ms and deadline_ms > 0 else DEFAULT_DEADLINE_MS) / 1000
-        return QueryStream(self, query_id, wait)
+        return self._start_query(body, fetch, sort, limit, batch_size, deadline_ms)
 
     def predicate(self, record_type: str, predicate: str, *arguments: Any, dialect: str = "cloudkit",
                   sort: Optional[Iterable[Union[str, JSONObject]]] = None, limit: Optional[int] = None,
@@ -291,19 +278,26 @@ class Client:
         """
         body: JSONObject = {"language": dialect, "recordType": record_type, "predicate": predicate,
                             "arguments": list(arguments)}
+        if cursor is not None:
+            body["cursor"] = cursor
+        return self._start_query(body, fetch, sort, limit, batch_size, deadline_ms)
+
+    def _start_query(self, body: JSONObject, fetch: Optional[Iterable[str]],
+                     sort: Optional[Iterable[Union[str, JSONObject]]], limit: Optional[int],
+                     batch_size: Optional[int], deadline_ms: Optional[int]) -> QueryStream:
+        """Adds the options every query language shares and sends the query."""
+        if fetch is not None:
+            body["fetchAttributes"] = list(fetch)
         if sort:
             body["sort"] = [sort_key(s) for s in sort]
         if limit is not None:
             body["limit"] = limit
-        if cursor is not None:
-            body["cursor"] = cursor
-        if fetch is not None:
-            body["fetchAttributes"] = list(fetch)
         if batch_size is not None:
             body["batchSize"] = batch_size
         if deadline_ms is not None:
             body["deadlineMs"] = deadline_ms
         query_id = self.send_request("query", **body)
+        # The coordinator completes a query by its deadline at the latest.
         wait = self.timeout + (deadline_ms if deadline_ms and deadline_ms > 0 else DEFAULT_DEADLINE_MS) / 1000
         return QueryStream(self, query_id, wait)
 
