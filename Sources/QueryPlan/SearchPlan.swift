@@ -82,6 +82,28 @@ public struct SearchPlan: Sendable, Hashable {
     public static let defaultAttributeOrder = ["title", "displayName", "keywords", "contentDescription"]
 }
 
+/// Sums over the numeric values of a facet, so that shards' figures add up.
+public struct FacetStats: Sendable, Hashable {
+    public var min: Double
+    public var max: Double
+    public var sum: Double
+    /// Values summed (for the average).
+    public var count: Int
+    public init(min: Double, max: Double, sum: Double, count: Int) {
+        self.min = min
+        self.max = max
+        self.sum = sum
+        self.count = count
+    }
+
+    public mutating func merge(_ o: FacetStats) {
+        min = Swift.min(min, o.min)
+        max = Swift.max(max, o.max)
+        sum += o.sum
+        count += o.count
+    }
+}
+
 /// The ranking criteria of one hit, in Algolia's tie-breaking order, and the
 /// one comparison that shards sort by and the coordinator merges by.
 ///

@@ -18,7 +18,6 @@ public struct SearchResponseBuilder: Sendable {
     var exhaustiveFacets = true
     var exhaustiveHits = true
 
-    public struct FacetStats: Sendable, Hashable { var min, max, sum, count: Double }
 
     public init(request: SearchRequest) { self.request = request }
 
@@ -32,13 +31,8 @@ public struct SearchResponseBuilder: Sendable {
         }
         for (facet, counts) in r.facets { facets[facet, default: [:]].merge(counts, uniquingKeysWith: +) }
         for (facet, s) in r.facetStats where s.count == 4 {
-            let new = FacetStats(min: s[0], max: s[1], sum: s[2], count: s[3])
-            if let old = stats[facet] {
-                stats[facet] = FacetStats(min: Swift.min(old.min, new.min), max: Swift.max(old.max, new.max),
-                                          sum: old.sum + new.sum, count: old.count + new.count)
-            } else {
-                stats[facet] = new
-            }
+            let new = FacetStats(min: s[0], max: s[1], sum: s[2], count: Int(s[3]))
+            if stats[facet] == nil { stats[facet] = new } else { stats[facet]!.merge(new) }
         }
     }
 
@@ -84,7 +78,7 @@ public struct SearchResponseBuilder: Sendable {
             for facet in plan.facets {
                 guard let s = stats[facet], s.count > 0 else { continue }
                 fs[facet] = .object(["min": .number(s.min), "max": .number(s.max), "sum": .number(s.sum),
-                                     "avg": .number(s.sum / s.count)])
+                                     "avg": .number(s.sum / Double(s.count))])
             }
             o["facets_stats"] = .object(fs)
         }

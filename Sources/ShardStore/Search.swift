@@ -15,28 +15,6 @@ public struct SearchHit: Sendable, Hashable {
     }
 }
 
-/// Sums over the numeric values of a facet, so that shards' figures add up.
-public struct FacetStats: Sendable, Hashable {
-    public var min: Double
-    public var max: Double
-    public var sum: Double
-    /// Values summed (for the average).
-    public var count: Int
-    public init(min: Double, max: Double, sum: Double, count: Int) {
-        self.min = min
-        self.max = max
-        self.sum = sum
-        self.count = count
-    }
-
-    public mutating func merge(_ o: FacetStats) {
-        min = Swift.min(min, o.min)
-        max = Swift.max(max, o.max)
-        sum += o.sum
-        count += o.count
-    }
-}
-
 /// What one shard answers to a ``SearchPlan``.
 public struct ShardSearchResult: Sendable, Hashable {
     /// The shard's best hits, best first, at most the plan's window.
