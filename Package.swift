@@ -98,7 +98,7 @@ let package = Package(
         .executableTarget(name: "limelight-query", dependencies: ["LimelightCLI"],
                           path: "Sources/Executables/limelight-query"),
         .executableTarget(name: "limelight-bench", dependencies: [
-            "ShardStore", "SpotlightQuery", "Items", "QueryPlan", "LimelightClient", "WireProtocol", "SearchParameters", "Embedder",
+            "ShardStore", "SpotlightQuery", "Items", "QueryPlan", "LimelightClient", "WireProtocol", "SearchParameters", "Embedder", "ZeroMQ",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], path: "Sources/Executables/limelight-bench"),

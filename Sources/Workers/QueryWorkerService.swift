@@ -148,12 +148,10 @@ public final class QueryWorkerService: Sendable {
         return (plan, flag)
     }
 
-    /// Sends from one of the worker's own threads, waiting until it is sent.
-    func sendBlocking(_ key: String, _ body: Body) {
-        let link = self.link
-        let done = DispatchSemaphore(value: 0)
-        Task { await link.send(key, body); done.signal() }
-        done.wait()
+    /// Sends from one of the worker's own threads: queued at once, blocking
+    /// only while the socket is backed up (``WorkerLink/post(_:_:)``).
+    func reply(_ key: String, _ body: Body) {
+        link.post(key, body)
     }
 
     /// Runs on one of the worker's own threads: blocking is fine here.
@@ -166,20 +164,20 @@ public final class QueryWorkerService: Sendable {
             let count = try store.run(query, isCancelled: { flag.isCancelled }) { results in
                 seq += 1
                 let hits = results.map { Hit(item: $0.item, sort: $0.sortValues.isEmpty ? nil : $0.sortValues, score: $0.score) }
-                sendBlocking(key, .shardBatch(Body.ShardBatch(shard: shard, seq: seq, hits: hits)))
+                reply(key, .shardBatch(Body.ShardBatch(shard: shard, seq: seq, hits: hits)))
             }
             tally.finished()
             if flag.isCancelled {
-                sendBlocking(key, .shardDone(Body.ShardDone(shard: shard, count: count,
+                reply(key, .shardDone(Body.ShardDone(shard: shard, count: count,
                                                        error: WireError(code: "cancelled", message: "cancelled or past its deadline"))))
             } else {
-                sendBlocking(key, .shardDone(Body.ShardDone(shard: shard, count: count)))
+                reply(key, .shardDone(Body.ShardDone(shard: shard, count: count)))
             }
         } catch {
             tally.finished(failed: !flag.isCancelled)
             logger.notice("query failed on a shard", metadata: ["query.id": "\(key)", "shard": "\(shard)", "error": "\(error)"])
             let message = flag.isCancelled ? "cancelled or past its deadline" : "\(error)"
-            sendBlocking(key, .shardDone(Body.ShardDone(shard: shard, count: 0, error: WireError(code: flag.isCancelled ? "cancelled" : "query_failed", message: message))))
+            reply(key, .shardDone(Body.ShardDone(shard: shard, count: 0, error: WireError(code: flag.isCancelled ? "cancelled" : "query_failed", message: message))))
         }
     }
 }
@@ -194,11 +192,11 @@ extension QueryWorkerService {
             defer { pool.checkin(shard, store) }
             var answer = try extras.answer(store, plan: plan, isCancelled: { flag.isCancelled })
             answer.shard = shard
-            sendBlocking(key, .shardSearchResult(answer))
+            reply(key, .shardSearchResult(answer))
         } catch {
             logger.notice("search failed on a shard", metadata: ["query.id": "\(key)", "shard": "\(shard)", "error": "\(error)"])
             let message = flag.isCancelled ? "cancelled or past its deadline" : "\(error)"
-            sendBlocking(key, .shardDone(Body.ShardDone(shard: shard, count: 0, error: WireError(code: flag.isCancelled ? "cancelled" : "search_failed", message: message))))
+            reply(key, .shardDone(Body.ShardDone(shard: shard, count: 0, error: WireError(code: flag.isCancelled ? "cancelled" : "search_failed", message: message))))
         }
     }
 }

@@ -56,6 +56,15 @@ public final class WorkerLink: Sendable {
         }
     }
 
+    /// ``send(_:_:)`` from one of the worker's own threads (never a task):
+    /// queues the message without a task or a wait per message (see
+    /// ``AsyncSocket/post(_:)``), encoding it on the calling thread.
+    public func post(_ id: String, _ body: Body) {
+        do { try socket.post([Envelope(id: id, body: body).encoded()]) } catch {
+            logger.debug("could not send to the coordinator", metadata: ["error": "\(error)"])
+        }
+    }
+
     func register() async {
         await send("reg-\(workerID)", .register(registration))
     }

@@ -108,10 +108,33 @@ public final class AsyncSocket: Sendable {
         let id = core.makeID()
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                core.enqueue(Outgoing(id: id, frames: frames, continuation: continuation))
+                core.enqueue(Outgoing(id: id, frames: frames, completion: .resume(continuation)))
             }
         } onCancel: {
             core.cancelSend(id)
+        }
+    }
+
+    /// Queues a multipart message from a plain thread (one that is not
+    /// running a task), without waiting for ZeroMQ to accept it.
+    ///
+    /// For blocking work on threads of its own (a query scanning a shard): an
+    /// ``send(_:)`` from there would need a task to await it and a thread to
+    /// wait for that task — two thread wake-ups per message on top of the
+    /// owner thread's. `post` costs the owner thread's alone. Back-pressure
+    /// stays: `post` blocks while 16 posted messages are still unaccepted,
+    /// so a slow peer slows the poster rather than filling memory. Messages
+    /// keep their order with each other and with `send`s queued after them.
+    /// A message the socket cannot take once queued (it closed meanwhile) is
+    /// dropped, as one sent to a closed socket is; later posts throw.
+    ///
+    /// Never call it from a task: it may block its thread.
+    /// - Throws: ``ZMQError/Code/closed`` after ``close()``, `.terminated`
+    ///   after ``Context/shutdown()``.
+    public func post(_ frames: [Data]) throws {
+        core.posted.reserve()
+        if let error = core.enqueue(Outgoing(id: core.makeID(), frames: frames, completion: .posted(core.posted))) {
+            throw error
         }
     }
 
@@ -214,11 +237,56 @@ extension Socket {
 
 // MARK: - Shared state
 
-/// One queued send: its frames and the continuation that reports its outcome.
+/// Counts messages posted from plain threads that ZeroMQ has not accepted
+/// yet, and holds posters back while `window` of them are outstanding.
+final class PostedSends: @unchecked Sendable {
+    // `inFlight` is guarded by `condition`.
+    private let condition = NSCondition()
+    private var inFlight = 0
+    let window: Int
+
+    init(window: Int) { self.window = window }
+
+    /// Takes a place in the window, waiting for one if it is full.
+    func reserve() {
+        condition.lock()
+        while inFlight >= window { condition.wait() }
+        inFlight += 1
+        condition.unlock()
+    }
+
+    /// Gives a place back: the message was accepted, or failed (the socket
+    /// closed; the poster's next `post` learns that from the socket).
+    func accepted(_ error: (any Error)?) {
+        condition.lock()
+        inFlight -= 1
+        condition.signal()
+        condition.unlock()
+    }
+}
+
+/// One queued send: its frames and who learns its outcome.
 struct Outgoing: Sendable {
+    /// Who is told that ZeroMQ accepted the message (or why it did not).
+    enum Completion: Sendable {
+        /// A suspended ``AsyncSocket/send(_:)``.
+        case resume(CheckedContinuation<Void, any Error>)
+        /// A plain thread (``AsyncSocket/post(_:)``): a failure is recorded
+        /// for its next post, a success only counted.
+        case posted(PostedSends)
+    }
     let id: UInt64
     let frames: [Data]
-    let continuation: CheckedContinuation<Void, any Error>
+    let completion: Completion
+
+    func complete(_ error: (any Error)?) {
+        switch completion {
+        case .resume(let continuation):
+            if let error { continuation.resume(throwing: error) } else { continuation.resume() }
+        case .posted(let posted):
+            posted.accepted(error)
+        }
+    }
 }
 
 /// The state tasks and the owner thread share; every field is behind one mutex.
@@ -257,6 +325,8 @@ struct SharedState: Sendable {
 /// mutable state is inside a `Mutex`, the rest is immutable.
 final class Core: Sendable {
     let state = Mutex(SharedState())
+    /// Messages queued by ``AsyncSocket/post(_:)`` and not yet accepted.
+    let posted = PostedSends(window: 16)
     let outboundCapacity: Int
     let inboundCapacity: Int
     /// The wake-up pipe: tasks write a byte, the owner thread polls the read end.
@@ -308,7 +378,10 @@ final class Core: Sendable {
 
     // MARK: Sending side (tasks)
 
-    func enqueue(_ item: Outgoing) {
+    /// Queues `item`, or completes it with the reason it cannot be sent and
+    /// returns that reason.
+    @discardableResult
+    func enqueue(_ item: Outgoing) -> (any Error)? {
         enum Outcome { case queued(wake: Bool), refused(any Error) }
         let outcome: Outcome = state.withLock { state in
             if state.closing { return .refused(state.failure ?? ZMQError.closed("send")) }
@@ -317,14 +390,18 @@ final class Core: Sendable {
             return .queued(wake: state.claimWake())
         }
         switch outcome {
-        case .queued(let wake): if wake { self.wake() }
-        case .refused(let error): item.continuation.resume(throwing: error)
+        case .queued(let wake):
+            if wake { self.wake() }
+            return nil
+        case .refused(let error):
+            item.complete(error)
+            return error
         }
     }
 
     func cancelSend(_ id: UInt64) {
         let removed = state.withLock { $0.outbound.removeFirst { $0.id == id } }
-        removed?.continuation.resume(throwing: CancellationError())
+        removed?.complete(CancellationError())
     }
 
     // MARK: Receiving side (tasks)
@@ -379,7 +456,7 @@ final class Core: Sendable {
             return (state.outbound.removeAll(), state.consumers.removeAll().map(\.continuation),
                     state.claimWake())
         }
-        for send in sends { send.continuation.resume(throwing: ZMQError.closed("send")) }
+        for send in sends { send.complete(ZMQError.closed("send")) }
         for consumer in consumers { consumer.resume(returning: nil) }
         if wake { self.wake() }
     }
@@ -394,7 +471,7 @@ final class Core: Sendable {
             state.inboundFinished = true
             return (state.outbound.removeAll(), state.consumers.removeAll().map(\.continuation))
         }
-        for send in sends { send.continuation.resume(throwing: error) }
+        for send in sends { send.complete(error) }
         for consumer in consumers { consumer.resume(returning: nil) }
     }
 
@@ -525,7 +602,7 @@ struct Owner {
         let error = owner.loop()
         // Sends the owner thread had taken: they were not accepted by ZeroMQ.
         for item in owner.pending {
-            item.continuation.resume(throwing: error ?? ZMQError.closed("send"))
+            item.complete(error ?? ZMQError.closed("send"))
         }
         owner.pending = []
         if let error { core.fail(error) }
@@ -633,7 +710,7 @@ struct Owner {
         var fatal: ZMQError?
         defer {
             for (item, error) in outcomes {
-                if let error { item.continuation.resume(throwing: error) } else { item.continuation.resume() }
+                item.complete(error)
             }
         }
         for (index, item) in pending.enumerated() {

@@ -351,4 +351,57 @@ struct AsyncSocketTests {
         }
         #expect(bound)
     }
+
+    /// `post` from a plain thread: messages keep their order, and a poster
+    /// whose messages are not being accepted (no peer, high-water mark 1) is
+    /// held back at the window instead of queueing without bound.
+    @Test func postFromAThreadKeepsOrderAndHoldsBackWhileNoPeerTakesMessages() async throws {
+        let context = try Context()
+        // A free port: bind, read it, let go.
+        let probe = try Socket(context: context, type: .router)
+        try probe.bind("tcp://127.0.0.1:0")
+        let endpoint = try probe.lastEndpoint
+        probe.close()
+        let dealer = try AsyncSocket(context: context, type: .dealer) { socket in
+            try socket.set(.routingID(bytes("poster")))
+            try socket.set(.sendHighWaterMark(1))
+            try socket.connect(endpoint)
+        }
+        defer { dealer.close() }
+        let posted = Mutex(0)
+        let finished = DispatchSemaphore(value: 0)
+        let poster = Thread {
+            for index in 0..<40 {
+                try? dealer.post([data("#\(index)")])
+                posted.withLock { $0 += 1 }
+            }
+            finished.signal()
+        }
+        poster.start()
+        try await Task.sleep(for: .milliseconds(300))
+        let early = posted.withLock { $0 }
+        #expect(early < 40, "with nobody taking messages the poster must be held back, yet it posted all 40")
+        #expect(early >= 16, "the window lets 16 posts through before it holds back; posted \(early)")
+
+        let router = try AsyncSocket(context: context, type: .router) { try $0.bind(endpoint) }
+        defer { router.close() }
+        try await withTimeout {
+            let received = await collect(router, count: 40)
+            #expect(received.map { text($0[1]) } == (0..<40).map { "#\($0)" })
+            try await dealer.send([data("after")])
+            let last = await collect(router, count: 1)
+            #expect(texts(last.first) == ["poster", "after"])
+        }
+        #expect(finished.wait(timeout: .now() + 5) == .success)
+    }
+
+    @Test func postAfterCloseThrowsClosed() throws {
+        let context = try Context()
+        let dealer = try AsyncSocket(context: context, type: .dealer) { try $0.connect("tcp://127.0.0.1:9") }
+        dealer.close()
+        #expect(throws: ZMQError.self) { try dealer.post([data("late")]) }
+        do { try dealer.post([data("late")]) } catch let error as ZMQError {
+            #expect(error.code == .closed)
+        } catch { Issue.record("unexpected error \(error)") }
+    }
 }

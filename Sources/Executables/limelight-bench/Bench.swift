@@ -15,7 +15,7 @@ struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "limelight-bench",
         abstract: "Index a corpus and time queries, beside ../shared/bench/peers.py on the same corpus.",
-        subcommands: [StoreBench.self, ClusterBench.self, EmbedBench.self], defaultSubcommand: StoreBench.self)
+        subcommands: [StoreBench.self, ClusterBench.self, PathBench.self, EmbedBench.self], defaultSubcommand: StoreBench.self)
 }
 
 struct CorpusOptions: ParsableArguments {
@@ -230,25 +230,9 @@ struct ClusterBench: AsyncParsableCommand {
         print(String(repeating: "-", count: 96))
         print("shards  publish items/s   kind       p50 ms   p99 ms   first batch p50 ms   p99 ms")
         for n in shards {
-            let dir = NSTemporaryDirectory() + "limelight-cbench-\(UUID().uuidString)"
-            defer { try? FileManager.default.removeItem(atPath: dir) }
-            let up = Process()
-            up.executableURL = URL(fileURLWithPath: binDir + "/limelight")
-            up.arguments = ["up", "--data", dir, "--listen", "tcp://127.0.0.1:0", "--stats-port", "0", "--shards", String(n),
-                            "--indexers", String(min(n, 2)), "--query-workers", String(min(n, 2)), "--log-level", "warning"]
-            let out = Pipe()
-            up.standardOutput = out
-            try up.run()
-            defer { kill(up.processIdentifier, SIGTERM); up.waitUntilExit() }
-            var buf = Data()
-            while !buf.contains(0x0A) {
-                let d = out.fileHandleForReading.availableData
-                if d.isEmpty { break }
-                buf.append(d)
-            }
-            let ready = String(decoding: buf, as: UTF8.self).split(separator: " ")
-            guard ready.first == "ready" else { throw ValidationError("cluster did not start") }
-            let client = try LimelightClient(endpoint: String(ready[1]))
+            let cluster = try BenchCluster(binDir: binDir, shards: n)
+            defer { cluster.stop() }
+            let client = try LimelightClient(endpoint: cluster.endpoint)
             defer { client.close() }
             let t0 = Date()
             var stored = 0
@@ -291,5 +275,45 @@ struct ClusterBench: AsyncParsableCommand {
             if corpus.wants("suggest") { try await benchSuggest(client, words, count: corpus.queries, shards: n, rate: rate) }
         }
         printPeers(corpus.runPeers(), ours: best)
+    }
+}
+
+/// A `limelight up` started for a benchmark: its data folder, its client
+/// endpoint, and a stop that ends it and removes the folder.
+struct BenchCluster {
+    let dir: String
+    let endpoint: String
+    let process: Process
+
+    /// Starts `limelight up` with `min(shards, 2)` indexers and query workers
+    /// (as the figures are taken) and waits for its "ready" line.
+    init(binDir: String, shards n: Int, extra: [String] = []) throws {
+        dir = NSTemporaryDirectory() + "limelight-cbench-\(UUID().uuidString)"
+        let up = Process()
+        up.executableURL = URL(fileURLWithPath: binDir + "/limelight")
+        up.arguments = ["up", "--data", dir, "--listen", "tcp://127.0.0.1:0", "--stats-port", "0", "--shards", String(n),
+                        "--indexers", String(min(n, 2)), "--query-workers", String(min(n, 2)), "--log-level", "warning"] + extra
+        let out = Pipe()
+        up.standardOutput = out
+        try up.run()
+        process = up
+        var buf = Data()
+        while !buf.contains(0x0A) {
+            let d = out.fileHandleForReading.availableData
+            if d.isEmpty { break }
+            buf.append(d)
+        }
+        let ready = String(decoding: buf, as: UTF8.self).split(separator: " ")
+        guard ready.first == "ready", ready.count > 1 else {
+            kill(up.processIdentifier, SIGTERM); up.waitUntilExit()
+            throw ValidationError("cluster did not start")
+        }
+        endpoint = String(ready[1]).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    func stop() {
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        try? FileManager.default.removeItem(atPath: dir)
     }
 }
