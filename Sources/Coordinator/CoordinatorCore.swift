@@ -4,6 +4,7 @@ import Logging
 import Planner
 import QueryPlan
 import WireProtocol
+import ZeroMQ
 
 /// Who a message is for: a client or a worker, by its ZeroMQ routing frames.
 enum Peer: Sendable, Hashable {
@@ -39,18 +40,31 @@ struct WorkerRecord: Sendable {
     var status: WorkerStatus?
 }
 
+/// Carries a worker that ZeroMQ found gone from the worker socket's thread
+/// to the core, which forgets it at once so its work is retried on a replica
+/// without waiting for the heartbeat to lapse.
+final class UnreachableWorkers: @unchecked Sendable {
+    // `core` is set once, in CoordinatorCore.init, before any message is sent.
+    weak var core: CoordinatorCore?
+
+    func report(_ route: [Data]) {
+        guard let core else { return }
+        Task { await core.workerUnreachable(route: route) }
+    }
+}
+
 /// The coordinator's state machine: everything it knows and decides.
 ///
-/// Handlers never await; they append replies to ordered outboxes that one
-/// sender task per socket drains. That keeps every decision atomic inside the
-/// actor, and keeps a query's batches and its completion in order even when a
-/// deadline fires in the middle of a stream.
+/// Handlers never await; they append replies to their peers' ordered
+/// outboxes (``Outlet``), which never suspend either. That keeps every
+/// decision atomic inside the actor, and keeps a query's batches and its
+/// completion in order even when a deadline fires in the middle of a stream.
 actor CoordinatorCore {
     let configuration: CoordinatorConfiguration
     let logger: Logger
     let planner: Planner
-    let clientOutbox: AsyncStream<Outgoing>.Continuation
-    let workerOutbox: AsyncStream<Outgoing>.Continuation
+    let clientOutlet: Outlet
+    let workerOutlet: Outlet
     let startedAt = Date()
 
     var workers: [String: WorkerRecord] = [:]
@@ -150,12 +164,21 @@ actor CoordinatorCore {
     nonisolated let metrics = CoordinatorMetrics()
 
     init(configuration: CoordinatorConfiguration, logger: Logger, planner: Planner,
-         clientOutbox: AsyncStream<Outgoing>.Continuation, workerOutbox: AsyncStream<Outgoing>.Continuation) {
+         clients: AsyncSocket, workers workerSocket: AsyncSocket) {
         self.configuration = configuration
         self.logger = logger
         self.planner = planner
-        self.clientOutbox = clientOutbox
-        self.workerOutbox = workerOutbox
+        clientOutlet = Outlet(socket: clients, limit: configuration.peerOutboxLimit) { o, error in
+            logger.debug("dropped a reply to a departed peer", metadata: ["message.type": "\(o.envelope.type.rawValue)", "error": "\(error)"])
+        }
+        // Filled in below: the closure needs `self`, which exists only once
+        // every stored property is set.
+        let unreachable = UnreachableWorkers()
+        workerOutlet = Outlet(socket: workerSocket, limit: configuration.peerOutboxLimit) { o, error in
+            logger.debug("dropped a message to a departed worker", metadata: ["message.type": "\(o.envelope.type.rawValue)", "error": "\(error)"])
+            unreachable.report(o.to.route)
+        }
+        unreachable.core = self
     }
 
     func makeID(_ prefix: String) -> String {
@@ -167,9 +190,19 @@ actor CoordinatorCore {
 
     func send(_ to: Peer, _ id: String, _ body: Body) {
         let o = Outgoing(to: to, envelope: Envelope(id: id, body: body))
+        let outlet: Outlet
         switch to {
-        case .client: clientOutbox.yield(o)
-        case .worker: workerOutbox.yield(o)
+        case .client: outlet = clientOutlet
+        case .worker: outlet = workerOutlet
+        }
+        if case .dropped(let first) = outlet.send(o) {
+            count("outbox.dropped")
+            if first {
+                logger.warning("a peer is not reading its messages: its outbox is full, dropping new ones until it drains", metadata: [
+                    "peer": "\(to.kind)", "peer.route": "\(to.route.map { $0.map { String(format: "%02x", $0) }.joined() }.joined(separator: "/"))",
+                    "outbox.limit": "\(configuration.peerOutboxLimit)", "message.type": "\(o.envelope.type.rawValue)",
+                ])
+            }
         }
     }
 

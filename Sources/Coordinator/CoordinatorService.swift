@@ -20,8 +20,6 @@ public final class CoordinatorService: Sendable {
     let workerSocket: AsyncSocket
     let http: HTTPEndpoint?
     let core: CoordinatorCore
-    let clientOutbox: AsyncStream<Outgoing>
-    let workerOutbox: AsyncStream<Outgoing>
 
     /// The endpoints actually bound (port 0 resolved).
     public let clientEndpoint: String
@@ -57,12 +55,8 @@ public final class CoordinatorService: Sendable {
         }
         clientEndpoint = clients.endpoint ?? configuration.listen
         workerEndpoint = workerSocket.endpoint ?? configuration.workers
-        let (co, cc) = AsyncStream<Outgoing>.makeStream()
-        let (wo, wc) = AsyncStream<Outgoing>.makeStream()
-        clientOutbox = co
-        workerOutbox = wo
         let core = CoordinatorCore(configuration: configuration, logger: logger, planner: planner,
-                                   clientOutbox: cc, workerOutbox: wc)
+                                   clients: clients, workers: workerSocket)
         self.core = core
         http = configuration.statsPort.map { HTTPEndpoint(host: configuration.statsHost, port: $0, core: core, logger: logger) }
     }
@@ -86,8 +80,6 @@ public final class CoordinatorService: Sendable {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.pump(self.clients, isClient: true) }
             group.addTask { await self.pump(self.workerSocket, isClient: false) }
-            group.addTask { await self.drain(self.clientOutbox, to: self.clients) }
-            group.addTask { await self.drain(self.workerOutbox, to: self.workerSocket) }
             group.addTask {
                 while !Task.isCancelled {
                     try? await Task.sleep(for: .milliseconds(max(50, self.configuration.heartbeatMs / 2)))
@@ -133,49 +125,6 @@ public final class CoordinatorService: Sendable {
                 await core.rejectMultiFrame(route: [frames[0]], frames: frames.count - 1)
             } else {
                 await core.handleWorker(route: route, payload: payload)
-            }
-        }
-    }
-
-    /// Hands each outgoing message to its peer's own queue (``PeerOutboxes``),
-    /// so a peer that does not read holds back only its own messages.
-    func drain(_ outbox: AsyncStream<Outgoing>, to socket: AsyncSocket) async {
-        let outboxes = PeerOutboxes(limit: configuration.peerOutboxLimit)
-        // Discarding: a sender that finished leaves nothing behind in the group.
-        await withDiscardingTaskGroup { senders in
-            for await o in outbox {
-                let route: [Data]
-                switch o.to {
-                case .client(let r), .worker(let r): route = r
-                }
-                switch outboxes.enqueue(o, route: route) {
-                case .queued: break
-                case .startSender:
-                    senders.addTask { await self.sendAll(to: route, from: outboxes, on: socket) }
-                case .dropped(let first):
-                    await core.count("outbox.dropped")
-                    if first {
-                        logger.warning("a peer is not reading its messages: its outbox is full, dropping new ones until it drains", metadata: [
-                            "peer": "\(o.to.kind)", "peer.route": "\(route.map { $0.map { String(format: "%02x", $0) }.joined() }.joined(separator: "/"))",
-                            "outbox.limit": "\(configuration.peerOutboxLimit)", "message.type": "\(o.envelope.type.rawValue)",
-                        ])
-                    }
-                }
-            }
-        }
-    }
-
-    /// Sends one peer's queued messages in order until its queue is empty.
-    func sendAll(to route: [Data], from outboxes: PeerOutboxes, on socket: AsyncSocket) async {
-        while let o = outboxes.next(route: route) {
-            do {
-                try await socket.send(route + [o.envelope.encoded()])
-            } catch {
-                // The peer is gone (ROUTER_MANDATORY). A worker that vanished is
-                // forgotten at once, so its work is retried on a replica without
-                // waiting for the heartbeat to lapse.
-                if case .worker(let r) = o.to { await core.workerUnreachable(route: r) }
-                logger.debug("dropped a reply to a departed peer", metadata: ["message.type": "\(o.envelope.type.rawValue)", "error": "\(error)"])
             }
         }
     }

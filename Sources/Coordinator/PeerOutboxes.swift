@@ -6,21 +6,22 @@ import Synchronization
 ///
 /// The coordinator used to send every reply from one loop, awaiting each
 /// send in turn: one client whose ZeroMQ pipe was full stopped the replies to
-/// every other client. Now each peer's messages go out in order from a sender
-/// task of its own, started when its queue gets its first message and ended
+/// every other client. Now each peer's messages go out in order, one at a
+/// time (``Outlet`` hands the next to the socket when ZeroMQ has accepted the
+/// one before), started when its queue gets its first message and stopped
 /// when the queue is empty. A queue holds at most `limit` messages beyond
 /// what ZeroMQ's high-water mark already holds for that peer; past that the
 /// peer is not keeping up, and its new messages are dropped, counted and
 /// logged (once per episode) rather than buffered without bound.
 final class PeerOutboxes: Sendable {
     struct Queue {
-        var items: [Outgoing] = []
+        var items: [Outlet.Queued] = []
         var head = 0
         var count: Int { items.count - head }
 
-        mutating func append(_ o: Outgoing) { items.append(o) }
+        mutating func append(_ o: Outlet.Queued) { items.append(o) }
 
-        mutating func popFirst() -> Outgoing? {
+        mutating func popFirst() -> Outlet.Queued? {
             guard head < items.count else { return nil }
             let o = items[head]
             head += 1
@@ -40,9 +41,9 @@ final class PeerOutboxes: Sendable {
     }
 
     enum Admission: Equatable {
-        /// Queued behind earlier messages; a sender is already running.
+        /// Queued behind earlier messages, which are moving already.
         case queued
-        /// The peer's queue was idle: the caller starts its sender.
+        /// The peer's queue was idle: the caller starts moving it.
         case startSender
         /// The queue is full: dropped. `first` for the first drop of an episode.
         case dropped(first: Bool)
@@ -56,7 +57,7 @@ final class PeerOutboxes: Sendable {
         self.limit = limit
     }
 
-    func enqueue(_ o: Outgoing, route: [Data]) -> Admission {
+    func enqueue(_ o: Outlet.Queued, route: [Data]) -> Admission {
         state.withLock { s in
             if var q = s.queues[route] {
                 guard q.count < limit else {
@@ -69,7 +70,7 @@ final class PeerOutboxes: Sendable {
                 s.queues[route] = q
                 return .queued
             }
-            // An idle peer: its sender takes this message first.
+            // An idle peer: this message goes first.
             var q = Queue()
             q.append(o)
             s.queues[route] = q
@@ -77,9 +78,9 @@ final class PeerOutboxes: Sendable {
         }
     }
 
-    /// The peer's next message, or nil when its queue is empty — the sender
-    /// then ends, and the peer's queue and drop count are forgotten.
-    func next(route: [Data]) -> Outgoing? {
+    /// The peer's next message, or nil when its queue is empty — the peer's
+    /// queue and drop count are then forgotten.
+    func next(route: [Data]) -> Outlet.Queued? {
         state.withLock { s in
             guard var q = s.queues[route], let o = q.popFirst() else {
                 s.queues.removeValue(forKey: route)

@@ -138,6 +138,21 @@ public final class AsyncSocket: Sendable {
         }
     }
 
+    /// Queues a multipart message without waiting, and calls `accepted` once
+    /// ZeroMQ has accepted it (`nil`) or failed it (the error ``send(_:)``
+    /// would throw).
+    ///
+    /// For senders that must never suspend, such as an actor handing a
+    /// peer's next message over: no continuation, no task, so no thread
+    /// wake-up beyond the owner thread's. `accepted` runs **on the owner
+    /// thread**, between its socket calls: keep it short and never block in
+    /// it (queueing the next message with `submit` is fine).
+    /// - Returns: `nil` when queued; otherwise the reason it was refused at
+    ///   once (closed, terminated), and `accepted` is never called.
+    public func submit(_ frames: [Data], accepted: @escaping @Sendable ((any Error)?) -> Void) -> (any Error)? {
+        core.enqueue(Outgoing(id: core.makeID(), frames: frames, completion: .callback(accepted)), completeOnRefusal: false)
+    }
+
     /// ``send(_:)-([Data])`` for byte arrays.
     public func send(_ frames: [[UInt8]]) async throws {
         try await send(frames.map { Data($0) })
@@ -274,6 +289,9 @@ struct Outgoing: Sendable {
         /// A plain thread (``AsyncSocket/post(_:)``): a failure is recorded
         /// for its next post, a success only counted.
         case posted(PostedSends)
+        /// ``AsyncSocket/submit(_:accepted:)``: a function called on the
+        /// owner thread.
+        case callback(@Sendable ((any Error)?) -> Void)
     }
     let id: UInt64
     let frames: [Data]
@@ -285,6 +303,8 @@ struct Outgoing: Sendable {
             if let error { continuation.resume(throwing: error) } else { continuation.resume() }
         case .posted(let posted):
             posted.accepted(error)
+        case .callback(let accepted):
+            accepted(error)
         }
     }
 }
@@ -381,11 +401,15 @@ final class Core: Sendable {
     /// Queues `item`, or completes it with the reason it cannot be sent and
     /// returns that reason.
     @discardableResult
-    func enqueue(_ item: Outgoing) -> (any Error)? {
+    func enqueue(_ item: Outgoing, completeOnRefusal: Bool = true) -> (any Error)? {
         enum Outcome { case queued(wake: Bool), refused(any Error) }
         let outcome: Outcome = state.withLock { state in
             if state.closing { return .refused(state.failure ?? ZMQError.closed("send")) }
-            if Task.isCancelled { return .refused(CancellationError()) }
+            // Only a suspended `send` belongs to its task; `post` and
+            // `submit` are not cancelled with whatever task calls them (an
+            // actor method reached from a cancelled timer task must still
+            // get its reply out).
+            if case .resume = item.completion, Task.isCancelled { return .refused(CancellationError()) }
             state.outbound.append(item)
             return .queued(wake: state.claimWake())
         }
@@ -394,7 +418,7 @@ final class Core: Sendable {
             if wake { self.wake() }
             return nil
         case .refused(let error):
-            item.complete(error)
+            if completeOnRefusal { item.complete(error) }
             return error
         }
     }

@@ -404,4 +404,30 @@ struct AsyncSocketTests {
             #expect(error.code == .closed)
         } catch { Issue.record("unexpected error \(error)") }
     }
+
+    /// An actor that hands replies over with `submit` may be running on a
+    /// cancelled task (a timer that cancelled itself): the reply must still
+    /// go out, and `accepted` must hear of it.
+    @Test func submitFromACancelledTaskIsStillSent() async throws {
+        let context = try Context()
+        let router = try AsyncSocket(context: context, type: .router) { try $0.bind("tcp://127.0.0.1:*") }
+        let dealer = try AsyncSocket(context: context, type: .dealer) { socket in
+            try socket.set(.routingID(bytes("submitter")))
+            try socket.connect(router.endpoint!)
+        }
+        defer { router.close(); dealer.close() }
+        let accepted = DispatchSemaphore(value: 0)
+        let task = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return dealer.submit([data("from a cancelled task")]) { error in
+                if error == nil { accepted.signal() }
+            }.map { "\($0)" }
+        }
+        #expect(await task.value == nil)
+        try await withTimeout {
+            let received = await collect(router, count: 1)
+            #expect(texts(received.first) == ["submitter", "from a cancelled task"])
+        }
+        #expect(accepted.wait(timeout: .now() + 5) == .success)
+    }
 }
