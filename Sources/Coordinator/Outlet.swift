@@ -6,10 +6,10 @@ import ZeroMQ
 /// peers' bounded queues (``PeerOutboxes``).
 ///
 /// ``send(_:)`` never suspends, so the ``CoordinatorCore`` actor calls it in
-/// line. The message is encoded there and joins its peer's queue; a peer's
-/// queue is worked off one message at a time, each handed to the socket with
+/// line. The message joins its peer's queue; a peer's queue is worked off
+/// one message at a time, each encoded and handed to the socket with
 /// ``AsyncSocket/submit(_:accepted:)`` when ZeroMQ has accepted the one
-/// before (the socket's thread calls back). A peer that reads slowly holds
+/// before (the socket's thread calls back, and encodes the next). A peer that reads slowly holds
 /// back only its own queue, as before; but a message no longer passes through
 /// a stream, a draining task, a sender task and a continuation on its way out
 /// (each a thread wake-up on a loaded machine: `limelight-bench path` showed
@@ -32,7 +32,7 @@ final class Outlet: Sendable {
     /// `.dropped` when the peer has `limit` messages waiting already.
     func send(_ o: Outgoing) -> PeerOutboxes.Admission {
         let route = o.to.route
-        let admission = outboxes.enqueue(Queued(outgoing: o, frames: route + [o.envelope.encoded()]), route: route)
+        let admission = outboxes.enqueue(route: route) { Queued(outgoing: o) }
         if admission == .startSender { next(route) }
         return admission
     }
@@ -41,7 +41,7 @@ final class Outlet: Sendable {
     /// comes back here for the one after. Ends when the queue is empty.
     private func next(_ route: [Data]) {
         while let q = outboxes.next(route: route) {
-            let refused = socket.submit(q.frames) { [self] error in
+            let refused = socket.submit(route + [q.outgoing.envelope.encoded()]) { [self] error in
                 if let error { undeliverable(q.outgoing, error) }
                 next(route)
             }
@@ -51,10 +51,11 @@ final class Outlet: Sendable {
         }
     }
 
-    /// A message with its frames, encoded once when it was queued.
+    /// A message waiting for its peer. Encoded only when it is handed to
+    /// the socket, so the backlog of a peer that does not read costs no
+    /// encoding (and what it drops, none at all).
     struct Queued: Sendable {
         let outgoing: Outgoing
-        let frames: [Data]
     }
 }
 

@@ -57,7 +57,9 @@ final class PeerOutboxes: Sendable {
         self.limit = limit
     }
 
-    func enqueue(_ o: Outlet.Queued, route: [Data]) -> Admission {
+    /// Queues the message `make` builds, unless the peer's queue is full:
+    /// then `make` is never called.
+    func enqueue(route: [Data], _ make: () -> Outlet.Queued) -> Admission {
         state.withLock { s in
             if var q = s.queues[route] {
                 guard q.count < limit else {
@@ -66,13 +68,13 @@ final class PeerOutboxes: Sendable {
                     s.droppedTotal += 1
                     return .dropped(first: n == 0)
                 }
-                q.append(o)
+                q.append(make())
                 s.queues[route] = q
                 return .queued
             }
             // An idle peer: this message goes first.
             var q = Queue()
-            q.append(o)
+            q.append(make())
             s.queues[route] = q
             return .startSender
         }
