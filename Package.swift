@@ -60,18 +60,18 @@ let package = Package(
 
         // One SQLite file per shard, evaluating query plans.
         .target(name: "ShardStore", dependencies: [
-            "SQLite", "Items", "QueryPlan",
+            "SQLite", "Items", "QueryPlan", "COpenBLAS",
             .product(name: "Logging", package: "swift-log"),
         ]),
 
         // JSON messages on ZeroMQ frames, and the processes that exchange them.
         .target(name: "WireProtocol", dependencies: ["Items", "QueryPlan"]),
         .target(name: "Workers", dependencies: [
-            "ZeroMQ", "WireProtocol", "ShardStore", "SpotlightQuery", "QueryPlan", "Items",
+            "ZeroMQ", "WireProtocol", "ShardStore", "SpotlightQuery", "QueryPlan", "Items", "Embedder",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "Coordinator", dependencies: [
-            "ZeroMQ", "WireProtocol", "Planner", "QueryPlan", "Items", "SearchParameters",
+            "ZeroMQ", "WireProtocol", "Planner", "QueryPlan", "Items", "SearchParameters", "Embedder",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),

@@ -136,6 +136,8 @@ actor CoordinatorCore {
     var queryOfRequest: [[Data]: [String: String]] = [:]
     // Parameter searches in flight (CoordinatorCore+Search.swift).
     var searches: [String: RunningSearch] = [:]
+    /// The query embedder, loaded by the first semantic search (see ``QueryEmbedder``).
+    let queryEmbedder: QueryEmbedder
     var searchOfRequest: [[Data]: [String: String]] = [:]
 
     // Counters for the stats endpoint.
@@ -156,6 +158,7 @@ actor CoordinatorCore {
         self.planner = planner
         self.clientOutbox = clientOutbox
         self.workerOutbox = workerOutbox
+        queryEmbedder = QueryEmbedder(modelDirectory: configuration.modelDirectory, logger: logger)
     }
 
     func makeID(_ prefix: String) -> String {
