@@ -111,7 +111,7 @@ let package = Package(
         .testTarget(name: "ShardStoreTests", dependencies: ["ShardStore", "SpotlightQuery", "SQLite"]),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
         .testTarget(name: "WireProtocolTests", dependencies: ["WireProtocol", "Items"]),
-        .testTarget(name: "EmbedderTests", dependencies: ["Embedder"]),
+        .testTarget(name: "EmbedderTests", dependencies: ["Embedder", "Items"]),
         .testTarget(name: "IntegrationTests", dependencies: ["LimelightClient", "WireProtocol", "Items", "ZeroMQ"]),
         .testTarget(name: "LimelightCLITests", dependencies: ["LimelightCLI"]),
         .testTarget(name: "FuzzTests", dependencies: ["Items", "WireProtocol", "SpotlightQuery", "QueryPlan"]),
