@@ -80,7 +80,7 @@ import Testing
         #expect(order.map { ids[$0.index] } == ["gimp", "krita", "mypaint"])
         #expect(order[0].navigational)
         plan.semantic?.ratio = 1 // meaning alone ignores names
-        #expect(HybridRanking.fuse(ranks: ranks, ids: ids, plan: plan).map { ids[$0.index] } == ["krita", "mypaint"])
+        #expect(HybridRanking.fuse(ranks: ranks, ids: ids, plan: plan).map { ids[$0.index] } == ["krita", "mypaint", "gimp"])
     }
 
     @Test func onlyTheWindowOfEachListIsNumbered() {

@@ -75,19 +75,19 @@ struct VectorBench: ParsableCommand {
             print(String(format: "%@: p50 %.2f ms, p99 %.2f ms (%d queries, %.0f hits each)", label,
                          percentile(ms, 50), percentile(ms, 99), queries, Double(found) / Double(queries)))
         }
-        time("vector top-\(k) over \(count) vectors") { try reader.nearest($0, k: k).count }
+        try time("vector top-\(k) over \(count) vectors") { try reader.nearest($0, k: k).count }
         var plan = SearchPlan(window: k)
-        time("search, ratio 1, no words") { q in
+        try time("search, ratio 1, no words") { q in
             plan.semantic = SemanticPlan(vector: q, ratio: 1)
             return try reader.search(plan).hits.count
         }
         plan = try SearchRequest(params: .object(["facetFilters": .array([.string("section:utils")]), "hitsPerPage": .number(Double(k))])).plan
-        time("search, ratio 1, filter section:utils (1/8 of the items)") { q in
+        try time("search, ratio 1, filter section:utils (1/8 of the items)") { q in
             plan.semantic = SemanticPlan(vector: q, ratio: 1)
             return try reader.search(plan).hits.count
         }
         plan = SearchPlan(words: ["word7"], window: k)
-        time("hybrid search, one word (\(count / 100) matches), ratio 0.5") { q in
+        try time("hybrid search, one word (\(count / 100) matches), ratio 0.5") { q in
             plan.semantic = SemanticPlan(vector: q, ratio: 0.5)
             return try reader.search(plan).hits.count
         }
