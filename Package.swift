@@ -46,6 +46,8 @@ let package = Package(
         // times slower unoptimised, which made the reference test (330 texts, a
         // debug build under `swift test`) take over ten minutes.
         .target(name: "Embedder", dependencies: ["COpenBLAS"], swiftSettings: [.unsafeFlags(["-O"])]),
+        // The int8 first pass of a shard's vector search; optimised in debug builds too.
+        .target(name: "VectorKernels", swiftSettings: [.unsafeFlags(["-O"])]),
 
         // The domain: items, the shared query plan, the query languages.
         .target(name: "Items"),
@@ -60,7 +62,7 @@ let package = Package(
 
         // One SQLite file per shard, evaluating query plans.
         .target(name: "ShardStore", dependencies: [
-            "SQLite", "Items", "QueryPlan", "COpenBLAS",
+            "SQLite", "Items", "QueryPlan", "COpenBLAS", "VectorKernels",
             .product(name: "Logging", package: "swift-log"),
         ]),
 

@@ -1,15 +1,15 @@
 import Foundation
 import QueryPlan
 
-/// A semantic search's scores on one shard.
+/// A semantic search's part on one shard.
 struct SemanticScores {
     /// Every item of the shard that has a vector, sorted.
     var all: [Int64]
     /// The items with a vector that pass the filters (not expired, within
     /// the radius), sorted.
     var ids: [Int64]
-    /// Their cosine similarity with the query vector, in no particular order.
-    var scores: [(id: Int64, score: Float)]
+    /// The best ``SearchPlan/window`` of them by cosine, best first.
+    var best: [(id: Int64, score: Float)]
     /// Whether they count as matches (ratio above 0): a search by meaning has
     /// no words that must occur, so every item with a vector that passes the
     /// filters matches, and `nbHits` and the facets count them with the
@@ -18,25 +18,24 @@ struct SemanticScores {
 }
 
 extension SearchRun {
-    /// The cosine score of every item with a vector that passes the filters;
-    /// nil for a search without a semantic part. Filters are applied before
-    /// ranking: only passing items are scored, one dot product each when they
-    /// are few, else one product over the whole index.
+    /// The items that match by meaning and the best of them; nil for a
+    /// search without a semantic part. Filters are applied before ranking:
+    /// only passing items are candidates (see ``VectorIndex/nearest(_:k:among:)``).
     func semanticScores(filtered: [Int64]?, expired: [Int64]) throws -> SemanticScores? {
         guard let semantic = plan.semantic else { return nil }
         let index = try store.vectorIndex()
         let all = index.allIDs()
-        let scores: [(id: Int64, score: Float)], ids: [Int64]
+        let ids: [Int64], best: [(id: Int64, score: Float)]
         if filtered == nil, expired.isEmpty, plan.aroundRadius == nil {
-            scores = try index.scores(semantic.vector)  // in the index's order
             ids = all
+            best = try index.nearest(semantic.vector, k: plan.window)
         } else {
             let candidates = try withinRadius(IDs.subtract(filtered ?? (try store.universe(context)), expired))
-            scores = try index.scores(semantic.vector, among: candidates)  // in the candidates' order
-            ids = scores.map(\.id)
+            ids = IDs.intersect(candidates, all)
+            best = try index.nearest(semantic.vector, k: plan.window, among: ids)
         }
         try context.checkCancelled()
-        return SemanticScores(all: all, ids: ids, scores: scores, counts: semantic.ratio > 0)
+        return SemanticScores(all: all, ids: ids, best: best, counts: semantic.ratio > 0)
     }
 
     /// Gives the lexical hits their semantic scores, and adds the best
@@ -45,12 +44,14 @@ extension SearchRun {
     /// fuses them (see ``HybridRanking``).
     func addSemanticHits(_ semantic: SemanticScores, lexicalIDs: [Int64], to result: inout ShardSearchResult) throws {
         let lexical = Dictionary(uniqueKeysWithValues: lexicalIDs.enumerated().map { ($1, $0) })
-        for s in semantic.scores {
-            if let at = lexical[s.id] { result.hits[at].rank.semanticScore = Double(s.score) }
+        if let vector = plan.semantic?.vector {
+            for s in try store.vectorIndex().scores(vector, of: lexicalIDs) {
+                result.hits[lexical[s.id]!].rank.semanticScore = Double(s.score)
+            }
         }
         let fetch = plan.fetchAttributes.map(FetchList.init)
         let uid = try store.db.prepare("SELECT uid FROM items WHERE id = ?")
-        for best in VectorIndex.top(semantic.scores, k: plan.window) where lexical[best.id] == nil {
+        for best in semantic.best where lexical[best.id] == nil {
             try context.checkCancelled()
             guard let stored = try store.fetchResult(best.id, attributes: fetch) else { continue }
             try uid.bind(best.id, at: 0)

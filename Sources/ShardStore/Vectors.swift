@@ -2,10 +2,22 @@ import COpenBLAS
 import Foundation
 import Items
 import SQLite
+import VectorKernels
 
 /// A shard's item vectors in memory: one contiguous row-major `[Float]`
-/// (`count × dimension`), so that scoring every item against a query is one
-/// matrix-vector product (OpenBLAS `sgemv`), which runs at memory speed.
+/// (`count × dimension`), and beside it each row as 8-bit codes with its
+/// scale and the length of its rounding error.
+///
+/// Exact top-k by cosine (dot product, the vectors being unit length) in two
+/// passes. The first reads the codes of every row (a quarter of the float
+/// rows' memory, which is what a scan of 100,000 rows is bound by) and gives
+/// each row an approximate score with a proven error bound: with `v = ŝ·c + e`
+/// and the query `q = q̂ + f` likewise, `|q·v − q̂·ŝc| ≤ ‖q̂‖·‖e‖ + ‖f‖·‖v‖`.
+/// The k-th best lower bound is a floor that at least k rows reach; a row
+/// whose upper bound is below it cannot be in the top k. The second pass
+/// scores the remaining rows exactly in float32 (`sdot`), so the answer is
+/// exactly the float32 top k: the codes only decide what need not be read.
+/// With few candidates (a selective filter) only the second pass runs.
 ///
 /// One index per shard file per process, shared by the process's read
 /// connections (a query worker opens several), loaded lazily by the first
@@ -19,10 +31,17 @@ public final class VectorIndex: @unchecked Sendable {
     private let lock = NSLock()
     private(set) var dimension = 0
     private var matrix: [Float] = []
+    private var codes: [Int8] = []
+    /// Per row: the codes' scale, ‖v − scale·codes‖ and ‖v‖.
+    private var scales: [Float] = []
+    private var errors: [Float] = []
+    private var norms: [Float] = []
     private var ids: [Int64] = []
     private var slot: [Int64: Int] = [:]
     /// The `vectors.seq` of the last rows loaded.
     private var loadedSeq: Int64 = 0
+    /// `ids` sorted, worked out once per change.
+    private var sortedIDs: [Int64]?
 
     private static let registryLock = NSLock()
     nonisolated(unsafe) private static var registry: [String: VectorIndex] = [:]
@@ -37,9 +56,6 @@ public final class VectorIndex: @unchecked Sendable {
     }
 
     var count: Int { lock.lock(); defer { lock.unlock() }; return ids.count }
-
-    /// `ids` sorted, worked out once per change.
-    private var sortedIDs: [Int64]?
 
     /// The ids of the items held, sorted.
     func allIDs() -> [Int64] {
@@ -57,29 +73,18 @@ public final class VectorIndex: @unchecked Sendable {
         defer { if (ids.count, loadedSeq) != before { sortedIDs = nil } }
         let seq = Int64(try db.prepare("SELECT value FROM meta WHERE key = 'vectors.seq'").scalar()?.string ?? "0") ?? 0
         if seq < loadedSeq { // a shard emptied and written again, or an older snapshot: start over
-            matrix = []; ids = []; slot = [:]; loadedSeq = 0; dimension = 0
+            matrix = []; codes = []; scales = []; errors = []; norms = []; ids = []; slot = [:]; loadedSeq = 0; dimension = 0
         }
         if seq > loadedSeq {
             let s = try db.prepare("SELECT item, vector FROM vectors WHERE seq > ?")
             try s.bind(loadedSeq, at: 0)
             while try s.step() {
-                let id = s.int64(at: 0)
                 guard let data = s.data(at: 1), data.count >= 4, data.count % 4 == 0 else { continue }
-                let n = data.count / 4
-                if dimension == 0 { dimension = n }
-                guard n == dimension else { continue }
-                let at: Int
-                if let existing = slot[id] {
-                    at = existing
-                } else {
-                    at = ids.count
-                    ids.append(id)
-                    slot[id] = at
-                    matrix.append(contentsOf: repeatElement(0, count: dimension))
-                }
-                matrix.withUnsafeMutableBytes { raw in
-                    _ = data.copyBytes(to: UnsafeMutableRawBufferPointer(rebasing: raw[(at * dimension * 4)..<((at + 1) * dimension * 4)]))
-                }
+                if dimension == 0 { dimension = data.count / 4 }
+                guard data.count / 4 == dimension else { continue }
+                var v = [Float](repeating: 0, count: dimension)
+                _ = v.withUnsafeMutableBytes { data.copyBytes(to: $0) }
+                storeLocked(s.int64(at: 0), v)
             }
             loadedSeq = seq
         }
@@ -92,61 +97,120 @@ public final class VectorIndex: @unchecked Sendable {
         }
     }
 
+    private func storeLocked(_ id: Int64, _ v: [Float]) {
+        let d = dimension
+        let at: Int
+        if let existing = slot[id] {
+            at = existing
+        } else {
+            at = ids.count
+            ids.append(id)
+            slot[id] = at
+            matrix.append(contentsOf: repeatElement(0, count: d))
+            codes.append(contentsOf: repeatElement(0, count: d))
+            scales.append(0); errors.append(0); norms.append(0)
+        }
+        let q = v.withUnsafeBufferPointer { vb in
+            codes.withUnsafeMutableBufferPointer { Int8Dot.quantize(vb, into: UnsafeMutableBufferPointer(rebasing: $0[(at * d)..<((at + 1) * d)])) }
+        }
+        for j in 0..<d { matrix[at * d + j] = v[j] }
+        scales[at] = q.scale
+        errors[at] = q.error
+        norms[at] = v.reduce(0) { $0 + $1 * $1 }.squareRoot()
+    }
+
     /// Moves the last row into the removed one's place.
     private func removeLocked(_ id: Int64) {
         guard let at = slot.removeValue(forKey: id) else { return }
-        let last = ids.count - 1
+        let last = ids.count - 1, d = dimension
         if at != last {
             ids[at] = ids[last]
             slot[ids[at]] = at
-            let d = dimension
-            matrix.withUnsafeMutableBufferPointer { m in
-                for j in 0..<d { m[at * d + j] = m[last * d + j] }
+            for j in 0..<d {
+                matrix[at * d + j] = matrix[last * d + j]
+                codes[at * d + j] = codes[last * d + j]
             }
+            scales[at] = scales[last]; errors[at] = errors[last]; norms[at] = norms[last]
         }
         ids.removeLast()
-        matrix.removeLast(dimension)
+        matrix.removeLast(d); codes.removeLast(d)
+        scales.removeLast(); errors.removeLast(); norms.removeLast()
     }
 
-    /// Each item's dot product with `query` (cosine, both being unit length):
-    /// every item when `among` is nil, else those of `among` that have a vector.
-    func scores(_ query: [Float], among: [Int64]? = nil) throws -> [(id: Int64, score: Float)] {
-        lock.lock(); defer { lock.unlock() }
-        guard !ids.isEmpty else { return [] }
+    private func checkDimension(_ query: [Float]) throws {
         guard query.count == dimension else {
             throw StoreError(.invalidQuery, "the query vector has \(query.count) numbers; this shard's vectors have \(dimension)")
         }
-        let d = dimension
-        // A few candidates: one dot product each; many: one product over all rows.
-        if let among, among.count * 8 < ids.count {
-            var out: [(id: Int64, score: Float)] = []
-            out.reserveCapacity(among.count)
-            matrix.withUnsafeBufferPointer { m in
-                query.withUnsafeBufferPointer { q in
-                    for id in among {
-                        guard let at = slot[id] else { continue }
-                        out.append((id, cblas_sdot(blasint(d), m.baseAddress! + at * d, 1, q.baseAddress!, 1)))
-                    }
+    }
+
+    /// The exact float32 dot product of row `at` with `query`.
+    private func exact(_ at: Int, _ query: UnsafePointer<Float>) -> Float {
+        matrix.withUnsafeBufferPointer { m in cblas_sdot(blasint(dimension), m.baseAddress! + at * dimension, 1, query, 1) }
+    }
+
+    /// The exact scores of the given items (those that have a vector).
+    func scores(_ query: [Float], of items: [Int64]) throws -> [(id: Int64, score: Float)] {
+        lock.lock(); defer { lock.unlock() }
+        guard !ids.isEmpty, !items.isEmpty else { return [] }
+        try checkDimension(query)
+        return query.withUnsafeBufferPointer { q in items.compactMap { id in slot[id].map { (id, exact($0, q.baseAddress!)) } } }
+    }
+
+    /// The `k` items with the best dot product with `query`, best first
+    /// (equal scores by smaller id): among every row when `among` is nil, else
+    /// among those of `among` (sorted) that have a vector. Exact.
+    func nearest(_ query: [Float], k: Int, among: [Int64]? = nil) throws -> [(id: Int64, score: Float)] {
+        lock.lock(); defer { lock.unlock() }
+        guard !ids.isEmpty, k > 0 else { return [] }
+        try checkDimension(query)
+        let n = ids.count, d = dimension
+        return query.withUnsafeBufferPointer { qb -> [(id: Int64, score: Float)] in
+            let q = qb.baseAddress!
+            // A few candidates: score them exactly, nothing else.
+            if let among, among.count * 16 < n {
+                return Self.top(among.compactMap { id in slot[id].map { (id, exact($0, q)) } }, k: k)
+            }
+            var allowed: [Bool]?
+            if let among {
+                var mask = [Bool](repeating: false, count: n)
+                for id in among { if let at = slot[id] { mask[at] = true } }
+                allowed = mask
+            }
+            // First pass: codes.
+            var qCodes = [Int8](repeating: 0, count: d)
+            let (qScale, qError) = qCodes.withUnsafeMutableBufferPointer { Int8Dot.quantize(qb, into: $0) }
+            let qHatNorm = qCodes.reduce(Float(0)) { $0 + Float($1) * Float($1) }.squareRoot() * qScale
+            var dots = [Int32](repeating: 0, count: n)
+            codes.withUnsafeBufferPointer { c in
+                qCodes.withUnsafeBufferPointer { qc in dots.withUnsafeMutableBufferPointer { Int8Dot.dots(c, dimension: d, qc, into: $0) } }
+            }
+            // Floating-point slack on top of the bound, for the sums above.
+            let slack: Float = 1e-5
+            // The k best lower bounds, in a small sorted buffer (descending); the floor is its last.
+            var floorBuffer = [Float](repeating: -.infinity, count: k)
+            var upper = [Float](repeating: -.infinity, count: n)
+            var allowedCount = 0
+            for i in 0..<n where allowed?[i] ?? true {
+                allowedCount += 1
+                let approx = scales[i] * qScale * Float(dots[i])
+                let b = qHatNorm * errors[i] + qError * norms[i] + slack
+                upper[i] = approx + b
+                let low = approx - b
+                if low > floorBuffer[k - 1] {
+                    var j = k - 1
+                    while j > 0, floorBuffer[j - 1] < low { floorBuffer[j] = floorBuffer[j - 1]; j -= 1 }
+                    floorBuffer[j] = low
                 }
             }
-            return out
-        }
-        var all = [Float](repeating: 0, count: ids.count)
-        matrix.withUnsafeBufferPointer { m in
-            query.withUnsafeBufferPointer { q in
-                all.withUnsafeMutableBufferPointer { y in
-                    cblas_sgemv(CblasRowMajor, CblasNoTrans, blasint(ids.count), blasint(d), 1,
-                                m.baseAddress!, blasint(d), q.baseAddress!, 1, 0, y.baseAddress!, 1)
-                }
+            guard allowedCount > 0 else { return [] }
+            let floor = allowedCount <= k ? -Float.infinity : floorBuffer[k - 1]
+            // Second pass: exact scores of the rows that may reach the floor.
+            var candidates: [(id: Int64, score: Float)] = []
+            for i in 0..<n where upper[i] >= floor {
+                candidates.append((ids[i], exact(i, q)))
             }
+            return Self.top(candidates, k: k)
         }
-        if let among {
-            var out: [(id: Int64, score: Float)] = []
-            out.reserveCapacity(among.count)
-            for id in among { if let at = slot[id] { out.append((id, all[at])) } }
-            return out
-        }
-        return zip(ids, all).map { ($0, $1) }
     }
 
     /// The `k` best of `scores`, best first; equal scores by smaller id.
@@ -227,7 +291,7 @@ extension ShardStore {
         do {
             return try db.transaction(.deferred) {
                 try reloadIfChanged()
-                let best = VectorIndex.top(try vectorIndex().scores(vector), k: k)
+                let best = try vectorIndex().nearest(vector, k: k)
                 let s = try db.prepare("SELECT uid FROM items WHERE id = ?")
                 return try best.map { hit in
                     try s.bind(hit.id, at: 0)
