@@ -28,7 +28,7 @@ import time
 
 import pytest
 
-from harness import REPO, Client, Traffic, require_binaries, start_cluster, stop_cluster
+from harness import REPO, Client, Traffic, bin_dir, require_binaries, start_cluster, stop_cluster
 from limelight_client import LimelightError
 
 SHARED = pathlib.Path(__file__).resolve().parents[3] / "shared" / "datasets"
@@ -233,6 +233,20 @@ def test_an_app_entity_is_embedded_from_its_display_representation(world):
     assert hits[0]["objectID"] == "entity:RecipeEntity:7"
 
 
+def test_the_clients_take_semantic_searches(world):
+    c, _, _, _, endpoint = world
+    r = c.semantic_search("organize ebooks", ratio=0.7, hitsPerPage=5, attributesToRetrieve=["title"])
+    assert "calibre" in [h["title"] for h in r["hits"]]
+    out = subprocess.run([str(bin_dir() / "limelight"), "search", "--semantic", "organize ebooks", "--ratio", "1",
+                          "--params", '{"hitsPerPage": 5, "attributesToRetrieve": ["title"]}', "--endpoint", endpoint],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "calibre" in [h["title"] for h in json.loads(out.stdout)["hits"]]
+    out = subprocess.run([str(bin_dir() / "limelight"), "search", "--ratio", "1", "--endpoint", endpoint],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "--ratio needs --semantic" in out.stderr
+
+
 @pytest.mark.parametrize("params,field", [
     ({"query": "x", "semantic": {"ratio": 2}}, "semantic.ratio"),
     ({"query": "x", "semantic": {"qery": "typo"}}, "semantic.qery"),
@@ -257,8 +271,17 @@ def test_without_a_model_semantic_search_is_refused_and_the_rest_works(tmp_path,
     monkeypatch.delenv("LIMELIGHT_MODEL", raising=False)
     cluster = start_cluster(tmp_path, shards=2)
     try:
+        limelight = str(bin_dir() / "limelight")
+        out = subprocess.run([limelight, "declare", "displayName", "--semantic", "--endpoint", cluster.endpoint],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0 and "declared displayName (text, semantic)" in out.stdout, out.stderr
+        # A standard attribute's type is fixed: only --semantic / --no-semantic can be declared.
+        out = subprocess.run([limelight, "declare", "title", "--endpoint", cluster.endpoint], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 2 and "standard attribute" in out.stderr
         with Client(cluster.endpoint, timeout=30, observer=Traffic()) as c:
-            c.declare([{"name": "displayName", "type": "text", "semantic": True}])
+            with pytest.raises(LimelightError) as e:  # a number has no sentence to embed
+                c.declare([{"name": "rankingHint", "type": "number", "semantic": True}])
+            assert "only text attributes can be semantic" in e.value.message
             ack = c.publish([{"uniqueIdentifier": "a", "domainIdentifier": "t",
                               "attributes": {"title": "vim", "displayName": "text editor"}}])
             assert ack["stored"] == 1
