@@ -46,6 +46,8 @@ let package = Package(
         // times slower unoptimised, which made the reference test (330 texts, a
         // debug build under `swift test`) take over ten minutes.
         .target(name: "Embedder", dependencies: ["COpenBLAS"], swiftSettings: [.unsafeFlags(["-O"])]),
+        // The int8 first pass of a shard's vector search; optimised in debug builds too.
+        .target(name: "VectorKernels", swiftSettings: [.unsafeFlags(["-O"])]),
 
         // The domain: items, the shared query plan, the query languages.
         .target(name: "Items"),
@@ -60,18 +62,18 @@ let package = Package(
 
         // One SQLite file per shard, evaluating query plans.
         .target(name: "ShardStore", dependencies: [
-            "SQLite", "Items", "QueryPlan",
+            "SQLite", "Items", "QueryPlan", "COpenBLAS", "VectorKernels",
             .product(name: "Logging", package: "swift-log"),
         ]),
 
         // JSON messages on ZeroMQ frames, and the processes that exchange them.
         .target(name: "WireProtocol", dependencies: ["Items", "QueryPlan"]),
         .target(name: "Workers", dependencies: [
-            "ZeroMQ", "WireProtocol", "ShardStore", "SpotlightQuery", "QueryPlan", "Items",
+            "ZeroMQ", "WireProtocol", "ShardStore", "SpotlightQuery", "QueryPlan", "Items", "Embedder",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "Coordinator", dependencies: [
-            "ZeroMQ", "WireProtocol", "Planner", "QueryPlan", "Items", "SearchParameters",
+            "ZeroMQ", "WireProtocol", "Planner", "QueryPlan", "Items", "SearchParameters", "Embedder",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -111,7 +113,7 @@ let package = Package(
         .testTarget(name: "ShardStoreTests", dependencies: ["ShardStore", "SpotlightQuery", "SQLite"]),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
         .testTarget(name: "WireProtocolTests", dependencies: ["WireProtocol", "Items"]),
-        .testTarget(name: "EmbedderTests", dependencies: ["Embedder"]),
+        .testTarget(name: "EmbedderTests", dependencies: ["Embedder", "Items"]),
         .testTarget(name: "IntegrationTests", dependencies: ["LimelightClient", "WireProtocol", "Items", "ZeroMQ"]),
         .testTarget(name: "LimelightCLITests", dependencies: ["LimelightCLI"]),
         .testTarget(name: "FuzzTests", dependencies: ["Items", "WireProtocol", "SpotlightQuery", "QueryPlan"]),

@@ -32,6 +32,9 @@ public struct CoordinatorConfiguration: Sendable {
     public var peerOutboxLimit: Int = 10_000
     /// Messages a socket may queue towards one peer before sends wait.
     public var highWaterMark: Int32 = 10_000
+    /// The all-MiniLM-L6-v2 folder that semantic searches' query texts are
+    /// embedded with (loaded at the first one); nil refuses them with a clear error.
+    public var modelDirectory: String?
 
     public init() {}
 }

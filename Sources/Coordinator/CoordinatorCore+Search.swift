@@ -40,7 +40,38 @@ extension CoordinatorCore {
             sendError(.client(client), id, WireError(code: "invalid_parameter", message: "deadlineMs must be positive", field: "deadlineMs"))
             return
         }
+        if let semantic = request.semantic {
+            startSemanticSearch(client: client, id: id, request: request, semantic: semantic, deadlineMs: s.deadlineMs)
+            return
+        }
         launchSearch(client: client, id: id, request: request, deadlineMs: s.deadlineMs, mode: .search)
+    }
+
+    /// Embeds a semantic search's text once, here, then scatters the plan
+    /// with the vector in it (see ``QueryEmbedder``). Without a model the
+    /// search is refused, naming the parameter; everything else still works.
+    func startSemanticSearch(client: [Data], id: String, request: SearchRequest, semantic: SemanticParameters, deadlineMs: Int?) {
+        let parameter = request.params["hybrid"] != nil ? "hybrid" : "semantic"
+        guard queryEmbedder.isAvailable else {
+            sendError(.client(client), id, WireError(
+                code: "semantic_unavailable",
+                message: "semantic search needs the all-MiniLM-L6-v2 model: start the coordinator (or limelight up) with --model DIR or LIMELIGHT_MODEL (scripts/install-model prints the folder)",
+                field: parameter))
+            return
+        }
+        count("searches.semantic")
+        let embedder = queryEmbedder
+        Task {
+            do {
+                let vector = try await embedder.embed(semantic.query)
+                var request = request
+                request.plan.semantic = SemanticPlan(vector: vector, ratio: semantic.ratio)
+                self.launchSearch(client: client, id: id, request: request, deadlineMs: deadlineMs, mode: .search)
+            } catch {
+                self.logger.error("cannot embed a query", metadata: ["error": "\(error)"])
+                self.sendError(.client(client), id, WireError(code: "semantic_unavailable", message: "cannot embed the query: \(error)", field: parameter))
+            }
+        }
     }
 
     /// Scatters a parsed search (of any ``SearchMode``) to every shard.

@@ -150,6 +150,8 @@ actor CoordinatorCore {
     var queryOfRequest: [[Data]: [String: String]] = [:]
     // Parameter searches in flight (CoordinatorCore+Search.swift).
     var searches: [String: RunningSearch] = [:]
+    /// The query embedder, loaded by the first semantic search (see ``QueryEmbedder``).
+    let queryEmbedder: QueryEmbedder
     var searchOfRequest: [[Data]: [String: String]] = [:]
 
     // Counters for the stats endpoint.
@@ -178,6 +180,7 @@ actor CoordinatorCore {
             logger.debug("dropped a message to a departed worker", metadata: ["message.type": "\(o.envelope.type.rawValue)", "error": "\(error)"])
             unreachable.report(o.to.route)
         }
+        queryEmbedder = QueryEmbedder(modelDirectory: configuration.modelDirectory, logger: logger)
         unreachable.core = self
     }
 

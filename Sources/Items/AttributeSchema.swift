@@ -126,9 +126,13 @@ public enum StandardAttributes {
 /// declaration, since JSON has no date type.
 public struct AttributeSchema: Sendable, Hashable {
     public private(set) var custom: [String: AttributeSpec]
+    /// Attributes declared `semantic`, in the order they were first declared
+    /// (see ``SemanticText``); standard attributes may be among them.
+    public internal(set) var semantic: [String] = []
 
-    public init(custom: [String: AttributeSpec] = [:]) {
+    public init(custom: [String: AttributeSpec] = [:], semantic: [String] = []) {
         self.custom = custom
+        self.semantic = semantic
     }
 
     public func spec(for name: String) -> AttributeSpec? {

@@ -145,27 +145,35 @@ struct DeclareCommand: AsyncParsableCommand {
                                                     abstract: "Declare a custom attribute's type (needed for dates) and flags.")
 
     @Argument(help: "Attribute name.") var name: String
-    @Option(help: "text, number, date, boolean or location.") var type: String
+    @Option(help: "text, number, date, boolean or location (a standard attribute's own type when omitted).") var type: String?
     @Flag(inversion: .prefixedNo, help: "Indexed for queries.") var searchable = true
     @Flag(inversion: .prefixedNo, help: "Searched when a query names every attribute (*).") var searchableByDefault = true
     @Flag(help: "An identifier: matched whole, not word by word.") var unique = false
     @Flag(help: "A list of values.") var multiValued = false
+    @Flag(inversion: .prefixedNo, help: "Embedded for semantic search (text attributes, standard ones too), in the order declared; --no-semantic stops it.")
+    var semantic: Bool?
     @OptionGroup var endpoint: EndpointOptions
 
     func run() async throws {
-        guard let t = ValueType(rawValue: type) else {
-            printError("limelight: --type must be one of text, number, date, boolean, location")
+        let standard = StandardAttributes.all[name]
+        guard let t = type.map({ ValueType(rawValue: $0) }) ?? standard?.type else {
+            printError(type == nil ? "limelight: --type is needed for a custom attribute (text, number, date, boolean or location)"
+                                   : "limelight: --type must be one of text, number, date, boolean, location")
+            throw ExitCode(ExitCodes.badInput)
+        }
+        if standard != nil, semantic == nil {
+            printError("limelight: '\(name)' is a standard attribute; its type is fixed (only --semantic or --no-semantic can be declared)")
             throw ExitCode(ExitCodes.badInput)
         }
         let client = try await connect(endpoint)
         defer { client.close() }
-        let spec = AttributeSpec(name: name, type: t, multiValued: multiValued, searchable: searchable,
-                                 searchableByDefault: searchableByDefault, unique: unique)
-        do { try await client.declare([AttributeDeclaration(spec)]) } catch let e as ClientError {
+        let spec = standard ?? AttributeSpec(name: name, type: t, multiValued: multiValued, searchable: searchable,
+                                             searchableByDefault: searchableByDefault, unique: unique)
+        do { try await client.declare([AttributeDeclaration(spec, semantic: semantic)]) } catch let e as ClientError {
             printError("limelight: \(e.message)")
             throw ExitCode(ExitCodes.badInput)
         }
-        print("declared \(name) (\(t.rawValue))")
+        print("declared \(name) (\(t.rawValue)\(semantic == true ? ", semantic" : semantic == false ? ", not semantic" : ""))")
     }
 }
 

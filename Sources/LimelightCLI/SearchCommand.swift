@@ -12,7 +12,9 @@ struct SearchCommand: AsyncParsableCommand {
         abstract: "Search with Algolia's parameters, e.g. --params '{\"query\": \"vim\", \"facets\": [\"section\"]}'.",
         discussion: "Prints the JSON response (hits, nbHits, facets, …) on standard output. --params @FILE reads the parameters from a file.")
 
-    @Option(help: "The search parameters as a JSON object, or @FILE.") var params: String
+    @Option(help: "The search parameters as a JSON object, or @FILE.") var params: String = "{}"
+    @Option(help: "Also rank by meaning: the text to embed (sets the parameters' semantic.query).") var semantic: String?
+    @Option(help: "With --semantic: its weight, 0 (words alone) to 1 (meaning alone); default 0.5.") var ratio: Double?
     @Option(help: "Deadline in milliseconds.") var deadlineMs: Int?
     @OptionGroup var endpoint: EndpointOptions
 
@@ -28,15 +30,25 @@ struct SearchCommand: AsyncParsableCommand {
         } else {
             text = params
         }
-        let value: JSONValue
-        do { value = try JSONValue.parse(text) } catch {
+        let parsed: JSONValue
+        do { parsed = try JSONValue.parse(text) } catch {
             printError("limelight: --params is not valid JSON: \(error)")
             throw ExitCode(ExitCodes.badInput)
         }
-        guard case .object = value else {
+        guard case .object(var fields) = parsed else {
             printError("limelight: --params must be a JSON object of search parameters")
             throw ExitCode(ExitCodes.badInput)
         }
+        if ratio != nil, semantic == nil {
+            printError("limelight: --ratio needs --semantic TEXT")
+            throw ExitCode(ExitCodes.badInput)
+        }
+        if let semantic {
+            var s: [String: JSONValue] = ["query": .string(semantic)]
+            if let ratio { s["ratio"] = .number(ratio) }
+            fields["semantic"] = .object(s)
+        }
+        let value = JSONValue.object(fields)
         let client = try await connect(endpoint)
         defer { client.close() }
         let result: Body.SearchResult

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Coordinator
+import Embedder
 import Foundation
 import Logging
 import ShardStore
@@ -28,6 +29,7 @@ public struct CoordinatorCommand: AsyncParsableCommand {
     @Option(help: "Publish batches that may wait for room; past this a batch is answered busy.") var maxWaitingWrites = 256
     @Option(help: "Messages queued towards one peer beyond ZeroMQ's high-water mark; past this a peer that does not read loses new messages.")
     var peerOutboxLimit = 10_000
+    @OptionGroup var model: ModelOptions
     @OptionGroup var log: ServerLogOptions
 
     public init() {}
@@ -60,6 +62,7 @@ public struct CoordinatorCommand: AsyncParsableCommand {
         c.maxPendingWrites = max(1, maxPendingWrites)
         c.maxWaitingWrites = max(0, maxWaitingWrites)
         c.peerOutboxLimit = max(1, peerOutboxLimit)
+        c.modelDirectory = try model.directory()
         let service = try CoordinatorService(configuration: c, logger: log.logger("limelight.coordinator"))
         let failure = FailureBox()
         await runUntilSignalled {
@@ -110,6 +113,7 @@ public struct IndexerCommand: AsyncParsableCommand {
     @Option(help: "Seconds between purges of expired items.") var purgeInterval = 60.0
     @Option(help: "What an acknowledged write survives: process (a crash of the process; WAL, synchronous=NORMAL) or power (a power cut too; synchronous=FULL, one fsync per batch).")
     var durability: Durability = .process
+    @OptionGroup var model: ModelOptions
     @OptionGroup var log: ServerLogOptions
 
     public init() {}
@@ -119,6 +123,7 @@ public struct IndexerCommand: AsyncParsableCommand {
         c.coordinator = worker.coordinator
         c.purgeIntervalSeconds = purgeInterval
         c.durability = durability
+        c.modelDirectory = try model.directory()
         let service = try IndexerService(configuration: c, logger: log.logger("limelight.indexer"))
         await runUntilSignalled { await service.run() }
         try exitIfRefused(service.refusal)
@@ -148,3 +153,25 @@ public struct QueryWorkerCommand: AsyncParsableCommand {
 }
 
 extension Durability: ExpressibleByArgument {}
+
+/// `--model DIR`: the all-MiniLM-L6-v2 folder for semantic search (the
+/// coordinator embeds queries, indexers embed items). Optional: without it
+/// (and without `LIMELIGHT_MODEL`) semantic searches are refused with a clear
+/// error and everything else works. A folder that is named but lacks the
+/// model's files stops the process at start-up, rather than at the first
+/// semantic search.
+struct ModelOptions: ParsableArguments {
+    @Option(help: "Folder of the all-MiniLM-L6-v2 files for semantic search (default: $LIMELIGHT_MODEL; scripts/install-model prints it).")
+    var model: String?
+
+    func directory(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> String? {
+        guard let folder = try? Embedder.modelDirectory(explicit: model, environment: environment) else { return nil }
+        for file in ["config.json", "vocab.txt", "model.safetensors"] {
+            let path = (folder as NSString).appendingPathComponent(file)
+            guard FileManager.default.fileExists(atPath: path) else {
+                throw ValidationError("--model: \(path) is missing (scripts/install-model prints the model folder)")
+            }
+        }
+        return folder
+    }
+}

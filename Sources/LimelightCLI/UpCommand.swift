@@ -37,12 +37,14 @@ struct UpCommand: AsyncParsableCommand {
     @Option(help: "Failures of one child within --restart-window after which the cluster stops instead of restarting it.")
     var restartLimit = 5
     @Option(help: "Seconds over which --restart-limit counts a child's failures.") var restartWindow = 60.0
+    @OptionGroup var model: ModelOptions
 
     func validate() throws {
         guard shards >= 1 else { throw ValidationError("--shards must be at least 1") }
         guard indexers >= 1, queryWorkers >= 1 else { throw ValidationError("--indexers and --query-workers must be at least 1") }
         guard restartLimit >= 1 else { throw ValidationError("--restart-limit must be at least 1") }
         guard restartWindow > 0 else { throw ValidationError("--restart-window must be more than 0 seconds") }
+        _ = try model.directory()
     }
 
     func run() async throws {
@@ -58,7 +60,7 @@ struct UpCommand: AsyncParsableCommand {
         func coordinatorArguments(listen: String, workers: String, stats: [String]) -> [String] {
             ["--listen", listen, "--workers", workers] + stats + [
                 "--shards", String(shards), "--log-level", logLevel, "--log-format", logFormat.rawValue,
-            ]
+            ] + modelArguments
         }
         let coordinator = try children.spawn(Supervisor.Spec(
             name: "coordinator", executable: bin + "/limelight-coordinator",
@@ -127,7 +129,10 @@ struct UpCommand: AsyncParsableCommand {
     }
 
     /// Arguments only the indexers take.
-    var indexerArguments: [String] { ["--durability", durability.rawValue] }
+    var indexerArguments: [String] { ["--durability", durability.rawValue] + modelArguments }
+    /// `--model`, for the coordinator (query texts) and the indexers (items); the
+    /// children also inherit `LIMELIGHT_MODEL` from the environment.
+    var modelArguments: [String] { model.model.map { ["--model", $0] } ?? [] }
 
     /// Reports the children that died and schedules their restarts; returns
     /// why the cluster must stop when one failed too often.

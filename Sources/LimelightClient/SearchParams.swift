@@ -73,6 +73,19 @@ public struct SearchParams: Sendable, Hashable {
     public var facets: [String] = []
     /// Any other parameter, by Algolia's name (`attributesToRetrieve`, `aroundLatLng`, …).
     public var other: [String: JSONValue] = [:]
+    /// Ranking by meaning too; sent as `semantic`.
+    public var semantic: Semantic?
+
+    /// The `semantic` parameter: the text to embed (nil: the query) and its
+    /// weight, 0 (words alone) to 1 (meaning alone; nil: the server's 0.5).
+    public struct Semantic: Sendable, Hashable {
+        public var query: String?
+        public var ratio: Double?
+        public init(query: String? = nil, ratio: Double? = nil) {
+            self.query = query
+            self.ratio = ratio
+        }
+    }
 
     public private(set) var facetRefinements: [String: [FacetRefinement]] = [:]
     public private(set) var disjunctiveFacets: Set<String> = []
@@ -142,6 +155,12 @@ public struct SearchParams: Sendable, Hashable {
         if let hitsPerPage { o["hitsPerPage"] = .number(Double(hitsPerPage)) }
         if let filters, !filters.isEmpty { o["filters"] = .string(filters) }
         if !facets.isEmpty { o["facets"] = .array(facets.map { .string($0) }) }
+        if let semantic {
+            var s: [String: JSONValue] = [:]
+            if let q = semantic.query { s["query"] = .string(q) }
+            if let r = semantic.ratio { s["ratio"] = .number(r) }
+            o["semantic"] = .object(s)
+        }
         let disjunctive = facets.filter { disjunctiveFacets.contains($0) }
         if !disjunctive.isEmpty { o["disjunctiveFacets"] = .array(disjunctive.map { .string($0) }) }
         var facetFilters: [JSONValue] = []

@@ -58,6 +58,9 @@ public struct SearchPlan: Sendable, Hashable {
     public var window: Int
     /// Attributes each hit carries; nil for all.
     public var fetchAttributes: [String]?
+    /// Vector ranking fused with the lexical one (see ``HybridRanking``);
+    /// nil for words alone.
+    public var semantic: SemanticPlan?
 
     public init(words: [String] = [], prefixLast: Bool = true, typos: TypoPolicy = TypoPolicy(),
                 filter: Predicate = .all, facets: [String] = [], disjunctiveFilters: [String: Predicate] = [:],
@@ -136,6 +139,12 @@ public struct SearchRank: Sendable, Hashable {
     public var custom: [JSONValue]
     /// Metres from the plan's `around` point; nil without one.
     public var geoDistance: Double?
+    /// Cosine similarity of the item's vector and the query's, when the
+    /// search is semantic and the item has a vector.
+    public var semanticScore: Double?
+    /// Whether the item matched the query's words and is among its shard's
+    /// best `window` by them; false for a hit sent only for its semantic score.
+    public var lexical: Bool = true
 
     public static let noExactAttribute = 1_000
 
@@ -158,11 +167,17 @@ public struct SearchRank: Sendable, Hashable {
             "exactWords": .number(Double(exactWords)), "custom": .array(custom),
         ]
         if let geoDistance { o["geoDistance"] = .number(geoDistance) }
+        if let semanticScore { o["semanticScore"] = .number(semanticScore) }
+        if !lexical { o["lexical"] = .bool(false) }
         return .object(o)
     }
 
     public init(json: JSONValue) throws(PlanDecodingError) {
         guard case .object(let o) = json else { throw PlanDecodingError(path: "rank", message: "expected an object") }
+        defer {
+            semanticScore = o["semanticScore"]?.doubleValue
+            lexical = o["lexical"]?.boolValue ?? true
+        }
         func int(_ k: String) -> Int { o[k]?.intValue ?? 0 }
         self.init(words: int("words"), typos: int("typos"), proximity: int("proximity"), attribute: int("attribute"),
                   exactAttribute: o["exactAttribute"]?.intValue ?? SearchRank.noExactAttribute, exactWords: int("exactWords"), custom: o["custom"]?.arrayValue ?? [],
@@ -248,6 +263,7 @@ extension SearchPlan {
         if let aroundRadius { o["aroundRadius"] = .number(aroundRadius) }
         if let around { o["around"] = .object(["latitude": .number(around.latitude), "longitude": .number(around.longitude)]) }
         if let fetchAttributes { o["fetchAttributes"] = .array(fetchAttributes.map { .string($0) }) }
+        if let semantic { o["semantic"] = semantic.json }
         return .object(o)
     }
 
@@ -280,5 +296,6 @@ extension SearchPlan {
                   window: max(0, o["window"]?.intValue ?? 20),
                   fetchAttributes: o["fetchAttributes"]?.arrayValue?.compactMap(\.stringValue))
         aroundRadius = o["aroundRadius"]?.doubleValue
+        if let s = o["semantic"], s != .null { semantic = try SemanticPlan(json: s) }
     }
 }

@@ -42,13 +42,16 @@ public struct SearchRequest: Sendable {
     public var params: JSONValue
     /// Hits past this many are not served (Algolia's `paginationLimitedTo`).
     public var paginationLimitedTo: Int
+    /// `semantic` or `hybrid`: the text to embed and its weight. The plan's
+    /// ``SearchPlan/semantic`` is set once the text is embedded (by the coordinator).
+    public var semantic: SemanticParameters?
 
     public static let knownParameters: Set<String> = [
         "query", "page", "hitsPerPage", "offset", "length", "attributesToRetrieve", "facets", "maxValuesPerFacet",
         "facetFilters", "numericFilters", "tagFilters", "filters", "disjunctiveFacets", "aroundLatLng", "aroundRadius",
         "insideBoundingBox", "attributesToHighlight", "attributesToSnippet", "highlightPreTag", "highlightPostTag",
         "snippetEllipsisText", "getRankingInfo", "typoTolerance", "minWordSizefor1Typo", "minWordSizefor2Typos",
-        "restrictSearchableAttributes", "customRanking", "queryType", "paginationLimitedTo",
+        "restrictSearchableAttributes", "customRanking", "queryType", "paginationLimitedTo", "semantic", "hybrid",
         // Accepted and without effect here: analytics and personalization switches UI libraries send.
         "analytics", "clickAnalytics", "analyticsTags", "userToken", "enablePersonalization", "enableABTest",
         "enableRules", "ruleContexts",
@@ -92,6 +95,7 @@ public struct SearchRequest: Sendable {
 
         self.params = params
         query = try string("query", "")
+        semantic = try SemanticParameters.parse(o, query: query)
         highlightPreTag = try string("highlightPreTag", "<em>")
         highlightPostTag = try string("highlightPostTag", "</em>")
         snippetEllipsisText = try string("snippetEllipsisText", "…")

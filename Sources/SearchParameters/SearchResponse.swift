@@ -42,14 +42,22 @@ public struct SearchResponseBuilder: Sendable {
     /// The response object, with `processingTimeMS`.
     public func response(processingTimeMS: Int) -> JSONValue {
         let plan = request.plan
-        var ranked = hits
-        ranked.sort { SearchRanking.precedes($0.rank, $0.id, $1.rank, $1.id, plan: plan) }
+        var ranked: [(id: String, item: JSONValue, rank: SearchRank, fusion: HybridRanking.Placement?)]
+        if plan.semantic != nil {
+            // Both rankings, numbered over every shard's hits, fused (see HybridRanking).
+            ranked = HybridRanking.fuse(ranks: hits.map(\.rank), ids: hits.map(\.id), plan: plan).map { p in
+                let h = hits[p.index]
+                return (h.id, h.item, h.rank, p)
+            }
+        } else {
+            ranked = hits.sorted { SearchRanking.precedes($0.rank, $0.id, $1.rank, $1.id, plan: plan) }.map { ($0.id, $0.item, $0.rank, nil) }
+        }
         let limit = min(request.offset + request.length, request.paginationLimitedTo)
         let page = request.offset < limit ? Array(ranked[min(ranked.count, request.offset)..<min(ranked.count, limit)]) : []
         let highlighter = Highlighter(plan: plan, preTag: request.highlightPreTag, postTag: request.highlightPostTag,
                                       ellipsis: request.snippetEllipsisText)
         var o: [String: JSONValue] = [
-            "hits": .array(page.map { hit($0.id, $0.item, $0.rank, highlighter) }),
+            "hits": .array(page.map { hit($0.id, $0.item, $0.rank, highlighter, fusion: $0.fusion) }),
             "nbHits": .number(Double(nbHits)),
             "hitsPerPage": .number(Double(request.hitsPerPage)),
             "exhaustiveNbHits": .bool(exhaustiveHits),
@@ -91,7 +99,8 @@ public struct SearchResponseBuilder: Sendable {
     /// One hit: `objectID`, the retrieved attributes at the top level (as
     /// Algolia's records have them), `domainIdentifier`, `entity`, and the
     /// `_highlightResult`, `_snippetResult`, `_rankingInfo`, `_geoDistance` asked for.
-    func hit(_ id: String, _ item: JSONValue, _ rank: SearchRank, _ highlighter: Highlighter) -> JSONValue {
+    func hit(_ id: String, _ item: JSONValue, _ rank: SearchRank, _ highlighter: Highlighter,
+             fusion: HybridRanking.Placement? = nil) -> JSONValue {
         var o: [String: JSONValue] = [:]
         let attributes = item["attributes"]?.objectValue ?? [:]
         let retrieved = request.attributesToRetrieve.map(Set.init)
@@ -134,6 +143,15 @@ public struct SearchResponseBuilder: Sendable {
                 "promoted": .bool(false),
             ]
             if let d = rank.geoDistance { info["geoDistance"] = .number(d) }
+            if let fusion {
+                // Both parts of a hybrid rank: the positions in each ranking
+                // (null past the window), the cosine score, the fused score.
+                info["lexicalRank"] = fusion.lexicalRank.map { .number(Double($0)) } ?? .null
+                info["semanticRank"] = fusion.semanticRank.map { .number(Double($0)) } ?? .null
+                info["semanticScore"] = rank.semanticScore.map { .number($0) } ?? .null
+                info["hybridScore"] = .number(fusion.score)
+                info["navigational"] = .bool(fusion.navigational)
+            }
             o["_rankingInfo"] = .object(info)
         }
         return .object(o)

@@ -15,7 +15,17 @@
 ///     attrs_geo(name, num) WHERE kind = 4  locations by latitude (geo tests)
 /// words  FTS5 unicode61 remove_diacritics 2, prefix 3, automerge 8, contentless, a column per common attribute
 /// grams  FTS5 trigram, detail=none, columnsize=0, automerge 8, contentless
+/// vectors(item PRIMARY KEY, seq, vector)  one embedding per item (384 little-endian float32)
+///     vectors_seq(seq)                  what changed since a reader last looked
 /// ```
+///
+/// - `vectors` holds the sentence embedding of an item's semantic text (see
+///   `SemanticText`), written in the same transaction as the item and
+///   deleted with it. `seq` is the `meta` counter `vectors.seq` at the write
+///   that stored it, so a reader holding the vectors in memory loads only
+///   rows with a larger `seq` after another connection's commit (see
+///   ``VectorIndex``). A new table, created on open, so no new format number:
+///   an older shard simply has no vectors.
 ///
 /// - `items.json` is the item as fetched (canonical JSON, sorted keys), so a
 ///   result costs one row read and no reassembly.
@@ -146,6 +156,8 @@ enum Layout {
             tokenize="unicode61 remove_diacritics 2 categories 'L* N* Mn Mc'", prefix='3')
         """,
         "CREATE VIRTUAL TABLE IF NOT EXISTS grams USING fts5(text, content='', tokenize='trigram', detail=none, columnsize=0)",
+        "CREATE TABLE IF NOT EXISTS vectors(item INTEGER PRIMARY KEY, seq INTEGER NOT NULL, vector BLOB NOT NULL)",
+        "CREATE INDEX IF NOT EXISTS vectors_seq ON vectors(seq)",
     ]
 
     /// Columns added since format 1, with the statement that adds each to an

@@ -48,6 +48,9 @@ final class SearchCache {
     /// Misspelt forms found per (word, typos) in the current vocabulary: a
     /// person typing repeats the words before the one being typed.
     var typoForms: [String: [(term: Int, typos: Int)]] = [:]
+    /// The data version at which this connection last brought the shard's
+    /// ``VectorIndex`` up to date.
+    var vectorsVersion: Int64 = -2
 
     static let maxTypoForms = 10_000
 }
@@ -213,10 +216,31 @@ struct SearchRun {
             matched = try matched.filter { try textMatch($0) != nil }
         }
 
-        var result = ShardSearchResult(nbHits: matched.count)
-        try countFacets(matched: matched, restrict: restrict, into: &result)
-        guard plan.window > 0, !matched.isEmpty else { return result }
+        // Semantic search: every item passing the filters that has a vector
+        // matches too, ranked by its score (see ``SemanticScores``).
+        let semantic = try semanticScores(filtered: filtered, expired: expired)
+        var result: ShardSearchResult
+        if let semantic, semantic.counts {
+            result = ShardSearchResult(nbHits: IDs.union(matched, semantic.ids).count)
+            try countFacets(matched: IDs.union(matched, semantic.ids), restrict: restrict,
+                            alsoMatching: { try withinRadius(IDs.subtract(IDs.intersect(semantic.all, $0 ?? semantic.all), expired)) },
+                            into: &result)
+        } else {
+            result = ShardSearchResult(nbHits: matched.count)
+            try countFacets(matched: matched, restrict: restrict, into: &result)
+        }
+        guard plan.window > 0 else { return result }
+        var lexicalIDs: [Int64] = []
+        if !matched.isEmpty, (plan.semantic?.ratio ?? 0) < 1 {
+            lexicalIDs = try rankLexically(matched: matched, postings: postings, into: &result)
+        }
+        if let semantic { try addSemanticHits(semantic, lexicalIDs: lexicalIDs, to: &result) }
+        return result
+    }
 
+    /// The best ``SearchPlan/window`` matches by the lexical criteria, added
+    /// to `result` best first; returns their item ids in the same order.
+    func rankLexically(matched: [Int64], postings: [WordPostings], into result: inout ShardSearchResult) throws -> [Int64] {
         // Typos, attribute and exactness of every match, from posting lists.
         let n = matched.count
         var typos = [Int](repeating: 0, count: n)
@@ -326,12 +350,14 @@ struct SearchRun {
         var positions = Array(ids.indices)
         positions.sort { SearchRanking.precedes(ranks[$0], uids[$0], ranks[$1], uids[$1], plan: plan) }
         let fetch = plan.fetchAttributes.map(FetchList.init)
+        var added: [Int64] = []
         for p in positions.prefix(plan.window) {
             try context.checkCancelled()
             guard let stored = try store.fetchResult(ids[p], attributes: fetch) else { continue }
             result.hits.append(SearchHit(uniqueIdentifier: uids[p], item: stored.item, rank: ranks[p]))
+            added.append(ids[p])
         }
-        return result
+        return added
     }
 
     /// Calls `body` with the position in `sorted` of every id also in `ids` (both sorted).

@@ -57,7 +57,10 @@ extension ShardStore {
 extension SearchRun {
     /// Facet counts: conjunctive facets over the matches, a disjunctive one
     /// over the matches of the filter without its own refinements.
-    func countFacets(matched: [Int64], restrict: ([Int64]?) throws -> [Int64], into result: inout ShardSearchResult) throws {
+    /// `alsoMatching` adds, for a disjunctive facet's filter, the items that
+    /// match it otherwise than by words (a semantic search's vector matches).
+    func countFacets(matched: [Int64], restrict: ([Int64]?) throws -> [Int64],
+                     alsoMatching: (([Int64]?) throws -> [Int64])? = nil, into result: inout ShardSearchResult) throws {
         var disjunctiveSets: [String: [Int64]] = [:]
         for facet in plan.facets {
             try context.checkCancelled()
@@ -67,6 +70,7 @@ extension SearchRun {
                     let node = try store.compile(filter.simplified())
                     set = try restrict(try store.candidates(node, exact: true, context).ids)
                     if mustVerify, !plan.words.isEmpty { set = try set.filter { try textMatch($0) != nil } }
+                    if let alsoMatching { set = IDs.union(set, try alsoMatching(try store.candidates(node, exact: true, context).ids)) }
                     disjunctiveSets[facet] = set
                 }
             }

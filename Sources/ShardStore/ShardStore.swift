@@ -138,6 +138,10 @@ public final class ShardStore {
                 try? schema.declare(spec)
             }
         }
+        if let text = try db.prepare("SELECT value FROM meta WHERE key = 'semantic'").scalar()?.string,
+           let names = try? decoder.decode([String].self, from: Data(text.utf8)) {
+            for name in names { try? schema.setSemantic(name, true) }
+        }
         self.schema = schema
     }
 
@@ -157,14 +161,23 @@ public final class ShardStore {
     /// Declares custom attributes (`CSCustomAttributeKey`) and persists them
     /// in the shard, so that the shard decodes items the same way after a
     /// restart and every reader of the file agrees on their types.
+    /// `semantic` marks attributes (standard or custom) embedded, or no longer
+    /// embedded, for semantic search (see ``SemanticText``); their order is
+    /// kept in `meta` under `semantic`.
     ///
     /// Declare before writing items that use them: values already stored keep
-    /// the form they were stored in.
-    public func declare(_ specs: [AttributeSpec]) throws {
+    /// the form they were stored in (and vectors already stored keep the text
+    /// they were made from).
+    public func declare(_ specs: [AttributeSpec], semantic: [(name: String, on: Bool)] = []) throws {
         try requireWritable("declare attributes")
         var updated = schema
         for spec in specs {
             do { try updated.declare(spec) } catch {
+                throw StoreError(.invalidDeclaration, error.description)
+            }
+        }
+        for (name, on) in semantic {
+            do { try updated.setSemantic(name, on) } catch {
                 throw StoreError(.invalidDeclaration, error.description)
             }
         }
@@ -177,12 +190,17 @@ public final class ShardStore {
                     let json = String(decoding: try encoder.encode(spec), as: UTF8.self)
                     try insert.run([.text(spec.name), .text(json)])
                 }
+                if !semantic.isEmpty {
+                    let names = String(decoding: try encoder.encode(updated.semantic), as: UTF8.self)
+                    try db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES ('semantic', ?)").run([.text(names)])
+                }
             }
         } catch {
             throw StoreError.wrap(error, "cannot save attribute declarations")
         }
         schema = updated
-        logger.info("declared custom attributes", metadata: ["store.attributes": "\(specs.map(\.name).joined(separator: ","))"])
+        logger.info("declared attributes", metadata: ["store.attributes": "\(specs.map(\.name).joined(separator: ","))",
+                                                      "store.semantic": "\(updated.semantic.joined(separator: ","))"])
     }
 
     // MARK: Counting

@@ -25,7 +25,11 @@ extension ShardStore {
     ///
     /// Throws only when the transaction as a whole fails; then nothing of the
     /// batch is stored.
-    public func write(_ items: [JSONValue], evicting: [String] = []) throws -> [WriteOutcome] {
+    ///
+    /// `vectors` are the items' embeddings by unique identifier (see
+    /// ``semanticTexts(_:)``), stored beside them; an item without one loses
+    /// any vector it had, since its text may have changed.
+    public func write(_ items: [JSONValue], evicting: [String] = [], vectors: [String: [Float]] = [:]) throws -> [WriteOutcome] {
         try requireWritable("write items")
         let decoder = ItemDecoder(schema: schema)
         var outcomes: [WriteOutcome] = []
@@ -34,6 +38,7 @@ extension ShardStore {
         do {
             try reloadIfChanged()
             try db.transaction(.immediate) {
+                let vectorSeq = vectors.isEmpty ? 0 : try nextVectorSeq()
                 for uid in evicting where try removeItem(uid: uid) { evicted += 1 }
                 for json in items {
                     let item: Item
@@ -41,7 +46,8 @@ extension ShardStore {
                         outcomes.append(.rejected(uniqueIdentifier: json["uniqueIdentifier"]?.stringValue, error))
                         continue
                     }
-                    try upsert(item)
+                    let id = try upsert(item)
+                    try storeVector(vectors[item.uniqueIdentifier], item: id, seq: vectorSeq)
                     outcomes.append(.stored(uniqueIdentifier: item.uniqueIdentifier))
                     stored += 1
                 }
@@ -116,7 +122,7 @@ extension ShardStore {
             return try db.transaction(.immediate) {
                 let n = Int(try db.prepare("SELECT count(*) FROM items").scalar()?.int64 ?? 0)
                 try db.execute("""
-                    DELETE FROM attrs; DELETE FROM items;
+                    DELETE FROM attrs; DELETE FROM items; DELETE FROM vectors;
                     INSERT INTO words(words) VALUES('delete-all');
                     INSERT INTO grams(grams) VALUES('delete-all');
                     """)
@@ -173,6 +179,7 @@ extension ShardStore {
 
     func removeItem(id: Int64) throws {
         try removeIndexes(of: id)
+        try storeVector(nil, item: id, seq: 0)
         let s = try db.prepare("DELETE FROM items WHERE id = ?")
         try s.bind(id, at: 0)
         try s.run()
@@ -243,7 +250,9 @@ extension ShardStore {
         return (columns, hasGrams ? grams : nil, wordCheck.value)
     }
 
-    func upsert(_ item: Item) throws {
+    /// Stores an item; returns its row id.
+    @discardableResult
+    func upsert(_ item: Item) throws -> Int64 {
         let find = try db.prepare("SELECT id FROM items WHERE uid = ?")
         try find.bind(item.uniqueIdentifier, at: 0)
         let json = JSONWriter.string(item.json)
@@ -266,7 +275,9 @@ extension ShardStore {
         try statement.bind(json, at: 4)
         if let wordCheck = fts.wordCheck { try statement.bind(wordCheck, at: 5) } else { try statement.bindNull(at: 5) }
         try statement.run()
-        try insertIndexes(of: existingID ?? db.lastInsertRowID, rows: rows, fts: fts)
+        let id = existingID ?? db.lastInsertRowID
+        try insertIndexes(of: id, rows: rows, fts: fts)
+        return id
     }
 
     func valueRows(of item: Item) throws -> [ValueRow] {

@@ -84,10 +84,22 @@ public struct AttributeDeclaration: Sendable, Hashable, Codable {
     public var searchableByDefault: Bool?
     public var unique: Bool?
     public var multiValued: Bool?
+    /// Embedded for semantic search (see `SemanticText`): true adds the
+    /// attribute to the embedded text, false removes it, nil leaves it be.
+    /// A standard attribute may be declared semantic (its type is then
+    /// checked, not redeclared).
+    public var semantic: Bool?
 
-    public init(_ spec: AttributeSpec) {
+    public init(_ spec: AttributeSpec, semantic: Bool? = nil) {
         name = spec.name; type = spec.type; searchable = spec.searchable
         searchableByDefault = spec.searchableByDefault; unique = spec.unique; multiValued = spec.multiValued
+        self.semantic = semantic
+    }
+
+    /// Whether this only marks a standard attribute semantic (or not), rather
+    /// than declaring a custom one.
+    public var isSemanticOnly: Bool {
+        semantic != nil && StandardAttributes.all[name] != nil
     }
 
     public var spec: AttributeSpec {

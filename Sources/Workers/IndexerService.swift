@@ -17,6 +17,9 @@ public struct IndexerConfiguration: Sendable {
     public var livenessMs: Int = 3000
     /// What an acknowledged write survives (see ``Durability``).
     public var durability: Durability = .process
+    /// The all-MiniLM-L6-v2 folder items' semantic text is embedded with
+    /// (see ``IndexerEmbedding``); nil stores items without vectors.
+    public var modelDirectory: String?
 
     public init(data: String, shards: [Int], workerID: String? = nil) {
         self.data = data
@@ -50,6 +53,7 @@ public final class IndexerService: Sendable {
     let link: WorkerLink
     let stores: [Int: (StoreBox, SerialExecutor)]
     let tally = WorkerTally()
+    let embedding: IndexerEmbedding
 
     public init(configuration: IndexerConfiguration, logger: Logger) throws {
         self.configuration = configuration
@@ -68,6 +72,7 @@ public final class IndexerService: Sendable {
             stores[shard] = (StoreBox(store), SerialExecutor(label: "limelight.indexer.shard-\(shard)"))
         }
         self.stores = stores
+        embedding = IndexerEmbedding(modelDirectory: configuration.modelDirectory, logger: logger)
         link = try WorkerLink(coordinator: configuration.coordinator, role: .indexer, workerID: configuration.workerID,
                               shards: configuration.shards, logger: logger,
                               heartbeatMs: configuration.heartbeatMs, livenessMs: configuration.livenessMs)
@@ -114,8 +119,10 @@ public final class IndexerService: Sendable {
                 return
             }
             do {
+                let embedding = self.embedding
                 let results = try await exec.run { () throws -> [ItemResult] in
-                    try box.store.write(w.items, evicting: w.evict).enumerated().map { i, outcome in
+                    let vectors = try embedding.vectors(for: w.items, in: box.store)
+                    return try box.store.write(w.items, evicting: w.evict, vectors: vectors).enumerated().map { i, outcome in
                         Self.result(i, outcome)
                     }
                 }
@@ -156,7 +163,10 @@ public final class IndexerService: Sendable {
         case .declare(let d):
             do {
                 for (_, (box, exec)) in stores {
-                    try await exec.run { try box.store.declare(d.attributes.map(\.spec)) }
+                    try await exec.run {
+                        try box.store.declare(d.attributes.filter { !$0.isSemanticOnly }.map(\.spec),
+                                              semantic: d.attributes.compactMap { a in a.semantic.map { (a.name, $0) } })
+                    }
                 }
                 tally.finished()
                 await link.send(envelope.id, .declareAck(Body.Empty()))

@@ -217,7 +217,9 @@ class Client:
 
     def declare(self, attributes: Iterable[JSONObject], timeout: Optional[float] = None) -> None:
         """Declares custom attributes (``CSCustomAttributeKey``): a list of
-        ``{"name", "type", ...flags}`` objects."""
+        ``{"name", "type", ...flags}`` objects. ``"semantic": True`` makes a
+        text attribute (a standard one too, e.g. ``contentDescription``)
+        part of the text each item is embedded from for semantic search."""
         self.request("declare", timeout, attributes=list(attributes))
 
     def delete(self, ids: Optional[Iterable[str]] = None, domains: Optional[Iterable[str]] = None, all: bool = False,
@@ -310,6 +312,11 @@ class Client:
 
             client.search({"query": "vim", "facets": ["section"]}, hitsPerPage=5)
 
+        Ranking by meaning too: ``semantic={"query": "draw vector graphics",
+        "ratio": 0.5}`` (or Meilisearch's ``hybrid={"semanticRatio": 0.5}``;
+        see :meth:`semantic_search`); a coordinator without the model refuses
+        it with ``semantic_unavailable``.
+
         A malformed parameter or filter raises :class:`LimelightError` whose
         ``field`` names the parameter (and ``position`` the offset in
         ``filters``). Shards that could not answer are listed in the
@@ -322,6 +329,18 @@ class Client:
         response: JSONObject = dict(reply["response"])
         response["failedShards"] = reply.get("failedShards", [])
         return response
+
+    def semantic_search(self, text: str, ratio: Optional[float] = None, params: Optional[JSONObject] = None,
+                        **kwargs: Any) -> JSONObject:
+        """:meth:`search` ranked by meaning as well as by words: ``text`` is
+        embedded once by the coordinator, and ``ratio`` (0 words alone, 1
+        meaning alone, default 0.5) weighs the two rankings' fusion. ``text``
+        is also the query unless ``params`` or ``kwargs`` give another."""
+        semantic: JSONObject = {"query": text}
+        if ratio is not None:
+            semantic["ratio"] = ratio
+        merged: JSONObject = {"query": text, **(params or {}), **kwargs, "semantic": semantic}
+        return self.search(merged)
 
     def donate_entities(self, entities: Iterable[JSONObject], priority: Optional[float] = None,
                         batch: Optional[str] = None, timeout: float = 120.0) -> JSONObject:
