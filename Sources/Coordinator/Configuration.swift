@@ -1,3 +1,4 @@
+import ClusterAuth
 import Foundation
 
 /// How a coordinator is set up: docs/design.md's required flags and their defaults.
@@ -32,6 +33,12 @@ public struct CoordinatorConfiguration: Sendable {
     public var peerOutboxLimit: Int = 10_000
     /// Messages a socket may queue towards one peer before sends wait.
     public var highWaterMark: Int32 = 10_000
+    /// Workers must prove they hold this secret to register; nil admits any
+    /// worker that can connect (then CURVE's worker allow-list must guard the
+    /// socket). See docs/security-transport.md.
+    public var clusterSecret: ClusterSecret?
+    /// CURVE encryption (and key checks) on the client and worker sockets; nil for none.
+    public var curve: CurveServerSettings?
 
     public init() {}
 }

@@ -17,6 +17,8 @@ public struct IndexerConfiguration: Sendable {
     public var livenessMs: Int = 3000
     /// What an acknowledged write survives (see ``Durability``).
     public var durability: Durability = .process
+    /// The cluster secret and CURVE keys shown to the coordinator.
+    public var credentials = WorkerCredentials()
 
     public init(data: String, shards: [Int], workerID: String? = nil) {
         self.data = data
@@ -70,7 +72,8 @@ public final class IndexerService: Sendable {
         self.stores = stores
         link = try WorkerLink(coordinator: configuration.coordinator, role: .indexer, workerID: configuration.workerID,
                               shards: configuration.shards, logger: logger,
-                              heartbeatMs: configuration.heartbeatMs, livenessMs: configuration.livenessMs)
+                              heartbeatMs: configuration.heartbeatMs, livenessMs: configuration.livenessMs,
+                              credentials: configuration.credentials)
     }
 
     public var isRegistered: Bool { link.isRegistered }

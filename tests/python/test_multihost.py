@@ -257,9 +257,12 @@ def _require_binaries():
 def _start(network, processes, folder):
     """The coordinator, then every host's indexer and query worker."""
     a = network.coordinator_address
+    # One secret for the cluster, as an operator copies it to every host
+    # (docs/security-transport.md); the coordinator makes it.
+    secret = folder / "cluster.secret"
     processes.start("coordinator", [
         str(bin_dir() / "limelight-coordinator"), "--listen", f"tcp://{a}:0", "--workers", f"tcp://{a}:0",
-        "--stats-port", "0", "--stats-host", a, "--shards", str(SHARDS)])
+        "--stats-port", "0", "--stats-host", a, "--shards", str(SHARDS), "--cluster-secret-file", str(secret)])
     line = _wait_for_line(folder / "coordinator.out", "listening ", processes)
     _, endpoint, workers_endpoint, stats_url = line.split()
     worker_port = int(workers_endpoint.rsplit(":", 1)[1])
@@ -271,7 +274,8 @@ def _start(network, processes, folder):
         for role, exe in (("indexer", "limelight-indexer"), ("query", "limelight-query")):
             processes.start(f"{role}-{name}", network.command(host, [
                 str(bin_dir() / exe), "--coordinator", network.coordinator_endpoint(host, worker_port),
-                "--data", str(data[name]), "--shards", ",".join(map(str, shards)), "--id", f"{role}-{name}"]))
+                "--data", str(data[name]), "--shards", ",".join(map(str, shards)), "--id", f"{role}-{name}",
+                "--cluster-secret-file", str(secret)]))
     return HostsCluster(network, processes, endpoint, worker_port, stats_url, data)
 
 
