@@ -260,7 +260,10 @@ class FakeWorker(threading.Thread):
                            shards=self.shards, host=socket.gethostname(), pid=os.getpid())
             next_beat = time.monotonic()
             while not self._stop_requested.is_set():
-                if time.monotonic() >= next_beat:
+                # A worker that registers beats once it is registered: the
+                # registration takes a round trip more (the challenge), and a
+                # heartbeat before it is answered `unregistered`.
+                if time.monotonic() >= next_beat and (not self.register or self.registered.is_set()):
                     self._send(sock, "heartbeat", "hb", worker=self.worker_id)
                     next_beat = time.monotonic() + 0.3
                 if not sock.poll(50):
