@@ -2,7 +2,7 @@ import ClusterAuth
 import Foundation
 import WireProtocol
 
-/// A nonce sent to one connection, waiting for its proof.
+/// A nonce sent to a connection, waiting for its proof.
 struct PendingChallenge: Sendable {
     var nonce: String
     var issued: ContinuousClock.Instant
@@ -16,6 +16,8 @@ extension CoordinatorCore {
     /// Challenges kept at once; past this the oldest are dropped, so a flood
     /// of registrations cannot grow the coordinator's memory.
     static let maxPendingChallenges = 4096
+    /// Nonces kept per connection (the newest).
+    static let noncesPerConnection = 4
 
     /// Whether `r` may register now. A registration without a valid proof is
     /// answered here — a `challenge`, or `unauthorized` for a wrong proof —
@@ -23,9 +25,15 @@ extension CoordinatorCore {
     /// has the same id.
     func admitRegistration(route: [Data], id: String, _ r: Body.Register) -> Bool {
         guard let secret = configuration.clusterSecret else { return true }
-        if let proof = r.proof, let pending = challenges.removeValue(forKey: route),
-           pending.issued.duration(to: .now) < Self.challengeLifetime {
-            if secret.verify(proof: proof, nonce: pending.nonce, worker: r.worker, role: r.role.rawValue, shards: r.shards) {
+        let now = ContinuousClock.now
+        let pending = (challenges[route] ?? []).filter { $0.issued.duration(to: now) < Self.challengeLifetime }
+        if let proof = r.proof, !pending.isEmpty {
+            // Any of the connection's recent nonces will do: a worker that
+            // registered twice in quick succession (a liveness timeout beside
+            // a reply) answers the first challenge after the second was sent.
+            // Used or not, they are spent.
+            challenges.removeValue(forKey: route)
+            if pending.contains(where: { secret.verify(proof: proof, nonce: $0.nonce, worker: r.worker, role: r.role.rawValue, shards: r.shards) }) {
                 return true
             }
             count("workers.refused")
@@ -45,14 +53,16 @@ extension CoordinatorCore {
     func issueChallenge(route: [Data], id: String) {
         let now = ContinuousClock.now
         if challenges.count >= Self.maxPendingChallenges {
-            challenges = challenges.filter { $0.value.issued.duration(to: now) < Self.challengeLifetime }
+            challenges = challenges.filter { $0.value.contains { $0.issued.duration(to: now) < Self.challengeLifetime } }
             while challenges.count >= Self.maxPendingChallenges,
-                  let oldest = challenges.min(by: { $0.value.issued < $1.value.issued })?.key {
+                  let oldest = challenges.min(by: { ($0.value.last?.issued ?? now) < ($1.value.last?.issued ?? now) })?.key {
                 challenges.removeValue(forKey: oldest)
             }
         }
         let nonce = ClusterSecret.newNonce()
-        challenges[route] = PendingChallenge(nonce: nonce, issued: now)
+        challenges[route, default: []].append(PendingChallenge(nonce: nonce, issued: now))
+        // A few per connection: enough for registrations that cross, no more.
+        if challenges[route]!.count > Self.noncesPerConnection { challenges[route]!.removeFirst() }
         count("workers.challenged")
         send(.worker(route), id, .challenge(Body.Challenge(nonce: nonce)))
     }

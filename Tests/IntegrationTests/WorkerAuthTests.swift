@@ -130,6 +130,28 @@ struct WorkerAuthTests {
         #expect(try await Self.liveWorkers(client)["indexer-0"] == newPid)
     }
 
+    @Test func registrationsThatCrossStillGetIn() async throws {
+        // Two registrations before the first challenge is answered (a worker's
+        // liveness timeout beside a slow reply): the answer to the first
+        // challenge still counts, though a second one was issued since.
+        let f = try ClusterFixture(shards: 1)
+        defer { f.stopAll(); f.removeData() }
+        try f.startCoordinator()
+        let secret = try ClusterSecret.read(path: f.secretFile)
+        let worker = try RogueWorker(endpoint: f.workerEndpoint, routingID: "member#1")
+        defer { worker.close() }
+        var claim = Body.Register(role: .query, worker: "member", shards: [0])
+        try await worker.send("reg-member", .register(claim))
+        try await worker.send("reg-member", .register(claim))
+        let first = try await worker.next(.challenge)
+        _ = try await worker.next(.challenge, after: 1)
+        guard case .challenge(let c) = first.body else { Issue.record("not a challenge"); return }
+        claim.proof = secret.proof(nonce: c.nonce, worker: "member", role: "query", shards: [0])
+        try await worker.send("reg-member", .register(claim))
+        _ = try await worker.next(.registered)
+        #expect(!worker.received.contains { $0.type == .error })
+    }
+
     @Test func aWorkerWithoutTheSecretIsRefusedWithAClearMessage() async throws {
         let f = try ClusterFixture(shards: 1)
         defer { f.stopAll(); f.removeData() }
