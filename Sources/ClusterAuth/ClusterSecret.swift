@@ -4,11 +4,11 @@ import Foundation
 /// The secret every process of one cluster shares, and the proofs made with it.
 ///
 /// A worker registers only by proving it knows the secret, without sending it:
-/// the coordinator answers a `register` with a `challenge` (a fresh random
-/// nonce, good once, for that connection only), and the worker registers again
+/// the coordinator answers a `register` with a `challenge` (a random nonce
+/// bound to that connection, good for 30 s), and the worker registers again
 /// with `proof` = HMAC-SHA256(secret, "limelight-register-v1" ‖ nonce ‖ worker ‖
 /// role ‖ shards). Someone who watches the wire learns a proof that is useless
-/// for any other nonce, worker id or shard list; someone without the secret
+/// for any other connection, worker id or shard list; someone without the secret
 /// cannot register at all, so cannot receive writes or answer queries.
 ///
 /// The secret lives in a file (mode 0600), as Erlang's distribution cookie

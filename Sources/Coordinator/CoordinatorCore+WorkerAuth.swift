@@ -2,7 +2,7 @@ import ClusterAuth
 import Foundation
 import WireProtocol
 
-/// A nonce sent to a connection, waiting for its proof.
+/// The nonce a connection was challenged with, waiting for proofs.
 struct PendingChallenge: Sendable {
     var nonce: String
     var issued: ContinuousClock.Instant
@@ -10,14 +10,21 @@ struct PendingChallenge: Sendable {
 
 /// Worker authentication: a worker registers only with proof that it holds
 /// the cluster secret (docs/security-transport.md).
+///
+/// A connection has one nonce at a time, good for 30 seconds: every
+/// challenge it is sent in that time carries the same one, and every proof
+/// made with it is judged. A worker told `unregistered` for each heartbeat
+/// while the coordinator was slow sends several registrations at once; were
+/// each answered with a nonce of its own, the answers could chase nonces
+/// that later challenges had already replaced. Reuse within a connection is
+/// harmless: the nonce is bound to the connection, and a proof to the exact
+/// worker id, role and shards it claims. A wrong proof spends it.
 extension CoordinatorCore {
     /// How long a challenge's nonce is good for.
     static let challengeLifetime = Duration.seconds(30)
-    /// Challenges kept at once; past this the oldest are dropped, so a flood
-    /// of registrations cannot grow the coordinator's memory.
+    /// Connections with a nonce at once; past this the oldest are dropped, so
+    /// a flood of registrations cannot grow the coordinator's memory.
     static let maxPendingChallenges = 4096
-    /// Nonces kept per connection (the newest).
-    static let noncesPerConnection = 4
 
     /// Whether `r` may register now. A registration without a valid proof is
     /// answered here — a `challenge`, or `unauthorized` for a wrong proof —
@@ -26,16 +33,16 @@ extension CoordinatorCore {
     func admitRegistration(route: [Data], id: String, _ r: Body.Register) -> Bool {
         guard let secret = configuration.clusterSecret else { return true }
         let now = ContinuousClock.now
-        let pending = (challenges[route] ?? []).filter { $0.issued.duration(to: now) < Self.challengeLifetime }
-        if let proof = r.proof, !pending.isEmpty {
-            // Any of the connection's recent nonces will do: a worker that
-            // registered twice in quick succession (a liveness timeout beside
-            // a reply) answers the first challenge after the second was sent.
-            // Used or not, they are spent.
+        if let pending = challenges[route], pending.issued.duration(to: now) >= Self.challengeLifetime {
             challenges.removeValue(forKey: route)
-            if pending.contains(where: { secret.verify(proof: proof, nonce: $0.nonce, worker: r.worker, role: r.role.rawValue, shards: r.shards) }) {
+        }
+        // Only a proof for the nonce this connection holds is judged; one for
+        // another (expired, or spent by a wrong proof) earns a challenge.
+        if let proof = r.proof, let nonce = r.nonce, let pending = challenges[route], pending.nonce == nonce {
+            if secret.verify(proof: proof, nonce: nonce, worker: r.worker, role: r.role.rawValue, shards: r.shards) {
                 return true
             }
+            challenges.removeValue(forKey: route)
             count("workers.refused")
             logger.warning("refused a worker registration: its proof does not match the cluster secret", metadata: [
                 "worker": "\(r.worker)", "worker.role": "\(r.role.rawValue)", "worker.host": "\(r.host ?? "-")",
@@ -44,26 +51,23 @@ extension CoordinatorCore {
                 message: "the registration's proof does not match this cluster's secret: start the worker with the coordinator's --cluster-secret-file"))
             return false
         }
-        // No proof, or one for a nonce this connection was not given (or that
-        // expired): ask for one.
-        issueChallenge(route: route, id: id)
+        issueChallenge(route: route, id: id, now: now)
         return false
     }
 
-    func issueChallenge(route: [Data], id: String) {
-        let now = ContinuousClock.now
-        if challenges.count >= Self.maxPendingChallenges {
-            challenges = challenges.filter { $0.value.contains { $0.issued.duration(to: now) < Self.challengeLifetime } }
-            while challenges.count >= Self.maxPendingChallenges,
-                  let oldest = challenges.min(by: { ($0.value.last?.issued ?? now) < ($1.value.last?.issued ?? now) })?.key {
-                challenges.removeValue(forKey: oldest)
+    /// Sends the connection's nonce, minting one if it has none.
+    func issueChallenge(route: [Data], id: String, now: ContinuousClock.Instant) {
+        if challenges[route] == nil {
+            if challenges.count >= Self.maxPendingChallenges {
+                challenges = challenges.filter { $0.value.issued.duration(to: now) < Self.challengeLifetime }
+                while challenges.count >= Self.maxPendingChallenges,
+                      let oldest = challenges.min(by: { $0.value.issued < $1.value.issued })?.key {
+                    challenges.removeValue(forKey: oldest)
+                }
             }
+            challenges[route] = PendingChallenge(nonce: ClusterSecret.newNonce(), issued: now)
         }
-        let nonce = ClusterSecret.newNonce()
-        challenges[route, default: []].append(PendingChallenge(nonce: nonce, issued: now))
-        // A few per connection: enough for registrations that cross, no more.
-        if challenges[route]!.count > Self.noncesPerConnection { challenges[route]!.removeFirst() }
         count("workers.challenged")
-        send(.worker(route), id, .challenge(Body.Challenge(nonce: nonce)))
+        send(.worker(route), id, .challenge(Body.Challenge(nonce: challenges[route]!.nonce)))
     }
 }

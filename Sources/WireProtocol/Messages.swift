@@ -232,12 +232,17 @@ public enum Body: Sendable, Hashable {
         /// The answer to the coordinator's `challenge`: HMAC-SHA256 of its
         /// nonce and this registration under the cluster secret (see `ClusterSecret`).
         public var proof: String?
-        public init(role: Role, worker: String, shards: [Int], host: String? = nil, pid: Int? = nil, proof: String? = nil) {
-            self.role = role; self.worker = worker; self.shards = shards; self.host = host; self.pid = pid; self.proof = proof
+        /// The challenge's nonce the proof answers, so that a proof for a
+        /// nonce the coordinator no longer holds earns a new challenge, not a refusal.
+        public var nonce: String?
+        public init(role: Role, worker: String, shards: [Int], host: String? = nil, pid: Int? = nil,
+                    proof: String? = nil, nonce: String? = nil) {
+            self.role = role; self.worker = worker; self.shards = shards; self.host = host; self.pid = pid
+            self.proof = proof; self.nonce = nonce
         }
     }
     /// Coordinator → worker: prove you hold the cluster secret by registering
-    /// again with a proof over this nonce (good once, on this connection only).
+    /// again with a proof over this nonce (bound to this connection, good for 30 s).
     public struct Challenge: Sendable, Hashable, Codable {
         public var nonce: String
         public init(nonce: String) { self.nonce = nonce }

@@ -129,6 +129,7 @@ public final class WorkerLink: Sendable {
         case .success(let secret):
             var r = registration
             r.proof = secret.proof(nonce: challenge.nonce, worker: r.worker, role: r.role.rawValue, shards: r.shards)
+            r.nonce = challenge.nonce
             await send(id, .register(r))
         case .failure(let why):
             let message = "the coordinator asks for proof of the cluster secret, and this worker has none: \(why.description)"

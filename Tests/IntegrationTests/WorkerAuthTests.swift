@@ -90,14 +90,17 @@ struct WorkerAuthTests {
         let wrong = try ClusterSecret(text: "not the cluster's secret, but long enough")
         var forged = claim
         forged.proof = wrong.proof(nonce: c.nonce, worker: claim.worker, role: "indexer", shards: claim.shards)
+        forged.nonce = c.nonce
         try await rogue.send("reg-indexer-0", .register(forged))
         let refusal = try await rogue.next(.error)
         guard case .error(let e) = refusal.body else { Issue.record("not an error"); return }
         #expect(e.code == "unauthorized")
 
-        // A proof without a challenge of its own (replaying the nonce) only earns a new challenge.
+        // The wrong proof spent the nonce: sent again, it is not judged, it only earns a new challenge.
         try await rogue.send("reg-indexer-0", .register(forged))
-        _ = try await rogue.next(.challenge, after: 2)
+        let again = try await rogue.next(.challenge, after: 2)
+        guard case .challenge(let c2) = again.body else { Issue.record("not a challenge"); return }
+        #expect(c2.nonce != c.nonce)
 
         // The real indexer is still the one registered, and still gets the writes.
         #expect(try await Self.liveWorkers(client)["indexer-0"] == realPid)
@@ -131,25 +134,36 @@ struct WorkerAuthTests {
     }
 
     @Test func registrationsThatCrossStillGetIn() async throws {
-        // Two registrations before the first challenge is answered (a worker's
-        // liveness timeout beside a slow reply): the answer to the first
-        // challenge still counts, though a second one was issued since.
+        // Six registrations before the first challenge is answered (a worker
+        // told `unregistered` for each heartbeat while the coordinator was
+        // slow): the answers to every challenge count or earn a new one, and
+        // none is refused.
         let f = try ClusterFixture(shards: 1)
         defer { f.stopAll(); f.removeData() }
         try f.startCoordinator()
         let secret = try ClusterSecret.read(path: f.secretFile)
         let worker = try RogueWorker(endpoint: f.workerEndpoint, routingID: "member#1")
         defer { worker.close() }
-        var claim = Body.Register(role: .query, worker: "member", shards: [0])
-        try await worker.send("reg-member", .register(claim))
-        try await worker.send("reg-member", .register(claim))
-        let first = try await worker.next(.challenge)
-        _ = try await worker.next(.challenge, after: 1)
-        guard case .challenge(let c) = first.body else { Issue.record("not a challenge"); return }
-        claim.proof = secret.proof(nonce: c.nonce, worker: "member", role: "query", shards: [0])
-        try await worker.send("reg-member", .register(claim))
-        _ = try await worker.next(.registered)
-        #expect(!worker.received.contains { $0.type == .error })
+        let claim = Body.Register(role: .query, worker: "member", shards: [0])
+        for _ in 0..<6 { try await worker.send("reg-member", .register(claim)) }
+        let end = Date().addingTimeInterval(3)
+        var answered = 0
+        // Answers each challenge as it comes, as a worker does, for 3 s.
+        while Date() < end {
+            let challenges = worker.received.compactMap { e -> String? in
+                if case .challenge(let c) = e.body { return c.nonce } else { return nil }
+            }
+            for nonce in challenges.dropFirst(answered) {
+                var r = claim
+                r.nonce = nonce
+                r.proof = secret.proof(nonce: nonce, worker: "member", role: "query", shards: [0])
+                try await worker.send("reg-member", .register(r))
+            }
+            answered = challenges.count
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(worker.received.contains { $0.type == .registered })
+        #expect(!worker.received.contains { $0.type == .error }, "\(worker.received.map(\.type.rawValue))")
     }
 
     @Test func aWorkerWithoutTheSecretIsRefusedWithAClearMessage() async throws {

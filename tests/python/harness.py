@@ -276,6 +276,7 @@ class FakeWorker(threading.Thread):
                 if message["type"] == "challenge" and self.secret_file:
                     self._send(sock, "register", message["id"], role=self.role, worker=self.worker_id, shards=self.shards,
                                host=socket.gethostname(), pid=os.getpid(),
+                               nonce=message["nonce"],
                                proof=registration_proof(self.secret_file, message["nonce"], self.worker_id, self.role, self.shards))
                 self.inbox.put(message)
                 for kind, body in (self.handler(message) if self.handler else []):

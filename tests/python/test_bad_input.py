@@ -97,6 +97,7 @@ def test_bad_worker_message_gets_a_named_error_and_the_cluster_keeps_serving(clu
             # A registration is checked for who sends it (the cluster secret)
             # before what it claims: answer the challenge, then see the fault.
             register = json.loads(frames[0])
+            register["nonce"] = reply["nonce"]
             register["proof"] = registration_proof(cluster.data / "cluster.secret", reply["nonce"], register["worker"],
                                                    register["role"], register["shards"])
             sock.send(json.dumps(register).encode())

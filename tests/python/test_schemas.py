@@ -65,7 +65,7 @@ def test_samples_are_small():
 
 VALID = [
     {"v": 1, "type": "challenge", "id": "reg-indexer-0", "nonce": "9f" * 32},
-    {"v": 1, "type": "register", "id": "reg-indexer-0", "role": "indexer", "worker": "indexer-0", "shards": [0, 2], "proof": "ab" * 32},
+    {"v": 1, "type": "register", "id": "reg-indexer-0", "role": "indexer", "worker": "indexer-0", "shards": [0, 2], "nonce": "9f" * 32, "proof": "ab" * 32},
     {"v": 1, "type": "entity_donate", "id": "n1", "priority": 5, "entities": [
         {"type": "LandmarkEntity", "id": 42, "displayRepresentation": {"title": "Golden Gate", "subtitle": "Bridge", "image": "gg.png"},
          "properties": {"city": "San Francisco", "rating": 4.5}, "priority": 10, "domainIdentifier": "com.example.landmarks"}]},
