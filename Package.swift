@@ -24,6 +24,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        // HMAC-SHA256 for the cluster secret's registration proof (ClusterAuth).
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
     ],
     targets: [
         // C libraries, behind system-library targets (GRDB's layout). SQLite is
@@ -68,12 +70,14 @@ let package = Package(
 
         // JSON messages on ZeroMQ frames, and the processes that exchange them.
         .target(name: "WireProtocol", dependencies: ["Items", "QueryPlan"]),
+        // Workers prove they belong to the cluster: the cluster secret and its proofs.
+        .target(name: "ClusterAuth", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "Workers", dependencies: [
-            "ZeroMQ", "WireProtocol", "ShardStore", "SpotlightQuery", "QueryPlan", "Items", "Embedder",
+            "ZeroMQ", "WireProtocol", "ShardStore", "SpotlightQuery", "QueryPlan", "Items", "Embedder", "ClusterAuth",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "Coordinator", dependencies: [
-            "ZeroMQ", "WireProtocol", "Planner", "QueryPlan", "Items", "SearchParameters", "Embedder",
+            "ZeroMQ", "WireProtocol", "Planner", "QueryPlan", "Items", "SearchParameters", "Embedder", "ClusterAuth",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -85,7 +89,7 @@ let package = Package(
         .target(name: "LimelightClient", dependencies: ["ZeroMQ", "WireProtocol", "Items", "QueryPlan"]),
         .target(name: "LimelightCLI", dependencies: [
             "LimelightClient", "WireProtocol", "SpotlightQuery", "Items", "QueryPlan",
-            "Coordinator", "Workers", "Embedder", "ShardStore",
+            "Coordinator", "Workers", "Embedder", "ShardStore", "ClusterAuth", "ZeroMQ",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -114,8 +118,8 @@ let package = Package(
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
         .testTarget(name: "WireProtocolTests", dependencies: ["WireProtocol", "Items"]),
         .testTarget(name: "EmbedderTests", dependencies: ["Embedder", "Items"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["LimelightClient", "WireProtocol", "Items", "ZeroMQ"]),
-        .testTarget(name: "LimelightCLITests", dependencies: ["LimelightCLI"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["LimelightClient", "WireProtocol", "Items", "ZeroMQ", "ClusterAuth"]),
+        .testTarget(name: "LimelightCLITests", dependencies: ["LimelightCLI", "ClusterAuth", "ZeroMQ"]),
         .testTarget(name: "FuzzTests", dependencies: ["Items", "WireProtocol", "SpotlightQuery", "QueryPlan"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,3 +1,4 @@
+import ClusterAuth
 import Foundation
 
 /// How a coordinator is set up: docs/design.md's required flags and their defaults.
@@ -35,6 +36,12 @@ public struct CoordinatorConfiguration: Sendable {
     /// The all-MiniLM-L6-v2 folder that semantic searches' query texts are
     /// embedded with (loaded at the first one); nil refuses them with a clear error.
     public var modelDirectory: String?
+    /// Workers must prove they hold this secret to register; nil admits any
+    /// worker that can connect (then CURVE's worker allow-list must guard the
+    /// socket). See docs/security-transport.md.
+    public var clusterSecret: ClusterSecret?
+    /// CURVE encryption (and key checks) on the client and worker sockets; nil for none.
+    public var curve: CurveServerSettings?
 
     public init() {}
 }

@@ -56,6 +56,7 @@ extension CoordinatorCore {
     }
 
     func register(route: [Data], id: String, _ r: Body.Register) {
+        guard admitRegistration(route: route, id: id, r) else { return }
         let bad = r.shards.filter { $0 < 0 || $0 >= configuration.shards }
         guard !bad.isEmpty || !r.shards.isEmpty else {
             sendError(.worker(route), id, WireError(code: "invalid_message", message: "a worker must serve at least one shard"))

@@ -69,6 +69,8 @@ actor CoordinatorCore {
 
     var workers: [String: WorkerRecord] = [:]
     var workerByRoute: [[Data]: String] = [:]
+    /// Registrations waiting for their proof, by connection (CoordinatorCore+WorkerAuth.swift).
+    var challenges: [[Data]: PendingChallenge] = [:]
     var roundRobin = 0
     var nextID = 0
 

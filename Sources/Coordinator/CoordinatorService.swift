@@ -1,3 +1,4 @@
+import ClusterAuth
 import Foundation
 import Items
 import Logging
@@ -20,6 +21,8 @@ public final class CoordinatorService: Sendable {
     let workerSocket: AsyncSocket
     let http: HTTPEndpoint?
     let core: CoordinatorCore
+    /// Checks CURVE keys when CURVE is on (CurveServerSettings.swift).
+    let zap: ZAPHandler?
 
     /// The endpoints actually bound (port 0 resolved).
     public let clientEndpoint: String
@@ -35,7 +38,19 @@ public final class CoordinatorService: Sendable {
         // reaches us and gets a named error reply; only absurd ones cut the link.
         let hardLimit = Int64(configuration.maxFrameBytes) * 4
         let listen = zmqEndpoint(configuration.listen)
+        let curve = configuration.curve
+        let refusals = RefusalCounter(logger: logger)
+        // Bound before the sockets, so that no handshake slips past it.
+        let zapContext = context
+        zap = try curve.map { curve in
+            try ZAPHandler(context: zapContext) { request in
+                let decision = curve.decide(request)
+                if case .deny(let why) = decision { refusals.refused(request, reason: why) }
+                return decision
+            }
+        }
         clients = try AsyncSocket(context: context, type: .router, name: "coordinator-clients") { s in
+            if let curve { try s.set(curve.socketOptions(domain: CurveServerSettings.clientDomain)) }
             try s.set(.routerMandatory(true))
             try s.set(.sendHighWaterMark(hwm))
             try s.set(.receiveHighWaterMark(hwm))
@@ -45,6 +60,7 @@ public final class CoordinatorService: Sendable {
         }
         let workersAt = zmqEndpoint(configuration.workers)
         workerSocket = try AsyncSocket(context: context, type: .router, name: "coordinator-workers") { s in
+            if let curve { try s.set(curve.socketOptions(domain: CurveServerSettings.workerDomain)) }
             try s.set(.routerMandatory(true))
             try s.set(.routerHandover(true))
             try s.set(.sendHighWaterMark(hwm))
@@ -58,6 +74,7 @@ public final class CoordinatorService: Sendable {
         let core = CoordinatorCore(configuration: configuration, logger: logger, planner: planner,
                                    clients: clients, workers: workerSocket)
         self.core = core
+        refusals.core = core
         http = configuration.statsPort.map { HTTPEndpoint(host: configuration.statsHost, port: $0, core: core, logger: logger) }
     }
 
@@ -76,6 +93,8 @@ public final class CoordinatorService: Sendable {
         logger.info("coordinator listening", metadata: [
             "endpoint.clients": "\(clientEndpoint)", "endpoint.workers": "\(workerEndpoint)",
             "http.listen": "\(http.map { "\($0.host):\($0.port)" } ?? "-")", "shards": "\(configuration.shards)",
+            "workers.auth": "\(configuration.clusterSecret.map { "cluster secret \($0.path)" } ?? (configuration.curve?.workerKeys != nil ? "CURVE keys" : "none"))",
+            "curve": "\(configuration.curve.map { "on, clients: \($0.clientKeys.map { "\($0.count) keys" } ?? "any key"), workers: \($0.workerKeys.map { "\($0.count) keys" } ?? "any key")" } ?? "off")",
         ])
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.pump(self.clients, isClient: true) }

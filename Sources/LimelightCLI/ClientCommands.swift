@@ -6,11 +6,14 @@ import WireProtocol
 
 /// Connects and checks the server answers, or exits 3.
 func connect(_ options: EndpointOptions) async throws -> LimelightClient {
-    let client = try LimelightClient(endpoint: options.resolved)
+    let curve = try options.curve.keys()
+    let client = try LimelightClient(endpoint: options.resolved, curve: curve)
     do {
         _ = try await client.ping(timeout: .milliseconds(Int(options.timeout * 1000)))
     } catch {
-        printError("limelight: cannot reach a server at \(options.resolved) (\(error))")
+        // A CURVE handshake that fails looks like silence to the client.
+        let hint = curve == nil ? "" : "; with CURVE, also check --curve-server-key and that the server allows this client's key"
+        printError("limelight: cannot reach a server at \(options.resolved) (\(error))\(hint)")
         throw ExitCode(ExitCodes.unreachable)
     }
     return client

@@ -25,6 +25,8 @@ struct EndpointOptions: ParsableArguments {
     @Option(name: .long, help: "Seconds to wait for the server to answer.")
     var timeout: Double = 5
 
+    @OptionGroup var curve: ClientCurveOptions
+
     var resolved: String {
         endpoint ?? ProcessInfo.processInfo.environment["LIMELIGHT_ENDPOINT"] ?? "tcp://127.0.0.1:7700"
     }

@@ -30,6 +30,7 @@ public struct CoordinatorCommand: AsyncParsableCommand {
     @Option(help: "Messages queued towards one peer beyond ZeroMQ's high-water mark; past this a peer that does not read loses new messages.")
     var peerOutboxLimit = 10_000
     @OptionGroup var model: ModelOptions
+    @OptionGroup var security: CoordinatorSecurityOptions
     @OptionGroup var log: ServerLogOptions
 
     public init() {}
@@ -63,6 +64,8 @@ public struct CoordinatorCommand: AsyncParsableCommand {
         c.maxWaitingWrites = max(0, maxWaitingWrites)
         c.peerOutboxLimit = max(1, peerOutboxLimit)
         c.modelDirectory = try model.directory()
+        c.clusterSecret = try security.clusterSecret()
+        c.curve = try security.curve()
         let service = try CoordinatorService(configuration: c, logger: log.logger("limelight.coordinator"))
         let failure = FailureBox()
         await runUntilSignalled {
@@ -89,6 +92,7 @@ struct WorkerOptions: ParsableArguments {
     @Option(help: "Folder of the shard files.") var data: String
     @Option(help: "Shards: 0,1,2 or 0-3.") var shards: String
     @Option(help: "Worker id (default: ROLE-HOST-PID).") var id: String?
+    @OptionGroup var security: WorkerSecurityOptions
 
     func shardList() throws -> [Int] {
         guard let list = Sharding.parseList(shards) else { throw ValidationError("--shards: '\(shards)' is not a list like 0,1,2 or 0-3") }
@@ -124,6 +128,7 @@ public struct IndexerCommand: AsyncParsableCommand {
         c.purgeIntervalSeconds = purgeInterval
         c.durability = durability
         c.modelDirectory = try model.directory()
+        c.credentials = try worker.security.credentials()
         let service = try IndexerService(configuration: c, logger: log.logger("limelight.indexer"))
         await runUntilSignalled { await service.run() }
         try exitIfRefused(service.refusal)
@@ -146,6 +151,7 @@ public struct QueryWorkerCommand: AsyncParsableCommand {
         var c = QueryWorkerConfiguration(data: worker.data, shards: try worker.shardList(), workerID: worker.id)
         c.coordinator = worker.coordinator
         c.concurrency = concurrency
+        c.credentials = try worker.security.credentials()
         let service = try QueryWorkerService(configuration: c, logger: log.logger("limelight.query"))
         await runUntilSignalled { await service.run() }
         try exitIfRefused(service.refusal)

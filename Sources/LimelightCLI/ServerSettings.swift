@@ -41,6 +41,8 @@ public enum ServerSettings {
     static let worker: [Setting] = [
         Setting(key: "coordinator", kind: .text), Setting(key: "data", kind: .text),
         Setting(key: "shards", kind: .shardList), Setting(key: "id", kind: .text),
+        Setting(key: "clusterSecretFile", kind: .text), Setting(key: "curveServerKey", kind: .text),
+        Setting(key: "curveSecretKey", kind: .text),
     ]
     static func settings(_ role: Role) -> [Setting] {
         switch role {
@@ -53,6 +55,8 @@ public enum ServerSettings {
                 Setting(key: "livenessMs", kind: .integer), Setting(key: "deadlineMs", kind: .integer),
                 Setting(key: "maxFrameBytes", kind: .integer), Setting(key: "maxPendingWrites", kind: .integer),
                 Setting(key: "maxWaitingWrites", kind: .integer), Setting(key: "peerOutboxLimit", kind: .integer),
+                Setting(key: "clusterSecretFile", kind: .text), Setting(key: "curveSecretKey", kind: .text),
+                Setting(key: "clientKeys", kind: .text), Setting(key: "workerKeys", kind: .text),
             ]
         case .indexer: return worker + [Setting(key: "purgeInterval", kind: .number), Setting(key: "durability", kind: .text)]
         case .query: return worker + [Setting(key: "concurrency", kind: .integer)]

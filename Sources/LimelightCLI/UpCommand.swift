@@ -1,7 +1,9 @@
 import ArgumentParser
+import ClusterAuth
 import Foundation
 import LimelightClient
 import ShardStore
+import ZeroMQ
 
 /// `limelight up`: a whole cluster on one machine, as child processes.
 ///
@@ -22,7 +24,10 @@ struct UpCommand: AsyncParsableCommand {
 
     @Option(help: "Folder for shard files and logs.") var data = "limelight-data"
     @Option(help: "Client endpoint. Port 0 picks a free port.") var listen = "tcp://127.0.0.1:7700"
-    @Option(help: "Worker endpoint (default: the client port + 1, or a free port when --listen uses 0).") var workersEndpoint: String?
+    @Option(help: "Worker endpoint (default: 127.0.0.1 and the client port + 1, or a free port when --listen uses 0). Only workers of this machine reach the default; give an address to let other hosts' workers in.")
+    var workersEndpoint: String?
+    @Option(help: "The coordinator's CURVE key pair (NAME.key_secret from `limelight keys curve`): encrypts the client and worker sockets; clients need its public key.")
+    var curveSecretKey: String?
     @Option(help: "HTTP port of the stats endpoint on 127.0.0.1 (0 picks a free port).") var statsPort = 7780
     @Option(help: "HOST:PORT of the coordinator's HTTP endpoint, instead of --stats-port (0.0.0.0:7780 in a container).")
     var statsListen: String?
@@ -53,6 +58,26 @@ struct UpCommand: AsyncParsableCommand {
         try FileManager.default.createDirectory(atPath: logs, withIntermediateDirectories: true)
         try checkShardCount(dataDir)
         let bin = Self.binDirectory()
+        // The children's cluster secret: made once, kept in the data folder (0600).
+        let secretFile = (dataDir as NSString).appendingPathComponent("cluster.secret")
+        do { _ = try ClusterSecret.readOrCreate(path: secretFile) } catch {
+            printError("limelight: \(error)")
+            throw ExitCode(1)
+        }
+        var security = ["--cluster-secret-file", secretFile]
+        var workerSecurity = security
+        var clientCurve: CurveClientKeys?
+        if let curveSecretKey {
+            do {
+                let pair = try CurveCertificate.readKeyPair(path: curveSecretKey)
+                security += ["--curve-secret-key", curveSecretKey]
+                workerSecurity += ["--curve-server-key", pair.publicKey.z85]
+                clientCurve = CurveClientKeys(serverKey: pair.publicKey, keyPair: try CurveKeyPair.generate())
+            } catch {
+                printError("limelight: --curve-secret-key: \(error)")
+                throw ExitCode(ExitCodes.badInput)
+            }
+        }
         let children = Supervisor(restartLimit: restartLimit, restartWindow: restartWindow)
 
         let workers = workersEndpoint ?? Self.defaultWorkerEndpoint(listen)
@@ -60,7 +85,7 @@ struct UpCommand: AsyncParsableCommand {
         func coordinatorArguments(listen: String, workers: String, stats: [String]) -> [String] {
             ["--listen", listen, "--workers", workers] + stats + [
                 "--shards", String(shards), "--log-level", logLevel, "--log-format", logFormat.rawValue,
-            ] + modelArguments
+            ] + modelArguments + security
         }
         let coordinator = try children.spawn(Supervisor.Spec(
             name: "coordinator", executable: bin + "/limelight-coordinator",
@@ -86,7 +111,7 @@ struct UpCommand: AsyncParsableCommand {
                 try children.spawn(Supervisor.Spec(name: "\(role)-\(i)", executable: bin + "/limelight-\(role)", arguments: [
                     "--coordinator", workerEndpoint, "--data", dataDir, "--shards", mine.map(String.init).joined(separator: ","),
                     "--id", "\(role)-\(i)", "--log-level", logLevel, "--log-format", logFormat.rawValue,
-                ] + (role == "indexer" ? indexerArguments : []), logs: logs))
+                ] + workerSecurity + (role == "indexer" ? indexerArguments : []), logs: logs))
             }
         }
 
@@ -95,7 +120,7 @@ struct UpCommand: AsyncParsableCommand {
 
         // Ready once every shard has a live indexer and query worker; a child
         // that dies meanwhile is restarted like any other.
-        let client = try LimelightClient(endpoint: Self.connectable(clientEndpoint))
+        let client = try LimelightClient(endpoint: Self.connectable(clientEndpoint), curve: clientCurve)
         let deadline = Date().addingTimeInterval(readyTimeout)
         var ready = false
         var gaveUp: String?
@@ -162,12 +187,14 @@ struct UpCommand: AsyncParsableCommand {
         }
     }
 
+    /// Loopback, whatever `--listen` says: `up`'s workers all run here, and a
+    /// worker socket open to the network is a door for rogue workers
+    /// (docs/security-transport.md). `--workers-endpoint` opens it on purpose.
     static func defaultWorkerEndpoint(_ listen: String) -> String {
         guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]) else {
             return "tcp://127.0.0.1:7701"
         }
-        let host = String(listen[..<colon])
-        return port == 0 ? host + ":0" : host + ":\(port + 1)"
+        return port == 0 ? "tcp://127.0.0.1:0" : "tcp://127.0.0.1:\(port + 1)"
     }
 
     /// A bound wildcard address (`tcp://0.0.0.0:7700`) is reached through loopback.

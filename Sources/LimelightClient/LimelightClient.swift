@@ -54,10 +54,13 @@ public final class LimelightClient: Sendable {
     let pending = PendingReplies()
     let receiver: Task<Void, Never>
 
-    public init(endpoint: String) throws {
+    /// - Parameter curve: the coordinator's public key and this client's key
+    ///   pair, when the coordinator has CURVE on (docs/security-transport.md).
+    public init(endpoint: String, curve: CurveClientKeys? = nil) throws {
         self.endpoint = endpoint
         context = try Context(ioThreads: 1)
         socket = try AsyncSocket(context: context, type: .dealer, name: "limelight-client") { s in
+            if let curve { try s.set(curve.socketOptions) }
             try s.set(.linger(milliseconds: 0))
             try s.set(.sendHighWaterMark(1000))
             try s.set(.receiveHighWaterMark(100_000))

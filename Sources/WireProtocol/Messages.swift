@@ -17,7 +17,7 @@ public enum MessageType: String, Sendable, Hashable, Codable, CaseIterable {
     case ping, pong
     case error
     // Coordinator ↔ workers.
-    case register, registered, heartbeat
+    case register, registered, heartbeat, challenge
     case write, writeAck = "write_ack"
     case shardQuery = "shard_query", shardBatch = "shard_batch", shardDone = "shard_done"
     // Parameter search: client ↔ coordinator, and coordinator ↔ query workers.
@@ -241,9 +241,23 @@ public enum Body: Sendable, Hashable {
         public var shards: [Int]
         public var host: String?
         public var pid: Int?
-        public init(role: Role, worker: String, shards: [Int], host: String? = nil, pid: Int? = nil) {
+        /// The answer to the coordinator's `challenge`: HMAC-SHA256 of its
+        /// nonce and this registration under the cluster secret (see `ClusterSecret`).
+        public var proof: String?
+        /// The challenge's nonce the proof answers, so that a proof for a
+        /// nonce the coordinator no longer holds earns a new challenge, not a refusal.
+        public var nonce: String?
+        public init(role: Role, worker: String, shards: [Int], host: String? = nil, pid: Int? = nil,
+                    proof: String? = nil, nonce: String? = nil) {
             self.role = role; self.worker = worker; self.shards = shards; self.host = host; self.pid = pid
+            self.proof = proof; self.nonce = nonce
         }
+    }
+    /// Coordinator → worker: prove you hold the cluster secret by registering
+    /// again with a proof over this nonce (bound to this connection, good for 30 s).
+    public struct Challenge: Sendable, Hashable, Codable {
+        public var nonce: String
+        public init(nonce: String) { self.nonce = nonce }
     }
     public struct Registered: Sendable, Hashable, Codable {
         public var shardCount: Int
@@ -468,7 +482,7 @@ public enum Body: Sendable, Hashable {
     case stats(Empty), statsReply(Stats)
     case ping(Empty), pong(Pong)
     case error(WireError)
-    case register(Register), registered(Registered), heartbeat(Heartbeat)
+    case register(Register), registered(Registered), heartbeat(Heartbeat), challenge(Challenge)
     case write(Write), writeAck(WriteAck)
     case shardQuery(ShardQuery), shardBatch(ShardBatch), shardDone(ShardDone)
     case search(Search), searchResult(SearchResult)
@@ -497,6 +511,7 @@ public enum Body: Sendable, Hashable {
         case .error: .error
         case .register: .register
         case .registered: .registered
+        case .challenge: .challenge
         case .heartbeat: .heartbeat
         case .write: .write
         case .writeAck: .writeAck

@@ -20,6 +20,8 @@ public struct IndexerConfiguration: Sendable {
     /// The all-MiniLM-L6-v2 folder items' semantic text is embedded with
     /// (see ``IndexerEmbedding``); nil stores items without vectors.
     public var modelDirectory: String?
+    /// The cluster secret and CURVE keys shown to the coordinator.
+    public var credentials = WorkerCredentials()
 
     public init(data: String, shards: [Int], workerID: String? = nil) {
         self.data = data
@@ -75,7 +77,8 @@ public final class IndexerService: Sendable {
         embedding = IndexerEmbedding(modelDirectory: configuration.modelDirectory, logger: logger)
         link = try WorkerLink(coordinator: configuration.coordinator, role: .indexer, workerID: configuration.workerID,
                               shards: configuration.shards, logger: logger,
-                              heartbeatMs: configuration.heartbeatMs, livenessMs: configuration.livenessMs)
+                              heartbeatMs: configuration.heartbeatMs, livenessMs: configuration.livenessMs,
+                              credentials: configuration.credentials)
     }
 
     public var isRegistered: Bool { link.isRegistered }

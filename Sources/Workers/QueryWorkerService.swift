@@ -16,6 +16,8 @@ public struct QueryWorkerConfiguration: Sendable {
     public var concurrency: Int = max(2, ProcessInfo.processInfo.activeProcessorCount)
     public var heartbeatMs: Int = 1000
     public var livenessMs: Int = 3000
+    /// The cluster secret and CURVE keys shown to the coordinator.
+    public var credentials = WorkerCredentials()
 
     public init(data: String, shards: [Int], workerID: String? = nil) {
         self.data = data
@@ -87,7 +89,8 @@ public final class QueryWorkerService: Sendable {
         threads = WorkThreads(name: "limelight.query", count: configuration.concurrency)
         link = try WorkerLink(coordinator: configuration.coordinator, role: .query, workerID: configuration.workerID,
                               shards: configuration.shards, logger: logger,
-                              heartbeatMs: configuration.heartbeatMs, livenessMs: configuration.livenessMs)
+                              heartbeatMs: configuration.heartbeatMs, livenessMs: configuration.livenessMs,
+                              credentials: configuration.credentials)
     }
 
     public var isRegistered: Bool { link.isRegistered }

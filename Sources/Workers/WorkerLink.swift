@@ -1,3 +1,4 @@
+import ClusterAuth
 import Foundation
 import Logging
 import WireProtocol
@@ -6,8 +7,10 @@ import ZeroMQ
 /// A worker's connection to the coordinator: registration, heartbeats, and
 /// re-registration when the coordinator restarts or forgets us.
 ///
-/// A DEALER socket with a stable routing id (the worker id), so replies find
-/// the worker again after a reconnect. ZeroMQ reconnects the TCP link on its
+/// A DEALER socket with a routing id of the process's own (random, so it
+/// cannot be guessed from the worker id), so replies find the worker again
+/// after a reconnect. Registration answers the coordinator's challenge with
+/// a proof made from the cluster secret (``WorkerCredentials``). ZeroMQ reconnects the TCP link on its
 /// own; this adds the application's half of the Paranoid Pirate pattern: the
 /// worker heartbeats, and when the coordinator has been silent for the
 /// liveness period it registers again.
@@ -21,10 +24,11 @@ public final class WorkerLink: Sendable {
     let livenessMs: Int
     let state = LinkState()
     let reporter = StatusReporter()
+    let credentials: WorkerCredentials
 
     /// Connects as `role` serving `shards`; the link owns its ZeroMQ context.
     public init(coordinator: String, role: Body.Register.Role, workerID: String, shards: [Int], logger: Logger,
-                heartbeatMs: Int = 1000, livenessMs: Int = 3000) throws {
+                heartbeatMs: Int = 1000, livenessMs: Int = 3000, credentials: WorkerCredentials = WorkerCredentials()) throws {
         let registration = Body.Register(role: role, worker: workerID, shards: shards,
                                          host: ProcessInfo.processInfo.hostName, pid: Int(getpid()))
         let context = try Context(ioThreads: 1)
@@ -34,8 +38,10 @@ public final class WorkerLink: Sendable {
         self.logger = logger
         self.heartbeatMs = heartbeatMs
         self.livenessMs = livenessMs
-        let id = Array(registration.worker.utf8)
+        self.credentials = credentials
+        let id = WorkerCredentials.routingID(workerID: workerID)
         socket = try AsyncSocket(context: context, type: .dealer, name: "worker-\(registration.worker)") { s in
+            if let curve = credentials.curve { try s.set(curve.socketOptions) }
             try s.set(.routingID(id))
             try s.set(.linger(milliseconds: 0))
             try s.set(.sendHighWaterMark(10_000))
@@ -105,6 +111,8 @@ public final class WorkerLink: Sendable {
                     case .registered(let r):
                         self.state.setRegistered(true, heartbeatMs: r.heartbeatMs)
                         self.logger.info("registered with the coordinator", metadata: ["worker": "\(self.workerID)", "shards.total": "\(r.shardCount)"])
+                    case .challenge(let c):
+                        await self.answer(c, id: envelope.id)
                     case .error(let e) where e.code == "unregistered":
                         await self.register()
                     case .error(let e) where envelope.id.hasPrefix("reg-"):
@@ -120,6 +128,23 @@ public final class WorkerLink: Sendable {
             }
             await group.next()
             group.cancelAll()
+        }
+    }
+
+    /// Registers again with the proof the challenge asks for; without a
+    /// secret to make it, refuses itself (the process exits and says why).
+    func answer(_ challenge: Body.Challenge, id: String) async {
+        switch credentials.secret() {
+        case .success(let secret):
+            var r = registration
+            r.proof = secret.proof(nonce: challenge.nonce, worker: r.worker, role: r.role.rawValue, shards: r.shards)
+            r.nonce = challenge.nonce
+            await send(id, .register(r))
+        case .failure(let why):
+            let message = "the coordinator asks for proof of the cluster secret, and this worker has none: \(why.description)"
+            logger.error("cannot register", metadata: ["worker": "\(workerID)", "error": "\(message)"])
+            state.setRefusal(message)
+            close()
         }
     }
 

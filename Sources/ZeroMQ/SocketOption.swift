@@ -92,6 +92,19 @@ public enum SocketOption: Sendable, Hashable {
     /// STREAM: deliver an empty frame when a TCP peer connects or disconnects
     /// (ZeroMQ's default is on).
     case streamNotify(Bool)
+    /// Be the CURVE server of every connection: encrypt, and authenticate
+    /// peers' keys through the context's ZAP handler (``ZAPHandler``).
+    case curveServer(Bool)
+    /// This socket's long-term CURVE public key (a client's, or a server's).
+    case curvePublicKey(CurveKey)
+    /// This socket's long-term CURVE secret key.
+    case curveSecretKey(CurveKey)
+    /// A CURVE client: the public key of the server it connects to; setting it
+    /// makes the socket a CURVE client.
+    case curveServerKey(CurveKey)
+    /// The ZAP domain the socket's connections are authenticated in, so one
+    /// handler can tell, say, a client socket from a worker socket.
+    case zapDomain(String)
 
     /// The zmq option number and its value as the bytes `zmq_setsockopt` takes.
     var encoded: (name: Int32, label: String, value: [UInt8]) {
@@ -117,6 +130,11 @@ public enum SocketOption: Sendable, Hashable {
         case .routerHandover(let v): (ZMQ_ROUTER_HANDOVER, "routerHandover", Self.bytes(v))
         case .probeRouter(let v): (ZMQ_PROBE_ROUTER, "probeRouter", Self.bytes(v))
         case .streamNotify(let v): (ZMQ_STREAM_NOTIFY, "streamNotify", Self.bytes(v))
+        case .curveServer(let v): (ZMQ_CURVE_SERVER, "curveServer", Self.bytes(v))
+        case .curvePublicKey(let k): (ZMQ_CURVE_PUBLICKEY, "curvePublicKey", k.bytes)
+        case .curveSecretKey(let k): (ZMQ_CURVE_SECRETKEY, "curveSecretKey", k.bytes)
+        case .curveServerKey(let k): (ZMQ_CURVE_SERVERKEY, "curveServerKey", k.bytes)
+        case .zapDomain(let d): (ZMQ_ZAP_DOMAIN, "zapDomain", Array(d.utf8))
         }
     }
 

@@ -14,6 +14,8 @@ final class ClusterFixture: @unchecked Sendable {
     var clientEndpoint = ""
     var workerEndpoint = ""
     var statsURL = ""
+    /// The cluster secret every process of the fixture is given.
+    var secretFile: String { data + "/cluster.secret" }
 
     static var binDirectory: String {
         let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
@@ -69,6 +71,7 @@ final class ClusterFixture: @unchecked Sendable {
         let line = try start("coordinator", "limelight-coordinator", [
             "--listen", "tcp://127.0.0.1:0", "--workers", "tcp://127.0.0.1:0", "--stats-port", "0",
             "--shards", String(shards), "--heartbeat-ms", "200", "--liveness-ms", "1000", "--log-level", "debug",
+            "--cluster-secret-file", secretFile,
         ] + extra, captureFirstLine: true)
         guard let line, line.hasPrefix("listening ") else {
             throw FixtureError("coordinator did not report its endpoints: \(line ?? "nothing")")
@@ -79,16 +82,16 @@ final class ClusterFixture: @unchecked Sendable {
         statsURL = parts[3]
     }
 
-    func startIndexer(_ name: String, shards: [Int], data: String? = nil) throws {
+    func startIndexer(_ name: String, shards: [Int], data: String? = nil, extra: [String]? = nil) throws {
         try start(name, "limelight-indexer", ["--coordinator", workerEndpoint, "--data", data ?? self.data,
                                               "--shards", shards.map(String.init).joined(separator: ","), "--id", name,
-                                              "--log-level", "debug"])
+                                              "--log-level", "debug"] + (extra ?? ["--cluster-secret-file", secretFile]))
     }
 
-    func startQueryWorker(_ name: String, shards: [Int], data: String? = nil) throws {
+    func startQueryWorker(_ name: String, shards: [Int], data: String? = nil, extra: [String]? = nil) throws {
         try start(name, "limelight-query", ["--coordinator", workerEndpoint, "--data", data ?? self.data,
                                             "--shards", shards.map(String.init).joined(separator: ","), "--id", name,
-                                            "--log-level", "debug"])
+                                            "--log-level", "debug"] + (extra ?? ["--cluster-secret-file", secretFile]))
     }
 
     /// A coordinator, one indexer and one query worker serving every shard.

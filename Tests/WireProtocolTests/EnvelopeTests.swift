@@ -38,6 +38,8 @@ struct EnvelopeTests {
         .error(WireError(code: "bad_query", message: "expected a value", position: 9)),
         .register(Body.Register(role: .indexer, worker: "indexer-0", shards: [0, 2], host: "h", pid: 42)),
         .registered(Body.Registered(shardCount: 4, heartbeatMs: 1000)),
+        .challenge(Body.Challenge(nonce: "5f1e")),
+        .register(Body.Register(role: .query, worker: "query-1", shards: [1], proof: "ab12", nonce: "5f1e")),
         .heartbeat(Body.Heartbeat(worker: "w")),
         .write(Body.Write(shard: 3, items: [item], evict: ["x", "y"])),
         .writeAck(Body.WriteAck(shard: 3, results: [ItemResult(index: 0, uniqueIdentifier: "deb:0ad", status: .stored)])),

@@ -2,6 +2,8 @@
 for the Python client, and fake workers that speak the worker protocol.
 """
 
+import hashlib
+import hmac
 import json
 import os
 import pathlib
@@ -206,17 +208,30 @@ class Traffic:
         return [m for d, m in self.messages if d == "sent" and m["type"] == kind]
 
 
+def registration_proof(secret_file, nonce, worker, role, shards):
+    """The proof a challenged worker registers with (docs/security-transport.md):
+    hex HMAC-SHA256 under the cluster secret of the nonce and the registration."""
+    secret = pathlib.Path(secret_file).read_text().strip().encode()
+    message = f"limelight-register-v1\n{nonce}\n{worker}\n{role}\n{','.join(map(str, shards))}".encode()
+    return hmac.new(secret, message, hashlib.sha256).hexdigest()
+
+
 class FakeWorker(threading.Thread):
     """A worker made of nothing but a DEALER socket, on a thread of its own.
 
-    It registers (unless ``register`` is false), heartbeats every 300 ms, checks
+    It registers (unless ``register`` is false), answering the coordinator's
+    ``challenge`` with a proof made from the cluster secret in ``secret_file``
+    (``limelight up`` keeps it in its data folder), heartbeats every 300 ms, checks
     every message it receives or sends against the schemas, records what it
     receives, and answers each message with what ``handler(message)`` returns:
     a list of ``(type, body)`` pairs sent with the message's id.
     """
 
-    def __init__(self, endpoint, worker_id, role, shards, handler=None, register=True):
+    def __init__(self, endpoint, worker_id, role, shards, handler=None, register=True, secret_file=None,
+                 curve_server_key=None):
         super().__init__(daemon=True, name=worker_id)
+        self.secret_file = secret_file
+        self.curve_server_key = curve_server_key
         self.endpoint = endpoint
         self.worker_id = worker_id
         self.role = role
@@ -233,6 +248,11 @@ class FakeWorker(threading.Thread):
         sock = zmq.Context.instance().socket(zmq.DEALER)
         sock.setsockopt(zmq.LINGER, 0)
         sock.setsockopt(zmq.ROUTING_ID, self.worker_id.encode())
+        if self.curve_server_key:
+            public, secret = zmq.curve_keypair()
+            sock.setsockopt(zmq.CURVE_SERVERKEY, self.curve_server_key.encode())
+            sock.setsockopt(zmq.CURVE_PUBLICKEY, public)
+            sock.setsockopt(zmq.CURVE_SECRETKEY, secret)
         sock.connect(self.endpoint)
         try:
             if self.register:
@@ -240,7 +260,10 @@ class FakeWorker(threading.Thread):
                            shards=self.shards, host=socket.gethostname(), pid=os.getpid())
             next_beat = time.monotonic()
             while not self._stop_requested.is_set():
-                if time.monotonic() >= next_beat:
+                # A worker that registers beats once it is registered: the
+                # registration takes a round trip more (the challenge), and a
+                # heartbeat before it is answered `unregistered`.
+                if time.monotonic() >= next_beat and (not self.register or self.registered.is_set()):
                     self._send(sock, "heartbeat", "hb", worker=self.worker_id)
                     next_beat = time.monotonic() + 0.3
                 if not sock.poll(50):
@@ -250,6 +273,11 @@ class FakeWorker(threading.Thread):
                 self.received.append(message)
                 if message["type"] == "registered":
                     self.registered.set()
+                if message["type"] == "challenge" and self.secret_file:
+                    self._send(sock, "register", message["id"], role=self.role, worker=self.worker_id, shards=self.shards,
+                               host=socket.gethostname(), pid=os.getpid(),
+                               nonce=message["nonce"],
+                               proof=registration_proof(self.secret_file, message["nonce"], self.worker_id, self.role, self.shards))
                 self.inbox.put(message)
                 for kind, body in (self.handler(message) if self.handler else []):
                     self._send(sock, kind, message["id"], **body)

@@ -7,7 +7,7 @@ import pytest
 import zmq
 
 import schemas
-from harness import Client
+from harness import Client, registration_proof
 
 #: The coordinator's default limit on a frame (Envelope.defaultMaxFrameBytes).
 MAX_FRAME_BYTES = 32 * 1024 * 1024
@@ -93,6 +93,16 @@ def test_bad_worker_message_gets_a_named_error_and_the_cluster_keeps_serving(clu
         sock.send_multipart(frames)
         reply = receive(sock)
         schemas.assert_valid(reply)
+        if reply["type"] == "challenge":
+            # A registration is checked for who sends it (the cluster secret)
+            # before what it claims: answer the challenge, then see the fault.
+            register = json.loads(frames[0])
+            register["nonce"] = reply["nonce"]
+            register["proof"] = registration_proof(cluster.data / "cluster.secret", reply["nonce"], register["worker"],
+                                                   register["role"], register["shards"])
+            sock.send(json.dumps(register).encode())
+            reply = receive(sock)
+            schemas.assert_valid(reply)
         assert reply["type"] == "error"
         assert (reply["code"], reply["id"]) == (code, reply_id), reply
         assert mentions in reply["message"], reply

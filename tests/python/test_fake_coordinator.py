@@ -20,7 +20,10 @@ from harness import bin_dir, read_jsonl, require_binaries
 
 
 class FakeCoordinator:
-    """A ROUTER socket that speaks the coordinator's side of the worker protocol."""
+    """A ROUTER socket that speaks the coordinator's side of the worker protocol.
+
+    Workers are named by their worker id; their routing ids are random ones of
+    their own (docs/security-transport.md), learnt from their ``register``."""
 
     def __init__(self):
         self.socket = zmq.Context.instance().socket(zmq.ROUTER)
@@ -30,13 +33,15 @@ class FakeCoordinator:
         self.endpoint = self.socket.getsockopt_string(zmq.LAST_ENDPOINT)
         self.received = []
         self.backlog = []
+        self.routes = {}  # worker id -> routing id
+        self.names = {}   # routing id -> worker id
 
     def send(self, worker, kind, message_id, check=True, **body):
         """Sends a message to a worker, schema-checked unless ``check`` is false."""
         message = {"v": 1, "type": kind, "id": message_id, **body}
         if check:
             schemas.assert_valid(message)
-        self.socket.send_multipart([worker.encode(), json.dumps(message).encode()])
+        self.socket.send_multipart([self.routes.get(worker, worker).encode(), json.dumps(message).encode()])
 
     def expect(self, worker, kind, timeout=15):
         """The next message from ``worker`` of type ``kind`` (a name or a set
@@ -51,6 +56,10 @@ class FakeCoordinator:
             route, frame = self.socket.recv_multipart()
             route, message = route.decode(), json.loads(frame)
             schemas.assert_valid(message)
+            if message["type"] == "register":
+                self.routes[message["worker"]] = route
+                self.names[route] = message["worker"]
+            route = self.names.get(route, route)
             self.received.append((route, message))
             if message["type"] == "heartbeat":
                 self.send(route, "heartbeat", message["id"])
@@ -99,6 +108,8 @@ def workers(tmp_path_factory):
         for name, role in [("real-indexer", "indexer"), ("real-query", "query")]:
             register = coordinator.expect(name, "register")
             assert (register["role"], register["worker"], register["shards"]) == (role, name, [0])
+            # Not the worker id: nobody can take over a worker's connection by presenting its id.
+            assert re.fullmatch(re.escape(name) + r"#[0-9a-f]{32}", coordinator.routes[name]), coordinator.routes
             coordinator.send(name, "registered", register["id"], shardCount=1, heartbeatMs=1000)
         yield coordinator
     finally:

@@ -30,7 +30,8 @@ def fakes(private_cluster):
     started = []
 
     def start(role, shards=SHARDS, handler=None, register=True, accepted=True):
-        worker = FakeWorker(private_cluster.workers_endpoint, f"fake-{role}-{next(_names)}", role, shards, handler, register)
+        worker = FakeWorker(private_cluster.workers_endpoint, f"fake-{role}-{next(_names)}", role, shards, handler, register,
+                            secret_file=private_cluster.data / "cluster.secret")
         worker.start()
         started.append(worker)
         if register and accepted:

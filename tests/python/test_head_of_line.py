@@ -25,19 +25,20 @@ def coordinator(tmp_path):
     log = open(tmp_path / "coordinator.log", "w")
     process = subprocess.Popen([str(bin_dir() / "limelight-coordinator"), "--listen", "tcp://127.0.0.1:0",
                                 "--workers", "tcp://127.0.0.1:0", "--no-stats", "--shards", "1",
-                                "--max-pending-writes", "2", "--max-waiting-writes", "2"],
+                                "--max-pending-writes", "2", "--max-waiting-writes", "2",
+                                "--cluster-secret-file", str(tmp_path / "cluster.secret")],
                                stdout=subprocess.PIPE, stderr=log, text=True)
     log.close()
     line = process.stdout.readline().split()
     assert line and line[0] == "listening", (tmp_path / "coordinator.log").read_text()
-    yield line[1], line[2]
+    yield line[1], line[2], tmp_path / "cluster.secret"
     process.terminate()
     process.wait(10)
 
 
 def test_control_messages_pass_while_writes_are_throttled(coordinator):
-    clients, workers = coordinator
-    indexer = FakeWorker(workers, "never-acks", "indexer", [0], handler=lambda m: [])
+    clients, workers, secret = coordinator
+    indexer = FakeWorker(workers, "never-acks", "indexer", [0], handler=lambda m: [], secret_file=secret)
     indexer.start()
     try:
         assert indexer.registered.wait(10)

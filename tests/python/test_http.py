@@ -336,7 +336,8 @@ def test_stats_listen_readyz_and_lost_workers(tmp_path):
     coordinator = bin_dir() / "limelight-coordinator"
     workers = f"tcp://127.0.0.1:{free_port()}"
     p = subprocess.Popen([str(coordinator), "--listen", "tcp://127.0.0.1:0", "--workers", workers,
-                          "--stats-listen", "127.0.0.1:0", "--shards", "2", "--heartbeat-ms", "200", "--liveness-ms", "600"],
+                          "--stats-listen", "127.0.0.1:0", "--shards", "2", "--heartbeat-ms", "200", "--liveness-ms", "600",
+                          "--cluster-secret-file", str(tmp_path / "cluster.secret")],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     fakes = []
     try:
@@ -346,7 +347,9 @@ def test_stats_listen_readyz_and_lost_workers(tmp_path):
         status, _, body = get(base + "/readyz")
         assert status == 503 and json.loads(body)["unservedShards"] == [0, 1]
         assert get(base + "/healthz")[0] == 200
-        fakes = [FakeWorker(workers, "fake-indexer", "indexer", [0, 1]), FakeWorker(workers, "fake-query", "query", [0, 1])]
+        secret = tmp_path / "cluster.secret"
+        fakes = [FakeWorker(workers, "fake-indexer", "indexer", [0, 1], secret_file=secret),
+                 FakeWorker(workers, "fake-query", "query", [0, 1], secret_file=secret)]
         for f in fakes:
             f.start()
             assert f.registered.wait(10)

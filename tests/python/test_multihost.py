@@ -24,7 +24,9 @@ Two ways to make the hosts, chosen when the cluster starts and printed:
   ``tcp://SOURCE:0;DEST:PORT`` endpoint syntax in ``--coordinator``.
 
 Either way the test checks, from /proc, that each worker's connection to the
-coordinator leaves from its host's address. The namespaces, veths and
+coordinator leaves from its host's address. Every process is given the
+cluster secret (docs/security-transport.md); a second test runs a small
+cluster with CURVE on across the hosts, where only known keys get in. The namespaces, veths and
 processes are removed by the fixture's finalizer, whatever happens.
 """
 
@@ -47,6 +49,7 @@ import pytest
 
 import schemas
 from harness import Client, Traffic, bin_dir, read_jsonl, require_binaries, under_ci, wait_until
+from limelight_client import LimelightTimeout
 
 SHARDS = 4
 #: Host name -> the shards its indexer and query worker keep.
@@ -257,9 +260,12 @@ def _require_binaries():
 def _start(network, processes, folder):
     """The coordinator, then every host's indexer and query worker."""
     a = network.coordinator_address
+    # One secret for the cluster, as an operator copies it to every host
+    # (docs/security-transport.md); the coordinator makes it.
+    secret = folder / "cluster.secret"
     processes.start("coordinator", [
         str(bin_dir() / "limelight-coordinator"), "--listen", f"tcp://{a}:0", "--workers", f"tcp://{a}:0",
-        "--stats-port", "0", "--stats-host", a, "--shards", str(SHARDS)])
+        "--stats-port", "0", "--stats-host", a, "--shards", str(SHARDS), "--cluster-secret-file", str(secret)])
     line = _wait_for_line(folder / "coordinator.out", "listening ", processes)
     _, endpoint, workers_endpoint, stats_url = line.split()
     worker_port = int(workers_endpoint.rsplit(":", 1)[1])
@@ -271,7 +277,8 @@ def _start(network, processes, folder):
         for role, exe in (("indexer", "limelight-indexer"), ("query", "limelight-query")):
             processes.start(f"{role}-{name}", network.command(host, [
                 str(bin_dir() / exe), "--coordinator", network.coordinator_endpoint(host, worker_port),
-                "--data", str(data[name]), "--shards", ",".join(map(str, shards)), "--id", f"{role}-{name}"]))
+                "--data", str(data[name]), "--shards", ",".join(map(str, shards)), "--id", f"{role}-{name}",
+                "--cluster-secret-file", str(secret)]))
     return HostsCluster(network, processes, endpoint, worker_port, stats_url, data)
 
 
@@ -478,3 +485,65 @@ def test_publish_query_failover_and_delete_across_hosts(cluster_across_hosts, re
     assert traffic.received("publish_ack") and traffic.received("completion") and traffic.received("delete_ack")
     timings["total"] = time.monotonic() - t0
     print(f"multihost mode {network.mode}: " + ", ".join(f"{k} {v:.2f} s" for k, v in timings.items()))
+
+
+# -- CURVE across hosts (issue 13, part 4) ----------------------------------------------
+
+
+def test_curve_across_hosts_lets_known_keys_in_and_refuses_others(tmp_path):
+    """A coordinator with CURVE and allow-lists; host a's workers with known
+    keys serve every shard from their namespace, host b's indexer with an
+    unknown key (but the right cluster secret) is refused at the handshake;
+    a client with a known key publishes and queries across the hosts, one
+    with an unknown key gets no answer."""
+    _require_binaries()
+    import zmq.auth
+    limelight = str(bin_dir() / "limelight")
+    keys = tmp_path / "keys"
+    for folder in ("clients", "workers", "others"):
+        (keys / folder).mkdir(parents=True)
+    for name in ("coordinator", "clients/app", "workers/a", "others/b"):
+        subprocess.run([limelight, "keys", "curve", str(keys / name)], check=True, capture_output=True, timeout=30)
+    server_key = zmq.auth.load_certificate(str(keys / "coordinator.key"))[0].decode()
+    network = Network.make()
+    processes = Processes(tmp_path)
+    try:
+        a = network.coordinator_address
+        secret = tmp_path / "cluster.secret"
+        processes.start("coordinator", [
+            str(bin_dir() / "limelight-coordinator"), "--listen", f"tcp://{a}:0", "--workers", f"tcp://{a}:0",
+            "--stats-port", "0", "--stats-host", a, "--shards", "2", "--cluster-secret-file", str(secret),
+            "--curve-secret-key", str(keys / "coordinator.key_secret"),
+            "--client-keys", str(keys / "clients"), "--worker-keys", str(keys / "workers")])
+        _, endpoint, workers_endpoint, stats_url = _wait_for_line(tmp_path / "coordinator.out", "listening ", processes).split()
+        port = int(workers_endpoint.rsplit(":", 1)[1])
+        for name, role, key in (("a", "indexer", "workers/a"), ("a", "query", "workers/a"), ("b", "indexer", "others/b")):
+            host = network.hosts[name]
+            processes.start(f"{role}-{name}", network.command(host, [
+                str(bin_dir() / f"limelight-{role}"), "--coordinator", network.coordinator_endpoint(host, port),
+                "--data", str(tmp_path / f"data-{name}"), "--shards", "0,1", "--id", f"{role}-{name}",
+                "--cluster-secret-file", str(secret), "--curve-server-key", str(keys / "coordinator.key"),
+                "--curve-secret-key", str(keys / f"{key}.key_secret")]))
+        app = zmq.auth.load_certificate(str(keys / "clients/app.key_secret"))
+        with Client(endpoint, timeout=10, curve_server_key=server_key,
+                    curve_key_pair=(app[0].decode(), app[1].decode())) as client:
+            assert wait_until(lambda: len(client.ping()["servedShards"]) == 2, timeout=START_TIMEOUT), processes.logs()
+            items = read_jsonl("green-grocer.jsonl")
+            ack = client.publish(items)
+            assert (ack["stored"], ack["rejected"]) == (len(items), 0), ack
+            assert_complete(*query_all(client), {i["uniqueIdentifier"] for i in items})
+            stats = client.stats()
+        assert {w["id"] for w in stats["workers"]} == {"indexer-a", "query-a"}
+        assert stats["counters"].get("connections.refused.workers", 0) >= 1, stats["counters"]
+        stranger = zmq.auth.load_certificate(str(keys / "others/b.key_secret"))
+        with Client(endpoint, timeout=2, curve_server_key=server_key,
+                    curve_key_pair=(stranger[0].decode(), stranger[1].decode())) as refused:
+            with pytest.raises(LimelightTimeout):
+                refused.ping()
+        print(f"\ncurve across hosts ({network.mode}): workers {sorted(w['id'] for w in stats['workers'])}, "
+              f"refused worker connections {stats['counters']['connections.refused.workers']}")
+    finally:
+        try:
+            processes.stop_all()
+        finally:
+            network.close()

@@ -36,7 +36,7 @@ def test_every_schema_is_valid_draft_2020_12():
 
 def test_one_schema_per_swift_message_type():
     types = swift_message_types()
-    assert len(types) == 36
+    assert len(types) == 37
     for t in types:
         assert f"{t}.schema.json" in schemas.SCHEMAS, f"no schema for {t}"
         assert schemas.SCHEMAS[f"{t}.schema.json"]["properties"]["type"] == {"const": t}
@@ -64,6 +64,8 @@ def test_samples_are_small():
 
 
 VALID = [
+    {"v": 1, "type": "challenge", "id": "reg-indexer-0", "nonce": "9f" * 32},
+    {"v": 1, "type": "register", "id": "reg-indexer-0", "role": "indexer", "worker": "indexer-0", "shards": [0, 2], "nonce": "9f" * 32, "proof": "ab" * 32},
     {"v": 1, "type": "entity_donate", "id": "n1", "priority": 5, "entities": [
         {"type": "LandmarkEntity", "id": 42, "displayRepresentation": {"title": "Golden Gate", "subtitle": "Bridge", "image": "gg.png"},
          "properties": {"city": "San Francisco", "rating": 4.5}, "priority": 10, "domainIdentifier": "com.example.landmarks"}]},
@@ -167,6 +169,8 @@ INVALID = [
     ({"v": 1, "type": "publish_ack", "id": "1", "stored": 1, "rejected": 0}, "publish_ack: no results"),
     ({"v": 1, "type": "write", "id": "w1", "shard": 0, "items": []}, "write: no evict"),
     ({"v": 1, "type": "register", "id": "r", "role": "janitor", "worker": "w", "shards": [0]}, "register: role"),
+    ({"v": 1, "type": "register", "id": "r", "role": "query", "worker": "w", "shards": [0], "proof": 5}, "register: proof not text"),
+    ({"v": 1, "type": "challenge", "id": "r"}, "challenge: no nonce"),
     ({"v": 1, "type": "shard_query", "id": "q", "shard": 0, "plan": {"predicate": {"op": "not", "of": []}}}, "plan: not of nothing"),
     ({"v": 1, "type": "shard_query", "id": "q", "shard": 0, "plan": {"predicate": {"op": "text", "attribute": "t", "pattern": "x", "options": "q"}}}, "plan: options"),
     ({"v": 1, "type": "shard_query", "id": "q", "shard": 0, "plan": {"predicate": {"op": "range", "attribute": "*"}}}, "plan: range over every attribute"),

@@ -85,16 +85,19 @@ def test_a_stronger_stats_setting_drops_the_other_one(tmp_path):
 
 
 def test_workers_take_their_section(tmp_path):
-    coordinator = coordinator_config(tmp_path, shards=2, heartbeatMs=200, livenessMs=600)
+    # The cluster secret's file is a setting too: the coordinator makes it, the workers read it.
+    secret = str(tmp_path / "cluster.secret")
+    coordinator = coordinator_config(tmp_path, shards=2, heartbeatMs=200, livenessMs=600, clusterSecretFile=secret)
     c = start("limelight-coordinator", "--config", coordinator)
     workers = []
     try:
         _, _, worker_endpoint, stats_url = c.stdout.readline().split()
+        assert (tmp_path / "cluster.secret").stat().st_mode & 0o777 == 0o600
         config = {"log": {"level": "notice"},
                   "indexer": {"coordinator": worker_endpoint, "data": str(tmp_path / "data"), "shards": [0, 1],
-                              "id": "configured-indexer"},
+                              "id": "configured-indexer", "clusterSecretFile": secret},
                   "query": {"coordinator": worker_endpoint, "data": str(tmp_path / "data"), "shards": "0-1",
-                            "id": "configured-query"}}
+                            "id": "configured-query", "clusterSecretFile": secret}}
         path = tmp_path / "workers.json"
         path.write_text(json.dumps(config))
         workers = [start("limelight-indexer", "--config", path), start("limelight-query", "--config", path)]

@@ -95,13 +95,29 @@ class Client:
     """
 
     def __init__(self, endpoint: str = DEFAULT_ENDPOINT, timeout: float = 5.0, observer: Optional[Observer] = None,
-                 context: Optional[zmq.Context[Any]] = None) -> None:
+                 context: Optional[zmq.Context[Any]] = None, curve_server_key: Optional[str] = None,
+                 curve_key_pair: Optional[tuple[str, str]] = None) -> None:
+        """``curve_server_key`` (the coordinator's public key, Z85 text) turns
+        CURVE encryption on; ``curve_key_pair`` is this client's (public,
+        secret) pair, which a coordinator with ``--client-keys`` must know
+        (``zmq.auth.load_certificate`` reads the files ``limelight keys curve``
+        writes). Without a pair the client makes a throwaway one."""
         self.endpoint = endpoint
         self.timeout = timeout
         self.observer = observer
         self._context: zmq.Context[Any] = context or zmq.Context.instance()
         self._socket: zmq.Socket[bytes] = self._context.socket(zmq.DEALER)
         self._socket.setsockopt(zmq.LINGER, 0)
+        if curve_server_key is not None:
+            if curve_key_pair is None:
+                new_public, new_secret = zmq.curve_keypair()
+                curve_key_pair = (new_public.decode(), new_secret.decode())
+            public, secret = curve_key_pair
+            self._socket.setsockopt(zmq.CURVE_SERVERKEY, curve_server_key.encode())
+            self._socket.setsockopt(zmq.CURVE_PUBLICKEY, public.encode())
+            self._socket.setsockopt(zmq.CURVE_SECRETKEY, secret.encode())
+        elif curve_key_pair is not None:
+            raise ValueError("curve_key_pair needs curve_server_key (the coordinator's public key) too")
         self._socket.connect(endpoint)
         self._poller = zmq.Poller()
         self._poller.register(self._socket, zmq.POLLIN)
