@@ -49,7 +49,8 @@ let package = Package(
         // debug build under `swift test`) take over ten minutes.
         .target(name: "Embedder", dependencies: ["COpenBLAS"], swiftSettings: [.unsafeFlags(["-O"])]),
         // The int8 first pass of a shard's vector search; optimised in debug builds too.
-        .target(name: "VectorKernels", swiftSettings: [.unsafeFlags(["-O"])]),
+        .target(name: "CVectorKernels", cSettings: [.unsafeFlags(["-O3"])]),
+        .target(name: "VectorKernels", dependencies: ["CVectorKernels"], swiftSettings: [.unsafeFlags(["-O"])]),
 
         // The domain: items, the shared query plan, the query languages.
         .target(name: "Items"),

@@ -1,3 +1,5 @@
+import CVectorKernels
+
 /// Dot products of 8-bit codes, the first pass of a shard's exact vector
 /// search (see `VectorIndex` in ShardStore): a quarter of the memory that
 /// float32 rows take, which is what a scan over every row is bound by.
@@ -9,14 +11,9 @@ public enum Int8Dot {
     public static func dots(_ codes: UnsafeBufferPointer<Int8>, dimension d: Int,
                             _ query: UnsafeBufferPointer<Int8>, into out: UnsafeMutableBufferPointer<Int32>) {
         precondition(query.count == d && codes.count == out.count * d)
-        guard let c = codes.baseAddress, let q = query.baseAddress else { return }
-        for r in 0..<out.count {
-            let row = c + r * d
-            var acc: Int32 = 0
-            // A widening multiply-add the compiler turns into packed instructions.
-            for j in 0..<d { acc &+= Int32(row[j]) &* Int32(q[j]) }
-            out[r] = acc
-        }
+        guard let c = codes.baseAddress, let q = query.baseAddress, let o = out.baseAddress else { return }
+        // In C, for its AVX2 version chosen at run time (see int8_dots.c).
+        limelight_int8_dots(c, d, q, o, out.count)
     }
 
     /// `vector` as codes `round(v / scale)` in −127…127, with `scale` = max |v| / 127,
