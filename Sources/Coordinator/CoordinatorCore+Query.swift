@@ -168,6 +168,24 @@ extension CoordinatorCore {
         complete(key, cancelled: true)
     }
 
+    /// Stops every query of a client whose outbox overflowed.
+    ///
+    /// Its results are being dropped already, so the queries cannot be
+    /// delivered whole; left running, their shards would keep the query
+    /// workers streaming batches nobody reads, ahead of other clients'
+    /// queries in the workers' queues (60,000 one-item batches of a stalled
+    /// client held another client's query for its whole deadline). They end
+    /// as cancelled, like a client's own cancel.
+    func abandonQueries(of client: [Data]) {
+        guard let keys = queryOfRequest[client]?.values, !keys.isEmpty else { return }
+        for key in Array(keys) {
+            count("queries.abandoned")
+            stopShards(key, reason: nil)
+            complete(key, cancelled: true)
+        }
+        logger.notice("stopped the queries of a client that does not read its results", metadata: ["queries": "\(keys.count)"])
+    }
+
     func deadlineReached(_ key: String) {
         guard let rq = queries[key] else { return }
         count("queries.timedOut")

@@ -202,6 +202,7 @@ actor CoordinatorCore {
         }
         if case .dropped(let first) = outlet.send(o) {
             count("outbox.dropped")
+            if first, case .client(let route) = to { abandonQueries(of: route) }
             if first {
                 logger.warning("a peer is not reading its messages: its outbox is full, dropping new ones until it drains", metadata: [
                     "peer": "\(to.kind)", "peer.route": "\(to.route.map { $0.map { String(format: "%02x", $0) }.joined() }.joined(separator: "/"))",

@@ -109,4 +109,6 @@ def test_a_stalled_client_does_not_delay_another(cluster):
     print(f"messages dropped for the stalled client: {counters.get('outbox.dropped')}")
     # The stalled client's outbox overflowed: its new messages were dropped, not buffered without bound.
     assert counters.get("outbox.dropped", 0) > 0
+    # ...and its queries were stopped, freeing the query workers for others.
+    assert counters.get("queries.abandoned", 0) > 0
     stalled.close()
