@@ -32,6 +32,11 @@ public struct CoordinatorConfiguration: Sendable {
     public var peerOutboxLimit: Int = 10_000
     /// Messages a socket may queue towards one peer before sends wait.
     public var highWaterMark: Int32 = 10_000
+    /// Changes kept per shard for catching up a replica that was away,
+    /// counted in items (a delete or an entity operation counts one). A
+    /// replica further behind than the log reaches is left out of writes and
+    /// queries (`detached` in the stats) until it is copied.
+    public var catchUpLogItems: Int = 200_000
 
     public init() {}
 }

@@ -63,7 +63,7 @@ extension CoordinatorCore {
                 evict = allIDs.filter { !here.contains($0) }
             }
             if indices.isEmpty && evict.isEmpty { continue }
-            let replicas = liveWorkers(.indexer, shard: shard)
+            let replicas = writeReplicas(shard: shard)
             if replicas.isEmpty {
                 for i in indices {
                     pending.results[i] = ItemResult(index: i, uniqueIdentifier: p.items[i]["uniqueIdentifier"]?.stringValue, status: .rejected,
@@ -75,11 +75,13 @@ extension CoordinatorCore {
                 continue
             }
             let items = indices.map { p.items[$0] }
+            let change = sequenced(shard: shard, .write(Body.Write(shard: shard, items: items, evict: evict)))
             for w in replicas {
                 let writeID = makeID("w")
                 shardWrites[writeID] = ShardWrite(publish: publishID, shard: shard, worker: w.id, indices: indices)
                 pending.outstanding.insert(writeID)
-                send(.worker(w.route), writeID, .write(Body.Write(shard: shard, items: items, evict: evict)))
+                track(writeID, worker: w.id, shard: shard, sequence: change.sequence)
+                send(.worker(w.route), writeID, change.body)
             }
         }
         publishes[publishID] = pending

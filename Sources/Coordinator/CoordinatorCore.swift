@@ -56,6 +56,8 @@ actor CoordinatorCore {
     var workers: [String: WorkerRecord] = [:]
     var workerByRoute: [[Data]: String] = [:]
     var roundRobin = 0
+    /// Replicas' sequence numbers and the catch-up log (CoordinatorCore+CatchUp.swift).
+    var replication = ReplicationState()
     var nextID = 0
 
     // Writes in flight.

@@ -28,6 +28,8 @@ public struct CoordinatorCommand: AsyncParsableCommand {
     @Option(help: "Publish batches that may wait for room; past this a batch is answered busy.") var maxWaitingWrites = 256
     @Option(help: "Messages queued towards one peer beyond ZeroMQ's high-water mark; past this a peer that does not read loses new messages.")
     var peerOutboxLimit = 10_000
+    @Option(help: "Items of changes kept per shard to catch up a replica that was away; one further behind is left out of writes and queries.")
+    var catchUpLog = 200_000
     @OptionGroup var log: ServerLogOptions
 
     public init() {}
@@ -60,6 +62,7 @@ public struct CoordinatorCommand: AsyncParsableCommand {
         c.maxPendingWrites = max(1, maxPendingWrites)
         c.maxWaitingWrites = max(0, maxWaitingWrites)
         c.peerOutboxLimit = max(1, peerOutboxLimit)
+        c.catchUpLogItems = max(1, catchUpLog)
         let service = try CoordinatorService(configuration: c, logger: log.logger("limelight.coordinator"))
         let failure = FailureBox()
         await runUntilSignalled {
@@ -86,6 +89,8 @@ struct WorkerOptions: ParsableArguments {
     @Option(help: "Folder of the shard files.") var data: String
     @Option(help: "Shards: 0,1,2 or 0-3.") var shards: String
     @Option(help: "Worker id (default: ROLE-HOST-PID).") var id: String?
+    @Option(help: "Name of the copy of the shard files this worker serves (default: HOST:DATA-FOLDER). An indexer and a query worker with the same name share files.")
+    var replica: String?
 
     func shardList() throws -> [Int] {
         guard let list = Sharding.parseList(shards) else { throw ValidationError("--shards: '\(shards)' is not a list like 0,1,2 or 0-3") }
@@ -119,6 +124,7 @@ public struct IndexerCommand: AsyncParsableCommand {
         c.coordinator = worker.coordinator
         c.purgeIntervalSeconds = purgeInterval
         c.durability = durability
+        c.replica = worker.replica
         let service = try IndexerService(configuration: c, logger: log.logger("limelight.indexer"))
         await runUntilSignalled { await service.run() }
         try exitIfRefused(service.refusal)
@@ -133,6 +139,8 @@ public struct QueryWorkerCommand: AsyncParsableCommand {
 
     @OptionGroup var worker: WorkerOptions
     @Option(help: "Queries evaluated at once.") var concurrency = max(2, ProcessInfo.processInfo.activeProcessorCount)
+    @Option(help: "Shard queries that may wait for a thread; past it a query's shard is answered busy (the coordinator tries another replica).")
+    var maxQueued = 1000
     @OptionGroup var log: ServerLogOptions
 
     public init() {}
@@ -141,6 +149,8 @@ public struct QueryWorkerCommand: AsyncParsableCommand {
         var c = QueryWorkerConfiguration(data: worker.data, shards: try worker.shardList(), workerID: worker.id)
         c.coordinator = worker.coordinator
         c.concurrency = concurrency
+        c.maxQueued = maxQueued
+        c.replica = worker.replica
         let service = try QueryWorkerService(configuration: c, logger: log.logger("limelight.query"))
         await runUntilSignalled { await service.run() }
         try exitIfRefused(service.refusal)
