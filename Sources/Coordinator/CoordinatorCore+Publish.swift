@@ -103,9 +103,14 @@ extension CoordinatorCore {
                     pending.results[g] = ItemResult(index: g, uniqueIdentifier: r.uniqueIdentifier, status: .stored)
                 }
             }
-        } else if let error {
+        } else if var error {
             // One replica failed: the item is not stored on every replica, so
             // it is not acknowledged as stored, whatever the others said.
+            if error.code == "out_of_sequence" {
+                // The replica missed earlier changes and is being caught up:
+                // nothing wrong with the items, so the producer sends them again.
+                error = WireError(code: "shard_unavailable", message: "a replica of shard \(w.shard) is catching up (\(error.message)); resend")
+            }
             for g in w.indices where pending.results[g]?.status != .rejected {
                 pending.results[g] = ItemResult(index: g, uniqueIdentifier: pending.identifiers[g], status: .rejected, error: error)
             }

@@ -2,13 +2,14 @@
 
 ``limelight up`` with two replicas of four shards; ``limelight publish``
 (at least once) sends 12,000 Debian packages while a seeded killer sends
-SIGKILL to random indexers and query workers at random moments. At the end
+SIGKILL to random indexers and query workers at random moments (12 kills,
+0.5-2.5 s apart). At the end
 every item is acknowledged, every replica is caught up, and each replica's
 SQLite files hold exactly the published identifiers, once each; queries
 through the coordinator find every one exactly once.
 
-``LIMELIGHT_KILL_SEED`` and ``LIMELIGHT_KILL_ITEMS`` change the seed and the
-number of items (the whole corpus is 63,666).
+``LIMELIGHT_KILL_SEED``, ``LIMELIGHT_KILL_ITEMS`` and ``LIMELIGHT_KILLS``
+change the seed, the number of items (the whole corpus is 63,666) and of kills.
 """
 
 import json
@@ -27,6 +28,7 @@ from harness import Client, bin_dir, child_pid, require_binaries, start_cluster,
 SHARED = pathlib.Path(__file__).resolve().parents[3] / "shared" / "datasets"
 SEED = int(os.environ.get("LIMELIGHT_KILL_SEED", "20261123"))
 COUNT = int(os.environ.get("LIMELIGHT_KILL_ITEMS", "12000"))
+KILLS = int(os.environ.get("LIMELIGHT_KILLS", "12"))
 SHARDS = 4
 CHILDREN = ["indexer-0", "indexer-1", "query-0", "replica1-indexer-0", "replica1-indexer-1", "replica1-query-0"]
 
@@ -82,8 +84,10 @@ def test_every_acknowledged_item_is_on_every_replica_after_random_kills(tmp_path
         killed = []
 
         def killer():
-            while publish.poll() is None:
-                time.sleep(rng.uniform(0.3, 1.5))
+            for _ in range(KILLS):
+                time.sleep(rng.uniform(0.5, 2.5))
+                if publish.poll() is not None:
+                    return
                 name = rng.choice(CHILDREN)
                 pid = child_pid(cluster.process, name)
                 if pid and publish.poll() is None:
