@@ -48,6 +48,9 @@ struct ReplicationState: Sendable {
     var declarations: [Body.Declare] = []
     /// Catch-ups under way: worker → shard → the sequence number it ends at.
     var catchingUp: [String: [Int: Int]] = [:]
+    /// Shards this coordinator has numbered changes of (as opposed to
+    /// numbers it only heard of from registrations).
+    var numberedHere: Set<Int> = []
 
     func start(_ shard: Int) -> Int { logStart[shard] ?? (issued[shard] ?? 0) + 1 }
 }
@@ -61,6 +64,7 @@ extension CoordinatorCore {
     func sequenced(shard: Int, _ body: Body) -> (sequence: Int, body: Body) {
         let n = (replication.issued[shard] ?? 0) + 1
         replication.issued[shard] = n
+        replication.numberedHere.insert(shard)
         var numbered = body
         switch body {
         case .write(var w): w.sequence = n; numbered = .write(w)
@@ -143,9 +147,24 @@ extension CoordinatorCore {
             let issued = replication.issued[shard] ?? 0
             replication.applied[name, default: [:]][shard] = have
             replication.detached[name]?.remove(shard)
+            if have > issued && replication.numberedHere.contains(shard) {
+                // This coordinator restarted and has numbered changes from a
+                // lower number than this replica has: the same numbers now
+                // name different changes here and on the other replicas. Its
+                // changes past `issued` were never acknowledged (the producer
+                // resends them); the replica is left out until it is copied.
+                replication.detached[name, default: []].insert(shard)
+                count("catchup.detached")
+                logger.warning("replica ahead of the numbers given since a restart; left out of writes and queries", metadata: [
+                    "replica": "\(name)", "worker": "\(r.worker)", "shard": "\(shard)",
+                    "replica.sequence": "\(have)", "shard.sequence": "\(issued)",
+                ])
+                continue
+            }
             if have > issued {
-                // The coordinator knows less than the replica (it restarted):
-                // continue the sequence from the replica's number.
+                // The coordinator knows less than the replica (it restarted
+                // and has numbered nothing of the shard yet): continue the
+                // sequence from the replica's number.
                 replication.issued[shard] = have
                 replication.committed[shard] = max(replication.committed[shard] ?? 0, have)
                 replication.log.removeValue(forKey: shard)
