@@ -48,9 +48,13 @@ struct ReplicationState: Sendable {
     var declarations: [Body.Declare] = []
     /// Catch-ups under way: worker → shard → the sequence number it ends at.
     var catchingUp: [String: [Int: Int]] = [:]
-    /// Shards this coordinator has numbered changes of (as opposed to
-    /// numbers it only heard of from registrations).
-    var numberedHere: Set<Int> = []
+    /// Per shard: the number this coordinator started numbering from (the
+    /// shard's sequence when it numbered its first change of it). Numbers
+    /// above it are this coordinator's.
+    var base: [Int: Int] = [:]
+    /// Per shard: the replicas that have this coordinator's numbers above
+    /// `base` or none at all, so whose numbers mean the same changes as here.
+    var lineage: [Int: Set<String>] = [:]
 
     func start(_ shard: Int) -> Int { logStart[shard] ?? (issued[shard] ?? 0) + 1 }
 }
@@ -64,7 +68,7 @@ extension CoordinatorCore {
     func sequenced(shard: Int, _ body: Body) -> (sequence: Int, body: Body) {
         let n = (replication.issued[shard] ?? 0) + 1
         replication.issued[shard] = n
-        replication.numberedHere.insert(shard)
+        if replication.base[shard] == nil { replication.base[shard] = n - 1 }
         var numbered = body
         switch body {
         case .write(var w): w.sequence = n; numbered = .write(w)
@@ -147,12 +151,11 @@ extension CoordinatorCore {
             let issued = replication.issued[shard] ?? 0
             replication.applied[name, default: [:]][shard] = have
             replication.detached[name]?.remove(shard)
-            if have > issued && replication.numberedHere.contains(shard) {
-                // This coordinator restarted and has numbered changes from a
-                // lower number than this replica has: the same numbers now
-                // name different changes here and on the other replicas. Its
-                // changes past `issued` were never acknowledged (the producer
-                // resends them); the replica is left out until it is copied.
+            if let base = replication.base[shard], have > base, !(replication.lineage[shard]?.contains(name) ?? false) {
+                // This coordinator (restarted) has numbered changes from a
+                // lower number than this replica reports, and the replica got
+                // none of them: the same numbers name different changes here
+                // and there. It is left out until it is copied.
                 replication.detached[name, default: []].insert(shard)
                 count("catchup.detached")
                 logger.warning("replica ahead of the numbers given since a restart; left out of writes and queries", metadata: [
@@ -161,6 +164,7 @@ extension CoordinatorCore {
                 ])
                 continue
             }
+            replication.lineage[shard, default: []].insert(name)
             if have > issued {
                 // The coordinator knows less than the replica (it restarted
                 // and has numbered nothing of the shard yet): continue the

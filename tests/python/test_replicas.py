@@ -29,10 +29,13 @@ class Processes:
         self.running = {}
         self.endpoint = self.workers = None
 
-    def coordinator(self, *extra):
-        log = open(self.tmp / "coordinator.log", "w")
-        p = subprocess.Popen([str(bin_dir() / "limelight-coordinator"), "--listen", "tcp://127.0.0.1:0",
-                              "--workers", "tcp://127.0.0.1:0", "--no-stats", "--shards", str(SHARDS),
+    def coordinator(self, *extra, same_endpoints=False):
+        """Starts the coordinator; with ``same_endpoints``, on the endpoints
+        the previous one bound (a restart: workers reconnect by themselves)."""
+        listen, workers = (self.endpoint, self.workers) if same_endpoints else ("tcp://127.0.0.1:0", "tcp://127.0.0.1:0")
+        log = open(self.tmp / "coordinator.log", "a")
+        p = subprocess.Popen([str(bin_dir() / "limelight-coordinator"), "--listen", listen,
+                              "--workers", workers, "--no-stats", "--shards", str(SHARDS),
                               "--heartbeat-ms", "200", "--liveness-ms", "2000", *extra],
                              stdout=subprocess.PIPE, stderr=log, text=True)
         log.close()
@@ -221,8 +224,12 @@ def test_a_full_query_queue_answers_busy_and_the_coordinator_tries_the_other_rep
         assert refused, "the queue bound never refused a shard query"
         assert all("overloaded" in f["reason"] for f in refused), refused
         assert all(m["count"] == 2000 for m in alone.values() if not m["failedShards"])
-        ids, completion = found(c)
-        assert completion["failedShards"] == [] and len(ids) == 2000  # still serving
+
+        def full():
+            ids, completion = found(c)
+            return completion["failedShards"] == [] and len(ids) == 2000
+        # Still serving (once its one thread has finished the burst's last query).
+        assert wait_until(full, timeout=20)
 
         procs.worker("q-big", "query", data)
         assert wait_until(lambda: len(c.stats()["workers"]) == 3, timeout=30)
@@ -258,3 +265,51 @@ def test_a_client_that_leaves_mid_stream_leaves_nothing_behind(procs, tmp_path):
         state = lambda: c.stats()["queryState"]  # noqa: E731
         assert wait_until(lambda: state() == {"running": 0, "searches": 0, "clients": 0, "firstBatchPending": 0}, timeout=30), state()
         assert all(p.poll() is None for p in procs.running.values()), "a process died"
+
+
+def test_a_restarted_coordinator_continues_the_numbers_and_detaches_a_diverged_replica(procs, tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    procs.coordinator()
+    for name, role, data in [("ix-a", "indexer", a), ("ix-b", "indexer", b), ("q-a", "query", a), ("q-b", "query", b)]:
+        procs.worker(name, role, data)
+    with Client(procs.endpoint, timeout=20) as c:
+        assert wait_until(lambda: all_fresh(c, 2), timeout=30)
+        assert c.publish(items("one", 100))["stored"] == 100
+    # A restart with every replica up: the numbers go on from what the
+    # indexers report, nothing is caught up, and both replicas stay in use.
+    procs.kill("coordinator")
+    procs.coordinator(same_endpoints=True)
+    with Client(procs.endpoint, timeout=20) as c:
+        assert wait_until(lambda: all_fresh(c, 2), timeout=30), replication(c)
+        assert c.publish(items("two", 100))["stored"] == 100
+        assert wait_until(lambda: all_fresh(c, 2), timeout=30), replication(c)
+        assert sorted(stored_ids(a)) == sorted(stored_ids(b)) and len(stored_ids(a)) == 200
+        for shard in replication(c):
+            assert shard["issued"] >= 2 and {r["sequence"] for r in shard["replicas"]} == {shard["issued"]}
+
+        # b misses a write; then the coordinator and a go down together.
+        procs.kill("ix-b")
+        assert wait_until(lambda: all(not r["live"] for s in replication(c) for r in s["replicas"] if r["replica"].endswith("/b")),
+                          timeout=15)
+        assert c.publish(items("three", 100))["stored"] == 100
+    procs.kill("coordinator")
+    procs.kill("ix-a")
+    procs.coordinator(same_endpoints=True)
+    procs.worker("ix-b", "indexer", b)
+    with Client(procs.endpoint, timeout=20) as c:
+        assert wait_until(lambda: len(c.ping()["servedShards"]) == SHARDS, timeout=30)
+        # b alone numbers new changes from its own (lower) numbers.
+        assert c.publish(items("four", 100))["stored"] == 100
+        # a comes back with numbers that now name other changes: it must not
+        # skip b's as "applied", nor serve queries; it is detached.
+        procs.worker("ix-a", "indexer", a)
+
+        def a_detached():
+            mine = [r for s in replication(c) for r in s["replicas"] if r["replica"].endswith("/a")]
+            return len(mine) == SHARDS and all(r["detached"] and not r["fresh"] for r in mine)
+        assert wait_until(a_detached, timeout=30), json.dumps(replication(c))
+        want = {i["uniqueIdentifier"] for i in items("one", 100) + items("two", 100) + items("four", 100)}
+        assert set(stored_ids(b)) == want
+        for _ in range(6):
+            ids, completion = found(c)
+            assert completion["failedShards"] == [] and set(ids) == want, json.dumps(replication(c))
