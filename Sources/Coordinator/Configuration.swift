@@ -36,7 +36,7 @@ public struct CoordinatorConfiguration: Sendable {
     /// counted in items (a delete or an entity operation counts one). A
     /// replica further behind than the log reaches is left out of writes and
     /// queries (`detached` in the stats) until it is copied.
-    public var catchUpLogItems: Int = 200_000
+    public var catchUpLogItems: Int = 20_000
 
     public init() {}
 }

@@ -29,7 +29,7 @@ public struct CoordinatorCommand: AsyncParsableCommand {
     @Option(help: "Messages queued towards one peer beyond ZeroMQ's high-water mark; past this a peer that does not read loses new messages.")
     var peerOutboxLimit = 10_000
     @Option(help: "Items of changes kept per shard to catch up a replica that was away; one further behind is left out of writes and queries.")
-    var catchUpLog = 200_000
+    var catchUpLog = 20_000
     @OptionGroup var log: ServerLogOptions
 
     public init() {}
