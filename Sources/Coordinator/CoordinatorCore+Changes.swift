@@ -105,7 +105,7 @@ extension CoordinatorCore {
                                                       message: "shards \(missing.map(String.init).joined(separator: ",")) have no live indexer; declare again when they do"))
             return
         }
-        replication.declarations.append(d)
+        if !replication.declarations.contains(d) { replication.declarations.append(d) }
         for w in indexers {
             let wid = makeID("k")
             pending.outstanding[wid] = w.id
