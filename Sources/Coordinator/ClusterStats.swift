@@ -147,7 +147,16 @@ extension CoordinatorCore {
     }
 
     /// The statistics object of `stats_reply` and `GET /stats`.
-    func stats() -> JSONValue { snapshot().json }
+    func stats() -> JSONValue {
+        var o = snapshot().json.objectValue ?? [:]
+        o["replication"] = replicationJSON()
+        // What a query leaves behind until it completes: all zero when idle,
+        // whether its client stayed to the end or went away mid-stream.
+        o["queryState"] = .object(["running": .number(Double(queries.count)), "searches": .number(Double(searches.count)),
+                                   "clients": .number(Double(queryOfRequest.count + searchOfRequest.count)),
+                                   "firstBatchPending": .number(Double(firstBatchSent.count))])
+        return .object(o)
+    }
 }
 
 extension ClusterSnapshot {

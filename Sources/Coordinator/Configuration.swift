@@ -42,6 +42,11 @@ public struct CoordinatorConfiguration: Sendable {
     public var clusterSecret: ClusterSecret?
     /// CURVE encryption (and key checks) on the client and worker sockets; nil for none.
     public var curve: CurveServerSettings?
+    /// Changes kept per shard for catching up a replica that was away,
+    /// counted in items (a delete or an entity operation counts one). A
+    /// replica further behind than the log reaches is left out of writes and
+    /// queries (`detached` in the stats) until it is copied.
+    public var catchUpLogItems: Int = 20_000
 
     public init() {}
 }

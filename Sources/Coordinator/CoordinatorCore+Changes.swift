@@ -48,16 +48,18 @@ extension CoordinatorCore {
     func fanOut(_ pending: PendingDelete, id pendingID: String, to shards: [Int], _ body: (Int) -> Body) {
         var pending = pending
         for shard in shards {
-            let replicas = liveWorkers(.indexer, shard: shard)
+            let replicas = writeReplicas(shard: shard)
             if replicas.isEmpty {
                 pending.failed.append(ShardFailure(shard: shard, reason: "no live indexer"))
                 continue
             }
+            let change = sequenced(shard: shard, body(shard))
             for w in replicas {
                 let wid = makeID("x")
                 pending.outstanding[wid] = (w.id, shard)
                 deleteOfRequest[wid] = pendingID
-                send(.worker(w.route), wid, body(shard))
+                track(wid, worker: w.id, shard: shard, sequence: change.sequence)
+                send(.worker(w.route), wid, change.body)
             }
         }
         deletes[pendingID] = pending
@@ -103,6 +105,7 @@ extension CoordinatorCore {
                                                       message: "shards \(missing.map(String.init).joined(separator: ",")) have no live indexer; declare again when they do"))
             return
         }
+        if !replication.declarations.contains(d) { replication.declarations.append(d) }
         for w in indexers {
             let wid = makeID("k")
             pending.outstanding[wid] = w.id

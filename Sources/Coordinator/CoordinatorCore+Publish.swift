@@ -63,7 +63,7 @@ extension CoordinatorCore {
                 evict = allIDs.filter { !here.contains($0) }
             }
             if indices.isEmpty && evict.isEmpty { continue }
-            let replicas = liveWorkers(.indexer, shard: shard)
+            let replicas = writeReplicas(shard: shard)
             if replicas.isEmpty {
                 for i in indices {
                     pending.results[i] = ItemResult(index: i, uniqueIdentifier: p.items[i]["uniqueIdentifier"]?.stringValue, status: .rejected,
@@ -75,11 +75,13 @@ extension CoordinatorCore {
                 continue
             }
             let items = indices.map { p.items[$0] }
+            let change = sequenced(shard: shard, .write(Body.Write(shard: shard, items: items, evict: evict)))
             for w in replicas {
                 let writeID = makeID("w")
                 shardWrites[writeID] = ShardWrite(publish: publishID, shard: shard, worker: w.id, indices: indices)
                 pending.outstanding.insert(writeID)
-                send(.worker(w.route), writeID, .write(Body.Write(shard: shard, items: items, evict: evict)))
+                track(writeID, worker: w.id, shard: shard, sequence: change.sequence)
+                send(.worker(w.route), writeID, change.body)
             }
         }
         publishes[publishID] = pending
@@ -101,9 +103,14 @@ extension CoordinatorCore {
                     pending.results[g] = ItemResult(index: g, uniqueIdentifier: r.uniqueIdentifier, status: .stored)
                 }
             }
-        } else if let error {
+        } else if var error {
             // One replica failed: the item is not stored on every replica, so
             // it is not acknowledged as stored, whatever the others said.
+            if error.code == "out_of_sequence" {
+                // The replica missed earlier changes and is being caught up:
+                // nothing wrong with the items, so the producer sends them again.
+                error = WireError(code: "shard_unavailable", message: "a replica of shard \(w.shard) is catching up (\(error.message)); resend")
+            }
             for g in w.indices where pending.results[g]?.status != .rejected {
                 pending.results[g] = ItemResult(index: g, uniqueIdentifier: pending.identifiers[g], status: .rejected, error: error)
             }

@@ -44,10 +44,15 @@ extension CoordinatorCore {
 
     /// The next live query worker of a shard not tried yet, round robin.
     func nextQueryWorker(shard: Int, tried: Set<String>) -> WorkerRecord? {
-        let candidates = liveWorkers(.query, shard: shard).filter { !tried.contains($0.id) }
+        // Never a replica behind the shard's committed changes (see ReplicationState).
+        let candidates = liveWorkers(.query, shard: shard).filter { !tried.contains($0.id) && isFresh($0, shard: shard) }
         guard !candidates.isEmpty else { return nil }
         roundRobin &+= 1
         return candidates[roundRobin % candidates.count]
+    }
+
+    func nextQueryWorkerExists(shard: Int, tried: Set<String>) -> Bool {
+        liveWorkers(.query, shard: shard).contains { !tried.contains($0.id) && isFresh($0, shard: shard) }
     }
 
     /// Sends a shard's part of a query to a live query worker not yet tried for it.
@@ -118,6 +123,17 @@ extension CoordinatorCore {
     func shardDone(key: String, from worker: String, _ d: Body.ShardDone) {
         guard var rq = queries[key], rq.outstanding[d.shard] == worker else { return }
         rq.outstanding.removeValue(forKey: d.shard)
+        // An overloaded worker ran nothing of the shard: another replica may have room.
+        if let e = d.error, e.code == "busy", (rq.delivered[d.shard] ?? 0) == 0,
+           nextQueryWorkerExists(shard: d.shard, tried: rq.tried[d.shard] ?? []) {
+            count("queries.busyRetried")
+            rq.merger?.reset(shard: d.shard)
+            queries[key] = rq
+            dispatch(key, shard: d.shard)
+            releaseMerged(key)
+            finishQueryIfDone(key)
+            return
+        }
         if let e = d.error {
             rq.failed.append(ShardFailure(shard: d.shard, reason: e.message))
         }

@@ -27,6 +27,7 @@ extension CoordinatorCore {
         }
         w.lastSeen = .now
         workers[wid] = w
+        if sequencedReply(id: envelope.id, from: wid, envelope.body) { return }
         switch envelope.body {
         case .heartbeat(let h):
             if let status = h.status { workers[wid]?.status = status }
@@ -68,6 +69,9 @@ extension CoordinatorCore {
             return
         }
         if let old = workers[r.worker], old.route != route { forget(old.id, reason: "re-registered from a new connection") }
+        // The same id from a new process (restarted at once, before it was
+        // missed): what was in flight to the old one will not be answered.
+        else if let old = workers[r.worker], let pid = r.pid, let was = old.pid, pid != was { forget(old.id, reason: "restarted (pid \(was) → \(pid))") }
         workers[r.worker] = WorkerRecord(id: r.worker, role: r.role, shards: r.shards, route: route, lastSeen: .now,
                                          host: r.host, pid: r.pid, registeredAt: Date())
         workerByRoute[route] = r.worker
@@ -75,6 +79,7 @@ extension CoordinatorCore {
         logger.info("worker registered", metadata: ["worker": "\(r.worker)", "worker.role": "\(r.role.rawValue)",
                                                     "shards": "\(r.shards.map(String.init).joined(separator: ","))"])
         send(.worker(route), id, .registered(Body.Registered(shardCount: configuration.shards, heartbeatMs: configuration.heartbeatMs)))
+        replicaRegistered(r)
     }
 
     /// Declares silent workers dead, and routes their work elsewhere.
@@ -95,6 +100,7 @@ extension CoordinatorCore {
     func forget(_ workerID: String, reason: String) {
         guard let w = workers.removeValue(forKey: workerID) else { return }
         workerByRoute.removeValue(forKey: w.route)
+        replicaLost(w.id)
         count("workers.lost")
         lostWorkers[w.id] = LostWorker(record: w, lostAt: Date(), reason: reason)
         pruneLostWorkers()

@@ -72,6 +72,8 @@ actor CoordinatorCore {
     /// Registrations waiting for their proof, by connection (CoordinatorCore+WorkerAuth.swift).
     var challenges: [[Data]: PendingChallenge] = [:]
     var roundRobin = 0
+    /// Replicas' sequence numbers and the catch-up log (CoordinatorCore+CatchUp.swift).
+    var replication = ReplicationState()
     var nextID = 0
 
     // Writes in flight.

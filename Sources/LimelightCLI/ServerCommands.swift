@@ -31,6 +31,8 @@ public struct CoordinatorCommand: AsyncParsableCommand {
     var peerOutboxLimit = 10_000
     @OptionGroup var model: ModelOptions
     @OptionGroup var security: CoordinatorSecurityOptions
+    @Option(help: "Items of changes kept per shard to catch up a replica that was away; one further behind is left out of writes and queries.")
+    var catchUpLog = 20_000
     @OptionGroup var log: ServerLogOptions
 
     public init() {}
@@ -66,6 +68,7 @@ public struct CoordinatorCommand: AsyncParsableCommand {
         c.modelDirectory = try model.directory()
         c.clusterSecret = try security.clusterSecret()
         c.curve = try security.curve()
+        c.catchUpLogItems = max(1, catchUpLog)
         let service = try CoordinatorService(configuration: c, logger: log.logger("limelight.coordinator"))
         let failure = FailureBox()
         await runUntilSignalled {
@@ -93,6 +96,8 @@ struct WorkerOptions: ParsableArguments {
     @Option(help: "Shards: 0,1,2 or 0-3.") var shards: String
     @Option(help: "Worker id (default: ROLE-HOST-PID).") var id: String?
     @OptionGroup var security: WorkerSecurityOptions
+    @Option(help: "Name of the copy of the shard files this worker serves (default: HOST:DATA-FOLDER). An indexer and a query worker with the same name share files.")
+    var replica: String?
 
     func shardList() throws -> [Int] {
         guard let list = Sharding.parseList(shards) else { throw ValidationError("--shards: '\(shards)' is not a list like 0,1,2 or 0-3") }
@@ -129,6 +134,7 @@ public struct IndexerCommand: AsyncParsableCommand {
         c.durability = durability
         c.modelDirectory = try model.directory()
         c.credentials = try worker.security.credentials()
+        c.replica = worker.replica
         let service = try IndexerService(configuration: c, logger: log.logger("limelight.indexer"))
         await runUntilSignalled { await service.run() }
         try exitIfRefused(service.refusal)
@@ -143,6 +149,8 @@ public struct QueryWorkerCommand: AsyncParsableCommand {
 
     @OptionGroup var worker: WorkerOptions
     @Option(help: "Queries evaluated at once.") var concurrency = max(2, ProcessInfo.processInfo.activeProcessorCount)
+    @Option(help: "Shard queries that may wait for a thread; past it a query's shard is answered busy (the coordinator tries another replica).")
+    var maxQueued = 1000
     @OptionGroup var log: ServerLogOptions
 
     public init() {}
@@ -152,6 +160,8 @@ public struct QueryWorkerCommand: AsyncParsableCommand {
         c.coordinator = worker.coordinator
         c.concurrency = concurrency
         c.credentials = try worker.security.credentials()
+        c.maxQueued = maxQueued
+        c.replica = worker.replica
         let service = try QueryWorkerService(configuration: c, logger: log.logger("limelight.query"))
         await runUntilSignalled { await service.run() }
         try exitIfRefused(service.refusal)

@@ -34,6 +34,8 @@ struct UpCommand: AsyncParsableCommand {
     @Option(help: "Number of shards (fixed when the data folder is first used).") var shards = 8
     @Option(help: "Indexer processes.") var indexers = 2
     @Option(help: "Query worker processes.") var queryWorkers = 2
+    @Option(help: "Copies of every shard, each with its own indexers and query workers (--indexers and --query-workers per copy) and its own folder (the first in --data, the others in --data/replica-N). A write is acknowledged once every live copy has it; a copy that comes back is caught up before it serves queries.")
+    var replicas = 1
     @Option(help: "Seconds to wait for every shard to be served.") var readyTimeout = 60.0
     @Option(help: "Log level of the children.") var logLevel = "info"
     @Option(help: "Log format of the children: text, or json (one object per line).") var logFormat: LogFormat = .text
@@ -46,6 +48,7 @@ struct UpCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard shards >= 1 else { throw ValidationError("--shards must be at least 1") }
+        guard replicas >= 1 else { throw ValidationError("--replicas must be at least 1") }
         guard indexers >= 1, queryWorkers >= 1 else { throw ValidationError("--indexers and --query-workers must be at least 1") }
         guard restartLimit >= 1 else { throw ValidationError("--restart-limit must be at least 1") }
         guard restartWindow > 0 else { throw ValidationError("--restart-window must be more than 0 seconds") }
@@ -103,15 +106,20 @@ struct UpCommand: AsyncParsableCommand {
         if statsListen == nil, let port = URL(string: statsURL)?.port { boundStats = ["--stats-port", String(port)] }
         children.setArguments(coordinatorArguments(listen: clientEndpoint, workers: workerEndpoint, stats: boundStats), of: "coordinator")
 
-        // Shards are dealt round-robin: worker i of a role serves the shards s with s % count == i.
-        for (role, count) in [("indexer", indexers), ("query", queryWorkers)] {
-            for i in 0..<count {
-                let mine = (0..<shards).filter { $0 % count == i }
-                guard !mine.isEmpty else { continue }
-                try children.spawn(Supervisor.Spec(name: "\(role)-\(i)", executable: bin + "/limelight-\(role)", arguments: [
-                    "--coordinator", workerEndpoint, "--data", dataDir, "--shards", mine.map(String.init).joined(separator: ","),
-                    "--id", "\(role)-\(i)", "--log-level", logLevel, "--log-format", logFormat.rawValue,
-                ] + workerSecurity + (role == "indexer" ? indexerArguments : []), logs: logs))
+        // Shards are dealt round-robin: worker i of a role serves the shards s
+        // with s % count == i; each replica has its own set, on its own files.
+        for replica in 0..<replicas {
+            let folder = Self.replicaFolder(dataDir, replica)
+            let prefix = replica == 0 ? "" : "replica\(replica)-"
+            for (role, count) in [("indexer", indexers), ("query", queryWorkers)] {
+                for i in 0..<count {
+                    let mine = (0..<shards).filter { $0 % count == i }
+                    guard !mine.isEmpty else { continue }
+                    try children.spawn(Supervisor.Spec(name: "\(prefix)\(role)-\(i)", executable: bin + "/limelight-\(role)", arguments: [
+                        "--coordinator", workerEndpoint, "--data", folder, "--shards", mine.map(String.init).joined(separator: ","),
+                        "--id", "\(prefix)\(role)-\(i)", "--log-level", logLevel, "--log-format", logFormat.rawValue,
+                    ] + workerSecurity + (role == "indexer" ? indexerArguments : []), logs: logs))
+                }
             }
         }
 
@@ -185,6 +193,12 @@ struct UpCommand: AsyncParsableCommand {
         } else {
             try Data("{\"shards\": \(shards)}\n".utf8).write(to: URL(fileURLWithPath: marker))
         }
+    }
+
+    /// Replica 0 keeps its shard files in the data folder itself (as a
+    /// cluster without replicas does); replica N in `replica-N` inside it.
+    static func replicaFolder(_ dataDir: String, _ replica: Int) -> String {
+        replica == 0 ? dataDir : (dataDir as NSString).appendingPathComponent("replica-\(replica)")
     }
 
     /// Loopback, whatever `--listen` says: `up`'s workers all run here, and a

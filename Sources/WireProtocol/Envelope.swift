@@ -131,7 +131,9 @@ public struct Envelope: Sendable, Hashable {
             if let batch = b.batch { o["batch"] = .string(batch) }
             return o
         case .write(let b):
-            return ["shard": .number(Double(b.shard)), "items": .array(b.items), "evict": .array(b.evict.map { .string($0) })]
+            var o: [String: JSONValue] = ["shard": .number(Double(b.shard)), "items": .array(b.items), "evict": .array(b.evict.map { .string($0) })]
+            if let n = b.sequence { o["sequence"] = .number(Double(n)) }
+            return o
         case .resultBatch(let b):
             return ["items": .array(b.items), "seq": .number(Double(b.seq))]
         case .shardBatch(let b):
@@ -211,7 +213,9 @@ public struct Envelope: Sendable, Hashable {
                     evict.append(s)
                 }
             }
-            return .write(Body.Write(shard: try int("shard"), items: try list("items"), evict: evict))
+            var write = Body.Write(shard: try int("shard"), items: try list("items"), evict: evict)
+            write.sequence = try optionalInt("sequence")
+            return .write(write)
         case .resultBatch:
             return .resultBatch(Body.ResultBatch(items: try list("items"), seq: try int("seq")))
         case .shardBatch:

@@ -162,6 +162,8 @@ public enum Body: Sendable, Hashable {
         public var all: Bool?
         /// Coordinator → indexer: the shards to apply it to.
         public var shards: [Int]?
+        /// Coordinator → indexer: the shard's write sequence number (see `ShardSequence`).
+        public var sequence: Int?
         public init(ids: [String]? = nil, domains: [String]? = nil, all: Bool? = nil, shards: [Int]? = nil) {
             self.ids = ids; self.domains = domains; self.all = all; self.shards = shards
         }
@@ -247,6 +249,13 @@ public enum Body: Sendable, Hashable {
         /// The challenge's nonce the proof answers, so that a proof for a
         /// nonce the coordinator no longer holds earns a new challenge, not a refusal.
         public var nonce: String?
+        /// The copy of the shard files this worker writes (an indexer) or
+        /// reads (a query worker): an indexer and a query worker with the same
+        /// replica name share files. Absent: a worker of its own.
+        public var replica: String?
+        /// An indexer's last applied write sequence number per shard, read
+        /// from its shard files: the coordinator sends it what it missed.
+        public var sequences: [ShardSequence]?
         public init(role: Role, worker: String, shards: [Int], host: String? = nil, pid: Int? = nil,
                     proof: String? = nil, nonce: String? = nil) {
             self.role = role; self.worker = worker; self.shards = shards; self.host = host; self.pid = pid
@@ -276,6 +285,8 @@ public enum Body: Sendable, Hashable {
         /// Identifiers to remove from this shard in the same transaction: items
         /// that are being written to another shard because their domain changed.
         public var evict: [String]
+        /// The shard's write sequence number the coordinator gave this write.
+        public var sequence: Int?
         public init(shard: Int, items: [JSONValue], evict: [String] = []) { self.shard = shard; self.items = items; self.evict = evict }
     }
     public struct WriteAck: Sendable, Hashable, Codable {
@@ -393,6 +404,7 @@ public enum Body: Sendable, Hashable {
         public var ids: [String]?
         /// Coordinator → indexer: the shards to apply it to.
         public var shards: [Int]?
+        public var sequence: Int?
         public init(entityType: String, ids: [String]? = nil, shards: [Int]? = nil) {
             self.entityType = entityType; self.ids = ids; self.shards = shards
         }
@@ -402,6 +414,7 @@ public enum Body: Sendable, Hashable {
         public var uniqueIdentifier: String
         public var entity: EntityAssociation
         public var shards: [Int]?
+        public var sequence: Int?
         public init(uniqueIdentifier: String, entity: EntityAssociation, shards: [Int]? = nil) {
             self.uniqueIdentifier = uniqueIdentifier; self.entity = entity; self.shards = shards
         }

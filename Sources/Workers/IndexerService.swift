@@ -22,6 +22,8 @@ public struct IndexerConfiguration: Sendable {
     public var modelDirectory: String?
     /// The cluster secret and CURVE keys shown to the coordinator.
     public var credentials = WorkerCredentials()
+    /// See `Body.Register.replica`; nil: this host and data folder.
+    public var replica: String?
 
     public init(data: String, shards: [Int], workerID: String? = nil) {
         self.data = data
@@ -78,7 +80,8 @@ public final class IndexerService: Sendable {
         link = try WorkerLink(coordinator: configuration.coordinator, role: .indexer, workerID: configuration.workerID,
                               shards: configuration.shards, logger: logger,
                               heartbeatMs: configuration.heartbeatMs, livenessMs: configuration.livenessMs,
-                              credentials: configuration.credentials)
+                              credentials: configuration.credentials,
+                              replica: configuration.replica ?? defaultReplicaName(data: configuration.data))
     }
 
     public var isRegistered: Bool { link.isRegistered }
@@ -89,6 +92,7 @@ public final class IndexerService: Sendable {
         logger.info("indexer serving", metadata: ["shards": "\(configuration.shards.map(String.init).joined(separator: ","))",
                                                   "data": "\(configuration.data)"])
         link.reportStatus { await self.status() }
+        link.reportSequences { await self.sequences() }
         await link.serve(handle: { envelope in await self.handle(envelope) }, alongside: [{
             while !Task.isCancelled {
                 try? await Task.sleep(for: .seconds(self.configuration.purgeIntervalSeconds))
@@ -123,24 +127,34 @@ public final class IndexerService: Sendable {
             }
             do {
                 let embedding = self.embedding
-                let results = try await exec.run { () throws -> [ItemResult] in
-                    let vectors = try embedding.vectors(for: w.items, in: box.store)
-                    return try box.store.write(w.items, evicting: w.evict, vectors: vectors).enumerated().map { i, outcome in
+                let applied = try await applySequenced(box, exec, sequence: w.sequence) { store in
+                    let vectors = try embedding.vectors(for: w.items, in: store)
+                    return try store.write(w.items, evicting: w.evict, vectors: vectors).enumerated().map { i, outcome in
                         Self.result(i, outcome)
                     }
                 }
-                tally.changed(shard: w.shard, wrote: true)
-                tally.finished()
-                await link.send(envelope.id, .writeAck(Body.WriteAck(shard: w.shard, results: results)))
+                switch applied {
+                case .done(let results):
+                    tally.changed(shard: w.shard, wrote: true)
+                    tally.finished()
+                    await link.send(envelope.id, .writeAck(Body.WriteAck(shard: w.shard, results: results)))
+                case .skipped:
+                    let results = w.items.enumerated().map { i, item in
+                        ItemResult(index: i, uniqueIdentifier: item["uniqueIdentifier"]?.stringValue, status: .stored)
+                    }
+                    await link.send(envelope.id, .writeAck(Body.WriteAck(shard: w.shard, results: results)))
+                case .gap(let have):
+                    await link.send(envelope.id, .error(Self.outOfSequence(shard: w.shard, sequence: w.sequence ?? 0, have: have)))
+                }
             } catch {
                 tally.finished(failed: true)
                 logger.error("write failed", metadata: ["shard": "\(w.shard)", "error": "\(error)"])
                 await link.send(envelope.id, .error(WireError(code: "store_failed", message: "shard \(w.shard): \(error)")))
             }
         case .entityDelete(let d):
-            await applyToShards(envelope.id, d.shards) { store in try store.deleteEntities(type: d.entityType, ids: d.ids) }
+            await applyToShards(envelope.id, d.shards, sequence: d.sequence) { store in try store.deleteEntities(type: d.entityType, ids: d.ids) }
         case .entityAssociate(let a):
-            await applyToShards(envelope.id, a.shards) { store in
+            await applyToShards(envelope.id, a.shards, sequence: a.sequence) { store in
                 try store.associate(uniqueIdentifier: a.uniqueIdentifier, with: a.entity) ? 1 : 0
             }
         case .delete(let d):
@@ -148,13 +162,18 @@ public final class IndexerService: Sendable {
             do {
                 for shard in d.shards ?? configuration.shards {
                     guard let (box, exec) = stores[shard] else { continue }
-                    total += try await exec.run {
+                    let applied = try await applySequenced(box, exec, sequence: d.sequence) { store in
                         var n = 0
-                        if d.all == true { n += try box.store.deleteAll() }
-                        if let ids = d.ids, !ids.isEmpty { n += try box.store.delete(ids: ids) }
-                        if let domains = d.domains, !domains.isEmpty { n += try box.store.delete(domains: domains) }
+                        if d.all == true { n += try store.deleteAll() }
+                        if let ids = d.ids, !ids.isEmpty { n += try store.delete(ids: ids) }
+                        if let domains = d.domains, !domains.isEmpty { n += try store.delete(domains: domains) }
                         return n
                     }
+                    if case .gap(let have) = applied {
+                        await link.send(envelope.id, .error(Self.outOfSequence(shard: shard, sequence: d.sequence ?? 0, have: have)))
+                        return
+                    }
+                    if case .done(let n) = applied { total += n }
                     tally.changed(shard: shard, wrote: true)
                 }
                 tally.finished()
@@ -224,12 +243,19 @@ extension IndexerService {
     /// Runs an entity operation on each named shard (all of this indexer's
     /// when none are named) on the shard's own thread, and answers one
     /// `entity_ack` with the items affected in total, or an error.
-    func applyToShards(_ id: String, _ shards: [Int]?, _ op: @escaping @Sendable (ShardStore) throws -> Int) async {
+    func applyToShards(_ id: String, _ shards: [Int]?, sequence: Int? = nil, _ op: @escaping @Sendable (ShardStore) throws -> Int) async {
         var total = 0
         do {
             for shard in shards ?? configuration.shards {
                 guard let (box, exec) = stores[shard] else { continue }
-                let n = try await exec.run { try op(box.store) }
+                var n = 0
+                switch try await applySequenced(box, exec, sequence: sequence, op) {
+                case .done(let count): n = count
+                case .skipped: break
+                case .gap(let have):
+                    await link.send(id, .error(Self.outOfSequence(shard: shard, sequence: sequence ?? 0, have: have)))
+                    return
+                }
                 if n > 0 { tally.changed(shard: shard, wrote: true) }
                 total += n
             }

@@ -14,6 +14,10 @@ public struct QueryWorkerConfiguration: Sendable {
     public var workerID: String
     /// Queries evaluated at once; more wait their turn.
     public var concurrency: Int = max(2, ProcessInfo.processInfo.activeProcessorCount)
+    /// Shard queries that may wait for a thread; past it one is answered `busy`.
+    public var maxQueued: Int = 1000
+    /// See `Body.Register.replica`; nil: this host and data folder.
+    public var replica: String?
     public var heartbeatMs: Int = 1000
     public var livenessMs: Int = 3000
     /// The cluster secret and CURVE keys shown to the coordinator.
@@ -90,7 +94,8 @@ public final class QueryWorkerService: Sendable {
         link = try WorkerLink(coordinator: configuration.coordinator, role: .query, workerID: configuration.workerID,
                               shards: configuration.shards, logger: logger,
                               heartbeatMs: configuration.heartbeatMs, livenessMs: configuration.livenessMs,
-                              credentials: configuration.credentials)
+                              credentials: configuration.credentials,
+                              replica: configuration.replica ?? defaultReplicaName(data: configuration.data))
     }
 
     public var isRegistered: Bool { link.isRegistered }
@@ -116,14 +121,20 @@ public final class QueryWorkerService: Sendable {
             guard let (query, flag) = await accept(key, shard: q.shard, deadlineMs: q.deadlineMs, { () throws(PlanDecodingError) in
                 try Query(json: q.plan)
             }) else { return }
-            threads.submit { self.execute(key: key, shard: q.shard, query: query, flag: flag) }
+            guard threads.trySubmit(limit: configuration.maxQueued, { self.execute(key: key, shard: q.shard, query: query, flag: flag) }) else {
+                await refuseBusy(key, shard: q.shard)
+                return
+            }
         case .shardSearch(let q):
             let key = envelope.id
             guard let (plan, flag) = await accept(key, shard: q.shard, deadlineMs: q.deadlineMs, { () throws(PlanDecodingError) in
                 try SearchPlan(json: q.plan)
             }) else { return }
             let extras = SearchExtras(suggest: q.suggest, perDomain: q.perDomain)
-            threads.submit { self.executeSearch(key: key, shard: q.shard, plan: plan, extras: extras, flag: flag) }
+            guard threads.trySubmit(limit: configuration.maxQueued, { self.executeSearch(key: key, shard: q.shard, plan: plan, extras: extras, flag: flag) }) else {
+                await refuseBusy(key, shard: q.shard)
+                return
+            }
         case .cancel(let c):
             running.cancel(c.query)
         default:

@@ -25,12 +25,15 @@ public final class WorkerLink: Sendable {
     let state = LinkState()
     let reporter = StatusReporter()
     let credentials: WorkerCredentials
+    let sequences = SequenceReporter()
 
     /// Connects as `role` serving `shards`; the link owns its ZeroMQ context.
     public init(coordinator: String, role: Body.Register.Role, workerID: String, shards: [Int], logger: Logger,
-                heartbeatMs: Int = 1000, livenessMs: Int = 3000, credentials: WorkerCredentials = WorkerCredentials()) throws {
-        let registration = Body.Register(role: role, worker: workerID, shards: shards,
+                heartbeatMs: Int = 1000, livenessMs: Int = 3000, credentials: WorkerCredentials = WorkerCredentials(),
+                replica: String? = nil) throws {
+        var registration = Body.Register(role: role, worker: workerID, shards: shards,
                                          host: ProcessInfo.processInfo.hostName, pid: Int(getpid()))
+        registration.replica = replica
         let context = try Context(ioThreads: 1)
         self.context = context
         self.workerID = workerID
@@ -72,7 +75,9 @@ public final class WorkerLink: Sendable {
     }
 
     func register() async {
-        await send("reg-\(workerID)", .register(registration))
+        var r = registration
+        r.sequences = await sequences.current()
+        await send("reg-\(workerID)", .register(r))
     }
 
     /// Runs the link: registers, heartbeats, and hands every other message to
@@ -168,6 +173,12 @@ public final class WorkerLink: Sendable {
         reporter.set(provider)
     }
 
+    /// Sets what each registration reports of the shards' sequence numbers
+    /// (an indexer's; see `ShardSequence`), read afresh each time it registers.
+    public func reportSequences(_ provider: @escaping @Sendable () async -> [ShardSequence]) {
+        sequences.set(provider)
+    }
+
     public var isRegistered: Bool { state.registered }
     /// Why the coordinator refused this worker, once it has; serving has then stopped.
     public var refusal: String? { state.refusal }
@@ -222,6 +233,19 @@ final class StatusReporter: @unchecked Sendable {
     }
 }
 
+/// Where registrations get an indexer's sequence numbers from.
+final class SequenceReporter: @unchecked Sendable {
+    // `provider` is read and written only while holding `lock`.
+    private let lock = NSLock()
+    private var provider: (@Sendable () async -> [ShardSequence])?
+
+    func set(_ p: @escaping @Sendable () async -> [ShardSequence]) { lock.lock(); provider = p; lock.unlock() }
+
+    func current() async -> [ShardSequence]? {
+        await lock.withLock { provider }?()
+    }
+}
+
 /// Threads of our own for blocking work (SQLite), outside libdispatch's pool.
 ///
 /// On Linux, Swift's cooperative pool and GCD's global queues draw from the
@@ -249,6 +273,22 @@ final class WorkThreads: @unchecked Sendable {
         condition.signal()
         condition.unlock()
     }
+
+    /// Queues `job` unless `limit` jobs already wait for a thread; false when
+    /// it was refused. A bound keeps a flood of work from growing the queue
+    /// (and the latency of everything in it) without end: the caller answers
+    /// "busy" at once instead, and the work can go elsewhere.
+    func trySubmit(limit: Int, _ job: @escaping @Sendable () -> Void) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        guard jobs.count < limit else { return false }
+        jobs.append(job)
+        condition.signal()
+        return true
+    }
+
+    /// Jobs waiting for a thread (not those running).
+    var waiting: Int { condition.lock(); defer { condition.unlock() }; return jobs.count }
 
     func stop() {
         condition.lock()

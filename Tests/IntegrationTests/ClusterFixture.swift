@@ -67,10 +67,13 @@ final class ClusterFixture: @unchecked Sendable {
         return line
     }
 
-    func startCoordinator(extra: [String] = []) throws {
+    /// `livenessMs`: silence after which the coordinator takes a worker for
+    /// dead. Only a test that waits for a death needs it short: 1 s declared
+    /// busy workers dead when the whole suite ran in parallel.
+    func startCoordinator(extra: [String] = [], livenessMs: Int = 5000) throws {
         let line = try start("coordinator", "limelight-coordinator", [
             "--listen", "tcp://127.0.0.1:0", "--workers", "tcp://127.0.0.1:0", "--stats-port", "0",
-            "--shards", String(shards), "--heartbeat-ms", "200", "--liveness-ms", "1000", "--log-level", "debug",
+            "--shards", String(shards), "--heartbeat-ms", "200", "--liveness-ms", String(livenessMs), "--log-level", "debug",
             "--cluster-secret-file", secretFile,
         ] + extra, captureFirstLine: true)
         guard let line, line.hasPrefix("listening ") else {

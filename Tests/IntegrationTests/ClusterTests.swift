@@ -183,7 +183,7 @@ struct ClusterTests {
     @Test func aKilledQueryWorkerIsReplacedByItsReplicaAndARestartedOneLosesNothing() async throws {
         let cluster = try ClusterFixture(shards: 2)
         defer { cluster.stopAll(); cluster.removeData() }
-        try cluster.startCoordinator()
+        try cluster.startCoordinator(livenessMs: 1000)  // waits below for query-b to be declared dead
         try cluster.startIndexer("indexer-0", shards: [0, 1])
         try cluster.startQueryWorker("query-a", shards: [0, 1])
         try cluster.startQueryWorker("query-b", shards: [0, 1])

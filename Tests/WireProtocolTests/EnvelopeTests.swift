@@ -70,6 +70,16 @@ struct EnvelopeTests {
         .spotlightResult(Body.SpotlightResult(groups: [Body.SpotlightGroup(domainIdentifier: "org.debian", total: 5,
                                                                            items: [.object(["objectID": .string("deb:0ad")])], continuation: "abc")])),
         .continueSearch(Body.Continue(token: "abc", page: 2, hitsPerPage: 10, deadlineMs: 30)),
+        // Replication: numbered changes and a registration that reports how far its shards are.
+        .write({ var w = Body.Write(shard: 1, items: [item]); w.sequence = 42; return w }()),
+        .delete({ var d = Body.Delete(ids: ["a"], shards: [1]); d.sequence = 43; return d }()),
+        .entityDelete({ var d = Body.EntityDelete(entityType: "T", shards: [1]); d.sequence = 44; return d }()),
+        .register({
+            var r = Body.Register(role: .indexer, worker: "indexer-1", shards: [0, 1], host: "h", pid: 7)
+            r.replica = "h:/data/replica-1"
+            r.sequences = [ShardSequence(shard: 0, sequence: 0), ShardSequence(shard: 1, sequence: 44)]
+            return r
+        }()),
     ]
 
     @Test func everyMessageSurvivesARoundTrip() throws {

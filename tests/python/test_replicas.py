@@ -1,0 +1,315 @@
+"""Replicas that were away are caught up, and never queried while behind;
+an overloaded query worker answers busy; a client that leaves mid-stream
+leaves nothing behind (issue 9, points 3 and 5).
+
+Real processes started one by one (not ``limelight up``, whose supervisor
+would restart a killed indexer at once): a coordinator, two replicas of two
+shards (each an indexer and a query worker on its own data folder), and
+SQLite files read directly to see what each replica holds.
+"""
+
+import json
+import sqlite3
+import subprocess
+import time
+
+import pytest
+import zmq
+
+from harness import Client, bin_dir, require_binaries, wait_until
+
+SHARDS = 2
+
+
+class Processes:
+    """A coordinator and workers started by name; all stopped at the end."""
+
+    def __init__(self, tmp):
+        self.tmp = tmp
+        self.running = {}
+        self.endpoint = self.workers = None
+
+    def coordinator(self, *extra, same_endpoints=False):
+        """Starts the coordinator; with ``same_endpoints``, on the endpoints
+        the previous one bound (a restart: workers reconnect by themselves)."""
+        listen, workers = (self.endpoint, self.workers) if same_endpoints else ("tcp://127.0.0.1:0", "tcp://127.0.0.1:0")
+        log = open(self.tmp / "coordinator.log", "a")
+        p = subprocess.Popen([str(bin_dir() / "limelight-coordinator"), "--listen", listen,
+                              "--workers", workers, "--no-stats", "--shards", str(SHARDS),
+                              "--heartbeat-ms", "200", "--liveness-ms", "2000", *extra],
+                             stdout=subprocess.PIPE, stderr=log, text=True)
+        log.close()
+        line = p.stdout.readline().split()
+        assert line and line[0] == "listening", (self.tmp / "coordinator.log").read_text()
+        self.running["coordinator"] = p
+        self.endpoint, self.workers = line[1], line[2]
+
+    def worker(self, name, role, data, *extra):
+        log = open(self.tmp / f"{name}.log", "a")
+        executable = "limelight-indexer" if role == "indexer" else "limelight-query"
+        self.running[name] = subprocess.Popen([str(bin_dir() / executable), "--coordinator", self.workers,
+                                               "--data", str(data), "--shards", ",".join(map(str, range(SHARDS))),
+                                               "--id", name, *extra], stdout=log, stderr=log)
+        log.close()
+
+    def kill(self, name):
+        p = self.running.pop(name)
+        p.kill()
+        p.wait()
+
+    def stop(self):
+        for name in list(self.running):
+            p = self.running.pop(name)
+            p.terminate()
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+@pytest.fixture
+def procs(tmp_path):
+    require_binaries("limelight-coordinator", "limelight-indexer", "limelight-query")
+    p = Processes(tmp_path)
+    yield p
+    p.stop()
+
+
+def stored_ids(data):
+    """The unique identifiers in a replica's shard files, read with SQLite itself."""
+    ids = []
+    for shard in range(SHARDS):
+        with sqlite3.connect(f"file:{data}/shard-{shard}.sqlite?mode=ro", uri=True) as db:
+            ids += [row[0] for row in db.execute("SELECT uid FROM items")]
+    return ids
+
+
+def items(prefix, n):
+    return [{"uniqueIdentifier": f"{prefix}:{i}", "domainIdentifier": f"test.rep.d{i % 5}",
+             "attributes": {"title": f"replicated {prefix} {i}"}} for i in range(n)]
+
+
+def replication(client):
+    return client.stats()["replication"]["shards"]
+
+
+def all_fresh(client, replicas):
+    """Every shard has `replicas` replicas that are live, fresh and not catching up."""
+    for shard in replication(client):
+        rs = [r for r in shard["replicas"] if r["live"] and r["fresh"] and "catchingUpTo" not in r]
+        if len(rs) != replicas:
+            return False
+    return True
+
+
+def found(client, text='title == "replicated*"'):
+    events = list(client.query(text, fetch=[], deadline_ms=10_000))
+    kind, completion = events[-1]
+    assert kind == "completion"
+    return [i["uniqueIdentifier"] for k, v in events if k == "batch" for i in v], completion
+
+
+def test_a_replica_that_was_away_is_caught_up_and_not_queried_meanwhile(procs, tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    procs.coordinator()
+    for name, role, data in [("ix-a", "indexer", a), ("ix-b", "indexer", b), ("q-a", "query", a), ("q-b", "query", b)]:
+        procs.worker(name, role, data)
+    with Client(procs.endpoint, timeout=20) as c:
+        assert wait_until(lambda: len(c.ping()["servedShards"]) == SHARDS and all_fresh(c, 2), timeout=30)
+        first = items("first", 200)
+        assert c.publish(first)["stored"] == 200
+
+        # Replica b's indexer goes away; writes and a delete go on without it.
+        procs.kill("ix-b")
+        assert wait_until(lambda: all(not r["live"] for s in replication(c) for r in s["replicas"] if r["replica"].endswith("/b")),
+                          timeout=15)
+        second = items("second", 300)
+        ack = c.publish(second)
+        assert ack["stored"] == 300, ack
+        assert c.delete(ids=["first:0", "first:1"]) == 2
+        expected = {i["uniqueIdentifier"] for i in first + second} - {"first:0", "first:1"}
+        stale = [r for s in replication(c) for r in s["replicas"] if r["replica"].endswith("/b")]
+        assert stale and all(not r["fresh"] for r in stale), stale
+        assert set(stored_ids(b)) == {i["uniqueIdentifier"] for i in first}  # b's files really are behind
+
+        # Its query worker is alive, reading the stale files: queries must not
+        # go there (round robin over two workers would, every other time).
+        for _ in range(8):
+            ids, completion = found(c)
+            assert completion["failedShards"] == []
+            assert set(ids) == expected and len(ids) == len(expected)
+
+        # b comes back: it is sent what it missed, and serves again once it has it.
+        procs.worker("ix-b", "indexer", b)
+        assert wait_until(lambda: all_fresh(c, 2), timeout=30), replication(c)
+        assert sorted(stored_ids(b)) == sorted(stored_ids(a))
+        assert set(stored_ids(b)) == expected
+        for shard in replication(c):
+            assert {r["sequence"] for r in shard["replicas"]} == {shard["committed"]}
+        assert c.stats()["counters"]["catchup.started"] >= 1
+
+        # A replica started now, on an empty folder, gets the whole log.
+        fresh = tmp_path / "c"
+        procs.worker("ix-c", "indexer", fresh)
+        procs.worker("q-c", "query", fresh)
+        assert wait_until(lambda: all_fresh(c, 3), timeout=30), replication(c)
+        assert set(stored_ids(fresh)) == expected
+        for _ in range(6):
+            ids, completion = found(c)
+            assert completion["failedShards"] == [] and set(ids) == expected
+
+
+def test_a_replica_further_behind_than_the_log_is_detached(procs, tmp_path):
+    """With a log of 50 items per shard, a replica that missed 400 cannot be
+    caught up: it takes no writes and serves no queries (and says so), and
+    the other replica goes on taking writes."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    procs.coordinator("--catch-up-log", "50")
+    for name, role, data in [("ix-a", "indexer", a), ("ix-b", "indexer", b), ("q-a", "query", a), ("q-b", "query", b)]:
+        procs.worker(name, role, data)
+    with Client(procs.endpoint, timeout=20) as c:
+        assert wait_until(lambda: all_fresh(c, 2), timeout=30)
+        procs.kill("ix-b")
+        assert wait_until(lambda: all(not r["live"] for s in replication(c) for r in s["replicas"] if r["replica"].endswith("/b")),
+                          timeout=15)
+        for n in range(4):
+            assert c.publish(items(f"far{n}", 100))["stored"] == 100
+        procs.worker("ix-b", "indexer", b)
+        assert wait_until(lambda: all(r["detached"] for s in replication(c) for r in s["replicas"] if r["replica"].endswith("/b")),
+                          timeout=30), replication(c)
+        assert c.publish(items("after", 50))["stored"] == 50
+        for _ in range(6):
+            ids, completion = found(c)
+            assert completion["failedShards"] == [] and len(set(ids)) == 450
+        assert stored_ids(b) == []
+
+
+def test_a_full_query_queue_answers_busy_and_the_coordinator_tries_the_other_replica(procs, tmp_path):
+    """One query worker with one thread and room for one waiting shard query;
+    a burst of queries overflows it. With a second query worker on the same
+    files the coordinator sends the refused shards there and every query is
+    complete; without it, the refused shards are named, as busy, and the
+    worker goes on serving."""
+    data = tmp_path / "a"
+    procs.coordinator()
+    procs.worker("ix", "indexer", data)
+    procs.worker("q-small", "query", data, "--concurrency", "1", "--max-queued", "1")
+    with Client(procs.endpoint, timeout=30) as c:
+        assert wait_until(lambda: len(c.ping()["servedShards"]) == SHARDS, timeout=30)
+        for n in range(4):
+            assert c.publish(items(f"load{n}", 500))["stored"] == 500
+
+        def burst(count):
+            sock = zmq.Context.instance().socket(zmq.DEALER)
+            sock.setsockopt(zmq.LINGER, 0)
+            sock.connect(procs.endpoint)
+            for n in range(count):
+                sock.send(json.dumps({"v": 1, "type": "query", "id": f"b{n}", "query": 'title == "*replicated*"cd',
+                                      "fetchAttributes": ["title"], "deadlineMs": 60_000}).encode())
+            completions = {}
+            deadline = time.monotonic() + 120
+            while len(completions) < count and time.monotonic() < deadline:
+                if sock.poll(1000):
+                    m = json.loads(sock.recv())
+                    if m["type"] == "completion":
+                        completions[m["id"]] = m
+            sock.close()
+            assert len(completions) == count, f"{count - len(completions)} queries never completed"
+            return completions
+
+        alone = burst(20)
+        refused = [f for m in alone.values() for f in m["failedShards"]]
+        print(f"one worker: {len(refused)} of {20 * SHARDS} shard queries refused")
+        assert refused, "the queue bound never refused a shard query"
+        assert all("overloaded" in f["reason"] for f in refused), refused
+        assert all(m["count"] == 2000 for m in alone.values() if not m["failedShards"])
+
+        def full():
+            ids, completion = found(c)
+            return completion["failedShards"] == [] and len(ids) == 2000
+        # Still serving (once its one thread has finished the burst's last query).
+        assert wait_until(full, timeout=20)
+
+        procs.worker("q-big", "query", data)
+        assert wait_until(lambda: len(c.stats()["workers"]) == 3, timeout=30)
+        both = burst(20)
+        assert all(m["failedShards"] == [] and m["count"] == 2000 for m in both.values()), \
+            [m["failedShards"] for m in both.values() if m["failedShards"]][:3]
+        retried = c.stats()["counters"].get("queries.busyRetried", 0)
+        print(f"two workers: {retried} busy shard queries retried on the other worker")
+        assert retried > 0
+
+
+def test_a_client_that_leaves_mid_stream_leaves_nothing_behind(procs, tmp_path):
+    data = tmp_path / "a"
+    procs.coordinator()
+    procs.worker("ix", "indexer", data)
+    procs.worker("q", "query", data)
+    with Client(procs.endpoint, timeout=30) as c:
+        assert wait_until(lambda: len(c.ping()["servedShards"]) == SHARDS, timeout=30)
+        for n in range(4):
+            assert c.publish(items(f"gone{n}", 500))["stored"] == 500
+        for round_ in range(5):
+            sock = zmq.Context.instance().socket(zmq.DEALER)
+            sock.setsockopt(zmq.LINGER, 0)
+            sock.connect(procs.endpoint)
+            sock.send(json.dumps({"v": 1, "type": "query", "id": "leaving", "query": 'title == "replicated*"',
+                                  "fetchAttributes": ["title"], "batchSize": 5}).encode())
+            assert sock.poll(20_000)
+            assert json.loads(sock.recv())["type"] == "result_batch"
+            sock.close()  # gone after the first batch
+            # Another client is served in full meanwhile.
+            ids, completion = found(c)
+            assert completion["failedShards"] == [] and len(ids) == 2000
+        state = lambda: c.stats()["queryState"]  # noqa: E731
+        assert wait_until(lambda: state() == {"running": 0, "searches": 0, "clients": 0, "firstBatchPending": 0}, timeout=30), state()
+        assert all(p.poll() is None for p in procs.running.values()), "a process died"
+
+
+def test_a_restarted_coordinator_continues_the_numbers_and_detaches_a_diverged_replica(procs, tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    procs.coordinator()
+    for name, role, data in [("ix-a", "indexer", a), ("ix-b", "indexer", b), ("q-a", "query", a), ("q-b", "query", b)]:
+        procs.worker(name, role, data)
+    with Client(procs.endpoint, timeout=20) as c:
+        assert wait_until(lambda: all_fresh(c, 2), timeout=30)
+        assert c.publish(items("one", 100))["stored"] == 100
+    # A restart with every replica up: the numbers go on from what the
+    # indexers report, nothing is caught up, and both replicas stay in use.
+    procs.kill("coordinator")
+    procs.coordinator(same_endpoints=True)
+    with Client(procs.endpoint, timeout=20) as c:
+        assert wait_until(lambda: all_fresh(c, 2), timeout=30), replication(c)
+        assert c.publish(items("two", 100))["stored"] == 100
+        assert wait_until(lambda: all_fresh(c, 2), timeout=30), replication(c)
+        assert sorted(stored_ids(a)) == sorted(stored_ids(b)) and len(stored_ids(a)) == 200
+        for shard in replication(c):
+            assert shard["issued"] >= 2 and {r["sequence"] for r in shard["replicas"]} == {shard["issued"]}
+
+        # b misses a write; then the coordinator and a go down together.
+        procs.kill("ix-b")
+        assert wait_until(lambda: all(not r["live"] for s in replication(c) for r in s["replicas"] if r["replica"].endswith("/b")),
+                          timeout=15)
+        assert c.publish(items("three", 100))["stored"] == 100
+    procs.kill("coordinator")
+    procs.kill("ix-a")
+    procs.coordinator(same_endpoints=True)
+    procs.worker("ix-b", "indexer", b)
+    with Client(procs.endpoint, timeout=20) as c:
+        assert wait_until(lambda: len(c.ping()["servedShards"]) == SHARDS, timeout=30)
+        # b alone numbers new changes from its own (lower) numbers.
+        assert c.publish(items("four", 100))["stored"] == 100
+        # a comes back with numbers that now name other changes: it must not
+        # skip b's as "applied", nor serve queries; it is detached.
+        procs.worker("ix-a", "indexer", a)
+
+        def a_detached():
+            mine = [r for s in replication(c) for r in s["replicas"] if r["replica"].endswith("/a")]
+            return len(mine) == SHARDS and all(r["detached"] and not r["fresh"] for r in mine)
+        assert wait_until(a_detached, timeout=30), json.dumps(replication(c))
+        want = {i["uniqueIdentifier"] for i in items("one", 100) + items("two", 100) + items("four", 100)}
+        assert set(stored_ids(b)) == want
+        for _ in range(6):
+            ids, completion = found(c)
+            assert completion["failedShards"] == [] and set(ids) == want, json.dumps(replication(c))
