@@ -24,6 +24,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        // SHA-256 and HMAC for API keys (hashes at rest, secured keys).
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
     ],
     targets: [
         // C libraries, behind system-library targets (GRDB's layout). SQLite is
@@ -64,6 +66,13 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
 
+        // Apps and API keys: the key store, secured keys, and the scope that
+        // confines a request to its app's items (docs/security.md).
+        .target(name: "Tenancy", dependencies: [
+            "SQLite", "Items", "QueryPlan", "SearchParameters",
+            .product(name: "Crypto", package: "swift-crypto"),
+        ]),
+
         // JSON messages on ZeroMQ frames, and the processes that exchange them.
         .target(name: "WireProtocol", dependencies: ["Items", "QueryPlan"]),
         .target(name: "Workers", dependencies: [
@@ -71,7 +80,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "Coordinator", dependencies: [
-            "ZeroMQ", "WireProtocol", "Planner", "QueryPlan", "Items", "SearchParameters",
+            "ZeroMQ", "WireProtocol", "Planner", "QueryPlan", "Items", "SearchParameters", "Tenancy",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -83,7 +92,7 @@ let package = Package(
         .target(name: "LimelightClient", dependencies: ["ZeroMQ", "WireProtocol", "Items", "QueryPlan"]),
         .target(name: "LimelightCLI", dependencies: [
             "LimelightClient", "WireProtocol", "SpotlightQuery", "Items", "QueryPlan",
-            "Coordinator", "Workers", "Embedder", "ShardStore",
+            "Coordinator", "Workers", "Embedder", "ShardStore", "Tenancy",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -114,6 +123,7 @@ let package = Package(
         .testTarget(name: "EmbedderTests", dependencies: ["Embedder"]),
         .testTarget(name: "IntegrationTests", dependencies: ["LimelightClient", "WireProtocol", "Items", "ZeroMQ"]),
         .testTarget(name: "LimelightCLITests", dependencies: ["LimelightCLI"]),
+        .testTarget(name: "TenancyTests", dependencies: ["Tenancy", "QueryPlan", "Items", "SearchParameters"]),
         .testTarget(name: "FuzzTests", dependencies: ["Items", "WireProtocol", "SpotlightQuery", "QueryPlan"]),
     ],
     swiftLanguageModes: [.v6]

@@ -32,6 +32,12 @@ public struct CoordinatorConfiguration: Sendable {
     public var peerOutboxLimit: Int = 10_000
     /// Messages a socket may queue towards one peer before sends wait.
     public var highWaterMark: Int32 = 10_000
+    /// The API key store (`--keys`), for the stats and logs; the store itself
+    /// is opened by whoever starts the service (see `CoordinatorService.init`).
+    public var keyStorePath: String?
+    /// Refuse requests without a valid key (`--require-keys`); otherwise a
+    /// keyless request is served unscoped, as before keys existed.
+    public var requireKeys = false
 
     public init() {}
 }

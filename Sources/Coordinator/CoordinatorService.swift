@@ -2,6 +2,7 @@ import Foundation
 import Items
 import Logging
 import Planner
+import Tenancy
 import WireProtocol
 import ZeroMQ
 
@@ -27,7 +28,8 @@ public final class CoordinatorService: Sendable {
     public let clientEndpoint: String
     public let workerEndpoint: String
 
-    public init(configuration: CoordinatorConfiguration, logger: Logger, planner: Planner = Planner()) throws {
+    /// `keyStore`: the cluster's API keys (docs/security.md); nil for a cluster without keys.
+    public init(configuration: CoordinatorConfiguration, logger: Logger, planner: Planner = Planner(), keyStore: KeyStore? = nil) throws {
         precondition(configuration.shards >= 1, "a cluster has at least one shard")
         self.configuration = configuration
         self.logger = logger
@@ -62,7 +64,7 @@ public final class CoordinatorService: Sendable {
         clientOutbox = co
         workerOutbox = wo
         let core = CoordinatorCore(configuration: configuration, logger: logger, planner: planner,
-                                   clientOutbox: cc, workerOutbox: wc)
+                                   clientOutbox: cc, workerOutbox: wc, keyStore: keyStore)
         self.core = core
         http = configuration.statsPort.map { HTTPEndpoint(host: configuration.statsHost, port: $0, core: core, logger: logger) }
     }

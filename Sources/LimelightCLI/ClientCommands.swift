@@ -5,8 +5,8 @@ import LimelightClient
 import WireProtocol
 
 /// Connects and checks the server answers, or exits 3.
-func connect(_ options: EndpointOptions) async throws -> LimelightClient {
-    let client = try LimelightClient(endpoint: options.resolved)
+func connect(_ options: EndpointOptions, defaultKeyFile: String = "limelight.key") async throws -> LimelightClient {
+    let client = try LimelightClient(endpoint: options.resolved, key: try options.resolvedKey(defaultFile: defaultKeyFile))
     do {
         _ = try await client.ping(timeout: .milliseconds(Int(options.timeout * 1000)))
     } catch {

@@ -12,7 +12,7 @@ public struct LimelightCommand: AsyncParsableCommand {
         """,
         subcommands: [UpCommand.self, PublishCommand.self, QueryCommand.self, PredicateCommand.self, SearchCommand.self,
                       DeleteCommand.self, DeclareCommand.self, StatsCommand.self, EmbedCommand.self,
-                      EntitiesCommand.self, SuggestCommand.self, SpotlightCommand.self, ContinueCommand.self])
+                      EntitiesCommand.self, SuggestCommand.self, SpotlightCommand.self, ContinueCommand.self, KeysCommand.self])
 
     public init() {}
 }

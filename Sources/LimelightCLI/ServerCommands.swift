@@ -3,6 +3,7 @@ import Coordinator
 import Foundation
 import Logging
 import ShardStore
+import Tenancy
 import WireProtocol
 import Workers
 
@@ -28,6 +29,11 @@ public struct CoordinatorCommand: AsyncParsableCommand {
     @Option(help: "Publish batches that may wait for room; past this a batch is answered busy.") var maxWaitingWrites = 256
     @Option(help: "Messages queued towards one peer beyond ZeroMQ's high-water mark; past this a peer that does not read loses new messages.")
     var peerOutboxLimit = 10_000
+    @Option(help: "API key store (a SQLite file, made mode 0600 if missing; see docs/security.md). Without it the cluster has no keys.")
+    var keys: String?
+    @Flag(help: "Refuse every request without a valid API key (ping excepted). Needs --keys.") var requireKeys = false
+    @Option(help: "With --keys: a file holding a master key, made (mode 0600) with a new key when it does not name a live master key.")
+    var masterKeyFile: String?
     @OptionGroup var log: ServerLogOptions
 
     public init() {}
@@ -37,6 +43,7 @@ public struct CoordinatorCommand: AsyncParsableCommand {
         guard livenessMs > heartbeatMs else { throw ValidationError("--liveness-ms must exceed --heartbeat-ms") }
         if statsListen != nil, statsPort != nil { throw ValidationError("give --stats-listen or --stats-port, not both") }
         _ = try httpAddress()
+        if keys == nil, requireKeys || masterKeyFile != nil { throw ValidationError("--require-keys and --master-key-file need --keys FILE") }
     }
 
     /// Where the HTTP endpoint binds: `--stats-listen`, else `--stats-host`:`--stats-port`, else 127.0.0.1:7780.
@@ -60,7 +67,19 @@ public struct CoordinatorCommand: AsyncParsableCommand {
         c.maxPendingWrites = max(1, maxPendingWrites)
         c.maxWaitingWrites = max(0, maxWaitingWrites)
         c.peerOutboxLimit = max(1, peerOutboxLimit)
-        let service = try CoordinatorService(configuration: c, logger: log.logger("limelight.coordinator"))
+        c.keyStorePath = keys
+        c.requireKeys = requireKeys
+        var store: KeyStore?
+        if let keys {
+            do {
+                store = try KeyStore(path: keys)
+                if let masterKeyFile { try store?.ensureKeyFile(masterKeyFile, app: nil, role: .master) }
+            } catch {
+                printError("limelight-coordinator: \(error)")
+                throw ExitCode(1)
+            }
+        }
+        let service = try CoordinatorService(configuration: c, logger: log.logger("limelight.coordinator"), keyStore: store)
         let failure = FailureBox()
         await runUntilSignalled {
             await withTaskGroup(of: Void.self) { group in

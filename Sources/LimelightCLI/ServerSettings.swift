@@ -53,6 +53,8 @@ public enum ServerSettings {
                 Setting(key: "livenessMs", kind: .integer), Setting(key: "deadlineMs", kind: .integer),
                 Setting(key: "maxFrameBytes", kind: .integer), Setting(key: "maxPendingWrites", kind: .integer),
                 Setting(key: "maxWaitingWrites", kind: .integer), Setting(key: "peerOutboxLimit", kind: .integer),
+                Setting(key: "keys", kind: .text), Setting(key: "requireKeys", kind: .flag),
+                Setting(key: "masterKeyFile", kind: .text),
             ]
         case .indexer: return worker + [Setting(key: "purgeInterval", kind: .number), Setting(key: "durability", kind: .text)]
         case .query: return worker + [Setting(key: "concurrency", kind: .integer)]
