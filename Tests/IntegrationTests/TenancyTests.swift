@@ -195,6 +195,17 @@ import WireProtocol
         }
         print("tenancy: \(checked.values.reduce(0, +)) random queries without a leak: \(checked.sorted { $0.key < $1.key })")
 
+        // An association names the app's own item; the other app's item of the same identifier is untouched.
+        try await admin["alpha"]!.associateEntity(item: "item-5", EntityAssociation(type: "Shelf", id: "s1", priority: 3))
+        for app in Self.apps {
+            let five = try await collect(search[app]!.query(Body.QueryRequest(language: "plan", plan:
+                .object(["op": .string("identifier"), "ids": .array([.string("item-5")])])))).items
+            #expect(five.count == 1 && five.first?["entity"]?["type"] == (app == "alpha" ? .string("Shelf") : nil), "\(app): \(five)")
+        }
+        // The stats say how much, never what.
+        let stats = String(decoding: try await admin["beta"]!.stats().serialized(), as: UTF8.self)
+        #expect(!stats.contains("item-") && !stats.contains("banana") && !stats.contains("@beta"))
+
         // Writes stay in their app: alpha's deletes leave beta's items alone.
         #expect(try await admin["alpha"]!.deleteEntities(type: "Landmark") == 3)
         #expect(try await admin["alpha"]!.delete(ids: ["item-0"]) == 1)
