@@ -41,7 +41,7 @@ public struct Access: Sendable {
         }
         if APIKey.isPlain(key) {
             guard let rec = store.record(hash: APIKey.hash(key)) else {
-                throw TenancyError(.invalidKey, "unknown API key \(APIKey.id(of: key)) (the id of the key given): no key of this cluster has this value")
+                throw TenancyError(.invalidKey, "unknown API key (id \(APIKey.id(of: key))): no key of this cluster has this value")
             }
             if let at = rec.revoked {
                 throw TenancyError(.keyRevoked, "API key \(rec.id) was revoked at \(ISO8601DateFormatter().string(from: at))")
