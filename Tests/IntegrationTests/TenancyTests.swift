@@ -113,7 +113,7 @@ import WireProtocol
         let words = Self.ownWords.values.flatMap { $0 } + Self.sharedWords
         var checked = [String: Int]()
         func pick<T>(_ xs: [T]) -> T { xs[Int.random(in: 0..<xs.count, using: &rng)] }
-        for round in 0..<240 {
+        for round in 0..<600 {
             let app = pick(Self.apps), other = app == "alpha" ? "beta" : "alpha"
             let c = Bool.random(using: &rng) ? search[app]! : admin[app]!
             let w = pick(words), n = Int.random(in: 0..<Self.perApp, using: &rng)
