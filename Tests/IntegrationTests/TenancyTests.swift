@@ -387,6 +387,10 @@ import WireProtocol
         #expect(try CommandLineTests.limelight(["publish", "-"] + ep, input: line + "\n", environment: found).status == 0)
         let mine = try CommandLineTests.limelight(["query", #"title == "*""#, "--json"] + ep, environment: found)
         #expect(mine.status == 0 && mine.stdout.split(separator: "\n").count == 1 && mine.stdout.contains(#""uniqueIdentifier":"k1""#))
+        let predicate = try CommandLineTests.limelight(["predicate", "TRUEPREDICATE", "--record-type", "Fruit", "--json"] + ep, environment: found)
+        #expect(predicate.status == 0 && predicate.stdout.isEmpty, "\(predicate.stderr)")   // k1 has no contentType
+        let search = try CommandLineTests.limelight(["search", "--params", #"{"query": "kiwi"}"#] + ep, environment: found)
+        #expect(search.status == 0 && search.stdout.contains(#""nbHits":1"#), "\(search.stdout) \(search.stderr)")
         let keyless = try CommandLineTests.limelight(["query", #"title == "*""#, "--json"] + ep)
         #expect(keyless.status != 0 && keyless.stdout.isEmpty && keyless.stderr.contains("requires an API key"))
 
@@ -397,6 +401,8 @@ import WireProtocol
         #expect(made.stdout == key + "\n" && key.hasPrefix("llk_") && key.count == 68)
         let theirs = try CommandLineTests.limelight(["query", #"title == "*""#, "--json", "--key", key] + ep)
         #expect(theirs.status == 0 && theirs.stdout.isEmpty)   // app "shop" has no items; "default"'s stay apart
+        let theirSearch = try CommandLineTests.limelight(["search", "--params", #"{"query": "kiwi"}"#, "--key", key] + ep)
+        #expect(theirSearch.status == 0 && theirSearch.stdout.contains(#""nbHits":0"#), "\(theirSearch.stdout)")
         let viaEnv = try CommandLineTests.limelight(["publish", "-"] + ep, input: line + "\n", environment: ["LIMELIGHT_KEY": key])
         #expect(viaEnv.status != 0 && viaEnv.stderr.contains("can only search"))
         let list = try CommandLineTests.limelight(["keys", "list", "--json"] + ep, environment: found)
