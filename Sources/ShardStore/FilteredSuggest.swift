@@ -14,7 +14,8 @@ extension ShardStore {
     ///
     /// The shard's vocabulary is shared by every app, so the counts that
     /// ``suggest(_:limit:)`` reads from it would tell one app the words of
-    /// another; here the vocabulary only proposes candidates, and the word
+    /// another. One word is counted exactly by ``filteredWordCounts(_:prefixLast:allowed:)``.
+    /// For several words the vocabulary only proposes completions, and the word
     /// index, intersected with the filter's items, decides. Candidates are
     /// tried most frequent first and counting stops once a candidate's
     /// shard-wide count cannot beat the best `max(limit, 40)`-th so far (a
