@@ -24,7 +24,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
-        // HMAC-SHA256 for the cluster secret's registration proof (ClusterAuth).
+        // HMAC-SHA256 for the cluster secret's registration proof (ClusterAuth), and SHA-256 and HMAC for API keys (Tenancy).
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
     ],
     targets: [
@@ -69,6 +69,13 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
 
+        // Apps and API keys: the key store, secured keys, and the scope that
+        // confines a request to its app's items (docs/security.md).
+        .target(name: "Tenancy", dependencies: [
+            "SQLite", "Items", "QueryPlan", "SearchParameters",
+            .product(name: "Crypto", package: "swift-crypto"),
+        ]),
+
         // JSON messages on ZeroMQ frames, and the processes that exchange them.
         .target(name: "WireProtocol", dependencies: ["Items", "QueryPlan"]),
         // Workers prove they belong to the cluster: the cluster secret and its proofs.
@@ -78,7 +85,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "Coordinator", dependencies: [
-            "ZeroMQ", "WireProtocol", "Planner", "QueryPlan", "Items", "SearchParameters", "Embedder", "ClusterAuth",
+            "ZeroMQ", "WireProtocol", "Planner", "QueryPlan", "Items", "SearchParameters", "Embedder", "ClusterAuth", "Tenancy",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -90,7 +97,7 @@ let package = Package(
         .target(name: "LimelightClient", dependencies: ["ZeroMQ", "WireProtocol", "Items", "QueryPlan"]),
         .target(name: "LimelightCLI", dependencies: [
             "LimelightClient", "WireProtocol", "SpotlightQuery", "Items", "QueryPlan",
-            "Coordinator", "Workers", "Embedder", "ShardStore", "ClusterAuth", "ZeroMQ",
+            "Coordinator", "Workers", "Embedder", "ShardStore", "ClusterAuth", "ZeroMQ", "Tenancy",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -121,6 +128,7 @@ let package = Package(
         .testTarget(name: "EmbedderTests", dependencies: ["Embedder", "Items"]),
         .testTarget(name: "IntegrationTests", dependencies: ["LimelightClient", "WireProtocol", "Items", "ZeroMQ", "ClusterAuth"]),
         .testTarget(name: "LimelightCLITests", dependencies: ["LimelightCLI", "ClusterAuth", "ZeroMQ"]),
+        .testTarget(name: "TenancyTests", dependencies: ["Tenancy", "QueryPlan", "Items", "SearchParameters"]),
         .testTarget(name: "FuzzTests", dependencies: ["Items", "WireProtocol", "SpotlightQuery", "QueryPlan"]),
     ],
     swiftLanguageModes: [.v6]

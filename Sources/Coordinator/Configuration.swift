@@ -47,6 +47,12 @@ public struct CoordinatorConfiguration: Sendable {
     /// replica further behind than the log reaches is left out of writes and
     /// queries (`detached` in the stats) until it is copied.
     public var catchUpLogItems: Int = 20_000
+    /// The API key store (`--keys`), for the stats and logs; the store itself
+    /// is opened by whoever starts the service (see `CoordinatorService.init`).
+    public var keyStorePath: String?
+    /// Refuse requests without a valid key (`--require-keys`); otherwise a
+    /// keyless request is served unscoped, as before keys existed.
+    public var requireKeys = false
 
     public init() {}
 }

@@ -3,13 +3,15 @@ import Items
 import Logging
 import Planner
 import QueryPlan
+import Tenancy
 import WireProtocol
 
 /// Deletes and declarations: fanned out to the indexers, answered when every shard has.
 extension CoordinatorCore {
     // MARK: Delete and declare
 
-    func delete(client: [Data], id: String, _ d: Body.Delete) {
+    /// `scope`: the app whose items may go; `all` is all of the app's.
+    func delete(client: [Data], id: String, _ d: Body.Delete, scope: TenantScope = .unscoped) {
         count("deletes")
         let hasIDs = !(d.ids ?? []).isEmpty, hasDomains = !(d.domains ?? []).isEmpty, all = d.all == true
         guard hasIDs || hasDomains || all else {
@@ -20,6 +22,7 @@ extension CoordinatorCore {
             sendError(.client(client), id, WireError(code: "invalid_domain", message: "'\(domain)' is not a domain identifier", field: "domains"))
             return
         }
+        let d = scope.qualify(delete: d)
         // `shards` limits the delete to those shards (all of them when absent):
         // `{"all": true, "shards": [2]}` empties shard 2 only. A shard the
         // cluster does not have is an error, and nothing is deleted.

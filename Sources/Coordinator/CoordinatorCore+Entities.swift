@@ -2,6 +2,7 @@ import Foundation
 import Items
 import QueryPlan
 import SearchParameters
+import Tenancy
 import WireProtocol
 
 /// What a scattered search answers: a parameter search's response, a typed
@@ -29,7 +30,7 @@ extension CoordinatorCore {
     /// `entity_donate`: each entity becomes its item (``AppEntity``) and the
     /// batch is published as any other; an entity that is not a valid
     /// donation is rejected in place, with its reason, and the rest stored.
-    func donateEntities(client: [Data], id: String, _ d: Body.EntityDonate) {
+    func donateEntities(client: [Data], id: String, _ d: Body.EntityDonate, scope: TenantScope = .unscoped) {
         count("entities.donated", by: d.entities.count)
         var items: [JSONValue] = []
         var rejected: [Int: ItemResult] = [:]
@@ -42,10 +43,10 @@ extension CoordinatorCore {
                 items.append(.null)
             }
         }
-        publish(client: client, id: id, Body.Publish(items: items, batch: d.batch), rejected: rejected)
+        publish(client: client, id: id, scope.qualify(publish: Body.Publish(items: items, batch: d.batch)), rejected: rejected, scope: scope)
     }
 
-    func deleteEntities(client: [Data], id: String, _ d: Body.EntityDelete) {
+    func deleteEntities(client: [Data], id: String, _ d: Body.EntityDelete, scope: TenantScope = .unscoped) {
         do throws(ItemError) { try AppEntity.checkType(d.entityType, field: "entityType") } catch {
             sendError(.client(client), id, WireError(error))
             return
@@ -55,13 +56,13 @@ extension CoordinatorCore {
             return
         }
         broadcastEntityOperation(client: client, id: id, .delete(type: d.entityType)) { shard in
-            .entityDelete(Body.EntityDelete(entityType: d.entityType, ids: d.ids, shards: [shard]))
+            .entityDelete(Body.EntityDelete(entityType: scope.qualify(entityType: d.entityType), ids: d.ids, shards: [shard]))
         }
     }
 
     /// The item's shard is not known here (its domain is only in the store),
     /// so every shard is asked, and the one that holds the item updates it.
-    func associateEntity(client: [Data], id: String, _ a: Body.EntityAssociate) {
+    func associateEntity(client: [Data], id: String, _ a: Body.EntityAssociate, scope: TenantScope = .unscoped) {
         guard !a.uniqueIdentifier.isEmpty else {
             sendError(.client(client), id, WireError(code: "invalid_message", message: "uniqueIdentifier must not be empty", field: "uniqueIdentifier"))
             return
@@ -71,7 +72,7 @@ extension CoordinatorCore {
             return
         }
         broadcastEntityOperation(client: client, id: id, .associate(uniqueIdentifier: a.uniqueIdentifier)) { shard in
-            .entityAssociate(Body.EntityAssociate(uniqueIdentifier: a.uniqueIdentifier, entity: a.entity, shards: [shard]))
+            .entityAssociate(Body.EntityAssociate(uniqueIdentifier: scope.qualify(uid: a.uniqueIdentifier), entity: a.entity, shards: [shard]))
         }
     }
 
@@ -121,7 +122,7 @@ extension CoordinatorCore {
         return p
     }
 
-    func startSuggest(client: [Data], id: String, _ s: Body.Suggest) {
+    func startSuggest(client: [Data], id: String, _ s: Body.Suggest, scope: TenantScope = .unscoped) {
         count("suggests")
         let limit = s.limit ?? 10
         let hits = s.hitsPerPage ?? 0
@@ -132,10 +133,10 @@ extension CoordinatorCore {
         guard var p = params(text: s.text, s.params, client: client, id: id) else { return }
         p["hitsPerPage"] = .number(Double(hits))
         guard let request = searchRequest(client: client, id: id, { () throws(SearchParametersError) in try SearchRequest(params: .object(p)) }) else { return }
-        launchSearch(client: client, id: id, request: request, deadlineMs: s.deadlineMs, mode: .suggest(limit: limit, withResults: hits > 0))
+        launchSearch(client: client, id: id, request: request, deadlineMs: s.deadlineMs, mode: .suggest(limit: limit, withResults: hits > 0), scope: scope)
     }
 
-    func startSpotlight(client: [Data], id: String, _ s: Body.Spotlight) {
+    func startSpotlight(client: [Data], id: String, _ s: Body.Spotlight, scope: TenantScope = .unscoped) {
         count("spotlights")
         let perDomain = s.perDomain ?? 3
         guard (1...1000).contains(perDomain) else {
@@ -147,15 +148,15 @@ extension CoordinatorCore {
         var carried = p
         carried.removeValue(forKey: "query")
         launchSearch(client: client, id: id, request: request, deadlineMs: s.deadlineMs,
-                     mode: .spotlight(perDomain: perDomain, text: s.text, params: carried))
+                     mode: .spotlight(perDomain: perDomain, text: s.text, params: carried), scope: scope)
     }
 
-    func startContinue(client: [Data], id: String, _ c: Body.Continue) {
+    func startContinue(client: [Data], id: String, _ c: Body.Continue, scope: TenantScope = .unscoped) {
         count("continuations")
         guard let request = searchRequest(client: client, id: id, { () throws(SearchParametersError) in
             try ContinuationToken(token: c.token).request(page: c.page ?? 0, hitsPerPage: c.hitsPerPage ?? 20)
         }) else { return }
-        launchSearch(client: client, id: id, request: request, deadlineMs: c.deadlineMs, mode: .search)
+        launchSearch(client: client, id: id, request: request, deadlineMs: c.deadlineMs, mode: .search, scope: scope)
     }
 
     /// The answer to a typed query or a Spotlight search.

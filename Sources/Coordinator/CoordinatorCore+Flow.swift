@@ -1,4 +1,5 @@
 import Foundation
+import Tenancy
 import WireProtocol
 
 /// Write throttling that never stops the coordinator from reading.
@@ -12,7 +13,7 @@ import WireProtocol
 /// while writes are throttled — it used to stop reading every client until
 /// the writes drained.
 extension CoordinatorCore {
-    func holdPublish(client: [Data], id: String, _ p: Body.Publish, rejected: [Int: ItemResult] = [:]) {
+    func holdPublish(client: [Data], id: String, _ p: Body.Publish, rejected: [Int: ItemResult] = [:], scope: TenantScope = .unscoped) {
         guard waitingWrites.count < configuration.maxWaitingWrites else {
             count("publish.busy")
             sendError(.client(client), id, WireError(code: "busy", message: "the coordinator has \(publishes.count) publish batches in flight "
@@ -20,7 +21,7 @@ extension CoordinatorCore {
             return
         }
         count("publish.throttled")
-        waitingWrites.append((client, id, p, rejected))
+        waitingWrites.append((client, id, p, rejected, scope))
     }
 
     /// Starts waiting publishes, oldest first, while there is room.
@@ -30,7 +31,7 @@ extension CoordinatorCore {
         defer { startingWaitingWrites = false }
         while publishes.count < configuration.maxPendingWrites, !waitingWrites.isEmpty {
             let w = waitingWrites.removeFirst()
-            publish(client: w.client, id: w.id, w.publish, rejected: w.rejected)
+            publish(client: w.client, id: w.id, w.publish, rejected: w.rejected, scope: w.scope)
         }
     }
 }

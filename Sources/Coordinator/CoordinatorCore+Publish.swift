@@ -3,6 +3,7 @@ import Items
 import Logging
 import Planner
 import QueryPlan
+import Tenancy
 import WireProtocol
 
 /// Publishing: routing a batch's items to every live replica of their shards, and acknowledging them.
@@ -11,9 +12,10 @@ extension CoordinatorCore {
 
     /// `rejected`: items already refused before routing (entities that are
     /// not valid donations), answered in place with their reason.
-    func publish(client: [Data], id: String, _ p: Body.Publish, rejected: [Int: ItemResult] = [:]) {
+    /// `scope`: the app the items are for; they arrive with their names qualified already.
+    func publish(client: [Data], id: String, _ p: Body.Publish, rejected: [Int: ItemResult] = [:], scope: TenantScope = .unscoped) {
         if publishes.count >= configuration.maxPendingWrites || !waitingWrites.isEmpty && !startingWaitingWrites {
-            holdPublish(client: client, id: id, p, rejected: rejected)
+            holdPublish(client: client, id: id, p, rejected: rejected, scope: scope)
             return
         }
         count("publish.batches")
@@ -22,7 +24,7 @@ extension CoordinatorCore {
         var pending = PendingPublish(client: client, requestID: id, batch: p.batch,
                                      identifiers: p.items.map { $0["uniqueIdentifier"]?.stringValue },
                                      results: Array(repeating: nil, count: p.items.count),
-                                     outstanding: [], committed: [], shardOf: [:], started: .now)
+                                     outstanding: [], committed: [], shardOf: [:], started: .now, scope: scope)
         var byShard: [Int: [Int]] = [:]
         var allIDs: [String] = []
         for (i, item) in p.items.enumerated() {
@@ -126,9 +128,13 @@ extension CoordinatorCore {
         var results: [ItemResult] = []
         results.reserveCapacity(pending.results.count)
         for (i, r) in pending.results.enumerated() {
-            if let r { results.append(r); continue }
+            if var r {
+                r.uniqueIdentifier = r.uniqueIdentifier.map { pending.scope.unqualify(uid: $0) }
+                results.append(r)
+                continue
+            }
             // Every replica that was asked is gone without answering.
-            results.append(ItemResult(index: i, uniqueIdentifier: pending.identifiers[i], status: .rejected,
+            results.append(ItemResult(index: i, uniqueIdentifier: pending.identifiers[i].map { pending.scope.unqualify(uid: $0) }, status: .rejected,
                                       error: WireError(code: "shard_unavailable", message: "the indexer stopped before committing; resend")))
         }
         let ack = Body.PublishAck(batch: pending.batch, results: results)

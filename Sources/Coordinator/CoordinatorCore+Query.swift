@@ -3,13 +3,15 @@ import Items
 import Logging
 import Planner
 import QueryPlan
+import Tenancy
 import WireProtocol
 
 /// Queries: scatter to a query worker per shard, forward or merge their batches, complete, cancel, deadlines.
 extension CoordinatorCore {
     // MARK: Queries
 
-    func startQuery(client: [Data], id: String, _ request: Body.QueryRequest) {
+    /// `scope`: the app whose items the query may see (``TenantScope/restrict(_:)-(Query)``).
+    func startQuery(client: [Data], id: String, _ request: Body.QueryRequest, scope: TenantScope = .unscoped) {
         count("queries")
         // A deadline of 0 or less is a mistake, not a request for no deadline:
         // a client that wants the server's default leaves the field out.
@@ -19,7 +21,7 @@ extension CoordinatorCore {
             return
         }
         let query: Query
-        do { query = try planner.plan(request) } catch {
+        do { query = scope.restrict(try planner.plan(request)) } catch {
             sendError(.client(client), id, error)
             return
         }
@@ -30,6 +32,7 @@ extension CoordinatorCore {
                               deadlineMs: deadline, outstanding: [:], started: .now)
         if !query.sort.isEmpty { rq.merger = ResultMerger(order: SortOrder(keys: query.sort), shards: shards) }
         rq.cursorFingerprint = QueryCursor.fingerprint(of: request)
+        rq.scope = scope
         queries[key] = rq
         queryOfRequest[client, default: [:]][id] = key
         for shard in shards { dispatch(key, shard: shard) }
@@ -104,6 +107,7 @@ extension CoordinatorCore {
 
     func deliver(_ key: String, _ items: [JSONValue]) {
         guard var rq = queries[key], !items.isEmpty else { return }
+        let items = rq.scope.app == nil ? items : items.map { rq.scope.unqualify(item: $0) }
         var start = 0
         while start < items.count {
             let chunk = Array(items[start..<min(items.count, start + rq.query.batchSize)])

@@ -2,6 +2,7 @@ import Foundation
 import Items
 import QueryPlan
 import SearchParameters
+import Tenancy
 import WireProtocol
 
 /// A parameter search in flight: one `shard_search` per shard, gathered
@@ -25,10 +26,12 @@ struct RunningSearch: Sendable {
     var suggestions: [String: Int] = [:]
     /// Spotlight: every shard's domain groups.
     var groups: [Body.ShardGroup] = []
+    /// Whose search it is: hits are given back the names the app published.
+    var scope: TenantScope = .unscoped
 }
 
 extension CoordinatorCore {
-    func startSearch(client: [Data], id: String, _ s: Body.Search) {
+    func startSearch(client: [Data], id: String, _ s: Body.Search, scope: TenantScope = .unscoped) {
         count("searches")
         let request: SearchRequest
         do throws(SearchParametersError) { request = try SearchRequest(params: s.params) } catch {
@@ -41,16 +44,17 @@ extension CoordinatorCore {
             return
         }
         if let semantic = request.semantic {
-            startSemanticSearch(client: client, id: id, request: request, semantic: semantic, deadlineMs: s.deadlineMs)
+            startSemanticSearch(client: client, id: id, request: request, semantic: semantic, deadlineMs: s.deadlineMs, scope: scope)
             return
         }
-        launchSearch(client: client, id: id, request: request, deadlineMs: s.deadlineMs, mode: .search)
+        launchSearch(client: client, id: id, request: request, deadlineMs: s.deadlineMs, mode: .search, scope: scope)
     }
 
     /// Embeds a semantic search's text once, here, then scatters the plan
     /// with the vector in it (see ``QueryEmbedder``). Without a model the
     /// search is refused, naming the parameter; everything else still works.
-    func startSemanticSearch(client: [Data], id: String, request: SearchRequest, semantic: SemanticParameters, deadlineMs: Int?) {
+    func startSemanticSearch(client: [Data], id: String, request: SearchRequest, semantic: SemanticParameters, deadlineMs: Int?,
+                             scope: TenantScope = .unscoped) {
         let parameter = request.params["hybrid"] != nil ? "hybrid" : "semantic"
         guard queryEmbedder.isAvailable else {
             sendError(.client(client), id, WireError(
@@ -66,7 +70,7 @@ extension CoordinatorCore {
                 let vector = try await embedder.embed(semantic.query)
                 var request = request
                 request.plan.semantic = SemanticPlan(vector: vector, ratio: semantic.ratio)
-                self.launchSearch(client: client, id: id, request: request, deadlineMs: deadlineMs, mode: .search)
+                self.launchSearch(client: client, id: id, request: request, deadlineMs: deadlineMs, mode: .search, scope: scope)
             } catch {
                 self.logger.error("cannot embed a query", metadata: ["error": "\(error)"])
                 self.sendError(.client(client), id, WireError(code: "semantic_unavailable", message: "cannot embed the query: \(error)", field: parameter))
@@ -75,12 +79,19 @@ extension CoordinatorCore {
     }
 
     /// Scatters a parsed search (of any ``SearchMode``) to every shard.
-    func launchSearch(client: [Data], id: String, request: SearchRequest, deadlineMs: Int?, mode: SearchMode) {
+    ///
+    /// Every search, typed query, Spotlight group and continuation passes
+    /// here, and here its plan is confined to `scope`'s app (``TenantScope``).
+    func launchSearch(client: [Data], id: String, request: SearchRequest, deadlineMs: Int?, mode: SearchMode,
+                      scope: TenantScope = .unscoped) {
+        var request = request
+        request.plan = scope.restrict(request.plan)
         let key = makeID("s")
         let deadline = deadlineMs ?? configuration.defaultDeadlineMs
         var rs = RunningSearch(key: key, client: client, requestID: id, request: request, planJSON: request.plan.json,
                                deadlineMs: deadline, builder: SearchResponseBuilder(request: request), started: .now)
         rs.mode = mode
+        rs.scope = scope
         if deadline > 0 {
             rs.deadlineTimer = Task { [weak self] in
                 guard (try? await Task.sleep(for: .milliseconds(deadline))) != nil else { return }
@@ -115,6 +126,7 @@ extension CoordinatorCore {
 
     func shardSearchAnswered(key: String, from worker: String, _ r: Body.ShardSearchResult) {
         guard var rs = searches[key], rs.outstanding[r.shard] == worker else { return }
+        let r = rs.scope.unqualify(r)
         rs.outstanding.removeValue(forKey: r.shard)
         rs.builder.add(r)
         for s in r.suggestions ?? [] { rs.suggestions[s.suggestion, default: 0] += s.count }

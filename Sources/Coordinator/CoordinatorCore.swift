@@ -3,6 +3,7 @@ import Items
 import Logging
 import Planner
 import QueryPlan
+import Tenancy
 import WireProtocol
 import ZeroMQ
 
@@ -96,11 +97,13 @@ actor CoordinatorCore {
         var committed: Set<Int>
         var shardOf: [Int: [Int]] // shard → item positions
         var started: ContinuousClock.Instant
+        /// The app the items were published for (their names are qualified; see `TenantScope`).
+        var scope: TenantScope = .unscoped
     }
     var publishes: [String: PendingPublish] = [:]
     /// Publishes that came while `maxPendingWrites` were in flight, in order
     /// (at most `maxWaitingWrites`; see ``holdPublish``).
-    var waitingWrites: [(client: [Data], id: String, publish: Body.Publish, rejected: [Int: ItemResult])] = []
+    var waitingWrites: [(client: [Data], id: String, publish: Body.Publish, rejected: [Int: ItemResult], scope: TenantScope)] = []
     var startingWaitingWrites = false
     var shardWrites: [String: ShardWrite] = [:]
 
@@ -149,6 +152,8 @@ actor CoordinatorCore {
         /// values of the last result released (see `QueryCursor`).
         var cursorFingerprint: String?
         var lastSort: [JSONValue]?
+        /// Whose query it is: results are given back the names the app published.
+        var scope: TenantScope = .unscoped
     }
     var queries: [String: RunningQuery] = [:]
     var queryOfRequest: [[Data]: [String: String]] = [:]
@@ -168,9 +173,13 @@ actor CoordinatorCore {
     var rates = RateWindow()
     /// Prometheus figures (GET /metrics); the HTTP endpoint renders them.
     nonisolated let metrics = CoordinatorMetrics()
+    /// API keys (`--keys`); nil when the cluster has none (see CoordinatorCore+Keys.swift).
+    let keyStore: KeyStore?
+    var rateLimiter = RateLimiter()
 
     init(configuration: CoordinatorConfiguration, logger: Logger, planner: Planner,
-         clients: AsyncSocket, workers workerSocket: AsyncSocket) {
+         clients: AsyncSocket, workers workerSocket: AsyncSocket, keyStore: KeyStore? = nil) {
+        self.keyStore = keyStore
         self.configuration = configuration
         self.logger = logger
         self.planner = planner
@@ -228,19 +237,23 @@ actor CoordinatorCore {
             sendError(.client(route), error.id ?? "", error.wire)
             return
         }
+        // The key decides the app and the rights (CoordinatorCore+Keys.swift).
+        guard let access = authorize(envelope, route: route) else { return }
+        let scope = access.scope
         switch envelope.body {
-        case .publish(let p): publish(client: route, id: envelope.id, p)
-        case .query(let q): startQuery(client: route, id: envelope.id, q)
-        case .search(let q): startSearch(client: route, id: envelope.id, q)
+        case .publish(let p): publish(client: route, id: envelope.id, scope.qualify(publish: p), scope: scope)
+        case .query(let q): startQuery(client: route, id: envelope.id, q, scope: scope)
+        case .search(let q): startSearch(client: route, id: envelope.id, q, scope: scope)
         case .cancel(let c): cancel(client: route, requestID: c.query)
-        case .delete(let d): delete(client: route, id: envelope.id, d)
-        case .entityDonate(let d): donateEntities(client: route, id: envelope.id, d)
-        case .entityDelete(let d): deleteEntities(client: route, id: envelope.id, d)
-        case .entityAssociate(let a): associateEntity(client: route, id: envelope.id, a)
-        case .suggest(let s): startSuggest(client: route, id: envelope.id, s)
-        case .spotlight(let s): startSpotlight(client: route, id: envelope.id, s)
-        case .continueSearch(let c): startContinue(client: route, id: envelope.id, c)
+        case .delete(let d): delete(client: route, id: envelope.id, d, scope: scope)
+        case .entityDonate(let d): donateEntities(client: route, id: envelope.id, d, scope: scope)
+        case .entityDelete(let d): deleteEntities(client: route, id: envelope.id, d, scope: scope)
+        case .entityAssociate(let a): associateEntity(client: route, id: envelope.id, a, scope: scope)
+        case .suggest(let s): startSuggest(client: route, id: envelope.id, s, scope: scope)
+        case .spotlight(let s): startSpotlight(client: route, id: envelope.id, s, scope: scope)
+        case .continueSearch(let c): startContinue(client: route, id: envelope.id, c, scope: scope)
         case .declare(let d): declare(client: route, id: envelope.id, d)
+        case .keys(let k): manageKeys(client: route, id: envelope.id, k, access: access)
         case .ping: send(.client(route), envelope.id, .pong(pong()))
         case .stats: send(.client(route), envelope.id, .statsReply(Body.Stats(stats: stats())))
         default:

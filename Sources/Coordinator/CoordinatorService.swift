@@ -3,6 +3,7 @@ import Foundation
 import Items
 import Logging
 import Planner
+import Tenancy
 import WireProtocol
 import ZeroMQ
 
@@ -28,7 +29,8 @@ public final class CoordinatorService: Sendable {
     public let clientEndpoint: String
     public let workerEndpoint: String
 
-    public init(configuration: CoordinatorConfiguration, logger: Logger, planner: Planner = Planner()) throws {
+    /// `keyStore`: the cluster's API keys (docs/security.md); nil for a cluster without keys.
+    public init(configuration: CoordinatorConfiguration, logger: Logger, planner: Planner = Planner(), keyStore: KeyStore? = nil) throws {
         precondition(configuration.shards >= 1, "a cluster has at least one shard")
         self.configuration = configuration
         self.logger = logger
@@ -72,7 +74,7 @@ public final class CoordinatorService: Sendable {
         clientEndpoint = clients.endpoint ?? configuration.listen
         workerEndpoint = workerSocket.endpoint ?? configuration.workers
         let core = CoordinatorCore(configuration: configuration, logger: logger, planner: planner,
-                                   clients: clients, workers: workerSocket)
+                                   clients: clients, workers: workerSocket, keyStore: keyStore)
         self.core = core
         refusals.core = core
         http = configuration.statsPort.map { HTTPEndpoint(host: configuration.statsHost, port: $0, core: core, logger: logger) }

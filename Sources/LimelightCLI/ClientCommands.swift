@@ -5,9 +5,9 @@ import LimelightClient
 import WireProtocol
 
 /// Connects and checks the server answers, or exits 3.
-func connect(_ options: EndpointOptions) async throws -> LimelightClient {
+func connect(_ options: EndpointOptions, defaultKeyFile: String = "limelight.key") async throws -> LimelightClient {
     let curve = try options.curve.keys()
-    let client = try LimelightClient(endpoint: options.resolved, curve: curve)
+    let client = try LimelightClient(endpoint: options.resolved, key: try options.resolvedKey(defaultFile: defaultKeyFile), curve: curve)
     do {
         _ = try await client.ping(timeout: .milliseconds(Int(options.timeout * 1000)))
     } catch {

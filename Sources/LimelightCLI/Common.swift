@@ -26,9 +26,37 @@ struct EndpointOptions: ParsableArguments {
     var timeout: Double = 5
 
     @OptionGroup var curve: ClientCurveOptions
+    @Option(name: .long, help: "API key (default: $LIMELIGHT_KEY, else the key file; see --key-file).")
+    var key: String?
+
+    @Option(name: .long, help: "File holding the API key (default: $LIMELIGHT_KEY_FILE, else limelight.key in $LIMELIGHT_DATA or ./limelight-data, which limelight up writes).")
+    var keyFile: String?
 
     var resolved: String {
         endpoint ?? ProcessInfo.processInfo.environment["LIMELIGHT_ENDPOINT"] ?? "tcp://127.0.0.1:7700"
+    }
+
+    /// The key requests carry: `--key`, `$LIMELIGHT_KEY`, `--key-file`,
+    /// `$LIMELIGHT_KEY_FILE`, then `limelight.key` in the data folder that
+    /// `limelight up` uses (`$LIMELIGHT_DATA`, default `./limelight-data`),
+    /// so that a user of `limelight up` never copies a key by hand. None of
+    /// them: no key (a cluster that does not require keys serves it unscoped).
+    func resolvedKey(defaultFile: String = "limelight.key") throws -> String? {
+        let env = ProcessInfo.processInfo.environment
+        if let key { return key }
+        if let k = env["LIMELIGHT_KEY"], !k.isEmpty { return k }
+        if let file = keyFile ?? env["LIMELIGHT_KEY_FILE"] {
+            guard let data = FileManager.default.contents(atPath: file) else {
+                printError("limelight: cannot read the key file \(file)")
+                throw ExitCode(ExitCodes.badInput)
+            }
+            return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        let folder = env["LIMELIGHT_DATA"] ?? "limelight-data"
+        let file = (folder as NSString).appendingPathComponent(defaultFile)
+        guard let data = FileManager.default.contents(atPath: file) else { return nil }
+        let k = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        return k.isEmpty ? nil : k
     }
 }
 

@@ -2,14 +2,6 @@ import ArgumentParser
 import Foundation
 import ZeroMQ
 
-/// `limelight keys`: key management. This file holds the group's CURVE part;
-/// other subcommands join the group's list.
-struct KeysCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "keys", abstract: "Make and manage keys.",
-        subcommands: [CurveKeysCommand.self])
-}
-
 /// `limelight keys curve [NAME]`: a new CURVE key pair, for a coordinator
 /// (`--curve-secret-key`), a worker or a client; its public half goes on a
 /// coordinator's `--worker-keys` / `--client-keys` list.

@@ -4,6 +4,7 @@ import Embedder
 import Foundation
 import Logging
 import ShardStore
+import Tenancy
 import WireProtocol
 import Workers
 
@@ -33,6 +34,11 @@ public struct CoordinatorCommand: AsyncParsableCommand {
     @OptionGroup var security: CoordinatorSecurityOptions
     @Option(help: "Items of changes kept per shard to catch up a replica that was away; one further behind is left out of writes and queries.")
     var catchUpLog = 20_000
+    @Option(help: "API key store (a SQLite file, made mode 0600 if missing; see docs/security.md). Without it the cluster has no keys.")
+    var keys: String?
+    @Flag(help: "Refuse every request without a valid API key (ping excepted). Needs --keys.") var requireKeys = false
+    @Option(help: "With --keys: a file holding a master key, made (mode 0600) with a new key when it does not name a live master key.")
+    var masterKeyFile: String?
     @OptionGroup var log: ServerLogOptions
 
     public init() {}
@@ -42,6 +48,7 @@ public struct CoordinatorCommand: AsyncParsableCommand {
         guard livenessMs > heartbeatMs else { throw ValidationError("--liveness-ms must exceed --heartbeat-ms") }
         if statsListen != nil, statsPort != nil { throw ValidationError("give --stats-listen or --stats-port, not both") }
         _ = try httpAddress()
+        if keys == nil, requireKeys || masterKeyFile != nil { throw ValidationError("--require-keys and --master-key-file need --keys FILE") }
     }
 
     /// Where the HTTP endpoint binds: `--stats-listen`, else `--stats-host`:`--stats-port`, else 127.0.0.1:7780.
@@ -69,7 +76,19 @@ public struct CoordinatorCommand: AsyncParsableCommand {
         c.clusterSecret = try security.clusterSecret()
         c.curve = try security.curve()
         c.catchUpLogItems = max(1, catchUpLog)
-        let service = try CoordinatorService(configuration: c, logger: log.logger("limelight.coordinator"))
+        c.keyStorePath = keys
+        c.requireKeys = requireKeys
+        var store: KeyStore?
+        if let keys {
+            do {
+                store = try KeyStore(path: keys)
+                if let masterKeyFile { try store?.ensureKeyFile(masterKeyFile, app: nil, role: .master) }
+            } catch {
+                printError("limelight-coordinator: \(error)")
+                throw ExitCode(1)
+            }
+        }
+        let service = try CoordinatorService(configuration: c, logger: log.logger("limelight.coordinator"), keyStore: store)
         let failure = FailureBox()
         await runUntilSignalled {
             await withTaskGroup(of: Void.self) { group in

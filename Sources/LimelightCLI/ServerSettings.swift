@@ -57,6 +57,8 @@ public enum ServerSettings {
                 Setting(key: "maxWaitingWrites", kind: .integer), Setting(key: "peerOutboxLimit", kind: .integer),
                 Setting(key: "clusterSecretFile", kind: .text), Setting(key: "curveSecretKey", kind: .text),
                 Setting(key: "clientKeys", kind: .text), Setting(key: "workerKeys", kind: .text),
+                Setting(key: "keys", kind: .text), Setting(key: "requireKeys", kind: .flag),
+                Setting(key: "masterKeyFile", kind: .text),
             ]
         case .indexer: return worker + [Setting(key: "purgeInterval", kind: .number), Setting(key: "durability", kind: .text)]
         case .query: return worker + [Setting(key: "concurrency", kind: .integer)]

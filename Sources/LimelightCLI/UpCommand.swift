@@ -4,6 +4,7 @@ import Foundation
 import LimelightClient
 import ShardStore
 import ZeroMQ
+import Tenancy
 
 /// `limelight up`: a whole cluster on one machine, as child processes.
 ///
@@ -45,6 +46,8 @@ struct UpCommand: AsyncParsableCommand {
     var restartLimit = 5
     @Option(help: "Seconds over which --restart-limit counts a child's failures.") var restartWindow = 60.0
     @OptionGroup var model: ModelOptions
+    @Flag(help: "Refuse requests without an API key (the CLI finds DATA/limelight.key itself; see docs/security.md).")
+    var requireKeys = false
 
     func validate() throws {
         guard shards >= 1 else { throw ValidationError("--shards must be at least 1") }
@@ -60,6 +63,7 @@ struct UpCommand: AsyncParsableCommand {
         let logs = (dataDir as NSString).appendingPathComponent("logs")
         try FileManager.default.createDirectory(atPath: logs, withIntermediateDirectories: true)
         try checkShardCount(dataDir)
+        let keyStore = try makeKeys(dataDir)
         let bin = Self.binDirectory()
         // The children's cluster secret: made once, kept in the data folder (0600).
         let secretFile = (dataDir as NSString).appendingPathComponent("cluster.secret")
@@ -88,7 +92,8 @@ struct UpCommand: AsyncParsableCommand {
         func coordinatorArguments(listen: String, workers: String, stats: [String]) -> [String] {
             ["--listen", listen, "--workers", workers] + stats + [
                 "--shards", String(shards), "--log-level", logLevel, "--log-format", logFormat.rawValue,
-            ] + modelArguments + security
+                "--keys", keyStore,
+            ] + modelArguments + security + (requireKeys ? ["--require-keys"] : [])
         }
         let coordinator = try children.spawn(Supervisor.Spec(
             name: "coordinator", executable: bin + "/limelight-coordinator",
@@ -159,6 +164,23 @@ struct UpCommand: AsyncParsableCommand {
             try? await Task.sleep(for: .milliseconds(100))
         }
         children.stopAll()
+    }
+
+    /// The cluster's key store, with a master key in `DATA/master.key` and an
+    /// admin key of the app `default` in `DATA/limelight.key` (both mode 0600,
+    /// made once and kept), where the command line looks for them: the user
+    /// of `limelight up` never copies a key. Returns the store's path.
+    func makeKeys(_ dataDir: String) throws -> String {
+        let path = (dataDir as NSString).appendingPathComponent("keys.sqlite")
+        do {
+            let store = try KeyStore(path: path)
+            try store.ensureKeyFile((dataDir as NSString).appendingPathComponent("master.key"), app: nil, role: .master)
+            try store.ensureKeyFile((dataDir as NSString).appendingPathComponent("limelight.key"), app: "default", role: .admin)
+        } catch {
+            printError("limelight: \(error)")
+            throw ExitCode(1)
+        }
+        return path
     }
 
     /// Arguments only the indexers take.

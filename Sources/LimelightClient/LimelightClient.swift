@@ -49,15 +49,21 @@ public struct QueryHandle: Sendable {
 /// replies matched by id, so many requests and queries can run at once.
 public final class LimelightClient: Sendable {
     public let endpoint: String
+    /// The API key every request carries (docs/security.md); nil sends none,
+    /// which a cluster that does not require keys serves unscoped.
+    public let key: String?
     let context: Context
     let socket: AsyncSocket
     let pending = PendingReplies()
     let receiver: Task<Void, Never>
 
-    /// - Parameter curve: the coordinator's public key and this client's key
-    ///   pair, when the coordinator has CURVE on (docs/security-transport.md).
-    public init(endpoint: String, curve: CurveClientKeys? = nil) throws {
+    /// - Parameters:
+    ///   - key: the API key sent with every request (docs/security.md).
+    ///   - curve: the coordinator's public key and this client's key pair,
+    ///     when the coordinator has CURVE on (docs/security-transport.md).
+    public init(endpoint: String, key: String? = nil, curve: CurveClientKeys? = nil) throws {
         self.endpoint = endpoint
+        self.key = key
         context = try Context(ioThreads: 1)
         socket = try AsyncSocket(context: context, type: .dealer, name: "limelight-client") { s in
             if let curve { try s.set(curve.socketOptions) }
@@ -104,7 +110,7 @@ public final class LimelightClient: Sendable {
     /// Sends a request and waits for its one reply; a server error becomes `ClientError(.server)`.
     public func request(_ body: Body, timeout: Duration = .seconds(30)) async throws -> Body {
         let id = newID()
-        let endpoint = self.endpoint, pending = self.pending
+        let endpoint = self.endpoint, pending = self.pending, key = self.key
         // The timer ends with the request, so finished requests leave no sleeping tasks behind.
         let timer = Task {
             try await Task.sleep(for: timeout)
@@ -114,7 +120,7 @@ public final class LimelightClient: Sendable {
         let reply: Envelope = try await withCheckedThrowingContinuation { cont in
             pending.expect(id, cont)
             Task {
-                do { try await socket.send([Envelope(id: id, body: body).encoded()]) } catch {
+                do { try await socket.send([Envelope(id: id, body: body, key: key).encoded()]) } catch {
                     pending.fail(id, ClientError(.closed, "could not send: \(error)"))
                 }
             }
@@ -168,8 +174,9 @@ public final class LimelightClient: Sendable {
         pending.stream(id, cont)
         let socket = self.socket
         let pending = self.pending
+        let key = self.key
         Task {
-            do { try await socket.send([Envelope(id: id, body: .query(request)).encoded()]) } catch {
+            do { try await socket.send([Envelope(id: id, body: .query(request), key: key).encoded()]) } catch {
                 pending.fail(id, ClientError(.closed, "could not send: \(error)"))
             }
         }
@@ -187,8 +194,16 @@ public final class LimelightClient: Sendable {
         return r
     }
 
+    /// Key management (`keys`): see ``Body/Keys``.
+    public func keys(_ request: Body.Keys, timeout: Duration = .seconds(30)) async throws -> Body.KeysReply {
+        guard case .keysReply(let r) = try await self.request(.keys(request), timeout: timeout) else {
+            throw ClientError(.unexpectedReply, "expected keys_reply")
+        }
+        return r
+    }
+
     public func cancel(queryID: String) async {
-        try? await socket.send([Envelope(id: newID(), body: .cancel(Body.Cancel(query: queryID))).encoded()])
+        try? await socket.send([Envelope(id: newID(), body: .cancel(Body.Cancel(query: queryID)), key: key).encoded()])
     }
 }
 

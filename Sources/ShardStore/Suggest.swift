@@ -49,7 +49,12 @@ extension ShardStore {
     /// Text that ends with a space (`prefixLast` false) is complete: its only
     /// suggestion is itself, with its count. The words are the plan's
     /// (folded, as the index holds them), so suggestions are folded too.
+    ///
+    /// With a filter (an app's scope, a secured key's restrictions, the
+    /// caller's `filters`), counts are of the items that pass it: see
+    /// ``filteredSuggest(_:limit:)``.
     public func suggest(_ plan: SearchPlan, limit: Int) throws -> [Suggestion] {
+        if plan.filter != .all { return try filteredSuggest(plan, limit: limit) }
         guard let last = plan.words.last, limit > 0 else { return [] }
         do {
             return try db.transaction(.deferred) {

@@ -40,19 +40,23 @@ public struct Envelope: Sendable, Hashable {
     public var version: Int
     public var id: String
     public var body: Body
+    /// The API key a client request is made with (docs/security.md): it
+    /// names the app, never the message. Absent on every other message.
+    public var key: String?
 
     public var type: MessageType { body.type }
 
-    public init(id: String, body: Body, version: Int = protocolVersion) {
+    public init(id: String, body: Body, version: Int = protocolVersion, key: String? = nil) {
         self.version = version
         self.id = id
         self.body = body
+        self.key = key
     }
 
     /// The largest frame accepted by default; larger frames get a `too_large` error reply.
     public static let defaultMaxFrameBytes = 32 * 1024 * 1024
 
-    enum Keys: String, CodingKey { case v, type, id }
+    enum Keys: String, CodingKey { case v, type, id, key }
 
     public func encoded() -> Data {
         if let fast = fastJSON() {
@@ -60,6 +64,7 @@ public struct Envelope: Sendable, Hashable {
             o["v"] = .number(Double(version))
             o["type"] = .string(type.rawValue)
             o["id"] = .string(id)
+            if let key { o["key"] = .string(key) }
             return Data(JSONWriter.bytes(.object(o)))
         }
         // The body's Codable form as a tree, written by the one writer.
@@ -107,13 +112,20 @@ public struct Envelope: Sendable, Hashable {
         guard let id else {
             throw ProtocolError(.invalidMessage, "missing request 'id'")
         }
+        var key: String?
+        if let k = o["key"], k != .null {
+            guard let s = k.stringValue else {
+                throw ProtocolError(.invalidMessage, "'key' must be text (an API key), found \(k.kindName)", id: id)
+            }
+            key = s
+        }
         if let fast = try fastBody(type, o, typeName: typeName, id: id) {
-            return Envelope(id: id, body: fast, version: v)
+            return Envelope(id: id, body: fast, version: v, key: key)
         }
         // The tree is parsed already: decode the body from it, not from the bytes again.
         do {
             let body = try decodeBody(type, head)
-            return Envelope(id: id, body: body, version: v)
+            return Envelope(id: id, body: body, version: v, key: key)
         } catch let e as DecodingError {
             throw ProtocolError(.invalidMessage, "\(typeName): \(Self.describe(e))", id: id)
         } catch {
@@ -357,6 +369,8 @@ public struct Envelope: Sendable, Hashable {
         case .spotlight: return .spotlight(try dec(Body.Spotlight.self))
         case .spotlightResult: return .spotlightResult(try dec(Body.SpotlightResult.self))
         case .continueSearch: return .continueSearch(try dec(Body.Continue.self))
+        case .keys: return .keys(try dec(Body.Keys.self))
+        case .keysReply: return .keysReply(try dec(Body.KeysReply.self))
         }
     }
 
@@ -395,6 +409,7 @@ struct EncodableEnvelope: Encodable {
         try c.encode(envelope.version, forKey: .v)
         try c.encode(envelope.type.rawValue, forKey: .type)
         try c.encode(envelope.id, forKey: .id)
+        if let key = envelope.key { try c.encode(key, forKey: .key) }
         switch envelope.body {
         case .publish(let b): try b.encode(to: encoder)
         case .publishAck(let b): try b.encode(to: encoder)
@@ -433,6 +448,8 @@ struct EncodableEnvelope: Encodable {
         case .spotlight(let b): try b.encode(to: encoder)
         case .spotlightResult(let b): try b.encode(to: encoder)
         case .continueSearch(let b): try b.encode(to: encoder)
+        case .keys(let b): try b.encode(to: encoder)
+        case .keysReply(let b): try b.encode(to: encoder)
         }
     }
 }

@@ -30,6 +30,8 @@ public enum MessageType: String, Sendable, Hashable, Codable, CaseIterable {
     case suggest, suggestResult = "suggest_result"
     case spotlight, spotlightResult = "spotlight_result"
     case continueSearch = "continue"
+    // API keys (docs/security.md).
+    case keys, keysReply = "keys_reply"
 }
 
 /// A per-item outcome of a write: stored, or rejected with a reason.
@@ -488,6 +490,34 @@ public enum Body: Sendable, Hashable {
         }
     }
 
+    /// Key management (`limelight keys`): `create` a key of an app and role,
+    /// `list` keys, `revoke` one (by value or id, in `target`). A master key
+    /// manages every app's keys, an admin key its own app's.
+    public struct Keys: Sendable, Hashable, Codable {
+        public var action: String
+        public var app: String?
+        public var role: String?
+        public var rateLimit: Double?
+        public var maxItemsPerPublish: Int?
+        public var description: String?
+        /// `revoke`: the key, or its id as `list` shows it.
+        public var target: String?
+        public init(action: String, app: String? = nil, role: String? = nil, rateLimit: Double? = nil,
+                    maxItemsPerPublish: Int? = nil, description: String? = nil, target: String? = nil) {
+            self.action = action; self.app = app; self.role = role; self.rateLimit = rateLimit
+            self.maxItemsPerPublish = maxItemsPerPublish; self.description = description; self.target = target
+        }
+    }
+    /// `create`: the new key's value (shown once, never stored) and its record;
+    /// `list`: the records; `revoke`: the revoked key's record. Records carry
+    /// `id`, `app`, `role`, `rateLimit`, `maxItemsPerPublish`, `description`,
+    /// `created`, `revoked`, never a key's value or hash.
+    public struct KeysReply: Sendable, Hashable, Codable {
+        public var apiKey: String?
+        public var keys: [JSONValue]
+        public init(apiKey: String? = nil, keys: [JSONValue]) { self.apiKey = apiKey; self.keys = keys }
+    }
+
     case publish(Publish), publishAck(PublishAck)
     case declare(Declare), declareAck(Empty)
     case delete(Delete), deleteAck(DeleteAck)
@@ -504,6 +534,7 @@ public enum Body: Sendable, Hashable {
     case suggest(Suggest), suggestResult(SuggestResult)
     case spotlight(Spotlight), spotlightResult(SpotlightResult)
     case continueSearch(Continue)
+    case keys(Keys), keysReply(KeysReply)
 
     public var type: MessageType {
         switch self {
@@ -544,6 +575,8 @@ public enum Body: Sendable, Hashable {
         case .spotlight: .spotlight
         case .spotlightResult: .spotlightResult
         case .continueSearch: .continueSearch
+        case .keys: .keys
+        case .keysReply: .keysReply
         }
     }
 }

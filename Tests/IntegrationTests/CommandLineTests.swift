@@ -19,6 +19,8 @@ struct CommandLineTests {
         p.arguments = args
         var env = ProcessInfo.processInfo.environment
         env.removeValue(forKey: "LIMELIGHT_ENDPOINT")
+        // Nor a key of the developer's own (docs/security.md: where the CLI looks for one).
+        for k in ["LIMELIGHT_KEY", "LIMELIGHT_KEY_FILE", "LIMELIGHT_DATA"] { env.removeValue(forKey: k) }
         for (k, v) in environment { env[k] = v }
         p.environment = env
         let out = Pipe(), err = Pipe(), inp = Pipe()

@@ -80,7 +80,22 @@ struct EnvelopeTests {
             r.sequences = [ShardSequence(shard: 0, sequence: 0), ShardSequence(shard: 1, sequence: 44)]
             return r
         }()),
+        .keys(Body.Keys(action: "create", app: "acme", role: "search", rateLimit: 5, maxItemsPerPublish: 100, description: "web")),
+        .keysReply(Body.KeysReply(apiKey: "llk_" + String(repeating: "ab", count: 32),
+                                  keys: [.object(["id": .string("0123456789abcdef"), "app": .string("acme"), "role": .string("search")])])),
     ]
+
+    @Test func theKeyRidesInTheEnvelope() throws {
+        let e = Envelope(id: "r1", body: .ping(Body.Empty()), key: "llk_x")
+        let text = String(decoding: e.encoded(), as: UTF8.self)
+        #expect(text.contains("\"key\":\"llk_x\""))
+        #expect(try Envelope.decode(e.encoded()).key == "llk_x")
+        // Fast-path bodies carry it too.
+        let p = Envelope(id: "r2", body: .publish(Body.Publish(items: [])), key: "k2")
+        #expect(try Envelope.decode(p.encoded()).key == "k2")
+        #expect(try Envelope.decode(Envelope(id: "r3", body: .ping(Body.Empty())).encoded()).key == nil)
+        #expect(throws: ProtocolError.self) { try Envelope.decode(Data(#"{"v":1,"type":"ping","id":"x","key":5}"#.utf8)) }
+    }
 
     @Test func everyMessageSurvivesARoundTrip() throws {
         for body in Self.bodies {

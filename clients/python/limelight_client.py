@@ -19,5 +19,6 @@ from limelight.client import (  # noqa: E402,F401
     LimelightError,
     LimelightTimeout,
     QueryStream,
+    secured_key,
     sort_key,
 )

@@ -36,7 +36,7 @@ def test_every_schema_is_valid_draft_2020_12():
 
 def test_one_schema_per_swift_message_type():
     types = swift_message_types()
-    assert len(types) == 37
+    assert len(types) == 39
     for t in types:
         assert f"{t}.schema.json" in schemas.SCHEMAS, f"no schema for {t}"
         assert schemas.SCHEMAS[f"{t}.schema.json"]["properties"]["type"] == {"const": t}
@@ -80,6 +80,11 @@ VALID = [
     {"v": 1, "type": "spotlight_result", "id": "n9", "failedShards": [], "groups": [
         {"domainIdentifier": "org.debian.python", "total": 40, "items": [{"objectID": "deb:python3"}], "continuation": "eyJ0ZXh0Ijoi"}]},
     {"v": 1, "type": "continue", "id": "n10", "token": "eyJ0ZXh0Ijoi", "page": 2, "hitsPerPage": 20},
+    {"v": 1, "type": "keys", "id": "k1", "key": "llk_" + "0" * 64, "action": "create", "app": "acme", "role": "search",
+     "rateLimit": 5, "maxItemsPerPublish": 100},
+    {"v": 1, "type": "keys_reply", "id": "k1", "apiKey": "llk_" + "a" * 64, "keys": [
+        {"id": "0123456789abcdef", "app": "acme", "role": "search", "rateLimit": 5, "maxItemsPerPublish": 100,
+         "description": None, "created": "2026-11-23T02:00:00Z", "revoked": None}]},
     {"v": 1, "type": "shard_search", "id": "n11", "shard": 0, "plan": {"words": ["pyth"], "window": 0,
      "filter": {"op": "exactDomain", "domains": ["org.debian"]}}, "suggest": 10, "perDomain": 3},
     {"v": 1, "type": "search", "id": "s1", "params": {"query": "vim", "facets": ["section"], "disjunctiveFacets": ["section"],
@@ -149,6 +154,11 @@ INVALID = [
     ({"v": 1, "type": "spotlight_result", "id": "e8", "groups": [{"domainIdentifier": "a", "total": 1, "items": []}],
       "failedShards": []}, "spotlight_result: no continuation"),
     ({"v": 1, "type": "continue", "id": "e9", "token": ""}, "continue: empty token"),
+    ({"v": 1, "type": "keys", "id": "k2", "action": "rotate"}, "keys: unknown action"),
+    ({"v": 1, "type": "keys", "id": "k3", "action": "create", "app": "Acme.Corp", "role": "admin"}, "keys: app not one label"),
+    ({"v": 1, "type": "ping", "id": "k4", "key": ""}, "envelope: empty key"),
+    ({"v": 1, "type": "keys_reply", "id": "k5", "keys": [{"id": "0123456789abcdef", "app": "a", "role": "search",
+      "created": "x", "revoked": None, "hash": "ab"}]}, "keys_reply: a record with a hash"),
     ({"v": 1, "type": "search", "id": "s2", "params": {"hitsPerPges": 3}}, "search: unknown parameter"),
     ({"v": 1, "type": "search", "id": "s3"}, "search: no params"),
     ({"v": 1, "type": "search_result", "id": "s4", "response": {"hits": []}}, "search_result: no counts"),

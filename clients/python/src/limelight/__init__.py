@@ -16,6 +16,7 @@ from .client import (
     LimelightTimeout,
     QueryEvent,
     QueryStream,
+    secured_key,
     sort_key,
 )
 
@@ -29,6 +30,7 @@ __all__ = [
     "LimelightTimeout",
     "QueryEvent",
     "QueryStream",
+    "secured_key",
     "sort_key",
 ]
 __version__ = "0.1.0"

@@ -90,19 +90,23 @@ class Client:
     ``timeout`` (seconds) bounds how long a request waits for its reply;
     ``observer``, when given, is called as ``observer("sent", message)`` and
     ``observer("received", message)`` for every message, decoded (tests use
-    it to check real traffic against the schemas). Not thread-safe: like a
+    it to check real traffic against the schemas). ``key`` is the API key
+    every request carries (docs/security.md); without one, a cluster that
+    does not require keys serves the client unscoped. Not thread-safe: like a
     ZeroMQ socket, a client belongs to one thread.
     """
 
     def __init__(self, endpoint: str = DEFAULT_ENDPOINT, timeout: float = 5.0, observer: Optional[Observer] = None,
-                 context: Optional[zmq.Context[Any]] = None, curve_server_key: Optional[str] = None,
-                 curve_key_pair: Optional[tuple[str, str]] = None) -> None:
-        """``curve_server_key`` (the coordinator's public key, Z85 text) turns
+                 context: Optional[zmq.Context[Any]] = None, key: Optional[str] = None,
+                 curve_server_key: Optional[str] = None, curve_key_pair: Optional[tuple[str, str]] = None) -> None:
+        """``key`` is the API key sent with every request (docs/security.md).
+        ``curve_server_key`` (the coordinator's public key, Z85 text) turns
         CURVE encryption on; ``curve_key_pair`` is this client's (public,
         secret) pair, which a coordinator with ``--client-keys`` must know
         (``zmq.auth.load_certificate`` reads the files ``limelight keys curve``
         writes). Without a pair the client makes a throwaway one."""
         self.endpoint = endpoint
+        self.key = key
         self.timeout = timeout
         self.observer = observer
         self._context: zmq.Context[Any] = context or zmq.Context.instance()
@@ -145,6 +149,8 @@ class Client:
         waiting; returns its id, for :meth:`next_reply`."""
         request_id = f"py{next(self._ids)}"
         message = {"v": PROTOCOL_VERSION, "type": message_type, "id": request_id, **body}
+        if self.key is not None:
+            message["key"] = self.key
         frame = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         if not self._socket.poll(int(self.timeout * 1000), zmq.POLLOUT):
             raise LimelightTimeout(f"cannot send to {self.endpoint}: its queue stayed full for {self.timeout} s")
@@ -428,6 +434,12 @@ class Client:
         response["failedShards"] = reply.get("failedShards", [])
         return response
 
+    def keys(self, action: str, timeout: Optional[float] = None, **fields: Any) -> JSONObject:
+        """Key management: ``keys("create", app="acme", role="search",
+        rateLimit=5)``, ``keys("list")``, ``keys("revoke", target=KEY_OR_ID)``;
+        returns the ``keys_reply`` (the new key in ``apiKey``)."""
+        return self.request("keys", timeout, action=action, **{k: v for k, v in fields.items() if v is not None})
+
     def cancel(self, query_id: str) -> None:
         """Asks the coordinator to stop query ``query_id``. There is no reply:
         the query ends with a completion whose ``cancelled`` is true."""
@@ -479,3 +491,34 @@ class QueryStream:
     def _end(self) -> None:
         self._done = True
         self.client.finish(self.id)
+
+
+def secured_key(parent_key: str, filters: Optional[str] = None, valid_until: Optional[int] = None,
+                restrict_domains: Optional[Iterable[str]] = None, user_token: Optional[str] = None) -> str:
+    """A secured API key made from a search key, with no call to the server
+    (Algolia's ``generateSecuredApiKey``): ``base64(hex(hmac_sha256(secret,
+    params)) + params)``, where ``secret`` is the parent's signing secret
+    ``hex(hmac_sha256(parent_key, "limelight secured key v1"))`` and ``params``
+    the restrictions as a URL query string, keys sorted (docs/security.md).
+    ``valid_until`` is in Unix seconds."""
+    import base64
+    import hashlib
+    import hmac
+    import urllib.parse
+
+    def escape(text: str) -> str:
+        return urllib.parse.quote(text, safe="-._~,")
+
+    pairs = [("parent", hashlib.sha256(parent_key.encode()).hexdigest()[:16])]
+    if filters is not None:
+        pairs.append(("filters", filters))
+    if restrict_domains is not None:
+        pairs.append(("restrictDomains", ",".join(restrict_domains)))
+    if user_token is not None:
+        pairs.append(("userToken", user_token))
+    if valid_until is not None:
+        pairs.append(("validUntil", str(int(valid_until))))
+    params = "&".join(f"{escape(k)}={escape(v)}" for k, v in sorted(pairs))
+    secret = hmac.new(parent_key.encode(), b"limelight secured key v1", hashlib.sha256).hexdigest()
+    signature = hmac.new(secret.encode(), params.encode(), hashlib.sha256).hexdigest()
+    return base64.b64encode((signature + params).encode()).decode()

@@ -234,6 +234,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("file", help="JSON Lines file of items; - reads standard input")
     parser.add_argument("--endpoint", default=os.environ.get("LIMELIGHT_ENDPOINT", DEFAULT_ENDPOINT),
                         help="coordinator endpoint (default: $LIMELIGHT_ENDPOINT or %(default)s)")
+    parser.add_argument("--key", default=os.environ.get("LIMELIGHT_KEY"),
+                        help="API key (default: $LIMELIGHT_KEY; see docs/security.md)")
     parser.add_argument("--batch-size", type=int, default=500, help="items per batch (default: %(default)s)")
     parser.add_argument("--window", type=int, default=4, help="batches in flight at once (default: %(default)s)")
     parser.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for the server to answer a ping (default: %(default)s)")
@@ -250,7 +252,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.error(f"cannot read {args.file}")
 
     started = time.monotonic()
-    with Client(args.endpoint, timeout=args.timeout) as client:
+    with Client(args.endpoint, timeout=args.timeout, key=args.key) as client:
         try:
             client.ping()
             publisher = publish(client, args.file, args.batch_size, args.window, args.ack_timeout, args.retry_for)

@@ -105,6 +105,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("query", help='CSSearchQuery string, e.g. \'title == "Window"w\'')
     parser.add_argument("--endpoint", default=os.environ.get("LIMELIGHT_ENDPOINT", DEFAULT_ENDPOINT),
                         help="coordinator endpoint (default: $LIMELIGHT_ENDPOINT or %(default)s)")
+    parser.add_argument("--key", default=os.environ.get("LIMELIGHT_KEY"),
+                        help="API key (default: $LIMELIGHT_KEY; see docs/security.md)")
     parser.add_argument("--fetch", help="attributes to return, comma-separated (default: all)")
     parser.add_argument("--sort", action="append", help="sort key NAME, NAME:desc or relevance; repeatable")
     parser.add_argument("--limit", type=int, help="at most this many results")
@@ -115,7 +117,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     fetch = [name.strip() for name in args.fetch.split(",") if name.strip()] if args.fetch else None
 
-    with Client(args.endpoint, timeout=args.timeout) as client:
+    with Client(args.endpoint, timeout=args.timeout, key=args.key) as client:
         try:
             client.ping()
             return run(client, args, fetch)

@@ -1,0 +1,192 @@
+import Foundation
+import Items
+import SQLite
+
+/// One stored key: never its value, only its hash.
+public struct KeyRecord: Sendable, Hashable {
+    /// The first 16 hex digits of the hash: public, shown by `keys list`.
+    public var id: String
+    public var hash: String
+    /// Nil for a master key, which belongs to no app.
+    public var app: String?
+    public var role: KeyRole
+    /// Requests per second the key may make (secured keys made from it
+    /// share it per user token); nil for no limit.
+    public var rateLimit: Double?
+    /// Items one publish (or entity donation) may carry; nil for no limit.
+    public var maxItemsPerPublish: Int?
+    public var description: String?
+    public var created: Date
+    public var revoked: Date?
+    /// Search keys: the secret their secured keys are signed with (see ``SecuredKey``).
+    public var signingSecret: String?
+
+    /// The listing form (`keys_reply`): no hash, no secret.
+    public var json: JSONValue {
+        func date(_ d: Date?) -> JSONValue { d.map { .string(ISODate.format($0)) } ?? .null }
+        return .object(["id": .string(id), "app": app.map(JSONValue.string) ?? .null, "role": .string(role.rawValue),
+                        "rateLimit": rateLimit.map(JSONValue.number) ?? .null,
+                        "maxItemsPerPublish": maxItemsPerPublish.map { .number(Double($0)) } ?? .null,
+                        "description": description.map(JSONValue.string) ?? .null,
+                        "created": date(created), "revoked": date(revoked)])
+    }
+}
+
+/// The coordinator's keys: a small SQLite file in its data folder
+/// (`DATA/keys.sqlite`, mode 0600), read whole at open and kept in memory,
+/// written through on every change.
+///
+/// ```
+/// keys(hash TEXT PRIMARY KEY, id TEXT UNIQUE, app TEXT, role TEXT, rate_limit REAL,
+///      max_items INTEGER, description TEXT, created REAL, revoked REAL, secret TEXT)
+/// ```
+///
+/// Only the coordinator writes it while the cluster runs (`limelight up`
+/// opens it before starting the coordinator, to make the first keys).
+public final class KeyStore: @unchecked Sendable {
+    // Used only from the coordinator's actor, or before it starts.
+    let db: Database
+    public let path: String
+    private(set) var byHash: [String: KeyRecord] = [:]
+    private(set) var byID: [String: KeyRecord] = [:]
+
+    public init(path: String) throws(TenancyError) {
+        self.path = path
+        // Made 0600 before SQLite opens it: SQLite gives its journal the
+        // database file's mode, so no copy of the keys is ever readable by others.
+        if !FileManager.default.fileExists(atPath: path) {
+            let fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+            if fd >= 0 { close(fd) }
+        }
+        do {
+            var config = Database.Configuration()
+            config.walJournal = false
+            config.synchronous = .full
+            db = try Database(path: path, configuration: config)
+            try db.execute("""
+                CREATE TABLE IF NOT EXISTS keys(
+                    hash TEXT PRIMARY KEY, id TEXT NOT NULL UNIQUE, app TEXT, role TEXT NOT NULL,
+                    rate_limit REAL, max_items INTEGER, description TEXT,
+                    created REAL NOT NULL, revoked REAL, secret TEXT)
+                """)
+        } catch {
+            throw TenancyError(.storeFailed, "cannot open the key store \(path): \(error)")
+        }
+        try load()
+    }
+
+    func load() throws(TenancyError) {
+        do {
+            let s = try db.prepare("SELECT hash, id, app, role, rate_limit, max_items, description, created, revoked, secret FROM keys")
+            try s.forEachRow { r in
+                guard let hash = r.string(at: 0), let id = r.string(at: 1), let role = KeyRole(rawValue: r.string(at: 3) ?? "") else { return }
+                let rec = KeyRecord(id: id, hash: hash, app: r.string(at: 2), role: role,
+                                    rateLimit: r.isNull(at: 4) ? nil : r.double(at: 4),
+                                    maxItemsPerPublish: r.isNull(at: 5) ? nil : r.int(at: 5),
+                                    description: r.string(at: 6), created: Date(timeIntervalSince1970: r.double(at: 7)),
+                                    revoked: r.isNull(at: 8) ? nil : Date(timeIntervalSince1970: r.double(at: 8)),
+                                    signingSecret: r.string(at: 9))
+                byHash[hash] = rec
+                byID[id] = rec
+            }
+        } catch {
+            throw TenancyError(.storeFailed, "cannot read the key store \(path): \(error)")
+        }
+    }
+
+    /// Makes a key; returns its value, which is nowhere else: the store keeps its hash.
+    public func create(app: String?, role: KeyRole, rateLimit: Double? = nil, maxItemsPerPublish: Int? = nil,
+                       description: String? = nil) throws(TenancyError) -> (key: String, record: KeyRecord) {
+        if role == .master {
+            guard app == nil else { throw TenancyError(.invalidParameter, "a master key belongs to no app", field: "app") }
+        } else {
+            guard let app else { throw TenancyError(.invalidParameter, "an \(role.rawValue) key needs an app", field: "app") }
+            guard APIKey.isValidApp(app) else {
+                throw TenancyError(.invalidParameter,
+                                   "app '\(app)' is not a valid name: 1-64 of a-z, 0-9, '_' and '-', starting with a letter or digit", field: "app")
+            }
+        }
+        if let r = rateLimit, !(r > 0 && r.isFinite) {
+            throw TenancyError(.invalidParameter, "rateLimit must be a positive number of requests per second, found \(r)", field: "rateLimit")
+        }
+        if let m = maxItemsPerPublish, m < 1 {
+            throw TenancyError(.invalidParameter, "maxItemsPerPublish must be at least 1, found \(m)", field: "maxItemsPerPublish")
+        }
+        let key = APIKey.generate()
+        let hash = APIKey.hash(key)
+        let rec = KeyRecord(id: APIKey.id(ofHash: hash), hash: hash, app: app, role: role, rateLimit: rateLimit,
+                            maxItemsPerPublish: maxItemsPerPublish, description: description,
+                            created: Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down)), revoked: nil,
+                            signingSecret: role == .search ? SecuredKey.signingSecret(parentKey: key) : nil)
+        do {
+            let s = try db.prepare("""
+                INSERT INTO keys(hash, id, app, role, rate_limit, max_items, description, created, revoked, secret)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)
+                """)
+            try s.run([.text(hash), .text(rec.id), app.map(SQLValue.text) ?? .null, .text(role.rawValue),
+                       rateLimit.map(SQLValue.real) ?? .null, maxItemsPerPublish.map { .integer(Int64($0)) } ?? .null,
+                       description.map(SQLValue.text) ?? .null, .real(rec.created.timeIntervalSince1970),
+                       rec.signingSecret.map(SQLValue.text) ?? .null])
+        } catch {
+            throw TenancyError(.storeFailed, "cannot store the new key in \(path): \(error)")
+        }
+        byHash[hash] = rec
+        byID[rec.id] = rec
+        return (key, rec)
+    }
+
+    public func record(hash: String) -> KeyRecord? { byHash[hash] }
+    public func record(id: String) -> KeyRecord? { byID[id] }
+
+    /// Keys of one app (nil: every key), oldest first.
+    public func list(app: String?) -> [KeyRecord] {
+        byID.values.filter { app == nil || $0.app == app }.sorted { ($0.created, $0.id) < ($1.created, $1.id) }
+    }
+
+    /// Revokes a key named by its value or its id. Revoking is for good: the
+    /// key, and every secured key made from it, is refused from now on.
+    public func revoke(_ keyOrID: String) throws(TenancyError) -> KeyRecord {
+        guard var rec = byHash[APIKey.hash(keyOrID)] ?? byID[keyOrID] else {
+            throw TenancyError(.notFound, "no key has this value or id", field: "target")
+        }
+        if rec.revoked != nil { return rec }
+        rec.revoked = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
+        do {
+            let s = try db.prepare("UPDATE keys SET revoked = ? WHERE hash = ?")
+            try s.run([.real(rec.revoked!.timeIntervalSince1970), .text(rec.hash)])
+        } catch {
+            throw TenancyError(.storeFailed, "cannot revoke the key in \(path): \(error)")
+        }
+        byHash[rec.hash] = rec
+        byID[rec.id] = rec
+        return rec
+    }
+
+    /// The key of `file` when it names a live key of this store with `role`
+    /// (and `app`); otherwise a new one, written to `file` (mode 0600). How
+    /// `limelight up` gives its user a master key and the default app's admin
+    /// key without ever printing them.
+    @discardableResult
+    public func ensureKeyFile(_ file: String, app: String?, role: KeyRole) throws(TenancyError) -> String {
+        if let data = FileManager.default.contents(atPath: file) {
+            let key = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            if let rec = byHash[APIKey.hash(key)], rec.revoked == nil, rec.role == role, rec.app == app { return key }
+        }
+        let (key, _) = try create(app: app, role: role, description: "made by limelight for \((file as NSString).lastPathComponent)")
+        try Self.writeSecret(key + "\n", to: file)
+        return key
+    }
+
+    /// Writes a file only its owner can read, creating it with mode 0600 (never
+    /// readable by others, even for an instant).
+    public static func writeSecret(_ text: String, to file: String) throws(TenancyError) {
+        _ = unlink(file)
+        let fd = open(file, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        guard fd >= 0 else { throw TenancyError(.storeFailed, "cannot create \(file): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        let bytes = Array(text.utf8)
+        guard write(fd, bytes, bytes.count) == bytes.count else {
+            throw TenancyError(.storeFailed, "cannot write \(file): \(String(cString: strerror(errno)))")
+        }
+    }
+}
