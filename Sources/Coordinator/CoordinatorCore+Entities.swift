@@ -133,8 +133,33 @@ extension CoordinatorCore {
         guard var p = params(text: s.text, s.params, client: client, id: id) else { return }
         p["hitsPerPage"] = .number(Double(hits))
         guard let request = searchRequest(client: client, id: id, { () throws(SearchParametersError) in try SearchRequest(params: .object(p)) }) else { return }
-        launchSearch(client: client, id: id, request: request, deadlineMs: s.deadlineMs, mode: .suggest(limit: limit, withResults: hits > 0), scope: scope)
+        let mode = SearchMode.suggest(limit: limit, withResults: hits > 0)
+        // Since iOS 18 a typed query's results are semantic: with a model, the
+        // text is embedded (once, here) and its results fuse words and meaning
+        // as a hybrid search at ratio 0.5 does. Suggestions stay completions of
+        // the words typed. Without a model, or if embedding fails, the results
+        // are the lexical ones, as before; params that name `semantic` or
+        // `hybrid` themselves take their own path through the search.
+        if hits > 0, request.semantic == nil, queryEmbedder.isAvailable,
+           !s.text.allSatisfy({ $0.isWhitespace || $0.isPunctuation }) {
+            count("suggests.semantic")
+            let embedder = queryEmbedder
+            Task {
+                var request = request
+                do {
+                    request.plan.semantic = SemanticPlan(vector: try await embedder.embed(s.text), ratio: Self.typedQuerySemanticRatio)
+                } catch {
+                    self.logger.warning("cannot embed a typed query; its results are lexical", metadata: ["error": "\(error)"])
+                }
+                self.launchSearch(client: client, id: id, request: request, deadlineMs: s.deadlineMs, mode: mode, scope: scope)
+            }
+            return
+        }
+        launchSearch(client: client, id: id, request: request, deadlineMs: s.deadlineMs, mode: mode, scope: scope)
     }
+
+    /// The semantic share of a typed query's results when a model is present.
+    static let typedQuerySemanticRatio = 0.5
 
     func startSpotlight(client: [Data], id: String, _ s: Body.Spotlight, scope: TenantScope = .unscoped) {
         count("spotlights")

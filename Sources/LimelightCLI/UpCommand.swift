@@ -46,8 +46,13 @@ struct UpCommand: AsyncParsableCommand {
     var restartLimit = 5
     @Option(help: "Seconds over which --restart-limit counts a child's failures.") var restartWindow = 60.0
     @OptionGroup var model: ModelOptions
-    @Flag(help: "Refuse requests without an API key (the CLI finds DATA/limelight.key itself; see docs/security.md).")
-    var requireKeys = false
+    /// On by default: a cluster someone can reach must not serve every
+    /// app's items to anyone, and `up` writes the keys where the command
+    /// line finds them (DATA/limelight.key, DATA/master.key), so a new user
+    /// copies nothing. `--no-require-keys` serves keyless requests unscoped,
+    /// as before keys existed (tests of other features, trusted loopback use).
+    @Flag(inversion: .prefixedNo, help: "Refuse requests without an API key (the CLI finds DATA/limelight.key itself when $LIMELIGHT_DATA or ./limelight-data names the data folder; see docs/security.md). --no-require-keys serves keyless requests unscoped.")
+    var requireKeys = true
 
     func validate() throws {
         guard shards >= 1 else { throw ValidationError("--shards must be at least 1") }

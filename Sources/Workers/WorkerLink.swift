@@ -142,6 +142,9 @@ public final class WorkerLink: Sendable {
         switch credentials.secret() {
         case .success(let secret):
             var r = registration
+            // The proven registration is the one the coordinator acts on: it
+            // carries the shards' sequence numbers too (the catch-up starts there).
+            r.sequences = await sequences.current()
             r.proof = secret.proof(nonce: challenge.nonce, worker: r.worker, role: r.role.rawValue, shards: r.shards)
             r.nonce = challenge.nonce
             await send(id, .register(r))

@@ -105,7 +105,7 @@ struct CommandLineTests {
         defer { try? FileManager.default.removeItem(atPath: data) }
         let p = Process()
         p.executableURL = URL(fileURLWithPath: ClusterFixture.binDirectory + "/limelight")
-        p.arguments = ["up", "--data", data, "--listen", "tcp://127.0.0.1:0", "--stats-port", "0", "--shards", "4"]
+        p.arguments = ["up", "--data", data, "--listen", "tcp://127.0.0.1:0", "--stats-port", "0", "--shards", "4", "--no-require-keys"]
         let out = Pipe()
         p.standardOutput = out
         p.standardError = FileHandle.nullDevice

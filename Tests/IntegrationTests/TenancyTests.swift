@@ -361,7 +361,7 @@ import WireProtocol
         let up = Process()
         up.executableURL = URL(fileURLWithPath: ClusterFixture.binDirectory + "/limelight")
         up.arguments = ["up", "--data", data, "--listen", "tcp://127.0.0.1:0", "--stats-port", "0", "--shards", "2",
-                        "--indexers", "1", "--query-workers", "1", "--require-keys"]
+                        "--indexers", "1", "--query-workers", "1"]   // keys required by default
         let out = Pipe()
         up.standardOutput = out
         up.standardError = FileHandle.nullDevice

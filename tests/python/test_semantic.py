@@ -149,6 +149,24 @@ def test_queries_without_the_packages_words_find_them_by_meaning(world):
           f"the first loads the model); processingTimeMS p50 {statistics.median(processing)} ms")
 
 
+def test_typed_queries_find_by_meaning_when_a_model_is_present(world):
+    """CSUserQuery: a typed query's results are hybrid when the cluster has a
+    model, while its suggestions stay completions of the words typed."""
+    c, by_name, _, _, _ = world
+    found = 0
+    for query, package in BY_MEANING:
+        r = c.suggest(query, limit=5, hits_per_page=10)
+        titles = [h["title"] for h in r["response"]["hits"]]
+        found += package in titles
+        assert all(s["suggestion"].split()[:-1] == query.split()[:-1] for s in r["suggestions"]), r["suggestions"]
+    # Every pair is found by a hybrid search (the test above); a typed query's
+    # last word is also a prefix, which may crowd a few out of the top 10.
+    assert found >= len(BY_MEANING) - 2, found
+    # A navigational typed query still puts the package first.
+    r = c.suggest("inkscape", hits_per_page=5)
+    assert r["response"]["hits"][0]["title"] == "inkscape"
+
+
 def test_navigational_queries_stay_first(world):
     c, _, _, _, _ = world
     for name in NAVIGATIONAL:
