@@ -1,0 +1,223 @@
+import CZeroMQ
+import Dispatch
+import Foundation
+import Synchronization
+
+// The loop of an AsyncSocket's owner thread, the only thread that calls into
+// its ZeroMQ socket (see AsyncSocket.swift for the design).
+
+// MARK: - Owner thread
+
+/// Carries the non-escaping `configure` closure to the owner thread.
+///
+/// `@unchecked Sendable` is safe: `body` is set in `init` before the thread
+/// starts (`Thread.start` orders that write before the thread runs), then read
+/// and cleared exactly once by the owner thread, which afterwards signals the
+/// `Startup` semaphore that `AsyncSocket.init` waits on before it returns. No
+/// two threads ever touch `body` without that ordering between them.
+final class ConfigureHandOff: @unchecked Sendable {
+    private var body: ((Socket) throws -> Void)?
+
+    init(_ body: @escaping @Sendable (Socket) throws -> Void) { self.body = body }
+
+    /// Calls the closure once and drops the reference to it.
+    func callOnce(_ socket: Socket) throws {
+        guard let body else { return }
+        self.body = nil
+        try body(socket)
+    }
+
+    /// Drops the closure uncalled (the socket could not be created).
+    func release() { body = nil }
+}
+
+/// The owner thread's report of how `configure` went.
+final class Startup: Sendable {
+    let result = Mutex<Result<String?, any Error>?>(nil)
+    let done = DispatchSemaphore(value: 0)
+}
+
+/// The loop the owner thread runs. Lives and dies on that thread.
+struct Owner {
+    let core: Core
+    let socket: Socket
+    /// Sends taken from the shared queue, in order, not yet accepted by ZeroMQ.
+    var pending: [Outgoing] = []
+
+    static func run(core: Core, context: Context, type: SocketType, startup: Startup,
+                    configure: ConfigureHandOff) {
+        let socket: Socket
+        do {
+            socket = try Socket(context: context, type: type)
+        } catch {
+            configure.release()
+            core.fail(error as? ZMQError ?? ZMQError.closed())
+            core.markExited()
+            startup.result.withLock { $0 = .failure(error) }
+            startup.done.signal()
+            return
+        }
+        do {
+            try configure.callOnce(socket)
+            let endpoint = try? socket.lastEndpoint
+            startup.result.withLock { $0 = .success(endpoint?.isEmpty == false ? endpoint : nil) }
+        } catch {
+            socket.close()
+            core.fail(error as? ZMQError ?? ZMQError.closed())
+            core.markExited()
+            startup.result.withLock { $0 = .failure(error) }
+            startup.done.signal()
+            return
+        }
+        startup.done.signal()
+
+        var owner = Owner(core: core, socket: socket)
+        let error = owner.loop()
+        // Sends the owner thread had taken: they were not accepted by ZeroMQ.
+        for item in owner.pending {
+            item.complete(error ?? ZMQError.closed("send"))
+        }
+        owner.pending = []
+        if let error { core.fail(error) }
+        socket.close()
+        core.markExited()
+    }
+
+    /// How the last attempt to flush `pending` ended.
+    enum SendState {
+        /// Nothing left, or nothing blocked.
+        case idle
+        /// The socket has no room for any message: wait for POLLOUT.
+        case waitWritable
+        /// Some ROUTER/STREAM peers are full: retry after a back-off.
+        case retryLater
+    }
+
+    /// Runs until close (returns nil) or a fatal socket error (returns it).
+    mutating func loop() -> ZMQError? {
+        let canReceive = ![.pub, .push].contains(socket.type)
+        var drained = false
+        var socketReadable = true
+        var socketWritable = true
+        var sendState = SendState.idle
+        var retryDelay = 1   // milliseconds, doubled while ROUTER peers stay full
+
+        while true {
+            let turn = core.beginTurn(drained: drained, room: core.outboundCapacity - pending.count)
+            if turn.closing { return nil }
+            pending.append(contentsOf: turn.taken)
+
+            // Send: unless the socket said it is full and has not said otherwise since.
+            if !pending.isEmpty && (sendState != .waitWritable || socketWritable || !turn.taken.isEmpty) {
+                do {
+                    sendState = try flush()
+                } catch {
+                    return error
+                }
+            } else if pending.isEmpty {
+                sendState = .idle
+            }
+
+            // Receive a batch, as long as the consumer keeps up.
+            var paused = false
+            var batchFull = false
+            if canReceive && socketReadable {
+                var received = 0
+                while true {
+                    guard core.mayReceive() else { paused = true; break }
+                    if received == 64 { batchFull = true; break }
+                    do {
+                        guard let message = try socket.receive(dontWait: true) else { break }
+                        core.deliver(message)
+                        received += 1
+                    } catch let error as ZMQError {
+                        if error.code == .interrupted { continue }
+                        return error
+                    } catch {
+                        return ZMQError.closed("receive")
+                    }
+                }
+            }
+            if batchFull {
+                // More may be waiting: go round again without sleeping, so that
+                // queued sends get their turn between batches.
+                drained = false
+                socketReadable = true
+                continue
+            }
+
+            var events: PollEvents = []
+            if canReceive && !paused { events.insert(.readable) }
+            if sendState == .waitWritable { events.insert(.writable) }
+            var items = [PollItem(socket, events: events), PollItem(fileDescriptor: core.wakeRead)]
+            let timeout: Duration? = sendState == .retryLater ? .milliseconds(retryDelay) : nil
+            let ready: Int
+            do {
+                ready = try Poller.poll(&items, timeout: timeout)
+            } catch let error as ZMQError {
+                if error.code == .interrupted { drained = false; continue }
+                return error
+            } catch {
+                return ZMQError.closed("poll")
+            }
+            if sendState == .retryLater {
+                retryDelay = ready == 0 ? min(retryDelay * 2, 64) : retryDelay
+            } else {
+                retryDelay = 1
+            }
+            socketReadable = items[0].ready.contains(.readable)
+            socketWritable = items[0].ready.contains(.writable)
+            drained = items[1].ready.contains(.readable)
+            if drained { core.drainWakeups() }
+        }
+    }
+
+    /// Offers every pending message to ZeroMQ without blocking and resumes the
+    /// senders of those it accepted or rejected.
+    mutating func flush() throws(ZMQError) -> SendState {
+        let routed = socket.type.routesByFirstFrame
+        var blockedPeers = Set<Data>()
+        var blocked = false
+        var kept: [Outgoing] = []
+        var outcomes: [(Outgoing, ZMQError?)] = []
+        var fatal: ZMQError?
+        defer {
+            for (item, error) in outcomes {
+                item.complete(error)
+            }
+        }
+        for (index, item) in pending.enumerated() {
+            if fatal != nil || blocked {
+                kept.append(contentsOf: pending[index...])
+                break
+            }
+            let peer = routed ? item.frames.first : nil
+            if let peer, blockedPeers.contains(peer) {
+                kept.append(item)   // keeps per-peer order behind the blocked one
+                continue
+            }
+            do {
+                if try socket.send(item.frames, dontWait: true) {
+                    outcomes.append((item, nil))
+                } else {
+                    kept.append(item)
+                    if let peer { blockedPeers.insert(peer) } else { blocked = true }
+                }
+            } catch let error as ZMQError {
+                if error.code == .terminated {
+                    kept.append(item)
+                    fatal = error
+                } else {
+                    outcomes.append((item, error))
+                }
+            } catch {
+                outcomes.append((item, ZMQError.closed("send")))
+            }
+        }
+        pending = kept
+        if let fatal { throw fatal }
+        if blocked { return .waitWritable }
+        if !blockedPeers.isEmpty { return .retryLater }
+        return .idle
+    }
+}
