@@ -138,21 +138,13 @@ extension CoordinatorCore {
         // text is embedded (once, here) and its results fuse words and meaning
         // as a hybrid search at ratio 0.5 does. Suggestions stay completions of
         // the words typed. Without a model, or if embedding fails, the results
-        // are the lexical ones, as before; params that name `semantic` or
-        // `hybrid` themselves take their own path through the search.
+        // are the lexical ones, as before. (A `semantic` or `hybrid` in the
+        // typed query's params is not embedded: the results are then lexical.)
         if hits > 0, request.semantic == nil, queryEmbedder.isAvailable,
            !s.text.allSatisfy({ $0.isWhitespace || $0.isPunctuation }) {
             count("suggests.semantic")
-            let embedder = queryEmbedder
-            Task {
-                var request = request
-                do {
-                    request.plan.semantic = SemanticPlan(vector: try await embedder.embed(s.text), ratio: Self.typedQuerySemanticRatio)
-                } catch {
-                    self.logger.warning("cannot embed a typed query; its results are lexical", metadata: ["error": "\(error)"])
-                }
-                self.launchSearch(client: client, id: id, request: request, deadlineMs: s.deadlineMs, mode: mode, scope: scope)
-            }
+            launchEmbedded(client: client, id: id, request: request, text: s.text, ratio: Self.typedQuerySemanticRatio,
+                           deadlineMs: s.deadlineMs, mode: mode, scope: scope, ifEmbeddingFails: .lexical)
             return
         }
         launchSearch(client: client, id: id, request: request, deadlineMs: s.deadlineMs, mode: mode, scope: scope)

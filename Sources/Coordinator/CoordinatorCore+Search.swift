@@ -64,17 +64,39 @@ extension CoordinatorCore {
             return
         }
         count("searches.semantic")
+        launchEmbedded(client: client, id: id, request: request, text: semantic.query, ratio: semantic.ratio,
+                       deadlineMs: deadlineMs, mode: .search, scope: scope, ifEmbeddingFails: .refuse(field: parameter))
+    }
+
+    /// What a search does when its text cannot be embedded.
+    enum EmbeddingFailure {
+        /// Refuse it, naming the parameter that asked for meaning.
+        case refuse(field: String)
+        /// Go on by words alone (a typed query, which asked for nothing).
+        case lexical
+    }
+
+    /// Embeds `text` once, here (off the actor, see ``QueryEmbedder``), puts
+    /// the vector in the plan with `ratio`, then scatters it as ``launchSearch``
+    /// does: the one way semantic searches and typed queries get their vector.
+    func launchEmbedded(client: [Data], id: String, request: SearchRequest, text: String, ratio: Double, deadlineMs: Int?,
+                        mode: SearchMode, scope: TenantScope, ifEmbeddingFails failure: EmbeddingFailure) {
         let embedder = queryEmbedder
         Task {
+            var request = request
             do {
-                let vector = try await embedder.embed(semantic.query)
-                var request = request
-                request.plan.semantic = SemanticPlan(vector: vector, ratio: semantic.ratio)
-                self.launchSearch(client: client, id: id, request: request, deadlineMs: deadlineMs, mode: .search, scope: scope)
+                request.plan.semantic = SemanticPlan(vector: try await embedder.embed(text), ratio: ratio)
             } catch {
-                self.logger.error("cannot embed a query", metadata: ["error": "\(error)"])
-                self.sendError(.client(client), id, WireError(code: "semantic_unavailable", message: "cannot embed the query: \(error)", field: parameter))
+                switch failure {
+                case .refuse(let field):
+                    self.logger.error("cannot embed a query", metadata: ["error": "\(error)"])
+                    self.sendError(.client(client), id, WireError(code: "semantic_unavailable", message: "cannot embed the query: \(error)", field: field))
+                    return
+                case .lexical:
+                    self.logger.warning("cannot embed a typed query; its results are lexical", metadata: ["error": "\(error)"])
+                }
             }
+            self.launchSearch(client: client, id: id, request: request, deadlineMs: deadlineMs, mode: mode, scope: scope)
         }
     }
 
