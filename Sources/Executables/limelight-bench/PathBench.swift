@@ -106,7 +106,6 @@ struct PathBench: AsyncParsableCommand {
         var storeLat: [Double] = []
         for k in 0..<queries.count * 2 {
             let plan = try parser.parse(queries[k % queries.count])
-            let t = Date()
             // Shards answer in parallel in the cluster: the slowest is the
             // store's share of the path.
             var slowest = 0.0
@@ -115,7 +114,6 @@ struct PathBench: AsyncParsableCommand {
                 _ = try s.run(Query(predicate: plan, fetchAttributes: ["title"], limit: 20, batchSize: 20)) { _ in }
                 slowest = max(slowest, Date().timeIntervalSince(ts) * 1000)
             }
-            _ = t
             storeLat.append(slowest)
         }
         let storeP50 = percentile(storeLat, 50)
