@@ -90,9 +90,13 @@ extension CoordinatorCore {
             deliver(key, items)
         }
         if let rq = queries[key], let limit = rq.query.limit, rq.count >= limit {
+            // A last batch ended its shard: only the others need a cancel.
+            if b.doneCount != nil { queries[key]?.outstanding.removeValue(forKey: b.shard) }
             stopShards(key, reason: nil)
             complete(key, cancelled: false)
+            return
         }
+        if let n = b.doneCount { shardDone(key: key, from: worker, Body.ShardDone(shard: b.shard, count: n)) }
     }
 
     func releaseMerged(_ key: String) {

@@ -155,7 +155,9 @@ public struct Envelope: Sendable, Hashable {
                 if let score = h.score { o["score"] = .number(score) }
                 return .object(o)
             }
-            return ["shard": .number(Double(b.shard)), "seq": .number(Double(b.seq)), "hits": .array(hits)]
+            var o: [String: JSONValue] = ["shard": .number(Double(b.shard)), "seq": .number(Double(b.seq)), "hits": .array(hits)]
+            if let n = b.doneCount { o["doneCount"] = .number(Double(n)) }
+            return o
         case .search(let b):
             var o: [String: JSONValue] = ["params": b.params]
             if let d = b.deadlineMs { o["deadlineMs"] = .number(Double(d)) }
@@ -236,7 +238,7 @@ public struct Envelope: Sendable, Hashable {
                 guard case .object(let ho) = h, let item = ho["item"] else { throw fail("field 'hits[\(i)]' should be an object with an 'item'") }
                 hits.append(Hit(item: item, sort: ho["sort"]?.arrayValue, score: ho["score"]?.doubleValue))
             }
-            return .shardBatch(Body.ShardBatch(shard: try int("shard"), seq: try int("seq"), hits: hits))
+            return .shardBatch(Body.ShardBatch(shard: try int("shard"), seq: try int("seq"), hits: hits, doneCount: try optionalInt("doneCount")))
         case .search:
             guard let params = o["params"] else { throw fail("missing field 'params'") }
             return .search(Body.Search(params: params, deadlineMs: try optionalInt("deadlineMs")))

@@ -306,7 +306,15 @@ public enum Body: Sendable, Hashable {
         public var shard: Int
         public var seq: Int
         public var hits: [Hit]
-        public init(shard: Int, seq: Int, hits: [Hit]) { self.shard = shard; self.seq = seq; self.hits = hits }
+        /// Set on a shard's last batch when the shard ended without error: its
+        /// total count, so the batch is also the shard's `shard_done` and the
+        /// common query (one batch) costs one message instead of two each way
+        /// through the coordinator. A shard that fails, is cancelled, or
+        /// matches nothing still ends with a `shard_done` of its own.
+        public var doneCount: Int?
+        public init(shard: Int, seq: Int, hits: [Hit], doneCount: Int? = nil) {
+            self.shard = shard; self.seq = seq; self.hits = hits; self.doneCount = doneCount
+        }
     }
     public struct ShardDone: Sendable, Hashable, Codable {
         public var shard: Int

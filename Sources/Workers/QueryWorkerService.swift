@@ -106,6 +106,9 @@ public final class QueryWorkerService: Sendable {
         logger.info("query worker serving", metadata: ["shards": "\(configuration.shards.map(String.init).joined(separator: ","))",
                                                        "data": "\(configuration.data)"])
         link.reportStatus { self.tally.status(shards: nil, dataFolder: self.configuration.data) }
+        // Shard queries, searches and cancels are taken on the socket's
+        // thread and handed straight to the worker's own threads.
+        link.handleInline { envelope in self.handleNow(envelope) }
         await link.serve { envelope in await self.handle(envelope) }
         threads.stop()
     }
@@ -114,31 +117,41 @@ public final class QueryWorkerService: Sendable {
         link.close()
     }
 
+    /// What reaches the link's task: anything `handleNow` did not take.
     func handle(_ envelope: Envelope) async {
+        if handleNow(envelope) { return }
+        await link.send(envelope.id, .error(WireError(code: "unexpected_type", message: "a query worker does not handle '\(envelope.type.rawValue)'")))
+    }
+
+    /// Takes a shard query, a shard search or a cancel without waiting: runs
+    /// on the socket's thread (``WorkerLink/handleInline(_:)``), so it only
+    /// decodes the plan and queues the work. False for any other message.
+    func handleNow(_ envelope: Envelope) -> Bool {
         switch envelope.body {
         case .shardQuery(let q):
             let key = envelope.id
-            guard let (query, flag) = await accept(key, shard: q.shard, deadlineMs: q.deadlineMs, { () throws(PlanDecodingError) in
+            guard let (query, flag) = accept(key, shard: q.shard, deadlineMs: q.deadlineMs, { () throws(PlanDecodingError) in
                 try Query(json: q.plan)
-            }) else { return }
-            guard threads.trySubmit(limit: configuration.maxQueued, { self.execute(key: key, shard: q.shard, query: query, flag: flag) }) else {
-                await refuseBusy(key, shard: q.shard)
-                return
+            }) else { return true }
+            if !threads.trySubmit(limit: configuration.maxQueued, { self.execute(key: key, shard: q.shard, query: query, flag: flag) }) {
+                refuseBusy(key, shard: q.shard)
             }
+            return true
         case .shardSearch(let q):
             let key = envelope.id
-            guard let (plan, flag) = await accept(key, shard: q.shard, deadlineMs: q.deadlineMs, { () throws(PlanDecodingError) in
+            guard let (plan, flag) = accept(key, shard: q.shard, deadlineMs: q.deadlineMs, { () throws(PlanDecodingError) in
                 try SearchPlan(json: q.plan)
-            }) else { return }
+            }) else { return true }
             let extras = SearchExtras(suggest: q.suggest, perDomain: q.perDomain)
-            guard threads.trySubmit(limit: configuration.maxQueued, { self.executeSearch(key: key, shard: q.shard, plan: plan, extras: extras, flag: flag) }) else {
-                await refuseBusy(key, shard: q.shard)
-                return
+            if !threads.trySubmit(limit: configuration.maxQueued, { self.executeSearch(key: key, shard: q.shard, plan: plan, extras: extras, flag: flag) }) {
+                refuseBusy(key, shard: q.shard)
             }
+            return true
         case .cancel(let c):
             running.cancel(c.query)
+            return true
         default:
-            await link.send(envelope.id, .error(WireError(code: "unexpected_type", message: "a query worker does not handle '\(envelope.type.rawValue)'")))
+            return false
         }
     }
 
@@ -146,15 +159,15 @@ public final class QueryWorkerService: Sendable {
     /// must be this worker's and the plan must decode; otherwise the shard is
     /// answered as failed. Registers the cancel flag of an accepted one.
     func accept<Plan>(_ key: String, shard: Int, deadlineMs: Int?,
-                      _ decode: () throws(PlanDecodingError) -> Plan) async -> (Plan, CancelFlag)? {
+                      _ decode: () throws(PlanDecodingError) -> Plan) -> (Plan, CancelFlag)? {
         guard configuration.shards.contains(shard) else {
-            await link.send(key, .shardDone(Body.ShardDone(shard: shard, count: 0,
-                                                           error: WireError(code: "bad_shard", message: "this worker does not serve shard \(shard)"))))
+            link.sendNow(key, .shardDone(Body.ShardDone(shard: shard, count: 0,
+                                                          error: WireError(code: "bad_shard", message: "this worker does not serve shard \(shard)"))))
             return nil
         }
         let plan: Plan
         do throws(PlanDecodingError) { plan = try decode() } catch {
-            await link.send(key, .shardDone(Body.ShardDone(shard: shard, count: 0, error: WireError(code: "bad_plan", message: error.description))))
+            link.sendNow(key, .shardDone(Body.ShardDone(shard: shard, count: 0, error: WireError(code: "bad_plan", message: error.description))))
             return nil
         }
         let flag = CancelFlag(deadline: deadlineMs.map { Date().addingTimeInterval(Double($0) / 1000) })
@@ -172,22 +185,32 @@ public final class QueryWorkerService: Sendable {
     func execute(key: String, shard: Int, query: Query, flag: CancelFlag) {
         defer { running.remove(key, shard: shard) }
         var seq = 0
+        // Each batch waits for the next (or the end) before it is sent, so the
+        // last one can carry the shard's count and stand for its `shard_done`:
+        // a one-batch query is one message back instead of two.
+        var held: Body.ShardBatch?
         do {
             let store = try pool.checkout(shard)
             defer { pool.checkin(shard, store) }
             let count = try store.run(query, isCancelled: { flag.isCancelled }) { results in
                 seq += 1
                 let hits = results.map { Hit(item: $0.item, sort: $0.sortValues.isEmpty ? nil : $0.sortValues, score: $0.score) }
-                reply(key, .shardBatch(Body.ShardBatch(shard: shard, seq: seq, hits: hits)))
+                if let h = held { reply(key, .shardBatch(h)) }
+                held = Body.ShardBatch(shard: shard, seq: seq, hits: hits)
             }
             tally.finished()
             if flag.isCancelled {
+                if let h = held { reply(key, .shardBatch(h)) }
                 reply(key, .shardDone(Body.ShardDone(shard: shard, count: count,
                                                        error: WireError(code: "cancelled", message: "cancelled or past its deadline"))))
+            } else if var last = held {
+                last.doneCount = count
+                reply(key, .shardBatch(last))
             } else {
                 reply(key, .shardDone(Body.ShardDone(shard: shard, count: count)))
             }
         } catch {
+            if let h = held { reply(key, .shardBatch(h)) }
             tally.finished(failed: !flag.isCancelled)
             logger.notice("query failed on a shard", metadata: ["query.id": "\(key)", "shard": "\(shard)", "error": "\(error)"])
             let message = flag.isCancelled ? "cancelled or past its deadline" : "\(error)"

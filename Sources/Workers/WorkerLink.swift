@@ -22,7 +22,9 @@ public final class WorkerLink: Sendable {
     let logger: Logger
     let heartbeatMs: Int
     let livenessMs: Int
-    let state = LinkState()
+    let state: LinkState
+    /// Requests answered on the socket's own thread (``handleInline(_:)``).
+    let inline: InlineHandler
     let reporter = StatusReporter()
     let credentials: WorkerCredentials
     let sequences = SequenceReporter()
@@ -43,7 +45,16 @@ public final class WorkerLink: Sendable {
         self.livenessMs = livenessMs
         self.credentials = credentials
         let id = WorkerCredentials.routingID(workerID: workerID)
-        socket = try AsyncSocket(context: context, type: .dealer, name: "worker-\(registration.worker)") { s in
+        let state = LinkState()
+        let inline = InlineHandler()
+        self.state = state
+        self.inline = inline
+        socket = try AsyncSocket(context: context, type: .dealer, name: "worker-\(registration.worker)", intercept: { frames in
+            guard inline.isSet, let payload = frames.last,
+                  let envelope = try? Envelope.decode(payload), inline.handle(envelope) else { return false }
+            state.touch()
+            return true
+        }) { s in
             if let curve = credentials.curve { try s.set(curve.socketOptions) }
             try s.set(.routingID(id))
             try s.set(.linger(milliseconds: 0))
@@ -63,6 +74,29 @@ public final class WorkerLink: Sendable {
         do { try await socket.send([Envelope(id: id, body: body).encoded()]) } catch {
             logger.debug("could not send to the coordinator", metadata: ["error": "\(error)"])
         }
+    }
+
+    /// ``send(_:_:)`` without waiting at all, from any thread — the socket's
+    /// own included, so an inline handler (``handleInline(_:)``) answers with
+    /// it. The message joins the socket's queue; a failure is logged.
+    public func sendNow(_ id: String, _ body: Body) {
+        let logger = self.logger
+        let refused = socket.submit([Envelope(id: id, body: body).encoded()]) { error in
+            if let error { logger.debug("could not send to the coordinator", metadata: ["error": "\(error)"]) }
+        }
+        if let refused { logger.debug("could not send to the coordinator", metadata: ["error": "\(refused)"]) }
+    }
+
+    /// Sets the handler that sees each request on the socket's own thread
+    /// before it enters Swift concurrency: it returns true for the requests
+    /// it has dealt with (which then skip `run`'s `handle`), false to pass
+    /// one on. It runs on the thread that reads the socket, so it must only
+    /// hand work off and never wait; it answers with ``sendNow(_:_:)``.
+    /// A query worker takes its shard queries this way: the hop from the
+    /// socket's thread to a task and back to one of its own threads cost a
+    /// thread wake-up per query for nothing (`limelight-bench path`).
+    public func handleInline(_ handler: @escaping @Sendable (Envelope) -> Bool) {
+        inline.set(handler)
     }
 
     /// ``send(_:_:)`` from one of the worker's own threads (never a task):
@@ -221,6 +255,17 @@ final class LinkState: @unchecked Sendable {
     var registered: Bool { lock.lock(); defer { lock.unlock() }; return _registered }
     func setRefusal(_ s: String) { lock.lock(); _refusal = s; lock.unlock() }
     var refusal: String? { lock.lock(); defer { lock.unlock() }; return _refusal }
+}
+
+/// The inline request handler of a ``WorkerLink``, set once the service is built.
+final class InlineHandler: @unchecked Sendable {
+    // `handler` is read and written only while holding `lock`.
+    private let lock = NSLock()
+    private var handler: (@Sendable (Envelope) -> Bool)?
+
+    func set(_ h: @escaping @Sendable (Envelope) -> Bool) { lock.lock(); handler = h; lock.unlock() }
+    var isSet: Bool { lock.lock(); defer { lock.unlock() }; return handler != nil }
+    func handle(_ e: Envelope) -> Bool { (lock.withLock { handler })?(e) ?? false }
 }
 
 /// Where heartbeats get the worker's status from, once the service has said.

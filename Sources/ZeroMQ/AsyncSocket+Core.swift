@@ -109,7 +109,11 @@ final class Core: Sendable {
     let wakeRead: Int32
     let wakeWrite: Int32
 
-    init(outboundCapacity: Int, inboundCapacity: Int) throws {
+    /// See `AsyncSocket.init(intercept:)`: runs on the owner thread.
+    let intercept: (@Sendable ([Data]) -> Bool)?
+
+    init(outboundCapacity: Int, inboundCapacity: Int, intercept: (@Sendable ([Data]) -> Bool)? = nil) throws {
+        self.intercept = intercept
         var fds: [Int32] = [-1, -1]
         if pipe(&fds) != 0 { throw ZMQError(errno: errno, operation: "pipe (AsyncSocket wake-up)") }
         for fd in fds {

@@ -128,8 +128,9 @@ struct Owner {
                     if received == 64 { batchFull = true; break }
                     do {
                         guard let message = try socket.receive(dontWait: true) else { break }
-                        core.deliver(message)
                         received += 1
+                        if let intercept = core.intercept, intercept(message) { continue }
+                        core.deliver(message)
                     } catch let error as ZMQError {
                         if error.code == .interrupted { continue }
                         return error

@@ -61,14 +61,22 @@ public final class AsyncSocket: Sendable {
     ///   - outboundCapacity: messages the owner thread works on at a time.
     ///   - inboundCapacity: received messages buffered for ``messages``
     ///     before the owner thread stops reading.
+    ///   - intercept: called on the owner thread with each received message
+    ///     before it is buffered for ``messages``; a message it returns true
+    ///     for is taken as handled and never reaches ``messages``. For
+    ///     messages whose handling is short and never blocks (hand a job to a
+    ///     thread, set a flag): they then cost no hop into Swift concurrency.
+    ///     It must not call ``post(_:)`` (which can wait for this very thread)
+    ///     nor wait on anything; ``submit(_:accepted:)`` is safe.
     ///   - configure: options, `bind` and `connect`; runs on the owner thread.
     /// - Throws: whatever `configure` throws, or a ``ZMQError`` if the socket
     ///   cannot be created; no thread is left behind then.
     public init(context: Context, type: SocketType, name: String = "zmq",
                 outboundCapacity: Int = 1024, inboundCapacity: Int = 1024,
+                intercept: (@Sendable ([Data]) -> Bool)? = nil,
                 configure: @Sendable (Socket) throws -> Void) throws {
         precondition(outboundCapacity > 0 && inboundCapacity > 0, "capacities must be positive")
-        let core = try Core(outboundCapacity: outboundCapacity, inboundCapacity: inboundCapacity)
+        let core = try Core(outboundCapacity: outboundCapacity, inboundCapacity: inboundCapacity, intercept: intercept)
         let startup = Startup()
         withoutActuallyEscaping(configure) { configure in
             // The owner thread calls and releases `configure` before it

@@ -79,13 +79,18 @@ class FakeCoordinator:
         return answer
 
     def collect(self, worker):
-        """A query's shard_batch messages and its shard_done."""
+        """A query's shard_batch messages and what ended the shard: its
+        shard_done, or a last batch carrying ``doneCount`` (returned as the
+        shard_done it stands for, with ``last_batch`` set)."""
         batches = []
         while True:
             message = self.expect(worker, {"shard_batch", "shard_done"})
             if message["type"] == "shard_done":
                 return batches, message
             batches.append(message)
+            if "doneCount" in message:
+                return batches, {"type": "shard_done", "id": message["id"], "shard": message["shard"],
+                                 "count": message["doneCount"], "last_batch": True}
 
     def close(self):
         self.socket.close(linger=0)
@@ -161,6 +166,9 @@ def test_shard_query_streams_sorted_hits(workers, stored):
     assert [h["sort"] for h in hits] == [[p] for p in apples]
     assert done["count"] == len(hits) == len(apples)
     assert all(set(h["item"]["attributes"]) == {"title", "price"} for h in hits)
+    # The last batch ends the shard: no shard_done follows it.
+    assert done.get("last_batch") is True
+    assert all("doneCount" not in b for b in batches[:-1])
 
 
 def test_relevance_sorted_hits_carry_scores(workers, stored):

@@ -136,6 +136,7 @@ VALID = [
         "sort": [{"attribute": "name"}, {"identifier": True}], "after": ["Jon", "e9"], "limit": 5}},
     {"v": 1, "type": "shard_batch", "id": "q1", "shard": 0, "seq": 1, "hits": [
         {"item": {"uniqueIdentifier": "a", "domainIdentifier": "", "attributes": {}}, "sort": [None, 3], "score": 1.5}]},
+    {"v": 1, "type": "shard_batch", "id": "q1", "shard": 0, "seq": 2, "hits": [], "doneCount": 7},
     {"v": 1, "type": "write", "id": "w1", "shard": 3, "items": [{"uniqueIdentifier": "a"}], "evict": []},
     {"v": 1, "type": "heartbeat", "id": "hb"},
     {"v": 1, "type": "declare_ack", "id": "k1", "future": "fields are allowed"},
