@@ -176,9 +176,15 @@ actor CoordinatorCore {
     /// API keys (`--keys`); nil when the cluster has none (see CoordinatorCore+Keys.swift).
     let keyStore: KeyStore?
     var rateLimiter = RateLimiter()
+    /// Runs the actor on whichever thread holds its lock, so the sockets'
+    /// threads handle messages in place (see ``CoordinatorExecutor``).
+    nonisolated let executor: CoordinatorExecutor
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
     init(configuration: CoordinatorConfiguration, logger: Logger, planner: Planner,
-         clients: AsyncSocket, workers workerSocket: AsyncSocket, keyStore: KeyStore? = nil) {
+         clients: AsyncSocket, workers workerSocket: AsyncSocket, keyStore: KeyStore? = nil,
+         executor: CoordinatorExecutor = CoordinatorExecutor()) {
+        self.executor = executor
         self.keyStore = keyStore
         self.configuration = configuration
         self.logger = logger

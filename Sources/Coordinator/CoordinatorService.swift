@@ -42,6 +42,10 @@ public final class CoordinatorService: Sendable {
         let listen = zmqEndpoint(configuration.listen)
         let curve = configuration.curve
         let refusals = RefusalCounter(logger: logger)
+        // Messages are handled on the thread of the socket that read them,
+        // as the core's actor (see CoordinatorExecutor); until the core
+        // exists they go the long way, through `pump`.
+        let inbound = InboundRouter()
         // Bound before the sockets, so that no handshake slips past it.
         let zapContext = context
         zap = try curve.map { curve in
@@ -51,7 +55,8 @@ public final class CoordinatorService: Sendable {
                 return decision
             }
         }
-        clients = try AsyncSocket(context: context, type: .router, name: "coordinator-clients") { s in
+        clients = try AsyncSocket(context: context, type: .router, name: "coordinator-clients",
+                                  intercept: { inbound.take($0, isClient: true) }) { s in
             if let curve { try s.set(curve.socketOptions(domain: CurveServerSettings.clientDomain)) }
             try s.set(.routerMandatory(true))
             try s.set(.sendHighWaterMark(hwm))
@@ -61,7 +66,8 @@ public final class CoordinatorService: Sendable {
             try s.bind(listen)
         }
         let workersAt = zmqEndpoint(configuration.workers)
-        workerSocket = try AsyncSocket(context: context, type: .router, name: "coordinator-workers") { s in
+        workerSocket = try AsyncSocket(context: context, type: .router, name: "coordinator-workers",
+                                       intercept: { inbound.take($0, isClient: false) }) { s in
             if let curve { try s.set(curve.socketOptions(domain: CurveServerSettings.workerDomain)) }
             try s.set(.routerMandatory(true))
             try s.set(.routerHandover(true))
@@ -77,6 +83,7 @@ public final class CoordinatorService: Sendable {
                                    clients: clients, workers: workerSocket, keyStore: keyStore)
         self.core = core
         refusals.core = core
+        inbound.set(core)
         http = configuration.statsPort.map { HTTPEndpoint(host: configuration.statsHost, port: $0, core: core, logger: logger) }
     }
 
@@ -131,22 +138,51 @@ public final class CoordinatorService: Sendable {
         context.shutdown()
     }
 
+    /// Handles what the sockets received before the core existed (see
+    /// ``InboundRouter``); everything later is handled on the sockets' threads.
     func pump(_ socket: AsyncSocket, isClient: Bool) async {
         for await frames in socket.messages {
-            guard frames.count >= 2, let payload = frames.last else { continue }
-            let route = Array(frames.dropLast())
-            if isClient {
-                // Never waits for write room: a publish past the limit waits
-                // in the core's bounded queue (or is answered `busy`), so pings,
-                // cancels and queries keep being read while writes are throttled.
-                await core.handleClient(route: route, payload: payload)
-            } else if frames.count > 2 {
-                // Workers are DEALER sockets sending one frame per message; more
-                // would be read as part of the route and never match a worker.
-                await core.rejectMultiFrame(route: [frames[0]], frames: frames.count - 1)
-            } else {
-                await core.handleWorker(route: route, payload: payload)
-            }
+            await core.receive(frames, isClient: isClient)
+        }
+    }
+}
+
+/// Hands each received message to the core on the socket's own thread, as
+/// the core's actor (``CoordinatorExecutor/run(_:)``): no stream, no task,
+/// no hop to another thread before the message is handled.
+final class InboundRouter: @unchecked Sendable {
+    // `core` is set once, before the service is returned; read under `lock`.
+    private let lock = NSLock()
+    private var core: CoordinatorCore?
+
+    func set(_ core: CoordinatorCore) { lock.lock(); self.core = core; lock.unlock() }
+
+    /// False (the message goes to the socket's stream) until the core is set.
+    func take(_ frames: [Data], isClient: Bool) -> Bool {
+        guard let core = lock.withLock({ core }) else { return false }
+        core.executor.run {
+            core.assumeIsolated { $0.receive(frames, isClient: isClient) }
+        }
+        return true
+    }
+}
+
+extension CoordinatorCore {
+    /// One message from a client or a worker, as the sockets deliver it.
+    func receive(_ frames: [Data], isClient: Bool) {
+        guard frames.count >= 2, let payload = frames.last else { return }
+        let route = Array(frames.dropLast())
+        if isClient {
+            // Never waits for write room: a publish past the limit waits
+            // in the core's bounded queue (or is answered `busy`), so pings,
+            // cancels and queries keep being read while writes are throttled.
+            handleClient(route: route, payload: payload)
+        } else if frames.count > 2 {
+            // Workers are DEALER sockets sending one frame per message; more
+            // would be read as part of the route and never match a worker.
+            rejectMultiFrame(route: [frames[0]], frames: frames.count - 1)
+        } else {
+            handleWorker(route: route, payload: payload)
         }
     }
 }

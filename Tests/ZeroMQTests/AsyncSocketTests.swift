@@ -430,4 +430,35 @@ struct AsyncSocketTests {
         }
         #expect(accepted.wait(timeout: .now() + 5) == .success)
     }
+
+    /// `intercept` sees every message on the owner thread first: what it
+    /// takes never reaches `messages`, the rest arrive there in order, and
+    /// it may answer with `submit` from that thread.
+    @Test func interceptTakesMessagesOnTheOwnerThread() async throws {
+        let context = try Context()
+        let taken = Mutex<[String]>([])
+        let routerBox = Mutex<AsyncSocket?>(nil)
+        let router = try AsyncSocket(context: context, type: .router, intercept: { frames in
+            guard text(frames.last!).hasPrefix("inline") else { return false }
+            taken.withLock { $0.append(text(frames.last!) + (Thread.isMainThread ? " main" : "")) }
+            // Answer from the owner thread itself: submit never waits.
+            let refused = routerBox.withLock { $0 }?.submit([frames[0], data("echo " + text(frames.last!))]) { _ in }
+            return refused == nil
+        }) { try $0.bind("tcp://127.0.0.1:*") }
+        routerBox.withLock { $0 = router }
+        let dealer = try AsyncSocket(context: context, type: .dealer) { socket in
+            try socket.set(.routingID(bytes("d")))
+            try socket.connect(router.endpoint!)
+        }
+        defer { router.close(); dealer.close() }
+        try await withTimeout {
+            for m in ["inline 1", "stream 1", "inline 2", "stream 2"] { try await dealer.send([data(m)]) }
+            let streamed = await collect(router, count: 2)
+            #expect(streamed.map { texts($0) } == [["d", "stream 1"], ["d", "stream 2"]])
+            let echoes = await collect(dealer, count: 2)
+            #expect(echoes.map { texts($0) } == [["echo inline 1"], ["echo inline 2"]])
+        }
+        #expect(taken.withLock { $0 } == ["inline 1", "inline 2"])
+        #expect(router.bufferedMessageCount == 0)
+    }
 }
