@@ -62,19 +62,43 @@ final class CoordinatorExecutor: SerialExecutor, @unchecked Sendable {
 }
 
 /// The lock that makes a thread the actor, and which thread holds it.
-private final class Exclusion: Sendable {
-    private let lock = Mutex<Void>(())
-    // Written only by the thread holding `lock`: its own id, then 0 on release.
+///
+/// A ticket lock: threads get the actor in the order they asked for it. A
+/// plain mutex let the worker socket's thread, handling a flood of batches,
+/// take the lock back again and again before the client socket's thread
+/// woke, so another client's query waited for the whole flood (the
+/// head-of-line test caught it); an actor's queue is first come, first
+/// served, and so is this.
+private final class Exclusion: @unchecked Sendable {
+    // `nextTicket` and `serving` are guarded by `condition`; `holder` is
+    // written only by the thread whose ticket is being served.
+    private let condition = NSCondition()
+    private var nextTicket: UInt64 = 0
+    private var serving: UInt64 = 0
+    private var waiting = 0
     private let holder = Atomic<UInt>(0)
 
     private static var currentThread: UInt { UInt(bitPattern: Int(bitPattern: pthread_self())) }
 
     func run<T>(_ body: () -> T) -> T {
-        lock.withLock { _ in
-            holder.store(Self.currentThread, ordering: .relaxed)
-            defer { holder.store(0, ordering: .relaxed) }
-            return body()
+        condition.lock()
+        let ticket = nextTicket
+        nextTicket &+= 1
+        if serving != ticket {
+            waiting += 1
+            while serving != ticket { condition.wait() }
+            waiting -= 1
         }
+        condition.unlock()
+        holder.store(Self.currentThread, ordering: .relaxed)
+        defer {
+            holder.store(0, ordering: .relaxed)
+            condition.lock()
+            serving &+= 1
+            if waiting > 0 { condition.broadcast() }
+            condition.unlock()
+        }
+        return body()
     }
 
     var isHeldByCurrentThread: Bool { holder.load(ordering: .relaxed) == Self.currentThread }
