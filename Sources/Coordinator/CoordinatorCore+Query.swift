@@ -37,12 +37,18 @@ extension CoordinatorCore {
         queryOfRequest[client, default: [:]][id] = key
         for shard in shards { dispatch(key, shard: shard) }
         if deadline > 0 {
-            queries[key]?.deadlineTimer = Task { [weak self] in
-                guard (try? await Task.sleep(for: .milliseconds(deadline))) != nil else { return }
-                await self?.deadlineReached(key)
-            }
+            queries[key]?.deadlineTimer = atDeadline(deadline) { $0.deadlineReached(key) }
         }
         finishQueryIfDone(key)
+    }
+
+    /// Calls `reached` as the core after `milliseconds`, on the deadline
+    /// thread (``Deadlines``), unless the token is cancelled first.
+    func atDeadline(_ milliseconds: Int, _ reached: @escaping @Sendable (isolated CoordinatorCore) -> Void) -> Deadlines.Token {
+        deadlines.schedule(afterMs: milliseconds) { [weak self] in
+            guard let self else { return }
+            self.executor.run { self.assumeIsolated { reached($0) } }
+        }
     }
 
     /// The next live query worker of a shard not tried yet, round robin.
@@ -159,7 +165,7 @@ extension CoordinatorCore {
 
     func complete(_ key: String, cancelled: Bool) {
         guard let rq = queries.removeValue(forKey: key) else { return }
-        rq.deadlineTimer?.cancel()
+        rq.deadlineTimer.map(deadlines.cancel)
         queryOfRequest[rq.client]?.removeValue(forKey: rq.requestID)
         if queryOfRequest[rq.client]?.isEmpty == true { queryOfRequest.removeValue(forKey: rq.client) }
         firstBatchSent.remove(key)

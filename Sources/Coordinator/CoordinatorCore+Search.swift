@@ -19,7 +19,7 @@ struct RunningSearch: Sendable {
     var failed: [ShardFailure] = []
     var builder: SearchResponseBuilder
     var started: ContinuousClock.Instant
-    var deadlineTimer: Task<Void, Never>?
+    var deadlineTimer: Deadlines.Token?
     /// What the client asked for, and so what it is answered (see ``SearchMode``).
     var mode: SearchMode = .search
     /// Typed queries: each suggestion's count, summed over the shards.
@@ -115,10 +115,7 @@ extension CoordinatorCore {
         rs.mode = mode
         rs.scope = scope
         if deadline > 0 {
-            rs.deadlineTimer = Task { [weak self] in
-                guard (try? await Task.sleep(for: .milliseconds(deadline))) != nil else { return }
-                await self?.searchDeadlineReached(key)
-            }
+            rs.deadlineTimer = atDeadline(deadline) { $0.searchDeadlineReached(key) }
         }
         searches[key] = rs
         searchOfRequest[client, default: [:]][id] = key
@@ -189,7 +186,7 @@ extension CoordinatorCore {
 
     func completeSearch(_ key: String) {
         guard let rs = searches.removeValue(forKey: key) else { return }
-        rs.deadlineTimer?.cancel()
+        rs.deadlineTimer.map(deadlines.cancel)
         searchOfRequest[rs.client]?.removeValue(forKey: rs.requestID)
         if searchOfRequest[rs.client]?.isEmpty == true { searchOfRequest.removeValue(forKey: rs.client) }
         let elapsed = rs.started.duration(to: .now).milliseconds
@@ -226,7 +223,7 @@ extension CoordinatorCore {
             if let w = workers[wid] { send(.worker(w.route), key, .cancel(Body.Cancel(query: key))) }
         }
         rs.outstanding.removeAll()
-        rs.deadlineTimer?.cancel()
+        rs.deadlineTimer.map(deadlines.cancel)
         searches.removeValue(forKey: key)
         searchOfRequest[client]?.removeValue(forKey: requestID)
         return true

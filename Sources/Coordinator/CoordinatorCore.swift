@@ -147,7 +147,7 @@ actor CoordinatorCore {
         var merger: ResultMerger?
         var started: ContinuousClock.Instant
         /// Fires the deadline; cancelled when the query completes first.
-        var deadlineTimer: Task<Void, Never>?
+        var deadlineTimer: Deadlines.Token?
         /// Predicate queries: which query a cursor belongs to, and the sort
         /// values of the last result released (see `QueryCursor`).
         var cursorFingerprint: String?
@@ -180,6 +180,8 @@ actor CoordinatorCore {
     /// threads handle messages in place (see ``CoordinatorExecutor``).
     nonisolated let executor: CoordinatorExecutor
     nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+    /// Queries' and searches' deadlines, on a timer thread of their own.
+    nonisolated let deadlines = Deadlines()
 
     init(configuration: CoordinatorConfiguration, logger: Logger, planner: Planner,
          clients: AsyncSocket, workers workerSocket: AsyncSocket, keyStore: KeyStore? = nil,

@@ -65,7 +65,15 @@ public final class LimelightClient: Sendable {
         self.endpoint = endpoint
         self.key = key
         context = try Context(ioThreads: 1)
-        socket = try AsyncSocket(context: context, type: .dealer, name: "limelight-client") { s in
+        let pending = self.pending
+        // Replies are read and handed to their waiting request or query on
+        // the socket's own thread (``AsyncSocket`` `intercept`), without a
+        // hop through a receiving task.
+        socket = try AsyncSocket(context: context, type: .dealer, name: "limelight-client",
+                                 intercept: { [endpoint] frames in
+                                     Self.receive(frames, pending: pending, endpoint: endpoint)
+                                     return true
+                                 }) { s in
             if let curve { try s.set(curve.socketOptions) }
             try s.set(.linger(milliseconds: 0))
             try s.set(.sendHighWaterMark(1000))
@@ -74,26 +82,40 @@ public final class LimelightClient: Sendable {
             try s.connect(endpoint)
         }
         let socket = self.socket
-        let pending = self.pending
         receiver = Task { [endpoint] in
-            for await frames in socket.messages {
-                guard let payload = frames.last else { continue }
-                let envelope: Envelope
-                do throws(ProtocolError) {
-                    envelope = try Envelope.decode(payload, maxBytes: .max)
-                } catch {
-                    // A reply we cannot read still answers its request: fail
-                    // that request now rather than leave it to its timeout.
-                    // Without an id there is no request to fail.
-                    if let id = error.id {
-                        pending.fail(id, ClientError(.unexpectedReply, "cannot read the reply to request \(id) from \(endpoint): \(error)"))
-                    }
-                    continue
-                }
-                pending.deliver(envelope)
-            }
+            // Every message is taken by `intercept`; the stream only says
+            // when the socket is closed.
+            for await frames in socket.messages { Self.receive(frames, pending: pending, endpoint: endpoint) }
             pending.failAll(ClientError(.closed, "connection closed"))
         }
+    }
+
+    static func receive(_ frames: [Data], pending: PendingReplies, endpoint: String) {
+        guard let payload = frames.last else { return }
+        let envelope: Envelope
+        do throws(ProtocolError) {
+            envelope = try Envelope.decode(payload, maxBytes: .max)
+        } catch {
+            // A reply we cannot read still answers its request: fail
+            // that request now rather than leave it to its timeout.
+            // Without an id there is no request to fail.
+            if let id = error.id {
+                pending.fail(id, ClientError(.unexpectedReply, "cannot read the reply to request \(id) from \(endpoint): \(error)"))
+            }
+            return
+        }
+        pending.deliver(envelope)
+    }
+
+    /// Hands a request to the socket without waiting (no task, no
+    /// continuation per message); if it cannot be sent, the request `id`
+    /// fails with the reason.
+    func submit(_ id: String, _ body: Body) {
+        let pending = self.pending
+        let refused = socket.submit([Envelope(id: id, body: body, key: key).encoded()]) { error in
+            if let error { pending.fail(id, ClientError(.closed, "could not send: \(error)")) }
+        }
+        if let refused { pending.fail(id, ClientError(.closed, "could not send: \(refused)")) }
     }
 
     deinit {
@@ -110,7 +132,7 @@ public final class LimelightClient: Sendable {
     /// Sends a request and waits for its one reply; a server error becomes `ClientError(.server)`.
     public func request(_ body: Body, timeout: Duration = .seconds(30)) async throws -> Body {
         let id = newID()
-        let endpoint = self.endpoint, pending = self.pending, key = self.key
+        let endpoint = self.endpoint, pending = self.pending
         // The timer ends with the request, so finished requests leave no sleeping tasks behind.
         let timer = Task {
             try await Task.sleep(for: timeout)
@@ -119,11 +141,7 @@ public final class LimelightClient: Sendable {
         defer { timer.cancel() }
         let reply: Envelope = try await withCheckedThrowingContinuation { cont in
             pending.expect(id, cont)
-            Task {
-                do { try await socket.send([Envelope(id: id, body: body, key: key).encoded()]) } catch {
-                    pending.fail(id, ClientError(.closed, "could not send: \(error)"))
-                }
-            }
+            submit(id, body)
         }
         if case .error(let e) = reply.body { throw ClientError(.server, e.description, server: e) }
         return reply.body
@@ -172,14 +190,7 @@ public final class LimelightClient: Sendable {
         let id = newID()
         let (stream, cont) = AsyncThrowingStream<QueryEvent, Error>.makeStream()
         pending.stream(id, cont)
-        let socket = self.socket
-        let pending = self.pending
-        let key = self.key
-        Task {
-            do { try await socket.send([Envelope(id: id, body: .query(request), key: key).encoded()]) } catch {
-                pending.fail(id, ClientError(.closed, "could not send: \(error)"))
-            }
-        }
+        submit(id, .query(request))
         return QueryHandle(id: id, events: stream, client: self)
     }
 

@@ -158,6 +158,26 @@ public struct Envelope: Sendable, Hashable {
             var o: [String: JSONValue] = ["shard": .number(Double(b.shard)), "seq": .number(Double(b.seq)), "hits": .array(hits)]
             if let n = b.doneCount { o["doneCount"] = .number(Double(n)) }
             return o
+        // The messages of every query's path (`limelight-bench path`): the
+        // Codable encoder builds a tree of boxes for each, which showed in the
+        // coordinator's profile.
+        case .shardQuery(let b):
+            var o: [String: JSONValue] = ["shard": .number(Double(b.shard)), "plan": b.plan]
+            if let d = b.deadlineMs { o["deadlineMs"] = .number(Double(d)) }
+            return o
+        case .shardDone(let b):
+            var o: [String: JSONValue] = ["shard": .number(Double(b.shard)), "count": .number(Double(b.count))]
+            if let e = b.error { o["error"] = e.json }
+            return o
+        case .cancel(let b):
+            return ["query": .string(b.query)]
+        case .completion(let b):
+            var o: [String: JSONValue] = [
+                "count": .number(Double(b.count)), "cancelled": .bool(b.cancelled), "elapsedMs": .number(b.elapsedMs),
+                "failedShards": .array(b.failedShards.map { .object(["shard": .number(Double($0.shard)), "reason": .string($0.reason)]) }),
+            ]
+            if let c = b.cursor { o["cursor"] = .string(c) }
+            return o
         case .search(let b):
             var o: [String: JSONValue] = ["params": b.params]
             if let d = b.deadlineMs { o["deadlineMs"] = .number(Double(d)) }

@@ -70,6 +70,14 @@ public struct WireError: Sendable, Hashable, Codable, Error, CustomStringConvert
         self.init(code: e.code.description, message: e.message, field: e.field)
     }
 
+    /// The error as its JSON object (what `Codable` writes: absent fields left out).
+    var json: JSONValue {
+        var o: [String: JSONValue] = ["code": .string(code), "message": .string(message)]
+        if let position { o["position"] = .number(Double(position)) }
+        if let field { o["field"] = .string(field) }
+        return .object(o)
+    }
+
     public var description: String {
         var s = message
         if let field { s = "\(field): " + s }

@@ -154,6 +154,20 @@ struct EnvelopeTests {
 
 /// The tree coders give what Foundation's JSON coders give, without a second parse.
 struct TreeCoderTests {
+    /// The hand-written encodings (`fastJSON`) write what the `Codable`
+    /// form writes, field for field, absent optionals left out.
+    @Test func handWrittenEncodingsEqualTheCodableForm() throws {
+        var bodies = EnvelopeTests.bodies
+        bodies.append(.shardDone(Body.ShardDone(shard: 2, count: 0, error: WireError(code: "bad_plan", message: "m", position: 4, field: "f"))))
+        bodies.append(.completion(Body.Completion(count: 3, failedShards: [ShardFailure(shard: 1, reason: "r")], cancelled: true, elapsedMs: 1.25)))
+        bodies.append(.shardBatch(Body.ShardBatch(shard: 0, seq: 3, hits: [], doneCount: 12)))
+        for body in bodies {
+            let envelope = Envelope(id: "t1", body: body)
+            let codable = try JSONValueEncoder().encode(EncodableEnvelope(envelope: envelope))
+            #expect(try JSONValue.parse(envelope.encoded()) == codable, "\(body.type.rawValue)")
+        }
+    }
+
     @Test func encodingAndDecodingAgreeWithFoundation() throws {
         for body in EnvelopeTests.bodies {
             let envelope = EncodableEnvelope(envelope: Envelope(id: "t1", body: body))
