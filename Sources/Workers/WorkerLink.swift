@@ -50,10 +50,15 @@ public final class WorkerLink: Sendable {
         self.state = state
         self.inline = inline
         socket = try AsyncSocket(context: context, type: .dealer, name: "worker-\(registration.worker)", intercept: { frames in
-            guard inline.isSet, let payload = frames.last,
-                  let envelope = try? Envelope.decode(payload), inline.handle(envelope) else { return false }
+            // The coordinator is heard when its message arrives, not when the
+            // link's loop gets to it: an indexer's loop waits for each write
+            // to commit, and long writes on a loaded machine made the worker
+            // take the coordinator for silent, stop heartbeating to register
+            // again, and be declared dead by the coordinator in turn.
             state.touch()
-            return true
+            guard inline.isSet, let payload = frames.last,
+                  let envelope = try? Envelope.decode(payload) else { return false }
+            return inline.handle(envelope)
         }) { s in
             if let curve = credentials.curve { try s.set(curve.socketOptions) }
             try s.set(.routingID(id))

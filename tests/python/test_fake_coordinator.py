@@ -8,8 +8,10 @@ everything sent to them is checked against the schemas.
 """
 
 import json
+import pathlib
 import re
 import subprocess
+import sys
 import time
 
 import pytest
@@ -17,6 +19,8 @@ import zmq
 
 import schemas
 from harness import bin_dir, read_jsonl, require_binaries
+
+SHARED = pathlib.Path(__file__).resolve().parents[3] / "shared" / "datasets"
 
 
 class FakeCoordinator:
@@ -228,3 +232,44 @@ def test_workers_refuse_what_they_do_not_handle(workers):
     assert error["code"] == "unexpected_type"
     error = workers.request("real-indexer", "write", "w10", "error", shard=3, items=[], evict=[])
     assert error["code"] == "bad_shard"
+
+
+def test_a_long_write_does_not_make_the_indexer_take_the_coordinator_for_silent(tmp_path):
+    """An indexer hears the coordinator when its messages arrive, not when its
+    loop, which waits for each write to commit, gets to them. Before, a write
+    longer than the liveness period (3 s) made the indexer take the answered
+    heartbeats for silence: it stopped heartbeating to register again, and a
+    real coordinator then declared it dead and failed its writes (seen in the
+    corpus test on a loaded machine)."""
+    require_binaries("limelight-indexer")
+    coordinator = FakeCoordinator()
+    log_path = tmp_path / "indexer.log"
+    with open(log_path, "w") as log:
+        process = subprocess.Popen([str(bin_dir() / "limelight-indexer"), "--coordinator", coordinator.endpoint,
+                                    "--data", str(tmp_path), "--shards", "0", "--id", "slow-indexer"],
+                                   stdout=log, stderr=log, text=True)
+    try:
+        register = coordinator.expect("slow-indexer", "register")
+        coordinator.send("slow-indexer", "registered", register["id"], shardCount=1, heartbeatMs=100)
+        debian = subprocess.run([sys.executable, str(SHARED / "debian_packages.py")], check=True,
+                                capture_output=True, text=True).stdout.splitlines()
+        items = [json.loads(line) for line in debian[:12_000]]
+        coordinator.received.clear()
+        started = time.monotonic()
+        coordinator.send("slow-indexer", "write", "big", check=False, shard=0, items=items, evict=[])
+        ack = coordinator.expect("slow-indexer", "write_ack", timeout=300)
+        took = time.monotonic() - started
+        print(f"a write of {len(items)} items took {took:.1f} s")
+        assert [r["status"] for r in ack["results"]].count("stored") == len(items)
+        # The test means something only if the write outlasted the liveness period.
+        assert took > 3.5, f"the write took {took:.1f} s, not longer than the 3 s liveness period"
+        during = [m["type"] for route, m in coordinator.received if route == "slow-indexer"]
+        assert "register" not in during, during
+        assert during.count("heartbeat") >= took / 0.1 * 0.5, f"{during.count('heartbeat')} heartbeats in {took:.1f} s"
+    finally:
+        coordinator.close()
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
