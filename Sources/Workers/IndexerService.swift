@@ -58,6 +58,7 @@ public final class IndexerService: Sendable {
     let stores: [Int: (StoreBox, SerialExecutor)]
     let tally = WorkerTally()
     let embedding: IndexerEmbedding
+    let copies = CopyFiles()
 
     public init(configuration: IndexerConfiguration, logger: Logger) throws {
         self.configuration = configuration
@@ -196,6 +197,8 @@ public final class IndexerService: Sendable {
                 tally.finished(failed: true)
                 await link.send(envelope.id, .error(WireError(code: "bad_declaration", message: "\(error)", field: "attributes")))
             }
+        case .copyRequest(let r): await serveCopy(envelope.id, r)
+        case .copyChunk(let c): await receiveCopy(envelope.id, c)
         default:
             await link.send(envelope.id, .error(WireError(code: "unexpected_type", message: "an indexer does not handle '\(envelope.type.rawValue)'")))
         }
