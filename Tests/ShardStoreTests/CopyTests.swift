@@ -11,7 +11,7 @@ import Testing
 @Suite struct CopyTests {
     func item(_ uid: String) -> JSONValue {
         .object(["uniqueIdentifier": .string(uid), "domainIdentifier": .string("org.copy"),
-                 "attributes": .object(["title": .string("copy \(uid)"), "rating": .number(4)])])
+                 "attributes": .object(["title": .string("copy \(uid)"), "shelfLife": .number(4)])])
     }
 
     func uids(_ path: String) throws -> [String] {
@@ -24,7 +24,7 @@ import Testing
     @Test func aCopyReplacesTheTargetsContentWithTheSnapshot() throws {
         let dir = TempDir()
         let source = try ShardStore(path: dir.path("source.sqlite"), logger: testLogger)
-        try source.declare([AttributeSpec(name: "rating", type: .number)])
+        try source.declare([AttributeSpec(name: "shelfLife", type: .number)])
         _ = try source.applying(sequence: 1) { try source.write([item("a"), item("b")]) }
         _ = try source.applying(sequence: 2) { try source.write([item("c")]) }
         _ = try source.applying(sequence: 3) { try source.delete(ids: ["b"]) }
@@ -46,7 +46,7 @@ import Testing
         #expect(try target.sequence() == 3)
         #expect(try target.check(sequence: 4) == .next)
         #expect(try uids(targetPath) == ["a", "c"])
-        #expect(target.schema.spec(for: "rating")?.type == .number)
+        #expect(target.schema.spec(for: "shelfLife")?.type == .number)
         // Another connection (a query worker's) sees the copy.
         #expect(try reader.count() == 2)
         #expect(try reader.sequence() == 3)
