@@ -3,8 +3,9 @@
 ``limelight up`` with two replicas of four shards; ``limelight publish``
 (at least once) sends the whole Debian corpus (63,666 packages) while a
 seeded killer sends SIGKILL to random indexers and query workers of either
-replica, and to the coordinator, at random moments (16 kills, 2-12 s apart,
-three of them the coordinator's), and ``limelight up`` restarts each. At
+replica, and to the coordinator, at random moments (16 rounds, 2-12 s
+apart; in three of them an indexer, then 0.2-1 s later the coordinator),
+and ``limelight up`` restarts each. At
 the end every item is acknowledged (exit 0), every replica is live, fresh
 and not catching up or being copied, each replica's SQLite files hold
 exactly the published identifiers, once each, and queries through the
@@ -117,11 +118,18 @@ def test_every_acknowledged_item_is_on_every_replica_after_random_kills(tmp_path
                 time.sleep(rng.uniform(2, 12))
                 if publish.poll() is not None:
                     return
-                name = "coordinator" if k in coordinator_at else rng.choice(CHILDREN)
-                pid = child_pid(cluster.process, name)
-                if pid and publish.poll() is None:
-                    os.kill(pid, signal.SIGKILL)
-                    killed.append(name)
+                names = [rng.choice(CHILDREN)]
+                if k in coordinator_at:
+                    # An indexer first, so that its replica is behind when the
+                    # coordinator (and its log) dies a moment later.
+                    names = [rng.choice([n for n in CHILDREN if "indexer" in n]), "coordinator"]
+                for i, name in enumerate(names):
+                    if i:
+                        time.sleep(rng.uniform(0.2, 1.0))
+                    pid = child_pid(cluster.process, name)
+                    if pid and publish.poll() is None:
+                        os.kill(pid, signal.SIGKILL)
+                        killed.append(name)
 
         thread = threading.Thread(target=killer)
         thread.start()
