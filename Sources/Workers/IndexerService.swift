@@ -75,6 +75,10 @@ public final class IndexerService: Sendable {
             // Read back from SQLite, so the log shows what is in force, not what was asked.
             l.info("opened shard", metadata: ["store.durability": "\((try? store.durabilityInForce())?.rawValue ?? "unknown")"])
             stores[shard] = (StoreBox(store), SerialExecutor(label: "limelight.indexer.shard-\(shard)"))
+            // A copy this process's predecessor was sending or receiving when it died.
+            for leftover in [Self.snapshotPath(data: configuration.data, shard: shard), Self.receivedPath(data: configuration.data, shard: shard)] {
+                try? FileManager.default.removeItem(atPath: leftover)
+            }
         }
         self.stores = stores
         embedding = IndexerEmbedding(modelDirectory: configuration.modelDirectory, logger: logger)
