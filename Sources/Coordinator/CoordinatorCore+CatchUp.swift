@@ -108,7 +108,9 @@ extension CoordinatorCore {
     }
 
     /// The live indexers of a shard that take its writes: every replica but
-    /// those too far behind to be caught up.
+    /// the detached ones (too far behind, or diverged, until copied); none
+    /// while a just-started coordinator waits for a replica's indexer
+    /// (`awaitedReplicas`).
     func writeReplicas(shard: Int) -> [WorkerRecord] {
         if !awaitedReplicas(shard: shard).isEmpty { return [] }
         return liveWorkers(.indexer, shard: shard).filter { w in
