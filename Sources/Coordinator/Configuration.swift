@@ -45,8 +45,18 @@ public struct CoordinatorConfiguration: Sendable {
     /// Changes kept per shard for catching up a replica that was away,
     /// counted in items (a delete or an entity operation counts one). A
     /// replica further behind than the log reaches is left out of writes and
-    /// queries (`detached` in the stats) until it is copied.
+    /// queries (`detached` in the stats) until a copy of a fresh replica's
+    /// files replaces its own (see `ShardCopies`).
     public var catchUpLogItems: Int = 20_000
+    /// How long a coordinator that has numbered no change of a shard yet
+    /// (it just started, and the shard has history) waits before numbering
+    /// one while a replica it knows of, from a query worker's registration,
+    /// has not registered the shard's indexer. Numbering from the replicas at
+    /// hand would make the missing one, if it holds changes they lack (it
+    /// took writes while another replica was down), a diverged replica, to
+    /// be copied over and lose them. Writes meanwhile are answered
+    /// `shard_unavailable`, and producers resend them.
+    public var replicaWaitMs: Int = 10_000
     /// The API key store (`--keys`), for the stats and logs; the store itself
     /// is opened by whoever starts the service (see `CoordinatorService.init`).
     public var keyStorePath: String?

@@ -55,6 +55,8 @@ struct ReplicationState: Sendable {
     /// Per shard: the replicas that have this coordinator's numbers above
     /// `base` or none at all, so whose numbers mean the same changes as here.
     var lineage: [Int: Set<String>] = [:]
+    /// Whole-shard copies to detached replicas (see `ShardCopies`).
+    var copies = ShardCopies()
 
     func start(_ shard: Int) -> Int { logStart[shard] ?? (issued[shard] ?? 0) + 1 }
 }
@@ -106,11 +108,27 @@ extension CoordinatorCore {
     }
 
     /// The live indexers of a shard that take its writes: every replica but
-    /// those too far behind to be caught up.
+    /// the detached ones (too far behind, or diverged, until copied); none
+    /// while a just-started coordinator waits for a replica's indexer
+    /// (`awaitedReplicas`).
     func writeReplicas(shard: Int) -> [WorkerRecord] {
-        liveWorkers(.indexer, shard: shard).filter { w in
+        if !awaitedReplicas(shard: shard).isEmpty { return [] }
+        return liveWorkers(.indexer, shard: shard).filter { w in
             !(replication.detached[replicaName(w)]?.contains(shard) ?? false)
         }
+    }
+
+    /// The replicas whose indexer a coordinator that has numbered no change
+    /// of `shard` yet waits for (see `Configuration.replicaWaitMs`): known
+    /// from a live query worker of the shard, with no registered indexer of
+    /// it, while the shard has history (some indexer reports a number) and
+    /// the wait has not run out. Empty once the coordinator numbered a change.
+    func awaitedReplicas(shard: Int) -> [String] {
+        guard replication.base[shard] == nil, (replication.issued[shard] ?? 0) > 0,
+              Date().timeIntervalSince(startedAt) * 1000 < Double(configuration.replicaWaitMs) else { return [] }
+        let reported = Set(liveWorkers(.indexer, shard: shard).map(replicaName).filter { replication.applied[$0]?[shard] != nil })
+        let known = Set(liveWorkers(.query, shard: shard).compactMap { replication.replicaOf[$0.id] })
+        return known.subtracting(reported).sorted()
     }
 
     func replicaName(_ w: WorkerRecord) -> String { replication.replicaOf[w.id] ?? w.id }
@@ -133,6 +151,7 @@ extension CoordinatorCore {
     /// before any new change reaches the worker, so changes arrive in order.
     func replicaRegistered(_ r: Body.Register) {
         replication.catchingUp.removeValue(forKey: r.worker)
+        copiesLost(r.worker)
         // Answers still due from before are not needed: the registration
         // says how far the replica is, and the catch-up starts from there.
         for (id, f) in replication.inFlight where f.worker == r.worker { replication.inFlight.removeValue(forKey: id) }
@@ -162,6 +181,7 @@ extension CoordinatorCore {
                     "replica": "\(name)", "worker": "\(r.worker)", "shard": "\(shard)",
                     "replica.sequence": "\(have)", "shard.sequence": "\(issued)",
                 ])
+                startCopy(to: r.worker, shard: shard)
                 continue
             }
             replication.lineage[shard, default: []].insert(name)
@@ -184,6 +204,7 @@ extension CoordinatorCore {
                     "replica": "\(name)", "worker": "\(r.worker)", "shard": "\(shard)",
                     "replica.sequence": "\(have)", "shard.sequence": "\(issued)", "log.start": "\(replication.start(shard))",
                 ])
+                startCopy(to: r.worker, shard: shard)
                 continue
             }
             if !declared, let w = workers[r.worker] {
@@ -235,6 +256,7 @@ extension CoordinatorCore {
                 } else {
                     replication.detached[name, default: []].insert(f.shard)
                     count("catchup.detached")
+                    startCopy(to: worker, shard: f.shard)
                 }
             }
         case .error(let e):
@@ -252,6 +274,7 @@ extension CoordinatorCore {
 
     /// A lost worker's numbered messages will not be answered.
     func replicaLost(_ workerID: String) {
+        copiesLost(workerID)
         for (id, f) in replication.inFlight where f.worker == workerID { replication.inFlight.removeValue(forKey: id) }
         replication.catchingUp.removeValue(forKey: workerID)
     }
@@ -272,6 +295,9 @@ extension CoordinatorCore {
                                               "fresh": .bool(!detached && have >= committed), "detached": .bool(detached),
                                               "live": .bool(indexerOf[name] != nil)]
                 if let w = indexerOf[name], let end = replication.catchingUp[w]?[s] { o["catchingUpTo"] = int(end) }
+                if let c = replication.copies.running.values.first(where: { $0.replica == name && $0.shard == s }) {
+                    o["copying"] = .object(["copy": .string(c.id), "from": .string(c.source), "received": int(c.received), "size": int(c.size)])
+                }
                 return .object(o)
             }
             return .object(["shard": int(s), "issued": int(replication.issued[s] ?? 0), "committed": int(committed),

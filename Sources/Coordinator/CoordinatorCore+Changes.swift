@@ -53,7 +53,7 @@ extension CoordinatorCore {
         for shard in shards {
             let replicas = writeReplicas(shard: shard)
             if replicas.isEmpty {
-                pending.failed.append(ShardFailure(shard: shard, reason: "no live indexer"))
+                pending.failed.append(ShardFailure(shard: shard, reason: unavailableReason(shard: shard)))
                 continue
             }
             let change = sequenced(shard: shard, body(shard))

@@ -69,7 +69,7 @@ extension CoordinatorCore {
             if replicas.isEmpty {
                 for i in indices {
                     pending.results[i] = ItemResult(index: i, uniqueIdentifier: p.items[i]["uniqueIdentifier"]?.stringValue, status: .rejected,
-                                                    error: WireError(code: "shard_unavailable", message: "no live indexer serves shard \(shard); nothing was stored, resend later"))
+                                                    error: WireError(code: "shard_unavailable", message: unavailableReason(shard: shard) + "; nothing was stored, resend later"))
                 }
                 if !evict.isEmpty {
                     logger.warning("could not evict moved items from a shard with no live indexer", metadata: ["shard": "\(shard)"])

@@ -27,6 +27,7 @@ extension CoordinatorCore {
         }
         w.lastSeen = .now
         workers[wid] = w
+        if copyReply(id: envelope.id, from: wid, envelope.body) { return }
         if sequencedReply(id: envelope.id, from: wid, envelope.body) { return }
         switch envelope.body {
         case .heartbeat(let h):
@@ -89,6 +90,7 @@ extension CoordinatorCore {
         for w in workers.values where w.lastSeen.duration(to: now) > limit {
             forget(w.id, reason: "no heartbeat for \(configuration.livenessMs) ms")
         }
+        repairReplicas()
         rates.sample(counters)
     }
 

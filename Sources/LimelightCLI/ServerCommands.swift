@@ -32,8 +32,10 @@ public struct CoordinatorCommand: AsyncParsableCommand {
     var peerOutboxLimit = 10_000
     @OptionGroup var model: ModelOptions
     @OptionGroup var security: CoordinatorSecurityOptions
-    @Option(help: "Items of changes kept per shard to catch up a replica that was away; one further behind is left out of writes and queries.")
+    @Option(help: "Items of changes kept per shard to catch up a replica that was away; one further behind is copied from a fresh replica.")
     var catchUpLog = 20_000
+    @Option(help: "After a start, milliseconds to wait for the indexer of a replica known from its query workers before numbering a shard's changes without it.")
+    var replicaWaitMs = 10_000
     @Option(help: "API key store (a SQLite file, made mode 0600 if missing; see docs/security.md). Without it the cluster has no keys.")
     var keys: String?
     @Flag(help: "Refuse every request without a valid API key (ping excepted). Needs --keys.") var requireKeys = false
@@ -76,6 +78,7 @@ public struct CoordinatorCommand: AsyncParsableCommand {
         c.clusterSecret = try security.clusterSecret()
         c.curve = try security.curve()
         c.catchUpLogItems = max(1, catchUpLog)
+        c.replicaWaitMs = max(0, replicaWaitMs)
         c.keyStorePath = keys
         c.requireKeys = requireKeys
         var store: KeyStore?

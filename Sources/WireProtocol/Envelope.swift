@@ -393,6 +393,9 @@ public struct Envelope: Sendable, Hashable {
         case .continueSearch: return .continueSearch(try dec(Body.Continue.self))
         case .keys: return .keys(try dec(Body.Keys.self))
         case .keysReply: return .keysReply(try dec(Body.KeysReply.self))
+        case .copyRequest: return .copyRequest(try dec(Body.CopyRequest.self))
+        case .copyChunk: return .copyChunk(try dec(Body.CopyChunk.self))
+        case .copyAck: return .copyAck(try dec(Body.CopyAck.self))
         }
     }
 
@@ -472,6 +475,9 @@ struct EncodableEnvelope: Encodable {
         case .continueSearch(let b): try b.encode(to: encoder)
         case .keys(let b): try b.encode(to: encoder)
         case .keysReply(let b): try b.encode(to: encoder)
+        case .copyRequest(let b): try b.encode(to: encoder)
+        case .copyChunk(let b): try b.encode(to: encoder)
+        case .copyAck(let b): try b.encode(to: encoder)
         }
     }
 }

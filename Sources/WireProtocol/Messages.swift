@@ -32,6 +32,8 @@ public enum MessageType: String, Sendable, Hashable, Codable, CaseIterable {
     case continueSearch = "continue"
     // API keys (docs/security.md).
     case keys, keysReply = "keys_reply"
+    // Copying a shard from one replica to another, through the coordinator (see `ShardCopy`).
+    case copyRequest = "copy_request", copyChunk = "copy_chunk", copyAck = "copy_ack"
 }
 
 /// A per-item outcome of a write: stored, or rejected with a reason.
@@ -551,6 +553,7 @@ public enum Body: Sendable, Hashable {
     case spotlight(Spotlight), spotlightResult(SpotlightResult)
     case continueSearch(Continue)
     case keys(Keys), keysReply(KeysReply)
+    case copyRequest(CopyRequest), copyChunk(CopyChunk), copyAck(CopyAck)
 
     public var type: MessageType {
         switch self {
@@ -593,6 +596,9 @@ public enum Body: Sendable, Hashable {
         case .continueSearch: .continueSearch
         case .keys: .keys
         case .keysReply: .keysReply
+        case .copyRequest: .copyRequest
+        case .copyChunk: .copyChunk
+        case .copyAck: .copyAck
         }
     }
 }

@@ -58,6 +58,7 @@ public final class IndexerService: Sendable {
     let stores: [Int: (StoreBox, SerialExecutor)]
     let tally = WorkerTally()
     let embedding: IndexerEmbedding
+    let copies = CopyFiles()
 
     public init(configuration: IndexerConfiguration, logger: Logger) throws {
         self.configuration = configuration
@@ -74,6 +75,10 @@ public final class IndexerService: Sendable {
             // Read back from SQLite, so the log shows what is in force, not what was asked.
             l.info("opened shard", metadata: ["store.durability": "\((try? store.durabilityInForce())?.rawValue ?? "unknown")"])
             stores[shard] = (StoreBox(store), SerialExecutor(label: "limelight.indexer.shard-\(shard)"))
+            // A copy this process's predecessor was sending or receiving when it died.
+            for leftover in [Self.snapshotPath(data: configuration.data, shard: shard), Self.receivedPath(data: configuration.data, shard: shard)] {
+                try? FileManager.default.removeItem(atPath: leftover)
+            }
         }
         self.stores = stores
         embedding = IndexerEmbedding(modelDirectory: configuration.modelDirectory, logger: logger)
@@ -196,6 +201,8 @@ public final class IndexerService: Sendable {
                 tally.finished(failed: true)
                 await link.send(envelope.id, .error(WireError(code: "bad_declaration", message: "\(error)", field: "attributes")))
             }
+        case .copyRequest(let r): await serveCopy(envelope.id, r)
+        case .copyChunk(let c): await receiveCopy(envelope.id, c)
         default:
             await link.send(envelope.id, .error(WireError(code: "unexpected_type", message: "an indexer does not handle '\(envelope.type.rawValue)'")))
         }

@@ -83,6 +83,10 @@ struct EnvelopeTests {
         .keys(Body.Keys(action: "create", app: "acme", role: "search", rateLimit: 5, maxItemsPerPublish: 100, description: "web")),
         .keysReply(Body.KeysReply(apiKey: "llk_" + String(repeating: "ab", count: 32),
                                   keys: [.object(["id": .string("0123456789abcdef"), "app": .string("acme"), "role": .string("search")])])),
+        .copyRequest(Body.CopyRequest(shard: 2, copy: "copy-7", offset: 1_048_576, maxBytes: 1_048_576)),
+        .copyChunk(Body.CopyChunk(shard: 2, copy: "copy-7", sequence: 40, offset: 0, size: 6, data: Data("SQLite".utf8).base64EncodedString())),
+        .copyAck(Body.CopyAck(shard: 2, copy: "copy-7", received: 6)),
+        .copyAck(Body.CopyAck(shard: 2, copy: "copy-7", received: 6, installed: true, sequence: 40)),
     ]
 
     @Test func theKeyRidesInTheEnvelope() throws {

@@ -36,7 +36,7 @@ def test_every_schema_is_valid_draft_2020_12():
 
 def test_one_schema_per_swift_message_type():
     types = swift_message_types()
-    assert len(types) == 39
+    assert len(types) == 42
     for t in types:
         assert f"{t}.schema.json" in schemas.SCHEMAS, f"no schema for {t}"
         assert schemas.SCHEMAS[f"{t}.schema.json"]["properties"]["type"] == {"const": t}
@@ -74,6 +74,9 @@ VALID = [
     {"v": 1, "type": "entity_associate", "id": "n4", "uniqueIdentifier": "deb:0ad",
      "entity": {"type": "GameEntity", "id": "0ad", "priority": 3}},
     {"v": 1, "type": "entity_ack", "id": "n5", "count": 2},
+    {"v": 1, "type": "copy_request", "id": "y1", "shard": 2, "copy": "copy-1", "offset": 0, "maxBytes": 1048576},
+    {"v": 1, "type": "copy_chunk", "id": "y1", "shard": 2, "copy": "copy-1", "sequence": 40, "offset": 0, "size": 4096, "data": "U1FMaXRl"},
+    {"v": 1, "type": "copy_ack", "id": "y1", "shard": 2, "copy": "copy-1", "received": 4096, "installed": True, "sequence": 40},
     {"v": 1, "type": "suggest", "id": "n6", "text": "pyth", "limit": 5, "hitsPerPage": 3, "params": {"aroundLatLng": "1,2"}},
     {"v": 1, "type": "suggest_result", "id": "n7", "suggestions": [{"suggestion": "python", "count": 12}], "failedShards": []},
     {"v": 1, "type": "spotlight", "id": "n8", "text": "python", "perDomain": 3},
@@ -143,6 +146,8 @@ VALID = [
 ]
 
 INVALID = [
+    ({"v": 1, "type": "copy_request", "id": "y2", "shard": 0, "copy": "c", "offset": 0}, "copy_request: no maxBytes"),
+    ({"v": 1, "type": "copy_chunk", "id": "y3", "shard": 0, "copy": "c", "sequence": 1, "offset": -1, "size": 2, "data": ""}, "copy_chunk: negative offset"),
     ({"v": 1, "type": "entity_delete", "id": "e1", "entityType": "A:B"}, "entity_delete: type with a colon"),
     ({"v": 1, "type": "entity_delete", "id": "e2", "entityType": "A", "ids": []}, "entity_delete: empty ids"),
     ({"v": 1, "type": "entity_donate", "id": "e3", "entities": [{"type": "T", "id": "1", "displayRepresentation": {}}]},

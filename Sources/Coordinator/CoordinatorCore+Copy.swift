@@ -1,0 +1,181 @@
+import Foundation
+import Logging
+import WireProtocol
+
+/// Copies of a shard from a replica that has every change to a *detached*
+/// one: a replica the log cannot catch up (it was away longer than the log
+/// reaches, or this coordinator restarted and has no log of what it missed),
+/// or one that holds other changes under the same numbers (see `lineage`).
+/// Patching such a replica change by change is impossible or wrong; its
+/// whole file is replaced by a snapshot of a fresh replica's, streamed
+/// through the coordinator one chunk at a time (see `Body.CopyChunk`), and
+/// then the log catches it up from the snapshot's number like any replica
+/// that was away. Until then it takes no writes and serves no queries.
+struct ShardCopies: Sendable {
+    struct Copy: Sendable {
+        var id: String
+        var shard: Int
+        var source: String
+        var target: String
+        var replica: String
+        var sequence = 0
+        var size = 0
+        var received = 0
+        var started = ContinuousClock.now
+    }
+    /// Copies under way, by copy id.
+    var running: [String: Copy] = [:]
+    /// The copy a message to a worker belongs to, by message id.
+    var ofMessage: [String: String] = [:]
+
+    func copying(replica: String, shard: Int) -> Bool {
+        running.values.contains { $0.replica == replica && $0.shard == shard }
+    }
+}
+
+extension CoordinatorCore {
+    /// Bytes of a shard file per `copy_chunk` (base64 makes the frame a third larger).
+    static let copyChunkBytes = 1 << 20
+
+    /// Starts copying `shard` to the replica of indexer `target` from a live
+    /// replica that has every committed change and this coordinator's numbers.
+    /// Does nothing while one is under way; when no replica can be the
+    /// source yet, the sweep tries again.
+    func startCopy(to target: String, shard: Int) {
+        guard let t = workers[target], t.role == .indexer else { return }
+        let name = replicaName(t)
+        guard replication.detached[name]?.contains(shard) ?? false,
+              !replication.copies.copying(replica: name, shard: shard) else { return }
+        let committed = replication.committed[shard] ?? 0
+        let source = writeReplicas(shard: shard).first { w in
+            let n = replicaName(w)
+            return n != name && (replication.lineage[shard]?.contains(n) ?? false)
+                && (replication.applied[n]?[shard] ?? 0) >= committed && replication.catchingUp[w.id]?[shard] == nil
+        }
+        guard let source else { return }
+        let copy = ShardCopies.Copy(id: makeID("copy-"), shard: shard, source: source.id, target: target, replica: name)
+        replication.copies.running[copy.id] = copy
+        count("copy.started")
+        logger.info("copying a shard to a replica that cannot be caught up", metadata: [
+            "copy": "\(copy.id)", "shard": "\(shard)", "replica": "\(name)", "worker": "\(target)",
+            "source": "\(replicaName(source))", "source.worker": "\(source.id)",
+            "replica.sequence": "\(replication.applied[name]?[shard] ?? 0)", "shard.sequence": "\(committed)",
+        ])
+        requestChunk(copy.id, offset: 0)
+    }
+
+    func requestChunk(_ copyID: String, offset: Int) {
+        guard let c = replication.copies.running[copyID], let source = workers[c.source] else { return abandonCopy(copyID, reason: "its source is gone") }
+        let id = makeID("y")
+        replication.copies.ofMessage[id] = copyID
+        send(.worker(source.route), id, .copyRequest(Body.CopyRequest(shard: c.shard, copy: c.id, offset: offset, maxBytes: Self.copyChunkBytes)))
+    }
+
+    /// Follows an answer to a copy message. Returns false when `id` is not one.
+    func copyReply(id: String, from worker: String, _ body: Body) -> Bool {
+        guard let copyID = replication.copies.ofMessage.removeValue(forKey: id) else { return false }
+        guard var c = replication.copies.running[copyID] else { return true }
+        switch body {
+        case .copyChunk(let chunk) where worker == c.source:
+            guard let target = workers[c.target] else {
+                abandonCopy(copyID, reason: "its target is gone")
+                return true
+            }
+            c.sequence = chunk.sequence
+            c.size = chunk.size
+            replication.copies.running[copyID] = c
+            let next = makeID("y")
+            replication.copies.ofMessage[next] = copyID
+            count("copy.bytes", by: chunk.size == 0 ? 0 : (chunk.data.utf8.count * 3) / 4)
+            send(.worker(target.route), next, .copyChunk(chunk))
+        case .copyAck(let ack) where worker == c.target:
+            c.received = ack.received
+            replication.copies.running[copyID] = c
+            if ack.installed == true {
+                copyInstalled(c, sequence: ack.sequence ?? c.sequence)
+            } else {
+                requestChunk(copyID, offset: ack.received)
+            }
+        case .error(let e):
+            abandonCopy(copyID, reason: "\(worker) answered \(e.code): \(e.message)")
+        default:
+            abandonCopy(copyID, reason: "\(worker) answered '\(body.type.rawValue)'")
+        }
+        return true
+    }
+
+    /// The target holds the snapshot: changes 1…`sequence` of this
+    /// coordinator's numbering. It rejoins, and the log sends what came since.
+    func copyInstalled(_ c: ShardCopies.Copy, sequence: Int) {
+        replication.copies.running.removeValue(forKey: c.id)
+        let ms = Int(c.started.duration(to: .now) / .milliseconds(1))
+        count("copy.finished")
+        count("copy.ms", by: ms)
+        logger.info("shard copied", metadata: ["copy": "\(c.id)", "shard": "\(c.shard)", "replica": "\(c.replica)",
+                                               "replica.sequence": "\(sequence)", "copy.bytes": "\(c.received)", "copy.ms": "\(ms)"])
+        replication.applied[c.replica, default: [:]][c.shard] = sequence
+        replication.lineage[c.shard, default: []].insert(c.replica)
+        replication.detached[c.replica]?.remove(c.shard)
+        let issued = replication.issued[c.shard] ?? 0
+        guard sequence < issued else { return }
+        if sequence + 1 >= replication.start(c.shard) {
+            catchUp(worker: c.target, shard: c.shard, after: sequence)
+        } else {
+            // More changes came while copying than the log keeps: copy again.
+            replication.detached[c.replica, default: []].insert(c.shard)
+            startCopy(to: c.target, shard: c.shard)
+        }
+    }
+
+    func abandonCopy(_ copyID: String, reason: String) {
+        guard let c = replication.copies.running.removeValue(forKey: copyID) else { return }
+        for (id, owner) in replication.copies.ofMessage where owner == copyID { replication.copies.ofMessage.removeValue(forKey: id) }
+        count("copy.abandoned")
+        logger.warning("shard copy abandoned; it starts again when a source and the target are live", metadata: [
+            "copy": "\(c.id)", "shard": "\(c.shard)", "replica": "\(c.replica)", "reason": "\(reason)"])
+    }
+
+    /// A lost worker's copies stop (the sweep starts them again).
+    func copiesLost(_ workerID: String) {
+        for c in replication.copies.running.values where c.source == workerID || c.target == workerID {
+            abandonCopy(c.id, reason: "worker \(workerID) was lost")
+        }
+    }
+
+    /// Run by the sweep: a live replica that is detached gets a copy, and
+    /// one that is behind with nothing on the way to it (no change in
+    /// flight, no catch-up: a catch-up that failed, or numbers that moved on
+    /// since it registered) is caught up, or detached and copied when the
+    /// log does not reach back far enough.
+    func repairReplicas() {
+        for w in workers.values where w.role == .indexer {
+            let name = replicaName(w)
+            for shard in w.shards {
+                if replication.detached[name]?.contains(shard) ?? false {
+                    startCopy(to: w.id, shard: shard)
+                    continue
+                }
+                guard let have = replication.applied[name]?[shard], have < (replication.committed[shard] ?? 0),
+                      replication.catchingUp[w.id]?[shard] == nil,
+                      !replication.inFlight.values.contains(where: { $0.worker == w.id && $0.shard == shard }) else { continue }
+                if have + 1 >= replication.start(shard) {
+                    catchUp(worker: w.id, shard: shard, after: have)
+                } else {
+                    replication.detached[name, default: []].insert(shard)
+                    count("catchup.detached")
+                    startCopy(to: w.id, shard: shard)
+                }
+            }
+        }
+    }
+}
+
+extension CoordinatorCore {
+    /// Why a shard takes no change now, for the producer.
+    func unavailableReason(shard: Int) -> String {
+        let awaited = awaitedReplicas(shard: shard)
+        guard !awaited.isEmpty else { return "no live indexer serves shard \(shard)" }
+        return "shard \(shard) waits for the indexer of replica \(awaited.joined(separator: ", ")) "
+            + "(the coordinator started \(Int(Date().timeIntervalSince(startedAt))) s ago and may not number changes without it)"
+    }
+}
