@@ -1,3 +1,5 @@
+@_spi(Internals) import SQLite
+
 /// Trigrams of a shard's word-index vocabulary, for substring patterns
 /// (`title == "*acti*"c`): which distinct terms contain a run of letters and
 /// digits.
@@ -22,6 +24,9 @@ final class TermGrams {
     /// Terms FTS5 cut at its token limit: what their tokens held past the cut
     /// is in no term, so they stand in for every run.
     let truncated: [Int]
+    /// Bit `c` of term `i`'s mask: the term occurs in word-index column `c`
+    /// (a title query need not expand to words only descriptions hold).
+    let columns: [UInt32]
 
     /// FTS5's `FTS5_MAX_TOKEN_SIZE`: longer tokens are indexed as their first
     /// this many bytes.
@@ -39,8 +44,40 @@ final class TermGrams {
         return -1
     }
 
-    init(_ vocabulary: Vocabulary) {
+    /// Reads the word index's terms with the columns each occurs in.
+    convenience init(db: Database) throws {
+        try db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.words_vocab_col USING fts5vocab(main, 'words', 'col')")
+        let s = try db.prepare("SELECT term, col, doc FROM temp.words_vocab_col")
+        let vocabulary = Vocabulary()
+        var columns: [UInt32] = []
+        var term: [UInt8] = []
+        var docs = 0
+        var mask: UInt32 = 0
+        func flush() {
+            guard !term.isEmpty else { return }
+            vocabulary.append(String(decoding: term, as: UTF8.self), docs: docs)
+            columns.append(mask)
+        }
+        while try s.step() {
+            let same = s.withUTF8(at: 0) { $0.elementsEqual(term) } ?? false
+            if !same {
+                flush()
+                term = s.withUTF8(at: 0) { Array($0) } ?? []
+                docs = 0
+                mask = 0
+            }
+            docs += Int(s.int64(at: 2))
+            if let col = s.string(at: 1), col.first == "c", let c = Int(col.dropFirst()), c < 32 { mask |= 1 << UInt32(c) }
+        }
+        flush()
+        try s.reset()
+        self.init(vocabulary, columns: columns)
+    }
+
+    init(_ vocabulary: Vocabulary, columns: [UInt32]) {
+        precondition(columns.count == vocabulary.count)
         self.vocabulary = vocabulary
+        self.columns = columns
         let slots = Self.slots
         var counts = [Int32](repeating: 0, count: slots + 1)
         var last = [Int32](repeating: -1, count: slots)
@@ -192,7 +229,7 @@ extension ShardStore {
             return grams
         }
         let started = ContinuousClock.now
-        let grams = TermGrams(try Vocabulary(db: db))
+        let grams = try TermGrams(db: db)
         logger.debug("read the vocabulary's trigrams", metadata: [
             "store.terms": "\(grams.vocabulary.count)", "store.ms": "\((ContinuousClock.now - started) / .milliseconds(1))",
         ])

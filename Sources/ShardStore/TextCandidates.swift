@@ -153,13 +153,17 @@ extension ShardStore {
     /// added is exact.
     func substringCandidates(_ leaf: TextLeaf, literals: [String], into ids: inout [Int64], _ context: QueryContext) throws -> Bool {
         let nameIDs = leaf.names.ids
-        var runs: [[UInt8]] = []
-        for literal in literals {
-            for run in TermGrams.runs(Fold.fold(literal)) where !runs.contains(run) { runs.append(run) }
-        }
-        if !runs.isEmpty, let found = try vocabularyCandidates(runs, names: leaf.names, context) {
-            ids += found
+        switch try substringLookup(Self.runs(literals), names: leaf.names) {
+        case .nothing: return false
+        case .match(let match):
+            let s = try db.prepare("SELECT rowid FROM words WHERE words MATCH ?")
+            try s.bind(match, at: 0)
+            while try s.step() {
+                try context.checkCancelled()
+                ids.append(s.int64(at: 0))
+            }
             return false
+        case .scan: break
         }
         let scan = try db.prepare("SELECT item, text FROM attrs WHERE name = ? AND key IS NOT NULL")
         for name in nameIDs {
@@ -178,19 +182,42 @@ extension ShardStore {
     /// title, not every description).
     static let maxRunTerms = 2_000
 
-    /// Items holding, for each of the (up to three) most selective runs, a
-    /// term that contains it — in the attribute's column when one is named.
-    /// Nil when no run is selective enough to beat a scan.
-    func vocabularyCandidates(_ runs: [[UInt8]], names: NameSet, _ context: QueryContext) throws -> [Int64]? {
+    /// The distinct runs of ASCII letters and digits of folded literals.
+    static func runs(_ literals: [String]) -> [[UInt8]] {
+        var runs: [[UInt8]] = []
+        for literal in literals {
+            for run in TermGrams.runs(Fold.fold(literal)) where !runs.contains(run) { runs.append(run) }
+        }
+        return runs
+    }
+
+    /// How the word index serves a substring pattern's runs.
+    enum SubstringLookup {
+        /// No term contains some run: nothing in the word index matches.
+        case nothing
+        /// The FTS5 query whose rows are the candidates.
+        case match(String)
+        /// No run is selective enough: scan the values instead.
+        case scan
+    }
+
+    /// The FTS5 query for items holding, for each of the (up to three) most
+    /// selective runs, a term that contains it — in the attribute's column
+    /// when one is named.
+    func substringLookup(_ runs: [[UInt8]], names: NameSet) throws -> SubstringLookup {
+        guard !runs.isEmpty else { return .scan }
         let grams = try termGrams()
         let vocabulary = grams.vocabulary
+        var column: Int?
+        if case .one(let id?) = names { column = Layout.wordColumn(self.names[id] ?? "") }
         // Each run as FTS5 terms, with the postings it would read.
         var expansions: [(fts: [String], postings: Int)] = []
         for run in runs {
             var terms = grams.terms(containing: run)
+            if let column { terms.removeAll { grams.columns[$0] & (1 << UInt32(column)) == 0 } }
             for t in grams.truncated where !terms.contains(t) { terms.append(t) }
             terms.sort()
-            if terms.isEmpty { return [] }
+            if terms.isEmpty { return .nothing }
             guard terms.count <= Self.maxRunTerms else { continue }
             var fts: [String] = []
             var postings = 0
@@ -202,13 +229,11 @@ extension ShardStore {
                 // the run: one prefix term stands for all of them.
                 let head = grams.endOfFirstOccurrence(run, in: t).flatMap { String(vocabulary.term(t).utf8.prefix($0)) }
                 let range = head.map { vocabulary.range(prefix: $0) } ?? t..<(t + 1)
-                if let head, range.count > 1 {
+                var j = k + 1
+                while j < terms.count, terms[j] < range.upperBound { j += 1 }
+                if let head, j - k > 1 {
                     fts.append(WordTerm(text: head, prefix: true).fts)
-                    var j = k + 1
-                    while j < terms.count, terms[j] < range.upperBound {
-                        postings += Int(vocabulary.docs[terms[j]])
-                        j += 1
-                    }
+                    for i in (k + 1)..<j { postings += Int(vocabulary.docs[terms[i]]) }
                     k = j
                 } else {
                     fts.append(WordTerm(text: vocabulary.term(t), prefix: false).fts)
@@ -217,20 +242,11 @@ extension ShardStore {
             }
             expansions.append((fts, postings))
         }
-        guard !expansions.isEmpty else { return nil }
+        guard !expansions.isEmpty else { return .scan }
         expansions.sort { $0.postings < $1.postings }
         let chosen = expansions.prefix(3)
         var match = "(" + chosen.map { "(" + $0.fts.joined(separator: " OR ") + ")" }.joined(separator: " AND ") + ")"
-        if case .one(let id?) = names {
-            match = "{c\(Layout.wordColumn(self.names[id] ?? ""))} : " + match
-        }
-        let s = try db.prepare("SELECT rowid FROM words WHERE words MATCH ?")
-        try s.bind(match, at: 0)
-        var ids: [Int64] = []
-        while try s.step() {
-            try context.checkCancelled()
-            ids.append(s.int64(at: 0))
-        }
-        return ids
+        if let column { match = "{c\(column)} : " + match }
+        return .match(match)
     }
 }
