@@ -9,8 +9,11 @@
 /// maximal runs of letters, digits and marks, folded character by character),
 /// so the items holding it are the items holding one of the terms that contain
 /// it. The distinct terms grow far slower than the text (the Debian corpus:
-/// ~97 MB of text, a few MB of terms), so indexing them costs nothing at write
-/// time: this is built in memory from FTS5's vocabulary when a query needs it.
+/// 64 MB of items, 106,000 terms in 0.8 MB), so indexing them costs nothing
+/// at write time: this is built in memory from FTS5's vocabulary when a query
+/// needs it. The substring is not always a term's prefix, so FTS5's own prefix
+/// queries cannot find them, and an FTS5 `trigram` table over the text (format
+/// 1's `grams`) cost a sixth of indexing time while leaving long texts out.
 ///
 /// Only trigrams of `[a-z0-9]` are kept (FTS5 folds the index's ASCII to
 /// lowercase), which packs them into a dense table of 36³ posting lists:
@@ -220,8 +223,9 @@ extension ShardStore {
     /// this is rebuilt after any commit: another connection's (`PRAGMA
     /// data_version`, read by ``reloadIfChanged()``) or this one's (its
     /// total changes, which `data_version` does not count). Rebuilding costs
-    /// a read of the vocabulary (~0.1 s for the Debian corpus, measured with
-    /// the benchmark), paid by the first substring query after a change.
+    /// a read of the vocabulary (~0.5 s for the Debian corpus on a loaded
+    /// machine, printed by `scripts/bench`), paid by the first substring
+    /// query after a change.
     func termGrams() throws -> TermGrams {
         let cache = substringCache
         let changes = db.totalChanges

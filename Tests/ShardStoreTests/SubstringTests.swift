@@ -23,7 +23,13 @@ import Testing
         var s = ""
         for i in 0..<words {
             if i > 0 { s += seps.randomElement(using: &rng)! }
-            s += pieces.randomElement(using: &rng)!
+            if Int.random(in: 0..<5, using: &rng) == 0 {
+                // A word no other item may have: later writes bring new terms.
+                let letters = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789éü")
+                s += String((0..<Int.random(in: 3...9, using: &rng)).map { _ in letters.randomElement(using: &rng)! })
+            } else {
+                s += pieces.randomElement(using: &rng)!
+            }
         }
         return s
     }
