@@ -47,10 +47,4 @@ package enum Fold {
         if s.utf8.count <= keyCharacters { return fold(s) }
         return fold(String(s.prefix(keyCharacters)))
     }
-
-    /// The text given to the trigram index: ASCII text as it is (the trigram
-    /// tokenizer folds ASCII case itself), other text folded.
-    package static func gramText(_ s: String) -> String {
-        isASCII(s) ? s : fold(s)
-    }
 }

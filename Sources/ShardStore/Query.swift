@@ -59,7 +59,8 @@ extension ShardStore {
                 }
                 let wantsScores = query.sort.contains(.relevance)
                 let context = QueryContext(isCancelled: isCancelled, wantsScores: wantsScores)
-                if query.sort.isEmpty, let delivered = try streamWordMatches(node, query, context, onBatch: onBatch) {
+                if query.sort.isEmpty, let delivered = try streamWordMatches(node, query, context, onBatch: onBatch)
+                    ?? streamSubstringMatches(node, query, context, onBatch: onBatch) {
                     return delivered
                 }
                 let found = try candidates(node, exact: false, context)

@@ -11,10 +11,8 @@
 /// attrs(item, name, pos, kind, text, num, key)  PRIMARY KEY (item, name, pos), WITHOUT ROWID
 ///     attrs_key(name, key)              exact and prefix text tests, `exists`, sorting by text
 ///     attrs_num(name, num)              ranges on numbers, dates and booleans
-///     attrs_long(name) WHERE kind = 5   long texts, scanned for substring patterns
 ///     attrs_geo(name, num) WHERE kind = 4  locations by latitude (geo tests)
 /// words  FTS5 unicode61 remove_diacritics 2, prefix 3, automerge 8, contentless, a column per common attribute
-/// grams  FTS5 trigram, detail=none, columnsize=0, automerge 8, contentless
 /// vectors(item PRIMARY KEY, seq, vector)  one embedding per item (384 little-endian float32)
 ///     vectors_seq(seq)                  what changed since a reader last looked
 /// ```
@@ -57,14 +55,24 @@
 ///   the shared last column only over-approximates, which the final
 ///   `TextMatcher` check absorbs. Positions are kept (`detail=full`) although
 ///   no phrase queries run: FTS5's BM25 needs term frequencies.
-/// - `grams` has one row per item with every text element of at most
-///   ``Layout/gramLimit`` bytes (kind 0), folded like the word index, with
-///   no attribute filter at all: the row only says "this item has the
-///   substring somewhere". Trigram-indexing long prose (package descriptions)
-///   would triple the cost of a write; substring patterns instead scan the
-///   long values (kind 5) of the attributes they name, through `attrs_long`,
-///   and check them with `TextMatcher`. Results stay exact; only such
-///   patterns over long attributes are slower.
+/// - Substring patterns (`title == "*acti*"c`) have no table of their own:
+///   a run of ASCII letters and digits in a value lies inside one of its
+///   word-index tokens, so the word index, looked up with the vocabulary's
+///   terms that contain the pattern's runs, finds every candidate, short
+///   and long values alike (see ``TermGrams``, the in-memory trigrams of
+///   the vocabulary a query connection builds when the shard has changed).
+///   Format 1 kept an FTS5 `trigram` table (`grams`) of the short values
+///   and scanned long ones through an index `attrs_long(name) WHERE kind =
+///   5`; format 2 drops both. Measured back to back on the whole Debian
+///   corpus (`scripts/bench`, one shard, a shared 2-core machine under
+///   load; CPU time of the query thread, p50 / p99 ms over 200 queries):
+///   indexing 21.2 → 15.1 s CPU (FTS5 peer ratio 0.18 → 0.30 in those
+///   runs), `title == "*abcd*"c` 1.48 / 13.2 → 1.20 / 11.4, the same over
+///   `contentDescription` 172 / 202 → 2.25 / 12.9; other kinds unchanged.
+///   The cost moved to reading: a connection reads the vocabulary (with
+///   the columns each term is in) for its first substring query after any
+///   commit, ~0.5 s for the Debian corpus, so substring queries during
+///   heavy indexing pay that once per commit they see.
 /// - The word index keeps a prefix index for 3-character prefixes only
 ///   (`"lib*"cdw`); longer prefixes are served by FTS5's term range scan,
 ///   and 2-character ones (`"li*"`) too, more slowly (they match most of
@@ -72,14 +80,14 @@
 ///   FTS5 records its own options, answers are identical either way, so the
 ///   format number did not change. Dropping them cut indexing CPU by about
 ///   10 % (best of four runs on 15,000 Debian items: 3.2 → 2.9 s).
-/// - Both FTS tables merge segments 8 at a time (`automerge`, default 4),
+/// - The word index merges segments 8 at a time (`automerge`, default 4),
 ///   set when a shard is created: half the rewriting of index segments while
 ///   indexing, for a few more segments per query to merge (no slower on the
 ///   Debian benchmark). With the prefix change: 3.2 → 2.5 s best of four
 ///   on 15,000 items, and 14.7–16.9 → 12.6–13.2 s for the whole corpus in
 ///   back-to-back runs on a shared, noisy machine. An FTS5 `optimize` (one
 ///   segment) would suit idle time; nothing runs it yet.
-/// - Both FTS tables are contentless: the text already lives in `attrs`, and
+/// - The word index is contentless: the text already lives in `attrs`, and
 ///   removing an item re-derives the exact indexed text from its `attrs` rows
 ///   to issue FTS5 `delete` commands. That derivation is versioned by
 ///   ``Layout/format``: a change to it needs a new format number.
@@ -87,7 +95,8 @@
 /// Where indexing time goes (Debian corpus, 63,666 items, ~13.5 s in one
 /// thread; each part measured by leaving it out): value rows ~5.7 s, of which
 /// the `(name, key)` index ~3.5 s (random B-tree inserts, each commit writing
-/// thousands of its pages to the log); word index ~2.6 s; trigrams ~2.1 s;
+/// thousands of its pages to the log); word index ~2.6 s; trigrams ~2.1 s
+/// (format 1; format 2 has none);
 /// decoding, canonical JSON, the `items` row and Swift-side text preparation
 /// ~3.3 s. Raw FTS5 with six columns (peers.py) takes ~3.3 s for the whole
 /// corpus, about what the word index alone costs here, so this layout cannot
@@ -102,9 +111,20 @@
 /// index in place of `attrs_key` (no faster), and letting an indexer's shards
 /// write at once with waiting writes grouped (see `IndexerService`).
 enum Layout {
-    static let format = 1
-    /// Text values up to this many UTF-8 bytes are trigram-indexed.
-    static let gramLimit = 256
+    static let format = 2
+    /// Formats this build opens, upgrading them to ``format`` when it opens
+    /// one for writing (see ``migrations``).
+    static let readableFormats: Set<String> = ["1", "2"]
+    /// What turns a shard of an older format into the current one, run in the
+    /// transaction that opens it for writing. Format 1 → 2 drops the trigram
+    /// table and the long-text index, which substring patterns no longer use
+    /// (a reader answers from the word index either way, so an old file not
+    /// yet upgraded answers the same).
+    static let migrations: [String: [String]] = [
+        "1": ["DROP TABLE IF EXISTS grams", "DROP INDEX IF EXISTS attrs_long"],
+    ]
+    /// Text values longer than this many UTF-8 bytes are kind 5 (long text).
+    static let longTextBytes = 256
     /// Attributes with a word-index column of their own; the rest share the last.
     static let wordColumns = ["title", "displayName", "contentDescription", "keywords", "authorNames",
                               "alternateNames", "textContent", "contentType"]
@@ -146,7 +166,6 @@ enum Layout {
         """,
         "CREATE INDEX IF NOT EXISTS attrs_key ON attrs(name, key)",
         "CREATE INDEX IF NOT EXISTS attrs_num ON attrs(name, num) WHERE num IS NOT NULL",
-        "CREATE INDEX IF NOT EXISTS attrs_long ON attrs(name) WHERE kind = 5",
         // Location rows (kind 4) by latitude: the geo prefilter, and the quick
         // "does this attribute hold locations" probe that keeps their
         // latitudes out of numeric ranges and sorts.
@@ -155,7 +174,6 @@ enum Layout {
         CREATE VIRTUAL TABLE IF NOT EXISTS words USING fts5(\((0..<wordColumnCount).map { "c\($0)" }.joined(separator: ", ")), content='',
             tokenize="unicode61 remove_diacritics 2 categories 'L* N* Mn Mc'", prefix='3')
         """,
-        "CREATE VIRTUAL TABLE IF NOT EXISTS grams USING fts5(text, content='', tokenize='trigram', detail=none, columnsize=0)",
         "CREATE TABLE IF NOT EXISTS vectors(item INTEGER PRIMARY KEY, seq INTEGER NOT NULL, vector BLOB NOT NULL)",
         "CREATE INDEX IF NOT EXISTS vectors_seq ON vectors(seq)",
     ]
@@ -170,19 +188,19 @@ enum Layout {
     /// config tables, so running them at every open would write each time).
     static let creationStatements: [String] = [
         "INSERT INTO words(words, rank) VALUES('automerge', 8)",
-        "INSERT INTO grams(grams, rank) VALUES('automerge', 8)",
     ]
 }
 
 /// The `attrs.kind` column.
 enum ValueKind: Int64 {
-    /// Text short enough to be trigram-indexed.
+    /// Text of at most ``Layout/longTextBytes``.
     case text = 0
     case number = 1
     case date = 2
     case boolean = 3
     case location = 4
-    /// Text longer than ``Layout/gramLimit``: word-indexed, not trigram-indexed.
+    /// Text longer than ``Layout/longTextBytes`` (shards of format 1 kept
+    /// them out of the trigram index; now only the name says it).
     case longText = 5
 
     var isText: Bool { self == .text || self == .longText }

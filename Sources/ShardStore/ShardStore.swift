@@ -28,8 +28,8 @@ import SQLite
 /// - Attributes declared `unique` are word-indexed like any other text:
 ///   `w`/`t` comparisons apply to them too, and leaving them out would mean
 ///   scanning them for every word query.
-/// - Values over ``Layout/gramLimit`` bytes are not trigram-indexed; substring
-///   patterns scan them (about half a second over 63,000 package descriptions).
+/// - Substring patterns (`"*acti*"`) are served by the word index through the
+///   vocabulary's trigrams (``TermGrams``), short and long values alike.
 /// - Relevance is FTS5 BM25 over the query's word comparisons (titles weigh
 ///   4×, display names and keywords 2×) plus a hundredth of the entity
 ///   priority. It is shard-local.
@@ -63,6 +63,8 @@ public final class ShardStore {
     var defaultTextIDs: [Int64]?
     /// Parameter search's vocabulary and facet columns (see ``SearchCache``).
     let searchCache = SearchCache()
+    /// Substring patterns' trigrams of the vocabulary (see ``TermGrams``).
+    let substringCache = SubstringCache()
 
     /// Opens a shard file, creating it (and its tables) in `.readWrite` mode.
     /// `durability` sets when a `.readWrite` store's commits reach the disk.
@@ -98,8 +100,13 @@ public final class ShardStore {
                         try db.execute(added.sql)
                     }
                     let format = try db.prepare("SELECT value FROM meta WHERE key = 'format'").scalar()?.string
+                    if let format, !Layout.readableFormats.contains(format) {
+                        throw StoreError(.incompatibleFormat, "\(path) has store format \(format); this build reads formats \(Layout.readableFormats.sorted().joined(separator: ", "))")
+                    }
                     if let format, format != String(Layout.format) {
-                        throw StoreError(.incompatibleFormat, "\(path) has store format \(format); this build reads format \(Layout.format)")
+                        for sql in Layout.migrations[format] ?? [] { try db.execute(sql) }
+                        try db.prepare("UPDATE meta SET value = ? WHERE key = 'format'").run([.text(String(Layout.format))])
+                        self.logger.info("upgraded the shard's format", metadata: ["store.from": "\(format)", "store.to": "\(Layout.format)"])
                     }
                     if format == nil {
                         try db.prepare("INSERT INTO meta(key, value) VALUES ('format', ?)").run([.text(String(Layout.format))])

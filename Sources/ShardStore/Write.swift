@@ -124,7 +124,6 @@ extension ShardStore {
                 try db.execute("""
                     DELETE FROM attrs; DELETE FROM items; DELETE FROM vectors;
                     INSERT INTO words(words) VALUES('delete-all');
-                    INSERT INTO grams(grams) VALUES('delete-all');
                     """)
                 logger.info("deleted all items", metadata: ["store.deleted": "\(n)"])
                 return n
@@ -197,17 +196,11 @@ extension ShardStore {
             rows.append(ValueRow(name: r.int64(at: 0), pos: r.int64(at: 1), kind: kind, text: r.string(at: 3), num: nil))
         }
         if !rows.isEmpty {
-            let (columns, grams, _) = ftsTexts(rows)
+            let (columns, _) = ftsTexts(rows)
             let deleteWords = try db.prepare(Self.deleteWordsSQL)
             try deleteWords.bind(id, at: 0)
             for (i, c) in columns.enumerated() { try deleteWords.bind(c, at: i + 1) }
             try deleteWords.run()
-            if let grams {
-                let deleteGrams = try db.prepare("INSERT INTO grams(grams, rowid, text) VALUES('delete', ?, ?)")
-                try deleteGrams.bind(id, at: 0)
-                try deleteGrams.bind(grams, at: 1)
-                try deleteGrams.run()
-            }
         }
         let delete = try db.prepare("DELETE FROM attrs WHERE item = ?")
         try delete.bind(id, at: 0)
@@ -224,14 +217,11 @@ extension ShardStore {
             : "INSERT INTO words(rowid, \(columns)) VALUES (?, \(marks))"
     }
 
-    /// The FTS texts of one item: the word-index columns, the trigram text
-    /// (nil when no element is short enough), and the item's `wordcheck`.
+    /// The FTS texts of one item: the word-index columns and the item's `wordcheck`.
     /// `rows` are the item's text rows sorted by (name, pos): the order fixes
     /// the text, which a later delete must reproduce byte for byte.
-    func ftsTexts(_ rows: [ValueRow]) -> (columns: [String], grams: String?, wordCheck: String?) {
+    func ftsTexts(_ rows: [ValueRow]) -> (columns: [String], wordCheck: String?) {
         var columns = Array(repeating: "", count: Layout.wordColumnCount)
-        var grams = ""
-        var hasGrams = false
         var wordCheck = WordCheck.Builder()
         for row in rows {
             let text = row.text ?? ""
@@ -241,13 +231,8 @@ extension ShardStore {
             if !columns[column].isEmpty { columns[column] += "\n" }
             columns[column] += indexed
             wordCheck.add(text, indexed: indexed)
-            if row.kind == .text {
-                if hasGrams { grams += "\n" }
-                grams += Fold.gramText(text)
-                hasGrams = true
-            }
         }
-        return (columns, hasGrams ? grams : nil, wordCheck.value)
+        return (columns, wordCheck.value)
     }
 
     /// Stores an item; returns its row id.
@@ -289,7 +274,7 @@ extension ShardStore {
                 var row = ValueRow(name: nameID, pos: Int64(pos), kind: .text, text: nil, num: nil)
                 switch element {
                 case .text(let s):
-                    row.kind = s.utf8.count <= Layout.gramLimit ? .text : .longText
+                    row.kind = s.utf8.count <= Layout.longTextBytes ? .text : .longText
                     row.text = s
                 case .number(let d): row.kind = .number; row.num = d
                 case .date(let d): row.kind = .date; row.num = d.timeIntervalSinceReferenceDate
@@ -308,7 +293,7 @@ extension ShardStore {
     }
 
     /// Value rows and the FTS rows made by ``ftsTexts(_:)`` for them.
-    func insertIndexes(of id: Int64, rows: [ValueRow], fts: (columns: [String], grams: String?, wordCheck: String?)) throws {
+    func insertIndexes(of id: Int64, rows: [ValueRow], fts: (columns: [String], wordCheck: String?)) throws {
         let insert = try db.prepare("INSERT INTO attrs(item, name, pos, kind, text, num, key) VALUES (?, ?, ?, ?, ?, ?, ?)")
         try insert.bind(id, at: 0)
         for row in rows {
@@ -326,16 +311,9 @@ extension ShardStore {
             try insert.run()
         }
         guard rows.contains(where: \.kind.isText) else { return }
-        let (columns, grams, _) = fts
         let words = try db.prepare(Self.insertWordsSQL)
         try words.bind(id, at: 0)
-        for (i, c) in columns.enumerated() { try words.bind(c, at: i + 1) }
+        for (i, c) in fts.columns.enumerated() { try words.bind(c, at: i + 1) }
         try words.run()
-        if let grams {
-            let insert = try db.prepare("INSERT INTO grams(rowid, text) VALUES (?, ?)")
-            try insert.bind(id, at: 0)
-            try insert.bind(grams, at: 1)
-            try insert.run()
-        }
     }
 }

@@ -107,7 +107,7 @@ enum Reference {
             attrs["title"] = .string(words(&rng, Int.random(in: 1...3, using: &rng)))
             if Bool.random(using: &rng) { attrs["displayName"] = .string(words(&rng, Int.random(in: 1...6, using: &rng))) }
             if Int.random(in: 0..<3, using: &rng) == 0 {
-                // Long enough to skip the trigram index.
+                // Long texts (kind 5, over 256 bytes).
                 attrs["contentDescription"] = .string(words(&rng, Int.random(in: 40...90, using: &rng)))
             }
             if Bool.random(using: &rng) {

@@ -1,0 +1,61 @@
+import Foundation
+import QueryPlan
+import SQLite
+
+extension ShardStore {
+    /// An unsorted query that is one substring comparison (`title ==
+    /// "*acti*"c`): its candidates come from the word index in rowid order
+    /// (``substringLookup(_:names:)``) — the order results come in anyway —
+    /// so they are checked and fetched as they are stepped, and a query with a
+    /// limit stops after its last result. Collecting every candidate first
+    /// read every posting of every term containing the pattern: a common run
+    /// ("tool") expands to hundreds of terms, and a title query read their
+    /// description postings too (FTS5 filters columns after reading), which
+    /// made title wildcards slower at p99 than the trigram table they replace.
+    ///
+    /// Nil when this does not apply (the caller takes the general path, which
+    /// gives the same results): other shapes, patterns without a selective
+    /// run, and a named attribute that holds numbers (they are checked as
+    /// text but are not in the word index).
+    func streamSubstringMatches(_ node: Node, _ query: Query, _ context: QueryContext,
+                                onBatch: ([StoredResult]) throws -> Void) throws -> Int? {
+        guard case .text(let leaf) = node else { return nil }
+        let options = leaf.test.options
+        guard !options.contains(.wordBased), !options.contains(.tokenized),
+              case .anyRun? = leaf.test.pattern.parts.first, !leaf.names.ids.isEmpty else { return nil }
+        if case .one(let name?) = leaf.names {
+            let numbers = try db.prepare("SELECT 1 FROM attrs WHERE name = ? AND num IS NOT NULL AND kind = 1 LIMIT 1")
+            try numbers.bind(name, at: 0)
+            if try numbers.step() { return nil }
+        }
+        guard case .match(let match) = try substringLookup(Self.runs(leaf.test.pattern.literals), names: leaf.names) else {
+            return nil
+        }
+        let s = try db.prepare("SELECT rowid FROM words WHERE words MATCH ? ORDER BY rowid")
+        try s.bind(match, at: 0)
+        defer { try? s.reset() }
+        let expired = Set(try expiredIDs(now: Date()))
+        let fetch = query.fetchAttributes.map(FetchList.init)
+        let loadNames = node.names, loadDomain = node.mentionsDomain
+        var delivered = 0
+        var batch: [StoredResult] = []
+        while try s.step() {
+            try context.checkCancelled()
+            let id = s.int64(at: 0)
+            if expired.contains(id) { continue }
+            guard node.evaluate(try load(id, names: loadNames, domain: loadDomain)) else { continue }
+            guard let result = try fetchResult(id, attributes: fetch) else { continue }
+            batch.append(result)
+            delivered += 1
+            let done = query.limit.map { delivered >= $0 } ?? false
+            if batch.count == query.batchSize || done {
+                if context.isCancelled() { throw StoreError(.cancelled, "the query was cancelled") }
+                try onBatch(batch)
+                batch.removeAll(keepingCapacity: true)
+            }
+            if done { break }
+        }
+        if !batch.isEmpty { try onBatch(batch) }
+        return delivered
+    }
+}
