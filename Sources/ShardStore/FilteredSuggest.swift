@@ -56,7 +56,7 @@ extension ShardStore {
                 var out: [Suggestion] = []
                 for t in terms.prefix(Self.filteredSuggestionBudget) {
                     if out.count >= want, t.docs <= out[want - 1].count { break }
-                    let n = IDs.intersectionCount(holding, try termPostings(t.term))
+                    let n = try completionCount(t.term, docs: t.docs, earlier: earlier, holding: holding)
                     if n > 0 {
                         out.append(Suggestion(text: prefix + t.term, count: n))
                         out.sort(by: Suggestion.precedes)

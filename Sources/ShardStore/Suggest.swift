@@ -92,7 +92,7 @@ extension ShardStore {
                     // next one's document count cannot beat the limit-th best
                     // count, no later (rarer) one can either.
                     if out.count >= limit, t.docs <= out[limit - 1].count { break }
-                    let n = IDs.intersectionCount(holding, try termPostings(t.term))
+                    let n = try completionCount(t.term, docs: t.docs, earlier: earlier, holding: holding)
                     if n > 0 {
                         out.append(Suggestion(text: prefix + t.term, count: n))
                         out.sort(by: Suggestion.precedes)

@@ -70,6 +70,21 @@ import Testing
         }
     }
 
+    /// Long lists not read yet are counted by FTS5 against the earlier
+    /// words' items (here every list is long, and none is read ahead by a
+    /// scan): the same counts.
+    @Test func completionsCountedByFTS5AreTheSame() throws {
+        let dir = try TempDir()
+        let s = try openStore(dir)
+        try s.put(Self.randomItems(400, seed: 11))
+        s.searchCache.postings.directCountMinDocs = 0
+        s.searchCache.postings.scanBudget = 0
+        for (earlier, prefix) in [(["pytest", "palm"], "pa"), (["table", "pa", "py"], "p"), (["pandas", "tap"], "t")] {
+            try Self.check(s, earlier: earlier, prefix: prefix)
+            try Self.check(s, earlier: earlier, prefix: prefix, domains: ["@gamma"])
+        }
+    }
+
     @Test func anotherConnectionsWritesAndDeletesAreCountedAtOnce() throws {
         let dir = try TempDir()
         let w = try openStore(dir)
