@@ -46,8 +46,10 @@ extension ShardStore {
     ///   document count cannot beat the `limit`-th best count so far, so the
     ///   shard's top `limit` is exact whatever the cut. Each count is an
     ///   intersection of posting lists held in memory (``TermPostings``, read
-    ///   from the word index and dropped at any change of the data), which a
-    ///   person typing the next letter finds already read.
+    ///   from the word index and dropped at any change of the data), which
+    ///   later texts with the same words find already read (Debian corpus,
+    ///   one shard: 0.69 ms CPU p50 from a fresh connection, 0.1 ms with the
+    ///   lists read, 2.66 ms with a query per completion).
     ///
     /// Text that ends with a space (`prefixLast` false) is complete: its only
     /// suggestion is itself, with its count. The words are the plan's
