@@ -46,7 +46,7 @@ extension ShardStore {
                 // The earlier words' items that the filter allows, once; each
                 // candidate is then counted by one intersection with its
                 // posting list (see ``TermPostings``), with no query.
-                let holding = IDs.intersect(try itemsHoldingAll(earlier, except: []), allowed)
+                let holding = ItemSet(IDs.intersect(try itemsHoldingAll(earlier, except: []), allowed))
                 if holding.isEmpty { return [] }
                 // More than the client wants, as the unfiltered path sends more:
                 // the coordinator sums shards' counts, and a term cut on one shard is undercounted.
@@ -102,12 +102,13 @@ extension ShardStore {
         terms.sort { $0.docs != $1.docs ? $0.docs > $1.docs : $0.term < $1.term }
         var out: [Suggestion] = []
         var least = Int.max   // the smallest count kept, once the list is full
+        let allowedSet = ItemSet(allowed)
         for t in terms {
             if out.count >= Self.maxShardSuggestions {
                 if least == .max { out.sort(by: Suggestion.precedes); least = out[Self.maxShardSuggestions - 1].count }
                 if t.docs < least { break }
             }
-            let n = IDs.intersectionCount(allowed, try termPostings(t.term))
+            let n = allowedSet.count(in: try termPostings(t.term))
             if n > 0 { out.append(Suggestion(text: t.term, count: n)) }
         }
         out.sort(by: Suggestion.precedes)

@@ -103,18 +103,18 @@ extension ShardStore {
     /// through the long list rather than decoding it, ~0.1 ms where reading
     /// "library"'s 29,016 ids took over 1 ms), and the few ids it returns are
     /// checked against `holding`.
-    func completionCount(_ term: String, docs: Int, earlier: [String], holding: [Int64]) throws -> Int {
+    func completionCount(_ term: String, docs: Int, earlier: [String], holding: ItemSet) throws -> Int {
         let cache = currentPostings()
-        if let known = cache.lists[term] { return IDs.intersectionCount(holding, known) }
-        if docs > cache.directCountMinDocs, docs > TermPostings.directCountRatio * holding.count {
+        if let known = cache.lists[term] { return holding.count(in: known) }
+        if docs > cache.directCountMinDocs, docs > TermPostings.directCountRatio * holding.ids.count {
             let s = try db.prepare("SELECT rowid FROM words WHERE words MATCH ?1")
             try s.bind((earlier + [term]).map(Self.ftsQuote).joined(separator: " "), at: 0)
             defer { try? s.reset() }
             var ids: [Int64] = []
             while try s.step() { ids.append(s.int64(at: 0)) }
-            return IDs.intersectionCount(holding, IDs.sortedUnique(ids))
+            return holding.count(in: IDs.sortedUnique(ids))
         }
-        return IDs.intersectionCount(holding, try termPostings(term))
+        return holding.count(in: try termPostings(term))
     }
 
     /// The items holding every one of `words` (sorted), less `expired`.
@@ -127,6 +127,40 @@ extension ShardStore {
             out = IDs.intersect(out, l)
         }
         return expired.isEmpty ? out : IDs.subtract(out, expired)
+    }
+}
+
+/// The items a suggestion's completions are counted against, sorted, and
+/// as bits when there are many: a completion's list is then counted in one
+/// pass over it, with no comparison against the set's ids (merging two lists
+/// of thousands cost ~0.1 ms a completion, 40 completions a request).
+struct ItemSet {
+    let ids: [Int64]
+    private var bits: [UInt64] = []
+
+    /// Sets smaller than this are counted against by galloping instead.
+    static let bitsFrom = 512
+
+    init(_ ids: [Int64]) {
+        self.ids = ids
+        guard ids.count >= Self.bitsFrom, let first = ids.first, first >= 0, let last = ids.last else { return }
+        bits = [UInt64](repeating: 0, count: Int(last >> 6) + 1)
+        for id in ids { bits[Int(id >> 6)] |= 1 << UInt64(id & 63) }
+    }
+
+    var isEmpty: Bool { ids.isEmpty }
+
+    /// How many of `list` (sorted, unique) are in the set.
+    func count(in list: [Int64]) -> Int {
+        if bits.isEmpty { return IDs.intersectionCount(ids, list) }
+        var n = 0
+        bits.withUnsafeBufferPointer { bits in
+            for id in list where id >= 0 {
+                let w = Int(id >> 6)
+                if w < bits.count { n &+= Int((bits[w] >> UInt64(id & 63)) & 1) }
+            }
+        }
+        return n
     }
 }
 

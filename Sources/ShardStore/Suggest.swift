@@ -83,7 +83,7 @@ extension ShardStore {
                 // The items holding every earlier word, from posting lists
                 // kept in memory: each completion's count is then one
                 // intersection, with no query.
-                let holding = try itemsHoldingAll(earlier, except: try expiredIDs(now: Date()))
+                let holding = ItemSet(try itemsHoldingAll(earlier, except: try expiredIDs(now: Date())))
                 if holding.isEmpty { return [] }
                 let candidates = terms.prefix(max(limit, Self.countedCompletions))
                 let wanted = Set(candidates.map(\.term))

@@ -132,13 +132,16 @@ import Testing
     @Test func intersectionCountMatchesASetsOnRandomLists() {
         var rng = SplitMix(state: 3)
         for _ in 0..<300 {
-            let n = Int(rng.next() % 200), m = Int(rng.next() % 3000)
+            let n = Int(rng.next() % 700), m = Int(rng.next() % 3000)
             let range = UInt64(1 + rng.next() % 5000)
             let a = IDs.sortedUnique((0..<n).map { _ in Int64(rng.next() % range) })
             let b = IDs.sortedUnique((0..<m).map { _ in Int64(rng.next() % range) })
             let want = Set(a).intersection(b).count
             #expect(IDs.intersectionCount(a, b) == want)
             #expect(IDs.intersectionCount(b, a) == want)
+            // As bits (sets of 512 ids or more) and as a list.
+            #expect(ItemSet(b).count(in: a) == want)
+            #expect(ItemSet(a).count(in: b) == want)
         }
     }
 }
