@@ -51,6 +51,8 @@ final class SearchCache {
     /// The data version at which this connection last brought the shard's
     /// ``VectorIndex`` up to date.
     var vectorsVersion: Int64 = -2
+    /// Posting lists of the terms suggestions have counted (see ``TermPostings``).
+    let postings = TermPostings()
 
     static let maxTypoForms = 10_000
 }

@@ -44,7 +44,12 @@ extension ShardStore {
     ///   out. Completions that would find nothing are dropped. They are
     ///   counted most frequent first, and counting stops once a completion's
     ///   document count cannot beat the `limit`-th best count so far, so the
-    ///   shard's top `limit` is exact whatever the cut.
+    ///   shard's top `limit` is exact whatever the cut. Each count is an
+    ///   intersection of posting lists held in memory (``TermPostings``, read
+    ///   from the word index and dropped at any change of the data), which
+    ///   later texts with the same words find already read (Debian corpus,
+    ///   one shard: 0.69 ms CPU p50 from a fresh connection, 0.1 ms with the
+    ///   lists read, 2.66 ms with a query per completion).
     ///
     /// Text that ends with a space (`prefixLast` false) is complete: its only
     /// suggestion is itself, with its count. The words are the plan's
@@ -69,27 +74,27 @@ extension ShardStore {
                     let range = vocabulary.range(prefix: last)
                     terms = range.compactMap { i in vocabulary.term(i) == last ? (last, Int(vocabulary.docs[i])) : nil }
                 }
+                let inIndexOrder = terms
                 terms.sort { $0.docs != $1.docs ? $0.docs > $1.docs : $0.term < $1.term }
                 let prefix = earlier.isEmpty ? "" : earlier.joined(separator: " ") + " "
                 if earlier.isEmpty {
                     return terms.prefix(max(limit, Self.maxShardSuggestions)).map { Suggestion(text: $0.term, count: $0.docs) }
                 }
-                let count = try db.prepare("""
-                    SELECT count(*) FROM words JOIN items ON items.id = words.rowid
-                    WHERE words MATCH ?1 AND (items.expires IS NULL OR items.expires > ?2)
-                    """)
-                let now = Date().timeIntervalSinceReferenceDate
+                // The items holding every earlier word, from posting lists
+                // kept in memory: each completion's count is then one
+                // intersection, with no query.
+                let holding = ItemSet(try itemsHoldingAll(earlier, except: try expiredIDs(now: Date())))
+                if holding.isEmpty { return [] }
+                let candidates = terms.prefix(max(limit, Self.countedCompletions))
+                let wanted = Set(candidates.map(\.term))
+                try readPostings(inIndexOrder.map { ($0.term, $0.docs, wanted.contains($0.term)) })
                 var out: [Suggestion] = []
-                for t in terms.prefix(max(limit, Self.countedCompletions)) {
+                for t in candidates {
                     // A completion finds at most the items holding it: once the
                     // next one's document count cannot beat the limit-th best
                     // count, no later (rarer) one can either.
                     if out.count >= limit, t.docs <= out[limit - 1].count { break }
-                    let match = (earlier + [t.term]).map(Self.ftsQuote).joined(separator: " ")
-                    try count.bind(match, at: 0)
-                    try count.bind(now, at: 1)
-                    let n = Int(try count.scalar()?.int64 ?? 0)
-                    try count.reset()
+                    let n = try completionCount(t.term, docs: t.docs, earlier: earlier, holding: holding)
                     if n > 0 {
                         out.append(Suggestion(text: prefix + t.term, count: n))
                         out.sort(by: Suggestion.precedes)

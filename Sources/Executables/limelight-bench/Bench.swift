@@ -199,7 +199,7 @@ struct StoreBench: AsyncParsableCommand {
             }
             print("\(kind.padding(toLength: 14, withPad: " ", startingAt: 0))\(fmt(percentile(lat, 50)).leftPad(9))  \(fmt(percentile(lat, 99)).leftPad(9))  \(fmt(Double(hits) / Double(qs.count), 1).leftPad(10))  \(fmt(percentile(cpu, 50)).leftPad(10))  \(fmt(percentile(cpu, 99)).leftPad(10))   (nbHits)")
         }
-        if corpus.wants("suggest") { try benchSuggest(reader, words, count: corpus.queries) }
+        if corpus.wants("suggest") { try benchSuggest({ try ShardStore(path: path, mode: .readOnly, logger: logger) }, words, count: corpus.queries) }
         printPeers(corpus.runPeers(), ours: Double(stored) / indexSeconds)
     }
 }
