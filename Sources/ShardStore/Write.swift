@@ -40,16 +40,18 @@ extension ShardStore {
             try db.transaction(.immediate) {
                 let vectorSeq = vectors.isEmpty ? 0 : try nextVectorSeq()
                 for uid in evicting where try removeItem(uid: uid) { evicted += 1 }
-                for json in items {
-                    let item: Item
-                    do throws(ItemError) { item = try decoder.decode(json) } catch {
-                        outcomes.append(.rejected(uniqueIdentifier: json["uniqueIdentifier"]?.stringValue, error))
-                        continue
+                try storingItems {
+                    for json in items {
+                        let item: Item
+                        do throws(ItemError) { item = try decoder.decode(json) } catch {
+                            outcomes.append(.rejected(uniqueIdentifier: json["uniqueIdentifier"]?.stringValue, error))
+                            continue
+                        }
+                        let id = try upsert(item)
+                        try storeVector(vectors[item.uniqueIdentifier], item: id, seq: vectorSeq)
+                        outcomes.append(.stored(uniqueIdentifier: item.uniqueIdentifier))
+                        stored += 1
                     }
-                    let id = try upsert(item)
-                    try storeVector(vectors[item.uniqueIdentifier], item: id, seq: vectorSeq)
-                    outcomes.append(.stored(uniqueIdentifier: item.uniqueIdentifier))
-                    stored += 1
                 }
             }
         } catch {
@@ -269,11 +271,33 @@ extension ShardStore {
     /// takes every item with an id above `W` as possibly holding new words
     /// (see ``TermGrams``). A shard written before the counter existed
     /// starts it past its largest id.
+    ///
+    /// Inside ``storingItems(_:)`` the counter is kept in memory and written
+    /// once; elsewhere each id is written back at once.
     func nextItemID() throws -> Int64 {
+        if let pending = pendingItemID {
+            pendingItemID = pending + 1
+            return pending
+        }
         let stored = try db.prepare("SELECT value FROM meta WHERE key = 'items.nextid'").scalar()?.string.flatMap { Int64($0) }
         let next = try stored ?? ((db.prepare("SELECT max(id) FROM items").scalar()?.int64 ?? 0) + 1)
         try db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES ('items.nextid', ?)").run([.text(String(next + 1))])
         return next
+    }
+
+    /// Runs `body` (inside a write transaction) with the item id counter held
+    /// in memory, and writes it back to `meta` before returning, in the same
+    /// transaction, rather than a `meta` row read and written per item.
+    func storingItems<T>(_ body: () throws -> T) throws -> T {
+        let stored = try db.prepare("SELECT value FROM meta WHERE key = 'items.nextid'").scalar()?.string.flatMap { Int64($0) }
+        let start = try stored ?? ((db.prepare("SELECT max(id) FROM items").scalar()?.int64 ?? 0) + 1)
+        pendingItemID = start
+        defer { pendingItemID = nil }
+        let result = try body()
+        if let next = pendingItemID, next != start || stored == nil {
+            try db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES ('items.nextid', ?)").run([.text(String(next))])
+        }
+        return result
     }
 
     func valueRows(of item: Item) throws -> [ValueRow] {
