@@ -39,6 +39,15 @@ extension ShardStore {
             guard format == String(Layout.format) else {
                 throw StoreError(.incompatibleFormat, "the copy at \(path) has store format \(format ?? "none"); this build writes format \(Layout.format)")
             }
+            // A new `items.epoch` goes in with the content: its item ids
+            // mean nothing against a watermark read before (see
+            // ``SubstringCache``), so readers must read its vocabulary anew.
+            do {
+                var c = Database.Configuration()
+                c.walJournal = false
+                let writable = try Database(path: path, mode: .readWrite(create: false), configuration: c)
+                try writable.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES ('items.epoch', ?)").run([.text(UUID().uuidString)])
+            }
             try db.replaceContent(withFileAt: path)
             // This connection's own change leaves `data_version` alone: reload by hand.
             dataVersion = -1

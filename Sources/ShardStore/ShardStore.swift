@@ -65,6 +65,10 @@ public final class ShardStore {
     let searchCache = SearchCache()
     /// Substring patterns' trigrams of the vocabulary (see ``TermGrams``).
     let substringCache = SubstringCache()
+    /// The next item id while a write transaction stores items: `items.nextid`
+    /// is read at its first item and written back once, at its end (see
+    /// ``storingItems(_:)``).
+    var pendingItemID: Int64?
 
     /// Opens a shard file, creating it (and its tables) in `.readWrite` mode.
     /// `durability` sets when a `.readWrite` store's commits reach the disk.

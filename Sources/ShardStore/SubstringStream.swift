@@ -28,20 +28,33 @@ extension ShardStore {
             try numbers.bind(name, at: 0)
             if try numbers.step() { return nil }
         }
-        guard case .match(let match) = try substringLookup(Self.runs(leaf.test.pattern.literals), names: leaf.names) else {
-            return nil
-        }
-        let s = try db.prepare("SELECT rowid FROM words WHERE words MATCH ? ORDER BY rowid")
+        let (lookup, watermark) = try substringLookup(Self.runs(leaf.test.pattern.literals), names: leaf.names)
+        guard case .match(let match) = lookup else { return nil }
+        // The word index's candidates up to the vocabulary's watermark, then
+        // every item written since (see ``substringIndex()``): rowid order
+        // throughout.
+        let s = try db.prepare("SELECT rowid FROM words WHERE words MATCH ? AND rowid <= ? ORDER BY rowid")
         try s.bind(match, at: 0)
+        try s.bind(watermark, at: 1)
         defer { try? s.reset() }
+        let written = try db.prepare("SELECT id FROM items WHERE id > ? ORDER BY id")
+        try written.bind(watermark, at: 0)
+        defer { try? written.reset() }
+        var inWritten = false
+        func next() throws -> Int64? {
+            if !inWritten {
+                if try s.step() { return s.int64(at: 0) }
+                inWritten = true
+            }
+            return try written.step() ? written.int64(at: 0) : nil
+        }
         let expired = Set(try expiredIDs(now: Date()))
         let fetch = query.fetchAttributes.map(FetchList.init)
         let loadNames = node.names, loadDomain = node.mentionsDomain
         var delivered = 0
         var batch: [StoredResult] = []
-        while try s.step() {
+        while let id = try next() {
             try context.checkCancelled()
-            let id = s.int64(at: 0)
             if expired.contains(id) { continue }
             guard node.evaluate(try load(id, names: loadNames, domain: loadDomain)) else { continue }
             guard let result = try fetchResult(id, attributes: fetch) else { continue }

@@ -153,15 +153,20 @@ extension ShardStore {
     /// added is exact.
     func substringCandidates(_ leaf: TextLeaf, literals: [String], into ids: inout [Int64], _ context: QueryContext) throws -> Bool {
         let nameIDs = leaf.names.ids
-        switch try substringLookup(Self.runs(literals), names: leaf.names) {
-        case .nothing: return false
+        let (lookup, watermark) = try substringLookup(Self.runs(literals), names: leaf.names)
+        switch lookup {
+        case .nothing:
+            try appendWritten(since: watermark, to: &ids, context)
+            return false
         case .match(let match):
-            let s = try db.prepare("SELECT rowid FROM words WHERE words MATCH ?")
+            let s = try db.prepare("SELECT rowid FROM words WHERE words MATCH ? AND rowid <= ?")
             try s.bind(match, at: 0)
+            try s.bind(watermark, at: 1)
             while try s.step() {
                 try context.checkCancelled()
                 ids.append(s.int64(at: 0))
             }
+            try appendWritten(since: watermark, to: &ids, context)
             return false
         case .scan: break
         }
@@ -175,6 +180,18 @@ extension ShardStore {
             try scan.reset()
         }
         return true
+    }
+
+    /// Every item written since the vocabulary's watermark, in id order: the
+    /// part of a substring pattern's candidates a stale vocabulary cannot
+    /// vouch for (see ``substringIndex()``).
+    func appendWritten(since watermark: Int64, to ids: inout [Int64], _ context: QueryContext) throws {
+        let s = try db.prepare("SELECT id FROM items WHERE id > ? ORDER BY id")
+        try s.bind(watermark, at: 0)
+        while try s.step() {
+            try context.checkCancelled()
+            ids.append(s.int64(at: 0))
+        }
     }
 
     /// Terms a run may expand to before a scan is cheaper (measured on the
@@ -193,9 +210,9 @@ extension ShardStore {
 
     /// How the word index serves a substring pattern's runs.
     enum SubstringLookup {
-        /// No term contains some run: nothing in the word index matches.
+        /// No term contains some run: no item up to the watermark matches.
         case nothing
-        /// The FTS5 query whose rows are the candidates.
+        /// The FTS5 query whose rows up to the watermark are the candidates there.
         case match(String)
         /// No run is selective enough: scan the values instead.
         case scan
@@ -203,10 +220,14 @@ extension ShardStore {
 
     /// The FTS5 query for items holding, for each of the (up to three) most
     /// selective runs, a term that contains it — in the attribute's column
-    /// when one is named.
-    func substringLookup(_ runs: [[UInt8]], names: NameSet) throws -> SubstringLookup {
-        guard !runs.isEmpty else { return .scan }
-        let grams = try termGrams()
+    /// when one is named — with the watermark of the vocabulary it was made
+    /// from: it finds the matches among items up to there, and every item
+    /// above must be checked as well (see ``substringIndex()``).
+    func substringLookup(_ runs: [[UInt8]], names: NameSet) throws -> (SubstringLookup, watermark: Int64) {
+        guard !runs.isEmpty else { return (.scan, 0) }
+        let index = try substringIndex()
+        let grams = index.grams
+        let watermark = index.watermark
         let vocabulary = grams.vocabulary
         var column: Int?
         if case .one(let id?) = names { column = Layout.wordColumn(self.names[id] ?? "") }
@@ -217,7 +238,7 @@ extension ShardStore {
             if let column { terms.removeAll { grams.columns[$0] & (1 << UInt32(column)) == 0 } }
             for t in grams.truncated where !terms.contains(t) { terms.append(t) }
             terms.sort()
-            if terms.isEmpty { return .nothing }
+            if terms.isEmpty { return (.nothing, watermark) }
             guard terms.count <= Self.maxRunTerms else { continue }
             var fts: [String] = []
             var postings = 0
@@ -242,11 +263,11 @@ extension ShardStore {
             }
             expansions.append((fts, postings))
         }
-        guard !expansions.isEmpty else { return .scan }
+        guard !expansions.isEmpty else { return (.scan, watermark) }
         expansions.sort { $0.postings < $1.postings }
         let chosen = expansions.prefix(3)
         var match = "(" + chosen.map { "(" + $0.fts.joined(separator: " OR ") + ")" }.joined(separator: " AND ") + ")"
         if let column { match = "{c\(column)} : " + match }
-        return .match(match)
+        return (.match(match), watermark)
     }
 }

@@ -40,16 +40,18 @@ extension ShardStore {
             try db.transaction(.immediate) {
                 let vectorSeq = vectors.isEmpty ? 0 : try nextVectorSeq()
                 for uid in evicting where try removeItem(uid: uid) { evicted += 1 }
-                for json in items {
-                    let item: Item
-                    do throws(ItemError) { item = try decoder.decode(json) } catch {
-                        outcomes.append(.rejected(uniqueIdentifier: json["uniqueIdentifier"]?.stringValue, error))
-                        continue
+                try storingItems {
+                    for json in items {
+                        let item: Item
+                        do throws(ItemError) { item = try decoder.decode(json) } catch {
+                            outcomes.append(.rejected(uniqueIdentifier: json["uniqueIdentifier"]?.stringValue, error))
+                            continue
+                        }
+                        let id = try upsert(item)
+                        try storeVector(vectors[item.uniqueIdentifier], item: id, seq: vectorSeq)
+                        outcomes.append(.stored(uniqueIdentifier: item.uniqueIdentifier))
+                        stored += 1
                     }
-                    let id = try upsert(item)
-                    try storeVector(vectors[item.uniqueIdentifier], item: id, seq: vectorSeq)
-                    outcomes.append(.stored(uniqueIdentifier: item.uniqueIdentifier))
-                    stored += 1
                 }
             }
         } catch {
@@ -244,25 +246,58 @@ extension ShardStore {
         let expires = item.expirationDate?.timeIntervalSinceReferenceDate
         let rows = try valueRows(of: item)
         let fts = ftsTexts(rows.filter(\.kind.isText))
-        let existingID = try find.scalar()?.int64
-        let statement: Statement
-        if let existing = existingID {
-            try removeIndexes(of: existing)
-            statement = try db.prepare("UPDATE items SET domain = ?2, expires = ?3, priority = ?4, json = ?5, wordcheck = ?6 WHERE id = ?1")
-            try statement.bind(existing, at: 0)
-        } else {
-            statement = try db.prepare("INSERT INTO items(uid, domain, expires, priority, json, wordcheck) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
-            try statement.bind(item.uniqueIdentifier, at: 0)
-        }
-        try statement.bind(item.domainIdentifier, at: 1)
-        if let expires { try statement.bind(expires, at: 2) } else { try statement.bindNull(at: 2) }
-        try statement.bind(item.entity?.priority ?? 0, at: 3)
-        try statement.bind(json, at: 4)
-        if let wordCheck = fts.wordCheck { try statement.bind(wordCheck, at: 5) } else { try statement.bindNull(at: 5) }
+        // A replaced item is removed and stored under a new id, so an id
+        // above a reader's watermark always means "written since" (see
+        // ``nextItemID()``).
+        if let existing = try find.scalar()?.int64 { try removeItem(id: existing) }
+        let id = try nextItemID()
+        let statement = try db.prepare("INSERT INTO items(id, uid, domain, expires, priority, json, wordcheck) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
+        try statement.bind(id, at: 0)
+        try statement.bind(item.uniqueIdentifier, at: 1)
+        try statement.bind(item.domainIdentifier, at: 2)
+        if let expires { try statement.bind(expires, at: 3) } else { try statement.bindNull(at: 3) }
+        try statement.bind(item.entity?.priority ?? 0, at: 4)
+        try statement.bind(json, at: 5)
+        if let wordCheck = fts.wordCheck { try statement.bind(wordCheck, at: 6) } else { try statement.bindNull(at: 6) }
         try statement.run()
-        let id = existingID ?? db.lastInsertRowID
         try insertIndexes(of: id, rows: rows, fts: fts)
         return id
+    }
+
+    /// The id of the next item stored, from the `meta` counter `items.nextid`
+    /// (advanced in the writing transaction). Ids are never reused: SQLite
+    /// alone would give the largest id again once its item is deleted, and a
+    /// substring query answering through a vocabulary read at watermark `W`
+    /// takes every item with an id above `W` as possibly holding new words
+    /// (see ``TermGrams``). A shard written before the counter existed
+    /// starts it past its largest id.
+    ///
+    /// Inside ``storingItems(_:)`` the counter is kept in memory and written
+    /// once; elsewhere each id is written back at once.
+    func nextItemID() throws -> Int64 {
+        if let pending = pendingItemID {
+            pendingItemID = pending + 1
+            return pending
+        }
+        let stored = try db.prepare("SELECT value FROM meta WHERE key = 'items.nextid'").scalar()?.string.flatMap { Int64($0) }
+        let next = try stored ?? ((db.prepare("SELECT max(id) FROM items").scalar()?.int64 ?? 0) + 1)
+        try db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES ('items.nextid', ?)").run([.text(String(next + 1))])
+        return next
+    }
+
+    /// Runs `body` (inside a write transaction) with the item id counter held
+    /// in memory, and writes it back to `meta` before returning, in the same
+    /// transaction, rather than a `meta` row read and written per item.
+    func storingItems<T>(_ body: () throws -> T) throws -> T {
+        let stored = try db.prepare("SELECT value FROM meta WHERE key = 'items.nextid'").scalar()?.string.flatMap { Int64($0) }
+        let start = try stored ?? ((db.prepare("SELECT max(id) FROM items").scalar()?.int64 ?? 0) + 1)
+        pendingItemID = start
+        defer { pendingItemID = nil }
+        let result = try body()
+        if let next = pendingItemID, next != start || stored == nil {
+            try db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES ('items.nextid', ?)").run([.text(String(next))])
+        }
+        return result
     }
 
     func valueRows(of item: Item) throws -> [ValueRow] {

@@ -1,7 +1,7 @@
 import Foundation
 import Items
 import QueryPlan
-import ShardStore
+@testable import ShardStore
 import SQLite
 import Testing
 
@@ -158,6 +158,80 @@ import Testing
         #expect(try store.idSet(text("*", "*ivem*", "c")) == ["a", "b"])
         #expect(try store.idSet(text("*", "*zzqx*", "cd")) == [])
         #expect(try store.idSet(text("contentDescription", "*ler words here  Apa*")) == ["a"])
+    }
+
+    /// A connection keeps the vocabulary it read across small commits and
+    /// checks every item written since (ids above its watermark) as well: a
+    /// new item that takes the place of the one with the largest id, and a
+    /// replaced item that gains a brand-new word, are found through the stale
+    /// vocabulary, on the streamed path (one substring comparison) and the
+    /// general one (a conjunction; a run no stale term holds), by the
+    /// writer's connection and a reader's, and what was deleted or replaced
+    /// is no longer found.
+    @Test func aStaleVocabularyFindsWhatWasWrittenSince() throws {
+        let dir = TempDir()
+        let store = try openStore(dir)
+        let reader = try openStore(dir, mode: .readOnly)
+        try store.put([
+            item("a", #"{"title": "kernel toolkit"}"#), item("b", #"{"title": "database"}"#),
+            item("c", #"{"title": "zlib1g kernel"}"#),
+        ])
+        for connection in [store, reader] {
+            #expect(try connection.idSet(text("title", "*tool*")) == ["a"])
+            #expect(connection.substringCache.reads == 1)
+        }
+        // The item with the largest id goes, and a new one comes with a word no term holds.
+        _ = try store.delete(ids: ["c"])
+        try store.put([item("d", #"{"title": "quokkamatic kernel"}"#)])
+        // A replaced item gains a brand-new word and loses its old ones.
+        try store.put([item("a", #"{"title": "kernel xylophonist"}"#)])
+        for (name, connection) in [("writer", store), ("reader", reader)] {
+            #expect(try connection.idSet(text("title", "*kkamat*")) == ["d"], "\(name)")
+            #expect(try connection.idSet(text("title", "*ernel*")) == ["a", "d"], "\(name)")
+            #expect(try connection.idSet(text("*", "*ophoni*")) == ["a"], "\(name)")
+            #expect(try connection.idSet(.and([text("title", "*ophon*"), text("title", "*erne*")])) == ["a"], "\(name)")
+            #expect(try connection.idSet(.and([text("title", "*kamat*"), text("title", "*erne*")])) == ["d"], "\(name)")
+            #expect(try connection.idSet(text("title", "*tool*")) == [], "\(name)")
+            #expect(try connection.idSet(text("title", "*lib1*")) == [], "\(name)")
+            #expect(try connection.ids(text("title", "*ernel*"), limit: 1) == ["d"], "\(name): rowid order, the replaced item last")
+            #expect(connection.substringCache.reads == 1, "\(name): the vocabulary read before the writes served them")
+        }
+    }
+
+    /// Past ``ShardStore/maxSubstringDelta`` items written since, the
+    /// vocabulary is read again (what a static shard pays once).
+    @Test func aLargeDeltaReadsTheVocabularyAgain() throws {
+        let dir = TempDir()
+        let store = try openStore(dir)
+        let reader = try openStore(dir, mode: .readOnly)
+        try store.put([item("first", #"{"title": "kernel"}"#)])
+        #expect(try reader.idSet(text("title", "*erne*")) == ["first"])
+        let many = (0...Int(ShardStore.maxSubstringDelta)).map { item("n\($0)", #"{"title": "gadget\#($0 % 7)"}"#) }
+        try store.put(many)
+        #expect(try reader.idSet(text("title", "*adget3*")).count == many.indices.filter { $0 % 7 == 3 }.count)
+        #expect(reader.substringCache.reads == 2)
+        try store.put([item("last", #"{"title": "wombatic"}"#)])
+        #expect(try reader.idSet(text("title", "*mbati*")) == ["last"])
+        #expect(reader.substringCache.reads == 2)
+    }
+
+    /// A shard whose content is replaced by a copy (another replica's, whose
+    /// ids mean nothing against this one's watermark) has its vocabulary
+    /// read again.
+    @Test func replacedContentReadsTheVocabularyAgain() throws {
+        let dir = TempDir()
+        let store = try openStore(dir)
+        let reader = try openStore(dir, mode: .readOnly)
+        try store.put((0..<20).map { item("x\($0)", #"{"title": "kernel"}"#) })
+        #expect(try reader.idSet(text("title", "*erne*")).count == 20)
+        let other = try openStore(dir, "other.db")
+        try other.put([item("y", #"{"title": "platypodes"}"#)])
+        _ = try other.snapshot(to: dir.path("copy.db"))
+        _ = try store.replaceContent(withCopyAt: dir.path("copy.db"))
+        for (name, connection) in [("writer", store), ("reader", reader)] {
+            #expect(try connection.idSet(text("title", "*atypod*")) == ["y"], "\(name)")
+            #expect(try connection.idSet(text("title", "*erne*")) == [], "\(name)")
+        }
     }
 
     /// FTS5 keeps only the first 32,768 bytes of a token; a substring past
