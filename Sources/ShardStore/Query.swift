@@ -115,9 +115,7 @@ extension ShardStore {
                     keys = order.map { keys[$0] }
                 }
                 let loadNames = node.names, loadDomain = node.mentionsDomain
-                var delivered = 0
-                var batch: [StoredResult] = []
-                batch.reserveCapacity(min(query.batchSize, 1024))
+                var batcher = ResultBatcher(limit: query.limit, batchSize: query.batchSize)
                 let fetch = query.fetchAttributes.map(FetchList.init)
                 for (position, id) in ids.enumerated() {
                     try context.checkCancelled()
@@ -127,18 +125,9 @@ extension ShardStore {
                     guard var result = try fetchResult(id, attributes: fetch) else { continue }
                     if !query.sort.isEmpty { result.sortValues = keys[position].map(\.json) }
                     if wantsScores { result.score = context.scores?[id] ?? 0 }
-                    batch.append(result)
-                    delivered += 1
-                    let done = query.limit.map { delivered >= $0 } ?? false
-                    if batch.count == query.batchSize || done {
-                        if isCancelled() { throw StoreError(.cancelled, "the query was cancelled") }
-                        try onBatch(batch)
-                        batch.removeAll(keepingCapacity: true)
-                    }
-                    if done { break }
+                    if try batcher.add(result, isCancelled: isCancelled, onBatch: onBatch) { break }
                 }
-                if !batch.isEmpty { try onBatch(batch) }
-                return delivered
+                return try batcher.finish(onBatch: onBatch)
             }
             logger.debug("ran query", metadata: [
                 "query.results": "\(delivered)", "query.duration": "\(ContinuousClock.now - started)",
@@ -191,8 +180,7 @@ extension ShardStore {
                                  : "SELECT json, wordcheck FROM items WHERE id = ?")
         defer { try? row.reset() }
         let fetch = query.fetchAttributes.map(FetchList.init)
-        var delivered = 0
-        var batch: [StoredResult] = []
+        var batcher = ResultBatcher(limit: query.limit, batchSize: query.batchSize)
         var first = true
         defer { try? s.reset() }
         while true {
@@ -215,18 +203,9 @@ extension ShardStore {
                 guard node.evaluate(try load(id, names: nil, domain: false)) else { continue }
             }
             guard let result = try storedResult(row, column: 0, attributes: fetch) else { continue }
-            batch.append(result)
-            delivered += 1
-            let done = query.limit.map { delivered >= $0 } ?? false
-            if batch.count == query.batchSize || done {
-                if context.isCancelled() { throw StoreError(.cancelled, "the query was cancelled") }
-                try onBatch(batch)
-                batch.removeAll(keepingCapacity: true)
-            }
-            if done { break }
+            if try batcher.add(result, isCancelled: context.isCancelled, onBatch: onBatch) { break }
         }
-        if !batch.isEmpty { try onBatch(batch) }
-        return delivered
+        return try batcher.finish(onBatch: onBatch)
     }
 
     /// Counts every item that matches `predicate` (expired ones excepted),

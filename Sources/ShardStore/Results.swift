@@ -63,3 +63,43 @@ public struct ShardStats: Sendable, Hashable, Codable {
     public var fileBytes: Int64
     public var walBytes: Int64
 }
+
+/// Gathers a streamed query's results into batches of the plan's size and
+/// stops at its limit: what every streaming path of ``ShardStore/run`` does
+/// with a result once it is found.
+struct ResultBatcher {
+    let limit: Int?
+    let batchSize: Int
+    private var batch: [StoredResult] = []
+    /// Results handed over so far (or waiting in the current batch).
+    private(set) var delivered = 0
+
+    init(limit: Int?, batchSize: Int) {
+        self.limit = limit
+        self.batchSize = batchSize
+        batch.reserveCapacity(min(batchSize, 1024))
+    }
+
+    /// Adds a result, handing a full batch to `onBatch` (after a last check
+    /// for cancellation); true once the limit is reached and the caller
+    /// should stop.
+    mutating func add(_ result: StoredResult, isCancelled: () -> Bool,
+                      onBatch: ([StoredResult]) throws -> Void) throws -> Bool {
+        batch.append(result)
+        delivered += 1
+        let done = limit.map { delivered >= $0 } ?? false
+        if batch.count == batchSize || done {
+            if isCancelled() { throw StoreError(.cancelled, "the query was cancelled") }
+            try onBatch(batch)
+            batch.removeAll(keepingCapacity: true)
+        }
+        return done
+    }
+
+    /// Hands over what is left; returns how many results were delivered.
+    mutating func finish(onBatch: ([StoredResult]) throws -> Void) throws -> Int {
+        if !batch.isEmpty { try onBatch(batch) }
+        batch.removeAll()
+        return delivered
+    }
+}

@@ -51,24 +51,14 @@ extension ShardStore {
         let expired = Set(try expiredIDs(now: Date()))
         let fetch = query.fetchAttributes.map(FetchList.init)
         let loadNames = node.names, loadDomain = node.mentionsDomain
-        var delivered = 0
-        var batch: [StoredResult] = []
+        var batcher = ResultBatcher(limit: query.limit, batchSize: query.batchSize)
         while let id = try next() {
             try context.checkCancelled()
             if expired.contains(id) { continue }
             guard node.evaluate(try load(id, names: loadNames, domain: loadDomain)) else { continue }
             guard let result = try fetchResult(id, attributes: fetch) else { continue }
-            batch.append(result)
-            delivered += 1
-            let done = query.limit.map { delivered >= $0 } ?? false
-            if batch.count == query.batchSize || done {
-                if context.isCancelled() { throw StoreError(.cancelled, "the query was cancelled") }
-                try onBatch(batch)
-                batch.removeAll(keepingCapacity: true)
-            }
-            if done { break }
+            if try batcher.add(result, isCancelled: context.isCancelled, onBatch: onBatch) { break }
         }
-        if !batch.isEmpty { try onBatch(batch) }
-        return delivered
+        return try batcher.finish(onBatch: onBatch)
     }
 }
