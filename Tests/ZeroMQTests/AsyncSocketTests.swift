@@ -148,7 +148,7 @@ struct AsyncSocketTests {
         }
 
         // Now read everything: every message arrives once, in order.
-        let received = try await withTimeout(10, "draining") {
+        let received = try await withTimeout(60, "draining") {
             await collect(receiver, count: total)
         }
         #expect(received.count == total)
@@ -157,7 +157,7 @@ struct AsyncSocketTests {
         }
         #expect(indices == Array(0..<total))
         #expect(received.allSatisfy { $0.count == 1 && $0[0].count == payload })
-        try await withTimeout(5, "producer") { try await producer.value }
+        try await withTimeout(60, "producer") { try await producer.value }
         #expect(accepted.value == total)
     }
 
@@ -173,7 +173,7 @@ struct AsyncSocketTests {
         defer { router.close(); dealer.close() }
 
         let tasks = 16, perTask = 250
-        let received = try await withTimeout(15, "concurrent senders") {
+        let received = try await withTimeout(60, "concurrent senders") {
             async let collected = collect(router, count: tasks * perTask)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for task in 0..<tasks {

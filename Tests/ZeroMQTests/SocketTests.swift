@@ -186,7 +186,7 @@ struct SocketTests {
     @Test func contextShutdownUnblocksABlockingReceive() async throws {
         let context = try Context()
         let endpoint = inprocName()
-        let outcome = try await withTimeout(5, "blocked receive") {
+        let outcome = try await withTimeout(60, "blocked receive") {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<ZMQError.Code?, any Error>) in
                 let thread = Thread {
                     do {

@@ -39,7 +39,9 @@ struct TimedOut: Error, CustomStringConvertible {
 
 /// Runs `operation` but fails after `seconds`; keeps a broken test from
 /// hanging the whole suite.
-func withTimeout<T: Sendable>(_ seconds: Double = 5, _ what: String = "operation",
+/// The default is generous: the whole suite runs in parallel on two cores,
+/// and a hang still fails, only later.
+func withTimeout<T: Sendable>(_ seconds: Double = 60, _ what: String = "operation",
                               _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
     try await withThrowingTaskGroup(of: T.self) { group in
         group.addTask { try await operation() }
