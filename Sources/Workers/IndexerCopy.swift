@@ -26,10 +26,7 @@ extension IndexerService {
     /// the shard's thread (between two changes); every request is answered
     /// with the bytes asked for; the last chunk sent removes the snapshot.
     func serveCopy(_ id: String, _ r: Body.CopyRequest) async {
-        guard let (box, exec) = stores[r.shard] else {
-            await link.send(id, .error(WireError(code: "bad_shard", message: "this indexer does not own shard \(r.shard)")))
-            return
-        }
+        guard let (box, exec) = await ownedShard(r.shard, answering: id) else { return }
         let path = Self.snapshotPath(data: configuration.data, shard: r.shard)
         do {
             var out = copies.outgoing(r.shard)
@@ -67,10 +64,7 @@ extension IndexerService {
     /// shard; the last one puts the copy in place of the shard's content, in
     /// one transaction on the shard's thread, and answers the number it holds.
     func receiveCopy(_ id: String, _ c: Body.CopyChunk) async {
-        guard let (box, exec) = stores[c.shard] else {
-            await link.send(id, .error(WireError(code: "bad_shard", message: "this indexer does not own shard \(c.shard)")))
-            return
-        }
+        guard let (box, exec) = await ownedShard(c.shard, answering: id) else { return }
         let path = Self.receivedPath(data: configuration.data, shard: c.shard)
         do {
             guard let bytes = Data(base64Encoded: c.data) else {

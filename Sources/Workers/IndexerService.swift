@@ -123,13 +123,18 @@ public final class IndexerService: Sendable {
         }
     }
 
+    /// The store and thread of `shard`, or nil after answering request `id`
+    /// `bad_shard` when this indexer does not own it.
+    func ownedShard(_ shard: Int, answering id: String) async -> (StoreBox, SerialExecutor)? {
+        if let owned = stores[shard] { return owned }
+        await link.send(id, .error(WireError(code: "bad_shard", message: "this indexer does not own shard \(shard)")))
+        return nil
+    }
+
     func handle(_ envelope: Envelope) async {
         switch envelope.body {
         case .write(let w):
-            guard let (box, exec) = stores[w.shard] else {
-                await link.send(envelope.id, .error(WireError(code: "bad_shard", message: "this indexer does not own shard \(w.shard)")))
-                return
-            }
+            guard let (box, exec) = await ownedShard(w.shard, answering: envelope.id) else { return }
             do {
                 let embedding = self.embedding
                 let applied = try await applySequenced(box, exec, sequence: w.sequence) { store in
