@@ -110,11 +110,18 @@ def found(client, text='title == "replicated*"'):
     return [i["uniqueIdentifier"] for k, v in events if k == "batch" for i in v], completion
 
 
-def test_a_replica_that_was_away_is_caught_up_and_not_queried_meanwhile(procs, tmp_path):
+def start_two_replicas(procs, tmp_path, *coordinator_args):
+    """A coordinator and two replicas (folders a and b), each an indexer and a
+    query worker; returns the two folders."""
     a, b = tmp_path / "a", tmp_path / "b"
-    procs.coordinator()
+    procs.coordinator(*coordinator_args)
     for name, role, data in [("ix-a", "indexer", a), ("ix-b", "indexer", b), ("q-a", "query", a), ("q-b", "query", b)]:
         procs.worker(name, role, data)
+    return a, b
+
+
+def test_a_replica_that_was_away_is_caught_up_and_not_queried_meanwhile(procs, tmp_path):
+    a, b = start_two_replicas(procs, tmp_path)
     with Client(procs.endpoint, timeout=20) as c:
         assert wait_until(lambda: len(c.ping()["servedShards"]) == SHARDS and all_fresh(c, 2), timeout=30)
         first = items("first", 200)
@@ -166,10 +173,7 @@ def test_a_replica_further_behind_than_the_log_is_copied_from_a_fresh_one(procs,
     its shards are replaced by copies of the other replica's, after which it
     takes writes and serves queries again. Without the copy it stays
     detached and the wait for both replicas to be fresh times out."""
-    a, b = tmp_path / "a", tmp_path / "b"
-    procs.coordinator("--catch-up-log", "50")
-    for name, role, data in [("ix-a", "indexer", a), ("ix-b", "indexer", b), ("q-a", "query", a), ("q-b", "query", b)]:
-        procs.worker(name, role, data)
+    a, b = start_two_replicas(procs, tmp_path, "--catch-up-log", "50")
     with Client(procs.endpoint, timeout=20) as c:
         assert wait_until(lambda: all_fresh(c, 2), timeout=30)
         assert c.publish(items("near", 10))["stored"] == 10
@@ -284,10 +288,7 @@ def test_a_client_that_leaves_mid_stream_leaves_nothing_behind(procs, tmp_path):
 
 
 def test_a_restarted_coordinator_continues_the_numbers_and_copies_over_a_diverged_replica(procs, tmp_path):
-    a, b = tmp_path / "a", tmp_path / "b"
-    procs.coordinator()
-    for name, role, data in [("ix-a", "indexer", a), ("ix-b", "indexer", b), ("q-a", "query", a), ("q-b", "query", b)]:
-        procs.worker(name, role, data)
+    a, b = start_two_replicas(procs, tmp_path)
     with Client(procs.endpoint, timeout=20) as c:
         assert wait_until(lambda: all_fresh(c, 2), timeout=30)
         assert c.publish(items("one", 100))["stored"] == 100
@@ -344,10 +345,7 @@ def test_a_restarted_coordinator_waits_for_a_replica_it_knows_of_before_numberin
     numbers are the shard's, b is copied from a, and the write b missed is
     on both (without the wait, b alone would number new changes, and a,
     coming back diverged, would be copied over and lose it)."""
-    a, b = tmp_path / "a", tmp_path / "b"
-    procs.coordinator()
-    for name, role, data in [("ix-a", "indexer", a), ("ix-b", "indexer", b), ("q-a", "query", a), ("q-b", "query", b)]:
-        procs.worker(name, role, data)
+    a, b = start_two_replicas(procs, tmp_path)
     with Client(procs.endpoint, timeout=20) as c:
         assert wait_until(lambda: all_fresh(c, 2), timeout=30)
         assert c.publish(items("one", 100))["stored"] == 100
