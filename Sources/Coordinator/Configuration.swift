@@ -57,6 +57,13 @@ public struct CoordinatorConfiguration: Sendable {
     /// be copied over and lose them. Writes meanwhile are answered
     /// `shard_unavailable`, and producers resend them.
     public var replicaWaitMs: Int = 10_000
+    /// Replicas of every shard the cluster is meant to have (`limelight up
+    /// --replicas`). A restarted coordinator waits (`replicaWaitMs`) until
+    /// this many replicas' indexers have reported a shard before numbering
+    /// its changes: a replica that registers late may hold acknowledged
+    /// changes the others lack, and numbering without it would have it
+    /// copied over.
+    public var replicas: Int = 1
     /// The API key store (`--keys`), for the stats and logs; the store itself
     /// is opened by whoever starts the service (see `CoordinatorService.init`).
     public var keyStorePath: String?

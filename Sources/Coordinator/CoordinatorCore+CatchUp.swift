@@ -119,16 +119,23 @@ extension CoordinatorCore {
     }
 
     /// The replicas whose indexer a coordinator that has numbered no change
-    /// of `shard` yet waits for (see `Configuration.replicaWaitMs`): known
-    /// from a live query worker of the shard, with no registered indexer of
-    /// it, while the shard has history (some indexer reports a number) and
-    /// the wait has not run out. Empty once the coordinator numbered a change.
+    /// of `shard` yet waits for (see `Configuration.replicaWaitMs`), while
+    /// the shard has history (some indexer reports a number) and the wait has
+    /// not run out: those known from a live query worker of the shard with no
+    /// registered indexer of it, and, while fewer replicas than
+    /// `Configuration.replicas` have reported the shard, the unnamed rest
+    /// (a replica whose query workers have not registered again either is
+    /// known to no one after a restart). Empty once the coordinator numbered
+    /// a change.
     func awaitedReplicas(shard: Int) -> [String] {
         guard replication.base[shard] == nil, (replication.issued[shard] ?? 0) > 0,
               Date().timeIntervalSince(startedAt) * 1000 < Double(configuration.replicaWaitMs) else { return [] }
         let reported = Set(liveWorkers(.indexer, shard: shard).map(replicaName).filter { replication.applied[$0]?[shard] != nil })
         let known = Set(liveWorkers(.query, shard: shard).compactMap { replication.replicaOf[$0.id] })
-        return known.subtracting(reported).sorted()
+        var awaited = known.subtracting(reported).sorted()
+        let unnamed = configuration.replicas - reported.count - awaited.count
+        if unnamed > 0 { awaited.append("\(unnamed) of \(configuration.replicas) not registered yet") }
+        return awaited
     }
 
     func replicaName(_ w: WorkerRecord) -> String { replication.replicaOf[w.id] ?? w.id }

@@ -36,6 +36,8 @@ public struct CoordinatorCommand: AsyncParsableCommand {
     var catchUpLog = 20_000
     @Option(help: "After a start, milliseconds to wait for the indexer of a replica known from its query workers before numbering a shard's changes without it.")
     var replicaWaitMs = 10_000
+    @Option(help: "Replicas every shard is meant to have: after a start, a shard's changes are numbered only once this many replicas' indexers reported it (or --replica-wait-ms ran out).")
+    var replicas = 1
     @Option(help: "API key store (a SQLite file, made mode 0600 if missing; see docs/security.md). Without it the cluster has no keys.")
     var keys: String?
     @Flag(help: "Refuse every request without a valid API key (ping excepted). Needs --keys.") var requireKeys = false
@@ -79,6 +81,7 @@ public struct CoordinatorCommand: AsyncParsableCommand {
         c.curve = try security.curve()
         c.catchUpLogItems = max(1, catchUpLog)
         c.replicaWaitMs = max(0, replicaWaitMs)
+        c.replicas = max(1, replicas)
         c.keyStorePath = keys
         c.requireKeys = requireKeys
         var store: KeyStore?

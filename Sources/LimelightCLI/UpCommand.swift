@@ -97,7 +97,7 @@ struct UpCommand: AsyncParsableCommand {
         func coordinatorArguments(listen: String, workers: String, stats: [String]) -> [String] {
             ["--listen", listen, "--workers", workers] + stats + [
                 "--shards", String(shards), "--log-level", logLevel, "--log-format", logFormat.rawValue,
-                "--keys", keyStore,
+                "--keys", keyStore, "--replicas", String(replicas),
             ] + modelArguments + security + (requireKeys ? ["--require-keys"] : [])
         }
         let coordinator = try children.spawn(Supervisor.Spec(

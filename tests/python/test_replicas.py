@@ -337,14 +337,17 @@ def test_a_restarted_coordinator_continues_the_numbers_and_copies_over_a_diverge
             assert completion["failedShards"] == [] and sorted(ids) == sorted(want), json.dumps(replication(c))
 
 
-def test_a_restarted_coordinator_waits_for_a_replica_it_knows_of_before_numbering(procs, tmp_path):
-    """b misses a write; the coordinator and a's indexer go down, a's query
-    worker stays. The new coordinator knows replica a exists (its query
-    worker registers) and numbers no change until a's indexer is back:
-    writes meanwhile are refused, naming the replica awaited. Then a's
-    numbers are the shard's, b is copied from a, and the write b missed is
-    on both (without the wait, b alone would number new changes, and a,
-    coming back diverged, would be copied over and lose it)."""
+@pytest.mark.parametrize("known_from", ["query worker", "replica count"])
+def test_a_restarted_coordinator_waits_for_a_replica_before_numbering(procs, tmp_path, known_from):
+    """b misses a write; the coordinator and a's indexer go down. The new
+    coordinator numbers no change of a shard until a's indexer is back:
+    writes meanwhile are refused, naming what is awaited. It knows replica a
+    exists either from a's query worker, which stays up and registers, or,
+    when that worker went down too, from `--replicas 2` (what `limelight up`
+    passes). Then a's numbers are the shard's, b is copied from a, and the
+    write b missed is on both (without the wait, b alone would number new
+    changes, and a, coming back diverged, would be copied over and lose it:
+    the whole-corpus kill test lost acknowledged items that way)."""
     a, b = start_two_replicas(procs, tmp_path)
     with Client(procs.endpoint, timeout=20) as c:
         assert wait_until(lambda: all_fresh(c, 2), timeout=30)
@@ -355,19 +358,30 @@ def test_a_restarted_coordinator_waits_for_a_replica_it_knows_of_before_numberin
         assert c.publish(items("three", 100))["stored"] == 100
     procs.kill("coordinator")
     procs.kill("ix-a")
-    procs.coordinator("--replica-wait-ms", "60000", same_endpoints=True)
+    extra = ("--replica-wait-ms", "60000")
+    if known_from == "replica count":
+        procs.kill("q-a")
+        extra += ("--replicas", "2")
+    procs.coordinator(*extra, same_endpoints=True)
     procs.worker("ix-b", "indexer", b)
     with Client(procs.endpoint, timeout=20) as c:
         def registered():
             shards = c.stats()["shards"]
-            return all("q-a" in s["queryWorkers"] and s["indexers"] == ["ix-b"] for s in shards) and \
+            queried = all("q-a" in s["queryWorkers"] for s in shards) if known_from == "query worker" else \
+                all(s["queryWorkers"] == ["q-b"] for s in shards)
+            return queried and all(s["indexers"] == ["ix-b"] for s in shards) and \
                 len([r for s in replication(c) for r in s["replicas"] if r["live"]]) == SHARDS
         assert wait_until(registered, timeout=30), json.dumps(c.stats()["shards"])
         ack = c.publish(items("four", 100))
         assert ack["stored"] == 0, ack
         reasons = {r["error"]["message"] for r in ack["results"]}
-        assert all("waits for the indexer of replica" in m and m.split("replica ")[1].split(" ")[0].endswith("/a") for m in reasons), reasons
+        if known_from == "query worker":
+            assert all("waits for the indexer of replica" in m and m.split("replica ")[1].split(" ")[0].endswith("/a") for m in reasons), reasons
+        else:
+            assert all("waits for the indexer of replica 1 of 2 not registered yet" in m for m in reasons), reasons
         procs.worker("ix-a", "indexer", a)
+        if known_from == "replica count":
+            procs.worker("q-a", "query", a)
         assert wait_until(lambda: all_fresh(c, 2), timeout=60), json.dumps(replication(c))
         assert c.stats()["counters"]["copy.finished"] >= SHARDS
         assert c.publish(items("four", 100))["stored"] == 100
