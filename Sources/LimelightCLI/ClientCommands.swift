@@ -47,15 +47,34 @@ struct QueryCommand: AsyncParsableCommand {
         let handle = client.query(Body.QueryRequest(language: "spotlight", query: query, fetchAttributes: fetchList,
                                                     sort: sortKeys.isEmpty ? nil : sortKeys, limit: limit,
                                                     batchSize: batchSize, deadlineMs: deadlineMs))
+        guard let completion = try await Self.stream(handle, json: json, fetch: fetchList, text: query) else { return }
+        if !json {
+            printError("\(completion.count) item\(completion.count == 1 ? "" : "s") in \(completion.elapsedMs) ms\(completion.cancelled ? " (cancelled)" : "")")
+        }
+        if !completion.failedShards.isEmpty {
+            for f in completion.failedShards { printError("limelight: shard \(f.shard) missing from the result: \(f.reason)") }
+            throw ExitCode(ExitCodes.missingShards)
+        }
+    }
+
+    /// Prints a query's results (``printResults``) until its completion, which
+    /// it returns; SIGINT cancels the query. A query the server rejects
+    /// (`rejected`) exits 2, with a caret under `text` at the position the
+    /// error names (when it names no field: a position in a field's value
+    /// is not one in `text`); any other server error exits 1, and a client
+    /// error (unreachable, timed out) exits 3.
+    static func stream(_ handle: QueryHandle, json: Bool, fetch: [String]?, text: String,
+                       rejected: Set<String> = ["bad_query", "invalid_query", "unsupported_language"]) async throws -> Body.Completion? {
         let cancel = SignalWatcher(signals: [SIGINT]) { Task { await handle.cancel() } }
         defer { _ = cancel }
-        var completion: Body.Completion?
         do {
-            completion = try await QueryCommand.printResults(handle, json: json, fetch: fetchList)
+            return try await printResults(handle, json: json, fetch: fetch)
         } catch let e as ClientError where e.code == .server {
-            if let s = e.server, s.code == "bad_query" || s.code == "invalid_query" || s.code == "unsupported_language" {
+            if let s = e.server, rejected.contains(s.code) {
                 printError("limelight: bad query: \(s.description)")
-                if let pos = s.position { printError("  \(query)\n  \(String(repeating: " ", count: min(pos, query.count)))^") }
+                if let pos = s.position, s.field == nil {
+                    printError("  \(text)\n  \(String(repeating: " ", count: min(pos, text.count)))^")
+                }
                 throw ExitCode(ExitCodes.badInput)
             }
             printError("limelight: \(e.message)")
@@ -63,14 +82,6 @@ struct QueryCommand: AsyncParsableCommand {
         } catch let e as ClientError {
             printError("limelight: \(e.message)")
             throw ExitCode(ExitCodes.unreachable)
-        }
-        guard let completion else { return }
-        if !json {
-            printError("\(completion.count) item\(completion.count == 1 ? "" : "s") in \(completion.elapsedMs) ms\(completion.cancelled ? " (cancelled)" : "")")
-        }
-        if !completion.failedShards.isEmpty {
-            for f in completion.failedShards { printError("limelight: shard \(f.shard) missing from the result: \(f.reason)") }
-            throw ExitCode(ExitCodes.missingShards)
         }
     }
 

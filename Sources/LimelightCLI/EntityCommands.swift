@@ -148,6 +148,16 @@ struct TypedQueryOptions: ParsableArguments {
         }
         return o.isEmpty ? nil : .object(o)
     }
+
+    /// Connects and runs a typed-text request with these options'
+    /// parameters, exiting as ``runRequest(_:_:)`` says on an error.
+    func request<T>(_ what: String, _ endpoint: EndpointOptions,
+                    _ body: (LimelightClient, JSONValue?) async throws -> T) async throws -> T {
+        let params = try value()
+        let client = try await connect(endpoint)
+        defer { client.close() }
+        return try await runRequest(what) { try await body(client, params) }
+    }
 }
 
 /// `limelight suggest`: completions of typed text.
@@ -161,10 +171,7 @@ struct SuggestCommand: AsyncParsableCommand {
     @OptionGroup var endpoint: EndpointOptions
 
     func run() async throws {
-        let params = try options.value()
-        let client = try await connect(endpoint)
-        defer { client.close() }
-        let r = try await runRequest("suggest") { try await client.suggest(text, limit: limit, params: params) }
+        let r = try await options.request("suggest", endpoint) { client, params in try await client.suggest(text, limit: limit, params: params) }
         for s in r.suggestions {
             printLine(json ? JSONValue.object(["suggestion": .string(s.suggestion), "count": .number(Double(s.count))]).serializedString()
                       : "\(s.suggestion)\t\(s.count)")
@@ -184,10 +191,9 @@ struct SpotlightCommand: AsyncParsableCommand {
     @OptionGroup var endpoint: EndpointOptions
 
     func run() async throws {
-        let params = try options.value()
-        let client = try await connect(endpoint)
-        defer { client.close() }
-        let r = try await runRequest("spotlight") { try await client.spotlight(text, perDomain: perDomain, params: params) }
+        let r = try await options.request("spotlight", endpoint) { client, params in
+            try await client.spotlight(text, perDomain: perDomain, params: params)
+        }
         for g in r.groups {
             if json {
                 printLine(JSONValue.object(["domainIdentifier": .string(g.domainIdentifier), "total": .number(Double(g.total)),

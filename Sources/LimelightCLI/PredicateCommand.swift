@@ -62,26 +62,9 @@ struct PredicateCommand: AsyncParsableCommand {
                                         deadlineMs: deadlineMs, recordType: recordType, predicate: predicate,
                                         arguments: arguments.map(Self.argument), cursor: cursor)
         let handle = client.query(request)
-        let cancel = SignalWatcher(signals: [SIGINT]) { Task { await handle.cancel() } }
-        defer { _ = cancel }
-        var completion: Body.Completion?
-        do {
-            completion = try await QueryCommand.printResults(handle, json: json, fetch: fetchList)
-        } catch let e as ClientError where e.code == .server {
-            if let s = e.server, ["bad_query", "invalid_query", "invalid_cursor", "unsupported_language"].contains(s.code) {
-                printError("limelight: bad query: \(s.description)")
-                if let pos = s.position, s.field == nil {
-                    printError("  \(predicate)\n  \(String(repeating: " ", count: min(pos, predicate.count)))^")
-                }
-                throw ExitCode(ExitCodes.badInput)
-            }
-            printError("limelight: \(e.message)")
-            throw ExitCode(1)
-        } catch let e as ClientError {
-            printError("limelight: \(e.message)")
-            throw ExitCode(ExitCodes.unreachable)
-        }
-        guard let completion else { return }
+        guard let completion = try await QueryCommand.stream(handle, json: json, fetch: fetchList, text: predicate,
+                                                             rejected: ["bad_query", "invalid_query", "invalid_cursor", "unsupported_language"])
+        else { return }
         if !json {
             printError("\(completion.count) record\(completion.count == 1 ? "" : "s") in \(completion.elapsedMs) ms\(completion.cancelled ? " (cancelled)" : "")")
         }

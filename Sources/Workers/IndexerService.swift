@@ -6,7 +6,7 @@ import WireProtocol
 import ZeroMQ
 
 /// Settings of `limelight-indexer`.
-public struct IndexerConfiguration: Sendable {
+public struct IndexerConfiguration: WorkerLinkConfiguration {
     public var coordinator: String = "tcp://127.0.0.1:7701"
     public var data: String
     public var shards: [Int]
@@ -82,11 +82,7 @@ public final class IndexerService: Sendable {
         }
         self.stores = stores
         embedding = IndexerEmbedding(modelDirectory: configuration.modelDirectory, logger: logger)
-        link = try WorkerLink(coordinator: configuration.coordinator, role: .indexer, workerID: configuration.workerID,
-                              shards: configuration.shards, logger: logger,
-                              heartbeatMs: configuration.heartbeatMs, livenessMs: configuration.livenessMs,
-                              credentials: configuration.credentials,
-                              replica: configuration.replica ?? defaultReplicaName(data: configuration.data))
+        link = try WorkerLink(role: .indexer, configuration: configuration, logger: logger)
     }
 
     public var isRegistered: Bool { link.isRegistered }

@@ -7,7 +7,7 @@ import WireProtocol
 import ZeroMQ
 
 /// Settings of `limelight-query`.
-public struct QueryWorkerConfiguration: Sendable {
+public struct QueryWorkerConfiguration: WorkerLinkConfiguration {
     public var coordinator: String = "tcp://127.0.0.1:7701"
     public var data: String
     public var shards: [Int]
@@ -91,11 +91,7 @@ public final class QueryWorkerService: Sendable {
         self.logger = logger
         pool = ConnectionPool(data: configuration.data, logger: logger)
         threads = WorkThreads(name: "limelight.query", count: configuration.concurrency)
-        link = try WorkerLink(coordinator: configuration.coordinator, role: .query, workerID: configuration.workerID,
-                              shards: configuration.shards, logger: logger,
-                              heartbeatMs: configuration.heartbeatMs, livenessMs: configuration.livenessMs,
-                              credentials: configuration.credentials,
-                              replica: configuration.replica ?? defaultReplicaName(data: configuration.data))
+        link = try WorkerLink(role: .query, configuration: configuration, logger: logger)
     }
 
     public var isRegistered: Bool { link.isRegistered }

@@ -14,6 +14,20 @@ import ZeroMQ
 /// own; this adds the application's half of the Paranoid Pirate pattern: the
 /// worker heartbeats, and when the coordinator has been silent for the
 /// liveness period it registers again.
+/// What a worker's configuration tells its link: the indexer's and the
+/// query worker's both conform, so the link is set up one way for both.
+public protocol WorkerLinkConfiguration: Sendable {
+    var coordinator: String { get }
+    var data: String { get }
+    var shards: [Int] { get }
+    var workerID: String { get }
+    var heartbeatMs: Int { get }
+    var livenessMs: Int { get }
+    var credentials: WorkerCredentials { get }
+    /// See `Body.Register.replica`; nil: this host and data folder.
+    var replica: String? { get }
+}
+
 public final class WorkerLink: Sendable {
     public let workerID: String
     let registration: Body.Register
@@ -28,6 +42,13 @@ public final class WorkerLink: Sendable {
     let reporter = StatusReporter()
     let credentials: WorkerCredentials
     let sequences = SequenceReporter()
+
+    /// Connects as `role` with what a worker's configuration says.
+    public convenience init(role: Body.Register.Role, configuration c: some WorkerLinkConfiguration, logger: Logger) throws {
+        try self.init(coordinator: c.coordinator, role: role, workerID: c.workerID, shards: c.shards, logger: logger,
+                      heartbeatMs: c.heartbeatMs, livenessMs: c.livenessMs, credentials: c.credentials,
+                      replica: c.replica ?? defaultReplicaName(data: c.data))
+    }
 
     /// Connects as `role` serving `shards`; the link owns its ZeroMQ context.
     public init(coordinator: String, role: Body.Register.Role, workerID: String, shards: [Int], logger: Logger,

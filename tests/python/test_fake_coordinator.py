@@ -242,6 +242,12 @@ def test_a_long_write_does_not_make_the_indexer_take_the_coordinator_for_silent(
     real coordinator then declared it dead and failed its writes (seen in the
     corpus test on a loaded machine)."""
     require_binaries("limelight-indexer")
+    # Read before the indexer starts: nothing answers its heartbeats meanwhile
+    # (this fake answers them only inside `expect`), and on a loaded machine
+    # reading the corpus outlasts the liveness period.
+    debian = subprocess.run([sys.executable, str(SHARED / "debian_packages.py")], check=True,
+                            capture_output=True, text=True).stdout.splitlines()
+    items = [json.loads(line) for line in debian[:12_000]]
     coordinator = FakeCoordinator()
     log_path = tmp_path / "indexer.log"
     with open(log_path, "w") as log:
@@ -251,9 +257,6 @@ def test_a_long_write_does_not_make_the_indexer_take_the_coordinator_for_silent(
     try:
         register = coordinator.expect("slow-indexer", "register")
         coordinator.send("slow-indexer", "registered", register["id"], shardCount=1, heartbeatMs=100)
-        debian = subprocess.run([sys.executable, str(SHARED / "debian_packages.py")], check=True,
-                                capture_output=True, text=True).stdout.splitlines()
-        items = [json.loads(line) for line in debian[:12_000]]
         coordinator.received.clear()
         started = time.monotonic()
         coordinator.send("slow-indexer", "write", "big", check=False, shard=0, items=items, evict=[])
