@@ -64,22 +64,36 @@ extension CoordinatorCore {
         liveWorkers(.query, shard: shard).contains { !tried.contains($0.id) && isFresh($0, shard: shard) }
     }
 
+    /// Picks the query worker for a shard's part of a query or search: a
+    /// live, fresh one not yet tried for it, then marked tried and
+    /// outstanding. With none left the shard's failure is recorded, and nil
+    /// returned.
+    func assignQueryWorker(shard: Int, tried: inout [Int: Set<String>], outstanding: inout [Int: String],
+                           failed: inout [ShardFailure]) -> WorkerRecord? {
+        let before = tried[shard] ?? []
+        guard let w = nextQueryWorker(shard: shard, tried: before) else {
+            failed.append(ShardFailure(shard: shard, reason: before.isEmpty ? "no live query worker" : "every query worker for the shard failed"))
+            return nil
+        }
+        tried[shard, default: []].insert(w.id)
+        outstanding[shard] = w.id
+        return w
+    }
+
+    /// What is left of a deadline of `deadlineMs` (none when 0) since `started`, at least 1 ms.
+    func remainingMs(_ deadlineMs: Int, since started: ContinuousClock.Instant) -> Int? {
+        deadlineMs > 0 ? max(1, deadlineMs - Int(started.duration(to: .now).milliseconds)) : nil
+    }
+
     /// Sends a shard's part of a query to a live query worker not yet tried for it.
     func dispatch(_ key: String, shard: Int) {
         guard var rq = queries[key] else { return }
-        let tried = rq.tried[shard] ?? []
-        guard let w = nextQueryWorker(shard: shard, tried: tried) else {
-            rq.failed.append(ShardFailure(shard: shard, reason: tried.isEmpty ? "no live query worker" : "every query worker for the shard failed"))
-            rq.merger?.finish(shard: shard)
-            queries[key] = rq
-            return
-        }
-        rq.tried[shard, default: []].insert(w.id)
-        rq.outstanding[shard] = w.id
+        let w = assignQueryWorker(shard: shard, tried: &rq.tried, outstanding: &rq.outstanding, failed: &rq.failed)
+        if w == nil { rq.merger?.finish(shard: shard) }
         queries[key] = rq
-        let elapsed = Int(rq.started.duration(to: .now).milliseconds)
+        guard let w else { return }
         send(.worker(w.route), key, .shardQuery(Body.ShardQuery(shard: shard, plan: rq.planJSON,
-                                                               deadlineMs: rq.deadlineMs > 0 ? max(1, rq.deadlineMs - elapsed) : nil)))
+                                                               deadlineMs: remainingMs(rq.deadlineMs, since: rq.started))))
     }
 
     func shardBatch(key: String, from worker: String, _ b: Body.ShardBatch) {

@@ -127,19 +127,12 @@ extension CoordinatorCore {
     /// Sends a shard's part of a search to a live query worker not yet tried for it.
     func dispatchSearch(_ key: String, shard: Int) {
         guard var rs = searches[key] else { return }
-        let tried = rs.tried[shard] ?? []
-        guard let w = nextQueryWorker(shard: shard, tried: tried) else {
-            rs.failed.append(ShardFailure(shard: shard, reason: tried.isEmpty ? "no live query worker" : "every query worker for the shard failed"))
-            rs.builder.shardFailed()
-            searches[key] = rs
-            return
-        }
-        rs.tried[shard, default: []].insert(w.id)
-        rs.outstanding[shard] = w.id
+        let w = assignQueryWorker(shard: shard, tried: &rs.tried, outstanding: &rs.outstanding, failed: &rs.failed)
+        if w == nil { rs.builder.shardFailed() }
         searches[key] = rs
-        let elapsed = Int(rs.started.duration(to: .now).milliseconds)
+        guard let w else { return }
         send(.worker(w.route), key, .shardSearch(Body.ShardSearch(shard: shard, plan: rs.planJSON,
-                                                                  deadlineMs: rs.deadlineMs > 0 ? max(1, rs.deadlineMs - elapsed) : nil,
+                                                                  deadlineMs: remainingMs(rs.deadlineMs, since: rs.started),
                                                                   suggest: rs.mode.suggestLimit, perDomain: rs.mode.perDomain)))
     }
 
@@ -160,7 +153,7 @@ extension CoordinatorCore {
         guard let shard = shard ?? rs.outstanding.first(where: { $0.value == worker })?.key, rs.outstanding[shard] == worker else { return }
         rs.outstanding.removeValue(forKey: shard)
         searches[key] = rs
-        if liveWorkers(.query, shard: shard).contains(where: { !(rs.tried[shard] ?? []).contains($0.id) }) {
+        if nextQueryWorkerExists(shard: shard, tried: rs.tried[shard] ?? []) {
             dispatchSearch(key, shard: shard)
         } else {
             rs.failed.append(ShardFailure(shard: shard, reason: reason))
