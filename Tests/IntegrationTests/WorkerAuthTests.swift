@@ -125,7 +125,12 @@ struct WorkerAuthTests {
         #expect(log.contains("refused this worker") && log.contains("cluster's secret"), "\(log.suffix(600))")
         #expect(try await Self.liveWorkers(client)["indexer-0"] == realPid)
 
-        // With the cluster's own secret the same id may take over: that is a restart.
+        // With the cluster's own secret the same id may take over: that is a
+        // restart. The old process is killed first, as in a restart (left
+        // alive, it registers again when told it is unregistered, and the
+        // two take the id from each other in turn: CI saw the old one hold it).
+        // The coordinator still counts it live, so the new one takes over.
+        f.kill("indexer-0")
         try f.startIndexer("restarted", shards: [0, 1], extra: ["--cluster-secret-file", f.secretFile, "--id", "indexer-0"])
         let newPid = Int(f.processes["restarted"]!.processIdentifier)
         let until = Date().addingTimeInterval(10)
