@@ -16,6 +16,10 @@ extension CoordinatorCore {
             sendError(.worker(route), error.id ?? "", error.wire)
             return
         }
+        handleWorker(route: route, envelope: envelope)
+    }
+
+    func handleWorker(route: [Data], envelope: Envelope) {
         if case .register(let r) = envelope.body {
             register(route: route, id: envelope.id, r)
             return
@@ -87,7 +91,7 @@ extension CoordinatorCore {
     func sweep() {
         let limit = Duration.milliseconds(configuration.livenessMs)
         let now = ContinuousClock.now
-        for w in workers.values where w.lastSeen.duration(to: now) > limit {
+        for w in workers.values where w.lastSeen.duration(to: now) > limit && w.route != LocalQueryWorker.route {
             forget(w.id, reason: "no heartbeat for \(configuration.livenessMs) ms")
         }
         repairReplicas()

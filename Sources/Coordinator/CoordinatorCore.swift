@@ -70,6 +70,8 @@ actor CoordinatorCore {
 
     var workers: [String: WorkerRecord] = [:]
     var workerByRoute: [[Data]: String] = [:]
+    /// The query worker in this process, if any (``LocalQueryWorker``).
+    var localWorker: LocalQueryWorker?
     /// Registrations waiting for their proof, by connection (CoordinatorCore+WorkerAuth.swift).
     var challenges: [[Data]: PendingChallenge] = [:]
     var roundRobin = 0
@@ -213,6 +215,7 @@ actor CoordinatorCore {
     func count(_ key: String, by n: Int = 1) { counters[key, default: 0] += n }
 
     func send(_ to: Peer, _ id: String, _ body: Body) {
+        if sendLocal(to, id, body) { return }
         let o = Outgoing(to: to, envelope: Envelope(id: id, body: body))
         let outlet: Outlet
         switch to {

@@ -38,6 +38,11 @@ public struct CoordinatorCommand: AsyncParsableCommand {
     var replicaWaitMs = 10_000
     @Option(help: "Replicas every shard is meant to have: after a start, a shard's changes are numbered only once this many replicas' indexers reported it (or --replica-wait-ms ran out).")
     var replicas = 1
+    @Option(help: "Answer the shard queries of this data folder in the coordinator's own process (a query worker inside it: no message hops, for single-host clusters); its indexers must write there.")
+    var localData: String?
+    @Option(help: "With --local-data: the shards answered locally (0,1,2 or 0-3; default all).") var localShards: String?
+    @Option(help: "With --local-data: the folder's replica name, as its indexer registers it (default HOST:DATA-FOLDER).") var localReplica: String?
+    @Option(help: "With --local-data: shard queries run at once (default: the cores, at least 2).") var localConcurrency: Int?
     @Option(help: "API key store (a SQLite file, made mode 0600 if missing; see docs/security.md). Without it the cluster has no keys.")
     var keys: String?
     @Flag(help: "Refuse every request without a valid API key (ping excepted). Needs --keys.") var requireKeys = false
@@ -53,6 +58,19 @@ public struct CoordinatorCommand: AsyncParsableCommand {
         if statsListen != nil, statsPort != nil { throw ValidationError("give --stats-listen or --stats-port, not both") }
         _ = try httpAddress()
         if keys == nil, requireKeys || masterKeyFile != nil { throw ValidationError("--require-keys and --master-key-file need --keys FILE") }
+        if localData == nil, localShards != nil || localReplica != nil || localConcurrency != nil {
+            throw ValidationError("--local-shards, --local-replica and --local-concurrency need --local-data DIR")
+        }
+        _ = try localShardList()
+    }
+
+    /// The shards `--local-data` answers: `--local-shards`, else every one.
+    func localShardList() throws -> [Int] {
+        guard let localShards else { return Array(0..<shards) }
+        guard let list = Sharding.parseList(localShards), !list.isEmpty, list.allSatisfy({ $0 >= 0 && $0 < shards }) else {
+            throw ValidationError("--local-shards: '\(localShards)' is not a list of shards of 0-\(shards - 1) like 0,1,2 or 0-3")
+        }
+        return list
     }
 
     /// Where the HTTP endpoint binds: `--stats-listen`, else `--stats-host`:`--stats-port`, else 127.0.0.1:7780.
@@ -95,6 +113,20 @@ public struct CoordinatorCommand: AsyncParsableCommand {
             }
         }
         let service = try CoordinatorService(configuration: c, logger: log.logger("limelight.coordinator"), keyStore: store)
+        var runner: ShardQueryRunner?
+        if let localData {
+            let shards = try localShardList()
+            let id = "coordinator-local"
+            var l = log.logger("limelight.coordinator.local")
+            l[metadataKey: "worker"] = "\(id)"
+            let r = ShardQueryRunner(data: localData, shards: shards, workerID: id,
+                                     concurrency: localConcurrency ?? max(2, ProcessInfo.processInfo.activeProcessorCount), maxQueued: 1000,
+                                     logger: l, reply: { service.localReply($0, $1) }, replyNow: { service.localReplyLater($0, $1) })
+            service.attach(LocalQueryWorker(workerID: id, shards: shards, replica: localReplica ?? defaultReplicaName(data: localData),
+                                            take: { r.take($0) }))
+            runner = r
+        }
+        defer { runner?.stop() }
         let failure = FailureBox()
         await runUntilSignalled {
             await withTaskGroup(of: Void.self) { group in

@@ -37,6 +37,8 @@ struct UpCommand: AsyncParsableCommand {
     @Option(help: "Query worker processes.") var queryWorkers = 2
     @Option(help: "Copies of every shard, each with its own indexers and query workers (--indexers and --query-workers per copy) and its own folder (the first in --data, the others in --data/replica-N). A write is acknowledged once every live copy has it; a copy that comes back is caught up before it serves queries.")
     var replicas = 1
+    @Flag(help: "The coordinator answers the first copy's shard queries itself (a query worker inside its process: no message hops between them, the fastest on one host); no limelight-query processes are started for that copy.")
+    var localQueries = false
     @Option(help: "Seconds to wait for every shard to be served.") var readyTimeout = 60.0
     @Option(help: "Log level of the children.") var logLevel = "info"
     @Option(help: "Log format of the children: text, or json (one object per line).") var logFormat: LogFormat = .text
@@ -98,7 +100,7 @@ struct UpCommand: AsyncParsableCommand {
             ["--listen", listen, "--workers", workers] + stats + [
                 "--shards", String(shards), "--log-level", logLevel, "--log-format", logFormat.rawValue,
                 "--keys", keyStore, "--replicas", String(replicas),
-            ] + modelArguments + security + (requireKeys ? ["--require-keys"] : [])
+            ] + (localQueries ? ["--local-data", dataDir] : []) + modelArguments + security + (requireKeys ? ["--require-keys"] : [])
         }
         let coordinator = try children.spawn(Supervisor.Spec(
             name: "coordinator", executable: bin + "/limelight-coordinator",
@@ -122,6 +124,7 @@ struct UpCommand: AsyncParsableCommand {
             let folder = Self.replicaFolder(dataDir, replica)
             let prefix = replica == 0 ? "" : "replica\(replica)-"
             for (role, count) in [("indexer", indexers), ("query", queryWorkers)] {
+                if role == "query", replica == 0, localQueries { continue }
                 for i in 0..<count {
                     let mine = (0..<shards).filter { $0 % count == i }
                     guard !mine.isEmpty else { continue }

@@ -227,6 +227,7 @@ struct ClusterBench: AsyncParsableCommand {
     @Option(help: "Shard counts to measure.") var shards: [Int] = [1, 2, 4]
     @Option(help: "Items per publish batch.") var batch = 1000
     @Option(help: "Publish batches in flight.") var window = 4
+    @Option(help: "Extra arguments for limelight up (e.g. --up-argument=--local-queries).") var upArgument: [String] = []
 
     func run() async throws {
         let lines = try corpus.loadLines()
@@ -239,7 +240,7 @@ struct ClusterBench: AsyncParsableCommand {
         print(String(repeating: "-", count: 96))
         print("shards  publish items/s   kind       p50 ms   p99 ms   first batch p50 ms   p99 ms")
         for n in shards {
-            let cluster = try BenchCluster(binDir: binDir, shards: n)
+            let cluster = try BenchCluster(binDir: binDir, shards: n, extra: upArgument)
             defer { cluster.stop() }
             let client = try LimelightClient(endpoint: cluster.endpoint)
             defer { client.close() }

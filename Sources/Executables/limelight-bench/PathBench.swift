@@ -31,7 +31,7 @@ struct PathBench: AsyncParsableCommand {
     @OptionGroup var corpus: CorpusOptions
     @Option(help: "Shards of the cluster.") var shards = 2
     @Option(help: "Round trips per step.") var trips = 2000
-    @Option(help: "Extra arguments for limelight up (e.g. --internal ipc).") var upArgument: [String] = []
+    @Option(help: "Extra arguments for limelight up (e.g. --up-argument=--local-queries).") var upArgument: [String] = []
 
     func run() async throws {
         let lines = try corpus.loadLines()

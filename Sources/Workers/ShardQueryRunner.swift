@@ -1,0 +1,168 @@
+import Foundation
+import Items
+import Logging
+import QueryPlan
+import ShardStore
+import WireProtocol
+
+/// Runs shards' parts of queries and searches on threads of its own: what a
+/// query worker does with the `shard_query`, `shard_search` and `cancel`
+/// messages it is sent, whoever carries them. `limelight-query` carries them
+/// over its ``WorkerLink``; a coordinator with local shards
+/// (`limelight-coordinator --local-data`) hands them over in its own process.
+///
+/// Each query runs on one of the runner's own threads, never on Swift's
+/// cooperative pool nor GCD's.
+public final class ShardQueryRunner: Sendable {
+    public let workerID: String
+    public let shards: [Int]
+    let maxQueued: Int
+    let logger: Logger
+    let pool: ConnectionPool
+    let running = RunningQueries()
+    let threads: WorkThreads
+    let tally = WorkerTally()
+    /// Sends an answer from one of the runner's threads (blocking is fine there).
+    let reply: @Sendable (String, Body) -> Void
+    /// Sends an answer from ``take(_:)``'s caller's thread, which must not block nor re-enter the caller.
+    let replyNow: @Sendable (String, Body) -> Void
+
+    /// `data`: the folder of the shard files, opened read-only (SQLite's WAL
+    /// lets readers run while the indexer writes). `concurrency`: shard
+    /// queries run at once; `maxQueued`: those that may wait for a thread,
+    /// past which one is answered `busy`.
+    public init(data: String, shards: [Int], workerID: String, concurrency: Int, maxQueued: Int, logger: Logger,
+                reply: @escaping @Sendable (String, Body) -> Void, replyNow: @escaping @Sendable (String, Body) -> Void) {
+        self.workerID = workerID
+        self.shards = shards
+        self.maxQueued = maxQueued
+        self.logger = logger
+        self.reply = reply
+        self.replyNow = replyNow
+        pool = ConnectionPool(data: data, logger: logger)
+        threads = WorkThreads(name: "limelight.query", count: concurrency)
+    }
+
+    /// Lets the threads end once the queued work is done.
+    public func stop() { threads.stop() }
+
+    /// Takes a shard query, a shard search or a cancel without waiting: runs
+    /// on the socket's thread (``WorkerLink/handleInline(_:)``), so it only
+    /// decodes the plan and queues the work. False for any other message.
+    public func take(_ envelope: Envelope) -> Bool {
+        switch envelope.body {
+        case .shardQuery(let q):
+            let key = envelope.id
+            guard let (query, flag) = accept(key, shard: q.shard, deadlineMs: q.deadlineMs, { () throws(PlanDecodingError) in
+                try Query(json: q.plan)
+            }) else { return true }
+            if !threads.trySubmit(limit: maxQueued, { self.execute(key: key, shard: q.shard, query: query, flag: flag) }) {
+                refuseBusy(key, shard: q.shard)
+            }
+            return true
+        case .shardSearch(let q):
+            let key = envelope.id
+            guard let (plan, flag) = accept(key, shard: q.shard, deadlineMs: q.deadlineMs, { () throws(PlanDecodingError) in
+                try SearchPlan(json: q.plan)
+            }) else { return true }
+            let extras = SearchExtras(suggest: q.suggest, perDomain: q.perDomain)
+            if !threads.trySubmit(limit: maxQueued, { self.executeSearch(key: key, shard: q.shard, plan: plan, extras: extras, flag: flag) }) {
+                refuseBusy(key, shard: q.shard)
+            }
+            return true
+        case .cancel(let c):
+            running.cancel(c.query)
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// Checks a shard's part of a query or search before it is run: the shard
+    /// must be this worker's and the plan must decode; otherwise the shard is
+    /// answered as failed. Registers the cancel flag of an accepted one.
+    func accept<Plan>(_ key: String, shard: Int, deadlineMs: Int?,
+                      _ decode: () throws(PlanDecodingError) -> Plan) -> (Plan, CancelFlag)? {
+        guard shards.contains(shard) else {
+            replyNow(key, .shardDone(Body.ShardDone(shard: shard, count: 0,
+                                                          error: WireError(code: "bad_shard", message: "this worker does not serve shard \(shard)"))))
+            return nil
+        }
+        let plan: Plan
+        do throws(PlanDecodingError) { plan = try decode() } catch {
+            replyNow(key, .shardDone(Body.ShardDone(shard: shard, count: 0, error: WireError(code: "bad_plan", message: error.description))))
+            return nil
+        }
+        let flag = CancelFlag(deadline: deadlineMs.map { Date().addingTimeInterval(Double($0) / 1000) })
+        running.add(key, shard: shard, flag)
+        return (plan, flag)
+    }
+
+
+    /// Runs on one of the worker's own threads: blocking is fine here.
+    func execute(key: String, shard: Int, query: Query, flag: CancelFlag) {
+        defer { running.remove(key, shard: shard) }
+        var seq = 0
+        // Each batch waits for the next (or the end) before it is sent, so the
+        // last one can carry the shard's count and stand for its `shard_done`:
+        // a one-batch query is one message back instead of two.
+        var held: Body.ShardBatch?
+        do {
+            let store = try pool.checkout(shard)
+            defer { pool.checkin(shard, store) }
+            let count = try store.run(query, isCancelled: { flag.isCancelled }) { results in
+                seq += 1
+                let hits = results.map { Hit(item: $0.item, sort: $0.sortValues.isEmpty ? nil : $0.sortValues, score: $0.score) }
+                if let h = held { reply(key, .shardBatch(h)) }
+                held = Body.ShardBatch(shard: shard, seq: seq, hits: hits)
+            }
+            tally.finished()
+            if flag.isCancelled {
+                if let h = held { reply(key, .shardBatch(h)) }
+                reply(key, .shardDone(Body.ShardDone(shard: shard, count: count,
+                                                       error: WireError(code: "cancelled", message: "cancelled or past its deadline"))))
+            } else if var last = held {
+                last.doneCount = count
+                reply(key, .shardBatch(last))
+            } else {
+                reply(key, .shardDone(Body.ShardDone(shard: shard, count: count)))
+            }
+        } catch {
+            if let h = held { reply(key, .shardBatch(h)) }
+            tally.finished(failed: !flag.isCancelled)
+            logger.notice("query failed on a shard", metadata: ["query.id": "\(key)", "shard": "\(shard)", "error": "\(error)"])
+            let message = flag.isCancelled ? "cancelled or past its deadline" : "\(error)"
+            reply(key, .shardDone(Body.ShardDone(shard: shard, count: 0, error: WireError(code: flag.isCancelled ? "cancelled" : "query_failed", message: message))))
+        }
+    }
+
+    /// Runs a shard's part of a parameter search on one of the worker's own
+    /// threads, and sends its one answer.
+    func executeSearch(key: String, shard: Int, plan: SearchPlan, extras: SearchExtras = SearchExtras(), flag: CancelFlag) {
+        defer { running.remove(key, shard: shard) }
+        do {
+            let store = try pool.checkout(shard)
+            defer { pool.checkin(shard, store) }
+            var answer = try extras.answer(store, plan: plan, isCancelled: { flag.isCancelled })
+            answer.shard = shard
+            reply(key, .shardSearchResult(answer))
+        } catch {
+            logger.notice("search failed on a shard", metadata: ["query.id": "\(key)", "shard": "\(shard)", "error": "\(error)"])
+            let message = flag.isCancelled ? "cancelled or past its deadline" : "\(error)"
+            reply(key, .shardDone(Body.ShardDone(shard: shard, count: 0, error: WireError(code: flag.isCancelled ? "cancelled" : "search_failed", message: message))))
+        }
+    }
+
+    /// Answers a shard query that found the job queue full: `busy`, at once,
+    /// so the coordinator can try another replica of the shard or name the
+    /// shard in the completion, instead of the query waiting behind a queue
+    /// that grows without bound.
+    func refuseBusy(_ key: String, shard: Int) {
+        running.remove(key, shard: shard)
+        tally.finished(failed: true)
+        logger.notice("query refused: the job queue is full", metadata: ["query.id": "\(key)", "shard": "\(shard)",
+                                                                          "queue.limit": "\(maxQueued)"])
+        replyNow(key, .shardDone(Body.ShardDone(shard: shard, count: 0, error: WireError(
+            code: "busy", message: "query worker \(workerID) is overloaded: \(maxQueued) shard queries already wait; try again later"))))
+    }
+}

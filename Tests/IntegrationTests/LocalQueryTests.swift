@@ -1,0 +1,95 @@
+import Foundation
+import Items
+import LimelightClient
+import Testing
+import WireProtocol
+
+/// A coordinator that answers its data folder's shard queries itself
+/// (`--local-data`): the same answers as a `limelight-query` process on the
+/// same files, for every kind of request, with no query worker process.
+@Suite(.serialized)
+struct LocalQueryTests {
+    static func items() -> [JSONValue] {
+        (0..<240).map { i in
+            item("lq\(i)", domain: "org.local.d\(i % 7)", [
+                "title": .string(["python tools \(i)", "rust crate \(i)", "pyramid scheme \(i)"][i % 3]),
+                "rank": .number(Double((i * 37) % 240)),
+                "keywords": .array([.string(["alpha", "beta", "gamma", "delta"][i % 4])]),
+            ])
+        }
+    }
+
+    /// Every kind of answer, in a form two runs can be compared by.
+    static func answers(_ client: LimelightClient) async throws -> [String] {
+        let sorted = try await collect(client.query(spotlight(#"title == "py*"cd"#, sort: [.object(["attribute": .string("rank")])], batchSize: 9)))
+        #expect(sorted.completion?.failedShards == [])
+        let search = try await client.search(.object([
+            "query": .string("python"), "facets": .array([.string("keywords")]), "hitsPerPage": .number(5),
+        ]))
+        #expect(search.failedShards == [])
+        let suggest = try await client.suggest("py", limit: 5)
+        return [
+            uids(sorted.items).joined(separator: ","),
+            "\(search.response["nbHits"]?.intValue ?? -1)",
+            (search.response["hits"]?.arrayValue ?? []).compactMap { $0["objectID"]?.stringValue }.joined(separator: ","),
+            search.response["facets"].map { $0.serializedString() } ?? "none",
+            suggest.suggestions.map { "\($0.suggestion):\($0.count)" }.joined(separator: ","),
+        ]
+    }
+
+    @Test func theCoordinatorAnswersItsFolderItselfAsAQueryWorkerWould() async throws {
+        let f = try ClusterFixture(shards: 3)
+        defer { f.stopAll(); f.removeData() }
+        try f.startCoordinator(extra: ["--local-data", f.data])
+        try f.startIndexer("indexer-0", shards: [0, 1, 2])
+        let client = try LimelightClient(endpoint: f.clientEndpoint)
+        defer { client.close() }
+        // Served with no query worker process: the coordinator's own counts.
+        try await f.waitServed(client)
+        let workers = try await client.stats()["workers"]?.arrayValue ?? []
+        let local = try #require(workers.first { $0["id"]?.stringValue == "coordinator-local" })
+        #expect(local["role"]?.stringValue == "query" && local["host"]?.stringValue == "local")
+        #expect(!workers.contains { $0["role"]?.stringValue == "query" && $0["id"]?.stringValue != "coordinator-local" })
+
+        let ack = try await client.publish(Self.items())
+        #expect(ack.stored == 240)
+        let here = try await Self.answers(client)
+        #expect(here[0].split(separator: ",").count == 160)   // "python…" and "pyramid…" titles
+        #expect(here[1] == "80")
+        #expect(here[4].hasPrefix("py"))
+
+        // A query worker process on the same files gives the same answers.
+        // With both up the coordinator takes turns between them, so four
+        // rounds see each at least once.
+        try f.startQueryWorker("query-0", shards: [0, 1, 2])
+        let end = Date().addingTimeInterval(30)
+        while Date() < end {
+            let ws = try await client.stats()["workers"]?.arrayValue ?? []
+            if ws.contains(where: { $0["id"]?.stringValue == "query-0" }) { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        for _ in 0..<4 { #expect(try await Self.answers(client) == here) }
+        f.kill("query-0")
+        #expect(try await Self.answers(client) == here)
+
+        // A deadline shorter than any shard's work is answered per shard, as a query worker answers it.
+        let late = try await collect(client.query(spotlight(#"title == "*""#, deadlineMs: 1)))
+        #expect(late.completion != nil)
+    }
+
+    @Test func badLocalFlagsAreNamed() async throws {
+        let f = try ClusterFixture(shards: 2)
+        defer { f.stopAll(); f.removeData() }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: ClusterFixture.binDirectory + "/limelight-coordinator")
+        p.arguments = ["--listen", "tcp://127.0.0.1:0", "--workers", "tcp://127.0.0.1:0", "--no-stats", "--shards", "2",
+                       "--local-data", f.data, "--local-shards", "0,5"]
+        let err = Pipe()
+        p.standardError = err
+        try p.run()
+        p.waitUntilExit()
+        let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(p.terminationStatus != 0)
+        #expect(text.contains("--local-shards: '0,5'"), "\(text)")
+    }
+}
