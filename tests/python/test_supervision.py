@@ -94,6 +94,28 @@ def test_killed_coordinator_comes_back_on_the_same_ports(up):
     assert child_pid(cluster.process, "coordinator") not in (None, before)
 
 
+def test_local_queries_start_no_query_worker_and_survive_a_coordinator_restart(up):
+    """``up --local-queries``: the coordinator answers the shards itself (no
+    limelight-query child), and after it is killed and restarted it does again."""
+    cluster, err = up("--local-queries")
+    assert child_pid(cluster.process, "query-0") is None
+    items = [{"uniqueIdentifier": f"loc:{n}", "domainIdentifier": f"test.local.d{n}", "attributes": {"title": f"supervised {n}"}}
+             for n in range(40)]
+    assert publish_all(cluster.endpoint, items) == len(items)
+
+    def answered():
+        with Client(cluster.endpoint, timeout=10) as c:
+            workers = [w for w in c.stats()["workers"] if w["role"] == "query"]
+            found = {i["uniqueIdentifier"] for k, v in c.query('title == "supervised*"', fetch=[]) if k == "batch" for i in v}
+        return [w["id"] for w in workers], found
+    assert answered() == (["coordinator-local"], {i["uniqueIdentifier"] for i in items})
+    before = child_pid(cluster.process, "coordinator")
+    os.kill(before, signal.SIGKILL)
+    assert wait_until(lambda: "restarted coordinator" in _stderr(err), timeout=20), _stderr(err)
+    assert wait_until(lambda: _serving(cluster.endpoint), timeout=30), _stderr(err)
+    assert answered() == (["coordinator-local"], {i["uniqueIdentifier"] for i in items})
+
+
 def test_a_child_that_keeps_failing_stops_the_cluster(up):
     cluster, err = up("--restart-limit", "2", "--restart-window", "60")
     first = child_pid(cluster.process, "query-1")
