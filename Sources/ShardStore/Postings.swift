@@ -34,6 +34,15 @@ final class TermPostings {
     /// ones included: an app's key sends the same filter at every keystroke,
     /// and resolving it (15,807 ids for four domains) cost more than the counts.
     var filterItems: [QueryPlan.Predicate: [Int64]?] = [:]
+    /// The word index's ``PostingIndex/key(_:)`` when the connection's data
+    /// was last at `keyVersion`, so that a request reads it once per change.
+    var key: [UInt8] = []
+    var keyVersion: (data: Int64, changes: Int) = (-2, -1)
+    /// The shared index of the data the running suggestion reads, if any:
+    /// set at its start, cleared at its end.
+    var shared: PostingIndex?
+    /// Suggestions that found the shared index current (for tests).
+    var sharedUses = 0
 
     /// Filters remembered at most.
     static let maxFilters = 16
@@ -80,6 +89,7 @@ extension ShardStore {
     /// sorted: FTS5's answer to the quoted term, remembered until the data changes.
     func termPostings(_ term: String) throws -> [Int64] {
         let cache = currentPostings()
+        if let shared = cache.shared { return shared.list(term) }
         if let known = cache.lists[term] { return known }
         let s = try db.prepare("SELECT rowid FROM words WHERE words MATCH ?1")
         try s.bind(Self.ftsQuote(term), at: 0)
@@ -105,6 +115,10 @@ extension ShardStore {
     /// checked against `holding`.
     func completionCount(_ term: String, docs: Int, earlier: [String], holding: ItemSet) throws -> Int {
         let cache = currentPostings()
+        if let shared = cache.shared {
+            guard let i = shared.index(of: term) else { return 0 }
+            return shared.withList(i) { holding.count(in: $0) }
+        }
         if let known = cache.lists[term] { return holding.count(in: known) }
         if docs > cache.directCountMinDocs, docs > TermPostings.directCountRatio * holding.ids.count {
             let s = try db.prepare("SELECT rowid FROM words WHERE words MATCH ?1")
@@ -140,6 +154,8 @@ struct ItemSet {
 
     /// Sets smaller than this are counted against by galloping instead.
     static let bitsFrom = 512
+    /// A list this many times longer than the set is galloped through.
+    static let gallopRatio = 32
 
     init(_ ids: [Int64]) {
         self.ids = ids
@@ -149,6 +165,47 @@ struct ItemSet {
     }
 
     var isEmpty: Bool { ids.isEmpty }
+
+    /// How many of `list` (sorted, unique; a ``PostingIndex``'s) are in the set.
+    func count(in list: UnsafeBufferPointer<UInt32>) -> Int {
+        var n = 0
+        // Against a list much longer than the set, looking each id up costs
+        // less than a pass over the list (keyed typing: a one-letter prefix's
+        // frequent completions, counted against a few hundred items).
+        if bits.isEmpty || list.count > Self.gallopRatio * ids.count {
+            // Few ids: each is looked for in the list by galloping from where
+            // the last was found, or the two merged when the list is short.
+            if ids.isEmpty || list.isEmpty { return 0 }
+            if list.count <= 4 * ids.count {
+                var i = 0, j = 0
+                while i < ids.count, j < list.count {
+                    let a = ids[i], b = Int64(list[j])
+                    if a < b { i += 1 } else if a > b { j += 1 } else { n += 1; i += 1; j += 1 }
+                }
+                return n
+            }
+            var lo = 0
+            for x in ids {
+                var step = 1, hi = lo
+                while hi < list.count, Int64(list[hi]) < x { lo = hi + 1; hi = lo + step; step &<<= 1 }
+                hi = min(hi, list.count)
+                while lo < hi {
+                    let mid = (lo + hi) >> 1
+                    if Int64(list[mid]) < x { lo = mid + 1 } else { hi = mid }
+                }
+                if lo == list.count { break }
+                if Int64(list[lo]) == x { n += 1; lo += 1 }
+            }
+            return n
+        }
+        bits.withUnsafeBufferPointer { bits in
+            for id in list {
+                let w = Int(id >> 6)
+                if w < bits.count { n &+= Int((bits[w] >> UInt64(id & 63)) & 1) }
+            }
+        }
+        return n
+    }
 
     /// How many of `list` (sorted, unique) are in the set.
     func count(in list: [Int64]) -> Int {
@@ -211,6 +268,7 @@ extension ShardStore {
     /// read from the live index, so they are exact whatever the counts.
     func readPostings(_ span: [(term: String, docs: Int, wanted: Bool)]) throws {
         let cache = currentPostings()
+        if cache.shared != nil { return }
         var runs: [Range<Int>] = []
         var i = 0
         while i < span.count {
