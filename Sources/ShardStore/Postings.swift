@@ -13,11 +13,15 @@ import QueryPlan
 /// lists are read, 0.7 ms from a fresh connection), and a list read once
 /// serves every later text that needs it until the data changes.
 ///
-/// Reading is what is left to speed up: FTS5 seeks a term in every segment
-/// of the index (~60 µs on the bench's shard with 17 segments, ~20 µs once
-/// merged into one), and frequent terms' lists are long. Next: one cache per
-/// query worker rather than per connection, kept across writes by patching
-/// the lists of the items written; or fewer segments.
+/// Reading them is what costs: FTS5 seeks a term in every segment of the
+/// index (~60 µs on the bench's shard with 17 segments, ~20 µs once merged
+/// into one), and frequent terms' lists are long. So these per-connection
+/// lists are now the fallback: while the process holds a ``PostingIndex`` of
+/// the shard's current data (every list, read in one pass, shared by its
+/// connections), suggestions count from it and read nothing here. They are
+/// read while that index is being read, and after each change of the data
+/// until the next one is. Next: patch the shared index after a write (the
+/// items written and deleted) instead of reading it all again.
 ///
 /// Exact, unlike the ``Vocabulary`` (which may lag writes): the lists are
 /// dropped whenever the shard's data changes — another connection's commit
