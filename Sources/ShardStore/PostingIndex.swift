@@ -237,8 +237,10 @@ final class PostingIndexes: @unchecked Sendable {
             e.notBefore = .now + took * 4
             if let index { e.index = index; e.used = .now }
             entries[path] = e
+            // Never the one just read (with many reads in flight, it could be
+            // the only one finished).
             while entries.count > Self.maxFiles,
-                  let oldest = entries.filter({ !$0.value.building }).min(by: { $0.value.used < $1.value.used })?.key {
+                  let oldest = entries.filter({ !$0.value.building && $0.key != path }).min(by: { $0.value.used < $1.value.used })?.key {
                 entries[oldest] = nil
             }
         }
@@ -249,6 +251,10 @@ final class PostingIndexes: @unchecked Sendable {
         lock.withLock {
             entries[path, default: Entry()].index = index
             entries[path]?.used = .now
+            while entries.count > Self.maxFiles,
+                  let oldest = entries.filter({ !$0.value.building && $0.key != path }).min(by: { $0.value.used < $1.value.used })?.key {
+                entries[oldest] = nil
+            }
         }
     }
 
