@@ -13,11 +13,15 @@ import QueryPlan
 /// lists are read, 0.7 ms from a fresh connection), and a list read once
 /// serves every later text that needs it until the data changes.
 ///
-/// Reading is what is left to speed up: FTS5 seeks a term in every segment
-/// of the index (~60 µs on the bench's shard with 17 segments, ~20 µs once
-/// merged into one), and frequent terms' lists are long. Next: one cache per
-/// query worker rather than per connection, kept across writes by patching
-/// the lists of the items written; or fewer segments.
+/// Reading them is what costs: FTS5 seeks a term in every segment of the
+/// index (~60 µs on the bench's shard with 17 segments, ~20 µs once merged
+/// into one), and frequent terms' lists are long. So these per-connection
+/// lists are now the fallback: while the process holds a ``PostingIndex`` of
+/// the shard's current data (every list, read in one pass, shared by its
+/// connections), suggestions count from it and read nothing here. They are
+/// read while that index is being read, and after each change of the data
+/// until the next one is. Next: patch the shared index after a write (the
+/// items written and deleted) instead of reading it all again.
 ///
 /// Exact, unlike the ``Vocabulary`` (which may lag writes): the lists are
 /// dropped whenever the shard's data changes — another connection's commit
@@ -34,6 +38,15 @@ final class TermPostings {
     /// ones included: an app's key sends the same filter at every keystroke,
     /// and resolving it (15,807 ids for four domains) cost more than the counts.
     var filterItems: [QueryPlan.Predicate: [Int64]?] = [:]
+    /// The word index's ``PostingIndex/key(_:)`` when the connection's data
+    /// was last at `keyVersion`, so that a request reads it once per change.
+    var key: [UInt8] = []
+    var keyVersion: (data: Int64, changes: Int) = (-2, -1)
+    /// The shared index of the data the running suggestion reads, if any:
+    /// set at its start, cleared at its end.
+    var shared: PostingIndex?
+    /// Suggestions that found the shared index current (for tests).
+    var sharedUses = 0
 
     /// Filters remembered at most.
     static let maxFilters = 16
@@ -80,6 +93,7 @@ extension ShardStore {
     /// sorted: FTS5's answer to the quoted term, remembered until the data changes.
     func termPostings(_ term: String) throws -> [Int64] {
         let cache = currentPostings()
+        if let shared = cache.shared { return shared.list(term) }
         if let known = cache.lists[term] { return known }
         let s = try db.prepare("SELECT rowid FROM words WHERE words MATCH ?1")
         try s.bind(Self.ftsQuote(term), at: 0)
@@ -105,6 +119,10 @@ extension ShardStore {
     /// checked against `holding`.
     func completionCount(_ term: String, docs: Int, earlier: [String], holding: ItemSet) throws -> Int {
         let cache = currentPostings()
+        if let shared = cache.shared {
+            guard let i = shared.index(of: term) else { return 0 }
+            return shared.withList(i) { holding.count(in: $0) }
+        }
         if let known = cache.lists[term] { return holding.count(in: known) }
         if docs > cache.directCountMinDocs, docs > TermPostings.directCountRatio * holding.ids.count {
             let s = try db.prepare("SELECT rowid FROM words WHERE words MATCH ?1")
@@ -140,6 +158,8 @@ struct ItemSet {
 
     /// Sets smaller than this are counted against by galloping instead.
     static let bitsFrom = 512
+    /// A list this many times longer than the set is galloped through.
+    static let gallopRatio = 32
 
     init(_ ids: [Int64]) {
         self.ids = ids
@@ -149,6 +169,47 @@ struct ItemSet {
     }
 
     var isEmpty: Bool { ids.isEmpty }
+
+    /// How many of `list` (sorted, unique; a ``PostingIndex``'s) are in the set.
+    func count(in list: UnsafeBufferPointer<UInt32>) -> Int {
+        var n = 0
+        // Against a list much longer than the set, looking each id up costs
+        // less than a pass over the list (keyed typing: a one-letter prefix's
+        // frequent completions, counted against a few hundred items).
+        if bits.isEmpty || list.count > Self.gallopRatio * ids.count {
+            // Few ids: each is looked for in the list by galloping from where
+            // the last was found, or the two merged when the list is short.
+            if ids.isEmpty || list.isEmpty { return 0 }
+            if list.count <= 4 * ids.count {
+                var i = 0, j = 0
+                while i < ids.count, j < list.count {
+                    let a = ids[i], b = Int64(list[j])
+                    if a < b { i += 1 } else if a > b { j += 1 } else { n += 1; i += 1; j += 1 }
+                }
+                return n
+            }
+            var lo = 0
+            for x in ids {
+                var step = 1, hi = lo
+                while hi < list.count, Int64(list[hi]) < x { lo = hi + 1; hi = lo + step; step &<<= 1 }
+                hi = min(hi, list.count)
+                while lo < hi {
+                    let mid = (lo + hi) >> 1
+                    if Int64(list[mid]) < x { lo = mid + 1 } else { hi = mid }
+                }
+                if lo == list.count { break }
+                if Int64(list[lo]) == x { n += 1; lo += 1 }
+            }
+            return n
+        }
+        bits.withUnsafeBufferPointer { bits in
+            for id in list {
+                let w = Int(id >> 6)
+                if w < bits.count { n &+= Int((bits[w] >> UInt64(id & 63)) & 1) }
+            }
+        }
+        return n
+    }
 
     /// How many of `list` (sorted, unique) are in the set.
     func count(in list: [Int64]) -> Int {
@@ -211,6 +272,7 @@ extension ShardStore {
     /// read from the live index, so they are exact whatever the counts.
     func readPostings(_ span: [(term: String, docs: Int, wanted: Bool)]) throws {
         let cache = currentPostings()
+        if cache.shared != nil { return }
         var runs: [Range<Int>] = []
         var i = 0
         while i < span.count {

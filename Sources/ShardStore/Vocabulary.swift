@@ -45,6 +45,16 @@ final class Vocabulary {
         docs.append(Int32(n))
     }
 
+    /// Appends a term's bytes; terms must come in sorted order.
+    func append(bytes term: [UInt8], docs n: Int) {
+        bytes.append(contentsOf: term)
+        starts.append(Int32(bytes.count))
+        docs.append(Int32(truncatingIfNeeded: n))
+    }
+
+    /// Term `i`'s length in bytes.
+    func length(_ i: Int) -> Int { Int(starts[i + 1] - starts[i]) }
+
     func term(_ i: Int) -> String {
         bytes.withUnsafeBufferPointer { b in
             String(decoding: UnsafeBufferPointer(rebasing: b[Int(starts[i])..<Int(starts[i + 1])]), as: UTF8.self)
@@ -91,6 +101,49 @@ final class Vocabulary {
         let p = ArraySlice(Array(prefix.utf8))
         let lo = start(ofPrefix: p)
         return lo..<end(ofPrefix: p, from: lo)
+    }
+
+    /// The `k` terms starting with `prefix` (or only `prefix` itself, when
+    /// not `prefixLast`) held by the most items, most first, ties in String
+    /// order: the first `k` of all of them sorted so. Only those `k` (and
+    /// others tied with the last) are made Strings: a one-letter prefix has
+    /// thousands of completions, and making and sorting them all was most of
+    /// a suggestion's time once its lists were in memory.
+    func mostFrequent(prefix: String, prefixLast: Bool = true, _ k: Int) -> [(term: String, docs: Int, i: Int)] {
+        var range = self.range(prefix: prefix)
+        if !prefixLast {
+            guard let first = range.first, length(first) == prefix.utf8.count else { return [] }
+            range = first..<(first + 1)
+        }
+        guard k > 0, !range.isEmpty else { return [] }
+        var kept = Array(range)
+        if kept.count > k {
+            // The k-th largest count: every term above it is kept, and those equal to it.
+            var counts = kept.map { docs[$0] }
+            let cut = Self.select(&counts, k - 1)
+            kept.removeAll { docs[$0] < cut }
+        }
+        var terms = kept.map { (term: term($0), docs: Int(docs[$0]), i: $0) }
+        terms.sort { $0.docs != $1.docs ? $0.docs > $1.docs : $0.term < $1.term }
+        if terms.count > k { terms.removeLast(terms.count - k) }
+        return terms
+    }
+
+    /// The value that would be at `n` if `values` were sorted in descending
+    /// order (Hoare's selection; `values` is reordered).
+    static func select(_ values: inout [Int32], _ n: Int) -> Int32 {
+        var lo = 0, hi = values.count - 1
+        while lo < hi {
+            let pivot = values[(lo + hi) / 2]
+            var i = lo, j = hi
+            while i <= j {
+                while values[i] > pivot { i += 1 }
+                while values[j] < pivot { j -= 1 }
+                if i <= j { values.swapAt(i, j); i += 1; j -= 1 }
+            }
+            if n <= j { hi = j } else if n >= i { lo = i } else { return values[n] }
+        }
+        return values[n]
     }
 
     /// Terms within `maxTypos` edits of `word` (``Typos/distance(_:_:max:)``'s

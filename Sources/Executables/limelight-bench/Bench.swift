@@ -125,6 +125,7 @@ struct StoreBench: AsyncParsableCommand {
     @Option(help: "Items per write transaction.") var batch = 1000
     @Option(help: "Print this many of the slowest queries of each kind.") var slowest = 0
     @Option(help: "Keep the shard at this path; when it exists already, skip indexing and only time queries.") var database: String?
+    @Flag(help: "Time suggestions only with the suggestion index read (not first term by term).") var suggestionIndexOnly = false
 
     func run() async throws {
         let lines = try corpus.loadLines()
@@ -199,7 +200,10 @@ struct StoreBench: AsyncParsableCommand {
             }
             print("\(kind.padding(toLength: 14, withPad: " ", startingAt: 0))\(fmt(percentile(lat, 50)).leftPad(9))  \(fmt(percentile(lat, 99)).leftPad(9))  \(fmt(Double(hits) / Double(qs.count), 1).leftPad(10))  \(fmt(percentile(cpu, 50)).leftPad(10))  \(fmt(percentile(cpu, 99)).leftPad(10))   (nbHits)")
         }
-        if corpus.wants("suggest") { try benchSuggest({ try ShardStore(path: path, mode: .readOnly, logger: logger) }, words, count: corpus.queries) }
+        if corpus.wants("suggest") || corpus.kinds?.contains("suggest ") == true {
+            try benchSuggest({ try ShardStore(path: path, mode: .readOnly, logger: logger) }, words, count: corpus.queries,
+                             only: corpus.wants("suggest") ? { _ in true } : { corpus.wants($0) }, indexOnly: suggestionIndexOnly)
+        }
         printPeers(corpus.runPeers(), ours: Double(stored) / indexSeconds)
     }
 }

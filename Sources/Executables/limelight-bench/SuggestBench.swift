@@ -35,9 +35,29 @@ let keyedDomains = ["org.debian.libs", "org.debian.python", "org.debian.utils", 
 /// scope (every request made with an API key has one), counted over its items.
 /// Each kind opens its own connection, so that none finds the posting lists
 /// another kind read (same texts) already in memory.
-func benchSuggest(_ open: () throws -> ShardStore, _ words: QueryWords, count: Int) throws {
+///
+/// Twice: first with lists read term by term (as a query worker does until
+/// its background read of the shard's ``PostingIndex`` ends, and after each
+/// change of the data until the next), then with that index read.
+/// `only` picks kinds by name (all of them when "suggest" is asked for).
+func benchSuggest(_ open: () throws -> ShardStore, _ words: QueryWords, count: Int,
+                  only: (String) -> Bool = { _ in true }, indexOnly: Bool = false) throws {
+    ShardStore.buildsSuggestionIndex = false
+    if !indexOnly {
+        print("suggestions with posting lists read term by term (no suggestion index yet):")
+        try benchSuggestKinds(open, words, count: count, only: only)
+    }
+    let t = Date()
+    let c = threadCPUSeconds()
+    let read = try open().buildSuggestionIndex()
+    print("suggestion index: \(read.terms) terms, \(read.ids) ids read in \(fmt(Date().timeIntervalSince(t) * 1000, 1)) ms (\(fmt((threadCPUSeconds() - c) * 1000, 1)) ms CPU); suggestions with it:")
+    try benchSuggestKinds(open, words, count: count, only: only)
+    ShardStore.buildsSuggestionIndex = true
+}
+
+func benchSuggestKinds(_ open: () throws -> ShardStore, _ words: QueryWords, count: Int, only: (String) -> Bool) throws {
     let kinds = suggestTexts(words, count: count)
-    for (kind, texts, keyed) in kinds.map({ ($0.0, $0.1, false) }) + kinds.map({ ($0.0 + " keyed", $0.1, true) }) {
+    for (kind, texts, keyed) in kinds.map({ ($0.0, $0.1, false) }) + kinds.map({ ($0.0 + " keyed", $0.1, true) }) where only(kind) {
         let reader = try open()
         let plans = try texts.map { text -> SearchPlan in
             var plan = try SearchRequest(params: .object(["query": .string(text)])).plan
