@@ -145,6 +145,15 @@ struct SearchRun {
     var mustVerify = false
     var searchableSet: Set<Int64> = []
     let matcher: SearchWordMatcher
+    /// Buffers ``textMatch(_:)`` reuses from one item to the next.
+    let scratch = TextScratch()
+
+    /// What ``textMatch(_:)`` keeps between items.
+    final class TextScratch {
+        var lowered: [UInt8] = []
+        var rows: [Int] = []
+        var hits: [[Int]] = []
+    }
 
     init(store: ShardStore, plan: SearchPlan, context: QueryContext) throws {
         self.store = store
@@ -307,22 +316,20 @@ struct SearchRun {
 
         // The buckets that fill the window: by typos when proximity must still
         // be worked out (several words), by every cheap criterion otherwise.
-        var order = Array(0..<n)
         // One integer per item orders by the cheap criteria (each is small).
         let keys: [Int] = (0..<n).map { k in
             plan.words.count > 1 ? typos[k]
                 : typos[k] << 48 | min(attribute[k], 65535) << 32 | min(exactAttribute[k], 65535) << 16 | (1023 - min(exactWords[k], 1023))
         }
-        order.sort { keys[$0] < keys[$1] }
-        var needed = 0
-        while needed < n {
-            let key = keys[order[needed]]
-            var end = needed
-            while end < n, keys[order[end]] == key { end += 1 }
-            needed = end
-            if needed >= plan.window { break }
-        }
-        let chosen = Array(order[..<needed])
+        // The buckets wanted are every item whose key is at most the window's
+        // last key: sorting the keys alone finds it (sorting the items by
+        // key through a closure was a sixth of a one-word query's ranking),
+        // and the order they are taken in does not matter, since the full
+        // comparison sorts them below.
+        var sortedKeys = keys
+        sortedKeys.sort()
+        let last = sortedKeys[min(plan.window, n) - 1]
+        let chosen = (0..<n).filter { keys[$0] <= last }
         let ids = chosen.map { matched[$0] }
 
         var ranks: [SearchRank] = chosen.map { k in
@@ -343,13 +350,21 @@ struct SearchRun {
         }
         try addCustomRanking(ids: ids, to: &ranks)
         try addDistances(ids: ids, to: &ranks)
-        let uids = try ids.map { id -> String in
+        // The window's hits without sorting every candidate (a page 10 can
+        // leave thousands tied on the cheap criteria): the window's last
+        // rank is found by ranks alone, and only the candidates not behind
+        // it — the window, and whatever ties with its last — have their
+        // identifier read and are sorted in full.
+        let window = Self.notBehindWindow(ranks, window: plan.window, plan: plan)
+        let uidOf = try Dictionary(uniqueKeysWithValues: window.map { k -> (Int, String) in
             let s = try store.db.prepare("SELECT uid FROM items WHERE id = ?")
-            try s.bind(id, at: 0)
+            try s.bind(ids[k], at: 0)
             defer { try? s.reset() }
-            return try s.step() ? s.string(at: 0) ?? "" : ""
-        }
-        var positions = Array(ids.indices)
+            return (k, try s.step() ? s.string(at: 0) ?? "" : "")
+        })
+        var uids = [String](repeating: "", count: ids.count)
+        for (k, uid) in uidOf { uids[k] = uid }
+        var positions = window
         positions.sort { SearchRanking.precedes(ranks[$0], uids[$0], ranks[$1], uids[$1], plan: plan) }
         let fetch = plan.fetchAttributes.map(FetchList.init)
         var added: [Int64] = []
@@ -360,6 +375,45 @@ struct SearchRun {
             added.append(ids[p])
         }
         return added
+    }
+
+    /// The indexes of `ranks` that no `window` others rank strictly before
+    /// (ignoring identifiers): the best `window` in any order, with every
+    /// rank tied with the last of them. A bounded heap of the best `window`
+    /// seen finds that last rank in about one comparison per candidate.
+    static func notBehindWindow(_ ranks: [SearchRank], window: Int, plan: SearchPlan) -> [Int] {
+        guard ranks.count > window, window > 0 else { return Array(ranks.indices) }
+        func before(_ a: Int, _ b: Int) -> Bool { SearchRanking.precedes(ranks[a], "", ranks[b], "", plan: plan) }
+        // A max-heap: the worst of the best `window` seen on top.
+        var heap: [Int] = []
+        heap.reserveCapacity(window)
+        func siftDown(_ start: Int) {
+            var i = start
+            while true {
+                let l = 2 * i + 1, r = l + 1
+                var worst = i
+                if l < heap.count, before(heap[worst], heap[l]) { worst = l }
+                if r < heap.count, before(heap[worst], heap[r]) { worst = r }
+                if worst == i { return }
+                heap.swapAt(i, worst)
+                i = worst
+            }
+        }
+        for k in ranks.indices {
+            if heap.count < window {
+                heap.append(k)
+                var i = heap.count - 1
+                while i > 0, before(heap[(i - 1) / 2], heap[i]) {
+                    heap.swapAt(i, (i - 1) / 2)
+                    i = (i - 1) / 2
+                }
+            } else if before(k, heap[0]) {
+                heap[0] = k
+                siftDown(0)
+            }
+        }
+        let last = heap[0]
+        return ranks.indices.filter { !before(last, $0) }
     }
 
     /// Calls `body` with the position in `sorted` of every id also in `ids` (both sorted).
@@ -452,12 +506,14 @@ struct SearchRun {
     /// attribute whose whole value is the query.
     func textMatch(_ id: Int64) throws -> (proximity: Int, attribute: Int, exactAttribute: Int)? {
         // One range read of the item's text rows, scanned in place (no String
-        // per value unless it is not ASCII).
+        // per value unless it is not ASCII), with buffers kept across items.
         let s = try store.db.prepare("SELECT name, text FROM attrs WHERE item = ? AND kind IN (0, 5)")
         try s.bind(id, at: 0)
         defer { try? s.reset() }
-        // Per word, the (value, position) pairs it matched at.
-        var hits = [[(value: Int, position: Int)]](repeating: [], count: plan.words.count)
+        let scratch = self.scratch
+        // Per word, the (value, position) pairs it matched at, as value << 32 | position.
+        if scratch.hits.count != plan.words.count { scratch.hits = [[Int]](repeating: [], count: plan.words.count) }
+        for w in scratch.hits.indices { scratch.hits[w].removeAll(keepingCapacity: true) }
         var valueIndex = 0
         var attribute = noRank, exact = SearchRank.noExactAttribute
         while try s.step() {
@@ -466,24 +522,24 @@ struct SearchRun {
             valueIndex += 1
             var any = false, atStart = false
             let record = { (w: Int, position: Int) in
-                hits[w].append((v, position))
+                scratch.hits[w].append(v << 32 | position)
                 any = true
                 if position == 0 { atStart = true }
             }
-            var whole = s.withUTF8(at: 1) { matcher.scanASCII($0, record) } ?? nil
+            var whole = s.withUTF8(at: 1) { matcher.scanASCII($0, lowered: &scratch.lowered, rows: &scratch.rows, record) } ?? nil
             if whole == nil { whole = matcher.scan(s.string(at: 1) ?? "", record) }
             if any {
                 attribute = min(attribute, SearchRank.attribute(rank, atStart: atStart))
                 if whole == true { exact = min(exact, rank) }
             }
         }
-        if hits.contains(where: \.isEmpty) { return nil }
+        if scratch.hits.contains(where: \.isEmpty) { return nil }
         var proximity = 0
         for w in 0..<(plan.words.count - 1) {
             var best = 8
-            for a in hits[w] {
-                for b in hits[w + 1] where a.value == b.value {
-                    best = min(best, max(1, abs(b.position - a.position)))
+            for a in scratch.hits[w] {
+                for b in scratch.hits[w + 1] where a >> 32 == b >> 32 {
+                    best = min(best, max(1, abs((b & 0xFFFF_FFFF) - (a & 0xFFFF_FFFF))))
                 }
             }
             proximity += best

@@ -78,25 +78,48 @@ extension SearchRun {
             let column = try store.facetColumn(name)
             var counts = [Int](repeating: 0, count: column.names.count)
             var stats: FacetStats?
-            // Entries are sorted by item, several per item for a list.
-            var i = 0, j = 0
-            while i < set.count, j < column.items.count {
-                if set[i] < column.items[j] { i += 1 } else if set[i] > column.items[j] { j += 1 } else {
-                    let item = set[i]
-                    var seen = Set<Int32>()
-                    while j < column.items.count, column.items[j] == item {
-                        let v = column.values[j]
-                        if seen.insert(v).inserted {
-                            counts[Int(v)] += 1
-                            if let x = column.numbers[Int(v)] {
-                                if stats == nil { stats = FacetStats(min: x, max: x, sum: 0, count: 0) }
-                                stats!.merge(FacetStats(min: x, max: x, sum: x, count: 1))
-                            }
+            // Entries are sorted by item, several per item for a list. A
+            // value is counted once per item: `lastItem[v]` is the last item
+            // (its index in `set`, plus one) that counted it — a Set per item
+            // cost more than the rest of the count.
+            var lastItem = [Int32](repeating: 0, count: column.names.count)
+            let hasNumbers = column.numbers.contains { $0 != nil }
+            column.items.withUnsafeBufferPointer { items in
+            column.values.withUnsafeBufferPointer { values in
+            set.withUnsafeBufferPointer { set in
+                var i = 0, j = 0
+                while i < set.count, j < items.count {
+                    if set[i] < items[j] {
+                        i += 1
+                    } else if set[i] > items[j] {
+                        // Gallop: the matching set is usually far smaller than the column.
+                        var step = 1, hi = j
+                        while hi < items.count, items[hi] < set[i] { j = hi + 1; hi = j + step; step &<<= 1 }
+                        hi = min(hi, items.count)
+                        while j < hi {
+                            let mid = (j + hi) >> 1
+                            if items[mid] < set[i] { j = mid + 1 } else { hi = mid }
                         }
-                        j += 1
+                    } else {
+                        let item = set[i]
+                        let stamp = Int32(truncatingIfNeeded: i + 1)
+                        while j < items.count, items[j] == item {
+                            let v = Int(values[j])
+                            if lastItem[v] != stamp {
+                                lastItem[v] = stamp
+                                counts[v] += 1
+                                if hasNumbers, let x = column.numbers[v] {
+                                    if stats == nil { stats = FacetStats(min: x, max: x, sum: 0, count: 0) }
+                                    stats!.merge(FacetStats(min: x, max: x, sum: x, count: 1))
+                                }
+                            }
+                            j += 1
+                        }
+                        i += 1
                     }
-                    i += 1
                 }
+            }
+            }
             }
             var values: [(String, Int)] = []
             for (v, c) in counts.enumerated() where c > 0 { values.append((column.names[v], c)) }
