@@ -154,4 +154,43 @@ import Testing
             #expect(Array(kept.sorted(by: precedes).prefix(window)) == Array(all.prefix(window)), "round \(round)")
         }
     }
+
+    /// Both ways of counting a facet column (the table by item id, and the
+    /// merge kept for sparse ids) equal a count by hand: items with no
+    /// entry, several entries, a value repeated, numbers for the stats.
+    @Test func facetColumnCountsAgreeBothWays() {
+        var rng = SplitMix64(state: 3)
+        for round in 0..<200 {
+            var column = FacetColumn()
+            column.names = ["a", "b", "c", "1", "2.5"]
+            column.numbers = [nil, nil, nil, 1, 2.5]
+            var byItem: [Int64: [Int32]] = [:]
+            var id: Int64 = Int64(rng.next() % 3)
+            for _ in 0..<Int(rng.next() % 60) {
+                id += 1 + Int64(rng.next() % 4)
+                let values = (0..<(1 + Int(rng.next() % 3))).map { _ in Int32(rng.next() % 5) }
+                byItem[id] = values
+                for v in values { column.items.append(id); column.values.append(v) }
+            }
+            let set = (0...(id + 3)).filter { _ in rng.next() % 2 == 0 }
+            var want = [Int](repeating: 0, count: 5)
+            var stats: FacetStats?
+            for item in set {
+                for v in Set(byItem[item] ?? []) {
+                    want[Int(v)] += 1
+                    if let x = column.numbers[Int(v)] {
+                        if stats == nil { stats = FacetStats(min: x, max: x, sum: 0, count: 0) }
+                        stats!.merge(FacetStats(min: x, max: x, sum: x, count: 1))
+                    }
+                }
+            }
+            let merged = column.counts(over: set)
+            column.index()
+            #expect(!column.offsets.isEmpty || column.items.isEmpty)
+            let table = column.counts(over: set)
+            #expect(merged.counts == want, "round \(round)")
+            #expect(table.counts == want, "round \(round)")
+            #expect(merged.stats == stats && table.stats == stats, "round \(round)")
+        }
+    }
 }
