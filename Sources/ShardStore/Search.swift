@@ -78,13 +78,25 @@ extension ShardStore {
     /// item. Only proximity needs the text: it is worked out for the items in
     /// the best typo buckets that fill the window, and no others.
     ///
-    /// Where the time goes (Debian corpus, perf, November 2026): with two
-    /// words, reading the text of the best typo bucket for proximity and the
-    /// typo walks; with one word, the FTS5 lookups per column group for the
-    /// attribute criterion. The next steps: proximity from a word-pair index
-    /// or FTS5 NEAR sets for the typo-free bucket, and the matched columns of
-    /// every item from one FTS5 pass (an auxiliary function) rather than a
-    /// query per column group.
+    /// Where the time goes (Debian corpus, perf and per-phase CPU timers,
+    /// 2026-11-23, load average 7 to 10 on 2 cores so every figure is
+    /// inflated): a one-word faceted query, CPU p50 ~3.7 ms (was ~5.3 in the
+    /// same run), is now mostly FTS5 — the word's exact, prefix and typo
+    /// lookups (~1.5 ms) and the attribute criterion's `^`/column-group
+    /// lookups in ranking (~2 ms); the filter's key lookups ~0.4 ms, facet
+    /// counts ~0.2 ms, custom ranking, identifiers and the 20 fetches ~0.2
+    /// ms. Typo walks cost only words of 9 letters and more (two typos: ~1
+    /// ms, still a full trie walk); one typo is a prefix walk plus a suffix
+    /// table (see ``Vocabulary/fuzzy(_:maxTypos:)``). With two words,
+    /// scanning the best typo bucket's text for proximity is still most of
+    /// the time (CPU p50 ~4.5 ms, was ~5.5), a fifth of it in values that
+    /// are not ASCII (the tokenizer's slow path). The next steps: the
+    /// attribute criterion and the matched columns from one FTS5 pass (an
+    /// auxiliary function reading each row's instances) instead of a query
+    /// per column group; word-derived sets (postings, attributes) kept per
+    /// connection so that facet refinements and pages of one query skip
+    /// them; proximity from FTS5 NEAR candidates for the typo-free bucket;
+    /// a non-ASCII scan that folds in place.
     public func search(_ plan: SearchPlan, isCancelled: @escaping () -> Bool = { false }) throws -> ShardSearchResult {
         db.setProgressHandler(every: 4000) { isCancelled() }
         defer { db.setProgressHandler(nil) }
