@@ -116,13 +116,18 @@ public enum Typos {
     /// ``distance(_:_:max:)`` with rows the caller keeps between calls, so a
     /// scan over many tokens allocates once.
     public static func distance(_ a: [UInt8], _ b: ArraySlice<UInt8>, max k: Int, rows: inout [Int]) -> Int? {
+        b.withUnsafeBufferPointer { distance(a, $0, max: k, rows: &rows) }
+    }
+
+    /// ``distance(_:_:max:)`` of bytes in place, with caller-owned rows.
+    public static func distance(_ a: [UInt8], _ b: UnsafeBufferPointer<UInt8>, max k: Int, rows: inout [Int]) -> Int? {
         let n = a.count, m = b.count
         if abs(n - m) > k { return nil }
         if n == 0 { return m <= k ? m : nil }
         if m == 0 { return n <= k ? n : nil }
         let w = m + 1
         if rows.count < 3 * w { rows = [Int](repeating: 0, count: 3 * w) }
-        let base = b.startIndex
+        let base = 0
         return rows.withUnsafeMutableBufferPointer { r -> Int? in
             var p2 = 0, p1 = w, c = 2 * w
             for j in 0...m { r[p1 + j] = j }
@@ -156,10 +161,13 @@ public struct SearchWordMatcher: Sendable {
     let prefixLast: Bool
     let original: [String]
     let policy: TypoPolicy
+    /// Each word's ``letterMask(_:)``.
+    let masks: [UInt64]
 
     public init(words: [String], prefixLast: Bool, policy: TypoPolicy) {
         original = words
         self.words = words.map { Array($0.utf8) }
+        masks = self.words.map { Self.letterMask($0) }
         allowed = words.map { policy.allowed(for: $0) }
         self.prefixLast = prefixLast
         self.policy = policy
@@ -184,48 +192,71 @@ public struct SearchWordMatcher: Sendable {
 
     /// ``scan(_:_:)`` over UTF-8 bytes that are all ASCII, with no allocation
     /// per token; nil (and no call of `found`) when some byte is not ASCII.
+    ///
+    /// Ranking scans the text of every item in the best typo bucket of a
+    /// several-word query (most of such a query's time): so the value is
+    /// lowercased once, tokens are compared where they lie, and a token is
+    /// only run through the edit-distance rows when its letters allow it
+    /// (see ``letterMask(_:)``).
     public func scanASCII(_ bytes: UnsafeBufferPointer<UInt8>, _ found: (Int, Int) -> Void) -> Bool? {
+        var lowered: [UInt8] = [], rows: [Int] = []
+        return scanASCII(bytes, lowered: &lowered, rows: &rows, found)
+    }
+
+    /// ``scanASCII(_:_:)`` with buffers the caller keeps from one value to
+    /// the next (ranking scans thousands of values a query).
+    public func scanASCII(_ bytes: UnsafeBufferPointer<UInt8>, lowered: inout [UInt8], rows: inout [Int],
+                          _ found: (Int, Int) -> Void) -> Bool? {
         for b in bytes where b >= 128 { return nil }
-        var token: [UInt8] = []
-        token.reserveCapacity(32)
-        var position = 0
-        var i = 0
         let n = bytes.count
-        var rows = [Int](repeating: 0, count: 3 * 64)
+        var position = 0
         var whole = true
-        while i < n {
-            while i < n, !Self.isWordByte(bytes[i]) { i += 1 }
-            guard i < n else { break }
-            let start = i
-            while i < n, Self.isWordByte(bytes[i]) { i += 1 }
-            token.removeAll(keepingCapacity: true)
-            var camel = false
-            var prevLower = false
-            for k in start..<i {
+        if lowered.count < n { lowered = [UInt8](repeating: 0, count: max(n, 2 * lowered.count)) }
+        if rows.count < 3 * 64 { rows = [Int](repeating: 0, count: 3 * 64) }
+        lowered.withUnsafeMutableBufferPointer { low in
+            for k in 0..<n {
                 let b = bytes[k]
-                let upper = b >= 65 && b <= 90
-                if prevLower && upper { camel = true }
-                prevLower = b >= 97 && b <= 122
-                token.append(upper ? b + 32 : b)
+                low[k] = b >= 65 && b <= 90 ? b + 32 : b
             }
-            if whole { whole = position < words.count && token.elementsEqual(words[position]) }
-            check(token[...], position, &rows, found)
-            if camel {
-                // Camel-case parts: split where a lowercase letter meets an uppercase one.
-                var partStart = start
-                var pl = false
-                for k in start..<i {
-                    let b = bytes[k]
+            let low = UnsafeBufferPointer(low)
+            var i = 0
+            while i < n {
+                while i < n, !Self.isWordByte(bytes[i]) { i += 1 }
+                guard i < n else { break }
+                let start = i
+                var camel = false
+                var prevLower = false
+                var mask: UInt64 = 0
+                while i < n, Self.isWordByte(bytes[i]) {
+                    let b = bytes[i]
                     let upper = b >= 65 && b <= 90
-                    if pl && upper {
-                        check(token[(partStart - start)..<(k - start)], position, &rows, found)
-                        partStart = k
-                    }
-                    pl = b >= 97 && b <= 122
+                    if prevLower && upper { camel = true }
+                    prevLower = b >= 97 && b <= 122
+                    mask |= Self.bit(low[i])
+                    i += 1
                 }
-                check(token[(partStart - start)..<(i - start)], position, &rows, found)
+                let token = UnsafeBufferPointer(rebasing: low[start..<i])
+                if whole { whole = position < words.count && token.elementsEqual(words[position]) }
+                check(token, mask, position, &rows, found)
+                if camel {
+                    // Camel-case parts: split where a lowercase letter meets an uppercase one.
+                    var partStart = start
+                    var pl = false
+                    for k in start..<i {
+                        let b = bytes[k]
+                        let upper = b >= 65 && b <= 90
+                        if pl && upper {
+                            let part = UnsafeBufferPointer(rebasing: low[partStart..<k])
+                            check(part, Self.letterMask(part), position, &rows, found)
+                            partStart = k
+                        }
+                        pl = b >= 97 && b <= 122
+                    }
+                    let part = UnsafeBufferPointer(rebasing: low[partStart..<i])
+                    check(part, Self.letterMask(part), position, &rows, found)
+                }
+                position += 1
             }
-            position += 1
         }
         return whole && position == words.count
     }
@@ -234,20 +265,38 @@ public struct SearchWordMatcher: Sendable {
         (b >= 97 && b <= 122) || (b >= 65 && b <= 90) || (b >= 48 && b <= 57)
     }
 
-    func check(_ token: ArraySlice<UInt8>, _ position: Int, _ rows: inout [Int], _ found: (Int, Int) -> Void) {
+    /// A byte's bit in a ``letterMask(_:)``: its own for lowercase letters and
+    /// digits, shared by other bytes.
+    @inline(__always) static func bit(_ b: UInt8) -> UInt64 {
+        if b >= 97 && b <= 122 { return 1 << UInt64(b - 97) }
+        if b >= 48 && b <= 57 { return 1 << UInt64(b - 48 + 26) }
+        return 1 << UInt64(36 + b % 28)
+    }
+
+    /// The set of bits of a text's bytes. Each edit (insertion, deletion,
+    /// substitution; a transposition changes no letter) adds at most one
+    /// letter missing from the other side and removes at most one: so when
+    /// either side has more than k bits the other lacks, the two are more
+    /// than k typos apart, and no edit-distance rows are worth filling.
+    /// Bytes sharing a bit only weaken the test, never make it wrong.
+    static func letterMask<C: Collection<UInt8>>(_ text: C) -> UInt64 {
+        var m: UInt64 = 0
+        for b in text { m |= bit(b) }
+        return m
+    }
+
+    func check(_ token: UnsafeBufferPointer<UInt8>, _ mask: UInt64, _ position: Int, _ rows: inout [Int], _ found: (Int, Int) -> Void) {
         for (w, word) in words.enumerated() {
             if token.count == word.count, token.elementsEqual(word) { found(w, position); continue }
-            if prefixLast, w == words.count - 1, token.count > word.count, token.prefix(word.count).elementsEqual(word) {
+            if prefixLast, w == words.count - 1, token.count > word.count,
+               UnsafeBufferPointer(rebasing: token[..<word.count]).elementsEqual(word) {
                 found(w, position); continue
             }
             let k = allowed[w]
             guard k > 0, abs(token.count - word.count) <= k else { continue }
-            if Self.within(word, token, k, &rows) { found(w, position) }
+            let wm = masks[w]
+            guard (wm & ~mask).nonzeroBitCount <= k, (mask & ~wm).nonzeroBitCount <= k else { continue }
+            if Typos.distance(word, token, max: k, rows: &rows) != nil { found(w, position) }
         }
-    }
-
-    /// ``Typos/distance(_:_:max:)`` ≤ k, with caller-owned rows.
-    static func within(_ a: [UInt8], _ b: ArraySlice<UInt8>, _ k: Int, _ rows: inout [Int]) -> Bool {
-        Typos.distance(a, b, max: k, rows: &rows) != nil
     }
 }

@@ -218,6 +218,8 @@ struct Candidates {
 
 enum IDs {
     static func sortedUnique(_ ids: [Int64]) -> [Int64] {
+        // Most lists come sorted already (FTS5 and index scans return rowid order).
+        if zip(ids, ids.dropFirst()).allSatisfy({ $0 < $1 }) { return ids }
         var ids = ids
         ids.sort()
         var out: [Int64] = []

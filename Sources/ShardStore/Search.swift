@@ -78,13 +78,25 @@ extension ShardStore {
     /// item. Only proximity needs the text: it is worked out for the items in
     /// the best typo buckets that fill the window, and no others.
     ///
-    /// Where the time goes (Debian corpus, perf, November 2026): with two
-    /// words, reading the text of the best typo bucket for proximity and the
-    /// typo walks; with one word, the FTS5 lookups per column group for the
-    /// attribute criterion. The next steps: proximity from a word-pair index
-    /// or FTS5 NEAR sets for the typo-free bucket, and the matched columns of
-    /// every item from one FTS5 pass (an auxiliary function) rather than a
-    /// query per column group.
+    /// Where the time goes (Debian corpus, perf and per-phase CPU timers,
+    /// 2026-11-23, load average 7 to 10 on 2 cores so every figure is
+    /// inflated): a one-word faceted query, CPU p50 ~3.7 ms (was ~5.3 in the
+    /// same run), is now mostly FTS5 — the word's exact, prefix and typo
+    /// lookups (~1.5 ms) and the attribute criterion's `^`/column-group
+    /// lookups in ranking (~2 ms); the filter's key lookups ~0.4 ms, facet
+    /// counts ~0.2 ms, custom ranking, identifiers and the 20 fetches ~0.2
+    /// ms. Typo walks cost only words of 9 letters and more (two typos: ~1
+    /// ms, still a full trie walk); one typo is a prefix walk plus a suffix
+    /// table (see ``Vocabulary/fuzzy(_:maxTypos:)``). With two words,
+    /// scanning the best typo bucket's text for proximity is still most of
+    /// the time (CPU p50 ~4.5 ms, was ~5.5), a fifth of it in values that
+    /// are not ASCII (the tokenizer's slow path). The next steps: the
+    /// attribute criterion and the matched columns from one FTS5 pass (an
+    /// auxiliary function reading each row's instances) instead of a query
+    /// per column group; word-derived sets (postings, attributes) kept per
+    /// connection so that facet refinements and pages of one query skip
+    /// them; proximity from FTS5 NEAR candidates for the typo-free bucket;
+    /// a non-ASCII scan that folds in place.
     public func search(_ plan: SearchPlan, isCancelled: @escaping () -> Bool = { false }) throws -> ShardSearchResult {
         db.setProgressHandler(every: 4000) { isCancelled() }
         defer { db.setProgressHandler(nil) }
@@ -145,6 +157,15 @@ struct SearchRun {
     var mustVerify = false
     var searchableSet: Set<Int64> = []
     let matcher: SearchWordMatcher
+    /// Buffers ``textMatch(_:)`` reuses from one item to the next.
+    let scratch = TextScratch()
+
+    /// What ``textMatch(_:)`` keeps between items.
+    final class TextScratch {
+        var lowered: [UInt8] = []
+        var rows: [Int] = []
+        var hits: [[Int]] = []
+    }
 
     init(store: ShardStore, plan: SearchPlan, context: QueryContext) throws {
         self.store = store
@@ -176,6 +197,7 @@ struct SearchRun {
         mustVerify = store.names.contains { id, name in
             !searchableSet.contains(id) && searchedColumns.contains(Layout.wordColumn(name))
         }
+        coversEveryColumn = store.names.values.allSatisfy { searchedColumns.contains(Layout.wordColumn($0)) }
     }
 
     /// The items holding one query word, by how they hold it.
@@ -307,22 +329,20 @@ struct SearchRun {
 
         // The buckets that fill the window: by typos when proximity must still
         // be worked out (several words), by every cheap criterion otherwise.
-        var order = Array(0..<n)
         // One integer per item orders by the cheap criteria (each is small).
         let keys: [Int] = (0..<n).map { k in
             plan.words.count > 1 ? typos[k]
                 : typos[k] << 48 | min(attribute[k], 65535) << 32 | min(exactAttribute[k], 65535) << 16 | (1023 - min(exactWords[k], 1023))
         }
-        order.sort { keys[$0] < keys[$1] }
-        var needed = 0
-        while needed < n {
-            let key = keys[order[needed]]
-            var end = needed
-            while end < n, keys[order[end]] == key { end += 1 }
-            needed = end
-            if needed >= plan.window { break }
-        }
-        let chosen = Array(order[..<needed])
+        // The buckets wanted are every item whose key is at most the window's
+        // last key: sorting the keys alone finds it (sorting the items by
+        // key through a closure was a sixth of a one-word query's ranking),
+        // and the order they are taken in does not matter, since the full
+        // comparison sorts them below.
+        var sortedKeys = keys
+        sortedKeys.sort()
+        let last = sortedKeys[min(plan.window, n) - 1]
+        let chosen = (0..<n).filter { keys[$0] <= last }
         let ids = chosen.map { matched[$0] }
 
         var ranks: [SearchRank] = chosen.map { k in
@@ -343,13 +363,21 @@ struct SearchRun {
         }
         try addCustomRanking(ids: ids, to: &ranks)
         try addDistances(ids: ids, to: &ranks)
-        let uids = try ids.map { id -> String in
+        // The window's hits without sorting every candidate (a page 10 can
+        // leave thousands tied on the cheap criteria): the window's last
+        // rank is found by ranks alone, and only the candidates not behind
+        // it — the window, and whatever ties with its last — have their
+        // identifier read and are sorted in full.
+        let window = Self.notBehindWindow(ranks, window: plan.window, plan: plan)
+        let uidOf = try Dictionary(uniqueKeysWithValues: window.map { k -> (Int, String) in
             let s = try store.db.prepare("SELECT uid FROM items WHERE id = ?")
-            try s.bind(id, at: 0)
+            try s.bind(ids[k], at: 0)
             defer { try? s.reset() }
-            return try s.step() ? s.string(at: 0) ?? "" : ""
-        }
-        var positions = Array(ids.indices)
+            return (k, try s.step() ? s.string(at: 0) ?? "" : "")
+        })
+        var uids = [String](repeating: "", count: ids.count)
+        for (k, uid) in uidOf { uids[k] = uid }
+        var positions = window
         positions.sort { SearchRanking.precedes(ranks[$0], uids[$0], ranks[$1], uids[$1], plan: plan) }
         let fetch = plan.fetchAttributes.map(FetchList.init)
         var added: [Int64] = []
@@ -387,8 +415,15 @@ struct SearchRun {
         return IDs.sortedUnique(ids)
     }
 
-    /// The FTS5 column filter of the searchable attributes.
-    var columnFilter: String { "{" + columns.map { "c\($0.column)" }.joined(separator: " ") + "} : " }
+    /// The FTS5 column filter of the searchable attributes; none when they
+    /// cover every column any attribute of the shard is in (the default,
+    /// every text attribute): FTS5 then answers from its doclists without
+    /// decoding positions (a third to a half of the lookup, Debian corpus).
+    var columnFilter: String {
+        coversEveryColumn ? "" : "{" + columns.map { "c\($0.column)" }.joined(separator: " ") + "} : "
+    }
+    /// Whether the searched columns hold every column of the shard's attribute names.
+    var coversEveryColumn = false
 
     func wordPostings(_ word: String, isLast: Bool) throws -> WordPostings {
         var p = WordPostings()
@@ -452,12 +487,14 @@ struct SearchRun {
     /// attribute whose whole value is the query.
     func textMatch(_ id: Int64) throws -> (proximity: Int, attribute: Int, exactAttribute: Int)? {
         // One range read of the item's text rows, scanned in place (no String
-        // per value unless it is not ASCII).
+        // per value unless it is not ASCII), with buffers kept across items.
         let s = try store.db.prepare("SELECT name, text FROM attrs WHERE item = ? AND kind IN (0, 5)")
         try s.bind(id, at: 0)
         defer { try? s.reset() }
-        // Per word, the (value, position) pairs it matched at.
-        var hits = [[(value: Int, position: Int)]](repeating: [], count: plan.words.count)
+        let scratch = self.scratch
+        // Per word, the (value, position) pairs it matched at, as value << 32 | position.
+        if scratch.hits.count != plan.words.count { scratch.hits = [[Int]](repeating: [], count: plan.words.count) }
+        for w in scratch.hits.indices { scratch.hits[w].removeAll(keepingCapacity: true) }
         var valueIndex = 0
         var attribute = noRank, exact = SearchRank.noExactAttribute
         while try s.step() {
@@ -466,24 +503,24 @@ struct SearchRun {
             valueIndex += 1
             var any = false, atStart = false
             let record = { (w: Int, position: Int) in
-                hits[w].append((v, position))
+                scratch.hits[w].append(v << 32 | position)
                 any = true
                 if position == 0 { atStart = true }
             }
-            var whole = s.withUTF8(at: 1) { matcher.scanASCII($0, record) } ?? nil
+            var whole = s.withUTF8(at: 1) { matcher.scanASCII($0, lowered: &scratch.lowered, rows: &scratch.rows, record) } ?? nil
             if whole == nil { whole = matcher.scan(s.string(at: 1) ?? "", record) }
             if any {
                 attribute = min(attribute, SearchRank.attribute(rank, atStart: atStart))
                 if whole == true { exact = min(exact, rank) }
             }
         }
-        if hits.contains(where: \.isEmpty) { return nil }
+        if scratch.hits.contains(where: \.isEmpty) { return nil }
         var proximity = 0
         for w in 0..<(plan.words.count - 1) {
             var best = 8
-            for a in hits[w] {
-                for b in hits[w + 1] where a.value == b.value {
-                    best = min(best, max(1, abs(b.position - a.position)))
+            for a in scratch.hits[w] {
+                for b in scratch.hits[w + 1] where a >> 32 == b >> 32 {
+                    best = min(best, max(1, abs((b & 0xFFFF_FFFF) - (a & 0xFFFF_FFFF))))
                 }
             }
             proximity += best

@@ -11,6 +11,25 @@ struct FacetColumn {
     var names: [String] = []
     /// The numeric value of each interned value, for facet stats (nil for text).
     var numbers: [Double?] = []
+    /// Item `id`'s entries are `offsets[id]..<offsets[id + 1]`, so counting
+    /// a matching set is one lookup per item rather than a merge with every
+    /// entry (empty when ids are too sparse for a table: see ``index()``).
+    var offsets: [Int32] = []
+
+    /// Fills ``offsets`` when the largest id is within a small multiple of
+    /// the entries (ids grow with every write, so a shard that rewrote most
+    /// of its items many times falls back to merging).
+    mutating func index() {
+        guard let first = items.first, first >= 0, let last = items.last,
+              last < Int64(8 * items.count + 65_536), items.count < Int(Int32.max) else { return }
+        var offsets = [Int32](repeating: 0, count: Int(last) + 2)
+        var e = 0
+        for id in 0..<offsets.count {
+            while e < items.count, items[e] < Int64(id) { e += 1 }
+            offsets[id] = Int32(e)
+        }
+        self.offsets = offsets
+    }
 }
 
 extension ShardStore {
@@ -49,8 +68,75 @@ extension ShardStore {
             column.values.append(id)
         }
         try s.reset()
+        column.index()
         cache.facetColumns[name] = column
         return column
+    }
+}
+
+extension FacetColumn {
+    /// How many items of `set` (sorted) hold each value, each counted once
+    /// per item, and the stats of the numeric ones.
+    func counts(over set: [Int64]) -> (counts: [Int], stats: FacetStats?) {
+        var counts = [Int](repeating: 0, count: names.count)
+        var stats: FacetStats?
+        // Entries are sorted by item, several per item for a list. A
+        // value is counted once per item: `lastItem[v]` is the last item
+        // (its index in `set`, plus one) that counted it — a Set per item
+        // cost more than the rest of the count.
+        var lastItem = [Int32](repeating: 0, count: names.count)
+        let hasNumbers = numbers.contains { $0 != nil }
+        func count(_ v: Int, _ stamp: Int32) {
+            if lastItem[v] != stamp {
+                lastItem[v] = stamp
+                counts[v] += 1
+                if hasNumbers, let x = numbers[v] {
+                    if stats == nil { stats = FacetStats(min: x, max: x, sum: 0, count: 0) }
+                    stats!.merge(FacetStats(min: x, max: x, sum: x, count: 1))
+                }
+            }
+        }
+        if !offsets.isEmpty {
+            offsets.withUnsafeBufferPointer { offsets in
+            values.withUnsafeBufferPointer { values in
+                for (i, item) in set.enumerated() where item >= 0 && item < offsets.count - 1 {
+                    let stamp = Int32(truncatingIfNeeded: i + 1)
+                    for e in Int(offsets[Int(item)])..<Int(offsets[Int(item) + 1]) { count(Int(values[e]), stamp) }
+                }
+            }
+            }
+        } else {
+        items.withUnsafeBufferPointer { items in
+        values.withUnsafeBufferPointer { values in
+        set.withUnsafeBufferPointer { set in
+            var i = 0, j = 0
+            while i < set.count, j < items.count {
+                if set[i] < items[j] {
+                    i += 1
+                } else if set[i] > items[j] {
+                    // Gallop: the matching set is usually far smaller than the column.
+                    var step = 1, hi = j
+                    while hi < items.count, items[hi] < set[i] { j = hi + 1; hi = j + step; step &<<= 1 }
+                    hi = min(hi, items.count)
+                    while j < hi {
+                        let mid = (j + hi) >> 1
+                        if items[mid] < set[i] { j = mid + 1 } else { hi = mid }
+                    }
+                } else {
+                    let item = set[i]
+                    let stamp = Int32(truncatingIfNeeded: i + 1)
+                    while j < items.count, items[j] == item {
+                        count(Int(values[j]), stamp)
+                        j += 1
+                    }
+                    i += 1
+                }
+            }
+        }
+        }
+        }
+        }
+        return (counts, stats)
     }
 }
 
@@ -76,28 +162,7 @@ extension SearchRun {
             }
             guard let name = store.nameIDs[facet] else { result.facets[facet] = [:]; continue }
             let column = try store.facetColumn(name)
-            var counts = [Int](repeating: 0, count: column.names.count)
-            var stats: FacetStats?
-            // Entries are sorted by item, several per item for a list.
-            var i = 0, j = 0
-            while i < set.count, j < column.items.count {
-                if set[i] < column.items[j] { i += 1 } else if set[i] > column.items[j] { j += 1 } else {
-                    let item = set[i]
-                    var seen = Set<Int32>()
-                    while j < column.items.count, column.items[j] == item {
-                        let v = column.values[j]
-                        if seen.insert(v).inserted {
-                            counts[Int(v)] += 1
-                            if let x = column.numbers[Int(v)] {
-                                if stats == nil { stats = FacetStats(min: x, max: x, sum: 0, count: 0) }
-                                stats!.merge(FacetStats(min: x, max: x, sum: x, count: 1))
-                            }
-                        }
-                        j += 1
-                    }
-                    i += 1
-                }
-            }
+            let (counts, stats) = column.counts(over: set)
             var values: [(String, Int)] = []
             for (v, c) in counts.enumerated() where c > 0 { values.append((column.names[v], c)) }
             if values.count > ShardStore.maxFacetValues {

@@ -1,0 +1,196 @@
+import Foundation
+import Items
+import QueryPlan
+import Testing
+@testable import ShardStore
+
+/// The structures that keep parameter search fast give the answers the
+/// definitions give: one-typo lookups against the edit distance, facet
+/// counts against a count of the data written, and the ASCII scan against
+/// the tokenizer on text with many near misses.
+@Suite struct SearchSpeedTests {
+    /// `fuzzy` with one typo takes the split-word path from five bytes on:
+    /// the same terms, distances and order as checking every term, including
+    /// transpositions across the cut and words whose cut falls inside a
+    /// two-byte character.
+    @Test func oneTypoLookupAgreesWithEveryTermChecked() {
+        var rng = SplitMix64(state: 41)
+        let letters = ["a", "b", "c", "d", "é", "ab", "ba"]
+        func word(_ n: Int) -> String { (0..<n).map { _ in letters[Int(rng.next() % UInt64(letters.count))] }.joined() }
+        var terms = Set<String>()
+        for _ in 0..<1500 { terms.insert(word(2 + Int(rng.next() % 7))) }
+        // Every neighbour of a few words, so that each kind of edit is present.
+        let seeds = (0..<20).map { _ in word(5 + Int(rng.next() % 3)) }
+        for s in seeds {
+            let b = Array(s.utf8)
+            for i in 0..<b.count {
+                var d = b; d.remove(at: i); terms.insert(String(decoding: d, as: UTF8.self))
+                if i + 1 < b.count { var t = b; t.swapAt(i, i + 1); terms.insert(String(decoding: t, as: UTF8.self)) }
+                var sub = b; sub[i] = 0x7A; terms.insert(String(decoding: sub, as: UTF8.self))
+                var ins = b; ins.insert(0x79, at: i); terms.insert(String(decoding: ins, as: UTF8.self))
+            }
+        }
+        let sorted = terms.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+        let v = Vocabulary()
+        for t in sorted { v.append(t, docs: 1) }
+        for q in seeds + (0..<300).map({ _ in word(3 + Int(rng.next() % 6)) }) where q.utf8.count >= 5 {
+            let got = v.fuzzy(q, maxTypos: 1).map { "\(v.term($0.term)) \($0.typos)" }
+            let want = sorted.compactMap { t in Typos.distance(Array(q.utf8), Array(t.utf8), max: 1).map { "\(t) \($0)" } }
+            #expect(got == want, "\(q)")
+        }
+    }
+
+    /// Facet counts and stats over random items (lists with repeated values
+    /// included) equal a count of what was written, on one reading
+    /// connection kept across writes and deletes: its facet columns must
+    /// follow every change.
+    @Test func facetCountsFollowWritesAndDeletes() throws {
+        let dir = try TempDir()
+        let writer = try openStore(dir)
+        let reader = try openStore(dir, mode: .readOnly)
+        var rng = SplitMix64(state: 5)
+        let sections = ["utils", "libs", "net", "doc"]
+        let tags = ["red", "green", "blue", "cyan"]
+        // What each stored item holds: section, tags (distinct), size.
+        var data: [String: (section: String, tags: Set<String>, size: Double)] = [:]
+        var next = 0
+        func write(_ n: Int) throws {
+            var items: [JSONValue] = []
+            for _ in 0..<n {
+                let id = "i\(next)"
+                next += 1
+                let section = sections[Int(rng.next() % 4)]
+                let t = (0..<Int(rng.next() % 4)).map { _ in tags[Int(rng.next() % 4)] }
+                let size = Double(rng.next() % 50)
+                let tagList = t.map { "\"\($0)\"" }.joined(separator: ", ")
+                items.append(item(id, #"{"title": "widget \#(id)", "section": "\#(section)", "tags": [\#(tagList)], "size": \#(Int(size))}"#))
+                data[id] = (section, Set(t), size)
+            }
+            try writer.put(items)
+        }
+        func check(_ when: String) throws {
+            let r = try reader.search(SearchPlan(words: ["widget"], facets: ["section", "tags", "size"], window: 1))
+            var sectionCounts: [String: Int] = [:], tagCounts: [String: Int] = [:]
+            for d in data.values {
+                sectionCounts[d.section, default: 0] += 1
+                for t in d.tags { tagCounts[t, default: 0] += 1 }
+            }
+            #expect(r.nbHits == data.count, "\(when)")
+            #expect(r.facets["section"] == sectionCounts, "\(when)")
+            #expect(r.facets["tags"] == tagCounts, "\(when)")
+            let sizes = data.values.map(\.size)
+            #expect(r.facetStats["size"] == FacetStats(min: sizes.min()!, max: sizes.max()!, sum: sizes.reduce(0, +), count: sizes.count), "\(when)")
+            // A refinement: the matching set is a part of the column.
+            let refined = try reader.search(SearchPlan(words: ["widget"], filter: text("section", "net", "cd"), facets: ["tags"], window: 1))
+            var refinedTags: [String: Int] = [:]
+            for d in data.values where d.section == "net" { for t in d.tags { refinedTags[t, default: 0] += 1 } }
+            #expect(refined.facets["tags"] == refinedTags, "\(when)")
+        }
+        try write(300)
+        try check("first")
+        try write(40)
+        try check("after a write")
+        let gone = data.keys.sorted().prefix(120)
+        #expect(try writer.delete(ids: Array(gone)) == gone.count)
+        for id in gone { data[id] = nil }
+        try check("after a delete")
+        // Rewriting an item changes its values in place.
+        #expect(data["i250"] != nil)
+        next = 250
+        try write(1)
+        next = 340
+        try check("after a rewrite")
+    }
+
+    /// The ASCII scan agrees with the tokenizer and `WordMatch` on values
+    /// full of near misses (the letter-mask test skips the edit distance
+    /// only where it must fail).
+    @Test func asciiScanAgreesOnNearMisses() {
+        var rng = SplitMix64(state: 99)
+        let alphabet = Array("abcdeABCDE9".utf8)
+        func token() -> String {
+            String(decoding: (0..<(1 + Int(rng.next() % 9))).map { _ in alphabet[Int(rng.next() % UInt64(alphabet.count))] }, as: UTF8.self)
+        }
+        for _ in 0..<2000 {
+            let value = (0..<Int(rng.next() % 8)).map { _ in token() }.joined(separator: rng.next() % 3 == 0 ? "-" : " ")
+            let query = (0..<(1 + Int(rng.next() % 2))).map { _ in token().lowercased() }
+            let policy = TypoPolicy(enabled: true, minWordSizeForOneTypo: 2, minWordSizeForTwoTypos: 5)
+            let prefixLast = rng.next() % 2 == 0
+            let matcher = SearchWordMatcher(words: query, prefixLast: prefixLast, policy: policy)
+            var fast = Set<[Int]>()
+            _ = matcher.scan(value) { fast.insert([$0, $1]) }
+            var slow = Set<[Int]>()
+            for t in SearchTokens.tokens(value) {
+                for (w, word) in query.enumerated() {
+                    let isLast = prefixLast && w == query.count - 1
+                    if WordMatch.of(word: word, token: t.folded, isLast: isLast, policy: policy) != nil { slow.insert([w, t.position]) }
+                }
+            }
+            #expect(fast == slow, "\(query) in \(value)")
+        }
+    }
+
+    /// The candidates kept for the window, sorted, start as every
+    /// candidate sorted does: ranks drawn from few values (so ties are
+    /// many), custom values missing or not, windows smaller and larger than
+    /// the candidates.
+    @Test func theWindowSelectionKeepsTheBestAndTheirTies() {
+        var rng = SplitMix64(state: 17)
+        let plan = SearchPlan(words: ["a", "b"])
+        for round in 0..<300 {
+            let n = Int(rng.next() % 200)
+            let ranks = (0..<n).map { _ -> SearchRank in
+                let hint: JSONValue = rng.next() % 3 == 0 ? .null : .number(Double(rng.next() % 3))
+                return SearchRank(words: 2, typos: Int(rng.next() % 2), proximity: 1 + Int(rng.next() % 3), attribute: Int(rng.next() % 2),
+                                  exactAttribute: SearchRank.noExactAttribute, exactWords: Int(rng.next() % 2),
+                                  custom: [.number(Double(rng.next() % 2)), hint])
+            }
+            let uids = (0..<n).map { "u\($0 * 7919 % 1000)-\($0)" }
+            func precedes(_ a: Int, _ b: Int) -> Bool { SearchRanking.precedes(ranks[a], uids[a], ranks[b], uids[b], plan: plan) }
+            let window = 1 + Int(rng.next() % 40)
+            let all = Array(0..<n).sorted(by: precedes)
+            let kept = SearchRun.notBehindWindow(ranks, window: window, plan: plan)
+            #expect(Set(kept).count == kept.count, "round \(round)")
+            #expect(Array(kept.sorted(by: precedes).prefix(window)) == Array(all.prefix(window)), "round \(round)")
+        }
+    }
+
+    /// Both ways of counting a facet column (the table by item id, and the
+    /// merge kept for sparse ids) equal a count by hand: items with no
+    /// entry, several entries, a value repeated, numbers for the stats.
+    @Test func facetColumnCountsAgreeBothWays() {
+        var rng = SplitMix64(state: 3)
+        for round in 0..<200 {
+            var column = FacetColumn()
+            column.names = ["a", "b", "c", "1", "2.5"]
+            column.numbers = [nil, nil, nil, 1, 2.5]
+            var byItem: [Int64: [Int32]] = [:]
+            var id: Int64 = Int64(rng.next() % 3)
+            for _ in 0..<Int(rng.next() % 60) {
+                id += 1 + Int64(rng.next() % 4)
+                let values = (0..<(1 + Int(rng.next() % 3))).map { _ in Int32(rng.next() % 5) }
+                byItem[id] = values
+                for v in values { column.items.append(id); column.values.append(v) }
+            }
+            let set = (0...(id + 3)).filter { _ in rng.next() % 2 == 0 }
+            var want = [Int](repeating: 0, count: 5)
+            var stats: FacetStats?
+            for item in set {
+                for v in Set(byItem[item] ?? []) {
+                    want[Int(v)] += 1
+                    if let x = column.numbers[Int(v)] {
+                        if stats == nil { stats = FacetStats(min: x, max: x, sum: 0, count: 0) }
+                        stats!.merge(FacetStats(min: x, max: x, sum: x, count: 1))
+                    }
+                }
+            }
+            let merged = column.counts(over: set)
+            column.index()
+            #expect(!column.offsets.isEmpty || column.items.isEmpty)
+            let table = column.counts(over: set)
+            #expect(merged.counts == want, "round \(round)")
+            #expect(table.counts == want, "round \(round)")
+            #expect(merged.stats == stats && table.stats == stats, "round \(round)")
+        }
+    }
+}
