@@ -119,8 +119,10 @@ public struct CoordinatorCommand: AsyncParsableCommand {
             let id = "coordinator-local"
             var l = log.logger("limelight.coordinator.local")
             l[metadataKey: "worker"] = "\(id)"
+            // A query worker's own defaults (threads, queue bound), so the two stay alike.
+            let defaults = QueryWorkerConfiguration(data: localData, shards: shards, workerID: id)
             let r = ShardQueryRunner(data: localData, shards: shards, workerID: id,
-                                     concurrency: localConcurrency ?? max(2, ProcessInfo.processInfo.activeProcessorCount), maxQueued: 1000,
+                                     concurrency: localConcurrency ?? defaults.concurrency, maxQueued: defaults.maxQueued,
                                      logger: l, reply: { service.localReply($0, $1) }, replyNow: { service.localReplyLater($0, $1) })
             service.attach(LocalQueryWorker(workerID: id, shards: shards, replica: localReplica ?? defaultReplicaName(data: localData),
                                             take: { r.take($0) }))
