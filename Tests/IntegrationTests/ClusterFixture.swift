@@ -184,3 +184,12 @@ func item(_ uid: String, domain: String, _ attrs: [String: JSONValue]) -> JSONVa
 }
 
 func uids(_ items: [JSONValue]) -> [String] { items.compactMap { $0["uniqueIdentifier"]?.stringValue } }
+
+extension Body.PublishAck {
+    /// The first rejection's code and message, for an expectation's comment:
+    /// a load-dependent failure in CI must say why the items were refused.
+    var firstRejection: String {
+        guard let r = results.first(where: { $0.status == .rejected }) else { return "none rejected" }
+        return "item \(r.index) \(r.uniqueIdentifier ?? "?"): \(r.error?.code ?? "?"): \(r.error?.message ?? "")"
+    }
+}

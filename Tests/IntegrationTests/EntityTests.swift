@@ -36,7 +36,7 @@ struct EntityClusterTests {
                    properties: ["contentType": .string("com.example.trail")]),
             .object(["type": .string("LandmarkEntity"), "id": .string("bad"), "displayRepresentation": .object([:])]),
         ])
-        #expect(ack.stored == 7)
+        #expect(ack.stored == 7, "\(ack.firstRejection)")
         #expect(ack.rejected == 1)
         #expect(ack.results[7].error?.field == "displayRepresentation.title")
 

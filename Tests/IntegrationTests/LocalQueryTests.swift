@@ -52,7 +52,7 @@ struct LocalQueryTests {
         #expect(!workers.contains { $0["role"]?.stringValue == "query" && $0["id"]?.stringValue != "coordinator-local" })
 
         let ack = try await client.publish(Self.items())
-        #expect(ack.stored == 240)
+        #expect(ack.stored == 240, "\(ack.firstRejection)")
         let here = try await Self.answers(client)
         #expect(here[0].split(separator: ",").count == 160)   // "python…" and "pyramid…" titles
         #expect(here[1] == "80")

@@ -38,7 +38,7 @@ struct PredicatePagingTests {
         }
         for start in stride(from: 0, to: items.count, by: 500) {
             let ack = try await client.publish(Array(items[start..<min(items.count, start + 500)]))
-            #expect(ack.rejected == 0)
+            #expect(ack.rejected == 0, "\(ack.firstRejection)")
         }
         // value descending (records without one last), then station, then the identifier.
         expected.sort { a, b in

@@ -1,7 +1,7 @@
 import Foundation
 import Items
 import QueryPlan
-import ShardStore
+@testable import ShardStore
 import SQLite
 import Testing
 
@@ -89,4 +89,31 @@ import Testing
         #expect(try reader.idSet(text("*", "bar", "cdw")) == ["new"])
         #expect(try reader.idSet(text("*", "libbar", "cdw")) == [])
     }
+
+    /// The fast builder records what the reference one does, on random items
+    /// of ASCII, camel-case and accented texts that share words.
+    @Test func theBuilderAgreesWithItsDefinition() {
+        var rng = SystemRandomNumberGenerator()
+        let pieces = ["lib", "Foo", "foo", "libfoo", "LibFoo", "Bar", "NSWindow", "window", "py", "Qt", "PyQt", "pyqt",
+                      "x11", "X11Lib", "café", "Über", "straße", "ⓐ", "gtkWidget", "gtk", "widget", "A", "a1B2", "ToolKit"]
+        let separators = [" ", "-", ".", "\n", "_", "/", ""]
+        var differing = 0
+        for _ in 0..<3000 {
+            var fast = WordCheck.Builder(), reference = WordCheck.ReferenceBuilder()
+            for _ in 0..<Int.random(in: 1...4, using: &rng) {
+                var text = ""
+                for _ in 0..<Int.random(in: 1...6, using: &rng) {
+                    text += pieces.randomElement(using: &rng)! + separators.randomElement(using: &rng)!
+                }
+                let indexText = Words.indexText(text)
+                let indexed = Fold.isASCII(indexText) ? indexText : Fold.fold(indexText)
+                fast.add(text, indexed: indexed)
+                reference.add(text, indexed: indexed)
+            }
+            if fast.value != reference.value { differing += 1 }
+            #expect(fast.value == reference.value)
+            if differing > 5 { break }
+        }
+    }
 }
+
