@@ -53,6 +53,11 @@ final class SearchCache {
     var vectorsVersion: Int64 = -2
     /// Posting lists of the terms suggestions have counted (see ``TermPostings``).
     let postings = TermPostings()
+    /// Whether searches take their word lookups from the process's
+    /// ``PostingIndex`` when it is current (tests turn it off to compare).
+    var searchesUsePostingIndex = true
+    /// Searches that found the shared index current and used it (for tests).
+    var postingSearches = 0
 
     static let maxTypoForms = 10_000
 }
@@ -100,11 +105,17 @@ extension ShardStore {
     public func search(_ plan: SearchPlan, isCancelled: @escaping () -> Bool = { false }) throws -> ShardSearchResult {
         db.setProgressHandler(every: 4000) { isCancelled() }
         defer { db.setProgressHandler(nil) }
+        let outside = db.isAutocommit
         do {
             return try db.transaction(.deferred) {
                 try reloadIfChanged()
                 let context = QueryContext(isCancelled: isCancelled, wantsScores: false)
-                return try SearchRun(store: self, plan: plan, context: context).run()
+                var index: PostingIndex?
+                if searchCache.searchesUsePostingIndex, !plan.words.isEmpty {
+                    index = try currentPostingIndex(outside: outside)
+                    if index != nil { searchCache.postingSearches += 1 }
+                }
+                return try SearchRun(store: self, plan: plan, context: context, index: index).run()
             }
         } catch {
             throw StoreError.wrap(error, "search failed")
@@ -157,6 +168,8 @@ struct SearchRun {
     var mustVerify = false
     var searchableSet: Set<Int64> = []
     let matcher: SearchWordMatcher
+    /// The word lookups from memory, when the shard's ``PostingIndex`` is current.
+    let postingSearch: PostingSearch?
     /// Buffers ``textMatch(_:)`` reuses from one item to the next.
     let scratch = TextScratch()
 
@@ -167,10 +180,11 @@ struct SearchRun {
         var hits: [[Int]] = []
     }
 
-    init(store: ShardStore, plan: SearchPlan, context: QueryContext) throws {
+    init(store: ShardStore, plan: SearchPlan, context: QueryContext, index: PostingIndex? = nil) throws {
         self.store = store
         self.plan = plan
         self.context = context
+        postingSearch = index.map(PostingSearch.init)
         matcher = SearchWordMatcher(words: plan.words, prefixLast: plan.prefixLast, policy: plan.typos)
         let order = plan.searchableAttributes.isEmpty ? SearchPlan.defaultAttributeOrder : plan.searchableAttributes
         let ids: [Int64]
@@ -208,6 +222,9 @@ struct SearchRun {
         var exact: [Int64] = []
         /// The FTS5 terms of every form, by typos, for column-filtered lookups.
         var formsByTypos: [[String]] = [[], [], []]
+        /// The same forms as ``PostingIndex`` terms, by typos, where the index
+        /// answers for them (nil: FTS5 does).
+        var termsByTypos: [[Int]?] = [nil, nil, nil]
         var all: [Int64] = []
     }
 
@@ -305,17 +322,32 @@ struct SearchRun {
                         if typos[k] == level, !assigned[k] { assigned[k] = true; attribute[k] = value; count += 1 }
                     }
                 }
+                // From the index: each match's columns and starts, for every group at once.
+                let levelMasks = p.termsByTypos[level].map { postingSearch!.masks(of: matched, $0) }
+                func assign(columns: UInt32, _ value: Int) {
+                    for k in 0..<n where typos[k] == level && !assigned[k] && levelMasks![k] & columns != 0 {
+                        assigned[k] = true; attribute[k] = value; count += 1
+                    }
+                }
                 // Groups go best first, so once the window is full the rest
                 // of this level's matches rank below it whatever their
                 // attribute: they keep the worst value and are not looked up.
                 groups: for (g, (rank, cols)) in groups.enumerated() {
                     let filter = "{" + cols.map { "c\($0.column)" }.joined(separator: " ") + "} : "
-                    assign(try ftsIDs(filter + "(" + forms.map { "^" + $0 }.joined(separator: " OR ") + ")"),
-                           SearchRank.attribute(rank, atStart: true))
+                    let groupMask = PostingSearch.mask(cols.map(\.column))
+                    if levelMasks != nil {
+                        assign(columns: groupMask << 16, SearchRank.attribute(rank, atStart: true))
+                    } else {
+                        assign(try ftsIDs(filter + "(" + forms.map { "^" + $0 }.joined(separator: " OR ") + ")"),
+                               SearchRank.attribute(rank, atStart: true))
+                    }
                     if before + count >= plan.window { break groups }
                     if g == groups.count - 1 {
                         // A match found in no better column is in one of the last group's.
                         for k in 0..<n where typos[k] == level && !assigned[k] { attribute[k] = SearchRank.attribute(rank, atStart: false) }
+                    } else if levelMasks != nil {
+                        assign(columns: groupMask, SearchRank.attribute(rank, atStart: false))
+                        if before + count >= plan.window { break groups }
                     } else {
                         assign(try ftsIDs(filter + "(" + forms.joined(separator: " OR ") + ")"), SearchRank.attribute(rank, atStart: false))
                         if before + count >= plan.window { break groups }
@@ -425,18 +457,30 @@ struct SearchRun {
     /// Whether the searched columns hold every column of the shard's attribute names.
     var coversEveryColumn = false
 
+    /// The searched columns' mask for ``PostingSearch``: nil when FTS5 gets no column filter.
+    var columnMask: UInt32? {
+        coversEveryColumn ? nil : PostingSearch.mask(columns.map(\.column))
+    }
+
     func wordPostings(_ word: String, isLast: Bool) throws -> WordPostings {
         var p = WordPostings()
         let exactForm = Self.quote(word)
         p.formsByTypos[0] = [exactForm]
-        p.exact = try ftsIDs(columnFilter + exactForm)
-        var zero = p.exact
-        if isLast, plan.prefixLast {
-            let prefixForm = exactForm + " *"
-            p.formsByTypos[0].append(prefixForm)
-            zero = IDs.union(zero, try ftsIDs(columnFilter + prefixForm))
+        let prefix = isLast && plan.prefixLast
+        if prefix { p.formsByTypos[0].append(exactForm + " *") }
+        if let search = postingSearch, PostingSearch.isPlain(word) {
+            let exact = search.exact(word)
+            p.exact = search.items(exact, columns: columnMask)
+            // The prefix's terms include the word itself.
+            let zero = prefix ? search.prefixed(word) : exact
+            p.termsByTypos[0] = zero
+            p.byTypos[0] = prefix ? search.items(zero, columns: columnMask) : p.exact
+        } else {
+            p.exact = try ftsIDs(columnFilter + exactForm)
+            var zero = p.exact
+            if prefix { zero = IDs.union(zero, try ftsIDs(columnFilter + exactForm + " *")) }
+            p.byTypos[0] = zero
         }
-        p.byTypos[0] = zero
         let allowed = plan.typos.allowed(for: word)
         if allowed > 0 {
             let vocabulary = try store.vocabulary()
@@ -450,10 +494,17 @@ struct SearchRun {
                 found = Array(found.prefix(ShardStore.maxTypoTerms))
             }
             for t in 1...allowed {
-                let forms = found.filter { $0.typos == t }.map { Self.quote(vocabulary.term($0.term)) }
-                guard !forms.isEmpty else { continue }
+                let terms = found.filter { $0.typos == t }.map { vocabulary.term($0.term) }
+                guard !terms.isEmpty else { continue }
+                let forms = terms.map(Self.quote)
                 p.formsByTypos[t] = forms
-                p.byTypos[t] = try ftsIDs(columnFilter + "(" + forms.joined(separator: " OR ") + ")")
+                if let search = postingSearch, terms.allSatisfy(PostingSearch.isPlain) {
+                    let held = terms.flatMap(search.exact)
+                    p.termsByTypos[t] = held
+                    p.byTypos[t] = search.items(held, columns: columnMask)
+                } else {
+                    p.byTypos[t] = try ftsIDs(columnFilter + "(" + forms.joined(separator: " OR ") + ")")
+                }
             }
         }
         p.all = p.byTypos.reduce([], IDs.union)
