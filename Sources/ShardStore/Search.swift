@@ -81,27 +81,26 @@ extension ShardStore {
     /// the shard's ``Vocabulary``), so typos, the attribute matched and
     /// exactness are set operations over posting lists, never a read of an
     /// item. Only proximity needs the text: it is worked out for the items in
-    /// the best typo buckets that fill the window, and no others.
+    /// the best typo buckets that fill the window, and no others. While the
+    /// process holds the shard's ``PostingIndex`` of the current data, those
+    /// lists, and the one-word attribute criterion, come from memory with no
+    /// FTS5 query (see ``PostingSearch``); otherwise, and inside a caller's
+    /// transaction, from FTS5, with the same answers.
     ///
-    /// Where the time goes (Debian corpus, perf and per-phase CPU timers,
-    /// 2026-11-23, load average 7 to 10 on 2 cores so every figure is
-    /// inflated): a one-word faceted query, CPU p50 ~3.7 ms (was ~5.3 in the
-    /// same run), is now mostly FTS5 — the word's exact, prefix and typo
-    /// lookups (~1.5 ms) and the attribute criterion's `^`/column-group
-    /// lookups in ranking (~2 ms); the filter's key lookups ~0.4 ms, facet
-    /// counts ~0.2 ms, custom ranking, identifiers and the 20 fetches ~0.2
-    /// ms. Typo walks cost only words of 9 letters and more (two typos: ~1
-    /// ms, still a full trie walk); one typo is a prefix walk plus a suffix
-    /// table (see ``Vocabulary/fuzzy(_:maxTypos:)``). With two words,
-    /// scanning the best typo bucket's text for proximity is still most of
-    /// the time (CPU p50 ~4.5 ms, was ~5.5), a fifth of it in values that
-    /// are not ASCII (the tokenizer's slow path). The next steps: the
-    /// attribute criterion and the matched columns from one FTS5 pass (an
-    /// auxiliary function reading each row's instances) instead of a query
-    /// per column group; word-derived sets (postings, attributes) kept per
-    /// connection so that facet refinements and pages of one query skip
-    /// them; proximity from FTS5 NEAR candidates for the typo-free bucket;
-    /// a non-ASCII scan that folds in place.
+    /// Where the time goes (Debian corpus, one shard, CPU p50, 2026-11-23
+    /// 12:20, load average ~10 on 2 cores, so every figure is inflated; the
+    /// README has the runs): with the index, a one-word faceted query takes
+    /// ~1.1 ms (~4.5 with FTS5 lookups in the same run), a page 10 ~2.7
+    /// (~6.9), two words ~2.7 (~4.3). What is left, by perf: the typo forms
+    /// of words of 9 letters and more (two typos: a full trie walk of the
+    /// vocabulary, ~30% of a faceted query), facet counts (~20%), ranking and
+    /// the fetches; for two words, scanning the best typo bucket's text for
+    /// proximity. The next steps: a two-typo expansion that does not walk the
+    /// whole trie (the one-typo cut of ``Vocabulary/fuzzy(_:maxTypos:)``,
+    /// generalized); proximity from positions kept in the index for items
+    /// whose tokens are all plain ASCII (`items.wordcheck`), where it
+    /// provably equals the text scan; word-derived sets kept per connection
+    /// so that facet refinements and pages of one query skip them.
     public func search(_ plan: SearchPlan, isCancelled: @escaping () -> Bool = { false }) throws -> ShardSearchResult {
         db.setProgressHandler(every: 4000) { isCancelled() }
         defer { db.setProgressHandler(nil) }
@@ -399,21 +398,19 @@ struct SearchRun {
         // leave thousands tied on the cheap criteria): the window's last
         // rank is found by ranks alone, and only the candidates not behind
         // it — the window, and whatever ties with its last — have their
-        // identifier read and are sorted in full.
-        let window = Self.notBehindWindow(ranks, window: plan.window, plan: plan)
-        let uidOf = try Dictionary(uniqueKeysWithValues: window.map { k -> (Int, String) in
-            let s = try store.db.prepare("SELECT uid FROM items WHERE id = ?")
-            try s.bind(ids[k], at: 0)
-            defer { try? s.reset() }
-            return (k, try s.step() ? s.string(at: 0) ?? "" : "")
-        })
+        // identifier read and are ordered (see ``windowOrder``).
+        let (window, windowLast) = Self.notBehindWindow(ranks, window: plan.window, plan: plan)
         var uids = [String](repeating: "", count: ids.count)
-        for (k, uid) in uidOf { uids[k] = uid }
-        var positions = window
-        positions.sort { SearchRanking.precedes(ranks[$0], uids[$0], ranks[$1], uids[$1], plan: plan) }
+        let uid = try store.db.prepare("SELECT uid FROM items WHERE id = ?")
+        for k in window {
+            try uid.bind(ids[k], at: 0)
+            uids[k] = try uid.step() ? uid.string(at: 0) ?? "" : ""
+            try uid.reset()
+        }
+        let positions = Self.windowOrder(window, last: windowLast, ranks: ranks, uids: uids, window: plan.window, plan: plan)
         let fetch = plan.fetchAttributes.map(FetchList.init)
         var added: [Int64] = []
-        for p in positions.prefix(plan.window) {
+        for p in positions {
             try context.checkCancelled()
             guard let stored = try store.fetchResult(ids[p], attributes: fetch) else { continue }
             result.hits.append(SearchHit(uniqueIdentifier: uids[p], item: stored.item, rank: ranks[p]))
