@@ -88,19 +88,20 @@ extension ShardStore {
     /// transaction, from FTS5, with the same answers.
     ///
     /// Where the time goes (Debian corpus, one shard, CPU p50, 2026-11-23
-    /// 12:20, load average ~10 on 2 cores, so every figure is inflated; the
-    /// README has the runs): with the index, a one-word faceted query takes
-    /// ~1.1 ms (~4.5 with FTS5 lookups in the same run), a page 10 ~2.7
-    /// (~6.9), two words ~2.7 (~4.3). What is left, by perf: the typo forms
-    /// of words of 9 letters and more (two typos: a full trie walk of the
-    /// vocabulary, ~30% of a faceted query), facet counts (~20%), ranking and
-    /// the fetches; for two words, scanning the best typo bucket's text for
-    /// proximity. The next steps: a two-typo expansion that does not walk the
-    /// whole trie (the one-typo cut of ``Vocabulary/fuzzy(_:maxTypos:)``,
-    /// generalized); proximity from positions kept in the index for items
-    /// whose tokens are all plain ASCII (`items.wordcheck`), where it
-    /// provably equals the text scan; word-derived sets kept per connection
-    /// so that facet refinements and pages of one query skip them.
+    /// 12:42, two runs alternating with the FTS5-only build; the README has
+    /// the table): with the index, a one-word faceted query takes ~1.05 ms
+    /// (4.46 with FTS5 lookups), a page 10 ~2.2-2.8 (~5.0), two words
+    /// ~2.2-2.5 (~4.0), a plain word query 0.2-0.3. What is left, by perf:
+    /// the typo forms of words of 9 letters and more (two typos: a full trie
+    /// walk of the vocabulary, ~30% of a faceted query), facet counts
+    /// (~20%), ranking and the fetches; for two words, scanning the best
+    /// typo bucket's text for proximity (~80%). The next steps: a two-typo
+    /// expansion that does not walk the whole trie (the one-typo cut of
+    /// ``Vocabulary/fuzzy(_:maxTypos:)``, generalized); proximity from
+    /// positions kept in the index for items whose tokens are all plain
+    /// ASCII (`items.wordcheck`), where it provably equals the text scan;
+    /// word-derived sets kept per connection so that facet refinements and
+    /// pages of one query skip them.
     public func search(_ plan: SearchPlan, isCancelled: @escaping () -> Bool = { false }) throws -> ShardSearchResult {
         db.setProgressHandler(every: 4000) { isCancelled() }
         defer { db.setProgressHandler(nil) }
