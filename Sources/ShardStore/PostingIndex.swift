@@ -27,7 +27,8 @@ import Logging
 /// the one it was read from, which ``key(_:)`` tells from FTS5's own
 /// records. A change of the data makes the next suggestions read lists term
 /// by term again, and searches query FTS5, until a new index is built in
-/// the background (by the first suggestion or search that found none).
+/// the background (by the first suggestion that found none, or search on a
+/// shard of ``ShardStore/searchIndexMinTerms`` terms or more).
 final class PostingIndex: @unchecked Sendable {
     /// The word index it was read from (see ``key(_:)``).
     let key: [UInt8]
@@ -352,7 +353,8 @@ extension ShardStore {
     /// is one; otherwise a build is started. `outside`: whether the request
     /// began outside any transaction of the caller's (within one, writes not
     /// yet committed are in the word index but not in its key).
-    func currentPostingIndex(outside: Bool) throws -> PostingIndex? {
+    /// `startsBuild` says whether a build is worth starting when there is none.
+    func currentPostingIndex(outside: Bool, startsBuild: () throws -> Bool = { true }) throws -> PostingIndex? {
         guard outside, path != ":memory:", !path.isEmpty else { return nil }
         let cache = searchCache.postings
         let version = (data: dataVersion, changes: db.totalChanges)
@@ -364,7 +366,7 @@ extension ShardStore {
             cache.sharedUses += 1
             return index
         }
-        startPostingIndexBuild()
+        if try startsBuild() { startPostingIndexBuild() }
         return nil
     }
 

@@ -67,6 +67,12 @@ extension ShardStore {
     static let vocabularyMaxAge = Duration.seconds(2)
     /// Distinct values of one facet a shard sends at most, most frequent first.
     public static let maxFacetValues = 10_000
+    /// Terms a shard's word index must hold for a search to start reading
+    /// its ``PostingIndex`` when there is none (suggestions always do): on
+    /// smaller shards FTS5's lookups are cheap, and an index would take one
+    /// of the process's ``PostingIndexes/maxFiles`` slots from a shard that
+    /// needs it.
+    static let searchIndexMinTerms = 5_000
     /// Misspelt forms of one query word searched for at most (the most common).
     static let maxTypoTerms = 64
 
@@ -112,7 +118,7 @@ extension ShardStore {
                 let context = QueryContext(isCancelled: isCancelled, wantsScores: false)
                 var index: PostingIndex?
                 if searchCache.searchesUsePostingIndex, !plan.words.isEmpty {
-                    index = try currentPostingIndex(outside: outside)
+                    index = try currentPostingIndex(outside: outside) { try vocabulary().count >= Self.searchIndexMinTerms }
                     if index != nil { searchCache.postingSearches += 1 }
                 }
                 return try SearchRun(store: self, plan: plan, context: context, index: index).run()
