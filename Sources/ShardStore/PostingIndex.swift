@@ -4,7 +4,8 @@ import Logging
 
 /// Every posting list of a shard's word index, in memory, read in one pass:
 /// the terms (sorted bytewise, as FTS5 keeps them) and, for each, the items
-/// holding it in any column, sorted, as 32-bit ids in one buffer.
+/// holding it in any column, sorted, as 32-bit ids in one buffer, each with
+/// a mask of the columns it is in and of those it starts (see ``masks``).
 ///
 /// Why: suggestions for text of several words count each completion's items
 /// among the earlier words' ones, and reading a list from FTS5 costs a seek
@@ -16,11 +17,18 @@ import Logging
 /// reads them all (4.35 million ids, 106,132 terms on the Debian corpus: see
 /// the README's suggestions table for its time and the suggestions' with it).
 ///
+/// Parameter search takes a word's exact, prefix and misspelt lists from it
+/// too, and the one-word attribute criterion from the masks (see
+/// ``PostingSearch``): the masks come from the same pass ('instance' gives
+/// each occurrence's column and offset), 4 bytes more per posting.
+///
 /// Shared by every connection of the process to one shard file (see
 /// ``PostingIndexes``), and exact: it is used only while the word index is
 /// the one it was read from, which ``key(_:)`` tells from FTS5's own
 /// records. A change of the data makes the next suggestions read lists term
-/// by term again until a new index is built, in the background.
+/// by term again, and searches query FTS5, until a new index is built in
+/// the background (by the first suggestion that found none, or search on a
+/// shard of ``ShardStore/searchIndexMinTerms`` terms or more).
 final class PostingIndex: @unchecked Sendable {
     /// The word index it was read from (see ``key(_:)``).
     let key: [UInt8]
@@ -29,9 +37,16 @@ final class PostingIndex: @unchecked Sendable {
     /// List `i` is `ids[offsets[i]..<offsets[i + 1]]`.
     private let offsets: [Int]
     private let ids: [UInt32]
+    /// Beside each id, where the item holds the term: bit `c` when it is in
+    /// word-index column `c`, bit `16 + c` when it is that column's first
+    /// token (offset 0, FTS5's `^`). What a search's attribute criterion and
+    /// column filters need, without a query (see ``PostingSearch``).
+    private let masks: [UInt32]
+    /// The largest id held (0 when none), for dense per-item scratch arrays.
+    let maxID: Int
 
-    /// Ids held at most by one index (4 bytes each, 256 MiB): a larger shard
-    /// keeps reading lists term by term.
+    /// Ids held at most by one index (8 bytes each with its mask, 512 MiB):
+    /// a larger shard keeps reading lists term by term.
     static let maxEntries = 64 << 20
 
     var entries: Int { ids.count }
@@ -71,10 +86,27 @@ final class PostingIndex: @unchecked Sendable {
         guard let read = try termsWithInstances ? Self.readWithTerms(db, maxEntries: maxEntries)
                                                 : Self.readByCounts(db, maxEntries: maxEntries) ?? Self.readWithTerms(db, maxEntries: maxEntries)
         else { return nil }
-        (terms, offsets, ids) = read
+        (terms, offsets, ids, masks) = read
+        maxID = Int(ids.max() ?? 0)
     }
 
-    private typealias Lists = (terms: Vocabulary, offsets: [Int], ids: [UInt32])
+    private typealias Lists = (terms: Vocabulary, offsets: [Int], ids: [UInt32], masks: [UInt32])
+
+    /// The mask bit of an instance: its column (`c0`…`c15`, by name as
+    /// fts5vocab gives it) and whether it is the column's first token. Nil
+    /// for a column past 15 (no mask could hold it).
+    private static func bit(_ s: Statement, column: Int, offset: Int) -> UInt32? {
+        guard let c = s.withUTF8(at: column, { b -> Int? in
+            guard b.count >= 2, b[0] == UInt8(ascii: "c") else { return nil }
+            var n = 0
+            for d in b.dropFirst() {
+                guard d >= UInt8(ascii: "0"), d <= UInt8(ascii: "9") else { return nil }
+                n = n * 10 + Int(d - UInt8(ascii: "0"))
+            }
+            return n < 16 ? n : nil
+        }), let c else { return nil }
+        return s.int64(at: offset) == 0 ? (1 << c) | (1 << (16 + c)) : 1 << c
+    }
 
     /// The fast read (see ``init(db:maxEntries:termsWithInstances:)``); nil
     /// when the counts do not split the instances exactly, or past the limits.
@@ -90,48 +122,56 @@ final class PostingIndex: @unchecked Sendable {
                 instances.append(rows.int(at: 2))
             }
         }
-        let s = try db.prepare("SELECT doc FROM temp.words_instances")
+        let s = try db.prepare("SELECT doc, col, offset FROM temp.words_instances")
         defer { try? s.reset() }
         var offsets: [Int] = [0]
         offsets.reserveCapacity(terms.count + 1)
         var ids: [UInt32] = []
-        ids.reserveCapacity(terms.docs.reduce(0) { $0 + Int($1) })
+        var masks: [UInt32] = []
+        let total = terms.docs.reduce(0) { $0 + Int($1) }
+        ids.reserveCapacity(total)
+        masks.reserveCapacity(total)
         for t in 0..<terms.count {
             let start = ids.count
             for _ in 0..<instances[t] {
                 guard try s.step() else { return nil }
                 let doc = s.int64(at: 0)
-                guard doc >= 0, doc <= Int64(UInt32.max) else { return .some(nil) }
+                guard doc >= 0, doc <= Int64(UInt32.max), let bit = bit(s, column: 1, offset: 2) else { return .some(nil) }
                 let id = UInt32(truncatingIfNeeded: doc)
                 if ids.count > start, let last = ids.last {
-                    if last == id { continue }
+                    if last == id { masks[masks.count - 1] |= bit; continue }
                     if last > id { return nil }
                 }
                 ids.append(id)
+                masks.append(bit)
             }
             guard ids.count - start == Int(terms.docs[t]) else { return nil }
             if ids.count > maxEntries { return .some(nil) }
             offsets.append(ids.count)
         }
         guard try !s.step() else { return nil }
-        return (terms, offsets, ids)
+        return (terms, offsets, ids, masks)
     }
 
     /// The read that takes each instance's term: slower, and safe whatever the counts.
     private static func readWithTerms(_ db: Database, maxEntries: Int) throws -> Lists? {
-        let s = try db.prepare("SELECT term, doc FROM temp.words_instances")
+        let s = try db.prepare("SELECT term, doc, col, offset FROM temp.words_instances")
         defer { try? s.reset() }
         let terms = Vocabulary()
         var offsets: [Int] = [0]
         var ids: [UInt32] = []
+        var masks: [UInt32] = []
         var termBytes: [UInt8] = []
         var listStart = 0
         var sorted = true
         var started = false
         func flush() {
             if !sorted {
-                let list = Array(Set(ids[listStart...])).sorted()
+                var merged: [UInt32: UInt32] = [:]
+                for k in listStart..<ids.count { merged[ids[k], default: 0] |= masks[k] }
+                let list = merged.keys.sorted()
                 ids.replaceSubrange(listStart..., with: list)
+                masks.replaceSubrange(listStart..., with: list.map { merged[$0]! })
             }
             terms.append(bytes: termBytes, docs: ids.count - listStart)
             offsets.append(ids.count)
@@ -146,17 +186,18 @@ final class PostingIndex: @unchecked Sendable {
                 sorted = true
             }
             let doc = s.int64(at: 1)
-            guard doc >= 0, doc <= Int64(UInt32.max) else { return nil }
+            guard doc >= 0, doc <= Int64(UInt32.max), let bit = bit(s, column: 2, offset: 3) else { return nil }
             let id = UInt32(doc)
             if ids.count > listStart, let last = ids.last {
-                if last == id { continue }
+                if last == id { masks[masks.count - 1] |= bit; continue }
                 if last > id { sorted = false }
             }
             ids.append(id)
+            masks.append(bit)
             if ids.count > maxEntries { return nil }
         }
         if started { flush() }
-        return (terms, offsets, ids)
+        return (terms, offsets, ids, masks)
     }
 
     /// The index of `term`, if the word index holds it.
@@ -174,6 +215,24 @@ final class PostingIndex: @unchecked Sendable {
     /// The items holding `term`, sorted (none when the index does not hold it).
     func list(_ term: String) -> [Int64] {
         index(of: term).map(list) ?? []
+    }
+
+    /// Term `i`'s masks (see ``masks``), in the order of its list.
+    func masks(_ i: Int) -> [UInt32] { Array(masks[offsets[i]..<offsets[i + 1]]) }
+
+    /// Calls `body` with term `i`'s list, sorted, and its masks, without copying them.
+    func withPostings<T>(_ i: Int, _ body: (UnsafeBufferPointer<UInt32>, UnsafeBufferPointer<UInt32>) -> T) -> T {
+        ids.withUnsafeBufferPointer { ids in
+            masks.withUnsafeBufferPointer { masks in
+                body(UnsafeBufferPointer(rebasing: ids[offsets[i]..<offsets[i + 1]]),
+                     UnsafeBufferPointer(rebasing: masks[offsets[i]..<offsets[i + 1]]))
+            }
+        }
+    }
+
+    /// Bytes held: the terms, the lists and their masks.
+    var memoryBytes: Int {
+        terms.memoryBytes + offsets.count * 8 + ids.count * 4 + masks.count * 4
     }
 
     /// Calls `body` with term `i`'s list, sorted, without copying it.
@@ -267,16 +326,23 @@ final class PostingIndexes: @unchecked Sendable {
 extension ShardStore {
     /// Reads this shard's every posting list now, on this connection, for
     /// every connection of the process (see ``PostingIndex``); suggestions
-    /// otherwise start that in the background. Returns the lists and ids read.
+    /// and searches otherwise start that in the background.
+    /// Returns the lists and ids read, and the bytes the index holds.
     @discardableResult
-    public func buildSuggestionIndex() throws -> (terms: Int, ids: Int) {
+    public func buildSuggestionIndex() throws -> (terms: Int, ids: Int, bytes: Int) {
         do {
-            guard let index = try db.transaction(.deferred, { try PostingIndex(db: db) }) else { return (0, 0) }
+            guard let index = try db.transaction(.deferred, { try PostingIndex(db: db) }) else { return (0, 0, 0) }
             PostingIndexes.shared.publish(path: path, index: index)
-            return (index.terms.count, index.entries)
+            return (index.terms.count, index.entries, index.memoryBytes)
         } catch {
             throw StoreError.wrap(error, "cannot read the suggestion index")
         }
+    }
+
+    /// Forgets the process's ``PostingIndex`` of this shard (a benchmark's
+    /// way to time what runs before one is read).
+    public func forgetSuggestionIndex() {
+        PostingIndexes.shared.forget(path: path)
     }
 
     /// Whether suggestions start a ``PostingIndex`` build when the shard has
@@ -287,7 +353,8 @@ extension ShardStore {
     /// is one; otherwise a build is started. `outside`: whether the request
     /// began outside any transaction of the caller's (within one, writes not
     /// yet committed are in the word index but not in its key).
-    func currentPostingIndex(outside: Bool) throws -> PostingIndex? {
+    /// `startsBuild` says whether a build is worth starting when there is none.
+    func currentPostingIndex(outside: Bool, startsBuild: () throws -> Bool = { true }) throws -> PostingIndex? {
         guard outside, path != ":memory:", !path.isEmpty else { return nil }
         let cache = searchCache.postings
         let version = (data: dataVersion, changes: db.totalChanges)
@@ -299,7 +366,7 @@ extension ShardStore {
             cache.sharedUses += 1
             return index
         }
-        startPostingIndexBuild()
+        if try startsBuild() { startPostingIndexBuild() }
         return nil
     }
 

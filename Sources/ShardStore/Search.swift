@@ -53,6 +53,11 @@ final class SearchCache {
     var vectorsVersion: Int64 = -2
     /// Posting lists of the terms suggestions have counted (see ``TermPostings``).
     let postings = TermPostings()
+    /// Whether searches take their word lookups from the process's
+    /// ``PostingIndex`` when it is current (tests turn it off to compare).
+    var searchesUsePostingIndex = true
+    /// Searches that found the shared index current and used it (for tests).
+    var postingSearches = 0
 
     static let maxTypoForms = 10_000
 }
@@ -62,6 +67,12 @@ extension ShardStore {
     static let vocabularyMaxAge = Duration.seconds(2)
     /// Distinct values of one facet a shard sends at most, most frequent first.
     public static let maxFacetValues = 10_000
+    /// Terms a shard's word index must hold for a search to start reading
+    /// its ``PostingIndex`` when there is none (suggestions always do): on
+    /// smaller shards FTS5's lookups are cheap, and an index would take one
+    /// of the process's ``PostingIndexes/maxFiles`` slots from a shard that
+    /// needs it.
+    static let searchIndexMinTerms = 5_000
     /// Misspelt forms of one query word searched for at most (the most common).
     static let maxTypoTerms = 64
 
@@ -76,35 +87,41 @@ extension ShardStore {
     /// the shard's ``Vocabulary``), so typos, the attribute matched and
     /// exactness are set operations over posting lists, never a read of an
     /// item. Only proximity needs the text: it is worked out for the items in
-    /// the best typo buckets that fill the window, and no others.
+    /// the best typo buckets that fill the window, and no others. While the
+    /// process holds the shard's ``PostingIndex`` of the current data, those
+    /// lists, and the one-word attribute criterion, come from memory with no
+    /// FTS5 query (see ``PostingSearch``); otherwise, and inside a caller's
+    /// transaction, from FTS5, with the same answers.
     ///
-    /// Where the time goes (Debian corpus, perf and per-phase CPU timers,
-    /// 2026-11-23, load average 7 to 10 on 2 cores so every figure is
-    /// inflated): a one-word faceted query, CPU p50 ~3.7 ms (was ~5.3 in the
-    /// same run), is now mostly FTS5 — the word's exact, prefix and typo
-    /// lookups (~1.5 ms) and the attribute criterion's `^`/column-group
-    /// lookups in ranking (~2 ms); the filter's key lookups ~0.4 ms, facet
-    /// counts ~0.2 ms, custom ranking, identifiers and the 20 fetches ~0.2
-    /// ms. Typo walks cost only words of 9 letters and more (two typos: ~1
-    /// ms, still a full trie walk); one typo is a prefix walk plus a suffix
-    /// table (see ``Vocabulary/fuzzy(_:maxTypos:)``). With two words,
-    /// scanning the best typo bucket's text for proximity is still most of
-    /// the time (CPU p50 ~4.5 ms, was ~5.5), a fifth of it in values that
-    /// are not ASCII (the tokenizer's slow path). The next steps: the
-    /// attribute criterion and the matched columns from one FTS5 pass (an
-    /// auxiliary function reading each row's instances) instead of a query
-    /// per column group; word-derived sets (postings, attributes) kept per
-    /// connection so that facet refinements and pages of one query skip
-    /// them; proximity from FTS5 NEAR candidates for the typo-free bucket;
-    /// a non-ASCII scan that folds in place.
+    /// Where the time goes (Debian corpus, one shard, CPU p50, 2026-11-23
+    /// 12:42, two runs alternating with the FTS5-only build; the README has
+    /// the table): with the index, a one-word faceted query takes ~1.05 ms
+    /// (4.46 with FTS5 lookups), a page 10 ~2.2-2.8 (~5.0), two words
+    /// ~2.2-2.5 (~4.0), a plain word query 0.2-0.3. What is left, by perf:
+    /// the typo forms of words of 9 letters and more (two typos: a full trie
+    /// walk of the vocabulary, ~30% of a faceted query), facet counts
+    /// (~20%), ranking and the fetches; for two words, scanning the best
+    /// typo bucket's text for proximity (~80%). The next steps: a two-typo
+    /// expansion that does not walk the whole trie (the one-typo cut of
+    /// ``Vocabulary/fuzzy(_:maxTypos:)``, generalized); proximity from
+    /// positions kept in the index for items whose tokens are all plain
+    /// ASCII (`items.wordcheck`), where it provably equals the text scan;
+    /// word-derived sets kept per connection so that facet refinements and
+    /// pages of one query skip them.
     public func search(_ plan: SearchPlan, isCancelled: @escaping () -> Bool = { false }) throws -> ShardSearchResult {
         db.setProgressHandler(every: 4000) { isCancelled() }
         defer { db.setProgressHandler(nil) }
+        let outside = db.isAutocommit
         do {
             return try db.transaction(.deferred) {
                 try reloadIfChanged()
                 let context = QueryContext(isCancelled: isCancelled, wantsScores: false)
-                return try SearchRun(store: self, plan: plan, context: context).run()
+                var index: PostingIndex?
+                if searchCache.searchesUsePostingIndex, !plan.words.isEmpty {
+                    index = try currentPostingIndex(outside: outside) { try vocabulary().count >= Self.searchIndexMinTerms }
+                    if index != nil { searchCache.postingSearches += 1 }
+                }
+                return try SearchRun(store: self, plan: plan, context: context, index: index).run()
             }
         } catch {
             throw StoreError.wrap(error, "search failed")
@@ -157,6 +174,8 @@ struct SearchRun {
     var mustVerify = false
     var searchableSet: Set<Int64> = []
     let matcher: SearchWordMatcher
+    /// The word lookups from memory, when the shard's ``PostingIndex`` is current.
+    let postingSearch: PostingSearch?
     /// Buffers ``textMatch(_:)`` reuses from one item to the next.
     let scratch = TextScratch()
 
@@ -167,10 +186,11 @@ struct SearchRun {
         var hits: [[Int]] = []
     }
 
-    init(store: ShardStore, plan: SearchPlan, context: QueryContext) throws {
+    init(store: ShardStore, plan: SearchPlan, context: QueryContext, index: PostingIndex? = nil) throws {
         self.store = store
         self.plan = plan
         self.context = context
+        postingSearch = index.map(PostingSearch.init)
         matcher = SearchWordMatcher(words: plan.words, prefixLast: plan.prefixLast, policy: plan.typos)
         let order = plan.searchableAttributes.isEmpty ? SearchPlan.defaultAttributeOrder : plan.searchableAttributes
         let ids: [Int64]
@@ -208,6 +228,9 @@ struct SearchRun {
         var exact: [Int64] = []
         /// The FTS5 terms of every form, by typos, for column-filtered lookups.
         var formsByTypos: [[String]] = [[], [], []]
+        /// The same forms as ``PostingIndex`` terms, by typos, where the index
+        /// answers for them (nil: FTS5 does).
+        var termsByTypos: [[Int]?] = [nil, nil, nil]
         var all: [Int64] = []
     }
 
@@ -305,17 +328,32 @@ struct SearchRun {
                         if typos[k] == level, !assigned[k] { assigned[k] = true; attribute[k] = value; count += 1 }
                     }
                 }
+                // From the index: each match's columns and starts, for every group at once.
+                let levelMasks = p.termsByTypos[level].map { postingSearch!.masks(of: matched, $0) }
+                func assign(columns: UInt32, _ value: Int) {
+                    for k in 0..<n where typos[k] == level && !assigned[k] && levelMasks![k] & columns != 0 {
+                        assigned[k] = true; attribute[k] = value; count += 1
+                    }
+                }
                 // Groups go best first, so once the window is full the rest
                 // of this level's matches rank below it whatever their
                 // attribute: they keep the worst value and are not looked up.
                 groups: for (g, (rank, cols)) in groups.enumerated() {
                     let filter = "{" + cols.map { "c\($0.column)" }.joined(separator: " ") + "} : "
-                    assign(try ftsIDs(filter + "(" + forms.map { "^" + $0 }.joined(separator: " OR ") + ")"),
-                           SearchRank.attribute(rank, atStart: true))
+                    let groupMask = PostingSearch.mask(cols.map(\.column))
+                    if levelMasks != nil {
+                        assign(columns: groupMask << 16, SearchRank.attribute(rank, atStart: true))
+                    } else {
+                        assign(try ftsIDs(filter + "(" + forms.map { "^" + $0 }.joined(separator: " OR ") + ")"),
+                               SearchRank.attribute(rank, atStart: true))
+                    }
                     if before + count >= plan.window { break groups }
                     if g == groups.count - 1 {
                         // A match found in no better column is in one of the last group's.
                         for k in 0..<n where typos[k] == level && !assigned[k] { attribute[k] = SearchRank.attribute(rank, atStart: false) }
+                    } else if levelMasks != nil {
+                        assign(columns: groupMask, SearchRank.attribute(rank, atStart: false))
+                        if before + count >= plan.window { break groups }
                     } else {
                         assign(try ftsIDs(filter + "(" + forms.joined(separator: " OR ") + ")"), SearchRank.attribute(rank, atStart: false))
                         if before + count >= plan.window { break groups }
@@ -367,21 +405,19 @@ struct SearchRun {
         // leave thousands tied on the cheap criteria): the window's last
         // rank is found by ranks alone, and only the candidates not behind
         // it — the window, and whatever ties with its last — have their
-        // identifier read and are sorted in full.
-        let window = Self.notBehindWindow(ranks, window: plan.window, plan: plan)
-        let uidOf = try Dictionary(uniqueKeysWithValues: window.map { k -> (Int, String) in
-            let s = try store.db.prepare("SELECT uid FROM items WHERE id = ?")
-            try s.bind(ids[k], at: 0)
-            defer { try? s.reset() }
-            return (k, try s.step() ? s.string(at: 0) ?? "" : "")
-        })
+        // identifier read and are ordered (see ``windowOrder``).
+        let (window, windowLast) = Self.notBehindWindow(ranks, window: plan.window, plan: plan)
         var uids = [String](repeating: "", count: ids.count)
-        for (k, uid) in uidOf { uids[k] = uid }
-        var positions = window
-        positions.sort { SearchRanking.precedes(ranks[$0], uids[$0], ranks[$1], uids[$1], plan: plan) }
+        let uid = try store.db.prepare("SELECT uid FROM items WHERE id = ?")
+        for k in window {
+            try uid.bind(ids[k], at: 0)
+            uids[k] = try uid.step() ? uid.string(at: 0) ?? "" : ""
+            try uid.reset()
+        }
+        let positions = Self.windowOrder(window, last: windowLast, ranks: ranks, uids: uids, window: plan.window, plan: plan)
         let fetch = plan.fetchAttributes.map(FetchList.init)
         var added: [Int64] = []
-        for p in positions.prefix(plan.window) {
+        for p in positions {
             try context.checkCancelled()
             guard let stored = try store.fetchResult(ids[p], attributes: fetch) else { continue }
             result.hits.append(SearchHit(uniqueIdentifier: uids[p], item: stored.item, rank: ranks[p]))
@@ -425,18 +461,30 @@ struct SearchRun {
     /// Whether the searched columns hold every column of the shard's attribute names.
     var coversEveryColumn = false
 
+    /// The searched columns' mask for ``PostingSearch``: nil when FTS5 gets no column filter.
+    var columnMask: UInt32? {
+        coversEveryColumn ? nil : PostingSearch.mask(columns.map(\.column))
+    }
+
     func wordPostings(_ word: String, isLast: Bool) throws -> WordPostings {
         var p = WordPostings()
         let exactForm = Self.quote(word)
         p.formsByTypos[0] = [exactForm]
-        p.exact = try ftsIDs(columnFilter + exactForm)
-        var zero = p.exact
-        if isLast, plan.prefixLast {
-            let prefixForm = exactForm + " *"
-            p.formsByTypos[0].append(prefixForm)
-            zero = IDs.union(zero, try ftsIDs(columnFilter + prefixForm))
+        let prefix = isLast && plan.prefixLast
+        if prefix { p.formsByTypos[0].append(exactForm + " *") }
+        if let search = postingSearch, PostingSearch.isPlain(word) {
+            let exact = search.exact(word)
+            p.exact = search.items(exact, columns: columnMask)
+            // The prefix's terms include the word itself.
+            let zero = prefix ? search.prefixed(word) : exact
+            p.termsByTypos[0] = zero
+            p.byTypos[0] = prefix ? search.items(zero, columns: columnMask) : p.exact
+        } else {
+            p.exact = try ftsIDs(columnFilter + exactForm)
+            var zero = p.exact
+            if prefix { zero = IDs.union(zero, try ftsIDs(columnFilter + exactForm + " *")) }
+            p.byTypos[0] = zero
         }
-        p.byTypos[0] = zero
         let allowed = plan.typos.allowed(for: word)
         if allowed > 0 {
             let vocabulary = try store.vocabulary()
@@ -450,10 +498,17 @@ struct SearchRun {
                 found = Array(found.prefix(ShardStore.maxTypoTerms))
             }
             for t in 1...allowed {
-                let forms = found.filter { $0.typos == t }.map { Self.quote(vocabulary.term($0.term)) }
-                guard !forms.isEmpty else { continue }
+                let terms = found.filter { $0.typos == t }.map { vocabulary.term($0.term) }
+                guard !terms.isEmpty else { continue }
+                let forms = terms.map(Self.quote)
                 p.formsByTypos[t] = forms
-                p.byTypos[t] = try ftsIDs(columnFilter + "(" + forms.joined(separator: " OR ") + ")")
+                if let search = postingSearch, terms.allSatisfy(PostingSearch.isPlain) {
+                    let held = terms.flatMap(search.exact)
+                    p.termsByTypos[t] = held
+                    p.byTypos[t] = search.items(held, columns: columnMask)
+                } else {
+                    p.byTypos[t] = try ftsIDs(columnFilter + "(" + forms.joined(separator: " OR ") + ")")
+                }
             }
         }
         p.all = p.byTypos.reduce([], IDs.union)

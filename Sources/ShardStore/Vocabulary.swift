@@ -24,6 +24,8 @@ final class Vocabulary {
     private(set) var docs: [Int32] = []
 
     var count: Int { docs.count }
+    /// Bytes held by the terms and their counts.
+    var memoryBytes: Int { bytes.count + starts.count * 4 + docs.count * 4 }
 
     init() {}
 

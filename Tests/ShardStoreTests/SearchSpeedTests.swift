@@ -130,10 +130,10 @@ import Testing
         }
     }
 
-    /// The candidates kept for the window, sorted, start as every
-    /// candidate sorted does: ranks drawn from few values (so ties are
-    /// many), custom values missing or not, windows smaller and larger than
-    /// the candidates.
+    /// The candidates kept for the window, sorted (in full, and as
+    /// ``SearchRun/windowOrder`` orders them), start as every candidate
+    /// sorted does: ranks drawn from few values (so ties are many), custom
+    /// values missing or not, windows smaller and larger than the candidates.
     @Test func theWindowSelectionKeepsTheBestAndTheirTies() {
         var rng = SplitMix64(state: 17)
         let plan = SearchPlan(words: ["a", "b"])
@@ -149,9 +149,12 @@ import Testing
             func precedes(_ a: Int, _ b: Int) -> Bool { SearchRanking.precedes(ranks[a], uids[a], ranks[b], uids[b], plan: plan) }
             let window = 1 + Int(rng.next() % 40)
             let all = Array(0..<n).sorted(by: precedes)
-            let kept = SearchRun.notBehindWindow(ranks, window: window, plan: plan)
+            let (kept, last) = SearchRun.notBehindWindow(ranks, window: window, plan: plan)
             #expect(Set(kept).count == kept.count, "round \(round)")
             #expect(Array(kept.sorted(by: precedes).prefix(window)) == Array(all.prefix(window)), "round \(round)")
+            // Ordered with only the ties' identifiers compared, the same first `window`.
+            #expect(SearchRun.windowOrder(kept, last: last, ranks: ranks, uids: uids, window: window, plan: plan) == Array(all.prefix(window)),
+                    "round \(round)")
         }
     }
 
