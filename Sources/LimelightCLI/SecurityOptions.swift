@@ -11,7 +11,7 @@ import ZeroMQ
 /// coordinator with `--client-keys` must know. Without one the client makes a
 /// throwaway pair: enough for a coordinator that checks no client keys.
 struct ClientCurveOptions: ParsableArguments {
-    @Option(help: "The coordinator's CURVE public key (40 characters of Z85, or a key file); turns encryption on (also $LIMELIGHT_CURVE_SERVER_KEY).")
+    @Option(help: "The coordinator's CURVE public key (40 characters of Z85, or a key file; write --curve-server-key=KEY when the key begins with '-'); turns encryption on (also $LIMELIGHT_CURVE_SERVER_KEY).")
     var curveServerKey: String?
     @Option(help: "This client's CURVE key pair (a NAME.key_secret file from `limelight keys curve`; also $LIMELIGHT_CURVE_SECRET_KEY).")
     var curveSecretKey: String?
@@ -82,7 +82,7 @@ struct CoordinatorSecurityOptions: ParsableArguments {
 struct WorkerSecurityOptions: ParsableArguments {
     @Option(help: "File of the cluster's secret, read when the coordinator asks for proof (default: ~/.config/limelight/cluster.secret).")
     var clusterSecretFile: String?
-    @Option(help: "The coordinator's CURVE public key (Z85 text, or a key file); turns encryption on.")
+    @Option(help: "The coordinator's CURVE public key (Z85 text, or a key file; write --curve-server-key=KEY when the key begins with '-'); turns encryption on.")
     var curveServerKey: String?
     @Option(help: "This worker's CURVE key pair (NAME.key_secret), which a coordinator with --worker-keys must know; default: a throwaway pair.")
     var curveSecretKey: String?

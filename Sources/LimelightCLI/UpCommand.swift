@@ -85,7 +85,9 @@ struct UpCommand: AsyncParsableCommand {
             do {
                 let pair = try CurveCertificate.readKeyPair(path: curveSecretKey)
                 security += ["--curve-secret-key", curveSecretKey]
-                workerSecurity += ["--curve-server-key", pair.publicKey.z85]
+                // Joined with `=`: Z85 has '-' in its alphabet, and a key that
+                // begins with one would otherwise read as a flag (1 key in 85).
+                workerSecurity += ["--curve-server-key=\(pair.publicKey.z85)"]
                 clientCurve = CurveClientKeys(serverKey: pair.publicKey, keyPair: try CurveKeyPair.generate())
             } catch {
                 printError("limelight: --curve-secret-key: \(error)")

@@ -1,6 +1,7 @@
 import Foundation
 import Items
 import LimelightClient
+import ZeroMQ
 import Testing
 
 /// The `limelight` command as a user runs it: real processes, real exit codes.
@@ -134,6 +135,38 @@ struct CommandLineTests {
         p.waitUntilExit()
         #expect(p.terminationStatus == 0)
         #expect(children.allSatisfy { kill($0, 0) != 0 })   // every child is gone
+    }
+
+    /// Z85 has '-' in its alphabet: `up` must hand its workers a coordinator
+    /// key that begins with one as `--curve-server-key=KEY`, or every worker
+    /// exits 64 on a "missing value" (CI met it: about 1 key in 85).
+    @Test func upWithACurveKeyBeginningWithADashBecomesReady() async throws {
+        let data = NSTemporaryDirectory() + "limelight-up-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: data) }
+        try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
+        var pair = try CurveKeyPair.generate()
+        while !pair.publicKey.z85.hasPrefix("-") { pair = try CurveKeyPair.generate() }
+        try CurveCertificate.write(pair, base: data + "/coordinator")
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: ClusterFixture.binDirectory + "/limelight")
+        p.arguments = ["up", "--data", data + "/cluster", "--listen", "tcp://127.0.0.1:0", "--stats-port", "0", "--shards", "1",
+                       "--indexers", "1", "--query-workers", "1", "--curve-secret-key", data + "/coordinator.key_secret", "--no-require-keys"]
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        defer { kill(p.processIdentifier, SIGTERM); p.waitUntilExit() }
+        var buffer = Data()
+        while !buffer.contains(0x0A) {
+            let d = out.fileHandleForReading.availableData
+            if d.isEmpty { break }
+            buffer.append(d)
+        }
+        let parts = String(decoding: buffer, as: UTF8.self).split(separator: " ").map(String.init)
+        try #require(parts.count == 3 && parts[0] == "ready", "limelight up never became ready: \(parts)")
+        let client = try LimelightClient(endpoint: parts[1], curve: CurveClientKeys(serverKey: pair.publicKey, keyPair: try CurveKeyPair.generate()))
+        defer { client.close() }
+        #expect(try await client.ping().servedShards == [0])
     }
 
     static func childPIDs(of parent: Int32) -> [Int32] {

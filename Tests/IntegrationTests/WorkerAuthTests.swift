@@ -217,7 +217,7 @@ struct WorkerAuthTests {
         let serverKey = ["--curve-server-key", "\(keys)/coordinator.key"]
         try f.startIndexer("indexer-0", shards: [0, 1], extra: ["--cluster-secret-file", f.secretFile] + serverKey
                            + ["--curve-secret-key", "\(keys)/workers/indexer.key_secret"])
-        try f.startQueryWorker("query-0", shards: [0, 1], extra: ["--cluster-secret-file", f.secretFile, "--curve-server-key", server.publicKey.z85,
+        try f.startQueryWorker("query-0", shards: [0, 1], extra: ["--cluster-secret-file", f.secretFile, "--curve-server-key=\(server.publicKey.z85)",
                                                                   "--curve-secret-key", "\(keys)/workers/query.key_secret"])
         // A worker whose key is not on the list never gets in, even with the secret.
         try f.startIndexer("indexer-stranger", shards: [0, 1], extra: ["--cluster-secret-file", f.secretFile] + serverKey
@@ -246,7 +246,7 @@ struct WorkerAuthTests {
         defer { plain.close() }
         await #expect(throws: (any Error).self) { _ = try await plain.ping(timeout: .seconds(1)) }
         let refused = try CommandLineTests.limelight(["query", "title == \"Sealed*\"", "--endpoint", f.clientEndpoint, "--timeout", "2",
-                                                      "--curve-server-key", server.publicKey.z85, "--curve-secret-key", "\(keys)/others/stranger.key_secret"])
+                                                      "--curve-server-key=\(server.publicKey.z85)", "--curve-secret-key", "\(keys)/others/stranger.key_secret"])
         #expect(refused.status == 3 && refused.stderr.contains("allows this client's key"), "\(refused.stderr)")
         #expect(try await Self.counter(client, "connections.refused.clients") >= 1)
 

@@ -119,7 +119,8 @@ def _forward_lines(stream, lines):
 
 def stop_cluster(process):
     """SIGTERM, then SIGKILL if it has not stopped within 10 s; returns what
-    it wrote to standard error."""
+    it wrote to standard error. A second call (a fixture's ``finally`` after
+    an assertion's message already stopped it) returns ""."""
     if process.poll() is None:
         process.send_signal(signal.SIGTERM)
         try:
@@ -127,7 +128,7 @@ def stop_cluster(process):
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-    if process.stderr is None:
+    if process.stderr is None or process.stderr.closed:
         return ""
     with process.stderr:
         return process.stderr.read()
