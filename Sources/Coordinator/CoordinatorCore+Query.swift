@@ -97,26 +97,57 @@ extension CoordinatorCore {
     }
 
     func shardBatch(key: String, from worker: String, _ b: Body.ShardBatch) {
-        guard var rq = queries[key], rq.outstanding[b.shard] == worker else { return }
-        if rq.merger != nil {
-            rq.merger!.add(shard: b.shard, hits: b.hits)
+        if let raw = b.rawHits {
+            // The local query worker's (LocalQueryWorker): handed over as the store wrote it.
+            shardBatch(key: key, from: worker, RawShardBatch(id: key, shard: b.shard, seq: b.seq, hits: raw, doneCount: b.doneCount))
+            return
+        }
+        shardBatch(key: key, from: worker, shard: b.shard, doneCount: b.doneCount, hits: .decoded(b.hits))
+    }
+
+    /// A batch read without decoding its items (``RawShardBatch``): an
+    /// unsorted query of no app forwards them as they came; a sorted one
+    /// (the merge) or an app's (its identifiers are unqualified) decodes them.
+    func shardBatch(key: String, from worker: String, _ b: RawShardBatch) {
+        guard let rq = queries[key], rq.outstanding[b.shard] == worker else { return }
+        if rq.merger == nil, rq.scope.app == nil {
+            shardBatch(key: key, from: worker, shard: b.shard, doneCount: b.doneCount, hits: .raw(b.hits.map(\.item)))
+            return
+        }
+        do { shardBatch(key: key, from: worker, try b.decoded()) } catch {
+            // Checked well-formed when read; kept as a failure of the shard, not a crash.
+            shardDone(key: key, from: worker, Body.ShardDone(shard: b.shard, count: 0,
+                                                             error: WireError(code: "bad_batch", message: "an item of the shard's batch did not decode: \(error)")))
+        }
+    }
+
+    func shardBatch(key: String, from worker: String, shard: Int, doneCount: Int?, hits: ShardHits) {
+        guard var rq = queries[key], rq.outstanding[shard] == worker else { return }
+        switch hits {
+        case .decoded(let hits) where rq.merger != nil:
+            rq.merger!.add(shard: shard, hits: hits)
             queries[key] = rq
             releaseMerged(key)
-        } else {
-            var items = b.hits.map(\.item)
+        case .decoded(let hits):
+            var items = hits.map(\.item)
             if let limit = rq.query.limit { items = Array(items.prefix(max(0, limit - rq.count))) }
-            rq.delivered[b.shard, default: 0] += items.count
+            rq.delivered[shard, default: 0] += items.count
             queries[key] = rq
             deliver(key, items)
+        case .raw(var items):
+            if let limit = rq.query.limit { items = Array(items.prefix(max(0, limit - rq.count))) }
+            rq.delivered[shard, default: 0] += items.count
+            queries[key] = rq
+            deliver(key, raw: items)
         }
         if let rq = queries[key], let limit = rq.query.limit, rq.count >= limit {
             // A last batch ended its shard: only the others need a cancel.
-            if b.doneCount != nil { queries[key]?.outstanding.removeValue(forKey: b.shard) }
+            if doneCount != nil { queries[key]?.outstanding.removeValue(forKey: shard) }
             stopShards(key, reason: nil)
             complete(key, cancelled: false)
             return
         }
-        if let n = b.doneCount { shardDone(key: key, from: worker, Body.ShardDone(shard: b.shard, count: n)) }
+        if let n = doneCount { shardDone(key: key, from: worker, Body.ShardDone(shard: shard, count: n)) }
     }
 
     func releaseMerged(_ key: String) {
@@ -130,15 +161,27 @@ extension CoordinatorCore {
     }
 
     func deliver(_ key: String, _ items: [JSONValue]) {
-        guard var rq = queries[key], !items.isEmpty else { return }
+        guard let rq = queries[key] else { return }
         let items = rq.scope.app == nil ? items : items.map { rq.scope.unqualify(item: $0) }
+        deliver(key, count: items.count) { Body.ResultBatch(items: Array(items[$0]), seq: $1) }
+    }
+
+    /// Items of no app's query, as a query worker wrote them.
+    func deliver(_ key: String, raw items: [RawJSON]) {
+        deliver(key, count: items.count) { Body.ResultBatch(rawItems: Array(items[$0]), seq: $1) }
+    }
+
+    /// Sends `count` items in batches of the query's batch size; `batch`
+    /// makes the one of a range of them with its sequence number.
+    func deliver(_ key: String, count: Int, _ batch: (Range<Int>, Int) -> Body.ResultBatch) {
+        guard var rq = queries[key], count > 0 else { return }
         var start = 0
-        while start < items.count {
-            let chunk = Array(items[start..<min(items.count, start + rq.query.batchSize)])
-            start += chunk.count
+        while start < count {
+            let range = start..<min(count, start + rq.query.batchSize)
+            start = range.upperBound
             rq.seq += 1
-            rq.count += chunk.count
-            send(.client(rq.client), rq.requestID, .resultBatch(Body.ResultBatch(items: chunk, seq: rq.seq)))
+            rq.count += range.count
+            send(.client(rq.client), rq.requestID, .resultBatch(batch(range, rq.seq)))
         }
         if !firstBatchSent.contains(key) {
             firstBatchSent.insert(key)
@@ -244,4 +287,11 @@ extension CoordinatorCore {
         queries[key] = rq
         releaseMerged(key)
     }
+}
+
+/// A shard's batch of hits: decoded, or (an unsorted query's, from a query
+/// worker's frame) as the worker wrote their items.
+enum ShardHits {
+    case decoded([Hit])
+    case raw([RawJSON])
 }

@@ -10,6 +10,15 @@ extension CoordinatorCore {
     // MARK: - Worker messages
 
     func handleWorker(route: [Data], payload: Data) {
+        // The one message of every query's path, read without decoding its
+        // items (RawShardBatch); anything else, or a batch that does not
+        // read so, takes the ordinary decode below.
+        if let raw = RawShardBatch.read(payload, maxBytes: configuration.maxFrameBytes),
+           let wid = workerByRoute[route], workers[wid] != nil {
+            workers[wid]?.lastSeen = .now
+            shardBatch(key: raw.id, from: wid, raw)
+            return
+        }
         let envelope: Envelope
         do { envelope = try Envelope.decode(payload, maxBytes: configuration.maxFrameBytes) } catch {
             logger.notice("rejected a worker frame", metadata: ["error": "\(error)"])

@@ -12,7 +12,9 @@ import WireProtocol
 /// path table of the README). Here the coordinator hands a shard's part to
 /// the runner as a value on the thread that holds the core, and the runner's
 /// thread takes the core back to merge what it found, with no socket, no
-/// JSON and no other process in between.
+/// message encoding and no other process in between. An unsorted query's
+/// items come as the bytes the store copied out of its stored JSON
+/// (`RawJSON`), which the coordinator splices into the client's batches.
 ///
 /// Everything else stays as for a remote query worker: it is registered as
 /// one (the stats list it, with `host` "local"), it reads the replica its

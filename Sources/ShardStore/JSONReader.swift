@@ -50,6 +50,106 @@ extension StrictJSONReader {
         return reader.i == bytes.count ? .object(object) : nil
     }
 
+    /// ``parseItem(_:keepingAttributes:)`` as JSON text: the stored text's
+    /// members copied as they are, `attributes` only with those in `keep`.
+    /// The store writes items with ``JSONWriter`` (compact, keys sorted), so
+    /// this is what writing the parsed item would give, without building it.
+    /// Nil when the item is not an object or anything does not parse.
+    static func projectItem(_ bytes: UnsafeBufferPointer<UInt8>, keepingAttributes keep: FetchList) -> [UInt8]? {
+        var reader = StrictJSONReader(bytes: bytes)
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        reader.skipSpace()
+        guard reader.i < bytes.count, bytes[reader.i] == UInt8(ascii: "{") else { return nil }
+        reader.i += 1
+        out.append(UInt8(ascii: "{"))
+        reader.skipSpace()
+        if reader.i < bytes.count, bytes[reader.i] == UInt8(ascii: "}") {
+            reader.i += 1
+        } else {
+            var first = true
+            while true {
+                reader.skipSpace()
+                let keyStart = reader.i
+                guard let key = reader.string() else { return nil }
+                let keyEnd = reader.i
+                reader.skipSpace()
+                guard reader.i < bytes.count, bytes[reader.i] == UInt8(ascii: ":") else { return nil }
+                reader.i += 1
+                if !first { out.append(UInt8(ascii: ",")) }
+                first = false
+                out += UnsafeBufferPointer(rebasing: bytes[keyStart..<keyEnd])
+                out.append(UInt8(ascii: ":"))
+                if key == "attributes" {
+                    guard reader.project(keeping: keep, into: &out) else { return nil }
+                } else {
+                    reader.skipSpace()
+                    let start = reader.i
+                    guard reader.skipValue() else { return nil }
+                    out += UnsafeBufferPointer(rebasing: bytes[start..<reader.i])
+                }
+                reader.skipSpace()
+                guard reader.i < bytes.count else { return nil }
+                if bytes[reader.i] == UInt8(ascii: ",") { reader.i += 1; continue }
+                if bytes[reader.i] == UInt8(ascii: "}") { reader.i += 1; break }
+                return nil
+            }
+        }
+        out.append(UInt8(ascii: "}"))
+        reader.skipSpace()
+        return reader.i == bytes.count ? out : nil
+    }
+
+    /// ``object(keeping:)`` as JSON text, appended to `out`.
+    mutating func project(keeping keep: FetchList, into out: inout [UInt8]) -> Bool {
+        skipSpace()
+        let start = i
+        guard i < bytes.count, bytes[i] == UInt8(ascii: "{") else {
+            guard skipValue() else { return false }
+            out += UnsafeBufferPointer(rebasing: bytes[start..<i])
+            return true
+        }
+        i += 1
+        out.append(UInt8(ascii: "{"))
+        var first = true
+        skipSpace()
+        if i < bytes.count, bytes[i] == UInt8(ascii: "}") { i += 1; out.append(UInt8(ascii: "}")); return true }
+        while true {
+            skipSpace()
+            guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else { return false }
+            let keyStart = i
+            var end = i + 1
+            while end < bytes.count, bytes[end] != UInt8(ascii: "\""), bytes[end] != UInt8(ascii: "\\"), bytes[end] >= 32 { end += 1 }
+            let kept: Bool
+            if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
+                kept = keep.contains(UnsafeBufferPointer(rebasing: bytes[(i + 1)..<end]))
+                i = end + 1
+            } else {
+                guard let escaped = string() else { return false }
+                kept = keep.names.contains(escaped)
+            }
+            let keyEnd = i
+            skipSpace()
+            guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { return false }
+            i += 1
+            skipSpace()
+            let valueStart = i
+            guard skipValue() else { return false }
+            if kept {
+                if !first { out.append(UInt8(ascii: ",")) }
+                first = false
+                out += UnsafeBufferPointer(rebasing: bytes[keyStart..<keyEnd])
+                out.append(UInt8(ascii: ":"))
+                out += UnsafeBufferPointer(rebasing: bytes[valueStart..<i])
+            }
+            skipSpace()
+            guard i < bytes.count else { return false }
+            if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
+            if bytes[i] == UInt8(ascii: "}") { i += 1; out.append(UInt8(ascii: "}")); return true }
+            return false
+        }
+    }
+
     /// An object with only the members named in `keep`; the others are skipped.
     /// A value that is not an object is parsed whole (filtering leaves it be).
     mutating func object(keeping keep: FetchList) -> JSONValue? {

@@ -39,9 +39,15 @@ extension ShardStore {
     /// one snapshot. `isCancelled` is polled between items and, through an
     /// SQLite progress handler, inside long statements; a cancelled query
     /// throws `StoreError` `.cancelled`.
+    ///
+    /// `rawItems`: results carry their item as JSON text
+    /// (``StoredResult/rawItem``) rather than as a tree, for a caller that
+    /// only writes them out (a query worker).
     @discardableResult
-    public func run(_ query: Query, isCancelled: @escaping () -> Bool = { false },
+    public func run(_ query: Query, rawItems: Bool = false, isCancelled: @escaping () -> Bool = { false },
                     onBatch: ([StoredResult]) throws -> Void) throws -> Int {
+        rawResults = rawItems
+        defer { rawResults = false }
         guard query.batchSize >= 1 else { throw StoreError(.invalidQuery, "batchSize must be at least 1, not \(query.batchSize)") }
         if let limit = query.limit, limit < 0 { throw StoreError(.invalidQuery, "limit must not be negative") }
         if query.after != nil, query.sort.isEmpty { throw StoreError(.invalidQuery, "a cursor ('after') needs sort keys to resume by") }
@@ -463,6 +469,16 @@ extension ShardStore {
     /// The result in the `items.json` column of a stepped row, with only
     /// `attributes` when given.
     func storedResult(_ s: Statement, column: Int, attributes: FetchList?) throws -> StoredResult? {
+        if rawResults {
+            let bytes = s.withUTF8(at: column) { bytes -> [UInt8]? in
+                guard let attributes else { return Array(bytes) }
+                return StrictJSONReader.projectItem(bytes, keepingAttributes: attributes)
+            } ?? nil
+            if let bytes { return StoredResult(rawItem: bytes) }
+            rawResults = false
+            defer { rawResults = true }
+            return try storedResult(s, column: column, attributes: attributes).map { StoredResult(rawItem: JSONWriter.bytes($0.item)) }
+        }
         if let attributes, let item = s.withUTF8(at: column, { StrictJSONReader.parseItem($0, keepingAttributes: attributes) }) ?? nil {
             return StoredResult(item: item)
         }

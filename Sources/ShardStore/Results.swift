@@ -28,11 +28,23 @@ public struct StoredResult: Sendable, Hashable {
     /// The relevance score (higher is better) when the query sorts by relevance.
     /// Shard-local: BM25 statistics differ between shards.
     public var score: Double?
+    /// For a query run with `rawItems`: the item as JSON text, in
+    /// ``JSONWriter``'s form (what it writes for ``item``), and `item` is
+    /// `null`. The store copies it out of the JSON it stored, keeping only the
+    /// fetched attributes, instead of building a tree that a query worker
+    /// would only write out again (see `RawJSON` in WireProtocol).
+    public var rawItem: [UInt8]?
 
     public init(item: JSONValue, sortValues: [JSONValue] = [], score: Double? = nil) {
         self.item = item
         self.sortValues = sortValues
         self.score = score
+    }
+
+    public init(rawItem: [UInt8]) {
+        self.item = .null
+        self.rawItem = rawItem
+        self.sortValues = []
     }
 
     /// The store's ordering, for merging sorted shard streams: true when a

@@ -69,6 +69,9 @@ public final class ShardStore {
     /// is read at its first item and written back once, at its end (see
     /// ``storingItems(_:)``).
     var pendingItemID: Int64?
+    /// While a `run(_:rawItems:…)` that asked for its items as JSON runs:
+    /// results carry ``StoredResult/rawItem`` instead of a tree.
+    var rawResults = false
 
     /// Opens a shard file, creating it (and its tables) in `.readWrite` mode.
     /// `durability` sets when a `.readWrite` store's commits reach the disk.

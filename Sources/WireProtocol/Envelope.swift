@@ -59,6 +59,8 @@ public struct Envelope: Sendable, Hashable {
     enum Keys: String, CodingKey { case v, type, id, key }
 
     public func encoded() -> Data {
+        if case .resultBatch(let b) = body, let raw = b.rawItems { return Data(rawResultBatch(raw, seq: b.seq)) }
+        if case .shardBatch(let b) = body, let raw = b.rawHits { return Data(rawShardBatch(b, raw)) }
         if let fast = fastJSON() {
             var o = fast
             o["v"] = .number(Double(version))
@@ -72,6 +74,60 @@ public struct Envelope: Sendable, Hashable {
             // Every body is plain data; encoding cannot fail short of a bug.
             preconditionFailure("encoding \(type) failed: \(error)")
         }
+    }
+
+    /// A `result_batch` whose items are spliced in as they came: the same
+    /// bytes ``JSONWriter`` gives for the decoded batch (keys in sorted order).
+    func rawResultBatch(_ items: [RawJSON], seq: Int) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(items.reduce(96 + id.utf8.count) { $0 + $1.bytes.count + 1 })
+        out += "{\"id\":".utf8
+        JSONWriter.writeString(id, into: &out)
+        out += ",\"items\":[".utf8
+        for (i, item) in items.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            out += item.bytes
+        }
+        out += "]".utf8
+        if let key {
+            out += ",\"key\":".utf8
+            JSONWriter.writeString(key, into: &out)
+        }
+        out += ",\"seq\":\(seq),\"type\":\"\(type.rawValue)\",\"v\":\(version)}".utf8
+        return out
+    }
+
+    /// A `shard_batch` whose items are spliced in as the store gave them,
+    /// in ``JSONWriter``'s form (keys in sorted order), as ``fastJSON()``
+    /// would write the decoded batch.
+    func rawShardBatch(_ b: Body.ShardBatch, _ hits: [RawShardBatch.RawHit]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(hits.reduce(128 + id.utf8.count) { $0 + $1.item.bytes.count + 16 })
+        out.append(UInt8(ascii: "{"))
+        if let n = b.doneCount { out += "\"doneCount\":\(n),".utf8 }
+        out += "\"hits\":[".utf8
+        for (i, h) in hits.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            out += "{\"item\":".utf8
+            out += h.item.bytes
+            if let score = h.score {
+                out += ",\"score\":".utf8
+                JSONWriter.write(.number(score), into: &out)
+            }
+            if let sort = h.sort {
+                out += ",\"sort\":".utf8
+                JSONWriter.write(.array(sort), into: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+        out += "],\"id\":".utf8
+        JSONWriter.writeString(id, into: &out)
+        if let key {
+            out += ",\"key\":".utf8
+            JSONWriter.writeString(key, into: &out)
+        }
+        out += ",\"seq\":\(b.seq),\"shard\":\(b.shard),\"type\":\"\(type.rawValue)\",\"v\":\(version)}".utf8
+        return out
     }
 
     /// Reads a frame. Every failure names what was wrong, so the peer can be told.

@@ -216,7 +216,14 @@ public enum Body: Sendable, Hashable {
     public struct ResultBatch: Sendable, Hashable, Codable {
         public var items: [JSONValue]
         public var seq: Int
+        /// Set by a coordinator that forwards a query worker's hits as they
+        /// came (``RawJSON``): the items the batch carries on the wire, in
+        /// place of `items` (then empty). A decoded batch never has it; it is
+        /// not part of the `Codable` form, only of ``Envelope/encoded()``.
+        public var rawItems: [RawJSON]?
         public init(items: [JSONValue], seq: Int) { self.items = items; self.seq = seq }
+        public init(rawItems: [RawJSON], seq: Int) { self.items = []; self.rawItems = rawItems; self.seq = seq }
+        enum CodingKeys: String, CodingKey { case items, seq }
     }
     public struct Completion: Sendable, Hashable, Codable {
         public var count: Int
@@ -322,9 +329,19 @@ public enum Body: Sendable, Hashable {
         /// through the coordinator. A shard that fails, is cancelled, or
         /// matches nothing still ends with a `shard_done` of its own.
         public var doneCount: Int?
+        /// Set by a query worker whose store handed out its items as JSON
+        /// (an unsorted query's): the hits on the wire, in place of `hits`
+        /// (then empty), written as they are (``RawJSON``). A decoded batch
+        /// never has it; it is not part of the `Codable` form, only of
+        /// ``Envelope/encoded()``.
+        public var rawHits: [RawShardBatch.RawHit]?
         public init(shard: Int, seq: Int, hits: [Hit], doneCount: Int? = nil) {
             self.shard = shard; self.seq = seq; self.hits = hits; self.doneCount = doneCount
         }
+        public init(shard: Int, seq: Int, rawHits: [RawShardBatch.RawHit], doneCount: Int? = nil) {
+            self.shard = shard; self.seq = seq; self.hits = []; self.rawHits = rawHits; self.doneCount = doneCount
+        }
+        enum CodingKeys: String, CodingKey { case shard, seq, hits, doneCount }
     }
     public struct ShardDone: Sendable, Hashable, Codable {
         public var shard: Int

@@ -110,11 +110,23 @@ public final class ShardQueryRunner: Sendable {
         do {
             let store = try pool.checkout(shard)
             defer { pool.checkin(shard, store) }
-            let count = try store.run(query, isCancelled: { flag.isCancelled }) { results in
+            // An unsorted query's items go to the client as the store wrote
+            // them (RawJSON): the coordinator forwards them without reading
+            // them, so they are never built as trees. A sorted query's are
+            // merged, which needs them decoded there anyway.
+            let raw = query.sort.isEmpty
+            let count = try store.run(query, rawItems: raw, isCancelled: { flag.isCancelled }) { results in
                 seq += 1
-                let hits = results.map { Hit(item: $0.item, sort: $0.sortValues.isEmpty ? nil : $0.sortValues, score: $0.score) }
                 if let h = held { reply(key, .shardBatch(h)) }
-                held = Body.ShardBatch(shard: shard, seq: seq, hits: hits)
+                if raw {
+                    let hits = results.map { r in
+                        RawShardBatch.RawHit(item: r.rawItem.map { RawJSON(trusted: ArraySlice($0)) } ?? RawJSON(r.item), score: r.score)
+                    }
+                    held = Body.ShardBatch(shard: shard, seq: seq, rawHits: hits)
+                } else {
+                    let hits = results.map { Hit(item: $0.item, sort: $0.sortValues.isEmpty ? nil : $0.sortValues, score: $0.score) }
+                    held = Body.ShardBatch(shard: shard, seq: seq, hits: hits)
+                }
             }
             tally.finished()
             if flag.isCancelled {
