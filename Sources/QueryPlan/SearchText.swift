@@ -208,11 +208,29 @@ public struct SearchWordMatcher: Sendable {
     public func scanASCII(_ bytes: UnsafeBufferPointer<UInt8>, lowered: inout [UInt8], rows: inout [Int],
                           _ found: (Int, Int) -> Void) -> Bool? {
         for b in bytes where b >= 128 { return nil }
+        if rows.count < 3 * 64 { rows = [Int](repeating: 0, count: 3 * 64) }
+        var whole = true
+        let count = Self.forEachASCIIToken(bytes, lowered: &lowered) { token, mask, position, isPart in
+            if !isPart, whole { whole = position < words.count && token.elementsEqual(words[position]) }
+            check(token, mask, position, &rows, found)
+        }
+        return whole && count == words.count
+    }
+
+    /// The tokens ``scanASCII(_:lowered:rows:_:)`` cuts ASCII text into, in
+    /// order: `body(token, mask, position, isPart)` gets each token lowercased
+    /// (in `lowered`), its ``letterMask(_:)``, its position among the whole
+    /// tokens, and whether it is a camel-case part of the token before it
+    /// (which comes first, parts following at its position). Returns the
+    /// number of whole tokens. The shard's forward index cuts text with this
+    /// same function, so its positions are the scan's by construction.
+    /// `bytes` must be ASCII.
+    @inline(__always)
+    public static func forEachASCIIToken(_ bytes: UnsafeBufferPointer<UInt8>, lowered: inout [UInt8],
+                                         _ body: (UnsafeBufferPointer<UInt8>, UInt64, Int, Bool) -> Void) -> Int {
         let n = bytes.count
         var position = 0
-        var whole = true
         if lowered.count < n { lowered = [UInt8](repeating: 0, count: max(n, 2 * lowered.count)) }
-        if rows.count < 3 * 64 { rows = [Int](repeating: 0, count: 3 * 64) }
         lowered.withUnsafeMutableBufferPointer { low in
             for k in 0..<n {
                 let b = bytes[k]
@@ -235,9 +253,7 @@ public struct SearchWordMatcher: Sendable {
                     mask |= Self.bit(low[i])
                     i += 1
                 }
-                let token = UnsafeBufferPointer(rebasing: low[start..<i])
-                if whole { whole = position < words.count && token.elementsEqual(words[position]) }
-                check(token, mask, position, &rows, found)
+                body(UnsafeBufferPointer(rebasing: low[start..<i]), mask, position, false)
                 if camel {
                     // Camel-case parts: split where a lowercase letter meets an uppercase one.
                     var partStart = start
@@ -247,19 +263,71 @@ public struct SearchWordMatcher: Sendable {
                         let upper = b >= 65 && b <= 90
                         if pl && upper {
                             let part = UnsafeBufferPointer(rebasing: low[partStart..<k])
-                            check(part, Self.letterMask(part), position, &rows, found)
+                            body(part, Self.letterMask(part), position, true)
                             partStart = k
                         }
                         pl = b >= 97 && b <= 122
                     }
                     let part = UnsafeBufferPointer(rebasing: low[partStart..<i])
-                    check(part, Self.letterMask(part), position, &rows, found)
+                    body(part, Self.letterMask(part), position, true)
                 }
                 position += 1
             }
         }
-        return whole && position == words.count
+        return position
     }
+
+    /// The query words (as bits, word `w` bit `w`) that a token of ASCII text
+    /// matches, lowercased as ``forEachASCIIToken(_:lowered:_:)`` gives it:
+    /// what ``scanASCII(_:lowered:rows:_:)`` reports for it, by the same
+    /// comparison. At most 64 words.
+    public func matchesASCII(_ token: UnsafeBufferPointer<UInt8>, rows: inout [Int]) -> UInt64 {
+        if rows.count < 3 * 64 { rows = [Int](repeating: 0, count: 3 * 64) }
+        var bits: UInt64 = 0
+        check(token, Self.letterMask(token), 0, &rows) { w, _ in bits |= 1 << UInt64(w) }
+        return bits
+    }
+
+    /// False when a token of ASCII text with this ``letterMask(_:)`` can
+    /// match no query word and be none (``matchesASCII(_:rows:)`` and
+    /// ``equalsASCII(_:)`` are then 0): every word has more letters the
+    /// token lacks than typos allowed. Most tokens a query meets; the test
+    /// is a few instructions.
+    @inline(__always)
+    public func mayMatchASCII(letterMask m: UInt64) -> Bool {
+        for w in 0..<masks.count where (masks[w] & ~m).nonzeroBitCount <= allowed[w] { return true }
+        return false
+    }
+
+    /// The query words a whole token of ASCII text is (bits), for the
+    /// whole-value test of ``scanASCII(_:lowered:rows:_:)``.
+    public func equalsASCII(_ token: UnsafeBufferPointer<UInt8>) -> UInt64 {
+        var bits: UInt64 = 0
+        for (w, word) in words.enumerated() where token.elementsEqual(word) { bits |= 1 << UInt64(w) }
+        return bits
+    }
+
+    /// The query words a folded token of text that is not ASCII matches
+    /// (bits): what ``scan(_:_:)`` reports for it, by ``WordMatch``.
+    public func matchesFolded(_ token: String) -> UInt64 {
+        var bits: UInt64 = 0
+        for (w, word) in original.enumerated() {
+            let isLast = prefixLast && w == original.count - 1
+            if WordMatch.of(word: word, token: token, isLast: isLast, policy: policy) != nil { bits |= 1 << UInt64(w) }
+        }
+        return bits
+    }
+
+    /// The query words a folded token of text that is not ASCII is (bits),
+    /// as ``scan(_:_:)``'s whole-value test compares them.
+    public func equalsFolded(_ token: String) -> UInt64 {
+        var bits: UInt64 = 0
+        for (w, word) in original.enumerated() where word == token { bits |= 1 << UInt64(w) }
+        return bits
+    }
+
+    /// The number of query words.
+    public var wordCount: Int { words.count }
 
     @inline(__always) static func isWordByte(_ b: UInt8) -> Bool {
         (b >= 97 && b <= 122) || (b >= 65 && b <= 90) || (b >= 48 && b <= 57)
@@ -279,7 +347,7 @@ public struct SearchWordMatcher: Sendable {
     /// either side has more than k bits the other lacks, the two are more
     /// than k typos apart, and no edit-distance rows are worth filling.
     /// Bytes sharing a bit only weaken the test, never make it wrong.
-    static func letterMask<C: Collection<UInt8>>(_ text: C) -> UInt64 {
+    public static func letterMask<C: Collection<UInt8>>(_ text: C) -> UInt64 {
         var m: UInt64 = 0
         for b in text { m |= bit(b) }
         return m

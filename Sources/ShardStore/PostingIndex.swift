@@ -44,6 +44,10 @@ final class PostingIndex: @unchecked Sendable {
     private let masks: [UInt32]
     /// The largest id held (0 when none), for dense per-item scratch arrays.
     let maxID: Int
+    /// Every item's text as token ids, read in the same transaction (so
+    /// exactly as current as the lists): proximity for search ranking. Nil
+    /// when not asked for or past its limits.
+    let forward: ForwardIndex?
 
     /// Ids held at most by one index (8 bytes each with its mask, 512 MiB):
     /// a larger shard keeps reading lists term by term.
@@ -80,7 +84,9 @@ final class PostingIndex: @unchecked Sendable {
     /// as long as its 'row' count, and its distinct items must number its
     /// document count, in ascending order: if any check fails, the terms are
     /// read with the instances after all (`termsWithInstances`).
-    init?(db: Database, maxEntries: Int = PostingIndex.maxEntries, termsWithInstances: Bool = false) throws {
+    ///
+    /// `forward`: whether to read the ``ForwardIndex`` too.
+    init?(db: Database, maxEntries: Int = PostingIndex.maxEntries, termsWithInstances: Bool = false, forward: Bool = true) throws {
         key = try Self.key(db)
         try db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.words_instances USING fts5vocab(main, 'words', 'instance')")
         guard let read = try termsWithInstances ? Self.readWithTerms(db, maxEntries: maxEntries)
@@ -88,6 +94,7 @@ final class PostingIndex: @unchecked Sendable {
         else { return nil }
         (terms, offsets, ids, masks) = read
         maxID = Int(ids.max() ?? 0)
+        self.forward = forward ? try ForwardIndex(db: db) : nil
     }
 
     private typealias Lists = (terms: Vocabulary, offsets: [Int], ids: [UInt32], masks: [UInt32])
@@ -327,13 +334,18 @@ extension ShardStore {
     /// Reads this shard's every posting list now, on this connection, for
     /// every connection of the process (see ``PostingIndex``); suggestions
     /// and searches otherwise start that in the background.
-    /// Returns the lists and ids read, and the bytes the index holds.
+    /// Returns the lists and ids read, and the bytes the index holds; and
+    /// the ``ForwardIndex``'s figures: its tokens, distinct terms, bytes and
+    /// the CPU seconds its read took (zeros when there is none).
     @discardableResult
-    public func buildSuggestionIndex() throws -> (terms: Int, ids: Int, bytes: Int) {
+    public func buildSuggestionIndex() throws -> (terms: Int, ids: Int, bytes: Int,
+                                                  forwardTokens: Int, forwardTerms: Int, forwardBytes: Int, forwardSeconds: Double) {
         do {
-            guard let index = try db.transaction(.deferred, { try PostingIndex(db: db) }) else { return (0, 0, 0) }
+            guard let index = try db.transaction(.deferred, { try PostingIndex(db: db) }) else { return (0, 0, 0, 0, 0, 0, 0) }
             PostingIndexes.shared.publish(path: path, index: index)
-            return (index.terms.count, index.entries, index.memoryBytes)
+            let f = index.forward
+            return (index.terms.count, index.entries, index.memoryBytes,
+                    f?.tokenCount ?? 0, f?.termCount ?? 0, f?.memoryBytes ?? 0, f?.readSeconds ?? 0)
         } catch {
             throw StoreError.wrap(error, "cannot read the suggestion index")
         }
@@ -390,6 +402,7 @@ extension ShardStore {
             let took = start.duration(to: .now)
             logger.debug("suggestion index read", metadata: [
                 "index.terms": "\(index?.terms.count ?? 0)", "index.ids": "\(index?.entries ?? 0)",
+                "index.forward.tokens": "\(index?.forward?.tokenCount ?? 0)",
                 "index.ms": "\(took.components.seconds * 1000 + took.components.attoseconds / 1_000_000_000_000_000)"])
             PostingIndexes.shared.finish(path: path, index: index, took: took)
         }

@@ -58,6 +58,13 @@ final class SearchCache {
     var searchesUsePostingIndex = true
     /// Searches that found the shared index current and used it (for tests).
     var postingSearches = 0
+    /// Whether ranking takes proximity from the index's ``ForwardIndex``
+    /// when it is current (tests turn it off to compare with the text scan).
+    var searchesUseForwardIndex = true
+    /// Searches that took proximity from the forward index (for tests).
+    var forwardSearches = 0
+    /// Each forward-index term's words, per query (see ``ForwardTokenCache``).
+    let forwardTokens = ForwardTokenCache()
 
     static let maxTypoForms = 10_000
 }
@@ -178,19 +185,24 @@ struct SearchRun {
     let postingSearch: PostingSearch?
     /// Buffers ``textMatch(_:)`` reuses from one item to the next.
     let scratch = TextScratch()
-
-    /// What ``textMatch(_:)`` keeps between items.
-    final class TextScratch {
-        var lowered: [UInt8] = []
-        var rows: [Int] = []
-        var hits: [[Int]] = []
-    }
+    /// The shard's ``ForwardIndex``, when it is current and ranking takes
+    /// proximity from it (see ``textMatch(_:)``).
+    let forward: ForwardIndex?
+    /// ``rankOf`` by name id, -1 for names not searched (for the forward index's loop).
+    var rankByName: [Int] = []
 
     init(store: ShardStore, plan: SearchPlan, context: QueryContext, index: PostingIndex? = nil) throws {
         self.store = store
         self.plan = plan
         self.context = context
         postingSearch = index.map(PostingSearch.init)
+        if store.searchCache.searchesUseForwardIndex, let f = index?.forward, plan.words.count <= ForwardTokenCache.maxWords {
+            forward = f
+            store.searchCache.forwardTokens.begin(f)
+            store.searchCache.forwardSearches += 1
+        } else {
+            forward = nil
+        }
         matcher = SearchWordMatcher(words: plan.words, prefixLast: plan.prefixLast, policy: plan.typos)
         let order = plan.searchableAttributes.isEmpty ? SearchPlan.defaultAttributeOrder : plan.searchableAttributes
         let ids: [Int64]
@@ -218,6 +230,8 @@ struct SearchRun {
             !searchableSet.contains(id) && searchedColumns.contains(Layout.wordColumn(name))
         }
         coversEveryColumn = store.names.values.allSatisfy { searchedColumns.contains(Layout.wordColumn($0)) }
+        rankByName = [Int](repeating: -1, count: Int(max(ids.max() ?? -1, -1)) + 1)
+        for (id, rank) in rankOf where id >= 0 { rankByName[Int(id)] = rank }
     }
 
     /// The items holding one query word, by how they hold it.
@@ -533,54 +547,6 @@ struct SearchRun {
             try s.reset()
         }
         return out.mapValues(IDs.sortedUnique)
-    }
-
-    /// How the query's words occur in one item's searchable text: nil when
-    /// some word is in none of its searchable attributes (the definition of a
-    /// match, which the word index only approximates); otherwise the
-    /// proximity, the best attribute a word matched in, and the best
-    /// attribute whose whole value is the query.
-    func textMatch(_ id: Int64) throws -> (proximity: Int, attribute: Int, exactAttribute: Int)? {
-        // One range read of the item's text rows, scanned in place (no String
-        // per value unless it is not ASCII), with buffers kept across items.
-        let s = try store.db.prepare("SELECT name, text FROM attrs WHERE item = ? AND kind IN (0, 5)")
-        try s.bind(id, at: 0)
-        defer { try? s.reset() }
-        let scratch = self.scratch
-        // Per word, the (value, position) pairs it matched at, as value << 32 | position.
-        if scratch.hits.count != plan.words.count { scratch.hits = [[Int]](repeating: [], count: plan.words.count) }
-        for w in scratch.hits.indices { scratch.hits[w].removeAll(keepingCapacity: true) }
-        var valueIndex = 0
-        var attribute = noRank, exact = SearchRank.noExactAttribute
-        while try s.step() {
-            guard let rank = rankOf[s.int64(at: 0)] else { continue }
-            let v = valueIndex
-            valueIndex += 1
-            var any = false, atStart = false
-            let record = { (w: Int, position: Int) in
-                scratch.hits[w].append(v << 32 | position)
-                any = true
-                if position == 0 { atStart = true }
-            }
-            var whole = s.withUTF8(at: 1) { matcher.scanASCII($0, lowered: &scratch.lowered, rows: &scratch.rows, record) } ?? nil
-            if whole == nil { whole = matcher.scan(s.string(at: 1) ?? "", record) }
-            if any {
-                attribute = min(attribute, SearchRank.attribute(rank, atStart: atStart))
-                if whole == true { exact = min(exact, rank) }
-            }
-        }
-        if scratch.hits.contains(where: \.isEmpty) { return nil }
-        var proximity = 0
-        for w in 0..<(plan.words.count - 1) {
-            var best = 8
-            for a in scratch.hits[w] {
-                for b in scratch.hits[w + 1] where a >> 32 == b >> 32 {
-                    best = min(best, max(1, abs((b & 0xFFFF_FFFF) - (a & 0xFFFF_FFFF))))
-                }
-            }
-            proximity += best
-        }
-        return (proximity, attribute, exact)
     }
 
     func addCustomRanking(ids: [Int64], to ranks: inout [SearchRank]) throws {

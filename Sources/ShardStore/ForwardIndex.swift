@@ -1,0 +1,190 @@
+import Foundation
+import QueryPlan
+@_spi(Internals) import SQLite
+
+/// Every item's searchable text as the search matcher tokenizes it, cut once
+/// when the shard's ``PostingIndex`` is read, so that ranking a several-word
+/// query works out proximity, the best attribute and whole-value exactness
+/// from token ids instead of reading and scanning each candidate's text.
+///
+/// Why: for two words, reading the text rows of every item in the best typo
+/// buckets and scanning them was ~80% of the query (Debian corpus, ~2.2-2.5
+/// ms CPU p50 of which ~1.9 in ``SearchRun/textMatch(_:)``), where Tantivy
+/// answers the same query in ~0.15 ms.
+///
+/// What it holds, per item, its text values (`attrs` kinds 0 and 5, in
+/// their (name, pos) order), each with its attribute name and its tokens in
+/// order, every token as a term id with a bit saying whether it is a
+/// camel-case part of the token before it (parts share its position). The
+/// tokens are cut by the matcher's own functions: ASCII values by
+/// ``SearchWordMatcher/forEachASCIIToken(_:lowered:_:)``, which
+/// ``SearchWordMatcher/scanASCII(_:lowered:rows:_:)`` runs on, other values
+/// by ``SearchTokens/tokens(_:)``, which ``SearchWordMatcher/scan(_:_:)``
+/// runs on; so positions are the scan's by construction. A term is the
+/// token's bytes (lowercased, or folded for values not ASCII) and which of
+/// the two it came from, since the scan compares the two kinds by different
+/// rules (bytes, or ``WordMatch``): a query decides once per term it meets
+/// which words it matches, by that term's rule (see ``ForwardTokenCache``).
+///
+/// All flat arrays (no array per item or value): ~4 bytes a token. Read in
+/// the same transaction as the posting lists, it is exactly as current as
+/// they are, and used only while they are.
+final class ForwardIndex: @unchecked Sendable {
+    /// Item `i`'s values are `itemStart[i]..<itemStart[i + 1]` (none past the end).
+    private let itemStart: [UInt32]
+    /// Each value's attribute name id.
+    let valueName: [UInt32]
+    /// Value `v`'s tokens are `tokens[valueStart[v]..<valueStart[v + 1]]`.
+    let valueStart: [UInt32]
+    /// Term id << 1, | 1 for a camel-case part.
+    let tokens: [UInt32]
+    /// Term `t` is `termBytes[termStart[t]..<termStart[t + 1]]`.
+    let termBytes: [UInt8]
+    let termStart: [UInt32]
+    /// Whether term `t` was cut from a value that is not ASCII (folded, and
+    /// matched by ``WordMatch``); otherwise from ASCII text, lowercased.
+    let termFolded: [Bool]
+    /// Each term's ``SearchWordMatcher/letterMask(_:)``, for
+    /// ``SearchWordMatcher/mayMatchASCII(letterMask:)`` (0 for folded terms, never tested).
+    let termLetters: [UInt64]
+
+    /// The thread CPU time the read took, in seconds.
+    let readSeconds: Double
+
+    /// Tokens held at most (4 bytes each): a larger shard keeps the text scan.
+    static let maxTokens = 256 << 20
+
+    var termCount: Int { termFolded.count }
+    var valueCount: Int { valueName.count }
+    var tokenCount: Int { tokens.count }
+
+    var memoryBytes: Int {
+        itemStart.count * 4 + valueName.count * 4 + valueStart.count * 4 + tokens.count * 4
+            + termBytes.count + termStart.count * 4 + termFolded.count + termLetters.count * 8
+    }
+
+    /// Reads and tokenizes every text value; call it inside the read
+    /// transaction the posting lists are read in. Nil when an id does not
+    /// fit 32 bits or past ``maxTokens``.
+    init?(db: Database, maxTokens: Int = ForwardIndex.maxTokens) throws {
+        let cpu0 = Self.threadCPUSeconds()
+        let s = try db.prepare("SELECT item, name, text FROM attrs WHERE kind IN (0, 5) ORDER BY item, name, pos")
+        defer { try? s.reset() }
+        var itemStart: [UInt32] = [0]
+        var valueName: [UInt32] = []
+        var valueStart: [UInt32] = [0]
+        var tokens: [UInt32] = []
+        var terms = TermInterner()
+        var lowered: [UInt8] = []
+        var lastItem: Int64 = -1
+        while try s.step() {
+            let item = s.int64(at: 0), name = s.int64(at: 1)
+            guard item >= 0, item < Int64(UInt32.max), name >= 0, name <= Int64(UInt32.max), item >= lastItem else { return nil }
+            // Items without text values before this one get empty ranges.
+            while itemStart.count <= Int(item) { itemStart.append(UInt32(valueName.count)) }
+            lastItem = item
+            valueName.append(UInt32(name))
+            let ascii = s.withUTF8(at: 2) { bytes -> Bool in
+                guard !bytes.contains(where: { $0 >= 128 }) else { return false }
+                _ = SearchWordMatcher.forEachASCIIToken(bytes, lowered: &lowered) { token, _, _, isPart in
+                    tokens.append(terms.intern(token, folded: false) << 1 | (isPart ? 1 : 0))
+                }
+                return true
+            } ?? true   // NULL: no tokens, as the scan reads it ("").
+            if !ascii {
+                let text = s.string(at: 2) ?? ""
+                var previous: Int?
+                for token in SearchTokens.tokens(text) {
+                    // Parts follow their token at its position.
+                    let isPart = previous == token.position
+                    previous = token.position
+                    var folded = token.folded
+                    let id = folded.withUTF8 { terms.intern($0, folded: true) }
+                    tokens.append(id << 1 | (isPart ? 1 : 0))
+                }
+            }
+            guard tokens.count <= maxTokens else { return nil }
+            valueStart.append(UInt32(tokens.count))
+        }
+        itemStart.append(UInt32(valueName.count))
+        self.itemStart = itemStart
+        self.valueName = valueName
+        self.valueStart = valueStart
+        self.tokens = tokens
+        termBytes = terms.bytes
+        termStart = terms.starts
+        termFolded = terms.folded
+        var letters = [UInt64](repeating: 0, count: terms.folded.count)
+        terms.bytes.withUnsafeBufferPointer { all in
+            for t in letters.indices where !terms.folded[t] {
+                letters[t] = SearchWordMatcher.letterMask(UnsafeBufferPointer(rebasing: all[Int(terms.starts[t])..<Int(terms.starts[t + 1])]))
+            }
+        }
+        termLetters = letters
+        readSeconds = Self.threadCPUSeconds() - cpu0
+    }
+
+    static func threadCPUSeconds() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+
+    /// The values of item `id` (an empty range when it has none).
+    @inline(__always) func values(of id: Int64) -> Range<Int> {
+        guard id >= 0, id < Int64(itemStart.count - 1) else { return 0..<0 }
+        return Int(itemStart[Int(id)])..<Int(itemStart[Int(id) + 1])
+    }
+
+    /// Calls `body` with term `t`'s bytes.
+    func withTerm<T>(_ t: Int, _ body: (UnsafeBufferPointer<UInt8>) -> T) -> T {
+        termBytes.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[Int(termStart[t])..<Int(termStart[t + 1])])) }
+    }
+}
+
+/// Distinct terms, interned in one flat byte buffer by an open-addressing
+/// hash table (a `Dictionary` keyed by arrays cost an allocation a token).
+struct TermInterner {
+    private var table = [UInt32](repeating: 0, count: 1 << 16)   // term id + 1, 0 empty
+    private(set) var bytes: [UInt8] = []
+    private(set) var starts: [UInt32] = [0]
+    private(set) var folded: [Bool] = []
+
+    private static func hash(_ token: UnsafeBufferPointer<UInt8>, folded: Bool) -> Int {
+        var h: UInt64 = folded ? 0x84222325_cbf29ce4 : 0xcbf29ce4_84222325
+        for b in token { h = (h ^ UInt64(b)) &* 0x0000_0100_0000_01b3 }
+        return Int(truncatingIfNeeded: h ^ (h >> 31))
+    }
+
+    /// The id of the term `token` of this kind, added if new.
+    mutating func intern(_ token: UnsafeBufferPointer<UInt8>, folded isFolded: Bool) -> UInt32 {
+        let mask = table.count - 1
+        var i = Self.hash(token, folded: isFolded) & mask
+        while table[i] != 0 {
+            let id = Int(table[i] - 1)
+            if folded[id] == isFolded, bytes[Int(starts[id])..<Int(starts[id + 1])].elementsEqual(token) { return UInt32(id) }
+            i = (i + 1) & mask
+        }
+        let id = folded.count
+        bytes.append(contentsOf: token)
+        starts.append(UInt32(bytes.count))
+        folded.append(isFolded)
+        table[i] = UInt32(id + 1)
+        if folded.count * 2 > table.count { grow() }
+        return UInt32(id)
+    }
+
+    private mutating func grow() {
+        var bigger = [UInt32](repeating: 0, count: table.count * 2)
+        let mask = bigger.count - 1
+        bytes.withUnsafeBufferPointer { all in
+            for id in 0..<folded.count {
+                let term = UnsafeBufferPointer(rebasing: all[Int(starts[id])..<Int(starts[id + 1])])
+                var i = Self.hash(term, folded: folded[id]) & mask
+                while bigger[i] != 0 { i = (i + 1) & mask }
+                bigger[i] = UInt32(id + 1)
+            }
+        }
+        table = bigger
+    }
+}

@@ -1,0 +1,192 @@
+import QueryPlan
+@_spi(Internals) import SQLite
+
+/// What a query's words are to each term of a shard's ``ForwardIndex``,
+/// decided once per query and term: kept per connection, so that a query
+/// allocates nothing for it (an array as long as the index's terms, whose
+/// entries the last query decided are cleared when the next begins).
+final class ForwardTokenCache {
+    /// Per term: bit 31 once decided; bits 0-14 the words it matches, bits
+    /// 15-29 the words it is (the whole-value test), bit 30 when the
+    /// whole-value test skips it. One 4-byte load a token: the array is
+    /// read at random, and its entries and a stamp beside each were two
+    /// cache misses where this is one.
+    var masks: [UInt32] = []
+    /// The terms decided since the query began.
+    var decided: [UInt32] = []
+    var rows: [Int] = []
+    /// The index the array is sized for.
+    weak var index: ForwardIndex?
+
+    static let known: UInt32 = 1 << 31
+    static let skipsWhole: UInt32 = 1 << 30
+    static let equalsShift: UInt32 = 15
+    static let matchBits: UInt32 = 0x7FFF
+    /// The bits that hold words: a query of more words keeps the text scan.
+    static let maxWords = 15
+
+    /// Starts a query: every term's masks are to be decided again.
+    func begin(_ forward: ForwardIndex) {
+        if index !== forward || masks.count != forward.termCount {
+            index = forward
+            masks = [UInt32](repeating: 0, count: forward.termCount)
+        } else {
+            for t in decided { masks[Int(t)] = 0 }
+        }
+        decided.removeAll(keepingCapacity: true)
+    }
+}
+
+extension SearchRun {
+    /// What ``textMatch(_:)`` keeps between items.
+    final class TextScratch {
+        var lowered: [UInt8] = []
+        var rows: [Int] = []
+        var hits: [[Int]] = []
+    }
+
+    /// How the query's words occur in one item's searchable text: nil when
+    /// some word is in none of its searchable attributes (the definition of a
+    /// match, which the word index only approximates); otherwise the
+    /// proximity, the best attribute a word matched in, and the best
+    /// attribute whose whole value is the query.
+    ///
+    /// From the shard's ``ForwardIndex`` while it is current, else by
+    /// reading and scanning the item's text: the same numbers either way.
+    func textMatch(_ id: Int64) throws -> (proximity: Int, attribute: Int, exactAttribute: Int)? {
+        if let forward { return indexedTextMatch(id, forward) }
+        return try scannedTextMatch(id)
+    }
+
+    /// ``textMatch(_:)`` from the item's text rows.
+    func scannedTextMatch(_ id: Int64) throws -> (proximity: Int, attribute: Int, exactAttribute: Int)? {
+        // One range read of the item's text rows, scanned in place (no String
+        // per value unless it is not ASCII), with buffers kept across items.
+        let s = try store.db.prepare("SELECT name, text FROM attrs WHERE item = ? AND kind IN (0, 5)")
+        try s.bind(id, at: 0)
+        defer { try? s.reset() }
+        let scratch = self.scratch
+        // Per word, the (value, position) pairs it matched at, as value << 32 | position.
+        startHits()
+        var valueIndex = 0
+        var attribute = noRank, exact = SearchRank.noExactAttribute
+        while try s.step() {
+            guard let rank = rankOf[s.int64(at: 0)] else { continue }
+            let v = valueIndex
+            valueIndex += 1
+            var any = false, atStart = false
+            let record = { (w: Int, position: Int) in
+                scratch.hits[w].append(v << 32 | position)
+                any = true
+                if position == 0 { atStart = true }
+            }
+            var whole = s.withUTF8(at: 1) { matcher.scanASCII($0, lowered: &scratch.lowered, rows: &scratch.rows, record) } ?? nil
+            if whole == nil { whole = matcher.scan(s.string(at: 1) ?? "", record) }
+            if any {
+                attribute = min(attribute, SearchRank.attribute(rank, atStart: atStart))
+                if whole == true { exact = min(exact, rank) }
+            }
+        }
+        return proximity().map { ($0, attribute, exact) }
+    }
+
+    /// ``textMatch(_:)`` from the forward index: the item's values' token
+    /// ids, each term's words decided once per query (``ForwardTokenCache``)
+    /// by the matcher's own comparison for the kind of text it came from.
+    func indexedTextMatch(_ id: Int64, _ forward: ForwardIndex) -> (proximity: Int, attribute: Int, exactAttribute: Int)? {
+        let scratch = self.scratch
+        let cache = store.searchCache.forwardTokens
+        startHits()
+        let words = plan.words.count
+        var attribute = noRank, exact = SearchRank.noExactAttribute
+        var valueIndex = 0
+        // Buffers, not arrays, in the loop over tokens: no bounds or
+        // exclusivity checks on the cache's arrays at every token.
+        forward.tokens.withUnsafeBufferPointer { tokens in
+        cache.masks.withUnsafeMutableBufferPointer { masks in
+            for v in forward.values(of: id) {
+                let name = Int(forward.valueName[v])
+                guard name < rankByName.count, rankByName[name] >= 0 else { continue }
+                let rank = rankByName[name]
+                let value = valueIndex
+                valueIndex += 1
+                var any = false, atStart = false
+                var whole = true
+                var wholeTokens = 0
+                var position = -1
+                for k in Int(forward.valueStart[v])..<Int(forward.valueStart[v + 1]) {
+                    let entry = tokens[k]
+                    let term = Int(entry >> 1)
+                    let isPart = entry & 1 != 0
+                    if !isPart { position += 1 }
+                    var mask = masks[term]
+                    if mask == 0 {
+                        mask = termMask(term, forward, cache) | ForwardTokenCache.known
+                        masks[term] = mask
+                        cache.decided.append(UInt32(term))
+                    }
+                    if !isPart, whole, mask & ForwardTokenCache.skipsWhole == 0 {
+                        whole = wholeTokens < words && mask & (1 << (ForwardTokenCache.equalsShift + UInt32(wholeTokens))) != 0
+                        wholeTokens += 1
+                    }
+                    var matches = mask & ForwardTokenCache.matchBits
+                    if matches != 0 {
+                        any = true
+                        if position == 0 { atStart = true }
+                        while matches != 0 {
+                            scratch.hits[matches.trailingZeroBitCount].append(value << 32 | position)
+                            matches &= matches - 1
+                        }
+                    }
+                }
+                if any {
+                    attribute = min(attribute, SearchRank.attribute(rank, atStart: atStart))
+                    if whole, wholeTokens == words { exact = min(exact, rank) }
+                }
+            }
+        }
+        }
+        return proximity().map { ($0, attribute, exact) }
+    }
+
+    /// Term `term`'s masks for this query (see ``ForwardTokenCache/masks``).
+    func termMask(_ term: Int, _ forward: ForwardIndex, _ cache: ForwardTokenCache) -> UInt32 {
+        if forward.termFolded[term] {
+            // Cut from text that is not ASCII: ``SearchWordMatcher/scan(_:_:)``'s
+            // rule, and its whole-value test skips tokens that fold to nothing.
+            let folded = forward.withTerm(term) { String(decoding: $0, as: UTF8.self) }
+            return UInt32(matcher.matchesFolded(folded)) | UInt32(matcher.equalsFolded(folded)) << ForwardTokenCache.equalsShift
+                | (folded.isEmpty ? ForwardTokenCache.skipsWhole : 0)
+        }
+        // Most terms share too few letters with every word to be worth comparing.
+        guard matcher.mayMatchASCII(letterMask: forward.termLetters[term]) else { return 0 }
+        return forward.withTerm(term) {
+            UInt32(matcher.matchesASCII($0, rows: &cache.rows)) | UInt32(matcher.equalsASCII($0)) << ForwardTokenCache.equalsShift
+        }
+    }
+
+    /// Clears the per-word hits ``proximity()`` reads.
+    func startHits() {
+        if scratch.hits.count != plan.words.count { scratch.hits = [[Int]](repeating: [], count: plan.words.count) }
+        for w in scratch.hits.indices { scratch.hits[w].removeAll(keepingCapacity: true) }
+    }
+
+    /// The proximity of the hits recorded (per word, value << 32 | position):
+    /// per pair of consecutive words, the least distance between them in one
+    /// value, at most 8. Nil when some word has no hit.
+    func proximity() -> Int? {
+        let hits = scratch.hits
+        if hits.contains(where: \.isEmpty) { return nil }
+        var proximity = 0
+        for w in 0..<(plan.words.count - 1) {
+            var best = 8
+            for a in hits[w] {
+                for b in hits[w + 1] where a >> 32 == b >> 32 {
+                    best = min(best, max(1, abs((b & 0xFFFF_FFFF) - (a & 0xFFFF_FFFF))))
+                }
+            }
+            proximity += best
+        }
+        return proximity
+    }
+}

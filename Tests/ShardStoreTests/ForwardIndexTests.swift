@@ -1,0 +1,197 @@
+import Foundation
+import Items
+import QueryPlan
+@_spi(Internals) import SQLite
+import Testing
+@testable import ShardStore
+
+/// The ``ForwardIndex``: proximity, attribute and whole-value exactness
+/// worked out from its token ids must be the text scan's, item by item and
+/// search by search, on text that is not ASCII, camel case, punctuated,
+/// spread over several values, and with misspelt and cut query words; and
+/// it is used only while it is the current data's.
+@Suite struct ForwardIndexTests {
+    /// Words of every kind the tokenizer treats differently: accented and
+    /// not, other scripts, a ligature, a Kelvin sign, combining marks on
+    /// their own (a token that folds to nothing), camel case, digits,
+    /// punctuation inside a word.
+    static let words = ["pa", "pal", "palm", "panda", "pandas", "parking", "parkings", "pathfinder", "pathfinders",
+                        "python", "python3", "table", "tables", "café", "cafe", "naïve", "naive", "Straße", "strasse",
+                        "日本語", "ZeroMQ", "zeromq", "libFoo", "XMLHttpRequest", "iPhone", "x86_64", "data-base",
+                        "data.base", "editor", "editors", "Éditeur", "re\u{301}sume\u{301}", "resume", "ﬁle", "file",
+                        "\u{212A}elvin", "kelvin", "ǅemal", "İstanbul", "σοφία", "e\u{301}", "\u{301}\u{301}", "--",
+                        "a,b;c", "Vi", "vim", "vim-gtk3", "MyWindowClass", "window", "class"]
+    static let joiners = [" ", " ", " ", "  ", ", ", "-", ".", "/", "", " — "]
+
+    static func text(_ rng: inout SplitMix64, _ most: Int) -> String {
+        let n = Int(rng.next() % UInt64(most + 1))
+        var out = ""
+        for k in 0..<n {
+            var w = words[Int(rng.next() % UInt64(words.count))]
+            if rng.next() % 5 == 0 { w = w.prefix(1).uppercased() + w.dropFirst() }
+            if k > 0 { out += joiners[Int(rng.next() % UInt64(joiners.count))] }
+            out += w
+        }
+        return out
+    }
+
+    static func randomItems(_ n: Int, seed: UInt64, prefix: String = "i") -> [JSONValue] {
+        var rng = SplitMix64(state: seed)
+        return (0..<n).map { i in
+            let keywords = (0..<Int(rng.next() % 4)).map { _ in "\"" + text(&rng, 3) + "\"" }.joined(separator: ", ")
+            return item("\(prefix)\(i)", domain: ["@alpha", "@beta"][Int(rng.next() % 2)],
+                        #"{"title": "\#(text(&rng, 3))", "displayName": "\#(text(&rng, 5))", "contentDescription": "\#(text(&rng, 12))", "keywords": [\#(keywords)], "section": "\#(text(&rng, 2))", "size": \#(rng.next() % 100)}"#)
+        }
+    }
+
+    /// A word of the list, misspelt, cut short or in capitals now and then.
+    static func queryText(_ rng: inout SplitMix64) -> String {
+        var w = Array(words[Int(rng.next() % UInt64(words.count))])
+        switch rng.next() % 6 {
+        case 0 where w.count > 4: w.remove(at: Int(rng.next() % UInt64(w.count)))
+        case 1 where w.count > 4: let k = Int(rng.next() % UInt64(w.count - 1)); w.swapAt(k, k + 1)
+        case 2 where w.count > 3: w = Array(w.prefix(2 + Int(rng.next() % UInt64(w.count - 2))))
+        case 3: w.replaceSubrange(0..<1, with: Array(w[0].uppercased()))   // "ﬁ" is "FI"
+        default: break
+        }
+        return String(w)
+    }
+
+    /// Plans of two to four words (folded as a request folds them); a third
+    /// of them, when `values` are given, the words of one of them (so that
+    /// whole values match).
+    static func randomPlans(_ n: Int, seed: UInt64, values: [String] = []) -> [SearchPlan] {
+        var rng = SplitMix64(state: seed)
+        let attributeSets: [[String]] = [[], ["title"], ["contentDescription", "title"], ["keywords", "displayName"],
+                                         ["section"], ["title", "section", "displayName", "keywords"]]
+        let policies = [TypoPolicy(), TypoPolicy(enabled: false), TypoPolicy(minWordSizeForOneTypo: 1, minWordSizeForTwoTypos: 3)]
+        var plans: [SearchPlan] = []
+        while plans.count < n {
+            var typed = (0..<(2 + Int(rng.next() % 3))).map { _ in queryText(&rng) }.joined(separator: " ")
+            if !values.isEmpty, rng.next() % 3 == 0 { typed = values[Int(rng.next() % UInt64(values.count))] }
+            let words = SearchTokens.queryWords(typed)
+            guard words.count >= 2 else { continue }
+            var plan = SearchPlan(words: words, prefixLast: rng.next() % 3 != 0,
+                                  typos: policies[Int(rng.next() % UInt64(policies.count))],
+                                  searchableAttributes: attributeSets[Int(rng.next() % UInt64(attributeSets.count))],
+                                  window: [1, 3, 10, 20, 200][Int(rng.next() % 5)])
+            if rng.next() % 4 == 0 { plan.filter = .domain(["@beta"]) }
+            if rng.next() % 4 == 0 { plan.facets = ["section"] }
+            plans.append(plan)
+        }
+        return plans
+    }
+
+    static func store(_ dir: TempDir, seed: UInt64, count: Int = 300) throws -> ShardStore {
+        let s = try openStore(dir)
+        try s.put(randomItems(count, seed: seed))
+        #expect(try s.delete(ids: ["i3", "i5", "i8"]) == 3)
+        return s
+    }
+
+    /// Item by item, the forward index's numbers are the scan's, for every
+    /// item of the shard (matching or not) and random plans.
+    @Test func textMatchFromTheIndexIsTheScans() throws {
+        let dir = try TempDir()
+        let s = try Self.store(dir, seed: 71)
+        try s.buildSuggestionIndex()
+        defer { PostingIndexes.shared.forget(path: s.path) }
+        let index = try #require(try PostingIndexTests.held(s))
+        let forward = try #require(index.forward)
+        #expect(forward.termFolded.contains(true) && forward.termFolded.contains(false))
+        #expect(forward.tokens.contains { $0 & 1 == 1 })   // camel-case parts
+        let ids = try s.db.prepare("SELECT id FROM items ORDER BY id").map { $0.int64(at: 0) } + [999_999]
+        let values = try s.db.prepare("SELECT text FROM attrs WHERE kind = 0").map { $0.string(at: 0) ?? "" }
+        var matches = 0, exact = 0, proximities: Set<Int> = [], starts = 0
+        for plan in Self.randomPlans(150, seed: 73, values: values) {
+            try s.db.transaction(.deferred) {
+                try s.reloadIfChanged()
+                let run = try SearchRun(store: s, plan: plan, context: QueryContext(isCancelled: { false }, wantsScores: false), index: index)
+                #expect(run.forward === forward)
+                for id in ids {
+                    let a = run.indexedTextMatch(id, forward)
+                    let b = try run.scannedTextMatch(id)
+                    #expect(a?.proximity == b?.proximity && a?.attribute == b?.attribute && a?.exactAttribute == b?.exactAttribute,
+                            "item \(id) \(plan.words) \(plan.searchableAttributes) \(plan.typos)")
+                    if let b {
+                        matches += 1
+                        proximities.insert(b.proximity)
+                        if b.exactAttribute != SearchRank.noExactAttribute { exact += 1 }
+                        if b.attribute % 2 == 0 { starts += 1 }
+                    }
+                }
+            }
+        }
+        // The comparison saw every kind of answer.
+        #expect(matches > 400 && exact > 20 && proximities.count >= 5 && starts > 0, "\(matches) \(exact) \(proximities) \(starts)")
+    }
+
+    /// Whole searches answer the same with the forward index, with the
+    /// posting index alone, and with neither.
+    @Test func searchesWithAndWithoutTheForwardIndexAgree() throws {
+        for seed in [81, 83] as [UInt64] {
+            let dir = try TempDir()
+            _ = try Self.store(dir, seed: seed)
+            let forward = try openStore(dir, mode: .readOnly)
+            let postingsOnly = try openStore(dir, mode: .readOnly)
+            postingsOnly.searchCache.searchesUseForwardIndex = false
+            let plain = try openStore(dir, mode: .readOnly)
+            plain.searchCache.searchesUsePostingIndex = false
+            try forward.buildSuggestionIndex()
+            defer { PostingIndexes.shared.forget(path: forward.path) }
+            var found = 0, runs = 0
+            for plan in Self.randomPlans(150, seed: seed) + PostingSearchTests.randomPlans(50, seed: seed) {
+                // Other suites' indexes, read in parallel, can push this one
+                // out of the process's few: read it again then.
+                if try PostingIndexTests.held(forward) == nil { try forward.buildSuggestionIndex() }
+                let a = try forward.search(plan), b = try postingsOnly.search(plan), c = try plain.search(plan)
+                #expect(a == b && b == c, "\(plan.words) \(plan.searchableAttributes) \(plan.window) \(plan.typos)")
+                found += a.hits.count
+                runs += 1
+            }
+            #expect(found > 400)
+            #expect(forward.searchCache.forwardSearches == runs && postingsOnly.searchCache.forwardSearches == 0)
+            #expect(postingsOnly.searchCache.postingSearches == runs && plain.searchCache.postingSearches == 0)
+        }
+    }
+
+    /// A commit of another connection retires the forward index with the
+    /// posting lists: the next search scans the new text (here, an item
+    /// whose words moved apart), until the index is read again.
+    @Test func aWriteMakesItNotCurrent() throws {
+        let dir = try TempDir()
+        let w = try openStore(dir)
+        try w.put(Self.randomItems(200, seed: 91) + [item("moved", #"{"title": "zebra okapi"}"#)])
+        let r = try openStore(dir, mode: .readOnly)
+        try r.buildSuggestionIndex()
+        defer { PostingIndexes.shared.forget(path: r.path) }
+        let plan = SearchPlan(words: ["zebra", "okapi"], window: 10)
+        let before = try r.search(plan)
+        #expect(r.searchCache.forwardSearches == 1)
+        #expect(before.hits.first?.uniqueIdentifier == "moved" && before.hits.first?.rank.proximity == 1)
+        try w.put([item("moved", #"{"title": "zebra one two three okapi"}"#)])
+        let after = try r.search(plan)
+        #expect(r.searchCache.forwardSearches == 1)
+        #expect(after.hits.first?.uniqueIdentifier == "moved" && after.hits.first?.rank.proximity == 4)
+        try r.buildSuggestionIndex()
+        #expect(try r.search(plan) == after)
+        #expect(r.searchCache.forwardSearches == 2)
+    }
+
+    /// The index's terms are interned once each: every token of the index
+    /// names a term, and no two terms are the same bytes of the same kind.
+    @Test func termsAreDistinct() throws {
+        let dir = try TempDir()
+        let s = try Self.store(dir, seed: 97, count: 120)
+        try s.buildSuggestionIndex()
+        defer { PostingIndexes.shared.forget(path: s.path) }
+        let forward = try #require(try PostingIndexTests.held(s)?.forward)
+        var seen: Set<[UInt8]> = []
+        for t in 0..<forward.termCount {
+            let bytes = forward.withTerm(t) { Array($0) } + [forward.termFolded[t] ? 1 : 0]
+            #expect(seen.insert(bytes).inserted)
+        }
+        #expect(forward.tokens.allSatisfy { Int($0 >> 1) < forward.termCount })
+        #expect(forward.termCount > 40 && forward.tokenCount > 1000, "\(forward.termCount) \(forward.tokenCount)")
+    }
+}
