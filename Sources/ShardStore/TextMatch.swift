@@ -153,7 +153,9 @@ extension SearchRun {
     func termMask(_ term: Int, _ forward: ForwardIndex, _ cache: ForwardTokenCache) -> UInt32 {
         if forward.termFolded[term] {
             // Cut from text that is not ASCII: ``SearchWordMatcher/scan(_:_:)``'s
-            // rule, and its whole-value test skips tokens that fold to nothing.
+            // rule, and its whole-value test skips tokens that fold to nothing
+            // (as ``SearchTokens/queryWords(_:)`` drops them; no text found
+            // yet has one, Foundation's folding keeps lone combining marks).
             let folded = forward.withTerm(term) { String(decoding: $0, as: UTF8.self) }
             return UInt32(matcher.matchesFolded(folded)) | UInt32(matcher.equalsFolded(folded)) << ForwardTokenCache.equalsShift
                 | (folded.isEmpty ? ForwardTokenCache.skipsWhole : 0)
