@@ -45,7 +45,9 @@ final class ForwardIndex: @unchecked Sendable {
     /// matched by ``WordMatch``); otherwise from ASCII text, lowercased.
     let termFolded: [Bool]
     /// Each term's ``SearchWordMatcher/letterMask(_:)``, for
-    /// ``SearchWordMatcher/mayMatchASCII(letterMask:)`` (0 for folded terms, never tested).
+    /// ``SearchWordMatcher/mayMatchASCII(letterMask:)``; every bit for folded
+    /// terms (which no ASCII token's mask is: tokens are letters and digits,
+    /// 36 bits), so that the one load tells most terms apart from both.
     let termLetters: [UInt64]
 
     /// The thread CPU time the read took, in seconds.
@@ -114,7 +116,7 @@ final class ForwardIndex: @unchecked Sendable {
         termBytes = terms.bytes
         termStart = terms.starts
         termFolded = terms.folded
-        var letters = [UInt64](repeating: 0, count: terms.folded.count)
+        var letters = [UInt64](repeating: .max, count: terms.folded.count)
         terms.bytes.withUnsafeBufferPointer { all in
             for t in letters.indices where !terms.folded[t] {
                 letters[t] = SearchWordMatcher.letterMask(UnsafeBufferPointer(rebasing: all[Int(terms.starts[t])..<Int(terms.starts[t + 1])]))

@@ -151,6 +151,9 @@ extension SearchRun {
 
     /// Term `term`'s masks for this query (see ``ForwardTokenCache/masks``).
     func termMask(_ term: Int, _ forward: ForwardIndex, _ cache: ForwardTokenCache) -> UInt32 {
+        let letters = forward.termLetters[term]
+        // Most terms share too few letters with every word to be worth comparing.
+        guard letters == .max || matcher.mayMatchASCII(letterMask: letters) else { return 0 }
         if forward.termFolded[term] {
             // Cut from text that is not ASCII: ``SearchWordMatcher/scan(_:_:)``'s
             // rule, and its whole-value test skips tokens that fold to nothing
@@ -160,8 +163,6 @@ extension SearchRun {
             return UInt32(matcher.matchesFolded(folded)) | UInt32(matcher.equalsFolded(folded)) << ForwardTokenCache.equalsShift
                 | (folded.isEmpty ? ForwardTokenCache.skipsWhole : 0)
         }
-        // Most terms share too few letters with every word to be worth comparing.
-        guard matcher.mayMatchASCII(letterMask: forward.termLetters[term]) else { return 0 }
         return forward.withTerm(term) {
             UInt32(matcher.matchesASCII($0, rows: &cache.rows)) | UInt32(matcher.equalsASCII($0)) << ForwardTokenCache.equalsShift
         }
