@@ -97,24 +97,27 @@ extension ShardStore {
     /// the best typo buckets that fill the window, and no others. While the
     /// process holds the shard's ``PostingIndex`` of the current data, those
     /// lists, and the one-word attribute criterion, come from memory with no
-    /// FTS5 query (see ``PostingSearch``); otherwise, and inside a caller's
-    /// transaction, from FTS5, with the same answers.
+    /// FTS5 query (see ``PostingSearch``), and proximity from the index's
+    /// ``ForwardIndex`` (the items' tokens as ids, cut once by the matcher's
+    /// own tokenizer) instead of reading and scanning each candidate's text;
+    /// otherwise, and inside a caller's transaction, from FTS5 and the text,
+    /// with the same answers.
     ///
-    /// Where the time goes (Debian corpus, one shard, CPU p50, 2026-11-23
-    /// 12:42, two runs alternating with the FTS5-only build; the README has
-    /// the table): with the index, a one-word faceted query takes ~1.05 ms
-    /// (4.46 with FTS5 lookups), a page 10 ~2.2-2.8 (~5.0), two words
-    /// ~2.2-2.5 (~4.0), a plain word query 0.2-0.3. What is left, by perf:
-    /// the typo forms of words of 9 letters and more (two typos: a full trie
-    /// walk of the vocabulary, ~30% of a faceted query), facet counts
-    /// (~20%), ranking and the fetches; for two words, scanning the best
-    /// typo bucket's text for proximity (~80%). The next steps: a two-typo
-    /// expansion that does not walk the whole trie (the one-typo cut of
-    /// ``Vocabulary/fuzzy(_:maxTypos:)``, generalized); proximity from
-    /// positions kept in the index for items whose tokens are all plain
-    /// ASCII (`items.wordcheck`), where it provably equals the text scan;
-    /// word-derived sets kept per connection so that facet refinements and
-    /// pages of one query skip them.
+    /// Where the time goes (Debian corpus, one shard, 2026-11-23 17:22, two
+    /// runs alternating with the build before the forward index, load
+    /// average 4.6-6.6; the README has the table): two words take 1.17-1.34
+    /// ms CPU p50 and 12 p99 (2.06-2.13 and 91-106 scanning the text), a
+    /// one-word faceted query ~0.95, a page 10 ~2.2-2.4, a plain word query
+    /// ~0.2. The forward index holds 6.56 million tokens, 116,456 terms, in
+    /// 35.4 MiB, read in ~1 s CPU beside the posting lists' ~1.7. What is
+    /// left, by perf: for two words, the token loop and deciding each term
+    /// met (~40%) and the typo forms of words of 9 letters and more (two
+    /// typos: a full trie walk of the vocabulary, ~25%; ~30% of a faceted
+    /// query); facet counts (~20% of a faceted query), ranking and the
+    /// fetches. The next steps: a two-typo expansion that does not walk the
+    /// whole trie (the one-typo cut of ``Vocabulary/fuzzy(_:maxTypos:)``,
+    /// generalized); word-derived sets kept per connection so that facet
+    /// refinements and pages of one query skip them.
     public func search(_ plan: SearchPlan, isCancelled: @escaping () -> Bool = { false }) throws -> ShardSearchResult {
         db.setProgressHandler(every: 4000) { isCancelled() }
         defer { db.setProgressHandler(nil) }
