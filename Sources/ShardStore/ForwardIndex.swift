@@ -53,8 +53,9 @@ final class ForwardIndex: @unchecked Sendable {
     /// The thread CPU time the read took, in seconds.
     let readSeconds: Double
 
-    /// Tokens held at most (4 bytes each): a larger shard keeps the text scan.
-    static let maxTokens = 256 << 20
+    /// Tokens held at most (4 bytes each, 512 MiB, as the posting lists'
+    /// ``PostingIndex/maxEntries``): a larger shard keeps the text scan.
+    static let maxTokens = 128 << 20
 
     var termCount: Int { termFolded.count }
     var valueCount: Int { valueName.count }

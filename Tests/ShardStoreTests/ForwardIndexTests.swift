@@ -194,4 +194,23 @@ import Testing
         #expect(forward.tokens.allSatisfy { Int($0 >> 1) < forward.termCount })
         #expect(forward.termCount > 40 && forward.tokenCount > 1000, "\(forward.termCount) \(forward.tokenCount)")
     }
+
+    /// Past its limit a shard has no forward index, and its searches scan
+    /// the text (with the posting lists still from memory).
+    @Test func pastItsLimitThereIsNone() throws {
+        let dir = try TempDir()
+        let s = try Self.store(dir, seed: 101, count: 60)
+        let tokens = try s.db.transaction(.deferred) { try ForwardIndex(db: s.db)?.tokenCount } ?? 0
+        #expect(tokens > 100)
+        #expect(try s.db.transaction(.deferred) { try ForwardIndex(db: s.db, maxTokens: tokens - 1) } == nil)
+        #expect(try s.db.transaction(.deferred) { try ForwardIndex(db: s.db, maxTokens: tokens) }?.tokenCount == tokens)
+        let index = try #require(try s.db.transaction(.deferred) { try PostingIndex(db: s.db, forward: false) })
+        PostingIndexes.shared.publish(path: s.path, index: index)
+        defer { PostingIndexes.shared.forget(path: s.path) }
+        let plan = SearchPlan(words: ["python", "table"], window: 20)
+        let r = try s.search(plan)
+        #expect(s.searchCache.postingSearches == 1 && s.searchCache.forwardSearches == 0)
+        s.searchCache.searchesUsePostingIndex = false
+        #expect(try s.search(plan) == r)
+    }
 }
