@@ -101,7 +101,7 @@ import Testing
         #expect(forward.termFolded.contains(true) && forward.termFolded.contains(false))
         #expect(forward.tokens.contains { $0 & 1 == 1 })   // camel-case parts
         let ids = try s.db.prepare("SELECT id FROM items ORDER BY id").map { $0.int64(at: 0) } + [999_999]
-        let values = try s.db.prepare("SELECT text FROM attrs WHERE kind = 0").map { $0.string(at: 0) ?? "" }
+        let values = try s.db.prepare("SELECT text FROM attrs WHERE kind = 0 ORDER BY item, name, pos").map { $0.string(at: 0) ?? "" }
         var matches = 0, exact = 0, proximities: Set<Int> = [], starts = 0
         for plan in Self.randomPlans(150, seed: 73, values: values) {
             try s.db.transaction(.deferred) {
@@ -212,5 +212,21 @@ import Testing
         #expect(s.searchCache.postingSearches == 1 && s.searchCache.forwardSearches == 0)
         s.searchCache.searchesUsePostingIndex = false
         #expect(try s.search(plan) == r)
+    }
+
+    /// A query of more words than a term's mask holds scans the text.
+    @Test func longQueriesScanTheText() throws {
+        let dir = try TempDir()
+        let s = try Self.store(dir, seed: 103, count: 60)
+        try s.buildSuggestionIndex()
+        defer { PostingIndexes.shared.forget(path: s.path) }
+        let words = Array(repeating: "python", count: ForwardTokenCache.maxWords)
+        _ = try s.search(SearchPlan(words: words, window: 5))
+        #expect(s.searchCache.forwardSearches == 1)
+        let long = SearchPlan(words: words + ["table"], window: 5)
+        let r = try s.search(long)
+        #expect(s.searchCache.forwardSearches == 1 && s.searchCache.postingSearches == 2)
+        s.searchCache.searchesUsePostingIndex = false
+        #expect(try s.search(long) == r)
     }
 }
