@@ -451,7 +451,7 @@ struct SearchRun {
         }
     }
 
-    static func quote(_ term: String) -> String { "\"" + term.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
+    static func quote(_ term: String) -> String { ShardStore.ftsQuote(term) }
 
     func ftsIDs(_ match: String) throws -> [Int64] {
         let s = try store.db.prepare("SELECT rowid FROM words WHERE words MATCH ?")

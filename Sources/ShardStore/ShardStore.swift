@@ -72,6 +72,11 @@ public final class ShardStore {
     /// While a `run(_:rawItems:…)` that asked for its items as JSON runs:
     /// results carry ``StoredResult/rawItem`` instead of a tree.
     var rawResults = false
+    /// The identifiers this writer's shard may hold (see ``UIDFilter``); nil
+    /// until needed, and again after another connection's change.
+    var uidFilter: UIDFilter?
+    /// Identifier lookups the filter answered alone (for tests and figures).
+    var uidLookupsSkipped = 0
 
     /// Opens a shard file, creating it (and its tables) in `.readWrite` mode.
     /// `durability` sets when a `.readWrite` store's commits reach the disk.
@@ -135,6 +140,7 @@ public final class ShardStore {
         // Our own commits don't change data_version, but they keep the caches current themselves.
         guard version != dataVersion else { return }
         dataVersion = version
+        uidFilter = nil
         var ids: [String: Int64] = [:]
         var byID: [Int64: String] = [:]
         try db.prepare("SELECT id, name FROM names").forEachRow { row in

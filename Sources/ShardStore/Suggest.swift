@@ -117,7 +117,6 @@ extension ShardStore {
         }
     }
 
-    static func ftsQuote(_ term: String) -> String { "\"" + term.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
 }
 
 extension [Suggestion] {

@@ -38,6 +38,9 @@ extension ShardStore {
         do {
             try reloadIfChanged()
             try db.transaction(.immediate) {
+                // Again under the write lock: another writer may have
+                // committed since, and the identifier filter must know.
+                try reloadIfChanged()
                 let vectorSeq = vectors.isEmpty ? 0 : try nextVectorSeq()
                 for uid in evicting where try removeItem(uid: uid) { evicted += 1 }
                 try storingItems {
@@ -80,6 +83,7 @@ extension ShardStore {
         try requireWritable("delete items")
         do {
             return try db.transaction(.immediate) {
+                try reloadIfChanged()   // the identifier filter must know of other writers' commits
                 var n = 0
                 for uid in ids where try removeItem(uid: uid) { n += 1 }
                 logger.debug("deleted items by identifier", metadata: ["store.deleted": "\(n)"])
@@ -171,6 +175,7 @@ extension ShardStore {
 
     @discardableResult
     func removeItem(uid: String) throws -> Bool {
+        guard try mayHold(uid: uid) else { return false }
         let find = try db.prepare("SELECT id FROM items WHERE uid = ?")
         try find.bind(uid, at: 0)
         guard let id = try find.scalar()?.int64 else { return false }
@@ -249,7 +254,7 @@ extension ShardStore {
         // A replaced item is removed and stored under a new id, so an id
         // above a reader's watermark always means "written since" (see
         // ``nextItemID()``).
-        if let existing = try find.scalar()?.int64 { try removeItem(id: existing) }
+        if try mayHold(uid: item.uniqueIdentifier), let existing = try find.scalar()?.int64 { try removeItem(id: existing) }
         let id = try nextItemID()
         let statement = try db.prepare("INSERT INTO items(id, uid, domain, expires, priority, json, wordcheck) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
         try statement.bind(id, at: 0)
@@ -260,6 +265,7 @@ extension ShardStore {
         try statement.bind(json, at: 5)
         if let wordCheck = fts.wordCheck { try statement.bind(wordCheck, at: 6) } else { try statement.bindNull(at: 6) }
         try statement.run()
+        filterStored(uid: item.uniqueIdentifier)
         try insertIndexes(of: id, rows: rows, fts: fts)
         return id
     }

@@ -25,6 +25,15 @@ import Testing
         PostingIndexes.shared.index(path: s.path, key: try PostingIndex.key(s.db))
     }
 
+    /// FTS5's string syntax: a quote inside is doubled, anything else is kept.
+    @Test func ftsStringsDoubleTheirQuotes() {
+        #expect(ShardStore.ftsQuote("vim") == "\"vim\"")
+        #expect(ShardStore.ftsQuote("say\"hi\"") == "\"say\"\"hi\"\"\"")
+        #expect(ShardStore.ftsQuote("\"") == "\"\"\"\"")
+        #expect(ShardStore.ftsQuote("émile\"€") == "\"émile\"\"€\"")
+        #expect(ShardStore.ftsQuote("") == "\"\"")
+    }
+
     @Test func listsAreTheWordIndexsOnRandomData() throws {
         let dir = try TempDir()
         let s = try Self.store(dir, seed: 21)

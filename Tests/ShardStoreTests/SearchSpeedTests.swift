@@ -40,6 +40,50 @@ import Testing
         }
     }
 
+    /// `fuzzy` with two typos takes the three-piece path from eight bytes on:
+    /// the same terms, distances and order as checking every term, on a
+    /// vocabulary holding many neighbours one and two edits away of each
+    /// kind (swaps across either cut, edits in the first and last pieces
+    /// together, a two-byte character cut in half), and on random words.
+    @Test func twoTypoLookupAgreesWithEveryTermChecked() {
+        var rng = SplitMix64(state: 77)
+        let letters = ["a", "b", "c", "d", "é", "ab", "ba"]
+        func word(_ n: Int) -> String { (0..<n).map { _ in letters[Int(rng.next() % UInt64(letters.count))] }.joined() }
+        func edit(_ b: [UInt8]) -> [UInt8] {
+            guard !b.isEmpty else { return [0x61] }
+            let i = Int(rng.next() % UInt64(b.count))
+            var t = b
+            switch rng.next() % 4 {
+            case 0: t.remove(at: i)
+            case 1: if i + 1 < t.count { t.swapAt(i, i + 1) } else { t.swapAt(i - 1, i) }
+            case 2: t[i] = [0x61, 0x62, 0x7A, 0xC3, 0xA9][Int(rng.next() % 5)]
+            default: t.insert([0x61, 0x79, 0xC3][Int(rng.next() % 3)], at: i)
+            }
+            return t
+        }
+        var terms = Set<String>()
+        for _ in 0..<1500 { terms.insert(word(3 + Int(rng.next() % 9))) }
+        let seeds = (0..<40).map { _ in word(8 + Int(rng.next() % 6)) }
+        for s in seeds {
+            let b = Array(s.utf8)
+            for _ in 0..<60 { terms.insert(String(decoding: edit(edit(b)), as: UTF8.self)) }
+            for _ in 0..<20 { terms.insert(String(decoding: edit(b), as: UTF8.self)) }
+            for _ in 0..<10 { terms.insert(String(decoding: edit(edit(edit(b))), as: UTF8.self)) }
+        }
+        let sorted = terms.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+        let v = Vocabulary()
+        for t in sorted { v.append(t, docs: 1) }
+        var compared = 0, matches = 0
+        for q in seeds + (0..<200).map({ _ in word(6 + Int(rng.next() % 6)) }) where q.utf8.count >= 8 {
+            let got = v.fuzzy(q, maxTypos: 2).map { "\(v.term($0.term)) \($0.typos)" }
+            let want = sorted.compactMap { t in Typos.distance(Array(q.utf8), Array(t.utf8), max: 2).map { "\(t) \($0)" } }
+            #expect(got == want, "\(q)")
+            compared += 1
+            matches += want.count
+        }
+        #expect(compared > 150 && matches > 1000, "too few cases to mean anything: \(compared) words, \(matches) matches")
+    }
+
     /// Facet counts and stats over random items (lists with repeated values
     /// included) equal a count of what was written, on one reading
     /// connection kept across writes and deletes: its facet columns must
