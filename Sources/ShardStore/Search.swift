@@ -103,21 +103,22 @@ extension ShardStore {
     /// otherwise, and inside a caller's transaction, from FTS5 and the text,
     /// with the same answers.
     ///
-    /// Where the time goes (Debian corpus, one shard, 2026-11-23 17:22, two
-    /// runs alternating with the build before the forward index, load
-    /// average 4.6-6.6; the README has the table): two words take 1.17-1.34
-    /// ms CPU p50 and 12 p99 (2.06-2.13 and 91-106 scanning the text), a
-    /// one-word faceted query ~0.95, a page 10 ~2.2-2.4, a plain word query
-    /// ~0.2. The forward index holds 6.56 million tokens, 116,456 terms, in
-    /// 35.4 MiB, read in ~1 s CPU beside the posting lists' ~1.7. What is
-    /// left, by perf: for two words, the token loop and deciding each term
-    /// met (~40%) and the typo forms of words of 9 letters and more (two
-    /// typos: a full trie walk of the vocabulary, ~25%; ~30% of a faceted
-    /// query); facet counts (~20% of a faceted query), ranking and the
-    /// fetches. The next steps: a two-typo expansion that does not walk the
-    /// whole trie (the one-typo cut of ``Vocabulary/fuzzy(_:maxTypos:)``,
-    /// generalized); word-derived sets kept per connection so that facet
-    /// refinements and pages of one query skip them.
+    /// Where the time goes (Debian corpus, one shard, 2026-11-23 17:46, two
+    /// runs alternating with main's build of the same moment, load average
+    /// ~1.9; the README has the table): two words take 0.95 ms CPU p50 and
+    /// 12.3-12.6 p99 (1.48-1.51 and 91-94 scanning the text), a one-word
+    /// faceted query 0.82-0.85, a page 10 ~2.0, a plain word query
+    /// 0.17-0.27. The forward index holds 6.56 million tokens and 116,456
+    /// terms in 35.4 MiB, read in 0.86-1.2 s CPU beside the posting lists'
+    /// ~1.7. What is left of two words, by perf: ~60% in ``textMatch(_:)``
+    /// (the loop over the candidates' tokens, ~25%; deciding each term met,
+    /// ~30%, a quarter of it the terms of text that is not ASCII, compared
+    /// by ``WordMatch`` as Strings), ~12% the typo forms; of a faceted
+    /// query, facet counts (~20%), ranking and the fetches. The next steps:
+    /// a sound byte-level prefilter for those terms (as
+    /// ``SearchWordMatcher/mayMatchASCII(letterMask:)`` is for the others);
+    /// word-derived sets kept per connection so that facet refinements and
+    /// pages of one query skip them.
     public func search(_ plan: SearchPlan, isCancelled: @escaping () -> Bool = { false }) throws -> ShardSearchResult {
         db.setProgressHandler(every: 4000) { isCancelled() }
         defer { db.setProgressHandler(nil) }
