@@ -308,12 +308,27 @@ public struct SearchWordMatcher: Sendable {
     }
 
     /// The query words a folded token of text that is not ASCII matches
-    /// (bits): what ``scan(_:_:)`` reports for it, by ``WordMatch``.
-    public func matchesFolded(_ token: String) -> UInt64 {
+    /// (bits): what ``scan(_:_:)`` reports for it, by ``WordMatch``'s rule,
+    /// step by step (equal, a prefix of the last word, within the allowed
+    /// typos by ``Typos/distance(_:_:max:)`` on bytes), with the distance
+    /// only worked out when the lengths and ``letterMask(_:)``s allow it.
+    public func matchesFolded(_ token: String, rows: inout [Int]) -> UInt64 {
         var bits: UInt64 = 0
+        var bytes: [UInt8]?
+        var mask: UInt64 = 0
         for (w, word) in original.enumerated() {
             let isLast = prefixLast && w == original.count - 1
-            if WordMatch.of(word: word, token: token, isLast: isLast, policy: policy) != nil { bits |= 1 << UInt64(w) }
+            if token == word || (isLast && token.hasPrefix(word)) { bits |= 1 << UInt64(w); continue }
+            let k = allowed[w]
+            guard k > 0 else { continue }
+            if bytes == nil {
+                bytes = Array(token.utf8)
+                mask = Self.letterMask(bytes!)
+            }
+            let b = bytes!
+            guard abs(b.count - words[w].count) <= k, (masks[w] & ~mask).nonzeroBitCount <= k,
+                  (mask & ~masks[w]).nonzeroBitCount <= k else { continue }
+            if Typos.distance(words[w], b[...], max: k, rows: &rows) != nil { bits |= 1 << UInt64(w) }
         }
         return bits
     }

@@ -160,7 +160,7 @@ extension SearchRun {
             // (as ``SearchTokens/queryWords(_:)`` drops them; no text found
             // yet has one, Foundation's folding keeps lone combining marks).
             let folded = forward.withTerm(term) { String(decoding: $0, as: UTF8.self) }
-            return UInt32(matcher.matchesFolded(folded)) | UInt32(matcher.equalsFolded(folded)) << ForwardTokenCache.equalsShift
+            return UInt32(matcher.matchesFolded(folded, rows: &cache.rows)) | UInt32(matcher.equalsFolded(folded)) << ForwardTokenCache.equalsShift
                 | (folded.isEmpty ? ForwardTokenCache.skipsWhole : 0)
         }
         return forward.withTerm(term) {
