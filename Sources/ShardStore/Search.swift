@@ -111,13 +111,13 @@ extension ShardStore {
     /// ~0.2. The forward index holds 6.56 million tokens, 116,456 terms, in
     /// 35.4 MiB, read in ~1 s CPU beside the posting lists' ~1.7. What is
     /// left, by perf: for two words, the token loop and deciding each term
-    /// met (~40%) and the typo forms of words of 9 letters and more (two
-    /// typos: a full trie walk of the vocabulary, ~25%; ~30% of a faceted
-    /// query); facet counts (~20% of a faceted query), ranking and the
-    /// fetches. The next steps: a two-typo expansion that does not walk the
-    /// whole trie (the one-typo cut of ``Vocabulary/fuzzy(_:maxTypos:)``,
-    /// generalized); word-derived sets kept per connection so that facet
-    /// refinements and pages of one query skip them.
+    /// met (~40%) and the typo forms of words of 8 letters and more (two
+    /// typos; ~25%, and ~30-40% of a faceted query, while they walked the
+    /// whole vocabulary trie; ``Vocabulary/fuzzyTwo(_:)`` now cuts the word
+    /// in three instead, and by perf they fell from ~40% to ~24% of a
+    /// faceted search's samples); facet counts (~20% of a faceted query),
+    /// ranking and the fetches. The next step: word-derived sets kept per
+    /// connection so that facet refinements and pages of one query skip them.
     public func search(_ plan: SearchPlan, isCancelled: @escaping () -> Bool = { false }) throws -> ShardSearchResult {
         db.setProgressHandler(every: 4000) { isCancelled() }
         defer { db.setProgressHandler(nil) }
