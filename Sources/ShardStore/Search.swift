@@ -115,9 +115,12 @@ extension ShardStore {
     /// ~30%, a quarter of it the terms of text that is not ASCII, compared as
     /// Strings: with the letter-mask test before their edit distance too,
     /// two words took 0.85-0.88 ms CPU p50 and 10.5-10.7 p99 at 17:57,
-    /// against 0.95-1.29 and 12.4-18.3 without), ~12% the typo forms; of a
-    /// faceted query, facet counts (~20%), ranking and the fetches. The next
-    /// steps: word-derived sets kept per connection so that facet
+    /// against 0.95-1.29 and 12.4-18.3 without), ~12% the typo forms (words
+    /// of 8 letters and more get two typos: ``Vocabulary/fuzzyTwo(_:)`` cuts
+    /// the word in three instead of walking the whole vocabulary trie, and
+    /// the typo forms fell from ~40% to ~24% of a faceted search's samples);
+    /// of a faceted query, facet counts (~20%), ranking and the fetches. The
+    /// next steps: word-derived sets kept per connection so that facet
     /// refinements and pages of one query skip them; for proximity, visiting
     /// only the tokens that match (a positional list per forward-index term)
     /// rather than every token of every candidate.
