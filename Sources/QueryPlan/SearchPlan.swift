@@ -287,8 +287,8 @@ extension SearchPlan {
         }
         self.init(words: strings("words"), prefixLast: o["prefixLast"]?.boolValue ?? true,
                   typos: TypoPolicy(enabled: o["typoTolerance"]?.boolValue ?? true,
-                                    minWordSizeForOneTypo: o["minWordSizefor1Typo"]?.intValue ?? 5,
-                                    minWordSizeForTwoTypos: o["minWordSizefor2Typos"]?.intValue ?? 9),
+                                    minWordSizeForOneTypo: o["minWordSizefor1Typo"]?.intValue ?? TypoPolicy.algolia.minWordSizeForOneTypo,
+                                    minWordSizeForTwoTypos: o["minWordSizefor2Typos"]?.intValue ?? TypoPolicy.algolia.minWordSizeForTwoTypos),
                   filter: try o["filter"].map { v throws(PlanDecodingError) in try Predicate(json: v, path: "search.filter") } ?? .all,
                   facets: strings("facets"), disjunctiveFilters: disjunctive,
                   maxValuesPerFacet: o["maxValuesPerFacet"]?.intValue ?? 100,

@@ -54,12 +54,20 @@ public enum SearchTokens {
 /// exactly. A typo is an insertion, a deletion, a substitution or a
 /// transposition of two adjacent letters (Damerau–Levenshtein, restricted:
 /// no letter is edited twice).
+///
+/// The defaults are Algolia's documented ones (`minWordSizefor1Typo` 4,
+/// `minWordSizefor2Typos` 8: "One typo is allowed for words with 4 or more
+/// characters … Two typos are allowed for words with 8 or more characters").
+/// Earlier builds used 5 and 9.
 public struct TypoPolicy: Sendable, Hashable {
     public var enabled: Bool
     public var minWordSizeForOneTypo: Int
     public var minWordSizeForTwoTypos: Int
 
-    public init(enabled: Bool = true, minWordSizeForOneTypo: Int = 5, minWordSizeForTwoTypos: Int = 9) {
+    /// Algolia's defaults.
+    public static let algolia = TypoPolicy()
+
+    public init(enabled: Bool = true, minWordSizeForOneTypo: Int = 4, minWordSizeForTwoTypos: Int = 8) {
         self.enabled = enabled
         self.minWordSizeForOneTypo = minWordSizeForOneTypo
         self.minWordSizeForTwoTypos = minWordSizeForTwoTypos

@@ -135,8 +135,8 @@ public struct SearchRequest: Sendable {
             else if t.stringValue == "true" || t.stringValue == "false" { plan.typos.enabled = t.stringValue == "true" }
             else { throw invalid("typoTolerance", "expected true or false") }
         }
-        plan.typos.minWordSizeForOneTypo = try int("minWordSizefor1Typo", 5, min: 1, max: 100)
-        plan.typos.minWordSizeForTwoTypos = try int("minWordSizefor2Typos", 9, min: plan.typos.minWordSizeForOneTypo, max: 100)
+        plan.typos.minWordSizeForOneTypo = try int("minWordSizefor1Typo", TypoPolicy.algolia.minWordSizeForOneTypo, min: 1, max: 100)
+        plan.typos.minWordSizeForTwoTypos = try int("minWordSizefor2Typos", TypoPolicy.algolia.minWordSizeForTwoTypos, min: plan.typos.minWordSizeForOneTypo, max: 100)
         plan.searchableAttributes = try strings("restrictSearchableAttributes") ?? []
         if let c = try strings("customRanking") {
             plan.customRanking = []

@@ -46,12 +46,12 @@ final class Vocabulary {
         bytes.append(contentsOf: term.utf8)
         starts.append(Int32(bytes.count))
         docs.append(Int32(n))
-        suffixTable = nil
+        suffixTables = [:]
     }
 
     /// Appends a term's bytes; terms must come in sorted order.
     func append(bytes term: [UInt8], docs n: Int) {
-        suffixTable = nil
+        suffixTables = [:]
         bytes.append(contentsOf: term)
         starts.append(Int32(bytes.count))
         docs.append(Int32(truncatingIfNeeded: n))
@@ -154,7 +154,7 @@ final class Vocabulary {
     /// Terms within `maxTypos` edits of `word` (``Typos/distance(_:_:max:)``'s
     /// measure), with their distance.
     ///
-    /// One typo (the common case: words of 5 to 8 letters) does not walk the
+    /// One typo (the common case: words of 4 to 7 letters) does not walk the
     /// whole trie: a term one edit from the word keeps the word's first half
     /// as its prefix or its second half as its suffix, unless the edit swaps
     /// the two letters either side of the cut. So the walk covers the terms
@@ -167,37 +167,40 @@ final class Vocabulary {
         let w = Array(word.utf8)
         let m = w.count
         guard count > 0, m > 0 else { return [] }
-        if k == 1, m >= 5 { return fuzzyOne(w) }
+        if k == 1, m >= 4 { return fuzzyOne(w) }
         if k == 2, m >= 8 { return fuzzyTwo(w) }
         var out: [(term: Int, typos: Int)] = []
         walk(w, maxTypos: k, in: 0..<count, into: &out)
         return out
     }
 
-    /// Terms of length 3 and more, by their last three bytes (see ``fuzzyOne(_:)``).
-    private var suffixTable: [UInt32: [Int32]]?
+    /// Terms by their last three bytes, and by their last two (for the
+    /// 2-byte second half of a 4-letter word), see ``fuzzyOne(_:)``.
+    private var suffixTables: [Int: [UInt32: [Int32]]] = [:]
 
-    private static func suffixKey(_ b: UnsafeBufferPointer<UInt8>, end: Int) -> UInt32 {
-        UInt32(b[end - 3]) << 16 | UInt32(b[end - 2]) << 8 | UInt32(b[end - 1])
+    private static func suffixKey(_ b: UnsafeBufferPointer<UInt8>, end: Int, length: Int) -> UInt32 {
+        var key: UInt32 = 0
+        for i in (end - length)..<end { key = key << 8 | UInt32(b[i]) }
+        return key
     }
 
-    /// Terms ending with three given bytes, built on first use.
-    private func suffixBuckets() -> [UInt32: [Int32]] {
-        if let t = suffixTable { return t }
+    /// Terms ending with `length` (2 or 3) given bytes, built on first use.
+    private func suffixBuckets(length: Int) -> [UInt32: [Int32]] {
+        if let t = suffixTables[length] { return t }
         var table: [UInt32: [Int32]] = [:]
         bytes.withUnsafeBufferPointer { b in
             for i in 0..<count {
                 let s = Int(starts[i]), e = Int(starts[i + 1])
-                guard e - s >= 3 else { continue }
-                table[Self.suffixKey(b, end: e), default: []].append(Int32(i))
+                guard e - s >= length else { continue }
+                table[Self.suffixKey(b, end: e, length: length), default: []].append(Int32(i))
             }
         }
-        suffixTable = table
+        suffixTables[length] = table
         return table
     }
 
-    /// ``fuzzy(_:maxTypos:)`` for one typo and a word of at least 5 bytes:
-    /// cut at `h` (at least 2 bytes before, 3 after), a term within one edit
+    /// ``fuzzy(_:maxTypos:)`` for one typo and a word of at least 4 bytes:
+    /// cut at `h` (at least 2 bytes before, 2 after), a term within one edit
     /// starts with `w[..<h]` (the edit is after the cut, or an insertion at
     /// it), or ends with `w[h...]` (the edit is before), or is `w` with
     /// `w[h-1]` and `w[h]` swapped.
@@ -310,13 +313,14 @@ final class Vocabulary {
         found[t] = d
     }
 
-    /// Terms ending with `suffix` (3 bytes or more), found by their last
-    /// three bytes in ``suffixBuckets()``, within `k` of `w`.
+    /// Terms ending with `suffix` (2 bytes or more), found by their last
+    /// three (or two) bytes in ``suffixBuckets(length:)``, within `k` of `w`.
     private func suffixMatches(_ w: [UInt8], maxTypos k: Int, suffix: ArraySlice<UInt8>, into found: inout [Int: Int]) {
-        let key = Array(suffix).withUnsafeBufferPointer { Self.suffixKey($0, end: $0.count) }
+        let length = min(3, suffix.count)
+        let key = Array(suffix).withUnsafeBufferPointer { Self.suffixKey($0, end: $0.count, length: length) }
         var rows: [Int] = []
         bytes.withUnsafeBufferPointer { b in
-            for t32 in suffixBuckets()[key] ?? [] {
+            for t32 in suffixBuckets(length: length)[key] ?? [] {
                 let t = Int(t32)
                 let s = Int(starts[t]), e = Int(starts[t + 1])
                 guard e - s >= suffix.count, found[t] == nil,

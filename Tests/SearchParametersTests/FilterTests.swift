@@ -5,6 +5,16 @@ import Testing
 
 /// Algolia's documented filter examples, verbatim, and its combination rules.
 @Suite struct FilterTests {
+    /// A request without typo parameters takes Algolia's documented defaults.
+    @Test func typoThresholdsDefaultToAlgolias() throws {
+        let plan = try SearchRequest(params: .object(["query": .string("x")])).plan
+        #expect(plan.typos.minWordSizeForOneTypo == 4 && plan.typos.minWordSizeForTwoTypos == 8)
+        #expect(plan.typos.allowed(for: "vim") == 0 && plan.typos.allowed(for: "curl") == 1)
+        #expect(plan.typos.allowed(for: "postgres") == 2 && plan.typos.allowed(for: "inkscap") == 1)
+        let set = try SearchRequest(params: .object(["query": .string("x"), "minWordSizefor1Typo": .number(6), "minWordSizefor2Typos": .number(10)])).plan
+        #expect(set.typos.minWordSizeForOneTypo == 6 && set.typos.minWordSizeForTwoTypos == 10)
+    }
+
     func groups(_ s: String) throws(SearchParametersError) -> [FilterGroup] {
         var p = FilterExpressionParser(s)
         return try p.parse()

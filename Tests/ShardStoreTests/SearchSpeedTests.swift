@@ -9,7 +9,7 @@ import Testing
 /// counts against a count of the data written, and the ASCII scan against
 /// the tokenizer on text with many near misses.
 @Suite struct SearchSpeedTests {
-    /// `fuzzy` with one typo takes the split-word path from five bytes on:
+    /// `fuzzy` with one typo takes the split-word path from four bytes on:
     /// the same terms, distances and order as checking every term, including
     /// transpositions across the cut and words whose cut falls inside a
     /// two-byte character.
@@ -21,6 +21,7 @@ import Testing
         for _ in 0..<1500 { terms.insert(word(2 + Int(rng.next() % 7))) }
         // Every neighbour of a few words, so that each kind of edit is present.
         let seeds = (0..<20).map { _ in word(5 + Int(rng.next() % 3)) }
+            + (0..<10).map { _ in (0..<4).map { _ in ["a", "b", "c", "d"][Int(rng.next() % 4)] }.joined() }   // 4 bytes: a 2-byte second half
         for s in seeds {
             let b = Array(s.utf8)
             for i in 0..<b.count {
@@ -33,7 +34,7 @@ import Testing
         let sorted = terms.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
         let v = Vocabulary()
         for t in sorted { v.append(t, docs: 1) }
-        for q in seeds + (0..<300).map({ _ in word(3 + Int(rng.next() % 6)) }) where q.utf8.count >= 5 {
+        for q in seeds + (0..<300).map({ _ in word(3 + Int(rng.next() % 6)) }) where q.utf8.count >= 4 {
             let got = v.fuzzy(q, maxTypos: 1).map { "\(v.term($0.term)) \($0.typos)" }
             let want = sorted.compactMap { t in Typos.distance(Array(q.utf8), Array(t.utf8), max: 1).map { "\(t) \($0)" } }
             #expect(got == want, "\(q)")

@@ -31,14 +31,25 @@ import Testing
         #expect(r.hits[0].rank.exactAttribute == 0)
     }
 
-    @Test func oneTypoFromFiveLetters() throws {
+    /// Algolia's defaults: one typo from 4 letters, two from 8
+    /// (`minWordSizefor1Typo`, `minWordSizefor2Typos`).
+    @Test func oneTypoFromFourLettersTwoFromEight() throws {
         let (_, s) = try store()
         // "inkscpe": a deletion; "inksacpe": a transposition.
         #expect(ids(try s.search(SearchPlan(words: ["inkscpe"], prefixLast: false))) == ["deb:inkscape"])
         #expect(ids(try s.search(SearchPlan(words: ["inksacpe"], prefixLast: false))) == ["deb:inkscape"])
         #expect(try s.search(SearchPlan(words: ["inkscpe"], prefixLast: false)).hits[0].rank.typos == 1)
-        // Four letters allow none.
+        // "fork" misspelt: four letters allow one; three allow none.
+        #expect(ids(try s.search(SearchPlan(words: ["forj"], prefixLast: false))) == ["deb:neovim"])
         #expect(ids(try s.search(SearchPlan(words: ["vum"], prefixLast: false))).isEmpty)
+        // Eight letters allow two; seven only one.
+        let two = try s.search(SearchPlan(words: ["inkscxpx"], prefixLast: false))
+        #expect(ids(two) == ["deb:inkscape"] && two.hits.first?.rank.typos == 2)
+        #expect(ids(try s.search(SearchPlan(words: ["pxthnn3"], prefixLast: false))).isEmpty)
+        // The thresholds are parameters.
+        let older = TypoPolicy(minWordSizeForOneTypo: 5, minWordSizeForTwoTypos: 9)
+        #expect(ids(try s.search(SearchPlan(words: ["forj"], prefixLast: false, typos: older))).isEmpty)
+        #expect(ids(try s.search(SearchPlan(words: ["inkscxpx"], prefixLast: false, typos: older))).isEmpty)
         // Typo tolerance off.
         #expect(ids(try s.search(SearchPlan(words: ["inkscpe"], prefixLast: false, typos: TypoPolicy(enabled: false)))).isEmpty)
     }
