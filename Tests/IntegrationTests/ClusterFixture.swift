@@ -27,6 +27,33 @@ final class ClusterFixture: @unchecked Sendable {
         return dir
     }
 
+    /// The first line a process writes (without its newline); nil when it
+    /// closes its output first.
+    static func firstLine(_ h: FileHandle) -> String? {
+        var buf = Data()
+        while !buf.contains(0x0A) {
+            let d = h.availableData
+            if d.isEmpty { break }
+            buf.append(d)
+        }
+        return buf.firstIndex(of: 0x0A).map { String(decoding: buf[..<$0], as: UTF8.self) }
+    }
+
+    /// Starts `limelight` with `arguments` (`up …`), standard error discarded;
+    /// returns it (the caller stops it) and the words of its first line:
+    /// `ready ENDPOINT STATS-URL` once it serves, anything else when it failed.
+    static func startUp(_ arguments: [String]) throws -> (process: Process, ready: [String]) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: binDirectory + "/limelight")
+        p.arguments = arguments
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        let line = firstLine(out.fileHandleForReading) ?? ""
+        return (p, line.split(separator: " ").map(String.init))
+    }
+
     init(shards: Int) throws {
         self.shards = shards
         data = NSTemporaryDirectory() + "limelight-it-\(UUID().uuidString)"
@@ -51,14 +78,7 @@ final class ClusterFixture: @unchecked Sendable {
             let pipe = Pipe()
             p.standardOutput = pipe
             try p.run()
-            var buf = Data()
-            let h = pipe.fileHandleForReading
-            while !buf.contains(0x0A) {
-                let d = h.availableData
-                if d.isEmpty { break }
-                buf.append(d)
-            }
-            if let nl = buf.firstIndex(of: 0x0A) { line = String(decoding: buf[..<nl], as: UTF8.self) }
+            line = Self.firstLine(pipe.fileHandleForReading)
         } else {
             p.standardOutput = log
             try p.run()

@@ -104,21 +104,8 @@ struct CommandLineTests {
     @Test func upPrintsReadyAndStopsItsChildrenOnSIGTERM() async throws {
         let data = NSTemporaryDirectory() + "limelight-up-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: data) }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: ClusterFixture.binDirectory + "/limelight")
-        p.arguments = ["up", "--data", data, "--listen", "tcp://127.0.0.1:0", "--stats-port", "0", "--shards", "4", "--no-require-keys"]
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        var buffer = Data()
-        while !buffer.contains(0x0A) {
-            let d = out.fileHandleForReading.availableData
-            if d.isEmpty { break }
-            buffer.append(d)
-        }
-        let line = String(decoding: buffer, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        let parts = line.split(separator: " ").map(String.init)
+        let (p, parts) = try ClusterFixture.startUp(["up", "--data", data, "--listen", "tcp://127.0.0.1:0", "--stats-port", "0",
+                                                      "--shards", "4", "--no-require-keys"])
         #expect(parts.count == 3 && parts[0] == "ready")
         #expect(parts.count == 3 && parts[2].hasPrefix("http://127.0.0.1:") && parts[2].hasSuffix("/stats"))
         let client = try LimelightClient(endpoint: parts[1])
@@ -147,22 +134,10 @@ struct CommandLineTests {
         var pair = try CurveKeyPair.generate()
         while !pair.publicKey.z85.hasPrefix("-") { pair = try CurveKeyPair.generate() }
         try CurveCertificate.write(pair, base: data + "/coordinator")
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: ClusterFixture.binDirectory + "/limelight")
-        p.arguments = ["up", "--data", data + "/cluster", "--listen", "tcp://127.0.0.1:0", "--stats-port", "0", "--shards", "1",
-                       "--indexers", "1", "--query-workers", "1", "--curve-secret-key", data + "/coordinator.key_secret", "--no-require-keys"]
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = FileHandle.nullDevice
-        try p.run()
+        let (p, parts) = try ClusterFixture.startUp(["up", "--data", data + "/cluster", "--listen", "tcp://127.0.0.1:0", "--stats-port", "0",
+                                                      "--shards", "1", "--indexers", "1", "--query-workers", "1",
+                                                      "--curve-secret-key", data + "/coordinator.key_secret", "--no-require-keys"])
         defer { kill(p.processIdentifier, SIGTERM); p.waitUntilExit() }
-        var buffer = Data()
-        while !buffer.contains(0x0A) {
-            let d = out.fileHandleForReading.availableData
-            if d.isEmpty { break }
-            buffer.append(d)
-        }
-        let parts = String(decoding: buffer, as: UTF8.self).split(separator: " ").map(String.init)
         try #require(parts.count == 3 && parts[0] == "ready", "limelight up never became ready: \(parts)")
         let client = try LimelightClient(endpoint: parts[1], curve: CurveClientKeys(serverKey: pair.publicKey, keyPair: try CurveKeyPair.generate()))
         defer { client.close() }

@@ -358,22 +358,9 @@ import WireProtocol
     @Test func theCommandLineManagesKeysAndFindsTheKeysUpWrote() async throws {
         let data = NSTemporaryDirectory() + "limelight-keys-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: data) }
-        let up = Process()
-        up.executableURL = URL(fileURLWithPath: ClusterFixture.binDirectory + "/limelight")
-        up.arguments = ["up", "--data", data, "--listen", "tcp://127.0.0.1:0", "--stats-port", "0", "--shards", "2",
-                        "--indexers", "1", "--query-workers", "1"]   // keys required by default
-        let out = Pipe()
-        up.standardOutput = out
-        up.standardError = FileHandle.nullDevice
-        try up.run()
+        let (up, parts) = try ClusterFixture.startUp(["up", "--data", data, "--listen", "tcp://127.0.0.1:0", "--stats-port", "0",
+                                                       "--shards", "2", "--indexers", "1", "--query-workers", "1"])   // keys required by default
         defer { kill(up.processIdentifier, SIGTERM); up.waitUntilExit() }
-        var buffer = Data()
-        while !buffer.contains(0x0A) {
-            let d = out.fileHandleForReading.availableData
-            if d.isEmpty { break }
-            buffer.append(d)
-        }
-        let parts = String(decoding: buffer, as: UTF8.self).split(separator: " ").map(String.init)
         try #require(parts.count == 3 && parts[0] == "ready")
         let ep = ["--endpoint", parts[1]]
         for file in ["limelight.key", "master.key", "keys.sqlite"] {
