@@ -36,10 +36,9 @@ extension ShardStore {
         outcomes.reserveCapacity(items.count)
         var stored = 0, evicted = 0
         do {
-            try reloadIfChanged()
             try db.transaction(.immediate) {
-                // Again under the write lock: another writer may have
-                // committed since, and the identifier filter must know.
+                // Under the write lock, so no other writer can commit between
+                // the check and the write (the identifier filter must know).
                 try reloadIfChanged()
                 let vectorSeq = vectors.isEmpty ? 0 : try nextVectorSeq()
                 for uid in evicting where try removeItem(uid: uid) { evicted += 1 }
