@@ -5,7 +5,10 @@ import SearchParameters
 
 /// The parameter-search kinds the benchmark times (issue: a two-word free
 /// text query, a faceted query with three facets — one disjunctive — and one
-/// refinement, and a 20-hit page 10), as Algolia parameter objects.
+/// refinement, and a 20-hit page 10), as Algolia parameter objects; and
+/// the same two words as the peers take them (`typoTolerance: false`,
+/// `queryType: prefixNone`: every word exact, no misspelt or prefix forms),
+/// which says how much of the free-text query's time is those forms.
 func searchKinds(_ w: QueryWords, count: Int) -> [(String, [JSONValue])] {
     var rng = SplitMix64(state: 13)
     let sections = ["utils", "libs", "python", "devel", "net", "doc", "misc", "admin"]
@@ -23,5 +26,11 @@ func searchKinds(_ w: QueryWords, count: Int) -> [(String, [JSONValue])] {
         .object(["query": .string(w.words[i]), "page": .number(10), "hitsPerPage": .number(20),
                  "attributesToRetrieve": .array([.string("title")])])
     }
-    return [("search 2 words", twoWords), ("faceted", faceted), ("page 10", page10)]
+    let literal = twoWords.map { q -> JSONValue in
+        guard case .object(var o) = q else { return q }
+        o["typoTolerance"] = .bool(false)
+        o["queryType"] = .string("prefixNone")
+        return .object(o)
+    }
+    return [("search 2 words", twoWords), ("2 words strict", literal), ("faceted", faceted), ("page 10", page10)]
 }
