@@ -33,6 +33,7 @@ extension CoordinatorCore {
         if !query.sort.isEmpty { rq.merger = ResultMerger(order: SortOrder(keys: query.sort), shards: shards) }
         rq.cursorFingerprint = QueryCursor.fingerprint(of: request)
         rq.scope = scope
+        rq.completionInBatch = request.completionInBatch == true
         queries[key] = rq
         queryOfRequest[client, default: [:]][id] = key
         for shard in shards { dispatch(key, shard: shard) }
@@ -123,6 +124,7 @@ extension CoordinatorCore {
 
     func shardBatch(key: String, from worker: String, shard: Int, doneCount: Int?, hits: ShardHits) {
         guard var rq = queries[key], rq.outstanding[shard] == worker else { return }
+        defer { flushHeldBatch(key) }
         switch hits {
         case .decoded(let hits) where rq.merger != nil:
             rq.merger!.add(shard: shard, hits: hits)
@@ -181,7 +183,12 @@ extension CoordinatorCore {
             start = range.upperBound
             rq.seq += 1
             rq.count += range.count
-            send(.client(rq.client), rq.requestID, .resultBatch(batch(range, rq.seq)))
+            if rq.completionInBatch {
+                if let earlier = rq.held { send(.client(rq.client), rq.requestID, .resultBatch(earlier)) }
+                rq.held = batch(range, rq.seq)
+            } else {
+                send(.client(rq.client), rq.requestID, .resultBatch(batch(range, rq.seq)))
+            }
         }
         if !firstBatchSent.contains(key) {
             firstBatchSent.insert(key)
@@ -191,8 +198,17 @@ extension CoordinatorCore {
         queries[key] = rq
     }
 
+    /// Sends the batch a query held back for a completion that did not come
+    /// in the same step (see ``RunningQuery/held``).
+    func flushHeldBatch(_ key: String) {
+        guard let rq = queries[key], let held = rq.held else { return }
+        queries[key]?.held = nil
+        send(.client(rq.client), rq.requestID, .resultBatch(held))
+    }
+
     func shardDone(key: String, from worker: String, _ d: Body.ShardDone) {
         guard var rq = queries[key], rq.outstanding[d.shard] == worker else { return }
+        defer { flushHeldBatch(key) }
         rq.outstanding.removeValue(forKey: d.shard)
         // An overloaded worker ran nothing of the shard: another replica may have room.
         if let e = d.error, e.code == "busy", (rq.delivered[d.shard] ?? 0) == 0,
@@ -230,10 +246,15 @@ extension CoordinatorCore {
         record(&queryLatenciesMs, elapsed)
         metrics.queryDuration.record(duration: rq.started.duration(to: .now))
         if !rq.failed.isEmpty { count("queries.partial") }
-        send(.client(rq.client), rq.requestID,
-             .completion(Body.Completion(count: rq.count, failedShards: rq.failed.sorted { $0.shard < $1.shard },
+        let completion = Body.Completion(count: rq.count, failedShards: rq.failed.sorted { $0.shard < $1.shard },
                                          cancelled: cancelled, elapsedMs: (elapsed * 1000).rounded() / 1000,
-                                         cursor: cancelled ? nil : nextCursor(rq))))
+                                         cursor: cancelled ? nil : nextCursor(rq))
+        if var last = rq.held {
+            last.completion = completion
+            send(.client(rq.client), rq.requestID, .resultBatch(last))
+        } else {
+            send(.client(rq.client), rq.requestID, .completion(completion))
+        }
     }
 
     /// Tells the workers still running a query's shards to stop.

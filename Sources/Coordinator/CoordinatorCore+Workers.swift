@@ -171,6 +171,7 @@ extension CoordinatorCore {
                 }
                 releaseMerged(key)
                 finishQueryIfDone(key)
+                flushHeldBatch(key)
             }
         }
     }

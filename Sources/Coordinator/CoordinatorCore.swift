@@ -156,6 +156,16 @@ actor CoordinatorCore {
         var lastSort: [JSONValue]?
         /// Whose query it is: results are given back the names the app published.
         var scope: TenantScope = .unscoped
+        /// The client reads the completion inside the last batch
+        /// (``Body/QueryRequest/completionInBatch``).
+        var completionInBatch = false
+        /// Such a client's latest batch, held back while the coordinator
+        /// handles the message that produced it, in case the query ends in
+        /// the same step: ``CoordinatorCore/complete(_:cancelled:)`` then
+        /// sends it with the completion inside, and otherwise
+        /// ``CoordinatorCore/flushHeldBatch(_:)`` sends it before the step
+        /// ends, so no batch waits for a later message (streaming is kept).
+        var held: Body.ResultBatch?
     }
     var queries: [String: RunningQuery] = [:]
     var queryOfRequest: [[Data]: [String: String]] = [:]

@@ -186,10 +186,16 @@ public final class LimelightClient: Sendable {
 
     /// Starts a query. Events end after the completion; a query rejected by
     /// the server (a parse error) ends the stream with `ClientError(.server)`.
+    ///
+    /// The client asks for the completion inside the last batch when the
+    /// query's end comes with it (``Body/QueryRequest/completionInBatch``):
+    /// one message fewer for most queries; the events are the same.
     public func query(_ request: Body.QueryRequest) -> QueryHandle {
         let id = newID()
         let (stream, cont) = AsyncThrowingStream<QueryEvent, Error>.makeStream()
         pending.stream(id, cont)
+        var request = request
+        if request.completionInBatch == nil { request.completionInBatch = true }
         submit(id, .query(request))
         return QueryHandle(id: id, events: stream, client: self)
     }
@@ -250,8 +256,16 @@ final class PendingReplies: @unchecked Sendable {
         guard let s = streams[env.id] else { lock.unlock(); return }
         switch env.body {
         case .resultBatch(let b):
+            guard let c = b.completion else {
+                lock.unlock()
+                s.yield(.batch(b.items))
+                return
+            }
+            streams.removeValue(forKey: env.id)
             lock.unlock()
             s.yield(.batch(b.items))
+            s.yield(.completion(c))
+            s.finish()
         case .completion(let c):
             streams.removeValue(forKey: env.id)
             lock.unlock()

@@ -59,7 +59,7 @@ public struct Envelope: Sendable, Hashable {
     enum Keys: String, CodingKey { case v, type, id, key }
 
     public func encoded() -> Data {
-        if case .resultBatch(let b) = body, let raw = b.rawItems { return Data(rawResultBatch(raw, seq: b.seq)) }
+        if case .resultBatch(let b) = body, let raw = b.rawItems { return Data(rawResultBatch(raw, seq: b.seq, completion: b.completion)) }
         if case .shardBatch(let b) = body, let raw = b.rawHits { return Data(rawShardBatch(b, raw)) }
         if let fast = fastJSON() {
             var o = fast
@@ -78,10 +78,16 @@ public struct Envelope: Sendable, Hashable {
 
     /// A `result_batch` whose items are spliced in as they came: the same
     /// bytes ``JSONWriter`` gives for the decoded batch (keys in sorted order).
-    func rawResultBatch(_ items: [RawJSON], seq: Int) -> [UInt8] {
+    func rawResultBatch(_ items: [RawJSON], seq: Int, completion: Body.Completion?) -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(items.reduce(96 + id.utf8.count) { $0 + $1.bytes.count + 1 })
-        out += "{\"id\":".utf8
+        out.reserveCapacity(items.reduce(96 + id.utf8.count) { $0 + $1.bytes.count + 1 } + (completion == nil ? 0 : 128))
+        out += "{".utf8
+        if let completion {
+            out += "\"completion\":".utf8
+            JSONWriter.write(completion.json, into: &out)
+            out += ",".utf8
+        }
+        out += "\"id\":".utf8
         JSONWriter.writeString(id, into: &out)
         out += ",\"items\":[".utf8
         for (i, item) in items.enumerated() {
@@ -203,7 +209,9 @@ public struct Envelope: Sendable, Hashable {
             if let n = b.sequence { o["sequence"] = .number(Double(n)) }
             return o
         case .resultBatch(let b):
-            return ["items": .array(b.items), "seq": .number(Double(b.seq))]
+            var o: [String: JSONValue] = ["items": .array(b.items), "seq": .number(Double(b.seq))]
+            if let c = b.completion { o["completion"] = c.json }
+            return o
         case .shardBatch(let b):
             let hits: [JSONValue] = b.hits.map { h in
                 var o: [String: JSONValue] = ["item": h.item]
@@ -228,11 +236,7 @@ public struct Envelope: Sendable, Hashable {
         case .cancel(let b):
             return ["query": .string(b.query)]
         case .completion(let b):
-            var o: [String: JSONValue] = [
-                "count": .number(Double(b.count)), "cancelled": .bool(b.cancelled), "elapsedMs": .number(b.elapsedMs),
-                "failedShards": .array(b.failedShards.map { .object(["shard": .number(Double($0.shard)), "reason": .string($0.reason)]) }),
-            ]
-            if let c = b.cursor { o["cursor"] = .string(c) }
+            guard case .object(let o) = b.json else { return nil }
             return o
         case .search(let b):
             var o: [String: JSONValue] = ["params": b.params]
@@ -307,7 +311,13 @@ public struct Envelope: Sendable, Hashable {
             write.sequence = try optionalInt("sequence")
             return .write(write)
         case .resultBatch:
-            return .resultBatch(Body.ResultBatch(items: try list("items"), seq: try int("seq")))
+            var completion: Body.Completion?
+            if let c = o["completion"], c != .null {
+                do { completion = try JSONValueDecoder().decode(Body.Completion.self, from: c) } catch {
+                    throw fail("field 'completion' should be a completion: \(error)")
+                }
+            }
+            return .resultBatch(Body.ResultBatch(items: try list("items"), seq: try int("seq"), completion: completion))
         case .shardBatch:
             var hits: [Hit] = []
             for (i, h) in try list("hits").enumerated() {

@@ -204,13 +204,22 @@ public enum Body: Sendable, Hashable {
         public var arguments: [JSONValue]?
         /// A previous completion's `cursor`: resume right after its last result.
         public var cursor: String?
+        /// True from a client that reads a `completion` inside the last
+        /// `result_batch` (``ResultBatch/completion``): a query whose last
+        /// items and end are known at the same moment — its limit reached, or
+        /// its last shard's last batch in — then costs one message to the
+        /// client instead of two. Opt-in, so a client written to the
+        /// protocol's first form (batches, then a `completion`) keeps working.
+        public var completionInBatch: Bool?
         public init(language: String? = "spotlight", query: String? = nil, plan: JSONValue? = nil,
                     fetchAttributes: [String]? = nil, sort: [JSONValue]? = nil, limit: Int? = nil,
                     batchSize: Int? = nil, deadlineMs: Int? = nil, recordType: String? = nil,
-                    predicate: String? = nil, arguments: [JSONValue]? = nil, cursor: String? = nil) {
+                    predicate: String? = nil, arguments: [JSONValue]? = nil, cursor: String? = nil,
+                    completionInBatch: Bool? = nil) {
             self.language = language; self.query = query; self.plan = plan; self.fetchAttributes = fetchAttributes
             self.sort = sort; self.limit = limit; self.batchSize = batchSize; self.deadlineMs = deadlineMs
             self.recordType = recordType; self.predicate = predicate; self.arguments = arguments; self.cursor = cursor
+            self.completionInBatch = completionInBatch
         }
     }
     public struct ResultBatch: Sendable, Hashable, Codable {
@@ -221,9 +230,17 @@ public enum Body: Sendable, Hashable {
         /// place of `items` (then empty). A decoded batch never has it; it is
         /// not part of the `Codable` form, only of ``Envelope/encoded()``.
         public var rawItems: [RawJSON]?
-        public init(items: [JSONValue], seq: Int) { self.items = items; self.seq = seq }
+        /// The query's end, in its last batch, for a client that asked for it
+        /// (``QueryRequest/completionInBatch``); no `completion` message
+        /// follows then. A query that ends without delivering in the same
+        /// step (no items, or a shard failing after the last batch) still
+        /// ends with a `completion` message.
+        public var completion: Completion?
+        public init(items: [JSONValue], seq: Int, completion: Completion? = nil) {
+            self.items = items; self.seq = seq; self.completion = completion
+        }
         public init(rawItems: [RawJSON], seq: Int) { self.items = []; self.rawItems = rawItems; self.seq = seq }
-        enum CodingKeys: String, CodingKey { case items, seq }
+        enum CodingKeys: String, CodingKey { case items, seq, completion }
     }
     public struct Completion: Sendable, Hashable, Codable {
         public var count: Int
@@ -237,6 +254,17 @@ public enum Body: Sendable, Hashable {
         public init(count: Int, failedShards: [ShardFailure], cancelled: Bool, elapsedMs: Double, cursor: String? = nil) {
             self.count = count; self.failedShards = failedShards; self.cancelled = cancelled; self.elapsedMs = elapsedMs
             self.cursor = cursor
+        }
+        /// The fields as the wire carries them, alone or in a batch
+        /// (written by hand: the `Codable` encoder's tree of boxes showed in
+        /// the coordinator's profile).
+        public var json: JSONValue {
+            var o: [String: JSONValue] = [
+                "count": .number(Double(count)), "cancelled": .bool(cancelled), "elapsedMs": .number(elapsedMs),
+                "failedShards": .array(failedShards.map { .object(["shard": .number(Double($0.shard)), "reason": .string($0.reason)]) }),
+            ]
+            if let cursor { o["cursor"] = .string(cursor) }
+            return .object(o)
         }
     }
     public struct Cancel: Sendable, Hashable, Codable {

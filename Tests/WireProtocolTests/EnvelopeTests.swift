@@ -29,6 +29,9 @@ struct EnvelopeTests {
                                  arguments: [.string("red"), .object(["recordName": .string("e1")])], cursor: "eyJ2IjoxfQ")),
         .completion(Body.Completion(count: 20, failedShards: [], cancelled: false, elapsedMs: 2, cursor: "eyJ2IjoxfQ")),
         .resultBatch(Body.ResultBatch(items: [item], seq: 4)),
+        .resultBatch(Body.ResultBatch(items: [item], seq: 5, completion: Body.Completion(
+            count: 3, failedShards: [ShardFailure(shard: 1, reason: "deadline")], cancelled: false, elapsedMs: 0.75, cursor: "eyJ2IjoxfQ"))),
+        .query(Body.QueryRequest(query: "title == \"x\"", limit: 20, completionInBatch: true)),
         .completion(Body.Completion(count: 9, failedShards: [ShardFailure(shard: 2, reason: "deadline")], cancelled: false, elapsedMs: 1.5)),
         .cancel(Body.Cancel(query: "c7")),
         .stats(Body.Empty()),

@@ -45,6 +45,13 @@ struct RawShardBatchTests {
             let back = try Envelope.decode(spliced.encoded())
             #expect(back == decoded)
         }
+        // A last batch that carries its query's completion, spliced or not.
+        let completion = Body.Completion(count: 2, failedShards: [ShardFailure(shard: 3, reason: "gone")], cancelled: false, elapsedMs: 1.25)
+        var last = Body.ResultBatch(rawItems: Self.items.map(RawJSON.init), seq: 13)
+        last.completion = completion
+        let lastDecoded = Envelope(id: "c9", body: .resultBatch(Body.ResultBatch(items: Self.items, seq: 13, completion: completion)))
+        #expect(Envelope(id: "c9", body: .resultBatch(last)).encoded() == lastDecoded.encoded())
+        #expect(try Envelope.decode(Envelope(id: "c9", body: .resultBatch(last)).encoded()) == lastDecoded)
         let empty = Envelope(id: "e", body: .resultBatch(Body.ResultBatch(rawItems: [], seq: 1)))
         #expect(empty.encoded() == Envelope(id: "e", body: .resultBatch(Body.ResultBatch(items: [], seq: 1))).encoded())
     }

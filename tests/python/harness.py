@@ -212,6 +212,14 @@ class Traffic:
         """Sent messages of one type, in order."""
         return [m for d, m in self.messages if d == "sent" and m["type"] == kind]
 
+    def completions(self):
+        """Every query end received, in order: ``completion`` messages, and
+        the ``completion`` a last ``result_batch`` carries (the clients ask
+        for it with ``completionInBatch``), each with its message's id."""
+        return [m if m["type"] == "completion" else dict(m["completion"], id=m["id"])
+                for d, m in self.messages
+                if d == "received" and (m["type"] == "completion" or m["type"] == "result_batch" and "completion" in m)]
+
 
 def registration_proof(secret_file, nonce, worker, role, shards):
     """The proof a challenged worker registers with (docs/security-transport.md):

@@ -57,7 +57,36 @@ def test_query_streams_batches_then_one_completion(client, traffic, grocer):
     batches = traffic.received("result_batch")
     assert [b["seq"] for b in batches] == list(range(1, len(batches) + 1))
     query_id = traffic.sent("query")[0]["id"]
-    assert {m["id"] for m in batches + traffic.received("completion")} == {query_id}
+    assert {m["id"] for m in batches + traffic.completions()} == {query_id}
+
+
+def test_a_query_that_asks_gets_its_completion_in_the_last_batch(client, traffic, grocer):
+    """completionInBatch (the Python and Swift clients send it): a query that
+    reaches its limit ends in the same step as its last batch, so that batch
+    carries the completion and no completion message follows. A query sent
+    without the field gets the protocol's first form: batches, then a
+    completion message, for clients written to it."""
+    apples = sum(i["attributes"]["title"].endswith("Apple") for i in grocer)
+    assert apples > 2
+    events = list(client.query('title == "*Apple"', fetch=["title"], limit=2))
+    assert events[-1][0] == "completion" and {k for k, _ in events[:-1]} == {"batch"}
+    assert sum(len(v) for k, v in events if k == "batch") == 2 and events[-1][1]["count"] == 2
+    [query] = traffic.sent("query")
+    assert query["completionInBatch"] is True
+    batches = traffic.received("result_batch")
+    assert all("completion" not in b for b in batches[:-1])
+    assert batches[-1]["completion"]["count"] == 2 and batches[-1]["completion"]["cancelled"] is False
+    assert traffic.received("completion") == []
+    assert events[-1][1] == dict(batches[-1]["completion"], type="completion", id=batches[-1]["id"], v=1)
+
+    plain = client.send_request("query", language="spotlight", query='title == "*Apple"', fetchAttributes=["title"], limit=2)
+    replies = [client.next_reply(plain, 30)]
+    while replies[-1]["type"] != "completion":
+        replies.append(client.next_reply(plain, 30))
+    client.finish(plain)
+    assert [m["type"] for m in replies][-1] == "completion" and replies[-1]["count"] == 2
+    assert all(m["type"] == "result_batch" and "completion" not in m for m in replies[:-1])
+    assert sum(len(m["items"]) for m in replies[:-1]) == 2
 
 
 def test_word_matching_follows_apple(client, grocer):
@@ -113,7 +142,7 @@ def test_cancel_after_the_completion_is_ignored(client, traffic, debian):
     assert cancel["query"] == stream.id
     assert client.ping()["type"] == "pong"
     # Nothing more came for the query or the cancel: the one completion, and the pong.
-    assert [m["id"] for m in traffic.received("completion")] == [stream.id]
+    assert [m["id"] for m in traffic.completions()] == [stream.id]
     assert not [m for d, m in traffic.messages if d == "received" and m.get("id") == cancel["id"]]
 
 
@@ -218,7 +247,7 @@ def test_cloudkit_predicate_pages_with_a_cursor(client, traffic, grocer):
             break
         assert pages < 100
     assert seen == [i["uniqueIdentifier"] for i in expected]
-    assert len(traffic.received("completion")) == pages
+    assert len(traffic.completions()) == pages
     assert all(m["language"] == "cloudkit" and m["arguments"] == [1] for m in traffic.sent("query"))
 
 

@@ -85,6 +85,10 @@ def coordinator(request: Message) -> list[Message]:
                   "attributes": {"title": "Kiwi", "price": 0.5}},
                  {"uniqueIdentifier": "produce:lime", "domainIdentifier": "produce",
                   "attributes": {"title": "Lime", "price": 0.25}}]
+        if request.get("limit") == 1 and request.get("completionInBatch"):
+            # The query's end in its last batch, as the coordinator sends it to a client that asks.
+            return [{"type": "result_batch", "seq": 1, "items": items[:1],
+                     "completion": {"count": 1, "failedShards": [], "cancelled": False, "elapsedMs": 0.5}}]
         return [{"type": "result_batch", "seq": 1, "items": items[:1]},
                 {"type": "result_batch", "seq": 2, "items": items[1:]},
                 {"type": "completion", "count": 2, "failedShards": [], "cancelled": False, "elapsedMs": 1.5}]

@@ -41,6 +41,18 @@ def test_query_streams_batches_then_completion(stand_in) -> None:
     assert sent["sort"] == [{"attribute": "price", "ascending": False}]
 
 
+def test_a_completion_inside_the_last_batch_ends_the_stream(stand_in) -> None:
+    with Client(stand_in.endpoint) as c:
+        stream = c.query('title == "*"', limit=1)
+        events = list(stream)
+        assert c.ping()["type"] == "pong"
+    assert [kind for kind, _ in events] == ["batch", "completion"]
+    assert [i["uniqueIdentifier"] for i in events[0][1]] == ["produce:kiwi"]
+    assert events[1][1] == {"type": "completion", "id": stream.id, "v": 1, "count": 1, "failedShards": [],
+                            "cancelled": False, "elapsedMs": 0.5}
+    assert stand_in.requests[0]["completionInBatch"] is True
+
+
 def test_replies_to_other_requests_wait_in_their_inbox(stand_in) -> None:
     with Client(stand_in.endpoint) as c:
         first = c.send_request("ping")

@@ -320,6 +320,9 @@ class Client:
             body["batchSize"] = batch_size
         if deadline_ms is not None:
             body["deadlineMs"] = deadline_ms
+        # The completion may come inside the last batch: one message fewer
+        # for most queries (QueryStream yields it as a completion all the same).
+        body["completionInBatch"] = True
         query_id = self.send_request("query", **body)
         # The coordinator completes a query by its deadline at the latest.
         wait = self.timeout + (deadline_ms if deadline_ms and deadline_ms > 0 else DEFAULT_DEADLINE_MS) / 1000
@@ -457,16 +460,26 @@ class QueryStream:
         self.id = query_id
         self._wait = wait
         self._done = False
+        # A completion that came inside the last batch, yielded after it.
+        self._completion: Optional[JSONObject] = None
 
     def __iter__(self) -> Iterator[QueryEvent]:
         return self
 
     def __next__(self) -> QueryEvent:
+        if self._completion is not None:
+            completion, self._completion = self._completion, None
+            return "completion", completion
         if self._done:
             raise StopIteration
         message = self.client.next_reply(self.id, self._wait)
         kind = message.get("type")
         if kind == "result_batch":
+            inside = message.get("completion")
+            if inside is not None:
+                # The same object a completion message is: its fields, type and id.
+                self._completion = dict(inside, type="completion", id=message.get("id"), v=message.get("v"))
+                self._end()
             return "batch", message["items"]
         self._end()
         if kind == "completion":
