@@ -72,10 +72,11 @@ struct PathBench: AsyncParsableCommand {
         row("3 + the coordinator (ping)", lat)
 
         let queries = words.words.map { "** == \"\($0)\"cdw" }
-        func query(_ q: String) async throws -> (Double, Double) {
+        func query(_ q: String, completionInBatch: Bool = true) async throws -> (Double, Double) {
             let t = Date()
             var first = 0.0
-            for try await e in client.query(Body.QueryRequest(query: q, fetchAttributes: ["title"], limit: 20, batchSize: 20)).events {
+            let request = Body.QueryRequest(query: q, fetchAttributes: ["title"], limit: 20, batchSize: 20, completionInBatch: completionInBatch)
+            for try await e in client.query(request).events {
                 if case .batch = e, first == 0 { first = Date().timeIntervalSince(t) * 1000 }
             }
             return (Date().timeIntervalSince(t) * 1000, first)
@@ -98,6 +99,18 @@ struct PathBench: AsyncParsableCommand {
             perProcess += ", \(name) \(fmt((seconds - (cpuBefore[name] ?? 0)) * 1000 / Double(lat.count))) ms"
         }
         print(perProcess)
+        // The completion inside the last batch (what the clients ask for)
+        // against its own message, query by query in turn.
+        var inside: [Double] = [], apart: [Double] = []
+        for k in 0..<max(trips / 4, queries.count) {
+            let q = queries[k % queries.count]
+            let (a, _) = try await query(q, completionInBatch: k % 2 == 0)
+            let (b, _) = try await query(q, completionInBatch: k % 2 != 0)
+            inside.append(k % 2 == 0 ? a : b)
+            apart.append(k % 2 == 0 ? b : a)
+        }
+        print("  completion in the last batch, in turn      p50 \(fmt(percentile(inside, 50))) ms  p99 \(fmt(percentile(inside, 99))) ms")
+        print("  completion as a message of its own         p50 \(fmt(percentile(apart, 50))) ms  p99 \(fmt(percentile(apart, 99))) ms")
 
         var logger = Logger(label: "bench")
         logger.logLevel = .warning
