@@ -164,10 +164,15 @@ public enum Typos {
 /// token; other text goes through ``SearchTokens`` and ``WordMatch``, the
 /// definition, which a randomized test compares this with.
 public struct SearchWordMatcher: Sendable {
-    let words: [[UInt8]]
-    let allowed: [Int]
-    let prefixLast: Bool
-    let original: [String]
+    /// The query words' bytes, the typos each allows, whether the last is
+    /// also a prefix, and the words as given: what a caller that finds
+    /// matching terms in a vocabulary instead of comparing each one needs
+    /// (``matchesASCII(_:rows:)``'s rule: equal, a prefix of the last word,
+    /// or within the word's typos by ``Typos/distance(_:_:max:)``).
+    public let words: [[UInt8]]
+    public let allowed: [Int]
+    public let prefixLast: Bool
+    public let original: [String]
     let policy: TypoPolicy
     /// Each word's ``letterMask(_:)``.
     let masks: [UInt64]

@@ -44,11 +44,19 @@ final class ForwardIndex: @unchecked Sendable {
     /// Whether term `t` was cut from a value that is not ASCII (folded, and
     /// matched by ``WordMatch``); otherwise from ASCII text, lowercased.
     let termFolded: [Bool]
-    /// Each term's ``SearchWordMatcher/letterMask(_:)``, for
-    /// ``SearchWordMatcher/mayMatchASCII(letterMask:)``; every bit for folded
-    /// terms (which no ASCII token's mask is: tokens are letters and digits,
-    /// 36 bits), so that the one load tells most terms apart from both.
-    let termLetters: [UInt64]
+    /// The terms cut from ASCII text, sorted, as a ``Vocabulary`` (its term
+    /// `i` is term `asciiTerms[i]` here): a query finds the terms each of its
+    /// words matches by lookups in it — the word itself, the last word's
+    /// prefix range, its typo forms by ``Vocabulary/fuzzy(_:maxTypos:)`` —
+    /// instead of deciding every distinct term its candidates' text holds
+    /// (see ``ForwardTokenCache/begin(_:_:)``).
+    let asciiVocabulary: Vocabulary
+    let asciiTerms: [UInt32]
+    /// Per term, what ``ForwardTokenCache/masks`` holds before a query has
+    /// looked at it: decided and matching nothing for an ASCII term (the
+    /// lookups set the bits of those that match), undecided (0) for a folded
+    /// one, which a query decides when it first meets it.
+    let baseMasks: [UInt32]
 
     /// The thread CPU time the read took, in seconds.
     let readSeconds: Double
@@ -63,7 +71,8 @@ final class ForwardIndex: @unchecked Sendable {
 
     var memoryBytes: Int {
         itemStart.count * 4 + valueName.count * 4 + valueStart.count * 4 + tokens.count * 4
-            + termBytes.count + termStart.count * 4 + termFolded.count + termLetters.count * 8
+            + termBytes.count + termStart.count * 4 + termFolded.count
+            + asciiVocabulary.memoryBytes + asciiTerms.count * 4 + baseMasks.count * 4
     }
 
     /// Reads and tokenizes every text value; call it inside the read
@@ -117,14 +126,25 @@ final class ForwardIndex: @unchecked Sendable {
         termBytes = terms.bytes
         termStart = terms.starts
         termFolded = terms.folded
-        var letters = [UInt64](repeating: .max, count: terms.folded.count)
-        terms.bytes.withUnsafeBufferPointer { all in
-            for t in letters.indices where !terms.folded[t] {
-                letters[t] = SearchWordMatcher.letterMask(UnsafeBufferPointer(rebasing: all[Int(terms.starts[t])..<Int(terms.starts[t + 1])]))
-            }
-        }
-        termLetters = letters
+        (asciiVocabulary, asciiTerms) = Self.asciiVocabulary(terms)
+        baseMasks = terms.folded.map { $0 ? 0 : ForwardTokenCache.known }
         readSeconds = Self.threadCPUSeconds() - cpu0
+    }
+
+    /// The ASCII terms in bytewise order (what ``Vocabulary`` expects: a term
+    /// before every longer one it begins), with their ids.
+    private static func asciiVocabulary(_ terms: TermInterner) -> (Vocabulary, [UInt32]) {
+        var ids = (0..<UInt32(terms.folded.count)).filter { !terms.folded[Int($0)] }
+        terms.bytes.withUnsafeBufferPointer { all in
+            func bytes(_ t: UInt32) -> UnsafeBufferPointer<UInt8> {
+                UnsafeBufferPointer(rebasing: all[Int(terms.starts[Int(t)])..<Int(terms.starts[Int(t) + 1])])
+            }
+            ids.sort { a, b in bytes(a).lexicographicallyPrecedes(bytes(b)) }
+        }
+        let vocabulary = Vocabulary()
+        for t in ids { vocabulary.append(bytes: Array(terms.bytes[Int(terms.starts[Int(t)])..<Int(terms.starts[Int(t) + 1])]), docs: 0) }
+        vocabulary.prepareSuffixTables()
+        return (vocabulary, ids)
     }
 
     static func threadCPUSeconds() -> Double {

@@ -205,14 +205,14 @@ struct SearchRun {
         self.plan = plan
         self.context = context
         postingSearch = index.map(PostingSearch.init)
+        matcher = SearchWordMatcher(words: plan.words, prefixLast: plan.prefixLast, policy: plan.typos)
         if store.searchCache.searchesUseForwardIndex, let f = index?.forward, plan.words.count <= ForwardTokenCache.maxWords {
             forward = f
-            store.searchCache.forwardTokens.begin(f)
+            store.searchCache.forwardTokens.begin(f, matcher)
             store.searchCache.forwardSearches += 1
         } else {
             forward = nil
         }
-        matcher = SearchWordMatcher(words: plan.words, prefixLast: plan.prefixLast, policy: plan.typos)
         let order = plan.searchableAttributes.isEmpty ? SearchPlan.defaultAttributeOrder : plan.searchableAttributes
         let ids: [Int64]
         if plan.searchableAttributes.isEmpty {

@@ -25,15 +25,45 @@ final class ForwardTokenCache {
     /// The bits that hold words: a query of more words keeps the text scan.
     static let maxWords = 15
 
-    /// Starts a query: every term's masks are to be decided again.
-    func begin(_ forward: ForwardIndex) {
+    /// Starts a query: the masks go back to ``ForwardIndex/baseMasks``, and
+    /// the ASCII terms the query's words match or are get their bits from
+    /// lookups in ``ForwardIndex/asciiVocabulary``, by
+    /// ``SearchWordMatcher/matchesASCII(_:rows:)``'s and
+    /// ``SearchWordMatcher/equalsASCII(_:)``'s rules: equal bytes, a prefix
+    /// of the last word (when it is one), or within the word's typos (a
+    /// randomized test holds the lookups to those functions, term by term).
+    ///
+    /// Why: deciding each distinct term a query's candidates hold, as they
+    /// were met, was a fifth of a two-word search (Debian corpus: thousands
+    /// of terms, each through the letter-mask test and often the edit
+    /// distance), where the lookups cost what the word index's own typo
+    /// forms do. Folded terms (from text that is not ASCII) are still
+    /// decided when met.
+    func begin(_ forward: ForwardIndex, _ matcher: SearchWordMatcher) {
         if index !== forward || masks.count != forward.termCount {
             index = forward
-            masks = [UInt32](repeating: 0, count: forward.termCount)
+            masks = forward.baseMasks
         } else {
-            for t in decided { masks[Int(t)] = 0 }
+            for t in decided { masks[Int(t)] = forward.baseMasks[Int(t)] }
         }
         decided.removeAll(keepingCapacity: true)
+        let vocabulary = forward.asciiVocabulary
+        func set(_ i: Int, _ bits: UInt32) {
+            let t = Int(forward.asciiTerms[i])
+            masks[t] |= bits
+            decided.append(UInt32(t))
+        }
+        for (w, word) in matcher.words.enumerated() {
+            let matches: UInt32 = 1 << UInt32(w), equals: UInt32 = 1 << (Self.equalsShift + UInt32(w))
+            let range = vocabulary.range(prefix: matcher.original[w])
+            if let first = range.first, vocabulary.length(first) == word.count { set(first, matches | equals) }
+            if matcher.prefixLast, w == matcher.words.count - 1 {
+                for i in range { set(i, matches) }
+            }
+            if matcher.allowed[w] > 0 {
+                for (i, _) in vocabulary.fuzzy(matcher.original[w], maxTypos: matcher.allowed[w]) { set(i, matches) }
+            }
+        }
     }
 }
 
@@ -149,23 +179,16 @@ extension SearchRun {
         return proximity().map { ($0, attribute, exact) }
     }
 
-    /// Term `term`'s masks for this query (see ``ForwardTokenCache/masks``).
+    /// A folded term's masks for this query (see ``ForwardTokenCache/masks``;
+    /// ASCII terms are decided when the query begins).
     func termMask(_ term: Int, _ forward: ForwardIndex, _ cache: ForwardTokenCache) -> UInt32 {
-        let letters = forward.termLetters[term]
-        // Most terms share too few letters with every word to be worth comparing.
-        guard letters == .max || matcher.mayMatchASCII(letterMask: letters) else { return 0 }
-        if forward.termFolded[term] {
-            // Cut from text that is not ASCII: ``SearchWordMatcher/scan(_:_:)``'s
-            // rule, and its whole-value test skips tokens that fold to nothing
-            // (as ``SearchTokens/queryWords(_:)`` drops them; no text found
-            // yet has one, Foundation's folding keeps lone combining marks).
-            let folded = forward.withTerm(term) { String(decoding: $0, as: UTF8.self) }
-            return UInt32(matcher.matchesFolded(folded, rows: &cache.rows)) | UInt32(matcher.equalsFolded(folded)) << ForwardTokenCache.equalsShift
-                | (folded.isEmpty ? ForwardTokenCache.skipsWhole : 0)
-        }
-        return forward.withTerm(term) {
-            UInt32(matcher.matchesASCII($0, rows: &cache.rows)) | UInt32(matcher.equalsASCII($0)) << ForwardTokenCache.equalsShift
-        }
+        // Cut from text that is not ASCII: ``SearchWordMatcher/scan(_:_:)``'s
+        // rule, and its whole-value test skips tokens that fold to nothing
+        // (as ``SearchTokens/queryWords(_:)`` drops them; no text found
+        // yet has one, Foundation's folding keeps lone combining marks).
+        let folded = forward.withTerm(term) { String(decoding: $0, as: UTF8.self) }
+        return UInt32(matcher.matchesFolded(folded, rows: &cache.rows)) | UInt32(matcher.equalsFolded(folded)) << ForwardTokenCache.equalsShift
+            | (folded.isEmpty ? ForwardTokenCache.skipsWhole : 0)
     }
 
     /// Clears the per-word hits ``proximity()`` reads.

@@ -178,6 +178,14 @@ final class Vocabulary {
     /// 2-byte second half of a 4-letter word), see ``fuzzyOne(_:)``.
     private var suffixTables: [Int: [UInt32: [Int32]]] = [:]
 
+    /// Builds the suffix tables now rather than at the first typo lookup:
+    /// after it, lookups only read, so threads may share the vocabulary
+    /// (``ForwardIndex``'s is shared by every connection of a process).
+    func prepareSuffixTables() {
+        _ = suffixBuckets(length: 2)
+        _ = suffixBuckets(length: 3)
+    }
+
     private static func suffixKey(_ b: UnsafeBufferPointer<UInt8>, end: Int, length: Int) -> UInt32 {
         var key: UInt32 = 0
         for i in (end - length)..<end { key = key << 8 | UInt32(b[i]) }

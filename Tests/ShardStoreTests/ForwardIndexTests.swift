@@ -128,6 +128,55 @@ import Testing
         #expect(matches > 400 && exact > 10 && proximities.count >= 5 && starts > 0, "\(matches) \(exact) \(proximities) \(starts)")
     }
 
+    /// The masks a query begins with, found by lookups in the ASCII terms'
+    /// vocabulary, are for every ASCII term what the matcher's own
+    /// comparisons say (and folded terms are left to be decided when met).
+    @Test func vocabularyLookupsDecideEveryASCIITermAsTheMatcher() throws {
+        let dir = try TempDir()
+        let s = try Self.store(dir, seed: 79)
+        try s.buildSuggestionIndex()
+        defer { PostingIndexes.shared.forget(path: s.path) }
+        let forward = try #require(try PostingIndexTests.held(s)?.forward)
+        #expect(forward.asciiVocabulary.count == forward.termFolded.filter { !$0 }.count)
+        let cache = ForwardTokenCache()
+        var rows: [Int] = []
+        var matched = 0, equal = 0, typos = 0, prefixes = 0
+        // Plans of one word too (a single word's exact, prefix and typo
+        // forms), and every policy, including typos on one-letter words.
+        var plans = Self.randomPlans(200, seed: 89)
+        var rng = SplitMix64(state: 91)
+        for _ in 0..<100 {
+            let words = SearchTokens.queryWords(Self.queryText(&rng))
+            guard !words.isEmpty else { continue }
+            plans.append(SearchPlan(words: words, prefixLast: rng.next() % 2 == 0,
+                                    typos: [TypoPolicy(), TypoPolicy(minWordSizeForOneTypo: 1, minWordSizeForTwoTypos: 2)][Int(rng.next() % 2)]))
+        }
+        for plan in plans {
+            let matcher = SearchWordMatcher(words: plan.words, prefixLast: plan.prefixLast, policy: plan.typos)
+            cache.begin(forward, matcher)
+            for t in 0..<forward.termCount {
+                if forward.termFolded[t] {
+                    #expect(cache.masks[t] == 0)
+                    continue
+                }
+                let want = forward.withTerm(t) {
+                    UInt32(matcher.matchesASCII($0, rows: &rows)) | UInt32(matcher.equalsASCII($0)) << ForwardTokenCache.equalsShift
+                } | ForwardTokenCache.known
+                #expect(cache.masks[t] == want, "\(plan.words) \(plan.prefixLast) \(plan.typos) term \(forward.withTerm(t) { String(decoding: $0, as: UTF8.self) })")
+                if want & ForwardTokenCache.matchBits != 0 {
+                    matched += 1
+                    let term = forward.withTerm(t) { Array($0) }
+                    if !plan.words.contains(where: { Array($0.utf8) == term }) {
+                        if plan.prefixLast, let last = plan.words.last, term.starts(with: Array(last.utf8)) { prefixes += 1 } else { typos += 1 }
+                    }
+                }
+                if want >> ForwardTokenCache.equalsShift & ForwardTokenCache.matchBits != 0 { equal += 1 }
+            }
+        }
+        // The comparison saw matches of every kind.
+        #expect(matched > 300 && equal > 50 && typos > 50 && prefixes > 20, "\(matched) \(equal) \(typos) \(prefixes)")
+    }
+
     /// Whole searches answer the same with the forward index, with the
     /// posting index alone, and with neither.
     @Test func searchesWithAndWithoutTheForwardIndexAgree() throws {
