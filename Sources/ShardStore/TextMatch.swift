@@ -39,6 +39,10 @@ final class ForwardTokenCache {
     /// distance), where the lookups cost what the word index's own typo
     /// forms do. Folded terms (from text that is not ASCII) are still
     /// decided when met.
+    ///
+    /// The lookups wait for the query's first text match (``lookUp()``): a
+    /// one-word search rarely needs one, and the last word's prefix range
+    /// alone can be thousands of terms.
     func begin(_ forward: ForwardIndex, _ matcher: SearchWordMatcher) {
         if index !== forward || masks.count != forward.termCount {
             index = forward
@@ -47,6 +51,18 @@ final class ForwardTokenCache {
             for t in decided { masks[Int(t)] = forward.baseMasks[Int(t)] }
         }
         decided.removeAll(keepingCapacity: true)
+        pending = matcher
+    }
+
+    /// The matcher whose lookups ``lookUp()`` has still to make.
+    private var pending: SearchWordMatcher?
+
+    /// Sets the bits of the ASCII terms the query's words match (see
+    /// ``begin(_:_:)``), once per query.
+    @inline(__always)
+    func lookUp() {
+        guard let matcher = pending, let forward = index else { return }
+        pending = nil
         let vocabulary = forward.asciiVocabulary
         func set(_ i: Int, _ bits: UInt32) {
             let t = Int(forward.asciiTerms[i])
@@ -126,6 +142,7 @@ extension SearchRun {
     func indexedTextMatch(_ id: Int64, _ forward: ForwardIndex) -> (proximity: Int, attribute: Int, exactAttribute: Int)? {
         let scratch = self.scratch
         let cache = store.searchCache.forwardTokens
+        cache.lookUp()
         startHits()
         let words = plan.words.count
         var attribute = noRank, exact = SearchRank.noExactAttribute

@@ -154,6 +154,7 @@ import Testing
         for plan in plans {
             let matcher = SearchWordMatcher(words: plan.words, prefixLast: plan.prefixLast, policy: plan.typos)
             cache.begin(forward, matcher)
+            cache.lookUp()
             for t in 0..<forward.termCount {
                 if forward.termFolded[t] {
                     #expect(cache.masks[t] == 0)
