@@ -56,6 +56,11 @@ final class ForwardTokenCache {
 
     /// The matcher whose lookups ``lookUp()`` has still to make.
     private var pending: SearchWordMatcher?
+    /// Typo forms found per word and typos in ``index``'s vocabulary: a
+    /// person typing sends the words before the one being typed again with
+    /// every letter (as ``SearchCache/typoForms`` keeps the word index's).
+    private var typoTerms: [String: [Int]] = [:]
+    private weak var typoTermsIndex: ForwardIndex?
 
     /// Sets the bits of the ASCII terms the query's words match (see
     /// ``begin(_:_:)``), once per query.
@@ -77,9 +82,25 @@ final class ForwardTokenCache {
                 for i in range { set(i, matches) }
             }
             if matcher.allowed[w] > 0 {
-                for (i, _) in vocabulary.fuzzy(matcher.original[w], maxTypos: matcher.allowed[w]) { set(i, matches) }
+                for i in typoTerms(matcher.original[w], maxTypos: matcher.allowed[w], in: forward) { set(i, matches) }
             }
         }
+    }
+}
+
+extension ForwardTokenCache {
+    /// The terms of `forward`'s ASCII vocabulary within `k` typos of `word`.
+    func typoTerms(_ word: String, maxTypos k: Int, in forward: ForwardIndex) -> [Int] {
+        if typoTermsIndex !== forward {
+            typoTermsIndex = forward
+            typoTerms = [:]
+        }
+        let key = "\(k) \(word)"
+        if let known = typoTerms[key] { return known }
+        let found = forward.asciiVocabulary.fuzzy(word, maxTypos: k).map(\.term)
+        if typoTerms.count >= SearchCache.maxTypoForms { typoTerms = [:] }
+        typoTerms[key] = found
+        return found
     }
 }
 
