@@ -103,27 +103,29 @@ extension ShardStore {
     /// otherwise, and inside a caller's transaction, from FTS5 and the text,
     /// with the same answers.
     ///
-    /// Where the time goes (Debian corpus, one shard, 2026-11-23 17:46, two
-    /// runs alternating with main's build of the same moment, load average
-    /// ~1.9; the README has the table): two words take 0.95 ms CPU p50 and
-    /// 12.3-12.6 p99 (1.48-1.51 and 91-94 scanning the text), a one-word
-    /// faceted query 0.82-0.85, a page 10 ~2.0, a plain word query
+    /// Where the time goes (Debian corpus; the README has the tables): two
+    /// words took 0.95 ms CPU p50 and 12.3-12.6 p99 with the forward index
+    /// against 1.48-1.51 and 91-94 scanning the text (one shard, 17:46), a
+    /// one-word faceted query 0.82-0.85, a page 10 ~2.0, a plain word query
     /// 0.17-0.27. The forward index holds 6.56 million tokens and 116,456
     /// terms in 35.4 MiB, read in 0.86-1.2 s CPU beside the posting lists'
-    /// ~1.7. What is left of two words, by perf: ~60% in ``textMatch(_:)``
-    /// (the loop over the candidates' tokens, ~25%; deciding each term met,
-    /// ~30%, a quarter of it the terms of text that is not ASCII, compared as
-    /// Strings: with the letter-mask test before their edit distance too,
-    /// two words took 0.85-0.88 ms CPU p50 and 10.5-10.7 p99 at 17:57,
-    /// against 0.95-1.29 and 12.4-18.3 without), ~12% the typo forms (words
-    /// of 8 letters and more get two typos: ``Vocabulary/fuzzyTwo(_:)`` cuts
-    /// the word in three instead of walking the whole vocabulary trie, and
-    /// the typo forms fell from ~40% to ~24% of a faceted search's samples);
-    /// of a faceted query, facet counts (~20%), ranking and the fetches. The
-    /// next steps: word-derived sets kept per connection so that facet
-    /// refinements and pages of one query skip them; for proximity, visiting
-    /// only the tokens that match (a positional list per forward-index term)
-    /// rather than every token of every candidate.
+    /// ~1.7. Two typos cut the word in three (``Vocabulary/fuzzyTwo(_:)``)
+    /// instead of walking the whole trie: typo forms fell from ~40% to ~24%
+    /// of a faceted search's samples. A query then stopped deciding each term
+    /// its candidates hold (a third of two words): the ASCII terms its words
+    /// match come from lookups in the forward index's own vocabulary
+    /// (``ForwardTokenCache/begin(_:_:)``). Half the corpus (a shard of a
+    /// 2-shard cluster), 1,000 queries, three runs alternating with the
+    /// build before (20:30, load ~1.2): two words 1.18, 0.97, 1.17 → 1.00,
+    /// 1.00, 0.94 ms p50 and 11.5, 9.3, 11.7 → 8.2, 8.2, 6.2 p99; faceted
+    /// unchanged (0.59-0.77). By perf, two words now spend ~20% in the token
+    /// loop and ~25% in typo lookups (both vocabularies walked). The same
+    /// words with `typoTolerance: false` and `queryType: prefixNone` (as the
+    /// peers take them) take 0.26 ms: misspelt and prefix forms are three
+    /// quarters of a two-word search. Next: word-derived sets kept per
+    /// connection (facet refinements and pages of one query skip them); one
+    /// typo walk for both vocabularies; for proximity, a positional list per
+    /// forward-index term instead of every token of every candidate.
     public func search(_ plan: SearchPlan, isCancelled: @escaping () -> Bool = { false }) throws -> ShardSearchResult {
         db.setProgressHandler(every: 4000) { isCancelled() }
         defer { db.setProgressHandler(nil) }
