@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import LimelightClient
 import Testing
 import WireProtocol
@@ -16,7 +17,12 @@ import ZeroMQ
         let endpoint: String
         let done = DispatchSemaphore(value: 0)
 
-        init(reply: @escaping @Sendable (String) -> Data) throws {
+        convenience init(reply: @escaping @Sendable (String) -> Data) throws {
+            try self.init { id, _ in reply(id) }
+        }
+
+        /// `reply` gets the request's id and the request as parsed.
+        init(replyTo reply: @escaping @Sendable (String, [String: Any]) -> Data) throws {
             context = try Context(ioThreads: 1)
             socket = try Socket(context: context, type: .router)
             try socket.set([.linger(milliseconds: 0), .receiveTimeout(milliseconds: 60_000)])
@@ -27,7 +33,7 @@ import ZeroMQ
                 guard let frames = try? socket.receive(), frames.count >= 2,
                       let request = try? JSONSerialization.jsonObject(with: frames.last!) as? [String: Any],
                       let id = request["id"] as? String else { return }
-                _ = try? socket.send([frames[0], reply(id)])
+                _ = try? socket.send([frames[0], reply(id, request)])
             }.start()
         }
 
@@ -56,6 +62,44 @@ import ZeroMQ
         }
         // Had the reply been dropped, the error would be `.timeout`, after 60 s.
         print("undecodable reply failed its request after \(started.duration(to: .now))")
+    }
+
+    /// A query asks for its completion inside the last batch, and a batch
+    /// that carries one ends the query's events: the batch, then the
+    /// completion, with no message after it.
+    @Test func aCompletionInsideTheLastBatchEndsTheQuery() async throws {
+        let asked = Mutex(false)
+        let server = try OneShotServer { id, request in
+            asked.withLock { $0 = request["completionInBatch"] as? Bool == true }
+            return Data(#"{"v":1,"type":"result_batch","id":"\#(id)","seq":1,"items":[{"uniqueIdentifier":"a"}],"completion":{"count":1,"failedShards":[{"shard":2,"reason":"gone"}],"cancelled":false,"elapsedMs":0.5}}"#.utf8)
+        }
+        defer { server.close() }
+        let client = try LimelightClient(endpoint: server.endpoint)
+        defer { client.close() }
+        let handle = client.query(Body.QueryRequest(query: "title == \"a\"", limit: 1))
+        // Events until the stream ends, or what came within 20 s (a client
+        // that missed the completion would wait for one forever).
+        let events = try await withThrowingTaskGroup(of: [QueryEvent]?.self) { group in
+            group.addTask {
+                var events: [QueryEvent] = []
+                for try await e in handle.events { events.append(e) }
+                return events
+            }
+            group.addTask { try await Task.sleep(for: .seconds(20)); return nil }
+            defer { group.cancelAll() }
+            return try await group.next() ?? nil
+        }
+        #expect(asked.withLock { $0 })
+        guard let events else {
+            Issue.record("the query's events did not end with the completion inside its batch")
+            return
+        }
+        guard events.count == 2, case .batch(let items) = events[0], case .completion(let c) = events[1] else {
+            Issue.record("expected a batch then a completion, got \(events)")
+            return
+        }
+        #expect(items == [.object(["uniqueIdentifier": .string("a")])])
+        #expect(c.count == 1 && c.failedShards == [ShardFailure(shard: 2, reason: "gone")] && !c.cancelled)
     }
 
     /// A good reply still goes through the same path.
