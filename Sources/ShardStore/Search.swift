@@ -67,6 +67,17 @@ final class SearchCache {
     let forwardTokens = ForwardTokenCache()
 
     static let maxTypoForms = 10_000
+    /// Each query word's lookups (``SearchRun/wordPostings(_:isLast:)``),
+    /// for the index and vocabulary they were made with.
+    var wordPostings: [String: SearchRun.WordPostings] = [:]
+    weak var wordPostingsIndex: PostingIndex?
+    weak var wordPostingsVocabulary: Vocabulary?
+    /// Lookups taken from ``wordPostings`` (for tests).
+    var wordPostingsReused = 0
+    /// Words kept at most, and the most items a kept word may hold (a few
+    /// MiB each at most, lists of 8-byte ids).
+    static let maxWordPostings = 256
+    static let maxWordPostingItems = 200_000
 }
 
 extension ShardStore {
@@ -243,20 +254,6 @@ struct SearchRun {
         coversEveryColumn = store.names.values.allSatisfy { searchedColumns.contains(Layout.wordColumn($0)) }
         rankByName = [Int](repeating: -1, count: Int(max(ids.max() ?? -1, -1)) + 1)
         for (id, rank) in rankOf where id >= 0 { rankByName[Int(id)] = rank }
-    }
-
-    /// The items holding one query word, by how they hold it.
-    struct WordPostings {
-        /// Items by the fewest typos they hold the word with (0, 1, 2).
-        var byTypos: [[Int64]] = [[], [], []]
-        /// Items holding the word itself (not only a prefix or a misspelling).
-        var exact: [Int64] = []
-        /// The FTS5 terms of every form, by typos, for column-filtered lookups.
-        var formsByTypos: [[String]] = [[], [], []]
-        /// The same forms as ``PostingIndex`` terms, by typos, where the index
-        /// answers for them (nil: FTS5 does).
-        var termsByTypos: [[Int]?] = [nil, nil, nil]
-        var all: [Int64] = []
     }
 
     func run() throws -> ShardSearchResult {
@@ -489,55 +486,6 @@ struct SearchRun {
     /// The searched columns' mask for ``PostingSearch``: nil when FTS5 gets no column filter.
     var columnMask: UInt32? {
         coversEveryColumn ? nil : PostingSearch.mask(columns.map(\.column))
-    }
-
-    func wordPostings(_ word: String, isLast: Bool) throws -> WordPostings {
-        var p = WordPostings()
-        let exactForm = Self.quote(word)
-        p.formsByTypos[0] = [exactForm]
-        let prefix = isLast && plan.prefixLast
-        if prefix { p.formsByTypos[0].append(exactForm + " *") }
-        if let search = postingSearch, PostingSearch.isPlain(word) {
-            let exact = search.exact(word)
-            p.exact = search.items(exact, columns: columnMask)
-            // The prefix's terms include the word itself.
-            let zero = prefix ? search.prefixed(word) : exact
-            p.termsByTypos[0] = zero
-            p.byTypos[0] = prefix ? search.items(zero, columns: columnMask) : p.exact
-        } else {
-            p.exact = try ftsIDs(columnFilter + exactForm)
-            var zero = p.exact
-            if prefix { zero = IDs.union(zero, try ftsIDs(columnFilter + exactForm + " *")) }
-            p.byTypos[0] = zero
-        }
-        let allowed = plan.typos.allowed(for: word)
-        if allowed > 0 {
-            let vocabulary = try store.vocabulary()
-            var found = store.typoForms(word, maxTypos: allowed, in: vocabulary).filter { $0.typos > 0 }
-            if isLast, plan.prefixLast {
-                // Terms that are already prefix matches count as no typo.
-                found = found.filter { !vocabulary.term($0.term).hasPrefix(word) }
-            }
-            if found.count > ShardStore.maxTypoTerms {
-                found.sort { ($0.typos, -vocabulary.docs[$0.term]) < ($1.typos, -vocabulary.docs[$1.term]) }
-                found = Array(found.prefix(ShardStore.maxTypoTerms))
-            }
-            for t in 1...allowed {
-                let terms = found.filter { $0.typos == t }.map { vocabulary.term($0.term) }
-                guard !terms.isEmpty else { continue }
-                let forms = terms.map(Self.quote)
-                p.formsByTypos[t] = forms
-                if let search = postingSearch, terms.allSatisfy(PostingSearch.isPlain) {
-                    let held = terms.flatMap(search.exact)
-                    p.termsByTypos[t] = held
-                    p.byTypos[t] = search.items(held, columns: columnMask)
-                } else {
-                    p.byTypos[t] = try ftsIDs(columnFilter + "(" + forms.joined(separator: " OR ") + ")")
-                }
-            }
-        }
-        p.all = p.byTypos.reduce([], IDs.union)
-        return p
     }
 
     /// Per attribute rank, the items whose attribute of that rank is, folded,

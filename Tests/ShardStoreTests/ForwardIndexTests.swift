@@ -230,6 +230,44 @@ import Testing
         #expect(r.searchCache.forwardSearches == 2)
     }
 
+    /// A word's lookups are kept for the next search of the same word (a
+    /// refinement, another page) while the posting index they came from is
+    /// current, for the searched columns and typos they were made with, and
+    /// never past another connection's commit.
+    @Test func wordLookupsAreKeptWhileTheIndexIsCurrent() throws {
+        let dir = try TempDir()
+        let w = try openStore(dir)
+        try w.put(Self.randomItems(200, seed: 93) + [item("z1", #"{"title": "zebra", "section": "wild"}"#)])
+        let r = try openStore(dir, mode: .readOnly)
+        try r.buildSuggestionIndex()
+        defer { PostingIndexes.shared.forget(path: r.path) }
+        let zebra = SearchPlan(words: ["zebr"], window: 10)
+        #expect(try r.search(zebra).nbHits == 1)
+        #expect(r.searchCache.wordPostingsReused == 0)
+        // A refinement: the same word, a filter.
+        var refined = zebra
+        refined.filter = .domain(["@beta"])
+        _ = try r.search(refined)
+        #expect(r.searchCache.wordPostingsReused == 1)
+        // Other searched columns or no prefix: lookups of their own.
+        var inSection = zebra
+        inSection.searchableAttributes = ["section"]
+        #expect(try r.search(inSection).nbHits == 0)
+        var whole = zebra
+        whole.prefixLast = false
+        #expect(try r.search(whole).hits.map(\.rank.typos) == [1])   // "zebra" as a misspelling of "zebr"
+        #expect(try r.search(zebra).hits.map(\.rank.typos) == [0])   // as its prefix
+        #expect(r.searchCache.wordPostingsReused == 2)
+        // Another connection's commit: FTS5 answers until the index is read again, then the new one.
+        try w.put([item("z2", #"{"title": "zebras"}"#)])
+        #expect(try r.search(zebra).nbHits == 2)
+        let searches = r.searchCache.postingSearches
+        try r.buildSuggestionIndex()
+        #expect(try r.search(zebra).nbHits == 2)
+        #expect(r.searchCache.postingSearches == searches + 1)
+        #expect(r.searchCache.wordPostingsReused == 2)
+    }
+
     /// The index's terms are interned once each: every token of the index
     /// names a term, and no two terms are the same bytes of the same kind.
     @Test func termsAreDistinct() throws {

@@ -1,0 +1,100 @@
+import Foundation
+import QueryPlan
+
+/// A parameter search's word lookups: for each query word, the items that
+/// hold it exactly, as a prefix or misspelt, from the process's
+/// ``PostingIndex`` while it is current (see ``PostingSearch``), else from
+/// FTS5, with the shard's ``Vocabulary`` giving the misspelt forms.
+extension SearchRun {
+    /// The items holding one query word, by how they hold it.
+    struct WordPostings {
+        /// Items by the fewest typos they hold the word with (0, 1, 2).
+        var byTypos: [[Int64]] = [[], [], []]
+        /// Items holding the word itself (not only a prefix or a misspelling).
+        var exact: [Int64] = []
+        /// The FTS5 terms of every form, by typos, for column-filtered lookups.
+        var formsByTypos: [[String]] = [[], [], []]
+        /// The same forms as ``PostingIndex`` terms, by typos, where the index
+        /// answers for them (nil: FTS5 does).
+        var termsByTypos: [[Int]?] = [nil, nil, nil]
+        var all: [Int64] = []
+    }
+
+    /// A query word's lookups (``lookUpWordPostings(_:isLast:)``), kept per
+    /// connection while the posting index and vocabulary they were made
+    /// with are the current ones: a facet refinement, another page, or the
+    /// next letter typed after a word sends the same words again, and their
+    /// typo forms and posting unions were a third of a one-word faceted
+    /// search. With the index current they depend on nothing else than the
+    /// word, whether it is a prefix, its typos and the searched columns
+    /// (the key).
+    func wordPostings(_ word: String, isLast: Bool) throws -> WordPostings {
+        guard let index = postingSearch?.index else { return try lookUpWordPostings(word, isLast: isLast) }
+        let allowed = plan.typos.allowed(for: word)
+        let vocabulary = allowed > 0 ? try store.vocabulary() : nil
+        let cache = store.searchCache
+        if cache.wordPostingsIndex !== index || (vocabulary != nil && cache.wordPostingsVocabulary !== vocabulary) {
+            cache.wordPostings = [:]
+            cache.wordPostingsIndex = index
+            if let vocabulary { cache.wordPostingsVocabulary = vocabulary }
+        }
+        let key = "\(isLast && plan.prefixLast ? "p" : "w")\(allowed) \(columnMask.map { String($0) } ?? "*") \(word)"
+        if let known = cache.wordPostings[key] {
+            cache.wordPostingsReused += 1
+            return known
+        }
+        let p = try lookUpWordPostings(word, isLast: isLast)
+        if cache.wordPostings.count >= SearchCache.maxWordPostings { cache.wordPostings = [:] }
+        if p.all.count <= SearchCache.maxWordPostingItems { cache.wordPostings[key] = p }
+        return p
+    }
+
+    func lookUpWordPostings(_ word: String, isLast: Bool) throws -> WordPostings {
+        var p = WordPostings()
+        let exactForm = Self.quote(word)
+        p.formsByTypos[0] = [exactForm]
+        let prefix = isLast && plan.prefixLast
+        if prefix { p.formsByTypos[0].append(exactForm + " *") }
+        if let search = postingSearch, PostingSearch.isPlain(word) {
+            let exact = search.exact(word)
+            p.exact = search.items(exact, columns: columnMask)
+            // The prefix's terms include the word itself.
+            let zero = prefix ? search.prefixed(word) : exact
+            p.termsByTypos[0] = zero
+            p.byTypos[0] = prefix ? search.items(zero, columns: columnMask) : p.exact
+        } else {
+            p.exact = try ftsIDs(columnFilter + exactForm)
+            var zero = p.exact
+            if prefix { zero = IDs.union(zero, try ftsIDs(columnFilter + exactForm + " *")) }
+            p.byTypos[0] = zero
+        }
+        let allowed = plan.typos.allowed(for: word)
+        if allowed > 0 {
+            let vocabulary = try store.vocabulary()
+            var found = store.typoForms(word, maxTypos: allowed, in: vocabulary).filter { $0.typos > 0 }
+            if isLast, plan.prefixLast {
+                // Terms that are already prefix matches count as no typo.
+                found = found.filter { !vocabulary.term($0.term).hasPrefix(word) }
+            }
+            if found.count > ShardStore.maxTypoTerms {
+                found.sort { ($0.typos, -vocabulary.docs[$0.term]) < ($1.typos, -vocabulary.docs[$1.term]) }
+                found = Array(found.prefix(ShardStore.maxTypoTerms))
+            }
+            for t in 1...allowed {
+                let terms = found.filter { $0.typos == t }.map { vocabulary.term($0.term) }
+                guard !terms.isEmpty else { continue }
+                let forms = terms.map(Self.quote)
+                p.formsByTypos[t] = forms
+                if let search = postingSearch, terms.allSatisfy(PostingSearch.isPlain) {
+                    let held = terms.flatMap(search.exact)
+                    p.termsByTypos[t] = held
+                    p.byTypos[t] = search.items(held, columns: columnMask)
+                } else {
+                    p.byTypos[t] = try ftsIDs(columnFilter + "(" + forms.joined(separator: " OR ") + ")")
+                }
+            }
+        }
+        p.all = p.byTypos.reduce([], IDs.union)
+        return p
+    }
+}
