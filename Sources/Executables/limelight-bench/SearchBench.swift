@@ -5,7 +5,9 @@ import SearchParameters
 
 /// The parameter-search kinds the benchmark times (issue: a two-word free
 /// text query, a faceted query with three facets — one disjunctive — and one
-/// refinement, and a 20-hit page 10), as Algolia parameter objects; and
+/// refinement, and a 20-hit page 10), as Algolia parameter objects; the
+/// faceted query of one word refined by each section in turn (what a person
+/// clicking through a facet sends); and
 /// the same two words as the peers take them (`typoTolerance: false`,
 /// `queryType: prefixNone`: every word exact, no misspelt or prefix forms),
 /// which says how much of the free-text query's time is those forms.
@@ -32,5 +34,14 @@ func searchKinds(_ w: QueryWords, count: Int) -> [(String, [JSONValue])] {
         o["queryType"] = .string("prefixNone")
         return .object(o)
     }
-    return [("search 2 words", twoWords), ("2 words strict", literal), ("faceted", faceted), ("page 10", page10)]
+    // A person refining one query: the faceted query of each word with
+    // every section refinement in turn (the words are searched again).
+    let refinements = (0..<count).map { i -> JSONValue in
+        .object(["query": .string(w.words[i / sections.count]), "attributesToRetrieve": .array([.string("title")]),
+                 "facets": .array([.string("section"), .string("architecture"), .string("priority")]),
+                 "disjunctiveFacets": .array([.string("section")]),
+                 "facetFilters": .array([.array([.string("section:\(sections[i % sections.count])")])])])
+    }
+    return [("search 2 words", twoWords), ("2 words strict", literal), ("faceted", faceted), ("refinements", refinements),
+            ("page 10", page10)]
 }
