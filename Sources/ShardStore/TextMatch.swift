@@ -4,7 +4,8 @@ import QueryPlan
 /// What a query's words are to each term of a shard's ``ForwardIndex``,
 /// decided once per query and term: kept per connection, so that a query
 /// allocates nothing for it (an array as long as the index's terms, whose
-/// entries the last query decided are cleared when the next begins).
+/// entries the last query set go back to the index's base masks when the
+/// next begins).
 final class ForwardTokenCache {
     /// Per term: bit 31 once decided; bits 0-14 the words it matches, bits
     /// 15-29 the words it is (the whole-value test), bit 30 when the
@@ -12,7 +13,7 @@ final class ForwardTokenCache {
     /// read at random, and its entries and a stamp beside each were two
     /// cache misses where this is one.
     var masks: [UInt32] = []
-    /// The terms decided since the query began.
+    /// The terms set since the query began (by its lookups, or decided when met).
     var decided: [UInt32] = []
     var rows: [Int] = []
     /// The index the array is sized for.
