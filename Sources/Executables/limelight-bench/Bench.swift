@@ -22,7 +22,7 @@ struct CorpusOptions: ParsableArguments {
     @Option(help: "JSON Lines corpus (e.g. from ../shared/datasets/debian_packages.py).") var corpus: String
     @Option(help: "Queries of each kind.") var queries = 200
     @Option(help: "peers.py to run on the same corpus; 'none' to skip.") var peers = "../shared/bench/peers.py"
-    @Option(help: "Peer engines.") var engines = "sqlite-fts5,tantivy"
+    @Option(help: "Peer engines (peers.py: sqlite-fts5, tantivy, xapian).") var engines = "sqlite-fts5,tantivy,xapian"
     @Option(help: "Query kinds to time (comma-separated); all when omitted.") var kinds: String?
 
     func wants(_ kind: String) -> Bool { kinds.map { $0.split(separator: ",").contains(Substring(kind)) } ?? true }
