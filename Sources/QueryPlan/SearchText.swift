@@ -301,17 +301,6 @@ public struct SearchWordMatcher: Sendable {
         return bits
     }
 
-    /// False when a token of ASCII text with this ``letterMask(_:)`` can
-    /// match no query word and be none (``matchesASCII(_:rows:)`` and
-    /// ``equalsASCII(_:)`` are then 0): every word has more letters the
-    /// token lacks than typos allowed. Most tokens a query meets; the test
-    /// is a few instructions.
-    @inline(__always)
-    public func mayMatchASCII(letterMask m: UInt64) -> Bool {
-        for w in 0..<masks.count where (masks[w] & ~m).nonzeroBitCount <= allowed[w] { return true }
-        return false
-    }
-
     /// The query words a whole token of ASCII text is (bits), for the
     /// whole-value test of ``scanASCII(_:lowered:rows:_:)``.
     public func equalsASCII(_ token: UnsafeBufferPointer<UInt8>) -> UInt64 {
