@@ -57,6 +57,18 @@ final class ForwardIndex: @unchecked Sendable {
     /// lookups set the bits of those that match), undecided (0) for a folded
     /// one, which a query decides when it first meets it.
     let baseMasks: [UInt32]
+    /// The word index's terms (``PostingIndex/terms``, read in the same
+    /// transaction) this index's ASCII terms are aligned with, so that one
+    /// typo lookup serves both (see ``ForwardTokenCache/typoTerms(_:maxTypos:in:wordForms:)``):
+    /// `asciiOfWordTerm[i]` is the ``asciiVocabulary`` index of word-index
+    /// term `i`'s bytes (-1 when it has none: a folded term, or one FTS5's
+    /// tokenizer cut that the matcher's does not), and ``extraTerms`` holds
+    /// the ASCII terms the word index lacks, `extraAscii[j]` being term `j`'s
+    /// ``asciiVocabulary`` index. Nil when not aligned.
+    let wordTerms: Vocabulary?
+    let asciiOfWordTerm: [Int32]
+    let extraTerms: Vocabulary
+    let extraAscii: [Int32]
 
     /// The thread CPU time the read took, in seconds.
     let readSeconds: Double
@@ -73,12 +85,14 @@ final class ForwardIndex: @unchecked Sendable {
         itemStart.count * 4 + valueName.count * 4 + valueStart.count * 4 + tokens.count * 4
             + termBytes.count + termStart.count * 4 + termFolded.count
             + asciiVocabulary.memoryBytes + asciiTerms.count * 4 + baseMasks.count * 4
+            + asciiOfWordTerm.count * 4 + extraTerms.memoryBytes + extraAscii.count * 4
     }
 
     /// Reads and tokenizes every text value; call it inside the read
     /// transaction the posting lists are read in. Nil when an id does not
-    /// fit 32 bits or past ``maxTokens``.
-    init?(db: Database, maxTokens: Int = ForwardIndex.maxTokens) throws {
+    /// fit 32 bits or past ``maxTokens``. `wordTerms`: the posting lists'
+    /// terms, to align the ASCII vocabulary with (see ``wordTerms``).
+    init?(db: Database, maxTokens: Int = ForwardIndex.maxTokens, wordTerms: Vocabulary? = nil) throws {
         let cpu0 = Self.threadCPUSeconds()
         let s = try db.prepare("SELECT item, name, text FROM attrs WHERE kind IN (0, 5) ORDER BY item, name, pos")
         defer { try? s.reset() }
@@ -126,8 +140,11 @@ final class ForwardIndex: @unchecked Sendable {
         termBytes = terms.bytes
         termStart = terms.starts
         termFolded = terms.folded
-        (asciiVocabulary, asciiTerms) = Self.asciiVocabulary(terms)
+        let (vocabulary, ids) = Self.asciiVocabulary(terms)
+        (asciiVocabulary, asciiTerms) = (vocabulary, ids)
         baseMasks = terms.folded.map { $0 ? 0 : ForwardTokenCache.known }
+        self.wordTerms = wordTerms
+        (asciiOfWordTerm, extraTerms, extraAscii) = Self.align(vocabulary, with: wordTerms ?? Vocabulary())
         readSeconds = Self.threadCPUSeconds() - cpu0
     }
 
@@ -145,6 +162,32 @@ final class ForwardIndex: @unchecked Sendable {
         for t in ids { vocabulary.append(bytes: Array(terms.bytes[Int(terms.starts[Int(t)])..<Int(terms.starts[Int(t) + 1])]), docs: 0) }
         vocabulary.prepareSuffixTables()
         return (vocabulary, ids)
+    }
+
+    /// Matches two sorted vocabularies term by term (one merge): for each of
+    /// `word`'s terms the index of the same bytes in `ascii` or -1, and the
+    /// terms of `ascii` that `word` lacks, as a vocabulary, with their
+    /// indexes in `ascii`.
+    static func align(_ ascii: Vocabulary, with word: Vocabulary) -> ([Int32], Vocabulary, [Int32]) {
+        var asciiOf = [Int32](repeating: -1, count: word.count)
+        let extra = Vocabulary()
+        var extraAscii: [Int32] = []
+        var i = 0, j = 0
+        while i < ascii.count {
+            let order = j < word.count ? ascii.compare(i, with: word, j) : -1
+            if order == 0 {
+                asciiOf[j] = Int32(i)
+                i += 1; j += 1
+            } else if order < 0 {
+                extra.append(bytes: ascii.termBytes(i), docs: 0)
+                extraAscii.append(Int32(i))
+                i += 1
+            } else {
+                j += 1
+            }
+        }
+        extra.prepareSuffixTables()
+        return (asciiOf, extra, extraAscii)
     }
 
     static func threadCPUSeconds() -> Double {

@@ -98,8 +98,11 @@ final class PostingIndex: @unchecked Sendable {
                                                 : Self.readByCounts(db, maxEntries: maxEntries) ?? Self.readWithTerms(db, maxEntries: maxEntries)
         else { return nil }
         (terms, offsets, ids, masks) = read
+        // Searches look misspelt forms up in these terms from every
+        // connection's thread: the tables are built before they share them.
+        read.terms.prepareSuffixTables()
         maxID = Int(ids.max() ?? 0)
-        self.forward = forward ? try ForwardIndex(db: db) : nil
+        self.forward = forward ? try ForwardIndex(db: db, wordTerms: terms) : nil
     }
 
     private typealias Lists = (terms: Vocabulary, offsets: [Int], ids: [UInt32], masks: [UInt32])

@@ -48,6 +48,8 @@ final class SearchCache {
     /// Misspelt forms found per (word, typos) in the current vocabulary: a
     /// person typing repeats the words before the one being typed.
     var typoForms: [String: [(term: Int, typos: Int)]] = [:]
+    /// The vocabulary ``typoForms`` indexes.
+    weak var typoFormsVocabulary: Vocabulary?
     /// The data version at which this connection last brought the shard's
     /// ``VectorIndex`` up to date.
     var vectorsVersion: Int64 = -2
@@ -68,10 +70,10 @@ final class SearchCache {
 
     static let maxTypoForms = 10_000
     /// Each query word's lookups (``SearchRun/wordPostings(_:isLast:)``),
-    /// for the index and vocabulary they were made with.
+    /// for the index they were made with (typo forms included: they come
+    /// from its terms).
     var wordPostings: [String: SearchRun.WordPostings] = [:]
     weak var wordPostingsIndex: PostingIndex?
-    weak var wordPostingsVocabulary: Vocabulary?
     /// Lookups taken from ``wordPostings`` (for tests).
     var wordPostingsReused = 0
     /// Words kept at most, and the most items a kept word may hold (a few
@@ -173,8 +175,13 @@ extension ShardStore {
         return v
     }
 
-    /// `vocabulary.fuzzy`, remembered until the vocabulary is rebuilt.
+    /// `vocabulary.fuzzy`, remembered while `vocabulary` is the one asked
+    /// (the shard's, or its ``PostingIndex``'s terms while it is current).
     func typoForms(_ word: String, maxTypos k: Int, in vocabulary: Vocabulary) -> [(term: Int, typos: Int)] {
+        if searchCache.typoFormsVocabulary !== vocabulary {
+            searchCache.typoForms = [:]
+            searchCache.typoFormsVocabulary = vocabulary
+        }
         let key = "\(k) \(word)"
         if let known = searchCache.typoForms[key] { return known }
         let found = vocabulary.fuzzy(word, maxTypos: k)

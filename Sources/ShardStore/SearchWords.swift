@@ -38,12 +38,11 @@ extension SearchRun {
     func wordPostings(_ word: String, isLast: Bool) throws -> WordPostings {
         guard let index = postingSearch?.index else { return try lookUpWordPostings(word, isLast: isLast) }
         let allowed = plan.typos.allowed(for: word)
-        let vocabulary = allowed > 0 ? try store.vocabulary() : nil
         let cache = store.searchCache
-        if cache.wordPostingsIndex !== index || (vocabulary != nil && cache.wordPostingsVocabulary !== vocabulary) {
+        // The typo forms come from the index's own terms (see ``typoVocabulary``).
+        if cache.wordPostingsIndex !== index {
             cache.wordPostings = [:]
             cache.wordPostingsIndex = index
-            if let vocabulary { cache.wordPostingsVocabulary = vocabulary }
         }
         let key = "\(isLast && plan.prefixLast ? "p" : "w")\(allowed) \(columnMask.map { String($0) } ?? "*") \(word)"
         if let known = cache.wordPostings[key] {
@@ -54,6 +53,14 @@ extension SearchRun {
         if cache.wordPostings.count >= SearchCache.maxWordPostings { cache.wordPostings = [:] }
         if p.all.count <= SearchCache.maxWordPostingItems { cache.wordPostings[key] = p }
         return p
+    }
+
+    /// Where a word's misspelt forms are looked up: the terms of the
+    /// ``PostingIndex`` while it is current (the exact vocabulary of its
+    /// lists, and the one the ``ForwardIndex`` is aligned with, so the
+    /// forward index reuses the lookup), else the shard's ``Vocabulary``.
+    func typoVocabulary() throws -> Vocabulary {
+        try postingSearch?.index.terms ?? store.vocabulary()
     }
 
     func lookUpWordPostings(_ word: String, isLast: Bool) throws -> WordPostings {
@@ -77,7 +84,7 @@ extension SearchRun {
         }
         let allowed = plan.typos.allowed(for: word)
         if allowed > 0 {
-            let vocabulary = try store.vocabulary()
+            let vocabulary = try typoVocabulary()
             var found = store.typoForms(word, maxTypos: allowed, in: vocabulary).filter { $0.typos > 0 }
             if isLast, plan.prefixLast {
                 // Terms that are already prefix matches count as no typo.

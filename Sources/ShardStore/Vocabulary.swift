@@ -57,6 +57,21 @@ final class Vocabulary {
         docs.append(Int32(truncatingIfNeeded: n))
     }
 
+    /// Term `i`'s bytes.
+    func termBytes(_ i: Int) -> [UInt8] { Array(bytes[Int(starts[i])..<Int(starts[i + 1])]) }
+
+    /// -1, 0, 1 comparing term `i` bytewise with `other`'s term `j`.
+    func compare(_ i: Int, with other: Vocabulary, _ j: Int) -> Int {
+        bytes.withUnsafeBufferPointer { a in
+            other.bytes.withUnsafeBufferPointer { b in
+                let x = UnsafeBufferPointer(rebasing: a[Int(starts[i])..<Int(starts[i + 1])])
+                let y = UnsafeBufferPointer(rebasing: b[Int(other.starts[j])..<Int(other.starts[j + 1])])
+                for (p, q) in zip(x, y) where p != q { return p < q ? -1 : 1 }
+                return x.count == y.count ? 0 : x.count < y.count ? -1 : 1
+            }
+        }
+    }
+
     /// Term `i`'s length in bytes.
     func length(_ i: Int) -> Int { Int(starts[i + 1] - starts[i]) }
 

@@ -138,7 +138,22 @@ import Testing
         defer { PostingIndexes.shared.forget(path: s.path) }
         let forward = try #require(try PostingIndexTests.held(s)?.forward)
         #expect(forward.asciiVocabulary.count == forward.termFolded.filter { !$0 }.count)
-        let cache = ForwardTokenCache()
+        // Typo forms by the forward index's own walk, and from the word
+        // index's (the search's) mapped through the alignment plus the ASCII
+        // terms FTS5 lacks: each cache keeps its forms, so one per way.
+        // A second forward index is aligned with every other word-index term
+        // only, so that half its ASCII terms are found in its extra ones.
+        let own = ForwardTokenCache(), shared = ForwardTokenCache(), half = ForwardTokenCache()
+        let terms = try #require(forward.wordTerms)
+        let everyOther = Vocabulary()
+        for i in stride(from: 0, to: terms.count, by: 2) { everyOther.append(bytes: terms.termBytes(i), docs: Int(terms.docs[i])) }
+        let halved = try #require(try s.db.transaction(.deferred) { try ForwardIndex(db: s.db, wordTerms: everyOther) })
+        for f in [forward, halved] {
+            let aligned = f.asciiOfWordTerm.filter { $0 >= 0 }.count
+            #expect(aligned > 40 && aligned + f.extraTerms.count == f.asciiVocabulary.count,
+                    "\(aligned) \(f.extraTerms.count) \(f.asciiVocabulary.count)")
+        }
+        #expect(halved.extraTerms.count > 40)
         var rows: [Int] = []
         var matched = 0, equal = 0, typos = 0, prefixes = 0
         // Plans of one word too (a single word's exact, prefix and typo
@@ -153,8 +168,14 @@ import Testing
         }
         for plan in plans {
             let matcher = SearchWordMatcher(words: plan.words, prefixLast: plan.prefixLast, policy: plan.typos)
-            cache.begin(forward, matcher)
-            cache.lookUp()
+            own.begin(forward, matcher)
+            own.lookUp()
+            shared.begin(forward, matcher)
+            shared.lookUp(s)
+            half.begin(halved, matcher)
+            half.lookUp(s)
+            #expect(shared.masks == own.masks && half.masks == own.masks, "\(plan.words) \(plan.prefixLast) \(plan.typos)")
+            let cache = own
             for t in 0..<forward.termCount {
                 if forward.termFolded[t] {
                     #expect(cache.masks[t] == 0)
