@@ -207,7 +207,11 @@ final class Vocabulary {
         return key
     }
 
-    /// Terms ending with `length` (2 or 3) given bytes, built on first use.
+    /// Terms ending with `length` (2 or 3) given bytes, built on first use,
+    /// each bucket sorted by the terms' lengths: a term within `k` of a word
+    /// is at most `k` bytes longer or shorter, so a lookup reads only that
+    /// slice (a common ending such as "ing" holds thousands of terms, and
+    /// each was an edit distance computed in full).
     private func suffixBuckets(length: Int) -> [UInt32: [Int32]] {
         if let t = suffixTables[length] { return t }
         var table: [UInt32: [Int32]] = [:]
@@ -218,6 +222,7 @@ final class Vocabulary {
                 table[Self.suffixKey(b, end: e, length: length), default: []].append(Int32(i))
             }
         }
+        for key in table.keys { table[key]!.sort { (self.length(Int($0)), $0) < (self.length(Int($1)), $1) } }
         suffixTables[length] = table
         return table
     }
@@ -342,10 +347,18 @@ final class Vocabulary {
         let length = min(3, suffix.count)
         let key = Array(suffix).withUnsafeBufferPointer { Self.suffixKey($0, end: $0.count, length: length) }
         var rows: [Int] = []
+        let bucket = suffixBuckets(length: length)[key] ?? []
+        // The slice of terms k bytes shorter than `w` to k longer.
+        var lo = 0, hi = bucket.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if self.length(Int(bucket[mid])) < w.count - k { lo = mid + 1 } else { hi = mid }
+        }
         bytes.withUnsafeBufferPointer { b in
-            for t32 in suffixBuckets(length: length)[key] ?? [] {
+            for t32 in bucket[lo...] {
                 let t = Int(t32)
                 let s = Int(starts[t]), e = Int(starts[t + 1])
+                if e - s > w.count + k { break }
                 guard e - s >= suffix.count, found[t] == nil,
                       UnsafeBufferPointer(rebasing: b[(e - suffix.count)..<e]).elementsEqual(suffix),
                       let d = Typos.distance(w, UnsafeBufferPointer(rebasing: b[s..<e]), max: k, rows: &rows) else { continue }
