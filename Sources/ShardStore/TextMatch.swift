@@ -209,8 +209,27 @@ extension SearchRun {
                 var whole = true
                 var wholeTokens = 0
                 var position = -1
-                for k in Int(forward.valueStart[v])..<Int(forward.valueStart[v + 1]) {
+                var k = Int(forward.valueStart[v])
+                let end = Int(forward.valueStart[v + 1])
+                while k < end {
+                    // Most tokens' terms match no word and are none (their
+                    // mask is ``ForwardTokenCache/known`` alone): they only
+                    // move the position and, unless camel-case parts, end the
+                    // whole-value test (which never starts again). A loop of
+                    // its own takes them with nothing kept off registers;
+                    // the whole loop was a third of a two-word search.
+                    var plain: UInt32 = 0
+                    while k < end {
+                        let entry = tokens[k]
+                        if masks[Int(entry >> 1)] != ForwardTokenCache.known { break }
+                        plain |= ~entry & 1
+                        position &+= Int(~entry & 1)
+                        k &+= 1
+                    }
+                    if plain != 0 { whole = false }
+                    if k == end { break }
                     let entry = tokens[k]
+                    k &+= 1
                     let term = Int(entry >> 1)
                     let isPart = entry & 1 != 0
                     if !isPart { position += 1 }
