@@ -23,8 +23,10 @@ import QueryPlan
 /// runs on; so positions are the scan's by construction. A term is the
 /// token's bytes (lowercased, or folded for values not ASCII) and which of
 /// the two it came from, since the scan compares the two kinds by different
-/// rules (bytes, or ``WordMatch``): a query decides once per term it meets
-/// which words it matches, by that term's rule (see ``ForwardTokenCache``).
+/// rules (bytes, or ``WordMatch``), except that a folded token of ASCII bytes
+/// is the ASCII term (the two rules agree on it): a query decides once per
+/// term it meets which words it matches, by that term's rule (see
+/// ``ForwardTokenCache``).
 ///
 /// All flat arrays (no array per item or value): ~4 bytes a token. Read in
 /// the same transaction as the posting lists, it is exactly as current as
@@ -125,7 +127,14 @@ final class ForwardIndex: @unchecked Sendable {
                     let isPart = previous == token.position
                     previous = token.position
                     var folded = token.folded
-                    let id = folded.withUTF8 { terms.intern($0, folded: true) }
+                    // A folded token of ASCII bytes ("cafe" from "café", and
+                    // every plain word of such a value) is the ASCII term:
+                    // ``SearchWordMatcher/matchesFolded(_:rows:)`` and
+                    // ``SearchWordMatcher/matchesASCII(_:rows:)`` agree on
+                    // it (equal, a prefix, within the typos, all on bytes),
+                    // so the query's lookups decide it and it is not decided
+                    // again term by term (that was 8% of a two-word search).
+                    let id = folded.withUTF8 { b in terms.intern(b, folded: b.isEmpty || b.contains { $0 >= 128 }) }
                     tokens.append(id << 1 | (isPart ? 1 : 0))
                 }
             }
