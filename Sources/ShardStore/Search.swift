@@ -141,12 +141,23 @@ extension ShardStore {
     /// and a suffix lookup reads only the terms of a length within reach:
     /// typo lookups fell from 22% of a two-word search's samples to 10%
     /// (full corpus, 4,000 queries, perf, 2026-11-24). The loop over the
-    /// candidates' tokens is now half of it. A bit per term saying whether
-    /// its mask matters (14 KiB, against the masks' 466 KiB) moved nothing
-    /// measurable: the loop is bound by its own work per token, not by
-    /// that load. Next: for proximity, a positional list per forward-index
-    /// term instead of every token of every candidate; the intersections
-    /// and ranking kept per connection for refinements and pages.
+    /// candidates' tokens then took the tokens that match nothing in a
+    /// tight loop of its own, and the folded tokens of ASCII bytes became
+    /// the ASCII terms (no longer decided one by one). Each step timed with
+    /// the two builds running side by side, at once, three times (this
+    /// machine's speed drifts by a third from one minute to the next, so
+    /// runs in turn could not tell 10% apart): p50 0.93, 0.92, 0.90 →
+    /// 0.84, 0.80, 0.75 ms (typo walk and suffixes); 0.61, 0.58, 0.60 →
+    /// 0.58, 0.57, 0.55 (the loop); 0.76, 0.63, 0.56 → 0.60, 0.55, 0.51
+    /// (ASCII terms). Through a 2-shard cluster, the two clusters side by
+    /// side: 2.42, 2.57 → 1.80, 2.19 ms, the word query unchanged (0.79,
+    /// 0.82 and 0.78, 0.82). A bit per term saying whether its mask matters
+    /// (14 KiB, against the masks' 466 KiB) moved nothing measurable: the
+    /// loop is bound by its work per token, not by that load. The token
+    /// loop is still ~40% of a two-word search. Next: for proximity, a
+    /// positional list per forward-index term instead of every token of
+    /// every candidate; the intersections and ranking kept per connection
+    /// for refinements and pages.
     public func search(_ plan: SearchPlan, isCancelled: @escaping () -> Bool = { false }) throws -> ShardSearchResult {
         db.setProgressHandler(every: 4000) { isCancelled() }
         defer { db.setProgressHandler(nil) }
