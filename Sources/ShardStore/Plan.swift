@@ -231,11 +231,56 @@ enum IDs {
     static func intersect(_ a: [Int64], _ b: [Int64]) -> [Int64] {
         var out: [Int64] = []
         out.reserveCapacity(min(a.count, b.count))
-        var i = 0, j = 0
-        while i < a.count, j < b.count {
-            if a[i] < b[j] { i += 1 } else if a[i] > b[j] { j += 1 } else { out.append(a[i]); i += 1; j += 1 }
-        }
+        common(a, b) { i, _ in out.append(a[i]) }
         return out
+    }
+
+    /// Calls `body(i, j)`, in order, for every `a[i] == b[j]` (both sorted,
+    /// without repeats). Steps through both together; when one list is
+    /// over 4 times the other, steps through the short one and gallops
+    /// through the long one from where the last id was found instead.
+    ///
+    /// Why: ranking marks a search's matches (hundreds) in each of its words'
+    /// lists (a common word's holds tens of thousands), several lists per
+    /// word: stepping through the long lists was most of that work.
+    @inline(__always)
+    static func common(_ a: [Int64], _ b: [Int64], _ body: (Int, Int) -> Void) {
+        if a.count > 4 * b.count { return common(b, a) { j, i in body(i, j) } }
+        a.withUnsafeBufferPointer { a in
+        b.withUnsafeBufferPointer { b in
+            var i = 0, j = 0
+            if b.count > 4 * a.count {
+                while i < a.count, j < b.count {
+                    j = gallop(b, from: j, to: a[i])
+                    if j < b.count, b[j] == a[i] { body(i, j); j += 1 }
+                    i += 1
+                }
+                return
+            }
+            while i < a.count, j < b.count {
+                if a[i] < b[j] { i += 1 } else if a[i] > b[j] { j += 1 } else { body(i, j); i += 1; j += 1 }
+            }
+        }
+        }
+    }
+
+    /// The first index at or after `from` whose id is not below `x`: steps
+    /// of 1, 2, 4… from `from`, then halving.
+    @inline(__always)
+    static func gallop(_ ids: UnsafeBufferPointer<Int64>, from: Int, to x: Int64) -> Int {
+        var lo = from, step = 1
+        var hi = from
+        while hi < ids.count, ids[hi] < x {
+            lo = hi + 1
+            hi = lo + step
+            step &<<= 1
+        }
+        hi = min(hi, ids.count)
+        while lo < hi {
+            let mid = (lo + hi) >> 1
+            if ids[mid] < x { lo = mid + 1 } else { hi = mid }
+        }
+        return lo
     }
 
     static func union(_ a: [Int64], _ b: [Int64]) -> [Int64] {

@@ -226,32 +226,11 @@ struct ItemSet {
 }
 
 extension IDs {
-    /// How many ids two sorted lists share: each id of the shorter one is
-    /// looked for in the longer by galloping from where the last was found,
-    /// so a short list costs little against a long one.
+    /// How many ids two sorted lists share (``common(_:_:_:)``: a short list
+    /// costs little against a long one).
     static func intersectionCount(_ a: [Int64], _ b: [Int64]) -> Int {
-        let (small, large) = a.count <= b.count ? (a, b) : (b, a)
-        if small.isEmpty { return 0 }
-        if large.count <= 4 * small.count {
-            var i = 0, j = 0, n = 0
-            while i < small.count, j < large.count {
-                if small[i] < large[j] { i += 1 } else if small[i] > large[j] { j += 1 } else { n += 1; i += 1; j += 1 }
-            }
-            return n
-        }
-        var n = 0, lo = 0
-        for x in small {
-            // Gallop: the first index at or past `lo` whose id is not below x.
-            var step = 1, hi = lo
-            while hi < large.count, large[hi] < x { lo = hi + 1; hi = lo + step; step &<<= 1 }
-            hi = min(hi, large.count)
-            while lo < hi {
-                let mid = (lo + hi) >> 1
-                if large[mid] < x { lo = mid + 1 } else { hi = mid }
-            }
-            if lo == large.count { break }
-            if large[lo] == x { n += 1; lo += 1 }
-        }
+        var n = 0
+        common(a, b) { _, _ in n += 1 }
         return n
     }
 }

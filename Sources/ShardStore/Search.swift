@@ -476,10 +476,7 @@ struct SearchRun {
 
     /// Calls `body` with the position in `sorted` of every id also in `ids` (both sorted).
     func mark(_ sorted: [Int64], _ ids: [Int64], _ body: (Int) -> Void) {
-        var i = 0, j = 0
-        while i < sorted.count, j < ids.count {
-            if sorted[i] < ids[j] { i += 1 } else if sorted[i] > ids[j] { j += 1 } else { body(i); i += 1; j += 1 }
-        }
+        IDs.common(sorted, ids) { i, _ in body(i) }
     }
 
     static func quote(_ term: String) -> String { ShardStore.ftsQuote(term) }

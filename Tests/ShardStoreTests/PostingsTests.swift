@@ -139,6 +139,13 @@ import Testing
             let want = Set(a).intersection(b).count
             #expect(IDs.intersectionCount(a, b) == want)
             #expect(IDs.intersectionCount(b, a) == want)
+            // The positions of the common ids, whichever list is the long one
+            // (lengths from equal to hundreds of times apart).
+            let shared = Set(a).intersection(b)
+            #expect(IDs.intersect(a, b) == shared.sorted() && IDs.intersect(b, a) == shared.sorted())
+            var pairs: [[Int]] = []
+            IDs.common(a, b) { i, j in pairs.append([i, j]) }
+            #expect(pairs == shared.sorted().map { [a.firstIndex(of: $0)!, b.firstIndex(of: $0)!] })
             // As bits (sets of 512 ids or more) and as a list.
             #expect(ItemSet(b).count(in: a) == want)
             #expect(ItemSet(a).count(in: b) == want)
