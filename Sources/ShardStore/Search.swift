@@ -149,9 +149,11 @@ extension ShardStore {
     /// runs in turn could not tell 10% apart): p50 0.93, 0.92, 0.90 →
     /// 0.84, 0.80, 0.75 ms (typo walk and suffixes); 0.61, 0.58, 0.60 →
     /// 0.58, 0.57, 0.55 (the loop); 0.76, 0.63, 0.56 → 0.60, 0.55, 0.51
-    /// (ASCII terms). Through a 2-shard cluster, the two clusters side by
-    /// side: 2.42, 2.57 → 1.80, 2.19 ms, the word query unchanged (0.79,
-    /// 0.82 and 0.78, 0.82). A bit per term saying whether its mask matters
+    /// (ASCII terms); 0.49, 0.57, 0.54 → 0.49, 0.50, 0.44 (matches marked
+    /// by galloping, ``IDs/common(_:_:_:)``). All four, against the build
+    /// before them: 0.73, 0.71, 0.69 → 0.54, 0.49, 0.49 ms; through a
+    /// 2-shard cluster, the two clusters side by side: 2.40, 2.10 → 1.87,
+    /// 1.73 ms, the word query unchanged (0.78, 0.78 and 0.79, 0.77). A bit per term saying whether its mask matters
     /// (14 KiB, against the masks' 466 KiB) moved nothing measurable: the
     /// loop is bound by its work per token, not by that load. The token
     /// loop is still ~40% of a two-word search. Next: for proximity, a
