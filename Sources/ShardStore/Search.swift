@@ -153,13 +153,13 @@ extension ShardStore {
     /// by galloping, ``IDs/common(_:_:_:)``). All four, against the build
     /// before them: 0.73, 0.71, 0.69 → 0.54, 0.49, 0.49 ms; through a
     /// 2-shard cluster, the two clusters side by side: 2.40, 2.10 → 1.87,
-    /// 1.73 ms, the word query unchanged (0.78, 0.78 and 0.79, 0.77). A bit per term saying whether its mask matters
-    /// (14 KiB, against the masks' 466 KiB) moved nothing measurable: the
-    /// loop is bound by its work per token, not by that load. The token
-    /// loop is still ~40% of a two-word search. Next: for proximity, a
-    /// positional list per forward-index term instead of every token of
-    /// every candidate; the intersections and ranking kept per connection
-    /// for refinements and pages.
+    /// 1.73 ms, the word query unchanged (0.78, 0.78 and 0.79, 0.77). A bit
+    /// per term saying whether its mask matters (14 KiB, against the masks'
+    /// 466 KiB) moved nothing measurable: the loop is bound by its work per
+    /// token, not by that load. The token loop is still ~40% of a two-word
+    /// search. Next: for proximity, a positional list per forward-index
+    /// term instead of every token of every candidate; the intersections
+    /// and ranking kept per connection for refinements and pages.
     public func search(_ plan: SearchPlan, isCancelled: @escaping () -> Bool = { false }) throws -> ShardSearchResult {
         db.setProgressHandler(every: 4000) { isCancelled() }
         defer { db.setProgressHandler(nil) }
