@@ -61,12 +61,13 @@ final class ForwardIndex: @unchecked Sendable {
     let baseMasks: [UInt32]
     /// The word index's terms (``PostingIndex/terms``, read in the same
     /// transaction) this index's ASCII terms are aligned with, so that one
-    /// typo lookup serves both (see ``ForwardTokenCache/typoTerms(_:maxTypos:in:wordForms:)``):
+    /// typo lookup serves both (see ``ForwardTokenCache/typoTerms(_:maxTypos:in:store:)``):
     /// `asciiOfWordTerm[i]` is the ``asciiVocabulary`` index of word-index
     /// term `i`'s bytes (-1 when it has none: a folded term, or one FTS5's
     /// tokenizer cut that the matcher's does not), and ``extraTerms`` holds
     /// the ASCII terms the word index lacks, `extraAscii[j]` being term `j`'s
-    /// ``asciiVocabulary`` index. Nil when not aligned.
+    /// ``asciiVocabulary`` index. Nil (and the others empty) when not
+    /// aligned: typo forms then come from ``asciiVocabulary`` alone.
     let wordTerms: Vocabulary?
     let asciiOfWordTerm: [Int32]
     let extraTerms: Vocabulary
@@ -153,7 +154,7 @@ final class ForwardIndex: @unchecked Sendable {
         (asciiVocabulary, asciiTerms) = (vocabulary, ids)
         baseMasks = terms.folded.map { $0 ? 0 : ForwardTokenCache.known }
         self.wordTerms = wordTerms
-        (asciiOfWordTerm, extraTerms, extraAscii) = Self.align(vocabulary, with: wordTerms ?? Vocabulary())
+        (asciiOfWordTerm, extraTerms, extraAscii) = wordTerms.map { Self.align(vocabulary, with: $0) } ?? ([], Vocabulary(), [])
         readSeconds = Self.threadCPUSeconds() - cpu0
     }
 

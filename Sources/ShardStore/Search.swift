@@ -137,7 +137,7 @@ extension ShardStore {
     /// peers take them) take 0.26 ms: misspelt and prefix forms are three
     /// quarters of a two-word search. Then one typo walk came to serve both
     /// vocabularies (the forward index's ASCII terms are aligned with the
-    /// posting index's, ``ForwardTokenCache/typoTerms(_:maxTypos:in:wordForms:)``)
+    /// posting index's, ``ForwardTokenCache/typoTerms(_:maxTypos:in:store:)``)
     /// and a suffix lookup reads only the terms of a length within reach:
     /// typo lookups fell from 22% of a two-word search's samples to 10%
     /// (full corpus, 4,000 queries, perf, 2026-11-24). The loop over the

@@ -21,11 +21,12 @@ extension SearchRun {
     }
 
     /// A query word's lookups (``lookUpWordPostings(_:isLast:)``), kept per
-    /// connection while the posting index and vocabulary they were made
-    /// with are the current ones: a facet refinement, another page, or the
-    /// next letter typed after a word sends the same words again. With the
-    /// index current they depend on nothing else than the word, whether it
-    /// is a prefix, its typos and the searched columns (the key).
+    /// connection while the posting index they were made with is current
+    /// (its terms give the typo forms, ``typoVocabulary()``): a facet
+    /// refinement, another page, or the next letter typed after a word sends
+    /// the same words again. With the index current they depend on nothing
+    /// else than the word, whether it is a prefix, its typos and the
+    /// searched columns (the key).
     ///
     /// Measured with `limelight-bench store`'s `refinements` kind (a
     /// one-word faceted query refined by each of 8 sections in turn), half
@@ -39,7 +40,6 @@ extension SearchRun {
         guard let index = postingSearch?.index else { return try lookUpWordPostings(word, isLast: isLast) }
         let allowed = plan.typos.allowed(for: word)
         let cache = store.searchCache
-        // The typo forms come from the index's own terms (see ``typoVocabulary``).
         if cache.wordPostingsIndex !== index {
             cache.wordPostings = [:]
             cache.wordPostingsIndex = index

@@ -66,7 +66,7 @@ final class ForwardTokenCache {
     /// Sets the bits of the ASCII terms the query's words match (see
     /// ``begin(_:_:)``), once per query. With `store`, a word's typo forms
     /// are taken from its lookup in the word index's vocabulary, which the
-    /// search made already (see ``typoTerms(_:maxTypos:in:wordForms:)``).
+    /// search made already (see ``typoTerms(_:maxTypos:in:store:)``).
     @inline(__always)
     func lookUp(_ store: ShardStore? = nil) {
         guard let matcher = pending, let forward = index else { return }
@@ -86,8 +86,7 @@ final class ForwardTokenCache {
             }
             let k = matcher.allowed[w]
             if k > 0 {
-                let wordForms = store.flatMap { store in forward.wordTerms.map { store.typoForms(matcher.original[w], maxTypos: k, in: $0) } }
-                for i in typoTerms(matcher.original[w], maxTypos: k, in: forward, wordForms: wordForms) { set(i, matches) }
+                for i in typoTerms(matcher.original[w], maxTypos: k, in: forward, store: store) { set(i, matches) }
             }
         }
     }
@@ -96,9 +95,10 @@ final class ForwardTokenCache {
 extension ForwardTokenCache {
     /// The terms of `forward`'s ASCII vocabulary within `k` typos of `word`.
     ///
-    /// `wordForms`: the terms of the word index's vocabulary within `k` of
-    /// `word` (``ShardStore/typoForms(_:maxTypos:in:)`` in
-    /// ``ForwardIndex/wordTerms``). The ASCII terms are then those forms that
+    /// With `store`, when `forward` is aligned with the word index: the terms
+    /// of the word index's vocabulary within `k` of `word`
+    /// (``ShardStore/typoForms(_:maxTypos:in:)`` in ``ForwardIndex/wordTerms``,
+    /// asked only when this memo misses). The ASCII terms are then those forms that
     /// the forward index holds too, mapped by ``ForwardIndex/asciiOfWordTerm``,
     /// and the few the word index lacks, found in ``ForwardIndex/extraTerms``:
     /// being within `k` is a property of each term alone, so the two lookups
@@ -108,7 +108,7 @@ extension ForwardTokenCache {
     /// walks nearly alike. They were a third of its time by perf (Debian
     /// corpus, 2-shard cluster, 2026-11-24), the forward index's walk 7 of
     /// those 17 points.
-    func typoTerms(_ word: String, maxTypos k: Int, in forward: ForwardIndex, wordForms: [(term: Int, typos: Int)]? = nil) -> [Int] {
+    func typoTerms(_ word: String, maxTypos k: Int, in forward: ForwardIndex, store: ShardStore? = nil) -> [Int] {
         if typoTermsIndex !== forward {
             typoTermsIndex = forward
             typoTerms = [:]
@@ -116,7 +116,8 @@ extension ForwardTokenCache {
         let key = "\(k) \(word)"
         if let known = typoTerms[key] { return known }
         let found: [Int]
-        if let wordForms {
+        if let store, let wordTerms = forward.wordTerms {
+            let wordForms = store.typoForms(word, maxTypos: k, in: wordTerms)
             var ids: [Int] = []
             ids.reserveCapacity(wordForms.count)
             for form in wordForms where forward.asciiOfWordTerm[form.term] >= 0 { ids.append(Int(forward.asciiOfWordTerm[form.term])) }

@@ -222,7 +222,7 @@ final class Vocabulary {
                 table[Self.suffixKey(b, end: e, length: length), default: []].append(Int32(i))
             }
         }
-        for key in table.keys { table[key]!.sort { (self.length(Int($0)), $0) < (self.length(Int($1)), $1) } }
+        table = table.mapValues { $0.sorted { (self.length(Int($0)), $0) < (self.length(Int($1)), $1) } }
         suffixTables[length] = table
         return table
     }
