@@ -283,19 +283,45 @@ enum IDs {
         return lo
     }
 
+    /// The ids in `a` or `b` (both sorted, without repeats). An empty side
+    /// gives the other back as it is, sharing its storage: a word's misspelt
+    /// forms are often found nowhere, and copying its exact list into the
+    /// union was 6% of a two-word search (Debian corpus, perf, 2026-11-24).
     static func union(_ a: [Int64], _ b: [Int64]) -> [Int64] {
-        var out: [Int64] = []
-        out.reserveCapacity(a.count + b.count)
-        var i = 0, j = 0
-        while i < a.count || j < b.count {
-            if j == b.count || (i < a.count && a[i] < b[j]) { out.append(a[i]); i += 1 }
-            else if i == a.count || b[j] < a[i] { out.append(b[j]); j += 1 }
-            else { out.append(a[i]); i += 1; j += 1 }
+        if a.isEmpty { return b }
+        if b.isEmpty { return a }
+        return [Int64](unsafeUninitializedCapacity: a.count + b.count) { out, written in
+            var k = 0
+            a.withUnsafeBufferPointer { a in
+            b.withUnsafeBufferPointer { b in
+                var i = 0, j = 0
+                while i < a.count, j < b.count {
+                    let x = a[i], y = b[j]
+                    if x <= y {
+                        out[k] = x
+                        i += 1
+                        if x == y { j += 1 }
+                    } else {
+                        out[k] = y
+                        j += 1
+                    }
+                    k += 1
+                }
+                while i < a.count { out[k] = a[i]; i += 1; k += 1 }
+                while j < b.count { out[k] = b[j]; j += 1; k += 1 }
+            }
+            }
+            written = k
         }
-        return out
+    }
+
+    /// The union of every list (see ``union(_:_:)``).
+    static func union(_ lists: [[Int64]]) -> [Int64] {
+        lists.reduce([], union)
     }
 
     static func subtract(_ a: [Int64], _ b: [Int64]) -> [Int64] {
+        if a.isEmpty || b.isEmpty { return a }
         var out: [Int64] = []
         out.reserveCapacity(a.count)
         var j = 0

@@ -108,7 +108,7 @@ extension SearchRun {
                 }
             }
         }
-        p.all = p.byTypos.reduce([], IDs.union)
+        p.all = IDs.union(p.byTypos)
         return p
     }
 }

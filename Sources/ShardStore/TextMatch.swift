@@ -137,7 +137,19 @@ extension SearchRun {
     final class TextScratch {
         var lowered: [UInt8] = []
         var rows: [Int] = []
-        var hits: [[Int]] = []
+        /// ``ProximityTracker``'s state, two integers a word, reused from
+        /// item to item.
+        private var proximityState = UnsafeMutableBufferPointer<Int>(start: nil, count: 0)
+
+        func proximityBuffer(words: Int) -> UnsafeMutableBufferPointer<Int> {
+            if proximityState.count < 2 * words {
+                proximityState.deallocate()
+                proximityState = .allocate(capacity: 2 * words)
+            }
+            return proximityState
+        }
+
+        deinit { proximityState.deallocate() }
     }
 
     /// How the query's words occur in one item's searchable text: nil when
@@ -161,8 +173,7 @@ extension SearchRun {
         try s.bind(id, at: 0)
         defer { try? s.reset() }
         let scratch = self.scratch
-        // Per word, the (value, position) pairs it matched at, as value << 32 | position.
-        startHits()
+        var tracker = ProximityTracker(words: plan.words.count, scratch.proximityBuffer(words: plan.words.count))
         var valueIndex = 0
         var attribute = noRank, exact = SearchRank.noExactAttribute
         while try s.step() {
@@ -171,7 +182,7 @@ extension SearchRun {
             valueIndex += 1
             var any = false, atStart = false
             let record = { (w: Int, position: Int) in
-                scratch.hits[w].append(v << 32 | position)
+                tracker.met(w, value: v, position: position)
                 any = true
                 if position == 0 { atStart = true }
             }
@@ -182,7 +193,7 @@ extension SearchRun {
                 if whole == true { exact = min(exact, rank) }
             }
         }
-        return proximity().map { ($0, attribute, exact) }
+        return tracker.proximity.map { ($0, attribute, exact) }
     }
 
     /// ``textMatch(_:)`` from the forward index: the item's values' token
@@ -192,8 +203,8 @@ extension SearchRun {
         let scratch = self.scratch
         let cache = store.searchCache.forwardTokens
         cache.lookUp(store)
-        startHits()
         let words = plan.words.count
+        var tracker = ProximityTracker(words: words, scratch.proximityBuffer(words: words))
         var attribute = noRank, exact = SearchRank.noExactAttribute
         var valueIndex = 0
         // Buffers, not arrays, in the loop over tokens: no bounds or
@@ -249,7 +260,7 @@ extension SearchRun {
                         any = true
                         if position == 0 { atStart = true }
                         while matches != 0 {
-                            scratch.hits[matches.trailingZeroBitCount].append(value << 32 | position)
+                            tracker.met(matches.trailingZeroBitCount, value: value, position: position)
                             matches &= matches - 1
                         }
                     }
@@ -261,7 +272,7 @@ extension SearchRun {
             }
         }
         }
-        return proximity().map { ($0, attribute, exact) }
+        return tracker.proximity.map { ($0, attribute, exact) }
     }
 
     /// A folded term's masks for this query (see ``ForwardTokenCache/masks``;
@@ -275,29 +286,65 @@ extension SearchRun {
         return UInt32(matcher.matchesFolded(folded, rows: &cache.rows)) | UInt32(matcher.equalsFolded(folded)) << ForwardTokenCache.equalsShift
             | (folded.isEmpty ? ForwardTokenCache.skipsWhole : 0)
     }
+}
 
-    /// Clears the per-word hits ``proximity()`` reads.
-    func startHits() {
-        if scratch.hits.count != plan.words.count { scratch.hits = [[Int]](repeating: [], count: plan.words.count) }
-        for w in scratch.hits.indices { scratch.hits[w].removeAll(keepingCapacity: true) }
+/// The proximity of a query's words in one item, worked out as the scan
+/// meets them: per pair of consecutive words, the least distance between
+/// them in one value (at least 1, a token matching both counts 1), at most
+/// 8; the sum over the pairs, nil when some word is met nowhere.
+///
+/// Why a running minimum and not every position kept: the positions come
+/// in order, so the closest occurrence of word `w - 1` or `w + 1` before
+/// one of `w` is the last met, and the least distance of two sets of
+/// positions is between neighbours in that order. Keeping each word's
+/// positions in arrays, then comparing every pair, was a sixth of a
+/// two-word search (Debian corpus, perf, 2026-11-24); this keeps two
+/// integers per word, in buffers reused from item to item.
+struct ProximityTracker {
+    let words: Int
+    /// Per word `w`, `state[w]`: the last (value << 32 | position) it was met
+    /// at, -1 before; per pair (`w`, `w + 1`), `state[words + w]`: the least
+    /// distance found.
+    private let state: UnsafeMutablePointer<Int>
+    /// The distinct words met.
+    private var metWords = 0
+
+    static let farthest = 8
+
+    /// Starts an item on `buffer` (at least two integers a word; the
+    /// tracker only borrows it).
+    init(words: Int, _ buffer: UnsafeMutableBufferPointer<Int>) {
+        self.words = words
+        state = buffer.baseAddress!
+        for w in 0..<words {
+            state[w] = -1
+            state[words + w] = Self.farthest
+        }
     }
 
-    /// The proximity of the hits recorded (per word, value << 32 | position):
-    /// per pair of consecutive words, the least distance between them in one
-    /// value, at most 8. Nil when some word has no hit.
-    func proximity() -> Int? {
-        let hits = scratch.hits
-        if hits.contains(where: \.isEmpty) { return nil }
-        var proximity = 0
-        for w in 0..<(plan.words.count - 1) {
-            var best = 8
-            for a in hits[w] {
-                for b in hits[w + 1] where a >> 32 == b >> 32 {
-                    best = min(best, max(1, abs((b & 0xFFFF_FFFF) - (a & 0xFFFF_FFFF))))
-                }
-            }
-            proximity += best
-        }
-        return proximity
+    /// Word `w` is met at `position` of value `value` (values and, within
+    /// one, positions in the order of the text).
+    @inline(__always)
+    mutating func met(_ w: Int, value: Int, position: Int) {
+        if state[w] < 0 { metWords += 1 }
+        let here = value << 32 | position
+        if w > 0 { closer(pair: w - 1, here, state[w - 1]) }
+        if w + 1 < words { closer(pair: w, here, state[w + 1]) }
+        state[w] = here
+    }
+
+    @inline(__always)
+    private func closer(pair: Int, _ here: Int, _ other: Int) {
+        guard other >> 32 == here >> 32 else { return }
+        let distance = max(1, abs((here & 0xFFFF_FFFF) - (other & 0xFFFF_FFFF)))
+        if distance < state[words + pair] { state[words + pair] = distance }
+    }
+
+    /// The item's proximity: nil when some word was met nowhere.
+    var proximity: Int? {
+        guard metWords == words else { return nil }
+        var sum = 0
+        for pair in 0..<max(0, words - 1) { sum += state[words + pair] }
+        return sum
     }
 }
