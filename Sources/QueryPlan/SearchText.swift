@@ -241,6 +241,15 @@ public struct SearchWordMatcher: Sendable {
     @inline(__always)
     public static func forEachASCIIToken(_ bytes: UnsafeBufferPointer<UInt8>, lowered: inout [UInt8],
                                          _ body: (UnsafeBufferPointer<UInt8>, UInt64, Int, Bool) -> Void) -> Int {
+        forEachASCIIToken(bytes, lowered: &lowered) { token, mask, position, isPart, _ in body(token, mask, position, isPart) }
+    }
+
+    /// ``forEachASCIIToken(_:lowered:_:)`` that also gives each token's
+    /// offset in `bytes` (its last argument), for callers that mark tokens
+    /// where they lie (highlights).
+    @inline(__always)
+    public static func forEachASCIIToken(_ bytes: UnsafeBufferPointer<UInt8>, lowered: inout [UInt8],
+                                         _ body: (UnsafeBufferPointer<UInt8>, UInt64, Int, Bool, Int) -> Void) -> Int {
         let n = bytes.count
         var position = 0
         if lowered.count < n { lowered = [UInt8](repeating: 0, count: max(n, 2 * lowered.count)) }
@@ -266,7 +275,7 @@ public struct SearchWordMatcher: Sendable {
                     mask |= Self.bit(low[i])
                     i += 1
                 }
-                body(UnsafeBufferPointer(rebasing: low[start..<i]), mask, position, false)
+                body(UnsafeBufferPointer(rebasing: low[start..<i]), mask, position, false, start)
                 if camel {
                     // Camel-case parts: split where a lowercase letter meets an uppercase one.
                     var partStart = start
@@ -276,13 +285,13 @@ public struct SearchWordMatcher: Sendable {
                         let upper = b >= 65 && b <= 90
                         if pl && upper {
                             let part = UnsafeBufferPointer(rebasing: low[partStart..<k])
-                            body(part, Self.letterMask(part), position, true)
+                            body(part, Self.letterMask(part), position, true, partStart)
                             partStart = k
                         }
                         pl = b >= 97 && b <= 122
                     }
                     let part = UnsafeBufferPointer(rebasing: low[partStart..<i])
-                    body(part, Self.letterMask(part), position, true)
+                    body(part, Self.letterMask(part), position, true, partStart)
                 }
                 position += 1
             }

@@ -5,18 +5,29 @@ import QueryPlan
 /// `_snippetResult`. A token is marked when it matches a query word by the
 /// rule the shards matched with (``WordMatch``): the same tokenizer, the same
 /// typos, the last word as a prefix.
+///
+/// ASCII values (most values) are cut and compared on their bytes by the
+/// shards' own matcher (``SearchWordMatcher/forEachASCIIToken(_:lowered:_:)``
+/// and ``SearchWordMatcher/matchesASCII(_:rows:)``, held to ``WordMatch`` by
+/// a randomized test), other values by ``SearchTokens`` and ``WordMatch``:
+/// the same marks either way (a randomized test compares the two). Why:
+/// building a `String` and two arrays per token made highlighting a search's
+/// 20 titles 3-4% of its CPU through a cluster (Debian corpus, perf,
+/// 2026-11-24).
 public struct Highlighter: Sendable {
-    public var words: [String]
-    public var prefixLast: Bool
-    public var typos: TypoPolicy
+    public let words: [String]
+    public let prefixLast: Bool
+    public let typos: TypoPolicy
     public var preTag: String
     public var postTag: String
     public var ellipsis: String
+    let matcher: SearchWordMatcher
 
     public init(plan: SearchPlan, preTag: String = "<em>", postTag: String = "</em>", ellipsis: String = "…") {
         words = plan.words
         prefixLast = plan.prefixLast
         typos = plan.typos
+        matcher = SearchWordMatcher(words: plan.words, prefixLast: plan.prefixLast, policy: plan.typos)
         self.preTag = preTag
         self.postTag = postTag
         self.ellipsis = ellipsis
@@ -32,58 +43,102 @@ public struct Highlighter: Sendable {
         public var fullyHighlighted: Bool
     }
 
+    /// A value's tokens and what the query's words match in it, as UTF-8
+    /// offsets in the value.
+    struct Matches {
+        /// Every token (camel-case parts after their token, at its position).
+        var tokens: [(range: Range<Int>, position: Int)] = []
+        /// The tokens that match a word, ascending.
+        var marked: [Int] = []
+        /// The marked tokens' ranges, merged where they touch.
+        var ranges: [Range<Int>] = []
+        /// Per query word, whether some token matches it.
+        var matched: [Bool]
+    }
+
     /// The token ranges of `value` that match, merged, and which words matched.
-    func matches(_ value: String) -> (ranges: [Range<String.Index>], matched: Set<Int>, tokens: [SearchTokens.Token], marked: Set<Int>) {
-        let tokens = SearchTokens.tokens(value)
-        var ranges: [Range<String.Index>] = []
-        var matched = Set<Int>()
-        var marked = Set<Int>()
-        for (k, token) in tokens.enumerated() {
-            for (w, word) in words.enumerated() {
-                let isLast = prefixLast && w == words.count - 1
-                if WordMatch.of(word: word, token: token.folded, isLast: isLast, policy: typos) != nil {
-                    matched.insert(w)
-                    marked.insert(k)
-                    ranges.append(token.range)
+    /// `fast`: ASCII values by bytes (tests turn it off to compare).
+    func matches(_ value: String, fast: Bool = true) -> Matches {
+        var m = Matches(matched: [Bool](repeating: false, count: words.count))
+        var ranges: [Range<Int>] = []
+        func record(_ range: Range<Int>, _ position: Int, matching: (Int) -> Bool) {
+            let k = m.tokens.count
+            m.tokens.append((range, position))
+            var any = false
+            for w in words.indices where matching(w) {
+                m.matched[w] = true
+                any = true
+            }
+            if any {
+                m.marked.append(k)
+                ranges.append(range)
+            }
+        }
+        var copy = value
+        let done = fast && words.count <= 64 && copy.withUTF8 { bytes -> Bool in
+            guard !bytes.contains(where: { $0 >= 128 }) else { return false }
+            var lowered: [UInt8] = [], rows: [Int] = []
+            _ = SearchWordMatcher.forEachASCIIToken(bytes, lowered: &lowered) { token, _, position, _, start in
+                let bits = matcher.matchesASCII(token, rows: &rows)
+                record(start..<start + token.count, position) { bits & (1 << UInt64($0)) != 0 }
+            }
+            return true
+        }
+        if !done {
+            let utf8 = value.utf8
+            for token in SearchTokens.tokens(value) {
+                let range = utf8.distance(from: utf8.startIndex, to: token.range.lowerBound)
+                    ..< utf8.distance(from: utf8.startIndex, to: token.range.upperBound)
+                record(range, token.position) { w in
+                    WordMatch.of(word: words[w], token: token.folded, isLast: prefixLast && w == words.count - 1, policy: typos) != nil
                 }
             }
         }
         // A whole token and its camel-case part may both match: keep the union.
         ranges.sort { $0.lowerBound < $1.lowerBound }
-        var merged: [Range<String.Index>] = []
         for r in ranges {
-            if let last = merged.last, r.lowerBound <= last.upperBound {
-                merged[merged.count - 1] = last.lowerBound..<max(last.upperBound, r.upperBound)
+            if let last = m.ranges.last, r.lowerBound <= last.upperBound {
+                m.ranges[m.ranges.count - 1] = last.lowerBound..<max(last.upperBound, r.upperBound)
             } else {
-                merged.append(r)
+                m.ranges.append(r)
             }
         }
-        return (merged, matched, tokens, marked)
+        return m
     }
 
-    func level(_ matched: Set<Int>) -> MatchLevel {
-        matched.isEmpty ? .none : matched.count == words.count ? .full : .partial
+    func level(_ matched: [Bool]) -> MatchLevel {
+        let count = matched.reduce(0) { $0 + ($1 ? 1 : 0) }
+        return count == 0 ? .none : count == words.count ? .full : .partial
     }
 
-    func mark(_ value: String, _ ranges: [Range<String.Index>], in span: Range<String.Index>) -> String {
-        var out = ""
-        var at = span.lowerBound
-        for r in ranges where r.lowerBound >= span.lowerBound && r.upperBound <= span.upperBound {
-            out += value[at..<r.lowerBound]
-            out += preTag + value[r] + postTag
-            at = r.upperBound
+    /// `value`'s bytes in `span`, with the ranges inside it between the tags.
+    func mark(_ value: String, _ ranges: [Range<Int>], in span: Range<Int>) -> String {
+        var copy = value
+        return copy.withUTF8 { bytes in
+            var out: [UInt8] = []
+            out.reserveCapacity(span.count + ranges.count * (preTag.utf8.count + postTag.utf8.count))
+            var at = span.lowerBound
+            for r in ranges where r.lowerBound >= span.lowerBound && r.upperBound <= span.upperBound {
+                out.append(contentsOf: bytes[at..<r.lowerBound])
+                out.append(contentsOf: preTag.utf8)
+                out.append(contentsOf: bytes[r])
+                out.append(contentsOf: postTag.utf8)
+                at = r.upperBound
+            }
+            out.append(contentsOf: bytes[at..<span.upperBound])
+            return String(decoding: out, as: UTF8.self)
         }
-        out += value[at..<span.upperBound]
-        return out
     }
 
-    public func highlight(_ value: String) -> Result {
-        let m = matches(value)
+    public func highlight(_ value: String) -> Result { highlight(value, fast: true) }
+
+    func highlight(_ value: String, fast: Bool) -> Result {
+        let m = matches(value, fast: fast)
         let wholeTokens = Set(m.tokens.map(\.position))
         let markedPositions = Set(m.marked.map { m.tokens[$0].position })
-        return Result(value: mark(value, m.ranges, in: value.startIndex..<value.endIndex),
+        return Result(value: mark(value, m.ranges, in: 0..<value.utf8.count),
                       matchLevel: level(m.matched).rawValue,
-                      matchedWords: m.matched.sorted().map { words[$0] },
+                      matchedWords: words.indices.filter { m.matched[$0] }.map { words[$0] },
                       fullyHighlighted: !wholeTokens.isEmpty && wholeTokens == markedPositions && m.ranges.count > 0
                         && m.ranges.allSatisfy { r in m.tokens.contains { $0.range == r } })
     }
@@ -91,17 +146,21 @@ public struct Highlighter: Sendable {
     /// About `count` words of `value` around its first match (its start when
     /// nothing matches), with the ellipsis where text was cut.
     public func snippet(_ value: String, words count: Int) -> (value: String, matchLevel: String) {
-        let m = matches(value)
+        snippet(value, words: count, fast: true)
+    }
+
+    func snippet(_ value: String, words count: Int, fast: Bool) -> (value: String, matchLevel: String) {
+        let m = matches(value, fast: fast)
         // Whole tokens only: camel-case parts share their token's position.
-        var whole: [SearchTokens.Token] = []
+        var whole: [(range: Range<Int>, position: Int)] = []
         for t in m.tokens where whole.last?.position != t.position { whole.append(t) }
         guard !whole.isEmpty else { return (value, MatchLevel.none.rawValue) }
-        let firstMatch = m.marked.min().map { m.tokens[$0].position } ?? 0
+        let firstMatch = m.marked.first.map { m.tokens[$0].position } ?? 0
         var start = max(0, firstMatch - count / 2)
         let end = min(whole.count, start + count)
         start = max(0, end - count)
-        let lo = start == 0 ? value.startIndex : whole[start].range.lowerBound
-        let hi = end == whole.count ? value.endIndex : whole[end - 1].range.upperBound
+        let lo = start == 0 ? 0 : whole[start].range.lowerBound
+        let hi = end == whole.count ? value.utf8.count : whole[end - 1].range.upperBound
         var out = mark(value, m.ranges, in: lo..<hi)
         if start > 0 { out = ellipsis + out }
         if end < whole.count { out += ellipsis }

@@ -158,6 +158,43 @@ import Testing
         #expect(try highlighter("wind").highlight("MyWindowClass").value == "My<em>Window</em>Class")
     }
 
+    /// The ASCII path (bytes, the shards' matcher) marks exactly what the
+    /// general one (``SearchTokens``, ``WordMatch``) does: random values of
+    /// letters in both cases, camel case, digits and separators, against
+    /// queries made of pieces of them, misspelt or cut short.
+    @Test func theASCIIPathMarksWhatTheGeneralOneDoes() throws {
+        var rng = SplitMix64(state: 77)
+        let alphabet = Array("aAbBeEiIoOnNrRsStTzZ09 -_.:/MyWindowClassNSWindowHTML5Parser ")
+        var marked = 0, partial = 0, snippets = 0
+        for _ in 0..<3000 {
+            let value = String((0..<Int.random(in: 0...40, using: &rng)).map { _ in alphabet.randomElement(using: &rng)! })
+            let tokens = value.split { !$0.isLetter && !$0.isNumber }.map(String.init)
+            var words: [String] = []
+            for _ in 0..<Int.random(in: 1...3, using: &rng) {
+                var w = tokens.randomElement(using: &rng) ?? "window"
+                switch Int.random(in: 0..<4, using: &rng) {
+                case 0 where w.count > 2: w.removeLast()                       // a prefix, or a deletion
+                case 1 where !w.isEmpty: w.insert("e", at: w.index(w.startIndex, offsetBy: Int.random(in: 0...w.count, using: &rng)))
+                case 2: w = String((0..<Int.random(in: 1...6, using: &rng)).map { _ in alphabet.randomElement(using: &rng)! })
+                default: break
+                }
+                words.append(w)
+            }
+            let query = words.joined(separator: " ") + (Bool.random(using: &rng) ? " " : "")
+            let h = try highlighter(query)
+            let fast = h.highlight(value, fast: true), general = h.highlight(value, fast: false)
+            #expect(fast == general, "\(value.debugDescription) for \(query.debugDescription)")
+            let n = Int.random(in: 1...5, using: &rng)
+            let fs = h.snippet(value, words: n, fast: true), gs = h.snippet(value, words: n, fast: false)
+            #expect(fs.value == gs.value && fs.matchLevel == gs.matchLevel, "\(value.debugDescription) for \(query.debugDescription), \(n) words")
+            if general.value.contains("<em>") { marked += 1 }
+            if general.matchLevel == "partial" { partial += 1 }
+            if gs.value.contains("…") { snippets += 1 }
+        }
+        // The inputs do exercise marks, partial matches and cut snippets.
+        #expect(marked > 1000 && partial > 100 && snippets > 300, "\(marked) \(partial) \(snippets)")
+    }
+
     @Test func snippetsCenterOnTheFirstMatch() throws {
         let h = try highlighter("compression")
         let text = "7-Zip is a file archiver with a high compression ratio. The main features of 7-Zip are many"
