@@ -53,6 +53,9 @@ final class PostingIndex: @unchecked Sendable {
     /// exactly as current as the lists): proximity for search ranking. Nil
     /// when not asked for or past its limits.
     let forward: ForwardIndex?
+    /// Per item id, where its unique identifier comes among the shard's in
+    /// Swift's `String` order (``ItemOrder``), read in the same transaction.
+    let uidOrder: ItemOrder
 
     /// Ids held at most by one index (8 bytes each with its mask, 512 MiB):
     /// a larger shard keeps reading lists term by term.
@@ -103,6 +106,7 @@ final class PostingIndex: @unchecked Sendable {
         read.terms.prepareSuffixTables()
         maxID = Int(ids.max() ?? 0)
         self.forward = forward ? try ForwardIndex(db: db, wordTerms: terms) : nil
+        uidOrder = try ItemOrder(db: db)
     }
 
     private typealias Lists = (terms: Vocabulary, offsets: [Int], ids: [UInt32], masks: [UInt32])
@@ -245,9 +249,9 @@ final class PostingIndex: @unchecked Sendable {
         }
     }
 
-    /// Bytes held: the terms, the lists and their masks.
+    /// Bytes held: the terms, the lists and their masks, the items' order.
     var memoryBytes: Int {
-        terms.memoryBytes + offsets.count * 8 + ids.count * 4 + masks.count * 4
+        terms.memoryBytes + offsets.count * 8 + ids.count * 4 + masks.count * 4 + uidOrder.memoryBytes
     }
 
     /// Calls `body` with term `i`'s list, sorted, without copying it.

@@ -124,6 +124,31 @@ import Testing
         }
     }
 
+    /// Matches that tie on every criterion are ordered by unique identifier,
+    /// with the index (by ``ItemOrder``'s places) as without it (by reading
+    /// the identifiers): inserted in an order unlike theirs, with numbers
+    /// that sort as text ("t10" before "t2") and letters past ASCII.
+    @Test func tiesAreOrderedByIdentifierWithTheIndexToo() throws {
+        let dir = try TempDir()
+        let w = try openStore(dir)
+        var rng = SplitMix(state: 61)
+        var uids = (0..<120).map { "t\($0)" } + ["Ünter", "über", "zeta", "Zeta", "é1", "e\u{301}2", "a"]
+        for k in stride(from: uids.count - 1, to: 0, by: -1) { uids.swapAt(k, Int(rng.next() % UInt64(k + 1))) }
+        try w.put(uids.map { item($0, #"{"title": "pandas table"}"#) })
+        let indexed = try openStore(dir, mode: .readOnly)
+        let plain = try openStore(dir, mode: .readOnly)
+        plain.searchCache.searchesUsePostingIndex = false
+        try indexed.buildSuggestionIndex()
+        defer { PostingIndexes.shared.forget(path: indexed.path) }
+        for (words, window) in [(["pandas"], 7), (["table"], 30), (["pandas", "tab"], 12), (["panda"], 200)] {
+            let plan = SearchPlan(words: words, window: window)
+            let a = try indexed.search(plan), b = try plain.search(plan)
+            #expect(a == b, "\(words) \(window)")
+            #expect(a.hits.map(\.uniqueIdentifier) == Array(uids.sorted().prefix(window)), "\(words) \(window)")
+        }
+        #expect(indexed.searchCache.postingSearches == 4)
+    }
+
     /// Another connection's commit retires the index at once: the next
     /// search takes FTS5 and finds the new items; inside a caller's
     /// transaction, its writes not yet committed are found too.

@@ -203,6 +203,20 @@ import Testing
         }
     }
 
+    /// ``SearchRun/least(_:_:)`` is the `k`-th of the keys sorted, for
+    /// windows small and large beside them and keys with many repeats.
+    @Test func theLeastKeysAreTheSortedOnes() {
+        var rng = SplitMix64(state: 29)
+        for round in 0..<500 {
+            let n = 1 + Int(rng.next() % 300)
+            let spread = 1 + rng.next() % (round % 2 == 0 ? 5 : 10_000)
+            let keys = (0..<n).map { _ in Int(rng.next() % spread) }
+            let k = 1 + Int(rng.next() % UInt64(n))
+            #expect(SearchRun.least(keys, k) == keys.sorted()[k - 1], "round \(round)")
+            #expect(SearchRun.least(keys, 1) == keys.min())
+        }
+    }
+
     /// Both ways of counting a facet column (the table by item id, and the
     /// merge kept for sparse ids) equal a count by hand: items with no
     /// entry, several entries, a value repeated, numbers for the stats.

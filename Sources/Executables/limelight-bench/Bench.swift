@@ -53,6 +53,9 @@ struct CorpusOptions: ParsableArguments {
 struct QueryWords {
     var words: [String] = []
     var sizes: [Double] = []
+    /// The pool's 40 most frequent words ("python", "library", "data"…):
+    /// what people type first, each matching thousands of items.
+    var common: [String] = []
 
     init(lines: [String], count: Int) {
         var rng = SplitMix64(state: 7)
@@ -69,6 +72,8 @@ struct QueryWords {
             if let s = a["installedSize"]?.doubleValue { sizes.append(s) }
         }
         for _ in 0..<count { words.append(pool[Int(rng.next() % UInt64(pool.count))]) }
+        let frequency = Dictionary(pool.map { ($0, 1) }, uniquingKeysWith: +)
+        common = frequency.sorted { ($0.value, $1.key) > ($1.value, $0.key) }.prefix(40).map(\.key)
         sizes.sort()
     }
 }
@@ -208,6 +213,7 @@ struct StoreBench: AsyncParsableCommand {
                 cpu.append((threadCPUSeconds() - c) * 1000)
                 lat.append(Date().timeIntervalSince(t) * 1000)
             }
+            for k in cpu.indices.sorted(by: { cpu[$0] > cpu[$1] }).prefix(slowest) { print("    \(fmt(cpu[k])) ms CPU: \(qs[k])") }
             print("\(kind.padding(toLength: 14, withPad: " ", startingAt: 0))\(fmt(percentile(lat, 50)).leftPad(9))  \(fmt(percentile(lat, 99)).leftPad(9))  \(fmt(Double(hits) / Double(qs.count), 1).leftPad(10))  \(fmt(percentile(cpu, 50)).leftPad(10))  \(fmt(percentile(cpu, 99)).leftPad(10))   (nbHits)")
         }
         reader.forgetSuggestionIndex()

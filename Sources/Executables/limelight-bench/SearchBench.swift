@@ -10,7 +10,9 @@ import SearchParameters
 /// clicking through a facet sends); and
 /// the same two words as the peers take them (`typoTolerance: false`,
 /// `queryType: prefixNone`: every word exact, no misspelt or prefix forms),
-/// which says how much of the free-text query's time is those forms.
+/// which says how much of the free-text query's time is those forms; and
+/// the most frequent words alone (`common word`), each matching thousands
+/// of items, which the random words rarely are.
 func searchKinds(_ w: QueryWords, count: Int) -> [(String, [JSONValue])] {
     var rng = SplitMix64(state: 13)
     let sections = ["utils", "libs", "python", "devel", "net", "doc", "misc", "admin"]
@@ -42,6 +44,9 @@ func searchKinds(_ w: QueryWords, count: Int) -> [(String, [JSONValue])] {
                  "disjunctiveFacets": .array([.string("section")]),
                  "facetFilters": .array([.array([.string("section:\(sections[i % sections.count])")])])])
     }
+    let common = (0..<count).map { i -> JSONValue in
+        .object(["query": .string(w.common[i % w.common.count]), "attributesToRetrieve": .array([.string("title")])])
+    }
     return [("search 2 words", twoWords), ("2 words strict", literal), ("faceted", faceted), ("refinements", refinements),
-            ("page 10", page10)]
+            ("page 10", page10), ("common word", common)]
 }
