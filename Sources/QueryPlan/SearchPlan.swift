@@ -192,25 +192,30 @@ public enum SearchRanking {
     /// ranking. Ties go to the smaller unique identifier, so the order is total
     /// and the same on every shard and in the merge.
     public static func precedes(_ a: SearchRank, _ aID: String, _ b: SearchRank, _ bID: String, plan: SearchPlan) -> Bool {
+        let c = compare(a, b, plan: plan)
+        return c != 0 ? c < 0 : aID < bID
+    }
+
+    /// `precedes` without the identifiers: negative when `a` ranks before
+    /// `b`, positive after, 0 when they tie on every criterion. One call
+    /// where a sort that breaks ties by something else than identifiers
+    /// would make two of `precedes`.
+    public static func compare(_ a: SearchRank, _ b: SearchRank, plan: SearchPlan) -> Int {
         // Straight-line comparisons: this runs inside sorts of thousands of hits.
         if plan.words.isEmpty {
             let d = compareDistance(a, b)
-            if d != 0 { return d < 0 }
-            let c = compareCustom(a, b, plan)
-            if c != 0 { return c < 0 }
-            return aID < bID
+            if d != 0 { return d }
+            return compareCustom(a, b, plan)
         }
-        if a.words != b.words { return a.words > b.words }
-        if a.typos != b.typos { return a.typos < b.typos }
-        if a.proximity != b.proximity { return a.proximity < b.proximity }
-        if a.attribute != b.attribute { return a.attribute < b.attribute }
-        if a.exactAttribute != b.exactAttribute { return a.exactAttribute < b.exactAttribute }
-        if a.exactWords != b.exactWords { return a.exactWords > b.exactWords }
+        if a.words != b.words { return a.words > b.words ? -1 : 1 }
+        if a.typos != b.typos { return a.typos < b.typos ? -1 : 1 }
+        if a.proximity != b.proximity { return a.proximity < b.proximity ? -1 : 1 }
+        if a.attribute != b.attribute { return a.attribute < b.attribute ? -1 : 1 }
+        if a.exactAttribute != b.exactAttribute { return a.exactAttribute < b.exactAttribute ? -1 : 1 }
+        if a.exactWords != b.exactWords { return a.exactWords > b.exactWords ? -1 : 1 }
         let c = compareCustom(a, b, plan)
-        if c != 0 { return c < 0 }
-        let d = compareDistance(a, b)
-        if d != 0 { return d < 0 }
-        return aID < bID
+        if c != 0 { return c }
+        return compareDistance(a, b)
     }
 
     static func compareDistance(_ a: SearchRank, _ b: SearchRank) -> Int {
@@ -229,6 +234,7 @@ public enum SearchRanking {
             let x = i < a.custom.count ? a.custom[i] : .null
             let y = i < b.custom.count ? b.custom[i] : .null
             let c: Int
+            if case .null = x, case .null = y { continue }
             if case .number(let p) = x, case .number(let q) = y {
                 c = p == q ? 0 : ((p < q) == key.ascending ? -1 : 1)
             } else {

@@ -79,6 +79,10 @@ final class SearchCache {
     /// Words kept at most, and the most items a kept word may hold (a few
     /// MiB each at most, lists of 8-byte ids).
     static let maxWordPostings = 256
+    /// The connection's ``ItemOrder`` when no posting index is current, and
+    /// the data it is of; read for a search ranking this many candidates.
+    var itemOrder: (UniverseCache.Version, ItemOrder)?
+    static let itemOrderMinCandidates = 2_000
     static let maxWordPostingItems = 200_000
 }
 
@@ -461,14 +465,15 @@ struct SearchRun {
             try uid.reset()
         }
         let positions: [Int]
-        if let places = postingSearch.flatMap({ s in Self.places(ids, in: s.index.uidOrder) }) {
+        if let order = try tieOrder(candidates: ids.count), let places = Self.places(ids, in: order) {
             // Places in the identifiers' order stand for them: the window
             // comes out of one bounded heap in the full order, and only its
-            // own identifiers are read.
+            // own identifiers are read. (`ranks` as a constant: the closure
+            // then reads it without an access check or a copy per rank.)
+            let ranks = ranks
             positions = Self.smallest(Array(ids.indices), plan.window) { a, b in
-                if SearchRanking.precedes(ranks[a], "", ranks[b], "", plan: plan) { return true }
-                if SearchRanking.precedes(ranks[b], "", ranks[a], "", plan: plan) { return false }
-                return places[a] < places[b]
+                let c = SearchRanking.compare(ranks[a], ranks[b], plan: plan)
+                return c != 0 ? c < 0 : places[a] < places[b]
             }
             for k in positions { try readUID(k) }
         } else {
@@ -586,19 +591,53 @@ struct SearchRun {
         return out.mapValues(IDs.sortedUnique)
     }
 
+    /// Sets each rank's custom values, in the plan's order (entity priority
+    /// 0 and null when an item has none). The ranks that have none of them
+    /// share one array: a common word or an empty query ranks tens of
+    /// thousands of matches, and an array built per item was a tenth of it.
     func addCustomRanking(ids: [Int64], to ranks: inout [SearchRank]) throws {
+        guard !plan.customRanking.isEmpty else { return }
+        var held: [[Int64: JSONValue]] = []
+        var defaults: [JSONValue] = []
         for key in plan.customRanking {
+            var values: [Int64: JSONValue] = [:]
             if key.attribute == CustomRank.entityPriority {
-                var priority: [Int64: Double] = [:]
                 try store.db.prepare("SELECT id, priority FROM items WHERE priority != 0").forEachRow { row in
-                    priority[row.int64(at: 0)] = row.double(at: 1)
+                    values[row.int64(at: 0)] = .number(row.double(at: 1))
                 }
-                for (i, id) in ids.enumerated() { ranks[i].custom.append(.number(priority[id] ?? 0)) }
+                defaults.append(.number(0))
             } else {
-                let values = try store.attributeSortValues(ids: ids, name: store.nameIDs[key.attribute], context)
-                for (i, id) in ids.enumerated() { ranks[i].custom.append((values[id] ?? .missing).json) }
+                for (id, value) in try store.attributeSortValues(ids: ids, name: store.nameIDs[key.attribute], context) {
+                    values[id] = value.json
+                }
+                defaults.append(SortValue.missing.json)
             }
+            held.append(values)
         }
+        let anyHeld = held.contains { !$0.isEmpty }
+        for (i, id) in ids.enumerated() {
+            var custom = defaults
+            if anyHeld {
+                for (k, values) in held.enumerated() { if let v = values[id] { custom[k] = v } }
+            }
+            if ranks[i].custom.isEmpty { ranks[i].custom = custom } else { ranks[i].custom += custom }
+        }
+    }
+
+    /// The identifiers' order that breaks ties (see ``ItemOrder``): the
+    /// posting index's while it is current; otherwise the connection's own,
+    /// read when `candidates` are many (reading them all is what reading
+    /// their identifiers would cost) and kept while the data is unchanged.
+    /// Nil: read the identifiers of the candidates that tie.
+    func tieOrder(candidates: Int) throws -> ItemOrder? {
+        if let index = postingSearch?.index { return index.uidOrder }
+        let cache = store.searchCache
+        let version = UniverseCache.Version(data: store.dataVersion, changes: store.db.totalChanges)
+        if let (held, order) = cache.itemOrder, held == version { return order }
+        guard candidates >= SearchCache.itemOrderMinCandidates else { return nil }
+        let order = try ItemOrder(db: store.db)
+        cache.itemOrder = (version, order)
+        return order
     }
 
     /// The ids within the plan's radius (the filter's box only narrowed them down).

@@ -65,6 +65,8 @@ public final class ShardStore {
     let searchCache = SearchCache()
     /// Substring patterns' trigrams of the vocabulary (see ``TermGrams``).
     let substringCache = SubstringCache()
+    /// Every item's id while the data is unchanged (see ``universe(_:)``).
+    let universeCache = UniverseCache()
     /// The next item id while a write transaction stores items: `items.nextid`
     /// is read at its first item and written back once, at its end (see
     /// ``storingItems(_:)``).

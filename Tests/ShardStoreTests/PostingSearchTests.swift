@@ -149,6 +149,36 @@ import Testing
         #expect(indexed.searchCache.postingSearches == 4)
     }
 
+    /// Without a posting index (an empty query takes none), a search that
+    /// ties thousands of matches orders them by the connection's own
+    /// ``ItemOrder``, read once and kept while the data is unchanged: an
+    /// item written since, by the same connection or another, is in the
+    /// next answer at its place.
+    @Test func emptyQueriesOrderTiesByIdentifierAfterWritesToo() throws {
+        let dir = try TempDir()
+        let w = try openStore(dir)
+        var rng = SplitMix(state: 67)
+        var uids = (0..<2_500).map { "e\($0)" }
+        for k in stride(from: uids.count - 1, to: 0, by: -1) { uids.swapAt(k, Int(rng.next() % UInt64(k + 1))) }
+        try w.put(uids.map { item($0, #"{"title": "same"}"#) })
+        let r = try openStore(dir, mode: .readOnly)
+        let plan = SearchPlan(words: [], window: 25)
+        let first = try r.search(plan)
+        #expect(first.nbHits == 2_500)
+        #expect(first.hits.map(\.uniqueIdentifier) == Array(uids.sorted().prefix(25)))
+        // Another connection's commit, then this connection's own write.
+        try w.put([item("a-other", #"{"title": "same"}"#)])
+        let second = try r.search(plan)
+        #expect(second.hits.first?.uniqueIdentifier == "a-other" && second.nbHits == 2_501)
+        try w.put([item("a-own", #"{"title": "same"}"#)])
+        #expect(try w.search(plan).hits.prefix(2).map(\.uniqueIdentifier) == ["a-other", "a-own"])
+        try w.db.transaction(.immediate) {
+            try w.put([item("a-inside", #"{"title": "same"}"#)])
+            #expect(try w.search(plan).hits.prefix(3).map(\.uniqueIdentifier) == ["a-inside", "a-other", "a-own"])
+        }
+        #expect(r.searchCache.itemOrder != nil)
+    }
+
     /// Another connection's commit retires the index at once: the next
     /// search takes FTS5 and finds the new items; inside a caller's
     /// transaction, its writes not yet committed are found too.

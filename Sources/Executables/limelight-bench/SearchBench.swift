@@ -12,7 +12,9 @@ import SearchParameters
 /// `queryType: prefixNone`: every word exact, no misspelt or prefix forms),
 /// which says how much of the free-text query's time is those forms; and
 /// the most frequent words alone (`common word`), each matching thousands
-/// of items, which the random words rarely are.
+/// of items, which the random words rarely are; and the empty query with
+/// the three facets (`empty query`), the first request of an InstantSearch
+/// page, which matches every item.
 func searchKinds(_ w: QueryWords, count: Int) -> [(String, [JSONValue])] {
     var rng = SplitMix64(state: 13)
     let sections = ["utils", "libs", "python", "devel", "net", "doc", "misc", "admin"]
@@ -44,9 +46,13 @@ func searchKinds(_ w: QueryWords, count: Int) -> [(String, [JSONValue])] {
                  "disjunctiveFacets": .array([.string("section")]),
                  "facetFilters": .array([.array([.string("section:\(sections[i % sections.count])")])])])
     }
+    let empty = (0..<count).map { _ -> JSONValue in
+        .object(["query": .string(""), "attributesToRetrieve": .array([.string("title")]),
+                 "facets": .array([.string("section"), .string("architecture"), .string("priority")])])
+    }
     let common = (0..<count).map { i -> JSONValue in
         .object(["query": .string(w.common[i % w.common.count]), "attributesToRetrieve": .array([.string("title")])])
     }
     return [("search 2 words", twoWords), ("2 words strict", literal), ("faceted", faceted), ("refinements", refinements),
-            ("page 10", page10), ("common word", common)]
+            ("page 10", page10), ("common word", common), ("empty query", empty)]
 }
