@@ -138,6 +138,19 @@ import Testing
     }
 }
 
+/// The echoed `params`: sorted keys, values URL-encoded as RFC 3986 says
+/// (unreserved characters kept, every other UTF-8 byte as `%XX`, what
+/// Python's `urllib.parse.quote(v, safe="-._~")` gives), non-text values as JSON.
+@Suite struct ParamsEchoTests {
+    @Test func paramsAreURLEncodedBytes() {
+        let params: JSONValue = .object(["query": .string("café vim~x/y&z=1+2%"), "hitsPerPage": .number(20),
+                                         "facets": .array([.string("a b"), .string("c")]), "getRankingInfo": .bool(true)])
+        #expect(SearchResponseBuilder.urlEncoded(params)
+                == "facets=%5B%22a%20b%22%2C%22c%22%5D&getRankingInfo=true&hitsPerPage=20&query=caf%C3%A9%20vim~x%2Fy%26z%3D1%2B2%25")
+        #expect(SearchResponseBuilder.urlEncoded(.object([:])) == "")
+    }
+}
+
 @Suite struct HighlighterTests {
     func highlighter(_ query: String) throws -> Highlighter {
         Highlighter(plan: try SearchRequest(params: .object(["query": .string(query)])).plan)
