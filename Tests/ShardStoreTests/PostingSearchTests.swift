@@ -177,6 +177,15 @@ import Testing
             #expect(try w.search(plan).hits.prefix(3).map(\.uniqueIdentifier) == ["a-inside", "a-other", "a-own"])
         }
         #expect(r.searchCache.itemOrder != nil)
+        // Items with custom values come first, by them, whatever their
+        // identifiers; the rest after, by identifier.
+        try w.put([item("zz-hint-2", #"{"title": "same", "rankingHint": 2}"#), item("zz-hint-9", #"{"title": "same", "rankingHint": 9}"#),
+                   item("zz-downloads", #"{"title": "same", "downloads": 5}"#)])
+        let hinted = try r.search(plan).hits.prefix(4).map(\.uniqueIdentifier)
+        #expect(hinted == ["zz-hint-9", "zz-hint-2", "a-inside", "a-other"])
+        var byDownloads = plan
+        byDownloads.customRanking = [CustomRank(attribute: "downloads", ascending: false)]
+        #expect(try r.search(byDownloads).hits.prefix(3).map(\.uniqueIdentifier) == ["zz-downloads", "a-inside", "a-other"])
     }
 
     /// Another connection's commit retires the index at once: the next
