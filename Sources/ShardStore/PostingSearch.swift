@@ -42,39 +42,24 @@ struct PostingSearch {
     }
 
     /// The items holding any of `terms` in a column of `columns` (a mask; nil:
-    /// any column), sorted, as FTS5's `{columns} : (t1 OR t2 …)` finds them.
-    func items(_ terms: [Int], columns: UInt32?) -> [Int64] {
-        if terms.count == 1, columns == nil { return index.list(terms[0]) }
-        if terms.isEmpty { return [] }
-        // A bitmap of every item id: one pass over the postings, one over the
-        // bitmap, whatever the number of terms (a short prefix has thousands).
-        var bits = [UInt64](repeating: 0, count: index.maxID / 64 + 1)
-        var any = false
-        bits.withUnsafeMutableBufferPointer { bits in
+    /// any column), as FTS5's `{columns} : (t1 OR t2 …)` finds them: one
+    /// pass over the postings, whatever the number of terms (a short prefix
+    /// has thousands).
+    func bits(_ terms: [Int], columns: UInt32?) -> IDBits {
+        if terms.isEmpty { return IDBits() }
+        return IDBits(maxID: index.maxID) { bits in
             for t in terms {
                 index.withPostings(t) { ids, masks in
                     if let columns {
                         for k in 0..<ids.count where masks[k] & columns != 0 {
                             bits[Int(ids[k]) >> 6] |= 1 << UInt64(ids[k] & 63)
-                            any = true
                         }
                     } else {
                         for id in ids { bits[Int(id) >> 6] |= 1 << UInt64(id & 63) }
-                        any = any || !ids.isEmpty
                     }
                 }
             }
         }
-        guard any else { return [] }
-        var out: [Int64] = []
-        for (w, word) in bits.enumerated() where word != 0 {
-            var word = word
-            while word != 0 {
-                out.append(Int64(w << 6 | word.trailingZeroBitCount))
-                word &= word - 1
-            }
-        }
-        return out
     }
 
     /// For each of `items` (ids), the union of the masks of `terms` it holds:

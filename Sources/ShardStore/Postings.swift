@@ -154,7 +154,8 @@ extension ShardStore {
 /// of thousands cost ~0.1 ms a completion, 40 completions a request).
 struct ItemSet {
     let ids: [Int64]
-    private var bits: [UInt64] = []
+    /// The ids as bits, for sets of ``bitsFrom`` ids or more (empty otherwise).
+    private var bits = IDBits()
 
     /// Sets smaller than this are counted against by galloping instead.
     static let bitsFrom = 512
@@ -163,9 +164,8 @@ struct ItemSet {
 
     init(_ ids: [Int64]) {
         self.ids = ids
-        guard ids.count >= Self.bitsFrom, let first = ids.first, first >= 0, let last = ids.last else { return }
-        bits = [UInt64](repeating: 0, count: Int(last >> 6) + 1)
-        for id in ids { bits[Int(id >> 6)] |= 1 << UInt64(id & 63) }
+        guard ids.count >= Self.bitsFrom, let first = ids.first, first >= 0 else { return }
+        bits = IDBits(ids)
     }
 
     var isEmpty: Bool { ids.isEmpty }
@@ -176,7 +176,7 @@ struct ItemSet {
         // Against a list much longer than the set, looking each id up costs
         // less than a pass over the list (keyed typing: a one-letter prefix's
         // frequent completions, counted against a few hundred items).
-        if bits.isEmpty || list.count > Self.gallopRatio * ids.count {
+        if bits.words.isEmpty || list.count > Self.gallopRatio * ids.count {
             // Few ids: each is looked for in the list by galloping from where
             // the last was found, or the two merged when the list is short.
             if ids.isEmpty || list.isEmpty { return 0 }
@@ -202,7 +202,7 @@ struct ItemSet {
             }
             return n
         }
-        bits.withUnsafeBufferPointer { bits in
+        bits.words.withUnsafeBufferPointer { bits in
             for id in list {
                 let w = Int(id >> 6)
                 if w < bits.count { n &+= Int((bits[w] >> UInt64(id & 63)) & 1) }
@@ -213,9 +213,9 @@ struct ItemSet {
 
     /// How many of `list` (sorted, unique) are in the set.
     func count(in list: [Int64]) -> Int {
-        if bits.isEmpty { return IDs.intersectionCount(ids, list) }
+        if bits.words.isEmpty { return IDs.intersectionCount(ids, list) }
         var n = 0
-        bits.withUnsafeBufferPointer { bits in
+        bits.words.withUnsafeBufferPointer { bits in
             for id in list where id >= 0 {
                 let w = Int(id >> 6)
                 if w < bits.count { n &+= Int((bits[w] >> UInt64(id & 63)) & 1) }

@@ -76,14 +76,16 @@ final class SearchCache {
     weak var wordPostingsIndex: PostingIndex?
     /// Lookups taken from ``wordPostings`` (for tests).
     var wordPostingsReused = 0
-    /// Words kept at most, and the most items a kept word may hold (a few
-    /// MiB each at most, lists of 8-byte ids).
+    /// Words kept at most.
     static let maxWordPostings = 256
+    /// The bytes the kept words' sets may take at most (one word's at most a
+    /// quarter of it; Debian shard: ~40 KB a word).
+    static let maxWordPostingsBytes = 32 << 20
+    var wordPostingsBytes = 0
     /// The connection's ``ItemOrder`` when no posting index is current, and
     /// the data it is of; read for a search ranking this many candidates.
     var itemOrder: (UniverseCache.Version, ItemOrder)?
     static let itemOrderMinCandidates = 2_000
-    static let maxWordPostingItems = 200_000
 }
 
 extension ShardStore {
@@ -295,13 +297,14 @@ struct SearchRun {
         let expired = try store.expiredIDs(now: Date())
 
         var postings: [WordPostings] = []
-        var textIDs: [Int64]?
+        var textBits: IDBits?
         for (i, word) in plan.words.enumerated() {
             let p = try wordPostings(word, isLast: i == plan.words.count - 1)
             postings.append(p)
-            textIDs = textIDs.map { IDs.intersect($0, p.all) } ?? p.all
-            if textIDs?.isEmpty == true { break }
+            textBits = textBits.map { $0.intersection(p.all) } ?? p.all
+            if textBits?.isEmpty == true { break }
         }
+        let textIDs = textBits?.ids
         func restrict(_ filter: [Int64]?) throws -> [Int64] {
             var ids: [Int64]
             switch (textIDs, filter) {
@@ -347,10 +350,11 @@ struct SearchRun {
         var typos = [Int](repeating: 0, count: n)
         var exactWords = [Int](repeating: 0, count: n)
         for p in postings {
-            var best = [Int](repeating: 3, count: n)
-            for (t, ids) in p.byTypos.enumerated() { mark(matched, ids) { best[$0] = min(best[$0], t) } }
-            for k in 0..<n { typos[k] += best[k] == 3 ? 0 : best[k] }
-            mark(matched, p.exact) { exactWords[$0] += 1 }
+            for (k, id) in matched.enumerated() {
+                let t = p.typos(id)
+                typos[k] += t == 3 ? 0 : t
+                if p.exact.contains(id) { exactWords[k] += 1 }
+            }
         }
         var attribute = [Int](repeating: noRank, count: n)
         var exactAttribute = [Int](repeating: SearchRank.noExactAttribute, count: n)

@@ -8,16 +8,26 @@ import QueryPlan
 extension SearchRun {
     /// The items holding one query word, by how they hold it.
     struct WordPostings {
-        /// Items by the fewest typos they hold the word with (0, 1, 2).
-        var byTypos: [[Int64]] = [[], [], []]
+        /// Items holding a form of the word with 0, 1, 2 typos (an item may
+        /// be in several: its typos are the fewest).
+        var byTypos: [IDBits] = [IDBits(), IDBits(), IDBits()]
         /// Items holding the word itself (not only a prefix or a misspelling).
-        var exact: [Int64] = []
+        var exact = IDBits()
         /// The FTS5 terms of every form, by typos, for column-filtered lookups.
         var formsByTypos: [[String]] = [[], [], []]
         /// The same forms as ``PostingIndex`` terms, by typos, where the index
         /// answers for them (nil: FTS5 does).
         var termsByTypos: [[Int]?] = [nil, nil, nil]
-        var all: [Int64] = []
+        /// Items holding any form.
+        var all = IDBits()
+
+        /// The fewest typos `id` holds the word with (3: none).
+        @inline(__always)
+        func typos(_ id: Int64) -> Int {
+            byTypos[0].contains(id) ? 0 : byTypos[1].contains(id) ? 1 : byTypos[2].contains(id) ? 2 : 3
+        }
+
+        var memoryBytes: Int { (byTypos + [exact, all]).reduce(0) { $0 + $1.memoryBytes } }
     }
 
     /// A query word's lookups (``lookUpWordPostings(_:isLast:)``), kept per
@@ -50,8 +60,15 @@ extension SearchRun {
             return known
         }
         let p = try lookUpWordPostings(word, isLast: isLast)
-        if cache.wordPostings.count >= SearchCache.maxWordPostings { cache.wordPostings = [:] }
-        if p.all.count <= SearchCache.maxWordPostingItems { cache.wordPostings[key] = p }
+        let bytes = p.memoryBytes
+        if cache.wordPostings.count >= SearchCache.maxWordPostings || cache.wordPostingsBytes + bytes > SearchCache.maxWordPostingsBytes {
+            cache.wordPostings = [:]
+            cache.wordPostingsBytes = 0
+        }
+        if bytes <= SearchCache.maxWordPostingsBytes / 4 {
+            cache.wordPostings[key] = p
+            cache.wordPostingsBytes += bytes
+        }
         return p
     }
 
@@ -71,16 +88,15 @@ extension SearchRun {
         if prefix { p.formsByTypos[0].append(exactForm + " *") }
         if let search = postingSearch, PostingSearch.isPlain(word) {
             let exact = search.exact(word)
-            p.exact = search.items(exact, columns: columnMask)
+            p.exact = search.bits(exact, columns: columnMask)
             // The prefix's terms include the word itself.
             let zero = prefix ? search.prefixed(word) : exact
             p.termsByTypos[0] = zero
-            p.byTypos[0] = prefix ? search.items(zero, columns: columnMask) : p.exact
+            p.byTypos[0] = prefix ? search.bits(zero, columns: columnMask) : p.exact
         } else {
-            p.exact = try ftsIDs(columnFilter + exactForm)
-            var zero = p.exact
-            if prefix { zero = IDs.union(zero, try ftsIDs(columnFilter + exactForm + " *")) }
-            p.byTypos[0] = zero
+            let exact = try ftsIDs(columnFilter + exactForm)
+            p.exact = IDBits(exact)
+            p.byTypos[0] = prefix ? IDBits(IDs.union(exact, try ftsIDs(columnFilter + exactForm + " *"))) : p.exact
         }
         let allowed = plan.typos.allowed(for: word)
         if allowed > 0 {
@@ -102,13 +118,13 @@ extension SearchRun {
                 if let search = postingSearch, terms.allSatisfy(PostingSearch.isPlain) {
                     let held = terms.flatMap(search.exact)
                     p.termsByTypos[t] = held
-                    p.byTypos[t] = search.items(held, columns: columnMask)
+                    p.byTypos[t] = search.bits(held, columns: columnMask)
                 } else {
-                    p.byTypos[t] = try ftsIDs(columnFilter + "(" + forms.joined(separator: " OR ") + ")")
+                    p.byTypos[t] = IDBits(try ftsIDs(columnFilter + "(" + forms.joined(separator: " OR ") + ")"))
                 }
             }
         }
-        p.all = IDs.union(p.byTypos)
+        p.all = IDBits.union(p.byTypos)
         return p
     }
 }

@@ -188,6 +188,30 @@ import Testing
         #expect(try r.search(byDownloads).hits.prefix(3).map(\.uniqueIdentifier) == ["zz-downloads", "a-inside", "a-other"])
     }
 
+    /// Typos, then exact words, as Algolia ranks them, whatever the
+    /// identifiers, with the index and without: the word itself and a
+    /// prefix of it are no typo, the word beside a misspelling of it is no
+    /// typo either (its fewest), and the word itself beats a longer word it
+    /// begins.
+    @Test func typosThenExactWordsDecideTheOrder() throws {
+        let dir = try TempDir()
+        let w = try openStore(dir)
+        try w.put([item("a-typo", #"{"title": "pandaz library"}"#), item("m-prefix", #"{"title": "pandas3 library"}"#),
+                   item("z-exact", #"{"title": "pandas library"}"#), item("b-both", #"{"title": "pandas pandaz"}"#),
+                   item("c-none", #"{"title": "library"}"#)])
+        let indexed = try openStore(dir, mode: .readOnly)
+        let plain = try openStore(dir, mode: .readOnly)
+        plain.searchCache.searchesUsePostingIndex = false
+        try indexed.buildSuggestionIndex()
+        defer { PostingIndexes.shared.forget(path: indexed.path) }
+        for store in [indexed, plain] {
+            let r = try store.search(SearchPlan(words: ["pandas"], window: 10))
+            #expect(r.hits.map(\.uniqueIdentifier) == ["b-both", "z-exact", "m-prefix", "a-typo"])
+            #expect(r.hits.map(\.rank.typos) == [0, 0, 0, 1] && r.hits.map(\.rank.exactWords) == [1, 1, 0, 0])
+        }
+        #expect(indexed.searchCache.postingSearches == 1 && plain.searchCache.postingSearches == 0)
+    }
+
     /// Another connection's commit retires the index at once: the next
     /// search takes FTS5 and finds the new items; inside a caller's
     /// transaction, its writes not yet committed are found too.

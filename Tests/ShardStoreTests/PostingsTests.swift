@@ -149,6 +149,15 @@ import Testing
             // As bits (sets of 512 ids or more) and as a list.
             #expect(ItemSet(b).count(in: a) == want)
             #expect(ItemSet(a).count(in: b) == want)
+            // ``IDBits``: the same sets, unions and intersections as the lists'.
+            let x = IDBits(a), y = IDBits(b)
+            #expect(x.ids == a && y.ids == b && x.count == a.count)
+            #expect(x.intersection(y).ids == shared.sorted() && y.intersection(x).ids == shared.sorted())
+            #expect(x.union(y).ids == IDs.union(a, b) && y.union(x).ids == IDs.union(a, b))
+            #expect(IDBits.union([x, IDBits(), y]).ids == IDs.union(a, b))
+            #expect(x.intersection(IDBits()).isEmpty && x.union(IDBits()) == x)
+            let probe = Int64(rng.next() % (range + 70))
+            #expect(x.contains(probe) == a.contains(probe) && !x.contains(-1))
         }
     }
 }
