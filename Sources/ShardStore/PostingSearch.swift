@@ -23,8 +23,15 @@ struct PostingSearch {
     /// Whether FTS5's tokenizer makes `term`, quoted in a query, exactly the
     /// one token `term`.
     static func isPlain(_ term: String) -> Bool {
-        !term.isEmpty && term.utf8.allSatisfy { ($0 >= 0x61 && $0 <= 0x7a) || ($0 >= 0x30 && $0 <= 0x39) }
+        !term.isEmpty && term.utf8.allSatisfy(isPlainByte)
     }
+
+    static func isPlain(_ term: UnsafeBufferPointer<UInt8>) -> Bool {
+        !term.isEmpty && term.allSatisfy(isPlainByte)
+    }
+
+    @inline(__always)
+    static func isPlainByte(_ b: UInt8) -> Bool { (b >= 0x61 && b <= 0x7a) || (b >= 0x30 && b <= 0x39) }
 
     /// The mask bits of word-index columns `columns`.
     static func mask(_ columns: some Sequence<Int>) -> UInt32 {

@@ -378,7 +378,7 @@ struct SearchRun {
             for level in 0..<needed where perLevel[level] > 0 {
                 defer { before += perLevel[level] }
                 let forms = p.formsByTypos[level]
-                guard !forms.isEmpty else { continue }
+                guard !forms.isEmpty || p.termsByTypos[level]?.isEmpty == false else { continue }
                 var assigned = [Bool](repeating: false, count: n)
                 var count = 0
                 func assign(_ ids: [Int64], _ value: Int) {

@@ -13,7 +13,8 @@ extension SearchRun {
         var byTypos: [IDBits] = [IDBits(), IDBits(), IDBits()]
         /// Items holding the word itself (not only a prefix or a misspelling).
         var exact = IDBits()
-        /// The FTS5 terms of every form, by typos, for column-filtered lookups.
+        /// The FTS5 terms of every form, by typos, for column-filtered lookups
+        /// (only where FTS5 answers: see ``termsByTypos``).
         var formsByTypos: [[String]] = [[], [], []]
         /// The same forms as ``PostingIndex`` terms, by typos, where the index
         /// answers for them (nil: FTS5 does).
@@ -104,15 +105,26 @@ extension SearchRun {
             var found = store.typoForms(word, maxTypos: allowed, in: vocabulary).filter { $0.typos > 0 }
             if isLast, plan.prefixLast {
                 // Terms that are already prefix matches count as no typo.
-                found = found.filter { !vocabulary.term($0.term).hasPrefix(word) }
+                let wordBytes = Array(word.utf8)
+                found = found.filter { f in !vocabulary.withTerm(f.term) { $0.starts(with: wordBytes) } }
             }
             if found.count > ShardStore.maxTypoTerms {
                 found.sort { ($0.typos, -vocabulary.docs[$0.term]) < ($1.typos, -vocabulary.docs[$1.term]) }
                 found = Array(found.prefix(ShardStore.maxTypoTerms))
             }
             for t in 1...allowed {
-                let terms = found.filter { $0.typos == t }.map { vocabulary.term($0.term) }
-                guard !terms.isEmpty else { continue }
+                let level = found.filter { $0.typos == t }
+                guard !level.isEmpty else { continue }
+                if let search = postingSearch, vocabulary === search.index.terms,
+                   level.allSatisfy({ f in vocabulary.withTerm(f.term, PostingSearch.isPlain) }) {
+                    // The forms are the index's own terms: their lists at
+                    // once, with no text made of them (FTS5 is not asked).
+                    let held = level.map(\.term)
+                    p.termsByTypos[t] = held
+                    p.byTypos[t] = search.bits(held, columns: columnMask)
+                    continue
+                }
+                let terms = level.map { vocabulary.term($0.term) }
                 let forms = terms.map(Self.quote)
                 p.formsByTypos[t] = forms
                 if let search = postingSearch, terms.allSatisfy(PostingSearch.isPlain) {

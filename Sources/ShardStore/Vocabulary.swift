@@ -72,6 +72,11 @@ final class Vocabulary {
         }
     }
 
+    /// Calls `body` with term `i`'s bytes, in place.
+    func withTerm<T>(_ i: Int, _ body: (UnsafeBufferPointer<UInt8>) -> T) -> T {
+        bytes.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[Int(starts[i])..<Int(starts[i + 1])])) }
+    }
+
     /// Term `i`'s length in bytes.
     func length(_ i: Int) -> Int { Int(starts[i + 1] - starts[i]) }
 
