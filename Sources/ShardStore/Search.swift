@@ -175,7 +175,7 @@ extension ShardStore {
     /// ordered by ``ItemOrder``'s places, read with the posting index (or
     /// by the connection, for searches without one), and only the page's
     /// identifiers are read; the window's last key comes from a bounded
-    /// heap (``SearchRun/least(_:_:)``); a word's 40 commonest words went 0.91 →
+    /// heap (``SearchRun/least(_:_:)``); the corpus's 40 commonest words went 0.91 →
     /// 0.53 ms p50 and 10.7 → 1.5 p99, a page 10's p99 11.5 → 3.4. The
     /// empty query (every item; an InstantSearch page's first request)
     /// went 79 → 4.5 ms: ids kept per connection (``universe(_:)``), ties
