@@ -86,6 +86,60 @@ final class SearchCache {
     /// the data it is of; read for a search ranking this many candidates.
     var itemOrder: (UniverseCache.Version, ItemOrder)?
     static let itemOrderMinCandidates = 2_000
+    /// The last search's attributes (see ``SearchAttributes``).
+    var attributes: SearchAttributes?
+}
+
+/// What a search's searchable attributes are to the shard: their ids and
+/// ranks, the word-index columns to look in, whether matches must be
+/// confirmed on the text. Worked out from the shard's attribute names, and
+/// kept per connection while they and the plan's attributes are the same:
+/// iterating every name's column per search was half of a search that
+/// finds nothing (Debian shard, 2026-11-24).
+struct SearchAttributes {
+    struct Key: Equatable {
+        var order: [String]
+        var ids: [Int64]
+        var names: Int
+        var data: Int64
+    }
+    let key: Key
+    let searchable: [Int64]
+    let rankOf: [Int64: Int]
+    let columns: [(column: Int, rank: Int)]
+    let mustVerify: Bool
+    let coversEveryColumn: Bool
+    let rankByName: [Int]
+    let noRank: Int
+
+    init(_ key: Key, names: [Int64: String]) {
+        self.key = key
+        let ids = key.ids
+        let order = key.order.isEmpty ? SearchPlan.defaultAttributeOrder : key.order
+        searchable = ids
+        var rankOf: [Int64: Int] = [:]
+        for id in ids {
+            let name = names[id] ?? ""
+            rankOf[id] = order.firstIndex(of: name) ?? order.count
+        }
+        var best: [Int: Int] = [:]
+        for id in ids {
+            let c = Layout.wordColumn(names[id] ?? "")
+            best[c] = min(best[c] ?? .max, rankOf[id]!)
+        }
+        columns = best.map { ($0.key, $0.value) }.sorted { ($0.rank, $0.column) < ($1.rank, $1.column) }
+        let searchedColumns = Set(best.keys)
+        let searchableSet = Set(ids)
+        mustVerify = names.contains { id, name in
+            !searchableSet.contains(id) && searchedColumns.contains(Layout.wordColumn(name))
+        }
+        coversEveryColumn = names.values.allSatisfy { searchedColumns.contains(Layout.wordColumn($0)) }
+        var rankByName = [Int](repeating: -1, count: Int(max(ids.max() ?? -1, -1)) + 1)
+        for (id, rank) in rankOf where id >= 0 { rankByName[Int(id)] = rank }
+        self.rankByName = rankByName
+        self.rankOf = rankOf
+        noRank = SearchRank.attribute((rankOf.values.max() ?? 0) + 1, atStart: false)
+    }
 }
 
 extension ShardStore {
@@ -244,16 +298,20 @@ struct SearchRun {
     let context: QueryContext
 
     /// The searchable attributes' ids, and each one's rank.
-    var searchable: [Int64] = []
-    var rankOf: [Int64: Int] = [:]
+    var searchable: [Int64] { attributes.searchable }
+    var rankOf: [Int64: Int] { attributes.rankOf }
     /// Word-index columns to search, with the best rank of the attributes each holds.
-    var columns: [(column: Int, rank: Int)] = []
+    var columns: [(column: Int, rank: Int)] { attributes.columns }
     /// The attribute criterion of a match in no attribute (past the worst).
-    var noRank: Int { SearchRank.attribute((rankOf.values.max() ?? 0) + 1, atStart: false) }
+    var noRank: Int { attributes.noRank }
     /// Whether a searched column also holds attributes this search must not
     /// match in, so matches have to be confirmed on the text.
-    var mustVerify = false
-    var searchableSet: Set<Int64> = []
+    var mustVerify: Bool { attributes.mustVerify }
+    /// ``rankOf`` by name id, -1 for names not searched (for the forward index's loop).
+    var rankByName: [Int] { attributes.rankByName }
+    /// Whether the searched columns hold every column of the shard's attribute names.
+    var coversEveryColumn: Bool { attributes.coversEveryColumn }
+    let attributes: SearchAttributes
     let matcher: SearchWordMatcher
     /// The word lookups from memory, when the shard's ``PostingIndex`` is current.
     let postingSearch: PostingSearch?
@@ -262,8 +320,6 @@ struct SearchRun {
     /// The shard's ``ForwardIndex``, when it is current and ranking takes
     /// proximity from it (see ``textMatch(_:)``).
     let forward: ForwardIndex?
-    /// ``rankOf`` by name id, -1 for names not searched (for the forward index's loop).
-    var rankByName: [Int] = []
 
     init(store: ShardStore, plan: SearchPlan, context: QueryContext, index: PostingIndex? = nil) throws {
         self.store = store
@@ -278,7 +334,6 @@ struct SearchRun {
         } else {
             forward = nil
         }
-        let order = plan.searchableAttributes.isEmpty ? SearchPlan.defaultAttributeOrder : plan.searchableAttributes
         let ids: [Int64]
         if plan.searchableAttributes.isEmpty {
             // The names `*` covers, as every other query language resolves them.
@@ -286,26 +341,13 @@ struct SearchRun {
         } else {
             ids = try plan.searchableAttributes.compactMap { try store.searchableNameID($0) }
         }
-        searchable = ids
-        searchableSet = Set(ids)
-        for id in ids {
-            let name = store.names[id] ?? ""
-            rankOf[id] = order.firstIndex(of: name) ?? order.count
+        let key = SearchAttributes.Key(order: plan.searchableAttributes, ids: ids, names: store.names.count, data: store.dataVersion)
+        if let held = store.searchCache.attributes, held.key == key {
+            attributes = held
+        } else {
+            attributes = SearchAttributes(key, names: store.names)
+            store.searchCache.attributes = attributes
         }
-        var best: [Int: Int] = [:]
-        for id in ids {
-            let c = Layout.wordColumn(store.names[id] ?? "")
-            best[c] = min(best[c] ?? .max, rankOf[id]!)
-        }
-        columns = best.map { ($0.key, $0.value) }.sorted { ($0.rank, $0.column) < ($1.rank, $1.column) }
-        let searchedColumns = Set(best.keys)
-        let searchableSet = Set(ids)
-        mustVerify = store.names.contains { id, name in
-            !searchableSet.contains(id) && searchedColumns.contains(Layout.wordColumn(name))
-        }
-        coversEveryColumn = store.names.values.allSatisfy { searchedColumns.contains(Layout.wordColumn($0)) }
-        rankByName = [Int](repeating: -1, count: Int(max(ids.max() ?? -1, -1)) + 1)
-        for (id, rank) in rankOf where id >= 0 { rankByName[Int(id)] = rank }
     }
 
     func run() throws -> ShardSearchResult {
@@ -588,8 +630,6 @@ struct SearchRun {
     var columnFilter: String {
         coversEveryColumn ? "" : "{" + columns.map { "c\($0.column)" }.joined(separator: " ") + "} : "
     }
-    /// Whether the searched columns hold every column of the shard's attribute names.
-    var coversEveryColumn = false
 
     /// The searched columns' mask for ``PostingSearch``: nil when FTS5 gets no column filter.
     var columnMask: UInt32? {
