@@ -357,11 +357,11 @@ struct AsyncSocketTests {
     /// held back at the window instead of queueing without bound.
     @Test func postFromAThreadKeepsOrderAndHoldsBackWhileNoPeerTakesMessages() async throws {
         let context = try Context()
-        // A free port: bind, read it, let go.
-        let probe = try Socket(context: context, type: .router)
-        try probe.bind("tcp://127.0.0.1:0")
-        let endpoint = try probe.lastEndpoint
-        probe.close()
+        // A free port, found with a plain socket: a ZeroMQ socket's close
+        // returns before its I/O thread stops listening, and the dealer
+        // could connect to that listener, send the first messages into it
+        // and lose them as it goes (seen once, under load).
+        let endpoint = "tcp://127.0.0.1:\(try Self.freePort())"
         let dealer = try AsyncSocket(context: context, type: .dealer) { socket in
             try socket.set(.routingID(bytes("poster")))
             try socket.set(.sendHighWaterMark(1))
@@ -393,6 +393,24 @@ struct AsyncSocketTests {
             #expect(texts(last.first) == ["poster", "after"])
         }
         #expect(finished.wait(timeout: .now() + 5) == .success)
+    }
+
+    /// A loopback TCP port nothing listens on: bound by a plain socket,
+    /// read, and closed (which frees it at once).
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw POSIXError(.EMFILE) }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else { throw POSIXError(.EADDRINUSE) }
+        return Int(UInt16(bigEndian: address.sin_port))
     }
 
     @Test func postAfterCloseThrowsClosed() throws {
