@@ -137,13 +137,15 @@ extension CoordinatorCore {
     }
 
     func shardSearchAnswered(key: String, from worker: String, _ r: Body.ShardSearchResult) {
-        guard var rs = searches[key], rs.outstanding[r.shard] == worker else { return }
-        let r = rs.scope.unqualify(r)
-        rs.outstanding.removeValue(forKey: r.shard)
-        rs.builder.add(r)
-        for s in r.suggestions ?? [] { rs.suggestions[s.suggestion, default: 0] += s.count }
-        rs.groups += r.groups ?? []
-        searches[key] = rs
+        guard searches[key]?.outstanding[r.shard] == worker, let scope = searches[key]?.scope else { return }
+        let r = scope.unqualify(r)
+        // Changed in place: a copy of the search taken out and put back
+        // made the hits gathered so far be copied at every shard's answer
+        // (a page 10 gathers 220 a shard).
+        searches[key]!.outstanding.removeValue(forKey: r.shard)
+        searches[key]!.builder.add(r)
+        for s in r.suggestions ?? [] { searches[key]!.suggestions[s.suggestion, default: 0] += s.count }
+        if let groups = r.groups { searches[key]!.groups += groups }
         finishSearchIfDone(key)
     }
 
@@ -173,7 +175,7 @@ extension CoordinatorCore {
     }
 
     func finishSearchIfDone(_ key: String) {
-        guard let rs = searches[key], rs.outstanding.isEmpty else { return }
+        guard searches[key]?.outstanding.isEmpty == true else { return }
         completeSearch(key)
     }
 
