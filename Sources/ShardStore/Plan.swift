@@ -315,11 +315,6 @@ enum IDs {
         }
     }
 
-    /// The union of every list (see ``union(_:_:)``).
-    static func union(_ lists: [[Int64]]) -> [Int64] {
-        lists.reduce([], union)
-    }
-
     static func subtract(_ a: [Int64], _ b: [Int64]) -> [Int64] {
         if a.isEmpty || b.isEmpty { return a }
         var out: [Int64] = []
