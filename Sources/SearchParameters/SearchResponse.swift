@@ -194,6 +194,8 @@ public struct SearchResponseBuilder: Sendable {
 
     /// The parameters as Algolia echoes them: URL-encoded, values that are not
     /// text written as JSON.
+    private static let hex = Array("0123456789ABCDEF".utf8)
+
     static func urlEncoded(_ params: JSONValue) -> String {
         guard case .object(let o) = params else { return "" }
         var out: [UInt8] = []
@@ -216,7 +218,6 @@ public struct SearchResponseBuilder: Sendable {
     /// also pass letters past ASCII unencoded; Algolia's echo, and this,
     /// encode their bytes.)
     static func percentEncode(_ value: String, into out: inout [UInt8]) {
-        let hex = Array("0123456789ABCDEF".utf8)
         for b in value.utf8 {
             switch b {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),

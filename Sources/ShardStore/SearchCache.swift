@@ -1,0 +1,107 @@
+import Foundation
+import QueryPlan
+
+/// Caches that parameter search keeps per connection, valid for one version
+/// of the shard's data.
+final class SearchCache {
+    var vocabulary: Vocabulary?
+    var vocabularyBuilt = ContinuousClock.now
+    var vocabularyVersion: Int64 = -2
+    var facetVersion: Int64 = -2
+    var facetColumns: [Int64: FacetColumn] = [:]
+    /// Misspelt forms found per (word, typos) in the current vocabulary: a
+    /// person typing repeats the words before the one being typed.
+    var typoForms: [String: [(term: Int, typos: Int)]] = [:]
+    /// The vocabulary ``typoForms`` indexes.
+    weak var typoFormsVocabulary: Vocabulary?
+    /// The data version at which this connection last brought the shard's
+    /// ``VectorIndex`` up to date.
+    var vectorsVersion: Int64 = -2
+    /// Posting lists of the terms suggestions have counted (see ``TermPostings``).
+    let postings = TermPostings()
+    /// Whether searches take their word lookups from the process's
+    /// ``PostingIndex`` when it is current (tests turn it off to compare).
+    var searchesUsePostingIndex = true
+    /// Searches that found the shared index current and used it (for tests).
+    var postingSearches = 0
+    /// Whether ranking takes proximity from the index's ``ForwardIndex``
+    /// when it is current (tests turn it off to compare with the text scan).
+    var searchesUseForwardIndex = true
+    /// Searches that took proximity from the forward index (for tests).
+    var forwardSearches = 0
+    /// Each forward-index term's words, per query (see ``ForwardTokenCache``).
+    let forwardTokens = ForwardTokenCache()
+
+    static let maxTypoForms = 10_000
+    /// Each query word's lookups (``SearchRun/wordPostings(_:isLast:)``),
+    /// for the index they were made with (typo forms included: they come
+    /// from its terms).
+    var wordPostings: [String: SearchRun.WordPostings] = [:]
+    weak var wordPostingsIndex: PostingIndex?
+    /// Lookups taken from ``wordPostings`` (for tests).
+    var wordPostingsReused = 0
+    /// Words kept at most.
+    static let maxWordPostings = 256
+    /// The bytes the kept words' sets may take at most (one word's at most a
+    /// quarter of it; Debian shard: ~40 KB a word).
+    static let maxWordPostingsBytes = 32 << 20
+    var wordPostingsBytes = 0
+    /// The connection's ``ItemOrder`` when no posting index is current, and
+    /// the data it is of; read for a search ranking this many candidates.
+    var itemOrder: (UniverseCache.Version, ItemOrder)?
+    static let itemOrderMinCandidates = 2_000
+    /// The last search's attributes (see ``SearchAttributes``).
+    var attributes: SearchAttributes?
+}
+
+/// What a search's searchable attributes are to the shard: their ids and
+/// ranks, the word-index columns to look in, whether matches must be
+/// confirmed on the text. Worked out from the shard's attribute names, and
+/// kept per connection while they and the plan's attributes are the same:
+/// iterating every name's column per search was half of a search that
+/// finds nothing (Debian shard, 2026-11-24).
+struct SearchAttributes {
+    struct Key: Equatable {
+        var order: [String]
+        var ids: [Int64]
+        var names: Int
+        var data: Int64
+    }
+    let key: Key
+    let searchable: [Int64]
+    let rankOf: [Int64: Int]
+    let columns: [(column: Int, rank: Int)]
+    let mustVerify: Bool
+    let coversEveryColumn: Bool
+    let rankByName: [Int]
+    let noRank: Int
+
+    init(_ key: Key, names: [Int64: String]) {
+        self.key = key
+        let ids = key.ids
+        let order = key.order.isEmpty ? SearchPlan.defaultAttributeOrder : key.order
+        searchable = ids
+        var rankOf: [Int64: Int] = [:]
+        for id in ids {
+            let name = names[id] ?? ""
+            rankOf[id] = order.firstIndex(of: name) ?? order.count
+        }
+        var best: [Int: Int] = [:]
+        for id in ids {
+            let c = Layout.wordColumn(names[id] ?? "")
+            best[c] = min(best[c] ?? .max, rankOf[id]!)
+        }
+        columns = best.map { ($0.key, $0.value) }.sorted { ($0.rank, $0.column) < ($1.rank, $1.column) }
+        let searchedColumns = Set(best.keys)
+        let searchableSet = Set(ids)
+        mustVerify = names.contains { id, name in
+            !searchableSet.contains(id) && searchedColumns.contains(Layout.wordColumn(name))
+        }
+        coversEveryColumn = names.values.allSatisfy { searchedColumns.contains(Layout.wordColumn($0)) }
+        var rankByName = [Int](repeating: -1, count: Int(max(ids.max() ?? -1, -1)) + 1)
+        for (id, rank) in rankOf where id >= 0 { rankByName[Int(id)] = rank }
+        self.rankByName = rankByName
+        self.rankOf = rankOf
+        noRank = SearchRank.attribute((rankOf.values.max() ?? 0) + 1, atStart: false)
+    }
+}
