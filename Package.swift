@@ -125,7 +125,7 @@ let package = Package(
         .testTarget(name: "ShardStoreTests", dependencies: ["ShardStore", "SpotlightQuery", "SQLite"]),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
         .testTarget(name: "CoordinatorTests", dependencies: ["Coordinator"]),
-        .testTarget(name: "WireProtocolTests", dependencies: ["WireProtocol", "Items"]),
+        .testTarget(name: "WireProtocolTests", dependencies: ["WireProtocol", "Items", "QueryPlan"]),
         .testTarget(name: "EmbedderTests", dependencies: ["Embedder", "Items"]),
         .testTarget(name: "IntegrationTests", dependencies: ["LimelightClient", "WireProtocol", "Items", "ZeroMQ", "ClusterAuth"]),
         .testTarget(name: "LimelightCLITests", dependencies: ["LimelightCLI", "ClusterAuth", "ZeroMQ"]),

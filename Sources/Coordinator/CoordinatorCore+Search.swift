@@ -12,7 +12,9 @@ struct RunningSearch: Sendable {
     var client: [Data]
     var requestID: String
     var request: SearchRequest
-    var planJSON: JSONValue
+    /// The plan's JSON form, written when a worker on a socket first needs
+    /// it (a worker in this process takes the plan itself).
+    var planJSON: JSONValue?
     var deadlineMs: Int
     var outstanding: [Int: String] = [:]   // shard → worker
     var tried: [Int: Set<String>] = [:]
@@ -110,7 +112,7 @@ extension CoordinatorCore {
         request.plan = scope.restrict(request.plan)
         let key = makeID("s")
         let deadline = deadlineMs ?? configuration.defaultDeadlineMs
-        var rs = RunningSearch(key: key, client: client, requestID: id, request: request, planJSON: request.plan.json,
+        var rs = RunningSearch(key: key, client: client, requestID: id, request: request, planJSON: nil,
                                deadlineMs: deadline, builder: SearchResponseBuilder(request: request), started: .now)
         rs.mode = mode
         rs.scope = scope
@@ -129,11 +131,22 @@ extension CoordinatorCore {
         guard var rs = searches[key] else { return }
         let w = assignQueryWorker(shard: shard, tried: &rs.tried, outstanding: &rs.outstanding, failed: &rs.failed)
         if w == nil { rs.builder.shardFailed() }
+        let message: Body.ShardSearch?
+        if let w {
+            let deadline = remainingMs(rs.deadlineMs, since: rs.started)
+            if w.route == LocalQueryWorker.route {
+                message = .typed(shard: shard, plan: rs.request.plan, deadlineMs: deadline, suggest: rs.mode.suggestLimit, perDomain: rs.mode.perDomain)
+            } else {
+                if rs.planJSON == nil { rs.planJSON = rs.request.plan.json }
+                message = Body.ShardSearch(shard: shard, plan: rs.planJSON!, deadlineMs: deadline,
+                                           suggest: rs.mode.suggestLimit, perDomain: rs.mode.perDomain)
+            }
+        } else {
+            message = nil
+        }
         searches[key] = rs
-        guard let w else { return }
-        send(.worker(w.route), key, .shardSearch(Body.ShardSearch(shard: shard, plan: rs.planJSON,
-                                                                  deadlineMs: remainingMs(rs.deadlineMs, since: rs.started),
-                                                                  suggest: rs.mode.suggestLimit, perDomain: rs.mode.perDomain)))
+        guard let w, let message else { return }
+        send(.worker(w.route), key, .shardSearch(message))
     }
 
     func shardSearchAnswered(key: String, from worker: String, _ r: Body.ShardSearchResult) {

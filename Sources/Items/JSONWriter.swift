@@ -20,7 +20,7 @@ public enum JSONWriter {
         case .null: out += "null".utf8
         case .bool(let b): out += (b ? "true" : "false").utf8
         case .number(let d):
-            if d.rounded() == d, abs(d) < 9.0e15 { out += String(Int64(d)).utf8 }
+            if d.rounded() == d, abs(d) < 9.0e15 { writeInteger(Int64(d), into: &out) }
             else if d.isFinite { out += String(d).utf8 }
             else { out += "null".utf8 } // JSON has no infinities; items never hold them
         case .string(let s): writeString(s, into: &out)
@@ -33,13 +33,33 @@ public enum JSONWriter {
             out.append(UInt8(ascii: "]"))
         case .object(let o):
             out.append(UInt8(ascii: "{"))
-            for (i, member) in o.sorted(by: { $0.key < $1.key }).enumerated() {
+            // The members' positions are sorted, not copies of the members
+            // (each a key and a value to retain and release).
+            for (i, index) in o.indices.sorted(by: { o[$0].key < o[$1].key }).enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
-                writeString(member.key, into: &out)
+                writeString(o[index].key, into: &out)
                 out.append(UInt8(ascii: ":"))
-                write(member.value, into: &out)
+                write(o[index].value, into: &out)
             }
             out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// A whole number's decimal digits, without a `String` in between
+    /// (responses are mostly counts, ranks and positions).
+    public static func writeInteger(_ n: Int64, into out: inout [UInt8]) {
+        if n < 0 { out.append(UInt8(ascii: "-")) }
+        var m = n.magnitude
+        if m < 10 { out.append(UInt8(ascii: "0") + UInt8(m)); return }
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)   // 24 bytes: room for 20 digits
+        var count = 0
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            while m > 0 {
+                buffer[23 - count] = UInt8(ascii: "0") + UInt8(m % 10)
+                m /= 10
+                count += 1
+            }
+            out.append(contentsOf: buffer[(24 - count)...])
         }
     }
 

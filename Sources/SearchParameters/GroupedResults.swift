@@ -11,7 +11,8 @@ extension SearchResponseBuilder {
         let plan = request.plan
         let highlighter = Highlighter(plan: plan, preTag: request.highlightPreTag, postTag: request.highlightPostTag,
                                       ellipsis: request.snippetEllipsisText)
-        return hits.map { h in hit(h.id, h.item, (try? SearchRank(json: h.rank)) ?? SearchRank(), highlighter) }
+        let retrieved = request.attributesToRetrieve.map(Set.init)
+        return hits.map { h in hit(h.id, h.item, h.rank, highlighter, retrieved: retrieved) }
     }
 
     /// Whether group `a`'s best hit ranks above group `b`'s (an empty group
@@ -19,7 +20,7 @@ extension SearchResponseBuilder {
     public func groupPrecedes(_ a: Body.ShardGroup, _ b: Body.ShardGroup) -> Bool {
         switch (a.hits.first, b.hits.first) {
         case (let x?, let y?):
-            let rx = (try? SearchRank(json: x.rank)) ?? SearchRank(), ry = (try? SearchRank(json: y.rank)) ?? SearchRank()
+            let rx = x.rank, ry = y.rank
             if SearchRanking.precedes(rx, x.id, ry, y.id, plan: request.plan) { return true }
             if SearchRanking.precedes(ry, y.id, rx, x.id, plan: request.plan) { return false }
         case (.some, nil): return true

@@ -134,13 +134,29 @@ public struct Highlighter: Sendable {
 
     func highlight(_ value: String, fast: Bool) -> Result {
         let m = matches(value, fast: fast)
-        let wholeTokens = Set(m.tokens.map(\.position))
-        let markedPositions = Set(m.marked.map { m.tokens[$0].position })
         return Result(value: mark(value, m.ranges, in: 0..<value.utf8.count),
                       matchLevel: level(m.matched).rawValue,
                       matchedWords: words.indices.filter { m.matched[$0] }.map { words[$0] },
-                      fullyHighlighted: !wholeTokens.isEmpty && wholeTokens == markedPositions && m.ranges.count > 0
+                      fullyHighlighted: !m.tokens.isEmpty && everyPositionMarked(m) && m.ranges.count > 0
                         && m.ranges.allSatisfy { r in m.tokens.contains { $0.range == r } })
+    }
+
+    /// Whether every whole token has a marked token at its position (itself
+    /// or one of its camel-case parts). A token's parts follow it at its
+    /// position, so positions come in runs: one pass, no sets.
+    func everyPositionMarked(_ m: Matches) -> Bool {
+        var next = 0   // the next marked token, in m.marked
+        var k = 0
+        while k < m.tokens.count {
+            let position = m.tokens[k].position
+            var marked = false
+            while k < m.tokens.count, m.tokens[k].position == position {
+                if next < m.marked.count, m.marked[next] == k { marked = true; next += 1 }
+                k += 1
+            }
+            if !marked { return false }
+        }
+        return true
     }
 
     /// About `count` words of `value` around its first match (its start when

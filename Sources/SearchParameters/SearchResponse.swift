@@ -25,10 +25,7 @@ public struct SearchResponseBuilder: Sendable {
     public mutating func add(_ r: Body.ShardSearchResult) {
         nbHits += r.nbHits
         exhaustiveFacets = exhaustiveFacets && r.exhaustiveFacetsCount
-        for h in r.hits {
-            let rank = (try? SearchRank(json: h.rank)) ?? SearchRank()
-            hits.append((h.id, h.item, rank))
-        }
+        for h in r.hits { hits.append((h.id, h.item, h.rank)) }
         for (facet, counts) in r.facets { facets[facet, default: [:]].merge(counts, uniquingKeysWith: +) }
         for (facet, s) in r.facetStats where s.count == 4 {
             let new = FacetStats(min: s[0], max: s[1], sum: s[2], count: Int(s[3]))
@@ -50,14 +47,20 @@ public struct SearchResponseBuilder: Sendable {
                 return (h.id, h.item, h.rank, p)
             }
         } else {
-            ranked = hits.sorted { SearchRanking.precedes($0.rank, $0.id, $1.rank, $1.id, plan: plan) }.map { ($0.id, $0.item, $0.rank, nil) }
+            // Positions sorted, not the hits: a hit is three values, two of
+            // them counted references, moved at every step of a sort.
+            let order = hits.indices.sorted { a, b in
+                SearchRanking.precedes(hits[a].rank, hits[a].id, hits[b].rank, hits[b].id, plan: plan)
+            }
+            ranked = order.map { (hits[$0].id, hits[$0].item, hits[$0].rank, nil) }
         }
         let limit = min(request.offset + request.length, request.paginationLimitedTo)
         let page = request.offset < limit ? Array(ranked[min(ranked.count, request.offset)..<min(ranked.count, limit)]) : []
         let highlighter = Highlighter(plan: plan, preTag: request.highlightPreTag, postTag: request.highlightPostTag,
                                       ellipsis: request.snippetEllipsisText)
+        let retrieved = request.attributesToRetrieve.map(Set.init)
         var o: [String: JSONValue] = [
-            "hits": .array(page.map { hit($0.id, $0.item, $0.rank, highlighter, fusion: $0.fusion) }),
+            "hits": .array(page.map { hit($0.id, $0.item, $0.rank, highlighter, retrieved: retrieved, fusion: $0.fusion) }),
             "nbHits": .number(Double(nbHits)),
             "hitsPerPage": .number(Double(request.hitsPerPage)),
             "exhaustiveNbHits": .bool(exhaustiveHits),
@@ -99,11 +102,11 @@ public struct SearchResponseBuilder: Sendable {
     /// One hit: `objectID`, the retrieved attributes at the top level (as
     /// Algolia's records have them), `domainIdentifier`, `entity`, and the
     /// `_highlightResult`, `_snippetResult`, `_rankingInfo`, `_geoDistance` asked for.
+    /// `retrieved`: `attributesToRetrieve` as a set, made once per response.
     func hit(_ id: String, _ item: JSONValue, _ rank: SearchRank, _ highlighter: Highlighter,
-             fusion: HybridRanking.Placement? = nil) -> JSONValue {
+             retrieved: Set<String>?, fusion: HybridRanking.Placement? = nil) -> JSONValue {
         var o: [String: JSONValue] = [:]
         let attributes = item["attributes"]?.objectValue ?? [:]
-        let retrieved = request.attributesToRetrieve.map(Set.init)
         for (k, v) in attributes where retrieved?.contains(k) ?? true { o[k] = v }
         o["objectID"] = .string(id)
         if let d = item["domainIdentifier"] { o["domainIdentifier"] = d }

@@ -1,5 +1,6 @@
 import Foundation
 import Items
+import QueryPlan
 
 /// Why a frame could not be read as a message.
 public struct ProtocolError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -253,7 +254,7 @@ public struct Envelope: Sendable, Hashable {
             if let n = b.perDomain { o["perDomain"] = .number(Double(n)) }
             return o
         case .shardSearchResult(let b):
-            func hits(_ hs: [Body.RankedHit]) -> JSONValue { .array(hs.map { .object(["id": .string($0.id), "item": $0.item, "rank": $0.rank]) }) }
+            func hits(_ hs: [Body.RankedHit]) -> JSONValue { .array(hs.map { .object(["id": .string($0.id), "item": $0.item, "rank": $0.rank.json]) }) }
             var o: [String: JSONValue] = [
                 "shard": .number(Double(b.shard)), "nbHits": .number(Double(b.nbHits)),
                 "exhaustiveFacetsCount": .bool(b.exhaustiveFacetsCount),
@@ -349,7 +350,11 @@ public struct Envelope: Sendable, Hashable {
                     guard let id = h["id"]?.stringValue, let item = h["item"], let rank = h["rank"] else {
                         throw fail("field '\(path)[\(i)]' should be {id, item, rank}")
                     }
-                    hits.append(Body.RankedHit(id: id, item: item, rank: rank))
+                    let typed: SearchRank
+                    do throws(PlanDecodingError) { typed = try SearchRank(json: rank) } catch {
+                        throw fail("field '\(path)[\(i)].rank': \(error.message)")
+                    }
+                    hits.append(Body.RankedHit(id: id, item: item, rank: typed))
                 }
                 return hits
             }

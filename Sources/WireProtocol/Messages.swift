@@ -1,5 +1,6 @@
 import Foundation
 import Items
+import QueryPlan
 
 /// The version every message carries in `v`. A peer that receives another
 /// version answers with an `error` of code `unsupported_version`.
@@ -395,8 +396,13 @@ public enum Body: Sendable, Hashable {
     /// Coordinator → query worker: one shard's part of a search.
     public struct ShardSearch: Sendable, Hashable, Codable {
         public var shard: Int
-        /// A `SearchPlan` in its JSON form.
+        /// A `SearchPlan` in its JSON form, as a frame carries it (the worker
+        /// reads it, and answers `bad_plan` when it cannot).
         public var plan: JSONValue
+        /// The plan itself, when the search is handed to a query worker in
+        /// the coordinator's own process (``typed(shard:plan:deadlineMs:suggest:perDomain:)``):
+        /// no JSON is written nor read for it. Never on the wire.
+        public var typedPlan: SearchPlan?
         public var deadlineMs: Int?
         /// A typed query's suggestions: how many the client wants (the shard sends more, to be summed).
         public var suggest: Int?
@@ -405,6 +411,14 @@ public enum Body: Sendable, Hashable {
         public init(shard: Int, plan: JSONValue, deadlineMs: Int? = nil, suggest: Int? = nil, perDomain: Int? = nil) {
             self.shard = shard; self.plan = plan; self.deadlineMs = deadlineMs; self.suggest = suggest; self.perDomain = perDomain
         }
+        /// A search for a worker in this process: the plan as it is, its
+        /// JSON form left null.
+        public static func typed(shard: Int, plan: SearchPlan, deadlineMs: Int? = nil, suggest: Int? = nil, perDomain: Int? = nil) -> ShardSearch {
+            var s = ShardSearch(shard: shard, plan: .null, deadlineMs: deadlineMs, suggest: suggest, perDomain: perDomain)
+            s.typedPlan = plan
+            return s
+        }
+        enum CodingKeys: String, CodingKey { case shard, plan, deadlineMs, suggest, perDomain }
     }
     /// A completion of typed text and how many items it would find.
     public struct SuggestionCount: Sendable, Hashable, Codable {
@@ -422,11 +436,33 @@ public enum Body: Sendable, Hashable {
         }
     }
     /// One hit with the ranking criteria the coordinator merges by.
+    ///
+    /// The rank is typed: a shard searched in the coordinator's process
+    /// (``LocalQueryWorker``) hands it over as it is, and only a frame on a
+    /// socket carries its JSON form (``SearchRank/json``), read back when the
+    /// frame is (a malformed one is then a protocol error naming the hit).
     public struct RankedHit: Sendable, Hashable, Codable {
         public var id: String
         public var item: JSONValue
-        public var rank: JSONValue
-        public init(id: String, item: JSONValue, rank: JSONValue) { self.id = id; self.item = item; self.rank = rank }
+        public var rank: SearchRank
+        public init(id: String, item: JSONValue, rank: SearchRank) { self.id = id; self.item = item; self.rank = rank }
+
+        enum CodingKeys: String, CodingKey { case id, item, rank }
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            id = try c.decode(String.self, forKey: .id)
+            item = try c.decode(JSONValue.self, forKey: .item)
+            let json = try c.decode(JSONValue.self, forKey: .rank)
+            do { rank = try SearchRank(json: json) } catch {
+                throw DecodingError.dataCorruptedError(forKey: .rank, in: c, debugDescription: "\(error)")
+            }
+        }
+        public func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(id, forKey: .id)
+            try c.encode(item, forKey: .item)
+            try c.encode(rank.json, forKey: .rank)
+        }
     }
     /// Query worker → coordinator: a shard's best hits, its exact match count,
     /// and its facet counts and sums (so that the coordinator's sums are exact).

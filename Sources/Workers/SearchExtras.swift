@@ -36,6 +36,6 @@ struct SearchExtras: Sendable {
     }
 
     static func ranked(_ h: SearchHit) -> Body.RankedHit {
-        Body.RankedHit(id: h.uniqueIdentifier, item: h.item, rank: h.rank.json)
+        Body.RankedHit(id: h.uniqueIdentifier, item: h.item, rank: h.rank)
     }
 }

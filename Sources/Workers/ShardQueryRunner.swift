@@ -63,7 +63,8 @@ public final class ShardQueryRunner: Sendable {
         case .shardSearch(let q):
             let key = envelope.id
             guard let (plan, flag) = accept(key, shard: q.shard, deadlineMs: q.deadlineMs, { () throws(PlanDecodingError) in
-                try SearchPlan(json: q.plan)
+                if let typed = q.typedPlan { return typed }
+                return try SearchPlan(json: q.plan)
             }) else { return true }
             let extras = SearchExtras(suggest: q.suggest, perDomain: q.perDomain)
             if !threads.trySubmit(limit: maxQueued, { self.executeSearch(key: key, shard: q.shard, plan: plan, extras: extras, flag: flag) }) {

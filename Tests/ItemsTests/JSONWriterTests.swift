@@ -32,4 +32,16 @@ import Testing
         #expect(text == #"{"a":{"Z":"upper first","z":"last","é":-3},"b":[1,2.5,true,null],"c\"d":"key with a quote"}"#)
         #expect(try JSONValue.parse(text) == value)
     }
+
+    /// Whole numbers are written digit by digit: every magnitude, both signs,
+    /// the same text as Swift's own `String(Int64)`.
+    @Test func wholeNumbersAsSwiftWritesThem() throws {
+        var values: [Int64] = [0, 1, -1, 9, 10, -10, 99, 100, 12345, -987654321, 8_999_999_999_999_999, -8_999_999_999_999_999]
+        var rng = SystemRandomNumberGenerator()
+        for _ in 0..<2000 { values.append(Int64.random(in: -8_999_999_999_999_999...8_999_999_999_999_999, using: &rng) >> Int64.random(in: 0...60, using: &rng)) }
+        for v in values {
+            #expect(JSONWriter.string(.number(Double(v))) == String(Int64(Double(v))), "\(v)")
+        }
+        #expect(JSONWriter.string(.array([.number(-0.0), .number(2.5), .number(1e300)])) == "[0,2.5,1e+300]")
+    }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Items
+import QueryPlan
 import Testing
 @testable import WireProtocol
 
@@ -54,14 +55,14 @@ struct EnvelopeTests {
         .searchResult(Body.SearchResult(response: .object(["hits": .array([item]), "nbHits": .number(1)]),
                                         failedShards: [ShardFailure(shard: 3, reason: "no live query worker")])),
         .shardSearch(Body.ShardSearch(shard: 2, plan: .object(["words": .array([.string("vim")])]), deadlineMs: 40)),
-        .shardSearchResult(Body.ShardSearchResult(shard: 2, hits: [Body.RankedHit(id: "deb:0ad", item: item, rank: .object(["typos": .number(1)]))],
+        .shardSearchResult(Body.ShardSearchResult(shard: 2, hits: [Body.RankedHit(id: "deb:0ad", item: item, rank: SearchRank(words: 1, typos: 1, proximity: 2, custom: [.number(3)]))],
                                                   nbHits: 7, facets: ["section": ["games": 7]], facetStats: ["installedSize": [1, 9, 20, 7]],
                                                   exhaustiveFacetsCount: false)),
         .shardSearch(Body.ShardSearch(shard: 1, plan: .object(["words": .array([.string("py")])]), suggest: 10, perDomain: 3)),
         .shardSearchResult(Body.ShardSearchResult(shard: 1, hits: [], nbHits: 4, facets: [:], facetStats: [:], exhaustiveFacetsCount: true,
                                                   suggestions: [Body.SuggestionCount(suggestion: "python", count: 4)],
                                                   groups: [Body.ShardGroup(domainIdentifier: "org.debian.python", total: 4,
-                                                                           hits: [Body.RankedHit(id: "deb:0ad", item: item, rank: .object([:]))])])),
+                                                                           hits: [Body.RankedHit(id: "deb:0ad", item: item, rank: SearchRank())])])),
         .entityDonate(Body.EntityDonate(entities: [.object(["type": .string("T"), "id": .string("1")])], priority: 10, batch: "b")),
         .entityDelete(Body.EntityDelete(entityType: "LandmarkEntity", ids: ["1", "2"], shards: [0])),
         .entityAssociate(Body.EntityAssociate(uniqueIdentifier: "deb:0ad", entity: EntityAssociation(type: "GameEntity", id: "0ad", priority: 2))),
@@ -132,6 +133,9 @@ struct EnvelopeTests {
         #expect(fault(#"{"v":1,"type":"write","id":"a","shard":"x","items":[]}"#)?.message == "write: field 'shard' should be a whole number")
         #expect(fault(#"{"v":1,"type":"shard_batch","id":"a","shard":1,"seq":1,"hits":[1]}"#)?.id == "a")
         #expect(fault(#"{"v":1,"type":"ping","id":7}"#)?.message == "request 'id' must be text, found number")
+        // A hit's rank is read when the frame is: a malformed one is named.
+        #expect(fault(#"{"v":1,"type":"shard_search_result","id":"a","shard":0,"nbHits":1,"hits":[{"id":"x","item":{},"rank":3}]}"#)?.message
+                == "shard_search_result: field 'hits[0].rank': expected an object")
         let big = Data((#"{"v":1,"type":"publish","id":"big","items":[""# + String(repeating: "x", count: 2000) + #""]}"#).utf8)
         do { _ = try Envelope.decode(big, maxBytes: 1000); Issue.record("must be too large") } catch {
             #expect(error.code == .tooLarge)

@@ -4,6 +4,7 @@ import Items
 import LimelightClient
 import Logging
 import QueryPlan
+import SearchParameters
 import ShardStore
 import SpotlightQuery
 import WireProtocol
@@ -112,6 +113,36 @@ struct PathBench: AsyncParsableCommand {
         print("  completion in the last batch, in turn      p50 \(fmt(percentile(inside, 50))) ms  p99 \(fmt(percentile(inside, 99))) ms")
         print("  completion as a message of its own         p50 \(fmt(percentile(apart, 50))) ms  p99 \(fmt(percentile(apart, 99))) ms")
 
+        // The parameter search (`search`) of one and of two words, 20 hits
+        // with their titles: the same path, with the coordinator's merge and
+        // the Algolia-shaped response, and the shards' ranking.
+        var rng = SplitMix64(state: 7)
+        let oneWord = words.words.map { JSONValue.object(["query": .string($0), "attributesToRetrieve": .array([.string("title")])]) }
+        let twoWords = words.words.map { a -> JSONValue in
+            let b = words.words[Int(rng.next() % UInt64(words.words.count))]
+            return .object(["query": .string("\(a) \(b)"), "attributesToRetrieve": .array([.string("title")])])
+        }
+        // The first search starts the workers' reads of their posting and
+        // forward indexes in the background; searches are timed after them.
+        _ = try await client.search(oneWord[0])
+        try await Task.sleep(for: .seconds(6))
+        var searchRows: [(String, [JSONValue], [Double])] = []
+        var coordinatorP50: [String: Double] = [:]
+        for (name, params) in [("search, one word", oneWord), ("search, two words", twoWords)] {
+            for p in params.prefix(50) { _ = try await client.search(p) }
+            var l: [Double] = []
+            for k in 0..<max(trips / 4, params.count) {
+                let t = Date()
+                _ = try await client.search(params[k % params.count])
+                l.append(Date().timeIntervalSince(t) * 1000)
+            }
+            // The coordinator's own time, from the search's arrival to its
+            // answer's send (its stats keep the last 4,096).
+            let stats = try await client.stats()
+            coordinatorP50[name] = stats["queryLatencyMs"]?["p50"]?.doubleValue
+            searchRows.append((name, params, l))
+        }
+
         var logger = Logger(label: "bench")
         logger.logLevel = .warning
         let stores = try (0..<shards).map { try ShardStore(path: cluster.dir + "/shard-\($0).sqlite", mode: .readOnly, logger: logger) }
@@ -136,6 +167,46 @@ struct PathBench: AsyncParsableCommand {
         print("time to first batch                          p50 \(fmt(percentile(first, 50))) ms  p99 \(fmt(percentile(first, 99))) ms")
         let p50 = rows.last!.1
         print("message path (query p50 - store p50)          \(fmt(p50 - storeP50)) ms of \(fmt(p50)) ms")
+        for s in stores { _ = try s.buildSuggestionIndex() }
+        var responseFigures = ""
+        // The coordinator's own share of a two-word search, apart: the
+        // response for one shard's 20 hits (merge, highlights, the Algolia
+        // shape) and its frame, right after a search as in the cluster.
+        do {
+            var build: [Double] = [], encode: [Double] = []
+            let params = searchRows[1].1
+            for k in 0..<2000 {
+                let request = try SearchRequest(params: params[k % params.count])
+                let answer = try stores[0].search(request.plan)
+                var b = SearchResponseBuilder(request: request)
+                b.add(Body.ShardSearchResult(shard: 0, hits: answer.hits.map { Body.RankedHit(id: $0.uniqueIdentifier, item: $0.item, rank: $0.rank) },
+                                             nbHits: answer.nbHits, facets: [:], facetStats: [:], exhaustiveFacetsCount: true))
+                let t0 = Date()
+                let response = b.response(processingTimeMS: 1)
+                let t1 = Date()
+                _ = Envelope(id: "x", body: .searchResult(Body.SearchResult(response: response, failedShards: []))).encoded()
+                build.append(t1.timeIntervalSince(t0) * 1e6); encode.append(Date().timeIntervalSince(t1) * 1e6)
+            }
+            responseFigures = "the coordinator's response to a two-word search (one shard's 20 hits): built p50 \(fmt(percentile(build, 50) / 1000)) ms, encoded p50 \(fmt(percentile(encode, 50) / 1000)) ms"
+        }
+        print("the parameter search (20 hits with their titles), through the coordinator and in process:")
+        for (name, params, l) in searchRows {
+            var alone: [Double] = []
+            for k in 0..<params.count * 2 {
+                let plan = try SearchRequest(params: params[k % params.count]).plan
+                var slowest = 0.0
+                for s in stores {
+                    let ts = Date()
+                    _ = try s.search(plan)
+                    slowest = max(slowest, Date().timeIntervalSince(ts) * 1000)
+                }
+                alone.append(slowest)
+            }
+            print("  \(name.padding(toLength: 20, withPad: " ", startingAt: 0)) p50 \(fmt(percentile(l, 50))) ms  p99 \(fmt(percentile(l, 99))) ms;"
+                  + " the store alone (slowest shard) p50 \(fmt(percentile(alone, 50))) ms, so the path \(fmt(percentile(l, 50) - percentile(alone, 50))) ms;"
+                  + " in the coordinator p50 \(coordinatorP50[name].map { fmt($0) } ?? "?") ms")
+        }
+        print(responseFigures)
         let peers = corpus.runPeers()
         for r in peers {
             let name = (r["engine"] as? String) ?? "?"

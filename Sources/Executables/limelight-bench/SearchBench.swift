@@ -14,13 +14,17 @@ import SearchParameters
 /// the most frequent words alone (`common word`), each matching thousands
 /// of items, which the random words rarely are; and the empty query with
 /// the three facets (`empty query`), the first request of an InstantSearch
-/// page, which matches every item.
+/// page, which matches every item; and one word alone (`search 1 word`),
+/// what a search box sends once the first word is typed.
 func searchKinds(_ w: QueryWords, count: Int) -> [(String, [JSONValue])] {
     var rng = SplitMix64(state: 13)
     let sections = ["utils", "libs", "python", "devel", "net", "doc", "misc", "admin"]
     let twoWords = (0..<count).map { i -> JSONValue in
         let b = w.words[Int(rng.next() % UInt64(w.words.count))]
         return .object(["query": .string("\(w.words[i]) \(b)"), "attributesToRetrieve": .array([.string("title")])])
+    }
+    let oneWord = (0..<count).map { i -> JSONValue in
+        .object(["query": .string(w.words[i]), "attributesToRetrieve": .array([.string("title")])])
     }
     let faceted = (0..<count).map { i -> JSONValue in
         .object(["query": .string(w.words[i]), "attributesToRetrieve": .array([.string("title")]),
@@ -53,6 +57,6 @@ func searchKinds(_ w: QueryWords, count: Int) -> [(String, [JSONValue])] {
     let common = (0..<count).map { i -> JSONValue in
         .object(["query": .string(w.common[i % w.common.count]), "attributesToRetrieve": .array([.string("title")])])
     }
-    return [("search 2 words", twoWords), ("2 words strict", literal), ("faceted", faceted), ("refinements", refinements),
+    return [("search 1 word", oneWord), ("search 2 words", twoWords), ("2 words strict", literal), ("faceted", faceted), ("refinements", refinements),
             ("page 10", page10), ("common word", common), ("empty query", empty)]
 }
