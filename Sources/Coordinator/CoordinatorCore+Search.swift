@@ -203,8 +203,8 @@ extension CoordinatorCore {
         let failed = rs.failed.sorted { $0.shard < $1.shard }
         switch rs.mode {
         case .search:
-            let response = rs.builder.response(processingTimeMS: Int(elapsed.rounded()))
-            send(.client(rs.client), rs.requestID, .searchResult(Body.SearchResult(response: response, failedShards: failed)))
+            let response = RawJSON(trusted: ArraySlice(rs.builder.responseBytes(processingTimeMS: Int(elapsed.rounded()))))
+            send(.client(rs.client), rs.requestID, .searchResult(.written(response, failedShards: failed)))
         case .suggest, .spotlight:
             send(.client(rs.client), rs.requestID, typedAnswer(rs, elapsedMs: elapsed, failed: failed))
         }

@@ -62,6 +62,7 @@ public struct Envelope: Sendable, Hashable {
     public func encoded() -> Data {
         if case .resultBatch(let b) = body, let raw = b.rawItems { return Data(rawResultBatch(raw, seq: b.seq, completion: b.completion)) }
         if case .shardBatch(let b) = body, let raw = b.rawHits { return Data(rawShardBatch(b, raw)) }
+        if case .searchResult(let r) = body, let written = r.written { return Data(writtenSearchResult(r, written)) }
         if let fast = fastJSON() {
             var o = fast
             o["v"] = .number(Double(version))
@@ -134,6 +135,30 @@ public struct Envelope: Sendable, Hashable {
             JSONWriter.writeString(key, into: &out)
         }
         out += ",\"seq\":\(b.seq),\"shard\":\(b.shard),\"type\":\"\(type.rawValue)\",\"v\":\(version)}".utf8
+        return out
+    }
+
+    /// A `search_result` whose response was written already, spliced in:
+    /// the bytes ``fastJSON()`` would give for its tree (keys in sorted order).
+    func writtenSearchResult(_ r: Body.SearchResult, _ response: RawJSON) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(response.bytes.count + 96 + id.utf8.count)
+        out += #"{"failedShards":["#.utf8
+        for (i, f) in r.failedShards.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            out += #"{"reason":"#.utf8
+            JSONWriter.writeString(f.reason, into: &out)
+            out += #","shard":\#(f.shard)}"#.utf8
+        }
+        out += #"],"id":"#.utf8
+        JSONWriter.writeString(id, into: &out)
+        if let key {
+            out += #","key":"#.utf8
+            JSONWriter.writeString(key, into: &out)
+        }
+        out += #","response":"#.utf8
+        out += response.bytes
+        out += ",\"type\":\"\(type.rawValue)\",\"v\":\(version)}".utf8
         return out
     }
 

@@ -389,9 +389,21 @@ public enum Body: Sendable, Hashable {
     /// The answer to a `search`: Algolia's response object (`hits`, `nbHits`,
     /// `facets`, …), and the shards that could not answer, if any.
     public struct SearchResult: Sendable, Hashable, Codable {
+        /// The response; null when ``written`` holds it.
         public var response: JSONValue
         public var failedShards: [ShardFailure]
+        /// The response as the coordinator wrote it (`SearchResponseBuilder`
+        /// writes its bytes directly), spliced into the frame as it is. Never
+        /// read from a frame: a received response is always ``response``.
+        public var written: RawJSON?
         public init(response: JSONValue, failedShards: [ShardFailure] = []) { self.response = response; self.failedShards = failedShards }
+        /// A response already written as JSON (one object, ``JSONWriter``'s form).
+        public static func written(_ response: RawJSON, failedShards: [ShardFailure] = []) -> SearchResult {
+            var r = SearchResult(response: .null, failedShards: failedShards)
+            r.written = response
+            return r
+        }
+        enum CodingKeys: String, CodingKey { case response, failedShards }
     }
     /// Coordinator → query worker: one shard's part of a search.
     public struct ShardSearch: Sendable, Hashable, Codable {

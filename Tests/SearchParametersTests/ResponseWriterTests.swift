@@ -1,0 +1,77 @@
+import Foundation
+import Items
+import QueryPlan
+import Testing
+@testable import SearchParameters
+@testable import WireProtocol
+
+/// The search response is written as bytes directly (``SearchResponseBuilder/responseBytes(processingTimeMS:)``):
+/// those bytes must be the canonical JSON the tree would give (sorted keys,
+/// the writer's number forms), with the members a tree built in the same
+/// order would hold, and the frame that splices them must be the frame of
+/// the tree.
+@Suite struct ResponseWriterTests {
+    static func builder() throws -> SearchResponseBuilder {
+        let request = try SearchRequest(params: .object([
+            "query": .string("vim editor"),
+            "facets": .array([.string("section")]),
+            "getRankingInfo": .bool(true),
+            "attributesToHighlight": .array([.string("title"), .string("keywords"), .string("size"), .string("contentDescription")]),
+            "attributesToSnippet": .array([.string("contentDescription:3")]),
+        ]))
+        var b = SearchResponseBuilder(request: request)
+        func item(_ title: String, _ extra: [String: JSONValue] = [:]) -> JSONValue {
+            var attributes: [String: JSONValue] = [
+                "title": .string(title), "keywords": .array([.string("editor"), .string("text"), .number(3)]),
+                "size": .number(1234), "section": .string("editors"),
+                "contentDescription": .string("Vi IMproved, a highly configurable text editor for programmers \"quoted\""),
+                // An attribute named like a field of the hit: the hit's own value wins.
+                "objectID": .string("not the id"),
+                "Zeta": .bool(true), "_under": .null, "é": .string("past ASCII"),
+            ]
+            attributes.merge(extra) { $1 }
+            return .object(["attributes": .object(attributes), "domainIdentifier": .string("org.debian.editors"),
+                            "entity": .object(["type": .string("PackageEntity"), "id": .string(title)])])
+        }
+        b.add(Body.ShardSearchResult(
+            shard: 0,
+            hits: [Body.RankedHit(id: "deb:vim", item: item("vim"), rank: SearchRank(words: 2, typos: 0, proximity: 1, custom: [.number(9)])),
+                   Body.RankedHit(id: "deb:neovim", item: item("neovim", ["title": .string("neovim \u{1}")]), rank: SearchRank(words: 2, typos: 1, proximity: 3))],
+            nbHits: 2, facets: ["section": ["editors": 2]], facetStats: [:], exhaustiveFacetsCount: true))
+        return b
+    }
+
+    @Test func theBytesAreTheCanonicalJSONOfTheirTree() throws {
+        let bytes = try Self.builder().responseBytes(processingTimeMS: 7)
+        let tree = try JSONValue.parse(Data(bytes))
+        #expect(JSONWriter.bytes(tree) == bytes)
+        let hits = try #require(tree["hits"]?.arrayValue)
+        #expect(hits.count == 2)
+        #expect(hits[0]["objectID"] == .string("deb:vim"))
+        #expect(hits[0]["domainIdentifier"] == .string("org.debian.editors"))
+        #expect(hits[0]["_highlightResult"]?["title"]?["value"] == .string("<em>vim</em>"))
+        #expect(hits[0]["_highlightResult"]?["title"]?["fullyHighlighted"] == .bool(true))
+        #expect(hits[0]["_highlightResult"]?["keywords"]?.arrayValue?.count == 3)
+        #expect(hits[0]["_highlightResult"]?["keywords"]?.arrayValue?.first?["matchedWords"] == .array([.string("editor")]))
+        #expect(hits[0]["_highlightResult"]?["size"] == .object(["value": .string("1234"), "matchLevel": .string("none"),
+                                                                   "matchedWords": .array([]), "fullyHighlighted": .bool(false)]))
+        #expect(hits[0]["_snippetResult"]?["contentDescription"]?["matchLevel"] == .string("partial"))
+        #expect(hits[0]["_rankingInfo"]?["proximityDistance"] == .number(1))
+        #expect(tree["facets"] == .object(["section": .object(["editors": .number(2)])]))
+        #expect(tree["processingTimeMS"] == .number(7))
+        #expect(tree["nbHits"] == .number(2))
+    }
+
+    @Test func aWrittenResponseFramesAsItsTreeDoes() throws {
+        let bytes = try Self.builder().responseBytes(processingTimeMS: 3)
+        let tree = try JSONValue.parse(Data(bytes))
+        let failed = [ShardFailure(shard: 1, reason: "no answer within the deadline of \"5\" ms")]
+        for key in [nil, "k1"] as [String?] {
+            let written = Envelope(id: "r-1", body: .searchResult(.written(RawJSON(trusted: ArraySlice(bytes)), failedShards: failed)), key: key)
+            let built = Envelope(id: "r-1", body: .searchResult(Body.SearchResult(response: tree, failedShards: failed)), key: key)
+            #expect(written.encoded() == built.encoded())
+            let read = try Envelope.decode(written.encoded())
+            #expect(read.body == .searchResult(Body.SearchResult(response: tree, failedShards: failed)))
+        }
+    }
+}
