@@ -130,22 +130,21 @@ extension CoordinatorCore {
     func dispatchSearch(_ key: String, shard: Int) {
         guard var rs = searches[key] else { return }
         let w = assignQueryWorker(shard: shard, tried: &rs.tried, outstanding: &rs.outstanding, failed: &rs.failed)
-        if w == nil { rs.builder.shardFailed() }
-        let message: Body.ShardSearch?
-        if let w {
-            let deadline = remainingMs(rs.deadlineMs, since: rs.started)
-            if w.route == LocalQueryWorker.route {
-                message = .typed(shard: shard, plan: rs.request.plan, deadlineMs: deadline, suggest: rs.mode.suggestLimit, perDomain: rs.mode.perDomain)
-            } else {
-                if rs.planJSON == nil { rs.planJSON = rs.request.plan.json }
-                message = Body.ShardSearch(shard: shard, plan: rs.planJSON!, deadlineMs: deadline,
-                                           suggest: rs.mode.suggestLimit, perDomain: rs.mode.perDomain)
-            }
+        guard let w else {
+            rs.builder.shardFailed()
+            searches[key] = rs
+            return
+        }
+        let deadline = remainingMs(rs.deadlineMs, since: rs.started)
+        let message: Body.ShardSearch
+        if w.route == LocalQueryWorker.route {
+            message = .typed(shard: shard, plan: rs.request.plan, deadlineMs: deadline, suggest: rs.mode.suggestLimit, perDomain: rs.mode.perDomain)
         } else {
-            message = nil
+            if rs.planJSON == nil { rs.planJSON = rs.request.plan.json }
+            message = Body.ShardSearch(shard: shard, plan: rs.planJSON!, deadlineMs: deadline,
+                                       suggest: rs.mode.suggestLimit, perDomain: rs.mode.perDomain)
         }
         searches[key] = rs
-        guard let w, let message else { return }
         send(.worker(w.route), key, .shardSearch(message))
     }
 

@@ -90,3 +90,42 @@ public enum JSONWriter {
         out.append(UInt8(ascii: "\""))
     }
 }
+
+/// The members of one JSON object, written in ``JSONWriter``'s form (keys
+/// sorted, a key set twice keeping its last value) without a dictionary; a
+/// member's value is a tree or bytes already written (one JSON value each),
+/// spliced in as they are: a search response's hits, or a frame's response.
+public struct JSONObjectWriter {
+    enum Value { case tree(JSONValue), bytes(ArraySlice<UInt8>) }
+    var members: [(key: String, value: Value)] = []
+
+    public init() {}
+
+    public mutating func set(_ key: String, _ value: JSONValue) { members.append((key, .tree(value))) }
+
+    /// `bytes` must hold exactly one well-formed JSON value.
+    public mutating func set(_ key: String, bytes: ArraySlice<UInt8>) { members.append((key, .bytes(bytes))) }
+
+    public mutating func set(_ key: String, bytes: [UInt8]) { set(key, bytes: bytes[...]) }
+
+    public func write(into out: inout [UInt8]) {
+        // Positions sorted by key, then by when they were set.
+        let order = members.indices.sorted { a, b in
+            members[a].key != members[b].key ? members[a].key < members[b].key : a < b
+        }
+        out.append(UInt8(ascii: "{"))
+        var first = true
+        for (i, k) in order.enumerated() {
+            if i + 1 < order.count, members[order[i + 1]].key == members[k].key { continue }   // set again later
+            if !first { out.append(UInt8(ascii: ",")) }
+            first = false
+            JSONWriter.writeString(members[k].key, into: &out)
+            out.append(UInt8(ascii: ":"))
+            switch members[k].value {
+            case .tree(let v): JSONWriter.write(v, into: &out)
+            case .bytes(let b): out += b
+            }
+        }
+        out.append(UInt8(ascii: "}"))
+    }
+}

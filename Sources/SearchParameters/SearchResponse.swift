@@ -82,7 +82,7 @@ public struct SearchResponseBuilder: Sendable {
             writeHit(h.id, h.item, h.rank, highlighter, retrieved: retrieved, fusion: h.fusion, into: &hitBytes)
         }
         hitBytes.append(UInt8(ascii: "]"))
-        var o = ObjectBytes()
+        var o = JSONObjectWriter()
         o.set("hits", bytes: hitBytes)
         o.set("nbHits", .number(Double(nbHits)))
         o.set("hitsPerPage", .number(Double(request.hitsPerPage)))
@@ -130,7 +130,7 @@ public struct SearchResponseBuilder: Sendable {
     /// `retrieved`: `attributesToRetrieve` as a set, made once per response.
     func writeHit(_ id: String, _ item: JSONValue, _ rank: SearchRank, _ highlighter: Highlighter,
                   retrieved: Set<String>?, fusion: HybridRanking.Placement? = nil, into out: inout [UInt8]) {
-        var o = ObjectBytes()
+        var o = JSONObjectWriter()
         let attributes = item["attributes"]?.objectValue ?? [:]
         for (k, v) in attributes where retrieved?.contains(k) ?? true { o.set(k, v) }
         o.set("objectID", .string(id))
@@ -140,7 +140,7 @@ public struct SearchResponseBuilder: Sendable {
         let toHighlight = request.attributesToHighlight
             ?? attributes.keys.filter { k in (retrieved?.contains(k) ?? true) && Self.isText(attributes[k]!) }.sorted()
         if !toHighlight.isEmpty {
-            var h = ObjectBytes()
+            var h = JSONObjectWriter()
             for name in toHighlight {
                 guard let value = attributes[name] else { continue }
                 var b: [UInt8] = []
@@ -289,38 +289,5 @@ public struct SearchResponseBuilder: Sendable {
                 out.append(hex[Int(b & 15)])
             }
         }
-    }
-}
-
-/// The members of one JSON object, written in ``JSONWriter``'s form (keys
-/// sorted by their UTF-8, a key set twice keeping its last value) without a
-/// dictionary; a member's value is a tree or bytes already written.
-struct ObjectBytes {
-    enum Value { case tree(JSONValue), bytes([UInt8]) }
-    var members: [(key: String, value: Value)] = []
-
-    mutating func set(_ key: String, _ value: JSONValue) { members.append((key, .tree(value))) }
-
-    mutating func set(_ key: String, bytes: [UInt8]) { members.append((key, .bytes(bytes))) }
-
-    func write(into out: inout [UInt8]) {
-        // Positions sorted by key, then by when they were set.
-        let order = members.indices.sorted { a, b in
-            members[a].key != members[b].key ? members[a].key < members[b].key : a < b
-        }
-        out.append(UInt8(ascii: "{"))
-        var first = true
-        for (i, k) in order.enumerated() {
-            if i + 1 < order.count, members[order[i + 1]].key == members[k].key { continue }   // set again later
-            if !first { out.append(UInt8(ascii: ",")) }
-            first = false
-            JSONWriter.writeString(members[k].key, into: &out)
-            out.append(UInt8(ascii: ":"))
-            switch members[k].value {
-            case .tree(let v): JSONWriter.write(v, into: &out)
-            case .bytes(let b): out += b
-            }
-        }
-        out.append(UInt8(ascii: "}"))
     }
 }

@@ -62,14 +62,19 @@ public struct Envelope: Sendable, Hashable {
     public func encoded() -> Data {
         if case .resultBatch(let b) = body, let raw = b.rawItems { return Data(rawResultBatch(raw, seq: b.seq, completion: b.completion)) }
         if case .shardBatch(let b) = body, let raw = b.rawHits { return Data(rawShardBatch(b, raw)) }
-        if case .searchResult(let r) = body, let written = r.written { return Data(writtenSearchResult(r, written)) }
         if let fast = fastJSON() {
-            var o = fast
-            o["v"] = .number(Double(version))
-            o["type"] = .string(type.rawValue)
-            o["id"] = .string(id)
-            if let key { o["key"] = .string(key) }
-            return Data(JSONWriter.bytes(.object(o)))
+            var o = JSONObjectWriter()
+            for (k, v) in fast { o.set(k, v) }
+            // A response written already is spliced in as it is.
+            if case .searchResult(let r) = body, let written = r.written { o.set("response", bytes: written.bytes) }
+            o.set("v", .number(Double(version)))
+            o.set("type", .string(type.rawValue))
+            o.set("id", .string(id))
+            if let key { o.set("key", .string(key)) }
+            var out: [UInt8] = []
+            out.reserveCapacity(512)
+            o.write(into: &out)
+            return Data(out)
         }
         // The body's Codable form as a tree, written by the one writer.
         do { return Data(JSONWriter.bytes(try JSONValueEncoder().encode(EncodableEnvelope(envelope: self)))) } catch {
@@ -135,30 +140,6 @@ public struct Envelope: Sendable, Hashable {
             JSONWriter.writeString(key, into: &out)
         }
         out += ",\"seq\":\(b.seq),\"shard\":\(b.shard),\"type\":\"\(type.rawValue)\",\"v\":\(version)}".utf8
-        return out
-    }
-
-    /// A `search_result` whose response was written already, spliced in:
-    /// the bytes ``fastJSON()`` would give for its tree (keys in sorted order).
-    func writtenSearchResult(_ r: Body.SearchResult, _ response: RawJSON) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(response.bytes.count + 96 + id.utf8.count)
-        out += #"{"failedShards":["#.utf8
-        for (i, f) in r.failedShards.enumerated() {
-            if i > 0 { out.append(UInt8(ascii: ",")) }
-            out += #"{"reason":"#.utf8
-            JSONWriter.writeString(f.reason, into: &out)
-            out += #","shard":\#(f.shard)}"#.utf8
-        }
-        out += #"],"id":"#.utf8
-        JSONWriter.writeString(id, into: &out)
-        if let key {
-            out += #","key":"#.utf8
-            JSONWriter.writeString(key, into: &out)
-        }
-        out += #","response":"#.utf8
-        out += response.bytes
-        out += ",\"type\":\"\(type.rawValue)\",\"v\":\(version)}".utf8
         return out
     }
 
@@ -269,9 +250,7 @@ public struct Envelope: Sendable, Hashable {
             if let d = b.deadlineMs { o["deadlineMs"] = .number(Double(d)) }
             return o
         case .searchResult(let b):
-            return ["response": b.response, "failedShards": .array(b.failedShards.map {
-                .object(["shard": .number(Double($0.shard)), "reason": .string($0.reason)])
-            })]
+            return ["response": b.response, "failedShards": .array(b.failedShards.map(\.json))]
         case .shardSearch(let b):
             var o: [String: JSONValue] = ["shard": .number(Double(b.shard)), "plan": b.plan]
             if let d = b.deadlineMs { o["deadlineMs"] = .number(Double(d)) }

@@ -129,6 +129,8 @@ public struct ShardFailure: Sendable, Hashable, Codable {
         self.shard = shard
         self.reason = reason
     }
+    /// As the wire carries it, in a completion or a search's answer.
+    public var json: JSONValue { .object(["shard": .number(Double(shard)), "reason": .string(reason)]) }
 }
 
 /// One result from a shard, with what the coordinator needs to merge it.
@@ -262,7 +264,7 @@ public enum Body: Sendable, Hashable {
         public var json: JSONValue {
             var o: [String: JSONValue] = [
                 "count": .number(Double(count)), "cancelled": .bool(cancelled), "elapsedMs": .number(elapsedMs),
-                "failedShards": .array(failedShards.map { .object(["shard": .number(Double($0.shard)), "reason": .string($0.reason)]) }),
+                "failedShards": .array(failedShards.map(\.json)),
             ]
             if let cursor { o["cursor"] = .string(cursor) }
             return .object(o)
