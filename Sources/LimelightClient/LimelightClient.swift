@@ -190,13 +190,35 @@ public final class LimelightClient: Sendable {
     /// The client asks for the completion inside the last batch when the
     /// query's end comes with it (``Body/QueryRequest/completionInBatch``):
     /// one message fewer for most queries; the events are the same.
-    public func query(_ request: Body.QueryRequest) -> QueryHandle {
+    ///
+    /// A query never waits forever. The server completes every query by its
+    /// deadline, so a stream that hears nothing for `silence` (by default the
+    /// request's `deadlineMs` plus 10 seconds, or 60 seconds when it leaves
+    /// the deadline to the server, whose default is 30) has lost its server:
+    /// it ends with `ClientError(.timeout)`, and the query is cancelled in
+    /// case the server is only slow. Without this a coordinator that died
+    /// mid-query left the caller (and `limelight query`) waiting for good.
+    public func query(_ request: Body.QueryRequest, silence: Duration? = nil) -> QueryHandle {
         let id = newID()
         let (stream, cont) = AsyncThrowingStream<QueryEvent, Error>.makeStream()
         pending.stream(id, cont)
         var request = request
         if request.completionInBatch == nil { request.completionInBatch = true }
         submit(id, .query(request))
+        let limit = silence ?? request.deadlineMs.map { .milliseconds($0) + .seconds(10) } ?? .seconds(60)
+        Task { [weak self, pending, endpoint] in
+            var wait = limit
+            while true {
+                try? await Task.sleep(for: wait)
+                guard let quiet = pending.silence(of: id) else { return }
+                if quiet >= limit {
+                    pending.fail(id, ClientError(.timeout, "no message about query \(id) from \(endpoint) for \(limit): the server is down or unreachable"))
+                    await self?.cancel(queryID: id)
+                    return
+                }
+                wait = limit - quiet
+            }
+        }
         return QueryHandle(id: id, events: stream, client: self)
     }
 
@@ -219,8 +241,10 @@ public final class LimelightClient: Sendable {
         return r
     }
 
+    /// Asks the server to stop a query. Never waits for the server: a
+    /// cancel to a coordinator that is gone is simply lost.
     public func cancel(queryID: String) async {
-        try? await socket.send([Envelope(id: newID(), body: .cancel(Body.Cancel(query: queryID)), key: key).encoded()])
+        _ = socket.submit([Envelope(id: newID(), body: .cancel(Body.Cancel(query: queryID)), key: key).encoded()]) { _ in }
     }
 }
 
@@ -230,7 +254,13 @@ final class PendingReplies: @unchecked Sendable {
     private let lock = NSLock()
     private var counter = 0
     private var single: [String: CheckedContinuation<Envelope, Error>] = [:]
-    private var streams: [String: AsyncThrowingStream<QueryEvent, Error>.Continuation] = [:]
+    private var streams: [String: Stream] = [:]
+
+    /// A running query's events, and when the server last said anything about it.
+    struct Stream {
+        let continuation: AsyncThrowingStream<QueryEvent, Error>.Continuation
+        var heard: ContinuousClock.Instant
+    }
 
     func nextID() -> String {
         lock.lock(); defer { lock.unlock() }
@@ -243,7 +273,13 @@ final class PendingReplies: @unchecked Sendable {
     }
 
     func stream(_ id: String, _ c: AsyncThrowingStream<QueryEvent, Error>.Continuation) {
-        lock.lock(); streams[id] = c; lock.unlock()
+        lock.lock(); streams[id] = Stream(continuation: c, heard: .now); lock.unlock()
+    }
+
+    /// How long since the server last sent anything about the running query
+    /// `id`; nil once the query has ended.
+    func silence(of id: String) -> Duration? {
+        lock.withLock { streams[id].map { ContinuousClock.now - $0.heard } }
     }
 
     func deliver(_ env: Envelope) {
@@ -253,10 +289,11 @@ final class PendingReplies: @unchecked Sendable {
             c.resume(returning: env)
             return
         }
-        guard let s = streams[env.id] else { lock.unlock(); return }
+        guard let s = streams[env.id]?.continuation else { lock.unlock(); return }
         switch env.body {
         case .resultBatch(let b):
             guard let c = b.completion else {
+                streams[env.id]?.heard = .now
                 lock.unlock()
                 s.yield(.batch(b.items))
                 return
@@ -286,7 +323,7 @@ final class PendingReplies: @unchecked Sendable {
         let s = streams.removeValue(forKey: id)
         lock.unlock()
         c?.resume(throwing: error)
-        s?.finish(throwing: error)
+        s?.continuation.finish(throwing: error)
     }
 
     func failAll(_ error: ClientError) {
@@ -297,6 +334,6 @@ final class PendingReplies: @unchecked Sendable {
         streams.removeAll()
         lock.unlock()
         cs.forEach { $0.resume(throwing: error) }
-        ss.forEach { $0.finish(throwing: error) }
+        ss.forEach { $0.continuation.finish(throwing: error) }
     }
 }

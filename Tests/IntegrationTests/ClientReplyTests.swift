@@ -102,6 +102,110 @@ import ZeroMQ
         #expect(c.count == 1 && c.failedShards == [ShardFailure(shard: 2, reason: "gone")] && !c.cancelled)
     }
 
+    /// A server that answers a query with `batches` result batches, one every
+    /// `every`, then the completion if `complete`; then keeps the type of the
+    /// next message it receives within 3 s (a cancel).
+    final class ScriptedQueryServer: @unchecked Sendable {
+        let context: Context
+        let socket: Socket
+        let endpoint: String
+        let done = DispatchSemaphore(value: 0)
+        let later = Mutex<[String]>([])
+
+        init(batches: Int, every: Duration, complete: Bool) throws {
+            context = try Context(ioThreads: 1)
+            socket = try Socket(context: context, type: .router)
+            try socket.set([.linger(milliseconds: 0), .receiveTimeout(milliseconds: 60_000)])
+            try socket.bind("tcp://127.0.0.1:0")
+            endpoint = try socket.lastEndpoint
+            Thread { [self] in
+                defer { done.signal() }
+                guard let frames = try? socket.receive(), frames.count >= 2,
+                      let request = try? JSONSerialization.jsonObject(with: frames.last!) as? [String: Any],
+                      let id = request["id"] as? String else { return }
+                for seq in 1...max(1, batches) where batches > 0 {
+                    _ = try? socket.send([frames[0], Data(#"{"v":1,"type":"result_batch","id":"\#(id)","seq":\#(seq),"items":[{"uniqueIdentifier":"i\#(seq)"}]}"#.utf8)])
+                    Thread.sleep(forTimeInterval: Double(every.components.seconds) + Double(every.components.attoseconds) / 1e18)
+                }
+                if complete {
+                    _ = try? socket.send([frames[0], Data(#"{"v":1,"type":"completion","id":"\#(id)","count":\#(batches),"failedShards":[],"cancelled":false,"elapsedMs":1}"#.utf8)])
+                }
+                // The first message after, if one comes within 3 s.
+                try? socket.set([.receiveTimeout(milliseconds: 3_000)])
+                if let more = try? socket.receive(), let m = try? JSONSerialization.jsonObject(with: more.last!) as? [String: Any] {
+                    later.withLock { $0.append("\(m["type"] ?? "?") \(m["query"] ?? "")") }
+                }
+            }.start()
+        }
+
+        func close() {
+            done.wait()
+            socket.close()
+            context.shutdown()
+        }
+    }
+
+    /// The events of `handle` until they end (or the error that ended
+    /// them), or nil when they have not ended within `limit`.
+    static func events(_ handle: QueryHandle, within limit: Duration) async -> Result<[QueryEvent], any Error>? {
+        await withTaskGroup(of: Result<[QueryEvent], any Error>?.self) { group in
+            group.addTask {
+                var events: [QueryEvent] = []
+                do {
+                    for try await e in handle.events { events.append(e) }
+                    return .success(events)
+                } catch { return .failure(error) }
+            }
+            group.addTask { try? await Task.sleep(for: limit); return nil }
+            defer { group.cancelAll() }
+            return await group.next() ?? nil
+        }
+    }
+
+    /// A query whose server falls silent (it died, or froze) ends with a
+    /// timeout once nothing has come for its `silence`, and is cancelled;
+    /// it used to wait for its completion forever.
+    @Test func aQueryWhoseServerFallsSilentTimesOutAndIsCancelled() async throws {
+        let server = try ScriptedQueryServer(batches: 1, every: .zero, complete: false)
+        defer { server.close() }
+        let client = try LimelightClient(endpoint: server.endpoint)
+        defer { client.close() }
+        let started = ContinuousClock.now
+        let handle = client.query(Body.QueryRequest(query: "title == \"a\""), silence: .milliseconds(500))
+        guard let outcome = await Self.events(handle, within: .seconds(20)) else {
+            Issue.record("a query whose server fell silent was still waiting after 20 s")
+            return
+        }
+        let waited = started.duration(to: .now)
+        guard case .failure(let error as ClientError) = outcome else {
+            Issue.record("expected a timeout, got \(outcome)")
+            return
+        }
+        #expect(error.code == .timeout && error.message.contains("query \(handle.id)"), "\(error)")
+        #expect(waited >= .milliseconds(450) && waited < .seconds(10), "\(waited)")
+        // The cancel reaches a server that was only slow.
+        let end = ContinuousClock.now + .seconds(5)
+        while server.later.withLock({ $0.isEmpty }), ContinuousClock.now < end { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(server.later.withLock { $0 } == ["cancel \(handle.id)"])
+    }
+
+    /// Batches are signs of life: a query that streams for longer than its
+    /// `silence`, but never falls silent that long, ends with its completion.
+    @Test func batchesKeepASlowQueryAlive() async throws {
+        let server = try ScriptedQueryServer(batches: 5, every: .milliseconds(300), complete: true)
+        defer { server.close() }
+        let client = try LimelightClient(endpoint: server.endpoint)
+        defer { client.close() }
+        let handle = client.query(Body.QueryRequest(query: "title == \"a\""), silence: .milliseconds(900))
+        guard case .success(let events)? = await Self.events(handle, within: .seconds(20)) else {
+            Issue.record("a query that streamed a batch every 300 ms did not end with its completion")
+            return
+        }
+        #expect(events.count == 6)
+        guard case .completion(let c)? = events.last else { Issue.record("no completion: \(events)"); return }
+        #expect(c.count == 5 && !c.cancelled)
+    }
+
     /// A good reply still goes through the same path.
     @Test func goodReplyIsDelivered() async throws {
         let server = try OneShotServer { id in Data(#"{"v":1,"type":"pong","id":"\#(id)","shardCount":3,"servedShards":[0,2]}"#.utf8) }
