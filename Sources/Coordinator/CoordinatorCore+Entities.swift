@@ -182,8 +182,10 @@ extension CoordinatorCore {
         case .suggest(let limit, let withResults):
             var all = rs.suggestions.map { Body.SuggestionCount(suggestion: $0.key, count: $0.value) }
             all.sort { $0.count != $1.count ? $0.count > $1.count : $0.suggestion < $1.suggestion }
-            let response = withResults ? rs.builder.response(processingTimeMS: Int(elapsedMs.rounded())) : nil
-            return .suggestResult(Body.SuggestResult(suggestions: Array(all.prefix(limit)), response: response, failedShards: failed))
+            let suggestions = Array(all.prefix(limit))
+            guard withResults else { return .suggestResult(Body.SuggestResult(suggestions: suggestions, failedShards: failed)) }
+            let response = RawJSON(trusted: ArraySlice(rs.builder.responseBytes(processingTimeMS: Int(elapsedMs.rounded()))))
+            return .suggestResult(.written(suggestions: suggestions, response: response, failedShards: failed))
         case .spotlight(_, let text, let params):
             let ordered = rs.groups.sorted { rs.builder.groupPrecedes($0, $1) }
             let groups = ordered.map { g in

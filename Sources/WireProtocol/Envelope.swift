@@ -66,7 +66,11 @@ public struct Envelope: Sendable, Hashable {
             var o = JSONObjectWriter()
             for (k, v) in fast { o.set(k, v) }
             // A response written already is spliced in as it is.
-            if case .searchResult(let r) = body, let written = r.written { o.set("response", bytes: written.bytes) }
+            switch body {
+            case .searchResult(let r): if let written = r.written { o.set("response", bytes: written.bytes) }
+            case .suggestResult(let r): if let written = r.written { o.set("response", bytes: written.bytes) }
+            default: break
+            }
             o.set("v", .number(Double(version)))
             o.set("type", .string(type.rawValue))
             o.set("id", .string(id))
@@ -251,6 +255,13 @@ public struct Envelope: Sendable, Hashable {
             return o
         case .searchResult(let b):
             return ["response": b.response, "failedShards": .array(b.failedShards.map(\.json))]
+        case .suggestResult(let b):
+            var o: [String: JSONValue] = [
+                "suggestions": .array(b.suggestions.map { .object(["suggestion": .string($0.suggestion), "count": .number(Double($0.count))]) }),
+                "failedShards": .array(b.failedShards.map(\.json)),
+            ]
+            if let r = b.response { o["response"] = r }
+            return o
         case .shardSearch(let b):
             var o: [String: JSONValue] = ["shard": .number(Double(b.shard)), "plan": b.plan]
             if let d = b.deadlineMs { o["deadlineMs"] = .number(Double(d)) }

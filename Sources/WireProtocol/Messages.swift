@@ -556,12 +556,26 @@ public enum Body: Sendable, Hashable {
     }
     public struct SuggestResult: Sendable, Hashable, Codable {
         public var suggestions: [SuggestionCount]
-        /// The search response (Algolia's shape) when results were asked for.
+        /// The search response (Algolia's shape) when results were asked for;
+        /// nil too when ``written`` holds it.
         public var response: JSONValue?
         public var failedShards: [ShardFailure]
+        /// The response as the coordinator wrote it, spliced into the frame
+        /// as it is (as ``SearchResult/written``): a typed query with results
+        /// is sent at every keystroke, and reading the written response back
+        /// into a tree only to write it again cost a parse each time. Never
+        /// read from a frame: a received response is always ``response``.
+        public var written: RawJSON?
         public init(suggestions: [SuggestionCount], response: JSONValue? = nil, failedShards: [ShardFailure] = []) {
             self.suggestions = suggestions; self.response = response; self.failedShards = failedShards
         }
+        /// Suggestions with a response already written as JSON (one object, ``JSONWriter``'s form).
+        public static func written(suggestions: [SuggestionCount], response: RawJSON, failedShards: [ShardFailure] = []) -> SuggestResult {
+            var r = SuggestResult(suggestions: suggestions, failedShards: failedShards)
+            r.written = response
+            return r
+        }
+        enum CodingKeys: String, CodingKey { case suggestions, response, failedShards }
     }
     /// Spotlight's grouped view of typed text.
     public struct Spotlight: Sendable, Hashable, Codable {

@@ -106,6 +106,11 @@ public final class AsyncSocket: Sendable {
 
     /// Queues a multipart message and waits until ZeroMQ has accepted it.
     ///
+    /// ZeroMQ accepts a message only for a peer: a DEALER whose one
+    /// connection failed its CURVE handshake has none left, and `send` then
+    /// waits until a peer connects, which may be never. A sender that must
+    /// not wait so uses ``submit(_:accepted:)`` and a time limit of its own.
+    ///
     /// - Throws: ``ZMQError`` with `.hostUnreachable` (ROUTER with
     ///   `routerMandatory`, peer gone), `.closed` after ``close()``,
     ///   `.terminated` after ``Context/shutdown()``, `.invalidArgument` for an

@@ -74,4 +74,27 @@ import Testing
             #expect(read.body == .searchResult(Body.SearchResult(response: tree, failedShards: failed)))
         }
     }
+
+    /// A typed query's answer splices its written response the same way,
+    /// and frames with or without results read back as they were built.
+    @Test func aWrittenSuggestResponseFramesAsItsTreeDoes() throws {
+        let bytes = try Self.builder().responseBytes(processingTimeMS: 4)
+        let tree = try JSONValue.parse(Data(bytes))
+        let suggestions = [Body.SuggestionCount(suggestion: "vim", count: 2), Body.SuggestionCount(suggestion: "vim \"tiny\"", count: 1)]
+        let failed = [ShardFailure(shard: 0, reason: "gone")]
+        for key in [nil, "k1"] as [String?] {
+            let written = Envelope(id: "s-1", body: .suggestResult(.written(suggestions: suggestions, response: RawJSON(trusted: ArraySlice(bytes)),
+                                                                             failedShards: failed)), key: key)
+            let built = Envelope(id: "s-1", body: .suggestResult(Body.SuggestResult(suggestions: suggestions, response: tree, failedShards: failed)), key: key)
+            #expect(written.encoded() == built.encoded())
+            #expect(try Envelope.decode(written.encoded()).body == built.body)
+            // The Codable form is the reference for the fast one.
+            let codable = try JSONValueEncoder().encode(Body.SuggestResult(suggestions: suggestions, response: tree, failedShards: failed))
+            #expect(try JSONValue.parse(written.encoded())["response"] == codable["response"])
+            #expect(try JSONValue.parse(written.encoded())["suggestions"] == codable["suggestions"])
+        }
+        let bare = Envelope(id: "s-2", body: .suggestResult(Body.SuggestResult(suggestions: suggestions)))
+        #expect(try JSONValue.parse(bare.encoded())["response"] == nil)
+        #expect(try Envelope.decode(bare.encoded()).body == bare.body)
+    }
 }
