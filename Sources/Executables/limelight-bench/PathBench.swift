@@ -173,7 +173,7 @@ struct PathBench: AsyncParsableCommand {
         // response for one shard's 20 hits (merge, highlights, the Algolia
         // shape) and its frame, right after a search as in the cluster.
         do {
-            var build: [Double] = [], encode: [Double] = []
+            var build: [Double] = [], encode: [Double] = [], decode: [Double] = [], size: [Double] = []
             let params = searchRows[1].1
             for k in 0..<2000 {
                 let request = try SearchRequest(params: params[k % params.count])
@@ -184,10 +184,14 @@ struct PathBench: AsyncParsableCommand {
                 let t0 = Date()
                 let response = RawJSON(trusted: ArraySlice(b.responseBytes(processingTimeMS: 1)))
                 let t1 = Date()
-                _ = Envelope(id: "x", body: .searchResult(.written(response, failedShards: []))).encoded()
-                build.append(t1.timeIntervalSince(t0) * 1e6); encode.append(Date().timeIntervalSince(t1) * 1e6)
+                let frame = Envelope(id: "x", body: .searchResult(.written(response, failedShards: []))).encoded()
+                let t2 = Date()
+                _ = try Envelope.decode(frame, maxBytes: .max)
+                build.append(t1.timeIntervalSince(t0) * 1e6); encode.append(t2.timeIntervalSince(t1) * 1e6)
+                decode.append(Date().timeIntervalSince(t2) * 1e6); size.append(Double(frame.count))
             }
-            responseFigures = "the coordinator's response to a two-word search (one shard's 20 hits): built p50 \(fmt(percentile(build, 50) / 1000)) ms, encoded p50 \(fmt(percentile(encode, 50) / 1000)) ms"
+            responseFigures = "the coordinator's response to a two-word search (one shard's 20 hits): built p50 \(fmt(percentile(build, 50) / 1000)) ms, encoded p50 \(fmt(percentile(encode, 50) / 1000)) ms; "
+                + "the client's decoding of its frame (p50 \(Int(percentile(size, 50))) bytes) p50 \(fmt(percentile(decode, 50) / 1000)) ms"
         }
         print("the parameter search (20 hits with their titles), through the coordinator and in process:")
         for (name, params, l) in searchRows {
