@@ -176,8 +176,10 @@ extension CoordinatorCore {
         launchSearch(client: client, id: id, request: request, deadlineMs: c.deadlineMs, mode: .search, scope: scope)
     }
 
-    /// The answer to a typed query or a Spotlight search.
-    func typedAnswer(_ rs: RunningSearch, elapsedMs: Double, failed: [ShardFailure]) -> Body {
+    /// The answer to a search, a typed query or a Spotlight search. A
+    /// search's response (and a typed query's results) go as the builder
+    /// wrote them, spliced into the frame.
+    func answer(_ rs: RunningSearch, elapsedMs: Double, failed: [ShardFailure]) -> Body {
         switch rs.mode {
         case .suggest(let limit, let withResults):
             var all = rs.suggestions.map { Body.SuggestionCount(suggestion: $0.key, count: $0.value) }
@@ -194,7 +196,8 @@ extension CoordinatorCore {
             }
             return .spotlightResult(Body.SpotlightResult(groups: groups, failedShards: failed))
         case .search:
-            return .searchResult(Body.SearchResult(response: rs.builder.response(processingTimeMS: Int(elapsedMs.rounded())), failedShards: failed))
+            let response = RawJSON(trusted: ArraySlice(rs.builder.responseBytes(processingTimeMS: Int(elapsedMs.rounded()))))
+            return .searchResult(.written(response, failedShards: failed))
         }
     }
 }

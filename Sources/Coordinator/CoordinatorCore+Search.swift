@@ -200,13 +200,7 @@ extension CoordinatorCore {
         record(&queryLatenciesMs, elapsed)
         if !rs.failed.isEmpty { count("searches.partial") }
         let failed = rs.failed.sorted { $0.shard < $1.shard }
-        switch rs.mode {
-        case .search:
-            let response = RawJSON(trusted: ArraySlice(rs.builder.responseBytes(processingTimeMS: Int(elapsed.rounded()))))
-            send(.client(rs.client), rs.requestID, .searchResult(.written(response, failedShards: failed)))
-        case .suggest, .spotlight:
-            send(.client(rs.client), rs.requestID, typedAnswer(rs, elapsedMs: elapsed, failed: failed))
-        }
+        send(.client(rs.client), rs.requestID, answer(rs, elapsedMs: elapsed, failed: failed))
     }
 
     func searchDeadlineReached(_ key: String) {
