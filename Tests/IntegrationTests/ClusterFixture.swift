@@ -27,18 +27,6 @@ final class ClusterFixture: @unchecked Sendable {
         return dir
     }
 
-    /// The first line a process writes (without its newline); nil when it
-    /// closes its output first.
-    static func firstLine(_ h: FileHandle) -> String? {
-        var buf = Data()
-        while !buf.contains(0x0A) {
-            let d = h.availableData
-            if d.isEmpty { break }
-            buf.append(d)
-        }
-        return buf.firstIndex(of: 0x0A).map { String(decoding: buf[..<$0], as: UTF8.self) }
-    }
-
     /// Starts `limelight` with `arguments` (`up …`), standard error discarded;
     /// returns it (the caller stops it) and the words of its first line:
     /// `ready ENDPOINT STATS-URL` once it serves, anything else when it failed.
@@ -50,7 +38,7 @@ final class ClusterFixture: @unchecked Sendable {
         p.standardOutput = out
         p.standardError = FileHandle.nullDevice
         try p.run()
-        let line = firstLine(out.fileHandleForReading) ?? ""
+        let line = ChildProcess.firstLine(out.fileHandleForReading, of: p) ?? ""
         return (p, line.split(separator: " ").map(String.init))
     }
 
@@ -78,7 +66,7 @@ final class ClusterFixture: @unchecked Sendable {
             let pipe = Pipe()
             p.standardOutput = pipe
             try p.run()
-            line = Self.firstLine(pipe.fileHandleForReading)
+            line = ChildProcess.firstLine(pipe.fileHandleForReading, of: p)
         } else {
             p.standardOutput = log
             try p.run()

@@ -15,26 +15,15 @@ struct CommandLineTests {
 
     /// Runs `limelight ARGS…`, feeding `input` on standard input.
     static func limelight(_ args: [String], input: String? = nil, environment: [String: String] = [:]) throws -> Run {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: ClusterFixture.binDirectory + "/limelight")
-        p.arguments = args
         var env = ProcessInfo.processInfo.environment
         env.removeValue(forKey: "LIMELIGHT_ENDPOINT")
         // Nor a key of the developer's own (docs/security.md: where the CLI looks for one).
         for k in ["LIMELIGHT_KEY", "LIMELIGHT_KEY_FILE", "LIMELIGHT_DATA"] { env.removeValue(forKey: k) }
         for (k, v) in environment { env[k] = v }
-        p.environment = env
-        let out = Pipe(), err = Pipe(), inp = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        p.standardInput = inp
-        try p.run()
-        if let input { inp.fileHandleForWriting.write(Data(input.utf8)) }
-        try inp.fileHandleForWriting.close()
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        let e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return Run(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+        let r = try ChildProcess.run(ClusterFixture.binDirectory + "/limelight", args, input: input.map { Data($0.utf8) }, environment: env)
+        var stderr = String(decoding: r.stderr, as: UTF8.self)
+        if r.timedOut { stderr += "\n[test] limelight \(args.joined(separator: " ")) was still running after its time limit, and was stopped" }
+        return Run(status: r.timedOut ? -1 : r.status, stdout: String(decoding: r.stdout, as: UTF8.self), stderr: stderr)
     }
 
     @Test func publishQueryAndDeleteWithTheDocumentedOutputAndExitCodes() async throws {

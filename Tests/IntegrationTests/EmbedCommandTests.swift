@@ -34,16 +34,9 @@ import Testing
     }
 
     static func output(_ arguments: [String]) throws -> String {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = arguments
-        let out = Pipe()
-        p.standardOutput = out
-        try p.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else { throw Missing(description: "\(arguments[0]) exited with \(p.terminationStatus)") }
-        return String(decoding: data, as: UTF8.self)
+        let r = try ChildProcess.run("/usr/bin/env", arguments)
+        guard r.status == 0, !r.timedOut else { throw Missing(description: "\(arguments[0]) exited with \(r.status)\(r.timedOut ? " (timed out)" : "")") }
+        return String(decoding: r.stdout, as: UTF8.self)
     }
 
     @Test func embedPrintsOneJSONArrayMatchingTheReference() throws {

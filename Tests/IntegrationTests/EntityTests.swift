@@ -285,14 +285,9 @@ func geonamesCities(size: String, limit: Int) throws -> [JSONValue] {
     let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     let script = root.deletingLastPathComponent().appendingPathComponent("shared/datasets/geonames_cities.py").path
     guard FileManager.default.fileExists(atPath: script) else { throw FixtureError("the test data \(script) is missing") }
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    p.arguments = ["python3", script, "--size", size, "--limit", String(limit)]
-    let out = Pipe()
-    p.standardOutput = out
-    try p.run()
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    guard p.terminationStatus == 0 else { throw FixtureError("\(script) failed with status \(p.terminationStatus)") }
-    return String(decoding: data, as: UTF8.self).split(separator: "\n").compactMap { try? JSONValue.parse(String($0)) }
+    let r = try ChildProcess.run("/usr/bin/env", ["python3", script, "--size", size, "--limit", String(limit)])
+    guard r.status == 0, !r.timedOut else {
+        throw FixtureError("\(script) failed with status \(r.status)\(r.timedOut ? " (timed out)" : ""): \(String(decoding: r.stderr, as: UTF8.self).suffix(400))")
+    }
+    return String(decoding: r.stdout, as: UTF8.self).split(separator: "\n").compactMap { try? JSONValue.parse(String($0)) }
 }

@@ -106,16 +106,11 @@ struct LocalQueryTests {
     @Test func badLocalFlagsAreNamed() async throws {
         let f = try ClusterFixture(shards: 2)
         defer { f.stopAll(); f.removeData() }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: ClusterFixture.binDirectory + "/limelight-coordinator")
-        p.arguments = ["--listen", "tcp://127.0.0.1:0", "--workers", "tcp://127.0.0.1:0", "--no-stats", "--shards", "2",
-                       "--local-data", f.data, "--local-shards", "0,5"]
-        let err = Pipe()
-        p.standardError = err
-        try p.run()
-        p.waitUntilExit()
-        let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(p.terminationStatus != 0)
+        let r = try ChildProcess.run(ClusterFixture.binDirectory + "/limelight-coordinator", [
+            "--listen", "tcp://127.0.0.1:0", "--workers", "tcp://127.0.0.1:0", "--no-stats", "--shards", "2",
+            "--local-data", f.data, "--local-shards", "0,5"], limit: 30)
+        let text = String(decoding: r.stderr, as: UTF8.self)
+        #expect(r.status != 0 && !r.timedOut)
         #expect(text.contains("--local-shards: '0,5'"), "\(text)")
     }
 }

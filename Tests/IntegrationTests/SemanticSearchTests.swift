@@ -14,15 +14,11 @@ struct SemanticSearchTests {
     static func useModel() throws {
         if let env = ProcessInfo.processInfo.environment["LIMELIGHT_MODEL"], !env.isEmpty { return }
         let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let p = Process()
-        p.executableURL = repository.appendingPathComponent("scripts/install-model")
-        let out = Pipe()
-        p.standardOutput = out
-        try p.run()
-        let folder = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            .trimmingCharacters(in: .whitespacesAndNewlines)
-        p.waitUntilExit()
-        guard p.terminationStatus == 0, !folder.isEmpty else { throw FixtureError("scripts/install-model found no model") }
+        let r = try ChildProcess.run(repository.appendingPathComponent("scripts/install-model").path, [], limit: 600)
+        let folder = String(decoding: r.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard r.status == 0, !r.timedOut, !folder.isEmpty else {
+            throw FixtureError("scripts/install-model found no model: \(String(decoding: r.stderr, as: UTF8.self).suffix(400))")
+        }
         setenv("LIMELIGHT_MODEL", folder, 1)
     }
 
