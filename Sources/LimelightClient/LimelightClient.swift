@@ -201,16 +201,17 @@ public final class LimelightClient: Sendable {
     public func query(_ request: Body.QueryRequest, silence: Duration? = nil) -> QueryHandle {
         let id = newID()
         let (stream, cont) = AsyncThrowingStream<QueryEvent, Error>.makeStream()
-        pending.stream(id, cont)
         var request = request
         if request.completionInBatch == nil { request.completionInBatch = true }
-        submit(id, .query(request))
         let limit = silence ?? request.deadlineMs.map { .milliseconds($0) + .seconds(10) } ?? .seconds(60)
-        Task { [weak self, pending, endpoint] in
+        pending.watching(+1)
+        let watch = Task { [weak self, pending, endpoint] in
+            defer { pending.watching(-1) }
             var wait = limit
             while true {
                 try? await Task.sleep(for: wait)
-                guard let quiet = pending.silence(of: id) else { return }
+                // Ended (the watch is cancelled when the stream ends), or not begun.
+                guard !Task.isCancelled, let quiet = pending.silence(of: id) else { return }
                 if quiet >= limit {
                     pending.fail(id, ClientError(.timeout, "no message about query \(id) from \(endpoint) for \(limit): the server is down or unreachable"))
                     await self?.cancel(queryID: id)
@@ -219,6 +220,12 @@ public final class LimelightClient: Sendable {
                 wait = limit - quiet
             }
         }
+        // The watch ends with its query, so finished queries leave no
+        // sleeping tasks behind (a client running thousands of queries a
+        // second kept a minute's worth of them).
+        cont.onTermination = { _ in watch.cancel() }
+        pending.stream(id, cont)
+        submit(id, .query(request))
         return QueryHandle(id: id, events: stream, client: self)
     }
 
@@ -275,6 +282,12 @@ final class PendingReplies: @unchecked Sendable {
     func stream(_ id: String, _ c: AsyncThrowingStream<QueryEvent, Error>.Continuation) {
         lock.lock(); streams[id] = Stream(continuation: c, heard: .now); lock.unlock()
     }
+
+    /// Silence watches of queries (``LimelightClient/query(_:silence:)``) not ended yet.
+    var watches: Int { lock.withLock { watchCount } }
+    private var watchCount = 0
+
+    func watching(_ change: Int) { lock.withLock { watchCount += change } }
 
     /// How long since the server last sent anything about the running query
     /// `id`; nil once the query has ended.

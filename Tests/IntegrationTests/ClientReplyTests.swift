@@ -1,6 +1,6 @@
 import Foundation
 import Synchronization
-import LimelightClient
+@testable import LimelightClient
 import Testing
 import WireProtocol
 import ZeroMQ
@@ -204,6 +204,25 @@ import ZeroMQ
         #expect(events.count == 6)
         guard case .completion(let c)? = events.last else { Issue.record("no completion: \(events)"); return }
         #expect(c.count == 5 && !c.cancelled)
+    }
+
+    /// A query's silence watch ends with the query: a client running
+    /// thousands of queries a second must not keep a minute of sleeping
+    /// watches (the default silence is 60 s).
+    @Test func aFinishedQueryLeavesNoWatchBehind() async throws {
+        let server = try Self.scriptedQueryServer(batches: 1, every: .zero, complete: true)
+        defer { server.close() }
+        let client = try LimelightClient(endpoint: server.endpoint)
+        defer { client.close() }
+        let handle = client.query(Body.QueryRequest(query: "title == \"a\""))
+        guard case .success(let events)? = await Self.events(handle, within: .seconds(20)) else {
+            Issue.record("the query did not end with its completion")
+            return
+        }
+        #expect(events.count == 2)
+        let end = ContinuousClock.now + .seconds(20)
+        while client.pending.watches > 0, ContinuousClock.now < end { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(client.pending.watches == 0)
     }
 
     /// A good reply still goes through the same path.
