@@ -180,14 +180,14 @@ extension CoordinatorCore {
     /// search's response (and a typed query's results) go as the builder
     /// wrote them, spliced into the frame.
     func answer(_ rs: RunningSearch, elapsedMs: Double, failed: [ShardFailure]) -> Body {
+        func written() -> RawJSON { RawJSON(trusted: ArraySlice(rs.builder.responseBytes(processingTimeMS: Int(elapsedMs.rounded())))) }
         switch rs.mode {
         case .suggest(let limit, let withResults):
             var all = rs.suggestions.map { Body.SuggestionCount(suggestion: $0.key, count: $0.value) }
             all.sort { $0.count != $1.count ? $0.count > $1.count : $0.suggestion < $1.suggestion }
             let suggestions = Array(all.prefix(limit))
             guard withResults else { return .suggestResult(Body.SuggestResult(suggestions: suggestions, failedShards: failed)) }
-            let response = RawJSON(trusted: ArraySlice(rs.builder.responseBytes(processingTimeMS: Int(elapsedMs.rounded()))))
-            return .suggestResult(.written(suggestions: suggestions, response: response, failedShards: failed))
+            return .suggestResult(.written(suggestions: suggestions, response: written(), failedShards: failed))
         case .spotlight(_, let text, let params):
             let ordered = rs.groups.sorted { rs.builder.groupPrecedes($0, $1) }
             let groups = ordered.map { g in
@@ -196,8 +196,7 @@ extension CoordinatorCore {
             }
             return .spotlightResult(Body.SpotlightResult(groups: groups, failedShards: failed))
         case .search:
-            let response = RawJSON(trusted: ArraySlice(rs.builder.responseBytes(processingTimeMS: Int(elapsedMs.rounded()))))
-            return .searchResult(.written(response, failedShards: failed))
+            return .searchResult(.written(written(), failedShards: failed))
         }
     }
 }

@@ -302,11 +302,12 @@ final class PendingReplies: @unchecked Sendable {
             c.resume(returning: env)
             return
         }
-        guard let s = streams[env.id]?.continuation else { lock.unlock(); return }
+        guard let at = streams.index(forKey: env.id) else { lock.unlock(); return }
+        let s = streams.values[at].continuation
         switch env.body {
         case .resultBatch(let b):
             guard let c = b.completion else {
-                streams[env.id]?.heard = .now
+                streams.values[at].heard = .now
                 lock.unlock()
                 s.yield(.batch(b.items))
                 return

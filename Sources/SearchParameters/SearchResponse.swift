@@ -36,17 +36,10 @@ public struct SearchResponseBuilder: Sendable {
     /// A shard that did not answer: the counts are then not exhaustive.
     public mutating func shardFailed() { exhaustiveHits = false; exhaustiveFacets = false }
 
-    /// The response object, with `processingTimeMS`, as a tree (for typed
-    /// answers and tests): ``responseBytes(processingTimeMS:)`` read back.
-    public func response(processingTimeMS: Int) -> JSONValue {
-        // Written by JSONWriter's rules from values that were trees: it
-        // cannot fail to parse short of a bug.
-        try! JSONValue.parse(Data(responseBytes(processingTimeMS: processingTimeMS)))
-    }
-
     /// The response object, with `processingTimeMS`, written directly as
     /// the bytes ``JSONWriter`` would give for its tree (sorted keys): the
-    /// coordinator splices them into its frame (``Body/SearchResult/written(_:failedShards:)``).
+    /// coordinator splices them into its frame (``Body/SearchResult/written(_:failedShards:)``,
+    /// and a typed query's results, ``Body/SuggestResult/written(suggestions:response:failedShards:)``).
     ///
     /// Why: the hits and their highlights were trees of small dictionaries,
     /// built, then walked and sorted again by the writer: 75 µs to build and

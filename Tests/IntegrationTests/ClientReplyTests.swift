@@ -84,18 +84,9 @@ import ZeroMQ
         let client = try LimelightClient(endpoint: server.endpoint)
         defer { client.close() }
         let handle = client.query(Body.QueryRequest(query: "title == \"a\"", limit: 1))
-        // Events until the stream ends, or what came within 20 s (a client
-        // that missed the completion would wait for one forever).
-        let events = try await withThrowingTaskGroup(of: [QueryEvent]?.self) { group in
-            group.addTask {
-                var events: [QueryEvent] = []
-                for try await e in handle.events { events.append(e) }
-                return events
-            }
-            group.addTask { try await Task.sleep(for: .seconds(20)); return nil }
-            defer { group.cancelAll() }
-            return try await group.next() ?? nil
-        }
+        // Events until the stream ends, or nil after 20 s (a client that
+        // missed the completion would wait for one forever).
+        let events = try await Self.events(handle, within: .seconds(20))?.get()
         #expect(asked.withLock { $0 })
         guard let events else {
             Issue.record("the query's events did not end with the completion inside its batch")
@@ -124,7 +115,7 @@ import ZeroMQ
     static func scriptedQueryServer(batches: Int, every: Duration, complete: Bool, listen: Duration = .zero,
                                     heard: Heard = Heard()) throws -> OneShotServer {
         try OneShotServer { socket, route, id, _ in
-            for seq in 1...max(1, batches) where batches > 0 {
+            for seq in stride(from: 1, through: batches, by: 1) {
                 _ = try? socket.send([route, Data(#"{"v":1,"type":"result_batch","id":"\#(id)","seq":\#(seq),"items":[{"uniqueIdentifier":"i\#(seq)"}]}"#.utf8)])
                 Thread.sleep(forTimeInterval: Double(every.components.seconds) + Double(every.components.attoseconds) / 1e18)
             }
