@@ -72,6 +72,8 @@ final class ForwardIndex: @unchecked Sendable {
     let asciiOfWordTerm: [Int32]
     let extraTerms: Vocabulary
     let extraAscii: [Int32]
+    /// Per term, the items and places it occurs at (see ``TermOccurrences``).
+    let occurrences: TermOccurrences
 
     /// The thread CPU time the read took, in seconds.
     let readSeconds: Double
@@ -88,7 +90,7 @@ final class ForwardIndex: @unchecked Sendable {
         itemStart.count * 4 + valueName.count * 4 + valueStart.count * 4 + tokens.count * 4
             + termBytes.count + termStart.count * 4 + termFolded.count
             + asciiVocabulary.memoryBytes + asciiTerms.count * 4 + baseMasks.count * 4
-            + asciiOfWordTerm.count * 4 + extraTerms.memoryBytes + extraAscii.count * 4
+            + asciiOfWordTerm.count * 4 + extraTerms.memoryBytes + extraAscii.count * 4 + occurrences.memoryBytes
     }
 
     /// Reads and tokenizes every text value; call it inside the read
@@ -155,6 +157,7 @@ final class ForwardIndex: @unchecked Sendable {
         baseMasks = terms.folded.map { $0 ? 0 : ForwardTokenCache.known }
         self.wordTerms = wordTerms
         (asciiOfWordTerm, extraTerms, extraAscii) = wordTerms.map { Self.align(vocabulary, with: $0) } ?? ([], Vocabulary(), [])
+        occurrences = TermOccurrences(itemStart: itemStart, valueName: valueName, valueStart: valueStart, tokens: tokens, termFolded: terms.folded)
         readSeconds = Self.threadCPUSeconds() - cpu0
     }
 

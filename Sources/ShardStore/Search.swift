@@ -401,9 +401,14 @@ struct SearchRun {
                        exactAttribute: exactAttribute[k], exactWords: exactWords[k])
         }
         if plan.words.count > 1 {
-            for (i, id) in ids.enumerated() {
+            // From the forward index all at once (see
+            // ``indexedTextMatches(_:_:always:)``), else item by item.
+            let found = try forward.map { indexedTextMatches(ids, $0) } ?? ids.map { id in
                 try context.checkCancelled()
-                if let m = try textMatch(id) {
+                return try textMatch(id)
+            }
+            for (i, m) in found.enumerated() {
+                if let m {
                     ranks[i].proximity = m.proximity
                     ranks[i].attribute = m.attribute
                     ranks[i].exactAttribute = m.exactAttribute

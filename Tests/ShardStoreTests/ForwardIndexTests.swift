@@ -23,8 +23,9 @@ import Testing
                         "a,b;c", "Vi", "vim", "vim-gtk3", "MyWindowClass", "window", "class"]
     static let joiners = [" ", " ", " ", "  ", ", ", "-", ".", "/", "", " — "]
 
-    static func text(_ rng: inout SplitMix64, _ most: Int) -> String {
+    static func text(_ rng: inout SplitMix64, _ most: Int, asciiOnly: Bool = false) -> String {
         let n = Int(rng.next() % UInt64(most + 1))
+        let words = asciiOnly ? Self.words.filter { $0.allSatisfy(\.isASCII) } : Self.words
         var out = ""
         for k in 0..<n {
             var w = words[Int(rng.next() % UInt64(words.count))]
@@ -35,12 +36,13 @@ import Testing
         return out
     }
 
-    static func randomItems(_ n: Int, seed: UInt64, prefix: String = "i") -> [JSONValue] {
+    static func randomItems(_ n: Int, seed: UInt64, prefix: String = "i", asciiOnly: Bool = false) -> [JSONValue] {
         var rng = SplitMix64(state: seed)
         return (0..<n).map { i in
-            let keywords = (0..<Int(rng.next() % 4)).map { _ in "\"" + text(&rng, 3) + "\"" }.joined(separator: ", ")
+            func text(_ most: Int) -> String { Self.text(&rng, most, asciiOnly: asciiOnly) }
+            let keywords = (0..<Int(rng.next() % 4)).map { _ in "\"" + text(3) + "\"" }.joined(separator: ", ")
             return item("\(prefix)\(i)", domain: ["@alpha", "@beta"][Int(rng.next() % 2)],
-                        #"{"title": "\#(text(&rng, 3))", "displayName": "\#(text(&rng, 5))", "contentDescription": "\#(text(&rng, 12))", "keywords": [\#(keywords)], "section": "\#(text(&rng, 2))", "size": \#(rng.next() % 100)}"#)
+                        #"{"title": "\#(text(3))", "displayName": "\#(text(5))", "contentDescription": "\#(text(12))", "keywords": [\#(keywords)], "section": "\#(text(2))", "size": \#(rng.next() % 100)}"#)
         }
     }
 
@@ -126,6 +128,50 @@ import Testing
         }
         // The comparison saw every kind of answer.
         #expect(matches > 400 && exact > 10 && proximities.count >= 5 && starts > 0, "\(matches) \(exact) \(proximities) \(starts)")
+    }
+
+    /// Worked out for all candidates at once from the terms' occurrences
+    /// (``TermOccurrences``), the numbers are the token loop's, item by
+    /// item: on text of ASCII words only (which the occurrences describe)
+    /// and on text with folded terms (whose items keep the loop).
+    @Test func occurrencesGiveTheTokenLoopsNumbers() throws {
+        for asciiOnly in [true, false] {
+            let dir = try TempDir()
+            let s = try openStore(dir)
+            try s.put(Self.randomItems(300, seed: 91, asciiOnly: asciiOnly))
+            #expect(try s.delete(ids: ["i3", "i5", "i8"]) == 3)
+            try s.buildSuggestionIndex()
+            defer { PostingIndexes.shared.forget(path: s.path) }
+            let index = try #require(try PostingIndexTests.held(s))
+            let forward = try #require(index.forward)
+            let described = (0..<forward.occurrences.scanOnly.count).filter { forward.occurrences.describes(Int64($0)) }.count
+            #expect(asciiOnly ? described > 290 : described < 250, "\(described)")
+            let ids = try s.db.prepare("SELECT id FROM items ORDER BY id").map { $0.int64(at: 0) } + [999_999]
+            let values = try s.db.prepare("SELECT text FROM attrs WHERE kind = 0").map { $0.string(at: 0) ?? "" }.sorted()
+            var matches = 0, exact = 0, proximities: Set<Int> = [], starts = 0
+            for plan in Self.randomPlans(150, seed: 93, values: values) {
+                try s.db.transaction(.deferred) {
+                    try s.reloadIfChanged()
+                    let run = try SearchRun(store: s, plan: plan, context: QueryContext(isCancelled: { false }, wantsScores: false), index: index)
+                    // Every other item, and all of them: the lists are galloped through.
+                    for candidates in [ids, ids.enumerated().filter { $0.offset % 2 == 1 }.map(\.element)] {
+                        let all = run.indexedTextMatches(candidates, forward, always: true)
+                        for (id, a) in zip(candidates, all) {
+                            let b = run.indexedTextMatch(id, forward)
+                            #expect(a?.proximity == b?.proximity && a?.attribute == b?.attribute && a?.exactAttribute == b?.exactAttribute,
+                                    "item \(id) \(plan.words) \(plan.searchableAttributes) \(plan.typos): \(String(describing: a)) \(String(describing: b))")
+                            if let b {
+                                matches += 1
+                                proximities.insert(b.proximity)
+                                if b.exactAttribute != SearchRank.noExactAttribute { exact += 1 }
+                                if b.attribute % 2 == 0 { starts += 1 }
+                            }
+                        }
+                    }
+                }
+            }
+            #expect(matches > 400 && exact >= 5 && proximities.count >= 5 && starts > 0, "\(matches) \(exact) \(proximities) \(starts)")
+        }
     }
 
     /// The masks a query begins with, found by lookups in the ASCII terms'

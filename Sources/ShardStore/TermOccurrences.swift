@@ -1,0 +1,264 @@
+import QueryPlan
+
+/// The ``ForwardIndex`` turned inside out: per term, the items it occurs in
+/// and where (the value of the item, the position in the value), so that
+/// ranking a several-word search meets only the tokens its words match,
+/// instead of every token of every candidate.
+///
+/// Why: working proximity out token by token was a third of the
+/// coordinator's CPU in a two-word search (Debian corpus, `--local-queries`,
+/// perf, 2026-11-24): a candidate holds ~100 tokens, of which the query's
+/// words are a handful. Here a search walks each matched term's list
+/// against its candidates (galloping through a common term's), then works
+/// each candidate's proximity, attribute and whole-value exactness from its
+/// few occurrences (see ``SearchRun/indexedTextMatches(_:_:)``).
+///
+/// Built from the forward index's arrays when it is read (one counting pass
+/// and one filling pass, in item order, so each term's list is sorted by
+/// item): 8 bytes a token. Items this cannot describe exactly are marked to
+/// keep the token loop: those holding a folded term (a query decides those
+/// only when met), more than ``maxValues`` values, an attribute name id
+/// past ``maxNames`` or a position past ``maxPosition``.
+struct TermOccurrences: Sendable {
+    /// Term `t`'s occurrences are `start[t]..<start[t + 1]`.
+    let start: [UInt32]
+    /// Each occurrence: its item << 32 | its place, ascending within a
+    /// term (items ascending). The place is the value's index among the
+    /// item's values << 22 | its attribute name id << 12 | the position
+    /// (camel-case parts at their token's), so that places sort as the text
+    /// reads, and a search needs nothing else of the item unless a value may
+    /// be the whole query. One array, not two: a search reads the place of
+    /// the item it just compared, and two arrays (and the value's name read
+    /// from the forward index) were a cache miss each, a fifth of the
+    /// search's time in ``SearchRun/indexedTextMatches(_:_:always:)``.
+    let entries: [UInt64]
+    /// Per item, whether a search must take its tokens one by one instead.
+    let scanOnly: [Bool]
+
+    static let maxPosition = 1 << 12
+    static let maxNames = 1 << 10
+    static let maxValues = 1 << 10
+
+    /// A place's value index, name id and position.
+    @inline(__always) static func value(_ place: UInt32) -> Int { Int(place >> 22) }
+    @inline(__always) static func name(_ place: UInt32) -> Int { Int(place >> 12) & (maxNames - 1) }
+    @inline(__always) static func position(_ place: UInt32) -> Int { Int(place) & (maxPosition - 1) }
+
+    var memoryBytes: Int { start.count * 4 + entries.count * 8 + scanOnly.count }
+
+    init() {
+        start = [0]
+        entries = []
+        scanOnly = []
+    }
+
+    init(itemStart: [UInt32], valueName: [UInt32], valueStart: [UInt32], tokens: [UInt32], termFolded: [Bool]) {
+        let terms = termFolded.count
+        var start = [UInt32](repeating: 0, count: terms + 1)
+        for e in tokens { start[Int(e >> 1) + 1] &+= 1 }
+        for t in 0..<terms { start[t + 1] &+= start[t] }
+        var fill = start
+        var entries = [UInt64](repeating: 0, count: tokens.count)
+        let items = max(0, itemStart.count - 1)
+        var scanOnly = [Bool](repeating: false, count: items)
+        for i in 0..<items {
+            let first = Int(itemStart[i])
+            for v in first..<Int(itemStart[i + 1]) {
+                let local = v - first, name = Int(valueName[v])
+                // Positions as the token loop counts them: each token that
+                // is not a camel-case part moves one on.
+                var position = -1
+                for k in Int(valueStart[v])..<Int(valueStart[v + 1]) {
+                    let e = tokens[k], t = Int(e >> 1)
+                    if e & 1 == 0 { position += 1 }
+                    if termFolded[t] || local >= Self.maxValues || name >= Self.maxNames || position < 0 || position >= Self.maxPosition {
+                        scanOnly[i] = true
+                    }
+                    let slot = Int(fill[t])
+                    fill[t] = UInt32(slot + 1)
+                    let place = UInt32(min(local, Self.maxValues - 1)) << 22 | UInt32(min(name, Self.maxNames - 1)) << 12
+                        | UInt32(min(max(position, 0), Self.maxPosition - 1))
+                    entries[slot] = UInt64(i) << 32 | UInt64(place)
+                }
+            }
+        }
+        self.start = start
+        self.entries = entries
+        self.scanOnly = scanOnly
+    }
+
+    /// Whether item `id` is described here exactly.
+    @inline(__always) func describes(_ id: Int64) -> Bool {
+        id >= 0 && id < Int64(scanOnly.count) && !scanOnly[Int(id)]
+    }
+}
+
+extension SearchRun {
+    /// ``textMatch(_:)`` of every item of `ids` (sorted, ascending) at once,
+    /// from the forward index's ``TermOccurrences`` when walking the matched
+    /// terms' lists costs less than the candidates' tokens, else item by
+    /// item (``indexedTextMatch(_:_:)``): the same numbers either way.
+    ///
+    /// Per candidate, its occurrences of matched terms in place order give
+    /// the ``ProximityTracker`` what the token loop gives it (the tokens
+    /// that match nothing only move positions, which the places hold); the
+    /// attribute is the best searched value holding a match, at its start
+    /// when one is at position 0; and a value is the whole query only if
+    /// its tokens, parts aside, are the words in order, which a loop that
+    /// stops at the first other token tells, asked only of values whose
+    /// first token is the first word (reading any value's first token was a
+    /// cache miss a value, a quarter of this function's time).
+    ///
+    /// `always`: take the occurrences whatever the cost (for tests).
+    func indexedTextMatches(_ ids: [Int64], _ forward: ForwardIndex, always: Bool = false)
+        -> [(proximity: Int, attribute: Int, exactAttribute: Int)?] {
+        let cache = store.searchCache.forwardTokens
+        cache.lookUp(store)
+        let occurrences = forward.occurrences
+        let n = ids.count
+        // The matched terms (the lookups set each one's bits, some twice).
+        var terms: [Int] = []
+        terms.reserveCapacity(cache.decided.count)
+        for t in cache.decided where cache.masks[Int(t)] & ForwardTokenCache.matchBits != 0 { terms.append(Int(t)) }
+        terms.sort()
+        var unique = 0
+        for t in terms where unique == 0 || terms[unique - 1] != t { terms[unique] = t; unique += 1 }
+        terms.removeLast(terms.count - unique)
+        if !always {
+            // Cost in entries read: a list stepped through, or galloped
+            // through at ~log2 of its length per candidate.
+            var walk = 0
+            let logN = max(1, Int.bitWidth - n.leadingZeroBitCount)
+            for t in terms {
+                let length = Int(occurrences.start[t + 1] - occurrences.start[t])
+                walk += min(length, n * max(1, Int.bitWidth - length.leadingZeroBitCount - logN + 1))
+            }
+            // The candidates' tokens, taken as the average item's: reading
+            // each one's would cost what the estimate is meant to save.
+            let scan = n * forward.tokenCount / max(1, occurrences.scanOnly.count)
+            guard 2 * walk < scan else { return ids.map { indexedTextMatch($0, forward) } }
+        }
+
+        // Every occurrence of a matched term in a candidate: (candidate, place, term).
+        var hitCandidate: [UInt32] = [], hitPlace: [UInt32] = [], hitTerm: [UInt32] = []
+        let candidates = ids.map { UInt32(truncatingIfNeeded: max(0, min($0, Int64(UInt32.max)))) }
+        occurrences.entries.withUnsafeBufferPointer { entries in
+        candidates.withUnsafeBufferPointer { candidates in
+            for t in terms {
+                var o = Int(occurrences.start[t])
+                let end = Int(occurrences.start[t + 1])
+                var c = 0
+                while o < end, c < n {
+                    let entry = entries[o]
+                    let x = UInt32(truncatingIfNeeded: entry >> 32), want = candidates[c]
+                    if x < want {
+                        o = Self.gallop(entries, from: o, to: end, atLeast: UInt64(want) << 32)
+                    } else if x > want {
+                        c = Self.gallop(candidates, from: c, to: n, atLeast: x)
+                    } else {
+                        hitCandidate.append(UInt32(c))
+                        hitPlace.append(UInt32(truncatingIfNeeded: entry))
+                        hitTerm.append(UInt32(t))
+                        o += 1
+                    }
+                }
+            }
+        }
+        }
+        // Grouped by candidate (counting), then each group in place order.
+        var first = [Int](repeating: 0, count: n + 1)
+        for c in hitCandidate { first[Int(c) + 1] += 1 }
+        for c in 0..<n { first[c + 1] += first[c] }
+        var next = first
+        var order = [UInt64](repeating: 0, count: hitCandidate.count)
+        for h in 0..<hitCandidate.count {
+            let c = Int(hitCandidate[h])
+            order[next[c]] = UInt64(hitPlace[h]) << 32 | UInt64(hitTerm[h])
+            next[c] += 1
+        }
+
+        let words = plan.words.count
+        let scratch = self.scratch
+        var answers: [(proximity: Int, attribute: Int, exactAttribute: Int)?] = []
+        answers.reserveCapacity(n)
+        for (c, id) in ids.enumerated() {
+            guard occurrences.describes(id) else {
+                answers.append(indexedTextMatch(id, forward))
+                continue
+            }
+            let group = first[c]..<first[c + 1]
+            // Insertion sort: a candidate holds a handful of occurrences.
+            if group.count > 1 {
+                for i in (group.lowerBound + 1)..<group.upperBound {
+                    let x = order[i]
+                    var j = i
+                    while j > group.lowerBound, order[j - 1] > x { order[j] = order[j - 1]; j -= 1 }
+                    order[j] = x
+                }
+            }
+            var tracker = ProximityTracker(words: words, scratch.proximityBuffer(words: words))
+            var attribute = noRank, exact = SearchRank.noExactAttribute
+            var h = group.lowerBound
+            while h < group.upperBound {
+                let place = UInt32(truncatingIfNeeded: order[h] >> 32)
+                let local = TermOccurrences.value(place), name = TermOccurrences.name(place)
+                let rank = name < rankByName.count ? rankByName[name] : -1
+                var atStart = false, mayBeWhole = false
+                while h < group.upperBound, TermOccurrences.value(UInt32(truncatingIfNeeded: order[h] >> 32)) == local {
+                    let position = TermOccurrences.position(UInt32(truncatingIfNeeded: order[h] >> 32))
+                    let mask = cache.masks[Int(order[h] & 0xFFFF_FFFF)]
+                    var matches = mask & ForwardTokenCache.matchBits
+                    h += 1
+                    guard rank >= 0 else { continue }
+                    if position == 0 {
+                        atStart = true
+                        // A whole value begins with the first word itself.
+                        if mask & (1 << ForwardTokenCache.equalsShift) != 0 { mayBeWhole = true }
+                    }
+                    while matches != 0 {
+                        tracker.met(matches.trailingZeroBitCount, value: local, position: position)
+                        matches &= matches - 1
+                    }
+                }
+                guard rank >= 0 else { continue }
+                attribute = min(attribute, SearchRank.attribute(rank, atStart: atStart))
+                if mayBeWhole, rank < exact, isWholeQuery(value: forward.values(of: id).lowerBound + local, forward, cache) { exact = rank }
+            }
+            answers.append(tracker.proximity.map { ($0, attribute, exact) })
+        }
+        return answers
+    }
+
+    /// Whether value `v`'s tokens, camel-case parts aside, are the query's
+    /// words in order (``indexedTextMatch(_:_:)``'s whole-value test, for an
+    /// item of ASCII terms only, whose masks the lookups decided).
+    @inline(__always)
+    func isWholeQuery(value v: Int, _ forward: ForwardIndex, _ cache: ForwardTokenCache) -> Bool {
+        let words = plan.words.count
+        var seen = 0
+        for k in Int(forward.valueStart[v])..<Int(forward.valueStart[v + 1]) {
+            let entry = forward.tokens[k]
+            if entry & 1 != 0 { continue }
+            guard seen < words, cache.masks[Int(entry >> 1)] & (1 << (ForwardTokenCache.equalsShift + UInt32(seen))) != 0 else { return false }
+            seen += 1
+        }
+        return seen == words
+    }
+
+    /// The first index in `from..<to` of `list` (ascending) not below `x`.
+    @inline(__always)
+    static func gallop<T: FixedWidthInteger>(_ list: UnsafeBufferPointer<T>, from: Int, to end: Int, atLeast x: T) -> Int {
+        var lo = from, hi = from, step = 1
+        while hi < end, list[hi] < x {
+            lo = hi + 1
+            hi = lo + step
+            step &<<= 1
+        }
+        hi = min(hi, end)
+        while lo < hi {
+            let mid = (lo + hi) >> 1
+            if list[mid] < x { lo = mid + 1 } else { hi = mid }
+        }
+        return lo
+    }
+}
