@@ -72,6 +72,7 @@ struct Owner {
         startup.done.signal()
 
         var owner = Owner(core: core, socket: socket)
+        core.ownerStarts()
         let error = owner.loop()
         // Sends the owner thread had taken: they were not accepted by ZeroMQ.
         for item in owner.pending {
@@ -147,6 +148,12 @@ struct Owner {
                 continue
             }
 
+            if core.takeQueuedByOwner() {
+                // Queued by `intercept` on this thread, without a wake-up
+                // byte: take it before sleeping.
+                drained = false
+                continue
+            }
             var events: PollEvents = []
             if canReceive && !paused { events.insert(.readable) }
             if sendState == .waitWritable { events.insert(.writable) }

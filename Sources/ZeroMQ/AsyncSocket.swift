@@ -12,7 +12,9 @@ import Synchronization
 /// buffer of received messages. The owner thread sleeps in
 /// `zmq_poll` on the socket and on a wake-up pipe, which ``send(_:)``,
 /// ``close()`` and a consumer that frees buffer space write to — it never spins
-/// and never polls on a short timeout to notice work.
+/// and never polls on a short timeout to notice work. A message queued on the
+/// owner thread itself (an `intercept` answering) needs no wake-up: the loop
+/// takes it before it polls again.
 ///
 /// **Sending.** ``send(_:)`` returns when ZeroMQ has accepted the message
 /// (queued it on the pipe to a peer), not when it was delivered. It suspends
@@ -193,6 +195,9 @@ public final class AsyncSocket: Sendable {
 
     /// Whether ``close()`` was called or the socket failed.
     public var isClosed: Bool { core.state.withLock { $0.closing } }
+
+    /// Wake-up bytes written to the owner thread's pipe so far (for tests).
+    var wakeUpsWritten: Int { core.wakeUpsWritten.load(ordering: .relaxed) }
 
     /// Received messages waiting in the inbound buffer (for tests and metrics).
     var bufferedMessageCount: Int { core.state.withLock { $0.inbound.count } }

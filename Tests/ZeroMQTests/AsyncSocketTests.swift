@@ -451,7 +451,10 @@ struct AsyncSocketTests {
 
     /// `intercept` sees every message on the owner thread first: what it
     /// takes never reaches `messages`, the rest arrive there in order, and
-    /// it may answer with `submit` from that thread.
+    /// it may answer with `submit` from that thread, whose answers go out
+    /// without a wake-up byte in the owner's own pipe (the loop takes them
+    /// before it polls again; without that they would wait for the next
+    /// message, and this test for good).
     @Test func interceptTakesMessagesOnTheOwnerThread() async throws {
         let context = try Context()
         let taken = Mutex<[String]>([])
@@ -475,6 +478,7 @@ struct AsyncSocketTests {
             #expect(streamed.map { texts($0) } == [["d", "stream 1"], ["d", "stream 2"]])
             let echoes = await collect(dealer, count: 2)
             #expect(echoes.map { texts($0) } == [["echo inline 1"], ["echo inline 2"]])
+            #expect(router.wakeUpsWritten == 0)
         }
         #expect(taken.withLock { $0 } == ["inline 1", "inline 2"])
         #expect(router.bufferedMessageCount == 0)
