@@ -24,10 +24,13 @@ struct TermOccurrences: Sendable {
     let start: [UInt32]
     /// Each occurrence: its item << 32 | its place, ascending within a
     /// term (items ascending). The place is the value's index among the
-    /// item's values << 22 | its attribute name id << 12 | the position
-    /// (camel-case parts at their token's), so that places sort as the text
-    /// reads, and a search needs nothing else of the item unless a value may
-    /// be the whole query. One array, not two: a search reads the place of
+    /// item's values << 22 | its attribute name id << 14 | the position
+    /// (camel-case parts at their token's) << 2 | a bit for a camel-case
+    /// part << 1 | a bit for the value's last token that is not one, so
+    /// that places sort as the text reads, and a search needs nothing else
+    /// of the item: whether a value is the whole query is in its
+    /// occurrences too (reading its tokens for it was a cache miss a value,
+    /// a tenth of ``SearchRun/indexedTextMatches(_:_:always:)``). One array, not two: a search reads the place of
     /// the item it just compared, and two arrays (and the value's name read
     /// from the forward index) were a cache miss each, a fifth of the
     /// search's time in ``SearchRun/indexedTextMatches(_:_:always:)``.
@@ -36,13 +39,15 @@ struct TermOccurrences: Sendable {
     let scanOnly: [Bool]
 
     static let maxPosition = 1 << 12
-    static let maxNames = 1 << 10
+    static let maxNames = 1 << 8
     static let maxValues = 1 << 10
 
-    /// A place's value index, name id and position.
+    /// A place's value index, name id, position, and flags.
     @inline(__always) static func value(_ place: UInt32) -> Int { Int(place >> 22) }
-    @inline(__always) static func name(_ place: UInt32) -> Int { Int(place >> 12) & (maxNames - 1) }
-    @inline(__always) static func position(_ place: UInt32) -> Int { Int(place) & (maxPosition - 1) }
+    @inline(__always) static func name(_ place: UInt32) -> Int { Int(place >> 14) & (maxNames - 1) }
+    @inline(__always) static func position(_ place: UInt32) -> Int { Int(place >> 2) & (maxPosition - 1) }
+    @inline(__always) static func isPart(_ place: UInt32) -> Bool { place & 2 != 0 }
+    @inline(__always) static func isLastWord(_ place: UInt32) -> Bool { place & 1 != 0 }
 
     var memoryBytes: Int { start.count * 4 + entries.count * 8 + scanOnly.count }
 
@@ -68,7 +73,9 @@ struct TermOccurrences: Sendable {
                 // Positions as the token loop counts them: each token that
                 // is not a camel-case part moves one on.
                 var position = -1
-                for k in Int(valueStart[v])..<Int(valueStart[v + 1]) {
+                let tokenRange = Int(valueStart[v])..<Int(valueStart[v + 1])
+                let lastWord = tokenRange.reduce(-1) { $0 + Int(~tokens[$1] & 1) }
+                for k in tokenRange {
                     let e = tokens[k], t = Int(e >> 1)
                     if e & 1 == 0 { position += 1 }
                     if termFolded[t] || local >= Self.maxValues || name >= Self.maxNames || position < 0 || position >= Self.maxPosition {
@@ -76,8 +83,9 @@ struct TermOccurrences: Sendable {
                     }
                     let slot = Int(fill[t])
                     fill[t] = UInt32(slot + 1)
-                    let place = UInt32(min(local, Self.maxValues - 1)) << 22 | UInt32(min(name, Self.maxNames - 1)) << 12
-                        | UInt32(min(max(position, 0), Self.maxPosition - 1))
+                    let place = UInt32(min(local, Self.maxValues - 1)) << 22 | UInt32(min(name, Self.maxNames - 1)) << 14
+                        | UInt32(min(max(position, 0), Self.maxPosition - 1)) << 2
+                        | UInt32(e & 1) << 1 | (e & 1 == 0 && position == lastWord ? 1 : 0)
                     entries[slot] = UInt64(i) << 32 | UInt64(place)
                 }
             }
@@ -103,11 +111,9 @@ extension SearchRun {
     /// the ``ProximityTracker`` what the token loop gives it (the tokens
     /// that match nothing only move positions, which the places hold); the
     /// attribute is the best searched value holding a match, at its start
-    /// when one is at position 0; and a value is the whole query only if
-    /// its tokens, parts aside, are the words in order, which a loop that
-    /// stops at the first other token tells, asked only of values whose
-    /// first token is the first word (reading any value's first token was a
-    /// cache miss a value, a quarter of this function's time).
+    /// when one is at position 0; and a value is the whole query when its
+    /// tokens, parts aside, are the words in order and no more, which its
+    /// occurrences tell (see ``TermOccurrences/entries``).
     ///
     /// `always`: take the occurrences whatever the cost (for tests).
     func indexedTextMatches(_ ids: [Int64], _ forward: ForwardIndex, always: Bool = false)
@@ -203,17 +209,22 @@ extension SearchRun {
                 let place = UInt32(truncatingIfNeeded: order[h] >> 32)
                 let local = TermOccurrences.value(place), name = TermOccurrences.name(place)
                 let rank = name < rankByName.count ? rankByName[name] : -1
-                var atStart = false, mayBeWhole = false
+                var atStart = false
+                // The value is the whole query when its tokens at positions
+                // 0..<words (parts aside) are each the word of that place,
+                // and the last of them is its last.
+                var wholeWords: UInt32 = 0, endsWithLastWord = false
                 while h < group.upperBound, TermOccurrences.value(UInt32(truncatingIfNeeded: order[h] >> 32)) == local {
-                    let position = TermOccurrences.position(UInt32(truncatingIfNeeded: order[h] >> 32))
+                    let here = UInt32(truncatingIfNeeded: order[h] >> 32)
+                    let position = TermOccurrences.position(here)
                     let mask = cache.masks[Int(order[h] & 0xFFFF_FFFF)]
                     var matches = mask & ForwardTokenCache.matchBits
                     h += 1
                     guard rank >= 0 else { continue }
-                    if position == 0 {
-                        atStart = true
-                        // A whole value begins with the first word itself.
-                        if mask & (1 << ForwardTokenCache.equalsShift) != 0 { mayBeWhole = true }
+                    if position == 0 { atStart = true }
+                    if position < words, !TermOccurrences.isPart(here), mask & (1 << (ForwardTokenCache.equalsShift + UInt32(position))) != 0 {
+                        wholeWords |= 1 << UInt32(position)
+                        if position == words - 1, TermOccurrences.isLastWord(here) { endsWithLastWord = true }
                     }
                     while matches != 0 {
                         tracker.met(matches.trailingZeroBitCount, value: local, position: position)
@@ -222,27 +233,11 @@ extension SearchRun {
                 }
                 guard rank >= 0 else { continue }
                 attribute = min(attribute, SearchRank.attribute(rank, atStart: atStart))
-                if mayBeWhole, rank < exact, isWholeQuery(value: forward.values(of: id).lowerBound + local, forward, cache) { exact = rank }
+                if wholeWords == (1 << UInt32(words)) - 1, endsWithLastWord { exact = min(exact, rank) }
             }
             answers.append(tracker.proximity.map { ($0, attribute, exact) })
         }
         return answers
-    }
-
-    /// Whether value `v`'s tokens, camel-case parts aside, are the query's
-    /// words in order (``indexedTextMatch(_:_:)``'s whole-value test, for an
-    /// item of ASCII terms only, whose masks the lookups decided).
-    @inline(__always)
-    func isWholeQuery(value v: Int, _ forward: ForwardIndex, _ cache: ForwardTokenCache) -> Bool {
-        let words = plan.words.count
-        var seen = 0
-        for k in Int(forward.valueStart[v])..<Int(forward.valueStart[v + 1]) {
-            let entry = forward.tokens[k]
-            if entry & 1 != 0 { continue }
-            guard seen < words, cache.masks[Int(entry >> 1)] & (1 << (ForwardTokenCache.equalsShift + UInt32(seen))) != 0 else { return false }
-            seen += 1
-        }
-        return seen == words
     }
 
     /// The first index in `from..<to` of `list` (ascending) not below `x`.

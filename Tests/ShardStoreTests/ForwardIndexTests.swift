@@ -174,6 +174,33 @@ import Testing
         }
     }
 
+    /// A camel-case part that is a query word does not make its value the
+    /// whole query ("fooBar baz" is not "foo baz"), from the occurrences as
+    /// from the token loop; the value of those words alone is.
+    @Test func camelCasePartsAreNotWholeWords() throws {
+        let dir = try TempDir()
+        let s = try openStore(dir)
+        try s.put([item("a", domain: "@alpha", #"{"title": "fooBar baz", "displayName": "foo bazQux"}"#),
+                   item("b", domain: "@alpha", #"{"title": "foo baz", "displayName": "other words"}"#),
+                   item("c", domain: "@alpha", #"{"title": "FooBaz", "displayName": "baz foo"}"#)])
+        try s.buildSuggestionIndex()
+        defer { PostingIndexes.shared.forget(path: s.path) }
+        let index = try #require(try PostingIndexTests.held(s))
+        let forward = try #require(index.forward)
+        let ids = try s.db.prepare("SELECT id FROM items ORDER BY id").map { $0.int64(at: 0) }
+        #expect(ids.allSatisfy { forward.occurrences.describes($0) })
+        let plan = SearchPlan(words: ["foo", "baz"], prefixLast: false, typos: TypoPolicy(enabled: false), window: 20)
+        try s.db.transaction(.deferred) {
+            try s.reloadIfChanged()
+            let run = try SearchRun(store: s, plan: plan, context: QueryContext(isCancelled: { false }, wantsScores: false), index: index)
+            let all = run.indexedTextMatches(ids, forward, always: true)
+            let loop = ids.map { run.indexedTextMatch($0, forward) }
+            #expect(all.map { $0?.exactAttribute } == loop.map { $0?.exactAttribute })
+            // Only "b"'s title is the whole query.
+            #expect(all.map { $0?.exactAttribute != SearchRank.noExactAttribute } == [false, true, false])
+        }
+    }
+
     /// The masks a query begins with, found by lookups in the ASCII terms'
     /// vocabulary, are for every ASCII term what the matcher's own
     /// comparisons say (and folded terms are left to be decided when met).
