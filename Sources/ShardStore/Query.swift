@@ -490,6 +490,15 @@ extension ShardStore {
         return try storedResult(s, column: 0, attributes: attributes)
     }
 
+    /// ``fetchResult(_:attributes:)`` with the item's unique identifier, in one lookup.
+    func fetchResultAndUID(_ id: Int64, attributes: FetchList?) throws -> (String, StoredResult)? {
+        let s = try db.prepare("SELECT uid, json FROM items WHERE id = ?")
+        try s.bind(id, at: 0)
+        defer { try? s.reset() }
+        guard try s.step(), let uid = s.string(at: 0), let stored = try storedResult(s, column: 1, attributes: attributes) else { return nil }
+        return (uid, stored)
+    }
+
     /// The result in the `items.json` column of a stepped row, with only
     /// `attributes` when given.
     func storedResult(_ s: Statement, column: Int, attributes: FetchList?) throws -> StoredResult? {

@@ -449,11 +449,25 @@ struct SearchRun {
             // own identifiers are read. (`ranks` as a constant: the closure
             // then reads it without an access check or a copy per rank.)
             let ranks = ranks
-            positions = Self.smallest(Array(ids.indices), plan.window) { a, b in
-                let c = SearchRanking.compare(ranks[a], ranks[b], plan: plan)
-                return c != 0 ? c < 0 : places[a] < places[b]
+            if !plan.words.isEmpty, let keys = Self.primaryKeys(ranks) {
+                // One integer per candidate for the criteria that decide
+                // most comparisons (see ``SearchRanking/primaryKey(_:)``).
+                let tail = SearchRanking.afterPrimaryMatters(ranks)
+                positions = Self.smallest(Array(ids.indices), plan.window) { a, b in
+                    if keys[a] != keys[b] { return keys[a] < keys[b] }
+                    if tail {
+                        let c = SearchRanking.compareAfterPrimary(ranks[a], ranks[b], plan: plan)
+                        if c != 0 { return c < 0 }
+                    }
+                    return places[a] < places[b]
+                }
+            } else {
+                positions = Self.smallest(Array(ids.indices), plan.window) { a, b in
+                    let c = SearchRanking.compare(ranks[a], ranks[b], plan: plan)
+                    return c != 0 ? c < 0 : places[a] < places[b]
+                }
             }
-            for k in positions { try readUID(k) }
+            // (Their identifiers are read with their items, below.)
         } else {
             let (window, windowLast) = Self.notBehindWindow(ranks, window: plan.window, plan: plan)
             for k in window { try readUID(k) }
@@ -463,11 +477,30 @@ struct SearchRun {
         var added: [Int64] = []
         for p in positions {
             try context.checkCancelled()
-            guard let stored = try store.fetchResult(ids[p], attributes: fetch) else { continue }
-            result.hits.append(SearchHit(uniqueIdentifier: uids[p], item: stored.item, rank: ranks[p]))
+            let uid: String, stored: StoredResult
+            if uids[p].isEmpty {
+                // One lookup for the identifier and the item.
+                guard let found = try store.fetchResultAndUID(ids[p], attributes: fetch) else { continue }
+                (uid, stored) = found
+            } else {
+                guard let found = try store.fetchResult(ids[p], attributes: fetch) else { continue }
+                (uid, stored) = (uids[p], found)
+            }
+            result.hits.append(SearchHit(uniqueIdentifier: uid, item: stored.item, rank: ranks[p]))
             added.append(ids[p])
         }
         return added
+    }
+
+    /// Every rank's ``SearchRanking/primaryKey(_:)``; nil when one has none.
+    static func primaryKeys(_ ranks: [SearchRank]) -> [UInt64]? {
+        var keys: [UInt64] = []
+        keys.reserveCapacity(ranks.count)
+        for r in ranks {
+            guard let k = SearchRanking.primaryKey(r) else { return nil }
+            keys.append(k)
+        }
+        return keys
     }
 
     /// Calls `body` with the position in `sorted` of every id also in `ids` (both sorted).

@@ -205,6 +205,37 @@ import Testing
 
     /// ``SearchRun/least(_:_:)`` is the `k`-th of the keys sorted, for
     /// windows small and large beside them and keys with many repeats.
+    /// A rank's primary key orders ranks as the full comparison does on its
+    /// criteria, and where keys tie the rest of the comparison decides:
+    /// random ranks with small values (so that criteria tie often), custom
+    /// values and distances, against ``SearchRanking/compare(_:_:plan:)``.
+    @Test func primaryKeysOrderAsTheComparison() throws {
+        var rng = SplitMix64(state: 59)
+        func small(_ n: UInt64) -> Int { Int(rng.next() % n) }
+        var plan = SearchPlan(words: ["a", "b"], prefixLast: true, typos: TypoPolicy(), window: 20)
+        plan.customRanking = [CustomRank(attribute: "popularity", ascending: false)]
+        let ranks: [SearchRank] = (0..<300).map { _ in
+            SearchRank(words: 1 + small(2), typos: small(3), proximity: 1 + small(3),
+                       attribute: SearchRank.attribute(small(3), atStart: small(2) == 0),
+                       exactAttribute: small(3) == 0 ? SearchRank.noExactAttribute : small(3), exactWords: small(3),
+                       custom: [small(3) == 0 ? .null : .number(Double(small(4)))],
+                       geoDistance: small(2) == 0 ? nil : Double(small(5)))
+        }
+        var decidedByKey = 0, decidedAfter = 0
+        for a in ranks {
+            for b in ranks.prefix(100) {
+                let full = SearchRanking.compare(a, b, plan: plan)
+                let ka = try #require(SearchRanking.primaryKey(a)), kb = try #require(SearchRanking.primaryKey(b))
+                let byKey = ka == kb ? SearchRanking.compareAfterPrimary(a, b, plan: plan) : (ka < kb ? -1 : 1)
+                #expect(full.signum() == byKey.signum(), "\(a) \(b)")
+                if ka == kb { decidedAfter += 1 } else { decidedByKey += 1 }
+            }
+        }
+        #expect(decidedByKey > 1000 && decidedAfter > 100, "\(decidedByKey) \(decidedAfter)")
+        #expect(SearchRanking.primaryKey(SearchRank(words: 1, attribute: 70_000)) == nil)
+        #expect(SearchRanking.afterPrimaryMatters(ranks) && !SearchRanking.afterPrimaryMatters([SearchRank(words: 1, custom: [.null])]))
+    }
+
     @Test func theLeastKeysAreTheSortedOnes() {
         var rng = SplitMix64(state: 29)
         for round in 0..<500 {
