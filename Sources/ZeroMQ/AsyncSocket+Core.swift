@@ -96,7 +96,8 @@ struct SharedState: Sendable {
     ///
     /// Why: a coordinator answers most requests from `intercept`; the byte
     /// it wrote to its own pipe cost a write, a poll that returned at once
-    /// and a read for every reply, about a tenth of its CPU per ping.
+    /// and a read for every reply (a lone coordinator: 81 → 77 µs of CPU
+    /// per ping).
     var queuedByOwner = false
 
     /// Returns true if the caller must write a wake-up byte.
