@@ -1,0 +1,37 @@
+import ArgumentParser
+import Foundation
+import Items
+import LimelightClient
+import QueryPlan
+
+/// Sends the benchmark's two-word searches to a running cluster, one at a
+/// time, for a while, and prints their p50 and p99: a steady load to
+/// profile the processes under (`perf record -p`, `perf sched`), which the
+/// other benchmarks, starting and filling clusters of their own, are not.
+struct LoadBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "load", abstract: "Two-word searches against a running cluster, in a loop.")
+    @OptionGroup var corpus: CorpusOptions
+    @Option(help: "The coordinator's client endpoint.") var endpoint = "tcp://127.0.0.1:7700"
+    @Option(help: "Seconds to run.") var seconds = 10.0
+
+    func run() async throws {
+        let words = QueryWords(lines: try corpus.loadLines(), count: corpus.queries)
+        var rng = SplitMix64(state: 7)
+        let params = words.words.map { a -> JSONValue in
+            let b = words.words[Int(rng.next() % UInt64(words.words.count))]
+            return .object(["query": .string("\(a) \(b)"), "attributesToRetrieve": .array([.string("title")])])
+        }
+        let client = try LimelightClient(endpoint: endpoint)
+        defer { client.close() }
+        var latencies: [Double] = []
+        let end = Date().addingTimeInterval(seconds)
+        var k = 0
+        while Date() < end {
+            let t = Date()
+            _ = try await client.search(params[k % params.count])
+            latencies.append(Date().timeIntervalSince(t) * 1000)
+            k += 1
+        }
+        print("\(latencies.count) two-word searches: p50 \(fmt(percentile(latencies, 50))) ms  p99 \(fmt(percentile(latencies, 99))) ms")
+    }
+}
