@@ -32,6 +32,7 @@ struct LoadBench: AsyncParsableCommand {
             latencies.append(Date().timeIntervalSince(t) * 1000)
             k += 1
         }
+        guard !latencies.isEmpty else { print("no search ran in \(seconds) s"); return }
         print("\(latencies.count) two-word searches: p50 \(fmt(percentile(latencies, 50))) ms  p99 \(fmt(percentile(latencies, 99))) ms")
     }
 }
