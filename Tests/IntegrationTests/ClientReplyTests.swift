@@ -71,6 +71,32 @@ import ZeroMQ
         print("undecodable reply failed its request after \(started.duration(to: .now))")
     }
 
+    /// A request the server never answers fails with `.timeout` once its
+    /// time is up, from the client's one sweeper (a request has no timer
+    /// task of its own); had nothing kept its time, only the close after
+    /// 30 s would end it, as `.closed`. (Not bounded more tightly: with the
+    /// other suites running on two cores, the sweeper waited up to 4.7 s
+    /// for a thread of the pool, as a timer task would.)
+    @Test func anUnansweredRequestTimesOut() async throws {
+        let server = try OneShotServer(serve: { _, _, _, _ in })   // reads the request, never answers
+        defer { server.close() }
+        let client = try LimelightClient(endpoint: server.endpoint)
+        defer { client.close() }
+        let started = ContinuousClock.now
+        let outcome: ClientError? = await withTaskGroup(of: ClientError?.self) { group in
+            group.addTask {
+                do { _ = try await client.ping(timeout: .milliseconds(300)); return nil } catch { return error as? ClientError }
+            }
+            group.addTask { try? await Task.sleep(for: .seconds(30)); client.close(); return nil }
+            defer { group.cancelAll() }
+            return await group.next() ?? nil
+        }
+        let took = started.duration(to: .now)
+        #expect(outcome?.code == .timeout, "\(String(describing: outcome))")
+        #expect(outcome?.message.contains("within 0.3 seconds") == true, "\(String(describing: outcome?.message))")
+        #expect(took >= .milliseconds(300), "\(took)")
+    }
+
     /// A query asks for its completion inside the last batch, and a batch
     /// that carries one ends the query's events: the batch, then the
     /// completion, with no message after it.
