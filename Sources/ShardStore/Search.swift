@@ -477,15 +477,9 @@ struct SearchRun {
         var added: [Int64] = []
         for p in positions {
             try context.checkCancelled()
-            let uid: String, stored: StoredResult
-            if uids[p].isEmpty {
-                // One lookup for the identifier and the item.
-                guard let found = try store.fetchResultAndUID(ids[p], attributes: fetch) else { continue }
-                (uid, stored) = found
-            } else {
-                guard let found = try store.fetchResult(ids[p], attributes: fetch) else { continue }
-                (uid, stored) = (uids[p], found)
-            }
+            // The identifier with the item, one lookup (the ties' order
+            // above read some of them already).
+            guard let (uid, stored) = try store.fetchResultAndUID(ids[p], attributes: fetch) else { continue }
             result.hits.append(SearchHit(uniqueIdentifier: uid, item: stored.item, rank: ranks[p]))
             added.append(ids[p])
         }

@@ -145,8 +145,9 @@ extension SearchRun {
             guard 2 * walk < scan else { return ids.map { indexedTextMatch($0, forward) } }
         }
 
-        // Every occurrence of a matched term in a candidate: (candidate, place, term).
-        var hitCandidate: [UInt32] = [], hitPlace: [UInt32] = [], hitTerm: [UInt32] = []
+        // Every occurrence of a matched term in a candidate: the candidate,
+        // and its place << 32 | the term (the order a candidate's are read in).
+        var hitCandidate: [UInt32] = [], hitKey: [UInt64] = []
         let candidates = ids.map { UInt32(truncatingIfNeeded: max(0, min($0, Int64(UInt32.max)))) }
         occurrences.entries.withUnsafeBufferPointer { entries in
         candidates.withUnsafeBufferPointer { candidates in
@@ -163,8 +164,7 @@ extension SearchRun {
                         c = Self.gallop(candidates, from: c, to: n, atLeast: x)
                     } else {
                         hitCandidate.append(UInt32(c))
-                        hitPlace.append(UInt32(truncatingIfNeeded: entry))
-                        hitTerm.append(UInt32(t))
+                        hitKey.append(entry << 32 | UInt64(t))
                         o += 1
                     }
                 }
@@ -179,7 +179,7 @@ extension SearchRun {
         var order = [UInt64](repeating: 0, count: hitCandidate.count)
         for h in 0..<hitCandidate.count {
             let c = Int(hitCandidate[h])
-            order[next[c]] = UInt64(hitPlace[h]) << 32 | UInt64(hitTerm[h])
+            order[next[c]] = hitKey[h]
             next[c] += 1
         }
 

@@ -78,6 +78,18 @@ struct QueryWords {
     }
 }
 
+extension QueryWords {
+    /// Each word with another drawn at random (`seed`), as a search of 20
+    /// hits with their titles: the benchmarks' two-word free-text query.
+    func twoWordSearches(seed: UInt64) -> [JSONValue] {
+        var rng = SplitMix64(state: seed)
+        return words.map { a -> JSONValue in
+            let b = words[Int(rng.next() % UInt64(words.count))]
+            return .object(["query": .string("\(a) \(b)"), "attributesToRetrieve": .array([.string("title")])])
+        }
+    }
+}
+
 /// User+system CPU time of the whole process (all threads), in seconds.
 func processCPUSeconds() -> Double {
     var usage = rusage()

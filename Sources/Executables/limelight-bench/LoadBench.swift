@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import Items
 import LimelightClient
-import QueryPlan
 
 /// Sends the benchmark's two-word searches to a running cluster, one at a
 /// time, for a while, and prints their p50 and p99: a steady load to
@@ -15,12 +14,7 @@ struct LoadBench: AsyncParsableCommand {
     @Option(help: "Seconds to run.") var seconds = 10.0
 
     func run() async throws {
-        let words = QueryWords(lines: try corpus.loadLines(), count: corpus.queries)
-        var rng = SplitMix64(state: 7)
-        let params = words.words.map { a -> JSONValue in
-            let b = words.words[Int(rng.next() % UInt64(words.words.count))]
-            return .object(["query": .string("\(a) \(b)"), "attributesToRetrieve": .array([.string("title")])])
-        }
+        let params = QueryWords(lines: try corpus.loadLines(), count: corpus.queries).twoWordSearches(seed: 7)
         let client = try LimelightClient(endpoint: endpoint)
         defer { client.close() }
         var latencies: [Double] = []

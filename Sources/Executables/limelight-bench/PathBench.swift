@@ -116,12 +116,8 @@ struct PathBench: AsyncParsableCommand {
         // The parameter search (`search`) of one and of two words, 20 hits
         // with their titles: the same path, with the coordinator's merge and
         // the Algolia-shaped response, and the shards' ranking.
-        var rng = SplitMix64(state: 7)
         let oneWord = words.words.map { JSONValue.object(["query": .string($0), "attributesToRetrieve": .array([.string("title")])]) }
-        let twoWords = words.words.map { a -> JSONValue in
-            let b = words.words[Int(rng.next() % UInt64(words.words.count))]
-            return .object(["query": .string("\(a) \(b)"), "attributesToRetrieve": .array([.string("title")])])
-        }
+        let twoWords = words.twoWordSearches(seed: 7)
         // The first search starts the workers' reads of their posting and
         // forward indexes in the background; searches are timed after them.
         _ = try await client.search(oneWord[0])

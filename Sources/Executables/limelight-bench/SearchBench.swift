@@ -17,12 +17,8 @@ import SearchParameters
 /// page, which matches every item; and one word alone (`search 1 word`),
 /// what a search box sends once the first word is typed.
 func searchKinds(_ w: QueryWords, count: Int) -> [(String, [JSONValue])] {
-    var rng = SplitMix64(state: 13)
     let sections = ["utils", "libs", "python", "devel", "net", "doc", "misc", "admin"]
-    let twoWords = (0..<count).map { i -> JSONValue in
-        let b = w.words[Int(rng.next() % UInt64(w.words.count))]
-        return .object(["query": .string("\(w.words[i]) \(b)"), "attributesToRetrieve": .array([.string("title")])])
-    }
+    let twoWords = w.twoWordSearches(seed: 13)
     let oneWord = (0..<count).map { i -> JSONValue in
         .object(["query": .string(w.words[i]), "attributesToRetrieve": .array([.string("title")])])
     }
