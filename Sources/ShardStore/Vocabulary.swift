@@ -24,8 +24,8 @@ final class Vocabulary {
     private(set) var docs: [Int32] = []
 
     var count: Int { docs.count }
-    /// Bytes held by the terms and their counts.
-    var memoryBytes: Int { bytes.count + starts.count * 4 + docs.count * 4 }
+    /// Bytes held by the terms, their counts and ``buckets``.
+    var memoryBytes: Int { bytes.count + starts.count * 4 + docs.count * 4 + buckets.count * 4 }
 
     init() {}
 
@@ -47,11 +47,13 @@ final class Vocabulary {
         starts.append(Int32(bytes.count))
         docs.append(Int32(n))
         suffixTables = [:]
+        buckets = []
     }
 
     /// Appends a term's bytes; terms must come in sorted order.
     func append(bytes term: [UInt8], docs n: Int) {
         suffixTables = [:]
+        buckets = []
         bytes.append(contentsOf: term)
         starts.append(Int32(bytes.count))
         docs.append(Int32(truncatingIfNeeded: n))
@@ -100,10 +102,42 @@ final class Vocabulary {
         return 0
     }
 
+    /// Where the terms of each first two bytes begin: those whose first two
+    /// bytes are `k` (a one-byte term `x` counts as `x` then 0) are
+    /// `buckets[k]..<buckets[k + 1]`. A prefix lookup bisects that bucket
+    /// (tens of terms) rather than the whole list, whose probes missed the
+    /// cache at nearly every step: they were most of a two-typo lookup's
+    /// time, which makes hundreds of them (perf, 2026-11-24). 256 KiB.
+    private var buckets: [Int32] = []
+
+    private func bucketStarts() -> [Int32] {
+        if !buckets.isEmpty { return buckets }
+        var table = [Int32](repeating: Int32(count), count: 65537)
+        var k = 0
+        for i in 0..<count {
+            let s = Int(starts[i]), e = Int(starts[i + 1])
+            let key = e - s >= 2 ? Int(bytes[s]) << 8 | Int(bytes[s + 1]) : e > s ? Int(bytes[s]) << 8 : 0
+            while k <= key { table[k] = Int32(i); k += 1 }
+        }
+        buckets = table
+        return table
+    }
+
+    /// The terms that may start with `prefix`: all of them start with its
+    /// first two bytes (one byte: its first), and none outside does.
+    private func bucket(of prefix: ArraySlice<UInt8>) -> Range<Int> {
+        guard let first = prefix.first else { return 0..<count }
+        let table = bucketStarts()
+        let key = Int(first) << 8 | (prefix.count > 1 ? Int(prefix[prefix.startIndex + 1]) : 0)
+        let last = prefix.count > 1 ? key + 1 : key + 256
+        return Int(table[key])..<Int(table[last])
+    }
+
     /// The first index at or after `from` whose term is greater than every
     /// term starting with `prefix`.
     private func end(ofPrefix prefix: ArraySlice<UInt8>, from: Int) -> Int {
-        var lo = from, hi = count
+        let b = bucket(of: prefix)
+        var lo = max(from, b.lowerBound), hi = max(lo, b.upperBound)
         while lo < hi {
             let mid = (lo + hi) / 2
             if comparePrefix(mid, prefix) <= 0 { lo = mid + 1 } else { hi = mid }
@@ -113,7 +147,8 @@ final class Vocabulary {
 
     /// The first index whose term is not below `prefix`.
     private func start(ofPrefix prefix: ArraySlice<UInt8>) -> Int {
-        var lo = 0, hi = count
+        let b = bucket(of: prefix)
+        var lo = b.lowerBound, hi = b.upperBound
         while lo < hi {
             let mid = (lo + hi) / 2
             if comparePrefix(mid, prefix) < 0 { lo = mid + 1 } else { hi = mid }
@@ -198,12 +233,13 @@ final class Vocabulary {
     /// 2-byte second half of a 4-letter word), see ``fuzzyOne(_:)``.
     private var suffixTables: [Int: [UInt32: [Int32]]] = [:]
 
-    /// Builds the suffix tables now rather than at the first typo lookup:
-    /// after it, lookups only read, so threads may share the vocabulary
+    /// Builds the suffix tables and ``buckets`` now rather than at the first
+    /// lookup: after it, lookups only read, so threads may share the vocabulary
     /// (``ForwardIndex``'s is shared by every connection of a process).
     func prepareSuffixTables() {
         _ = suffixBuckets(length: 2)
         _ = suffixBuckets(length: 3)
+        _ = bucketStarts()
     }
 
     private static func suffixKey(_ b: UnsafeBufferPointer<UInt8>, end: Int, length: Int) -> UInt32 {

@@ -127,6 +127,32 @@ import Testing
         #expect(v.range(prefix: "pyt").map { v.term($0) } == ["python", "python3"])
     }
 
+    /// Prefix lookups bisect the bucket of the prefix's first two bytes: one-
+    /// byte terms, bytes past ASCII (0xFF is the last bucket), prefixes of no
+    /// term and the empty prefix give what a scan of every term gives.
+    @Test func prefixRangesAgreeWithAScanOnRandomTerms() {
+        var rng = SplitMix64(state: 11)
+        let alphabet: [UInt8] = [0x01, 0x61, 0x62, 0x7F, 0xC3, 0xFF]
+        func bytes(_ n: Int) -> [UInt8] { (0..<n).map { _ in alphabet[Int(rng.next() % UInt64(alphabet.count))] } }
+        let terms = Set((0..<300).map { _ in bytes(1 + Int(rng.next() % 4)) }).sorted { $0.lexicographicallyPrecedes($1) }
+        let v = Vocabulary()
+        for t in terms { v.append(bytes: t, docs: 1) }
+        for n in 0...3 {
+            for _ in 0..<60 {
+                let p = bytes(n)
+                let got = v.range(prefix: String(decoding: p, as: UTF8.self))
+                let valid = String(validating: p, as: UTF8.self) != nil
+                guard valid else { continue }   // the lookup takes text: only prefixes that are UTF-8
+                let want = terms.indices.filter { terms[$0].starts(with: p) }
+                #expect(Array(got) == want, "prefix \(p)")
+                if want.isEmpty {
+                    // Where the prefix would be: after every smaller term.
+                    #expect(got.lowerBound == terms.firstIndex { !$0.lexicographicallyPrecedes(p) } ?? terms.count, "prefix \(p)")
+                }
+            }
+        }
+    }
+
     @Test func fuzzyAgreesWithTheDistanceOnRandomTerms() {
         var rng = SplitMix64(state: 7)
         let letters = Array("abcde".utf8)
