@@ -31,6 +31,24 @@ import Testing
     /// a byte order mark before the document is not JSON. Foundation on Linux
     /// drops it where a run of string characters starts, so here `parse`
     /// deliberately differs from `parseWithFoundation`.
+    /// Objects are made from a stack of members shared by every level: nested
+    /// objects, objects in arrays and empty ones come out whole, and a key
+    /// given twice at any depth still declines the document.
+    @Test func nestedObjectsAndDuplicateKeysInTheStrictReader() {
+        func strict(_ text: String) -> JSONValue? {
+            Array(text.utf8).withUnsafeBufferPointer { StrictJSONReader.parse($0) }
+        }
+        #expect(strict(#"{"a":{"b":1,"c":{"d":[{"e":2},{}],"f":{}}},"g":[{"h":true,"i":null}],"j":"k"}"#) == .object([
+            "a": .object(["b": .number(1), "c": .object(["d": .array([.object(["e": .number(2)]), .object([:])]), "f": .object([:])])]),
+            "g": .array([.object(["h": .bool(true), "i": .null])]),
+            "j": .string("k"),
+        ]))
+        #expect(strict(#"{"a":1,"a":2}"#) == nil)
+        #expect(strict(#"{"x":{"a":1,"b":{"c":1},"a":2}}"#) == nil)
+        #expect(strict(#"[{"a":1},{"b":{"a":1,"a":1}}]"#) == nil)
+        #expect(strict(#"{"a":{"b":1},"b":{"b":1}}"#) == .object(["a": .object(["b": .number(1)]), "b": .object(["b": .number(1)])]))
+    }
+
     @Test func byteOrderMarkInsideAStringIsKept() throws {
         #expect(try JSONValue.parse("{\"\u{FEFF}b\":\"x\\n\u{FEFF}y\"}") == .object(["\u{FEFF}b": .string("x\n\u{FEFF}y")]))
     }
