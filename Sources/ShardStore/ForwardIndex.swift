@@ -173,7 +173,7 @@ final class ForwardIndex: @unchecked Sendable {
         }
         let vocabulary = Vocabulary()
         for t in ids { vocabulary.append(bytes: Array(terms.bytes[Int(terms.starts[Int(t)])..<Int(terms.starts[Int(t) + 1])]), docs: 0) }
-        vocabulary.prepareSuffixTables()
+        vocabulary.prepareLookups()
         return (vocabulary, ids)
     }
 
@@ -199,7 +199,7 @@ final class ForwardIndex: @unchecked Sendable {
                 j += 1
             }
         }
-        extra.prepareSuffixTables()
+        extra.prepareLookups()
         return (asciiOf, extra, extraAscii)
     }
 

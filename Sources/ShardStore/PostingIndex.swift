@@ -103,7 +103,7 @@ final class PostingIndex: @unchecked Sendable {
         (terms, offsets, ids, masks) = read
         // Searches look misspelt forms up in these terms from every
         // connection's thread: the tables are built before they share them.
-        read.terms.prepareSuffixTables()
+        read.terms.prepareLookups()
         maxID = Int(ids.max() ?? 0)
         self.forward = forward ? try ForwardIndex(db: db, wordTerms: terms) : nil
         uidOrder = try ItemOrder(db: db)

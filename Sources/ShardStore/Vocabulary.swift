@@ -236,7 +236,7 @@ final class Vocabulary {
     /// Builds the suffix tables and ``buckets`` now rather than at the first
     /// lookup: after it, lookups only read, so threads may share the vocabulary
     /// (``ForwardIndex``'s is shared by every connection of a process).
-    func prepareSuffixTables() {
+    func prepareLookups() {
         _ = suffixBuckets(length: 2)
         _ = suffixBuckets(length: 3)
         _ = bucketStarts()
