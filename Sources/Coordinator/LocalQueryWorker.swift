@@ -58,6 +58,14 @@ extension CoordinatorService {
         core.executor.run { core.assumeIsolated { $0.handleWorker(route: LocalQueryWorker.route, envelope: Envelope(id: id, body: body)) } }
     }
 
+    /// Leaves `job` for the client socket's thread, to run once the
+    /// messages it read are handled (``AsyncSocket/deferUntilRead(_:)``):
+    /// the local worker's way to run a search on the thread that read it
+    /// (see ``ShardQueryRunner``'s `inline`). False on any other thread.
+    public func deferUntilClientsRead(_ job: @escaping @Sendable (_ here: Bool) -> Void) -> Bool {
+        clients.deferUntilRead(job)
+    }
+
     /// How the local worker answers from the thread that handed it a message
     /// (which holds the core): later, in a task, never re-entering the core
     /// in the middle of a handler.

@@ -123,7 +123,8 @@ public struct CoordinatorCommand: AsyncParsableCommand {
             let defaults = QueryWorkerConfiguration(data: localData, shards: shards, workerID: id)
             let r = ShardQueryRunner(data: localData, shards: shards, workerID: id,
                                      concurrency: localConcurrency ?? defaults.concurrency, maxQueued: defaults.maxQueued,
-                                     logger: l, reply: { service.localReply($0, $1) }, replyNow: { service.localReplyLater($0, $1) })
+                                     logger: l, reply: { service.localReply($0, $1) }, replyNow: { service.localReplyLater($0, $1) },
+                                     inline: { service.deferUntilClientsRead($0) })
             service.attach(LocalQueryWorker(workerID: id, shards: shards, replica: localReplica ?? defaultReplicaName(data: localData),
                                             take: { r.take($0) }))
             runner = r

@@ -331,6 +331,8 @@ final class WorkThreads: @unchecked Sendable {
     private let condition = NSCondition()
     private var jobs: [@Sendable () -> Void] = []
     private var stopped = false
+    /// Threads running a job now.
+    private var busy = 0
 
     init(name: String, count: Int) {
         for i in 0..<max(1, count) {
@@ -364,6 +366,9 @@ final class WorkThreads: @unchecked Sendable {
     /// Jobs waiting for a thread (not those running).
     var waiting: Int { condition.lock(); defer { condition.unlock() }; return jobs.count }
 
+    /// No job waits and none runs.
+    var isIdle: Bool { condition.lock(); defer { condition.unlock() }; return jobs.isEmpty && busy == 0 }
+
     func stop() {
         condition.lock()
         stopped = true
@@ -377,8 +382,10 @@ final class WorkThreads: @unchecked Sendable {
             while jobs.isEmpty && !stopped { condition.wait() }
             if jobs.isEmpty && stopped { condition.unlock(); return }
             let job = jobs.removeFirst()
+            busy += 1
             condition.unlock()
             job()
+            condition.lock(); busy -= 1; condition.unlock()
         }
     }
 }

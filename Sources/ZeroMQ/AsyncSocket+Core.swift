@@ -99,6 +99,9 @@ struct SharedState: Sendable {
     /// and a read for every reply (a lone coordinator: 81 → 77 µs of CPU
     /// per ping).
     var queuedByOwner = false
+    /// Work an `intercept` left for the owner thread to do once nothing
+    /// received waits (``AsyncSocket/deferUntilRead(_:)``).
+    var deferred: [@Sendable (_ here: Bool) -> Void] = []
 
     /// Returns true if the caller must write a wake-up byte.
     mutating func claimWake() -> Bool {
@@ -327,6 +330,25 @@ final class Core: Sendable {
         state.withLock { state in
             defer { state.queuedByOwner = false }
             return state.queuedByOwner
+        }
+    }
+
+    /// Queues `job` for the owner thread's next pause in reading; false when
+    /// called on any other thread.
+    func deferOnOwner(_ job: @escaping @Sendable (_ here: Bool) -> Void) -> Bool {
+        let me = pthread_self()
+        return state.withLock { state in
+            guard let owner = state.ownerThread, pthread_equal(owner, me) != 0 else { return false }
+            state.deferred.append(job)
+            return true
+        }
+    }
+
+    /// Takes the deferred jobs (owner thread).
+    func takeDeferred() -> [@Sendable (_ here: Bool) -> Void] {
+        state.withLock { state in
+            defer { state.deferred = [] }
+            return state.deferred
         }
     }
 

@@ -79,6 +79,8 @@ struct Owner {
             item.complete(error ?? ZMQError.closed("send"))
         }
         owner.pending = []
+        // Work left by the last batch's `intercept` still goes elsewhere.
+        for job in core.takeDeferred() { job(false) }
         if let error { core.fail(error) }
         socket.close()
         core.markExited()
@@ -122,8 +124,8 @@ struct Owner {
             // Receive a batch, as long as the consumer keeps up.
             var paused = false
             var batchFull = false
+            var received = 0
             if canReceive && socketReadable {
-                var received = 0
                 while true {
                     guard core.mayReceive() else { paused = true; break }
                     if received == 64 { batchFull = true; break }
@@ -139,6 +141,15 @@ struct Owner {
                         return ZMQError.closed("receive")
                     }
                 }
+            }
+            // Work deferred by `intercept` (``AsyncSocket/deferUntilRead(_:)``):
+            // when this batch was one message and nothing else waited, its
+            // last job runs on this thread, after the others are sent away.
+            let deferred = core.takeDeferred()
+            if !deferred.isEmpty {
+                let alone = received == 1 && !batchFull && !paused
+                for job in deferred.dropLast() { job(false) }
+                deferred.last!(alone)
             }
             if batchFull {
                 // More may be waiting: go round again without sleeping, so that

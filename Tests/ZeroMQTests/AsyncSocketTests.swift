@@ -483,4 +483,52 @@ struct AsyncSocketTests {
         #expect(taken.withLock { $0 } == ["inline 1", "inline 2"])
         #expect(router.bufferedMessageCount == 0)
     }
+    /// Work `intercept` defers runs on the owner thread after the message is
+    /// handled: for a lone message (none other waiting), its last job is told
+    /// to run there and any before it to go elsewhere (a search's shards:
+    /// one here, the rest in parallel); several messages read in one batch
+    /// each defer a job told to go elsewhere, so that requests that come
+    /// together are not run one after another on the socket's thread. Off
+    /// the owner thread, deferring is refused.
+    @Test func deferredWorkRunsAloneOnTheOwnerThreadOrGoesElsewhere() async throws {
+        let context = try Context()
+        let routerBox = Mutex<AsyncSocket?>(nil)
+        let outcomes = Mutex<[String]>([])
+        let firstOfBatch = DispatchSemaphore(value: 0)
+        let router = try AsyncSocket(context: context, type: .router, intercept: { frames in
+            let body = text(frames.last!)
+            let owner = pthread_self()
+            guard let socket = routerBox.withLock({ $0 }) else { return false }
+            var deferred = true
+            for job in body == "pair" ? ["pair a", "pair b"] : [body] {
+                deferred = deferred && socket.deferUntilRead { here in
+                    let onOwner = pthread_equal(owner, pthread_self()) != 0
+                    outcomes.withLock { $0.append("\(job) \(here ? "here" : "elsewhere")\(onOwner ? "" : " off the owner thread")") }
+                }
+            }
+            // The batch's first message holds the owner thread until the
+            // rest are queued behind it, so one read takes them all (over
+            // inproc a message is in the router's queue once `send` returns).
+            if body == "batch 1" { _ = firstOfBatch.wait(timeout: .now() + 5) }
+            return deferred
+        }) { try $0.bind("inproc://deferred-work") }
+        routerBox.withLock { $0 = router }
+        let dealer = try AsyncSocket(context: context, type: .dealer) { socket in
+            try socket.set(.routingID(bytes("d")))
+            try socket.connect("inproc://deferred-work")
+        }
+        defer { router.close(); dealer.close() }
+        #expect(router.deferUntilRead { _ in outcomes.withLock { $0.append("off the owner thread") } } == false)
+        try await withTimeout {
+            try await dealer.send([data("single")])
+            while outcomes.withLock({ $0.count }) < 1 { try await Task.sleep(for: .milliseconds(5)) }
+            try await dealer.send([data("pair")])
+            while outcomes.withLock({ $0.count }) < 3 { try await Task.sleep(for: .milliseconds(5)) }
+            for m in ["batch 1", "batch 2", "batch 3"] { try await dealer.send([data(m)]) }
+            firstOfBatch.signal()
+            while outcomes.withLock({ $0.count }) < 6 { try await Task.sleep(for: .milliseconds(5)) }
+        }
+        #expect(outcomes.withLock { $0 } == ["single here", "pair a elsewhere", "pair b here",
+                                             "batch 1 elsewhere", "batch 2 elsewhere", "batch 3 elsewhere"])
+    }
 }
