@@ -90,10 +90,13 @@ public final class QueryWorkerService: Sendable {
         self.link = link
         // Batches leave with `post` from the runner's threads (queued at once,
         // blocking only while the socket is backed up); refusals with `sendNow`
-        // from the socket's thread.
+        // from the socket's thread. A lone search runs on the socket's thread
+        // (`inline`), as the coordinator's local worker does, and its answer's
+        // `post` then never waits.
         runner = ShardQueryRunner(data: configuration.data, shards: configuration.shards, workerID: configuration.workerID,
                                   concurrency: configuration.concurrency, maxQueued: configuration.maxQueued, logger: logger,
-                                  reply: { link.post($0, $1) }, replyNow: { link.sendNow($0, $1) })
+                                  reply: { link.post($0, $1) }, replyNow: { link.sendNow($0, $1) },
+                                  inline: { link.deferUntilRead($0) })
     }
 
     public var isRegistered: Bool { link.isRegistered }

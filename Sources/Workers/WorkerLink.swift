@@ -125,6 +125,13 @@ public final class WorkerLink: Sendable {
         inline.set(handler)
     }
 
+    /// Leaves `job` for the socket's thread once the messages it read are
+    /// handled (``AsyncSocket/deferUntilRead(_:)``): how a query worker runs
+    /// a lone search on the thread that read it. False on any other thread.
+    public func deferUntilRead(_ job: @escaping @Sendable (_ here: Bool) -> Void) -> Bool {
+        socket.deferUntilRead(job)
+    }
+
     /// ``send(_:_:)`` from one of the worker's own threads (never a task):
     /// queues the message without a task or a wait per message (see
     /// ``AsyncSocket/post(_:)``), encoding it on the calling thread.

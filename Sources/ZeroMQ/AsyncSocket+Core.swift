@@ -344,6 +344,12 @@ final class Core: Sendable {
         }
     }
 
+    /// Whether the calling thread is the owner thread.
+    var isOwnerThread: Bool {
+        let me = pthread_self()
+        return state.withLock { state in state.ownerThread.map { pthread_equal($0, me) != 0 } ?? false }
+    }
+
     /// Takes the deferred jobs (owner thread).
     func takeDeferred() -> [@Sendable (_ here: Bool) -> Void] {
         state.withLock { state in

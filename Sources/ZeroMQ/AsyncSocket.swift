@@ -143,10 +143,17 @@ public final class AsyncSocket: Sendable {
     /// A message the socket cannot take once queued (it closed meanwhile) is
     /// dropped, as one sent to a closed socket is; later posts throw.
     ///
-    /// Never call it from a task: it may block its thread.
+    /// Never call it from a task: it may block its thread. On the owner
+    /// thread itself (work it runs, ``deferUntilRead(_:)``) it never blocks,
+    /// since only that thread could make room: the message is queued as
+    /// ``submit(_:accepted:)`` queues one, outside the window.
     /// - Throws: ``ZMQError/Code/closed`` after ``close()``, `.terminated`
     ///   after ``Context/shutdown()``.
     public func post(_ frames: [Data]) throws {
+        if core.isOwnerThread {
+            if let error = core.enqueue(Outgoing(id: core.makeID(), frames: frames, completion: .callback { _ in })) { throw error }
+            return
+        }
         core.posted.reserve()
         if let error = core.enqueue(Outgoing(id: core.makeID(), frames: frames, completion: .posted(core.posted))) {
             throw error

@@ -489,7 +489,8 @@ struct AsyncSocketTests {
     /// one here, the rest in parallel); several messages read in one batch
     /// each defer a job told to go elsewhere, so that requests that come
     /// together are not run one after another on the socket's thread. Off
-    /// the owner thread, deferring is refused.
+    /// the owner thread, deferring is refused. Work run there may `post`
+    /// without waiting for room.
     @Test func deferredWorkRunsAloneOnTheOwnerThreadOrGoesElsewhere() async throws {
         let context = try Context()
         let routerBox = Mutex<AsyncSocket?>(nil)
@@ -504,6 +505,12 @@ struct AsyncSocketTests {
                 deferred = deferred && socket.deferUntilRead { here in
                     let onOwner = pthread_equal(owner, pthread_self()) != 0
                     outcomes.withLock { $0.append("\(job) \(here ? "here" : "elsewhere")\(onOwner ? "" : " off the owner thread")") }
+                    // Work run here answers with `post`, past its window of
+                    // 16 unaccepted messages: only this thread could make room,
+                    // so on it `post` must not wait.
+                    if job == "single" {
+                        for k in 0..<20 { try? socket.post([frames[0], data("answer \(k)")]) }
+                    }
                 }
             }
             // The batch's first message holds the owner thread until the
@@ -521,7 +528,8 @@ struct AsyncSocketTests {
         #expect(router.deferUntilRead { _ in outcomes.withLock { $0.append("off the owner thread") } } == false)
         try await withTimeout {
             try await dealer.send([data("single")])
-            while outcomes.withLock({ $0.count }) < 1 { try await Task.sleep(for: .milliseconds(5)) }
+            let answers = await collect(dealer, count: 20)
+            #expect(answers.map { texts($0) } == (0..<20).map { ["answer \($0)"] })
             try await dealer.send([data("pair")])
             while outcomes.withLock({ $0.count }) < 3 { try await Task.sleep(for: .milliseconds(5)) }
             for m in ["batch 1", "batch 2", "batch 3"] { try await dealer.send([data(m)]) }
