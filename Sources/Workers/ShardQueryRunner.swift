@@ -48,6 +48,9 @@ public final class ShardQueryRunner: Sendable {
     /// time); requests that arrive together still run in parallel on the
     /// runner's threads.
     let inline: (@Sendable (@escaping @Sendable (_ here: Bool) -> Void) -> Bool)?
+    /// How long searches have been taking: a search runs on the thread that
+    /// took it only while they are short (see ``SearchPace``).
+    let pace = SearchPace()
 
     /// `data`: the folder of the shard files, opened read-only (SQLite's WAL
     /// lets readers run while the indexer writes). `concurrency`: shard
@@ -95,7 +98,8 @@ public final class ShardQueryRunner: Sendable {
             let queue: @Sendable () -> Void = {
                 if !self.threads.trySubmit(limit: self.maxQueued, job) { self.refuseBusy(key, shard: q.shard) }
             }
-            if let inline, threads.isIdle, inline({ here in here ? job() : queue() }) { return true }
+            if let inline, pace.allowsInline, threads.isIdle,
+               inline({ here in here ? job() : queue() }) { return true }
             queue()
             return true
         case .cancel(let c):
@@ -179,7 +183,11 @@ public final class ShardQueryRunner: Sendable {
     /// Runs a shard's part of a parameter search on one of the worker's own
     /// threads, and sends its one answer.
     func executeSearch(key: String, shard: Int, plan: SearchPlan, extras: SearchExtras = SearchExtras(), flag: CancelFlag) {
-        defer { running.remove(key, shard: shard) }
+        let start = ContinuousClock.now
+        defer {
+            running.remove(key, shard: shard)
+            pace.record(start.duration(to: .now))
+        }
         do {
             let store = try pool.checkout(shard)
             defer { pool.checkin(shard, store) }
