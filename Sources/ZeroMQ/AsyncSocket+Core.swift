@@ -102,6 +102,10 @@ struct SharedState: Sendable {
     /// Work an `intercept` left for the owner thread to do once nothing
     /// received waits (``AsyncSocket/deferUntilRead(_:)``).
     var deferred: [@Sendable (_ here: Bool) -> Void] = []
+    /// Jobs of tasks that prefer this socket's thread (``AsyncSocket/executor``).
+    var jobs: [UnownedJob] = []
+    /// The owner thread runs no more jobs: they go to Dispatch's threads.
+    var jobsEnded = false
 
     /// Returns true if the caller must write a wake-up byte.
     mutating func claimWake() -> Bool {
@@ -344,6 +348,34 @@ final class Core: Sendable {
         }
     }
 
+    /// Runs the jobs of tasks that prefer this thread (owner thread), and
+    /// those they enqueue in turn, until none is left.
+    func runJobs() {
+        while true {
+            let jobs = state.withLock { state in
+                defer { state.jobs = [] }
+                return state.jobs
+            }
+            if jobs.isEmpty { return }
+            for job in jobs { job.runSynchronously(on: asUnownedTaskExecutor()) }
+        }
+    }
+
+    /// The owner thread is done: jobs queued now or later run elsewhere.
+    func endJobs() {
+        let left = state.withLock { state in
+            state.jobsEnded = true
+            defer { state.jobs = [] }
+            return state.jobs
+        }
+        for job in left { runElsewhere(job) }
+    }
+
+    private func runElsewhere(_ job: UnownedJob) {
+        let executor = asUnownedTaskExecutor()
+        DispatchQueue.global().async { job.runSynchronously(on: executor) }
+    }
+
     /// Whether the calling thread is the owner thread.
     var isOwnerThread: Bool {
         let me = pthread_self()
@@ -377,5 +409,28 @@ final class Core: Sendable {
             return nil
         }
         consumer?.resume(returning: message)
+    }
+}
+
+// MARK: - Tasks on the owner thread
+
+/// The owner thread as a task executor (``AsyncSocket/executor``): a job
+/// queued from that thread costs nothing (the loop takes it before it polls
+/// again), one queued from elsewhere a wake-up byte, as a send does.
+extension Core: TaskExecutor {
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let me = pthread_self()
+        let (queued, wake) = state.withLock { state -> (Bool, Bool) in
+            if state.jobsEnded { return (false, false) }
+            state.jobs.append(job)
+            if let owner = state.ownerThread, pthread_equal(owner, me) != 0 {
+                state.queuedByOwner = true
+                return (true, false)
+            }
+            return (true, state.claimWake())
+        }
+        if !queued { runElsewhere(job) }
+        if wake { self.wake() }
     }
 }

@@ -79,8 +79,10 @@ struct Owner {
             item.complete(error ?? ZMQError.closed("send"))
         }
         owner.pending = []
-        // Work left by the last batch's `intercept` still goes elsewhere.
+        // Work left by the last batch's `intercept` still goes elsewhere,
+        // and so do tasks that prefer this thread.
         for job in core.takeDeferred() { job(false) }
+        core.endJobs()
         if let error { core.fail(error) }
         socket.close()
         core.markExited()
@@ -106,6 +108,9 @@ struct Owner {
         var retryDelay = 1   // milliseconds, doubled while ROUTER peers stay full
 
         while true {
+            // Tasks that prefer this thread first, so that what they send is
+            // taken in this very turn.
+            core.runJobs()
             let turn = core.beginTurn(drained: drained, room: core.outboundCapacity - pending.count)
             if turn.closing { return nil }
             pending.append(contentsOf: turn.taken)

@@ -160,6 +160,18 @@ public final class AsyncSocket: Sendable {
         }
     }
 
+    /// The socket's own thread as a task executor, for
+    /// `withTaskExecutorPreference(socket.executor) { … }`: a task that
+    /// sends a request and awaits its answer over and over (one client's
+    /// requests in a row) then runs between the thread's socket calls. The
+    /// answer, read and handed to the task's continuation on this thread,
+    /// resumes the task right there, and what it sends next is taken before
+    /// the thread polls again: no wake-up of a pool thread to resume it and
+    /// none of this thread to send. Keep such a task's work short: while it
+    /// runs, the socket reads and sends nothing else. Jobs queued after the
+    /// socket has closed run on Dispatch's threads.
+    public var executor: any TaskExecutor { core }
+
     /// Leaves work for the owner thread to do once the messages it has read
     /// are handled and no other waits: for an `intercept` that would hand a
     /// long job (a search) to another thread, when doing it on this one

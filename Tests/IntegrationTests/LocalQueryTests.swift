@@ -74,6 +74,9 @@ struct LocalQueryTests {
         #expect(here[1].split(separator: ",").count == 160)   // "python…" and "pyramid…" titles
         #expect(here[2] == "80")
         #expect(here[5].hasPrefix("py"))
+        // The same for a caller running on the client's socket thread
+        // (`LimelightClient.executor`): queries' streams, searches, suggestions.
+        #expect(try await withTaskExecutorPreference(client.executor) { try await Self.answers(client) } == here)
 
         // A query worker process on the same files gives the same answers.
         // With both up the coordinator takes turns between them, so four

@@ -539,4 +539,49 @@ struct AsyncSocketTests {
         #expect(outcomes.withLock { $0 } == ["single here", "pair a elsewhere", "pair b here",
                                              "batch 1 elsewhere", "batch 2 elsewhere", "batch 3 elsewhere"])
     }
+    /// A task that prefers the socket's executor runs on the socket's own
+    /// thread (the one `intercept` runs on), across its suspensions: its
+    /// request leaves and its answer resumes it there. Once the socket has
+    /// closed, such a task still runs, elsewhere.
+    @Test func tasksPreferringTheSocketsExecutorRunOnItsThread() async throws {
+        let context = try Context()
+        let ownerThread = Mutex<UInt>(0)
+        let router = try AsyncSocket(context: context, type: .router) { try $0.bind("inproc://executor-test") }
+        let dealer = try AsyncSocket(context: context, type: .dealer, intercept: { _ in
+            ownerThread.withLock { $0 = UInt(bitPattern: Int(bitPattern: pthread_self())) }
+            return false
+        }) { socket in
+            try socket.set(.routingID(bytes("d")))
+            try socket.connect("inproc://executor-test")
+        }
+        defer { router.close(); dealer.close() }
+        try await withTimeout {
+            // The dealer's thread records itself when the first answer arrives.
+            try await dealer.send([data("hello")])
+            let hello = try #require(await collect(router, count: 1).first)
+            try await router.send([hello[0], data("welcome")])
+            #expect(await collect(dealer, count: 1).map { texts($0) } == [["welcome"]])
+            let owner = ownerThread.withLock { $0 }
+            #expect(owner != 0)
+            let threads = try await withTaskExecutorPreference(dealer.executor) { () async throws -> [UInt] in
+                var seen = [UInt(bitPattern: Int(bitPattern: pthread_self()))]
+                for k in 0..<3 {
+                    try await dealer.send([data("request \(k)")])
+                    seen.append(UInt(bitPattern: Int(bitPattern: pthread_self())))
+                    let request = try #require(await collect(router, count: 1).first)
+                    try await router.send([request[0], data("answer \(k)")])
+                    _ = await collect(dealer, count: 1)
+                    seen.append(UInt(bitPattern: Int(bitPattern: pthread_self())))
+                }
+                return seen
+            }
+            #expect(threads.count == 7 && threads.allSatisfy { $0 == owner })
+        }
+        dealer.close()
+        let after = await withTaskExecutorPreference(dealer.executor) { () async -> Int in
+            await Task.yield()
+            return 42
+        }
+        #expect(after == 42)
+    }
 }

@@ -12,20 +12,26 @@ struct LoadBench: AsyncParsableCommand {
     @OptionGroup var corpus: CorpusOptions
     @Option(help: "The coordinator's client endpoint.") var endpoint = "tcp://127.0.0.1:7700"
     @Option(help: "Seconds to run.") var seconds = 10.0
+    @Flag(help: "Run the loop on Swift's pool rather than on the client's socket thread (LimelightClient.executor).") var pool = false
 
     func run() async throws {
         let params = QueryWords(lines: try corpus.loadLines(), count: corpus.queries).twoWordSearches(seed: 7)
         let client = try LimelightClient(endpoint: endpoint)
         defer { client.close() }
-        var latencies: [Double] = []
-        let end = Date().addingTimeInterval(seconds)
-        var k = 0
-        while Date() < end {
-            let t = Date()
-            _ = try await client.search(params[k % params.count])
-            latencies.append(Date().timeIntervalSince(t) * 1000)
-            k += 1
+        let seconds = self.seconds
+        let loop: @Sendable () async throws -> [Double] = {
+            var latencies: [Double] = []
+            let end = Date().addingTimeInterval(seconds)
+            var k = 0
+            while Date() < end {
+                let t = Date()
+                _ = try await client.search(params[k % params.count])
+                latencies.append(Date().timeIntervalSince(t) * 1000)
+                k += 1
+            }
+            return latencies
         }
+        let latencies = pool ? try await loop() : try await withTaskExecutorPreference(client.executor) { try await loop() }
         guard !latencies.isEmpty else { print("no search ran in \(seconds) s"); return }
         print("\(latencies.count) two-word searches: p50 \(fmt(percentile(latencies, 50))) ms  p99 \(fmt(percentile(latencies, 99))) ms")
     }
