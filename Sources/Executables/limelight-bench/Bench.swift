@@ -262,6 +262,7 @@ struct ClusterBench: AsyncParsableCommand {
     @Option(help: "Publish batches in flight.") var window = 4
     @Option(help: "Extra arguments for limelight up (e.g. --up-argument=--local-queries).") var upArgument: [String] = []
     @Option(help: "Seconds to wait after the first search, for the query workers' index reads to end (0: none).") var indexWait = 10.0
+    @Flag(help: "Time on Swift's pool rather than on the client's socket thread (LimelightClient.executor).") var pool = false
 
     func run() async throws {
         let lines = try corpus.loadLines()
@@ -296,8 +297,8 @@ struct ClusterBench: AsyncParsableCommand {
             best = max(best, rate)
             // The timed loops run on the client's socket thread
             // (`LimelightClient.executor`), as a caller sending one request
-            // after another is advised to.
-            try await withTaskExecutorPreference(client.executor) {
+            // after another is advised to (`--pool`: the old way).
+            try await withTaskExecutorPreference(pool ? nil : client.executor) {
                 for (kind, qs) in queryKinds(words, count: corpus.queries) where corpus.wants(kind) {
                     var lat: [Double] = [], first: [Double] = []
                     for q in qs {
