@@ -43,10 +43,10 @@ public final class ShardQueryRunner: Sendable {
     /// 0.750, 0.811 → 0.721, 0.759 ms. A query worker process does the same
     /// on its socket's thread: through a one-shard cluster of
     /// `limelight-query` workers, p50 1.240, 1.310 → 1.166, 1.138 ms. The
-    /// cost: a request that arrives
-    /// while such a search runs is read after it (at most one search's
-    /// time); requests that arrive together still run in parallel on the
-    /// runner's threads.
+    /// cost: a request that arrives while such a search runs is read after
+    /// it (at most one search's time, and only while searches are quick:
+    /// ``SearchPace``); requests that arrive together still run in parallel
+    /// on the runner's threads.
     let inline: (@Sendable (@escaping @Sendable (_ here: Bool) -> Void) -> Bool)?
     /// How long searches have been taking: a search runs on the thread that
     /// took it only while they are short (see ``SearchPace``).
