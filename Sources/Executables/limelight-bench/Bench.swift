@@ -237,10 +237,19 @@ struct StoreBench: AsyncParsableCommand {
     }
 }
 
-func printPeers(_ rows: [[String: Any]], ours: Double) {
+/// `before`: the same peers run before Limelight was, whose figures are
+/// printed beside these, so a ratio can be taken against either. This
+/// machine's speed drifts by a third from one minute to the next, and peers
+/// timed only after Limelight put that drift into every ratio.
+func printPeers(_ rows: [[String: Any]], ours: Double, before: [[String: Any]] = []) {
     guard !rows.isEmpty else { return }
     print(String(repeating: "-", count: 72))
     print("peers on the same corpus (peers.py: top 20 by BM25 for one- and two-word queries)")
+    for r in before {
+        let name = (r["engine"] as? String) ?? "?"
+        let p50 = (r["query_p50_ms"] as? Double) ?? 0, p99 = (r["query_p99_ms"] as? Double) ?? 0
+        print("\(name.padding(toLength: 12, withPad: " ", startingAt: 0))  before Limelight ran: query p50 \(fmt(p50)) ms  p99 \(fmt(p99)) ms")
+    }
     for r in rows {
         let name = (r["engine"] as? String) ?? "?"
         let rate = (r["index_docs_per_s"] as? Double) ?? Double((r["index_docs_per_s"] as? Int) ?? 0)
@@ -268,6 +277,7 @@ struct ClusterBench: AsyncParsableCommand {
         let lines = try corpus.loadLines()
         let items = lines.compactMap { try? JSONValue.parse($0) }
         let words = QueryWords(lines: lines, count: corpus.queries)
+        let peersBefore = corpus.runPeers()
         let bin = ((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0] as NSString as String)
         let binDir = (bin as NSString).deletingLastPathComponent
         var best = 0.0
@@ -333,7 +343,7 @@ struct ClusterBench: AsyncParsableCommand {
             }
             if corpus.wants("suggest") { try await benchSuggest(client, words, count: corpus.queries, shards: n, rate: rate) }
         }
-        printPeers(corpus.runPeers(), ours: best)
+        printPeers(corpus.runPeers(), ours: best, before: peersBefore)
     }
 }
 
