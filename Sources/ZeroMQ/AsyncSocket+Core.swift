@@ -107,6 +107,11 @@ struct SharedState: Sendable {
     /// The owner thread runs no more jobs: they go to Dispatch's threads.
     var jobsEnded = false
 
+    /// Whether `thread` is the owner thread.
+    func isOwner(_ thread: pthread_t) -> Bool {
+        ownerThread.map { pthread_equal($0, thread) != 0 } ?? false
+    }
+
     /// Returns true if the caller must write a wake-up byte.
     mutating func claimWake() -> Bool {
         if wakePending { return false }
@@ -194,7 +199,7 @@ final class Core: Sendable {
             // get its reply out).
             if case .resume = item.completion, Task.isCancelled { return .refused(CancellationError()) }
             state.outbound.append(item)
-            if let owner = state.ownerThread, pthread_equal(owner, pthread_self()) != 0 {
+            if state.isOwner(pthread_self()) {
                 state.queuedByOwner = true
                 return .queued(wake: false)
             }
@@ -342,7 +347,7 @@ final class Core: Sendable {
     func deferOnOwner(_ job: @escaping @Sendable (_ here: Bool) -> Void) -> Bool {
         let me = pthread_self()
         return state.withLock { state in
-            guard let owner = state.ownerThread, pthread_equal(owner, me) != 0 else { return false }
+            guard state.isOwner(me) else { return false }
             state.deferred.append(job)
             return true
         }
@@ -379,7 +384,7 @@ final class Core: Sendable {
     /// Whether the calling thread is the owner thread.
     var isOwnerThread: Bool {
         let me = pthread_self()
-        return state.withLock { state in state.ownerThread.map { pthread_equal($0, me) != 0 } ?? false }
+        return state.withLock { $0.isOwner(me) }
     }
 
     /// Takes the deferred jobs (owner thread).
@@ -424,7 +429,7 @@ extension Core: TaskExecutor {
         let (queued, wake) = state.withLock { state -> (Bool, Bool) in
             if state.jobsEnded { return (false, false) }
             state.jobs.append(job)
-            if let owner = state.ownerThread, pthread_equal(owner, me) != 0 {
+            if state.isOwner(me) {
                 state.queuedByOwner = true
                 return (true, false)
             }

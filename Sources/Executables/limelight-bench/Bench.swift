@@ -245,15 +245,16 @@ func printPeers(_ rows: [[String: Any]], ours: Double, before: [[String: Any]] =
     guard !rows.isEmpty else { return }
     print(String(repeating: "-", count: 72))
     print("peers on the same corpus (peers.py: top 20 by BM25 for one- and two-word queries)")
+    func read(_ r: [String: Any]) -> (name: String, p50: Double, p99: Double) {
+        ((r["engine"] as? String) ?? "?", (r["query_p50_ms"] as? Double) ?? 0, (r["query_p99_ms"] as? Double) ?? 0)
+    }
     for r in before {
-        let name = (r["engine"] as? String) ?? "?"
-        let p50 = (r["query_p50_ms"] as? Double) ?? 0, p99 = (r["query_p99_ms"] as? Double) ?? 0
+        let (name, p50, p99) = read(r)
         print("\(name.padding(toLength: 12, withPad: " ", startingAt: 0))  before Limelight ran: query p50 \(fmt(p50)) ms  p99 \(fmt(p99)) ms")
     }
     for r in rows {
-        let name = (r["engine"] as? String) ?? "?"
+        let (name, p50, p99) = read(r)
         let rate = (r["index_docs_per_s"] as? Double) ?? Double((r["index_docs_per_s"] as? Int) ?? 0)
-        let p50 = (r["query_p50_ms"] as? Double) ?? 0, p99 = (r["query_p99_ms"] as? Double) ?? 0
         print("\(name.padding(toLength: 12, withPad: " ", startingAt: 0))  index \(Int(rate)) docs/s  query p50 \(fmt(p50)) ms  p99 \(fmt(p99)) ms   (Limelight/peer indexing: \(fmt(ours / max(1, rate), 2)))")
     }
 }
