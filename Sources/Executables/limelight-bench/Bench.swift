@@ -282,6 +282,7 @@ struct ClusterBench: AsyncParsableCommand {
         let bin = ((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0] as NSString as String)
         let binDir = (bin as NSString).deletingLastPathComponent
         var best = 0.0
+        var firstP50: [String: Double] = [:]
         print("Limelight cluster through the coordinator (limelight up: min(shards, 2) indexers and query workers), on loopback")
         print(String(repeating: "-", count: 96))
         print("shards  publish items/s   kind       p50 ms   p99 ms   first batch p50 ms   p99 ms")
@@ -340,11 +341,52 @@ struct ClusterBench: AsyncParsableCommand {
                         lat.append(Date().timeIntervalSince(t) * 1000)
                     }
                     print("\(String(n).leftPad(6))  \(String(Int(rate)).leftPad(15))   \(kind.padding(toLength: 14, withPad: " ", startingAt: 0))  \(fmt(percentile(lat, 50)).leftPad(7))  \(fmt(percentile(lat, 99)).leftPad(7))   (search)")
+                    if n == shards.first { firstP50[kind] = percentile(lat, 50) }
+                }
+                // The floor under the search kinds (``noMatchSearches(count:)``):
+                // a ping, and a search that finds nothing.
+                let floor: [(String, JSONValue?)] = [("ping", nil)] + noMatchSearches(count: corpus.queries).map { ("no match", $0) }
+                for kind in ["ping", "no match"] where corpus.wants(kind) {
+                    let qs = floor.filter { $0.0 == kind }.map(\.1)
+                    let count = kind == "ping" ? corpus.queries : qs.count
+                    func once(_ k: Int) async throws {
+                        if let q = qs[k % qs.count] { _ = try await client.search(q) } else { _ = try await client.ping() }
+                    }
+                    for k in 0..<20 { try await once(k) }
+                    var lat: [Double] = []
+                    for k in 0..<count {
+                        let t = Date()
+                        try await once(k)
+                        lat.append(Date().timeIntervalSince(t) * 1000)
+                    }
+                    print("\(String(n).leftPad(6))  \(String(Int(rate)).leftPad(15))   \(kind.padding(toLength: 14, withPad: " ", startingAt: 0))  \(fmt(percentile(lat, 50)).leftPad(7))  \(fmt(percentile(lat, 99)).leftPad(7))   (floor)")
+                    if n == shards.first { firstP50[kind] = percentile(lat, 50) }
                 }
             }
             if corpus.wants("suggest") { try await benchSuggest(client, words, count: corpus.queries, shards: n, rate: rate) }
         }
-        printPeers(corpus.runPeers(), ours: best, before: peersBefore)
+        let peersAfter = corpus.runPeers()
+        printPeers(peersAfter, ours: best, before: peersBefore)
+        printRatios(firstP50, shards: shards.first ?? 1, before: peersBefore, after: peersAfter)
+    }
+}
+
+/// The issue's free-text ratio (a two-word search's p50 over Tantivy's, the
+/// peer timed before and after Limelight in the same run), and the same
+/// ratio for the floor under it (`ping`, `no match`): how much of the ratio
+/// any search pays before its words are looked at.
+func printRatios(_ ours: [String: Double], shards: Int, before: [[String: Any]], after: [[String: Any]]) {
+    func p50(_ rows: [[String: Any]]) -> Double? {
+        (rows.first { ($0["engine"] as? String) == "tantivy" }?["query_p50_ms"] as? Double).flatMap { $0 > 0 ? $0 : nil }
+    }
+    let peers = [p50(before), p50(after)].compactMap { $0 }
+    guard !peers.isEmpty else { return }
+    let kinds = ["search 2 words", "2 words strict", "no match", "ping"].filter { ours[$0] != nil }
+    guard !kinds.isEmpty else { return }
+    print("p50 over Tantivy's (timed before, after Limelight), \(shards) shard(s):")
+    for k in kinds {
+        let ratios = peers.map { fmt(ours[k]! / $0, 1) + "x" }.joined(separator: ", ")
+        print("  \(k.padding(toLength: 16, withPad: " ", startingAt: 0)) \(fmt(ours[k]!)) ms: \(ratios)")
     }
 }
 

@@ -56,3 +56,16 @@ func searchKinds(_ w: QueryWords, count: Int) -> [(String, [JSONValue])] {
     return [("search 1 word", oneWord), ("search 2 words", twoWords), ("2 words strict", literal), ("faceted", faceted), ("refinements", refinements),
             ("page 10", page10), ("common word", common), ("empty query", empty)]
 }
+
+/// Two made-up words, exact, that no item holds: a search's whole path
+/// (the request read, planned, sent to the shards, searched, merged,
+/// answered and read) with next to nothing for the store to do and an
+/// empty response. With `ping` (the coordinator's answer to a request that
+/// searches nothing), the floor under every search kind's p50: what the
+/// message path and a search's bookkeeping cost whatever the words.
+func noMatchSearches(count: Int) -> [JSONValue] {
+    (0..<count).map { i -> JSONValue in
+        .object(["query": .string("qzxv\(i) wqjk\(i)"), "attributesToRetrieve": .array([.string("title")]),
+                 "typoTolerance": .bool(false), "queryType": .string("prefixNone")])
+    }
+}
