@@ -34,10 +34,17 @@ struct CorpusOptions: ParsableArguments {
 
     /// Runs peers.py and returns its JSON rows.
     func runPeers() -> [[String: Any]] {
-        guard peers != "none", FileManager.default.fileExists(atPath: peers) else { return [] }
+        guard peers != "none" else { return [] }
+        return runScript(peers, ["--engines", engines, "--queries", String(queries * 2)])
+    }
+
+    /// Runs a Python script on the corpus with `--json` and returns its JSON
+    /// rows (none when the script is missing or fails).
+    func runScript(_ script: String, _ arguments: [String]) -> [[String: Any]] {
+        guard script != "none", FileManager.default.fileExists(atPath: script) else { return [] }
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["python3", peers, corpus, "--engines", engines, "--queries", String(queries * 2), "--json"]
+        p.arguments = ["python3", script, corpus] + arguments + ["--json"]
         let out = Pipe()
         p.standardOutput = out
         do { try p.run() } catch { return [] }
@@ -273,6 +280,8 @@ struct ClusterBench: AsyncParsableCommand {
     @Option(help: "Extra arguments for limelight up (e.g. --up-argument=--local-queries).") var upArgument: [String] = []
     @Option(help: "Seconds to wait after the first search, for the query workers' index reads to end (0: none).") var indexWait = 10.0
     @Flag(help: "Time on Swift's pool rather than on the client's socket thread (LimelightClient.executor).") var pool = false
+    @Option(help: "Tantivy on two-word queries exact and with the free-text search's typo tolerance (scripts/peer-typos.py); 'none' to skip.")
+    var typoPeer = "scripts/peer-typos.py"
 
     func run() async throws {
         let lines = try corpus.loadLines()
@@ -368,6 +377,25 @@ struct ClusterBench: AsyncParsableCommand {
         let peersAfter = corpus.runPeers()
         printPeers(peersAfter, ours: best, before: peersBefore)
         printRatios(firstP50, shards: shards.first ?? 1, before: peersBefore, after: peersAfter)
+        if corpus.peers != "none", corpus.engines.split(separator: ",").contains("tantivy") {
+            printTypoPeer(corpus.runScript(typoPeer, ["--peers", corpus.peers, "--queries", String(corpus.queries)]), ours: firstP50)
+        }
+    }
+}
+
+/// Tantivy's two-word queries exact and with the free-text search's typo
+/// tolerance (`scripts/peer-typos.py`, the two timed query by query in
+/// turn), and our two kinds over the one of the same semantics: the issue's
+/// aim sets our typo-tolerant search beside Tantivy's exact one.
+func printTypoPeer(_ rows: [[String: Any]], ours: [String: Double]) {
+    guard !rows.isEmpty else { return }
+    print("Tantivy on two-word queries only, exact and with the same typo tolerance (scripts/peer-typos.py):")
+    for r in rows {
+        let name = (r["query"] as? String) ?? "?"
+        let p50 = (r["query_p50_ms"] as? Double) ?? 0, p99 = (r["query_p99_ms"] as? Double) ?? 0
+        let mine = name == "typos" ? "search 2 words" : "2 words strict"
+        let ratio = ours[mine].map { p50 > 0 ? "; \(mine) over it: \(fmt($0 / p50, 2))x" : "" } ?? ""
+        print("  tantivy \(name.padding(toLength: 6, withPad: " ", startingAt: 0)) p50 \(fmt(p50)) ms  p99 \(fmt(p99)) ms\(ratio)")
     }
 }
 
