@@ -1,5 +1,6 @@
 import ClusterAuth
 import Foundation
+import ZeroMQ
 
 /// How a coordinator is set up: docs/design.md's required flags and their defaults.
 public struct CoordinatorConfiguration: Sendable {
@@ -7,6 +8,9 @@ public struct CoordinatorConfiguration: Sendable {
     public var listen: String = "tcp://127.0.0.1:7700"
     /// Where indexers and query workers connect (a ROUTER socket).
     public var workers: String = "tcp://127.0.0.1:7701"
+    /// Where the sockets' threads and ZeroMQ's I/O thread run: together, on
+    /// the CPU the service starts on (see ``ThreadPlacement``).
+    public var socketPlacement: ThreadPlacement = .here
     /// HTTP port of the stats endpoint; 0 picks a free port, `nil` serves none.
     public var statsPort: Int? = 7780
     public var statsHost: String = "127.0.0.1"

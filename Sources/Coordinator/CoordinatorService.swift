@@ -34,7 +34,7 @@ public final class CoordinatorService: Sendable {
         precondition(configuration.shards >= 1, "a cluster has at least one shard")
         self.configuration = configuration
         self.logger = logger
-        context = try Context(ioThreads: 1)
+        context = try Context(ioThreads: 1, placement: configuration.socketPlacement)
         let hwm = configuration.highWaterMark
         // ZeroMQ's own limit sits well above ours, so an oversized frame still
         // reaches us and gets a named error reply; only absurd ones cut the link.

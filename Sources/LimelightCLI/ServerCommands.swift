@@ -7,6 +7,7 @@ import ShardStore
 import Tenancy
 import WireProtocol
 import Workers
+import ZeroMQ
 
 /// `limelight-coordinator`: the front door of a cluster.
 public struct CoordinatorCommand: AsyncParsableCommand {
@@ -43,6 +44,8 @@ public struct CoordinatorCommand: AsyncParsableCommand {
     @Option(help: "With --local-data: the shards answered locally (0,1,2 or 0-3; default all).") var localShards: String?
     @Option(help: "With --local-data: the folder's replica name, as its indexer registers it (default HOST:DATA-FOLDER).") var localReplica: String?
     @Option(help: "With --local-data: shard queries run at once (default: the cores, at least 2).") var localConcurrency: Int?
+    @Option(help: "Where the sockets' threads and ZeroMQ's I/O thread run, together: here (the CPU the process starts on), a CPU's number, or anywhere (see docs/operations.md).")
+    var socketCpu: ThreadPlacement = .here
     @Option(help: "API key store (a SQLite file, made mode 0600 if missing; see docs/security.md). Without it the cluster has no keys.")
     var keys: String?
     @Flag(help: "Refuse every request without a valid API key (ping excepted). Needs --keys.") var requireKeys = false
@@ -83,6 +86,7 @@ public struct CoordinatorCommand: AsyncParsableCommand {
         var c = CoordinatorConfiguration()
         c.listen = listen
         c.workers = workers
+        c.socketPlacement = socketCpu
         let http = try httpAddress()
         c.statsPort = noStats ? nil : http.port
         c.statsHost = http.host
@@ -158,6 +162,8 @@ struct WorkerOptions: ParsableArguments {
     @OptionGroup var security: WorkerSecurityOptions
     @Option(help: "Name of the copy of the shard files this worker serves (default: HOST:DATA-FOLDER). An indexer and a query worker with the same name share files.")
     var replica: String?
+    @Option(help: "Where the socket's thread and ZeroMQ's I/O thread run, together: here (the CPU the process starts on), a CPU's number, or anywhere (see docs/operations.md).")
+    var socketCpu: ThreadPlacement = .here
 
     func shardList() throws -> [Int] {
         guard let list = Sharding.parseList(shards) else { throw ValidationError("--shards: '\(shards)' is not a list like 0,1,2 or 0-3") }
@@ -195,6 +201,7 @@ public struct IndexerCommand: AsyncParsableCommand {
         c.modelDirectory = try model.directory()
         c.credentials = try worker.security.credentials()
         c.replica = worker.replica
+        c.socketPlacement = worker.socketCpu
         let service = try IndexerService(configuration: c, logger: log.logger("limelight.indexer"))
         await runUntilSignalled { await service.run() }
         try exitIfRefused(service.refusal)
@@ -222,6 +229,7 @@ public struct QueryWorkerCommand: AsyncParsableCommand {
         c.credentials = try worker.security.credentials()
         c.maxQueued = maxQueued
         c.replica = worker.replica
+        c.socketPlacement = worker.socketCpu
         let service = try QueryWorkerService(configuration: c, logger: log.logger("limelight.query"))
         await runUntilSignalled { await service.run() }
         try exitIfRefused(service.refusal)
@@ -229,6 +237,10 @@ public struct QueryWorkerCommand: AsyncParsableCommand {
 }
 
 extension Durability: ExpressibleByArgument {}
+
+extension ThreadPlacement: ExpressibleByArgument {
+    public init?(argument: String) { self.init(argument) }
+}
 
 /// `--model DIR`: the all-MiniLM-L6-v2 folder for semantic search (the
 /// coordinator embeds queries, indexers embed items). Optional: without it

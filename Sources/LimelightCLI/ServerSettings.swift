@@ -42,7 +42,7 @@ public enum ServerSettings {
         Setting(key: "coordinator", kind: .text), Setting(key: "data", kind: .text),
         Setting(key: "shards", kind: .shardList), Setting(key: "id", kind: .text),
         Setting(key: "clusterSecretFile", kind: .text), Setting(key: "curveServerKey", kind: .text),
-        Setting(key: "curveSecretKey", kind: .text),
+        Setting(key: "curveSecretKey", kind: .text), Setting(key: "socketCpu", kind: .text),
     ]
     static func settings(_ role: Role) -> [Setting] {
         switch role {
@@ -58,7 +58,7 @@ public enum ServerSettings {
                 Setting(key: "clusterSecretFile", kind: .text), Setting(key: "curveSecretKey", kind: .text),
                 Setting(key: "clientKeys", kind: .text), Setting(key: "workerKeys", kind: .text),
                 Setting(key: "keys", kind: .text), Setting(key: "requireKeys", kind: .flag),
-                Setting(key: "masterKeyFile", kind: .text),
+                Setting(key: "masterKeyFile", kind: .text), Setting(key: "socketCpu", kind: .text),
             ]
         case .indexer: return worker + [Setting(key: "purgeInterval", kind: .number), Setting(key: "durability", kind: .text)]
         case .query: return worker + [Setting(key: "concurrency", kind: .integer)]

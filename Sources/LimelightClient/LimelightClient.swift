@@ -63,10 +63,16 @@ public final class LimelightClient: Sendable {
     ///   - key: the API key sent with every request (docs/security.md).
     ///   - curve: the coordinator's public key and this client's key pair,
     ///     when the coordinator has CURVE on (docs/security-transport.md).
-    public init(endpoint: String, key: String? = nil, curve: CurveClientKeys? = nil) throws {
+    ///   - placement: where the client's socket thread and ZeroMQ's I/O
+    ///     thread run: by default together, on the CPU the client is made
+    ///     on, so that handing each message between them is no wake-up of
+    ///     another CPU (see ``ThreadPlacement``); `.anywhere` leaves them to
+    ///     the kernel.
+    public init(endpoint: String, key: String? = nil, curve: CurveClientKeys? = nil,
+                placement: ThreadPlacement = .here) throws {
         self.endpoint = endpoint
         self.key = key
-        context = try Context(ioThreads: 1)
+        context = try Context(ioThreads: 1, placement: placement)
         let pending = self.pending
         // Replies are read and handed to their waiting request or query on
         // the socket's own thread (``AsyncSocket`` `intercept`), without a

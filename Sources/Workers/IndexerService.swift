@@ -24,6 +24,9 @@ public struct IndexerConfiguration: WorkerLinkConfiguration {
     public var credentials = WorkerCredentials()
     /// See `Body.Register.replica`; nil: this host and data folder.
     public var replica: String?
+    /// Where the socket's thread and ZeroMQ's I/O thread run: together, on
+    /// the CPU the link starts on (see ``ThreadPlacement``).
+    public var socketPlacement: ThreadPlacement = .here
 
     public init(data: String, shards: [Int], workerID: String? = nil) {
         self.data = data

@@ -18,6 +18,9 @@ public struct QueryWorkerConfiguration: WorkerLinkConfiguration {
     public var maxQueued: Int = 1000
     /// See `Body.Register.replica`; nil: this host and data folder.
     public var replica: String?
+    /// Where the socket's thread and ZeroMQ's I/O thread run: together, on
+    /// the CPU the link starts on (see ``ThreadPlacement``).
+    public var socketPlacement: ThreadPlacement = .here
     public var heartbeatMs: Int = 1000
     public var livenessMs: Int = 3000
     /// The cluster secret and CURVE keys shown to the coordinator.

@@ -26,6 +26,8 @@ public protocol WorkerLinkConfiguration: Sendable {
     var credentials: WorkerCredentials { get }
     /// See `Body.Register.replica`; nil: this host and data folder.
     var replica: String? { get }
+    /// Where the link's socket thread and ZeroMQ's I/O thread run.
+    var socketPlacement: ThreadPlacement { get }
 }
 
 public final class WorkerLink: Sendable {
@@ -47,17 +49,17 @@ public final class WorkerLink: Sendable {
     public convenience init(role: Body.Register.Role, configuration c: some WorkerLinkConfiguration, logger: Logger) throws {
         try self.init(coordinator: c.coordinator, role: role, workerID: c.workerID, shards: c.shards, logger: logger,
                       heartbeatMs: c.heartbeatMs, livenessMs: c.livenessMs, credentials: c.credentials,
-                      replica: c.replica ?? defaultReplicaName(data: c.data))
+                      replica: c.replica ?? defaultReplicaName(data: c.data), placement: c.socketPlacement)
     }
 
     /// Connects as `role` serving `shards`; the link owns its ZeroMQ context.
     public init(coordinator: String, role: Body.Register.Role, workerID: String, shards: [Int], logger: Logger,
                 heartbeatMs: Int = 1000, livenessMs: Int = 3000, credentials: WorkerCredentials = WorkerCredentials(),
-                replica: String? = nil) throws {
+                replica: String? = nil, placement: ThreadPlacement = .anywhere) throws {
         var registration = Body.Register(role: role, worker: workerID, shards: shards,
                                          host: ProcessInfo.processInfo.hostName, pid: Int(getpid()))
         registration.replica = replica
-        let context = try Context(ioThreads: 1)
+        let context = try Context(ioThreads: 1, placement: placement)
         self.context = context
         self.workerID = workerID
         self.registration = registration

@@ -46,6 +46,9 @@ struct Owner {
 
     static func run(core: Core, context: Context, type: SocketType, startup: Startup,
                     configure: ConfigureHandOff) {
+        // Beside the context's I/O threads (``ThreadPlacement``); a kernel
+        // that refuses (a CPU taken away since) leaves it anywhere.
+        context.placement.pinCurrentThread()
         let socket: Socket
         do {
             socket = try Socket(context: context, type: type)

@@ -87,6 +87,7 @@ public final class AsyncSocket: Sendable {
             // `withoutActuallyEscaping` checks).
             let handOff = ConfigureHandOff(configure)
             let thread = Thread {
+                limelight_name_thread(name)
                 Owner.run(core: core, context: context, type: type, startup: startup, configure: handOff)
             }
             thread.name = name

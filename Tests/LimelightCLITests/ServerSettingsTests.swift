@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import LimelightCLI
+import ZeroMQ
 
 /// The configuration layers of the server commands: which flags a file, the
 /// environment and the command line become, and in which order.
@@ -29,6 +30,22 @@ import Testing
         let path = try file(#"{"indexer": {"shards": [0, 1, 5], "data": "/srv"}, "query": {"concurrency": 2}}"#)
         let args = try ServerSettings.arguments(role: .indexer, commandLine: [], environment: ["LIMELIGHT_CONFIG": path])
         #expect(args == ["--data", "/srv", "--shards", "0,1,5"])
+    }
+
+    /// Where the socket threads run: a setting of every server, whose value
+    /// the command checks (a CPU's number, here, anywhere).
+    @Test func theSocketCPUIsASettingOfEveryServer() throws {
+        let path = try file(#"{"coordinator": {"socketCpu": "1"}, "query": {"socketCpu": "anywhere"}}"#)
+        #expect(try ServerSettings.arguments(role: .coordinator, commandLine: ["--config", path], environment: [:])
+                == ["--socket-cpu", "1", "--config", path])
+        #expect(try ServerSettings.arguments(role: .query, commandLine: ["--config", path], environment: [:])
+                == ["--socket-cpu", "anywhere", "--config", path])
+        #expect(try ServerSettings.arguments(role: .indexer, commandLine: [], environment: ["LIMELIGHT_SOCKET_CPU": "0"])
+                == ["--socket-cpu", "0"])
+        #expect(throws: (any Error).self) { try QueryWorkerCommand.parse(["--data", "/d", "--shards", "0", "--socket-cpu", "fast"]) }
+        let parsed = try QueryWorkerCommand.parse(["--data", "/d", "--shards", "0", "--socket-cpu", "1"])
+        #expect(parsed.worker.socketCpu == .cpu(1))
+        #expect(try CoordinatorCommand.parse([]).socketCpu == .here)
     }
 
     @Test func aStrongerStatsSettingDropsTheOther() throws {
