@@ -131,6 +131,11 @@ public enum ThreadPlacement: Sendable, Hashable, CustomStringConvertible {
         return limelight_pin_thread(Int32(clamping: cpu)) == 0
     }
 
+    /// The CPUs the calling thread may run on, in order.
+    public static func allowedCPUs() -> [Int] {
+        (0..<Int(LIMELIGHT_MAX_CPUS)).filter { limelight_thread_may_run_on(Int32($0)) != 0 }
+    }
+
     /// `anywhere`, `here`, or a CPU's number: the form of the processes'
     /// `--socket-cpu` flags.
     public init?(_ text: String) {

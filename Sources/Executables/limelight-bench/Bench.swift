@@ -8,6 +8,7 @@ import SearchParameters
 import ShardStore
 import SpotlightQuery
 import WireProtocol
+import ZeroMQ
 
 /// Benchmarks, printed beside the peers (raw SQLite FTS5 and Tantivy) in one run.
 @main
@@ -282,6 +283,19 @@ struct ClusterBench: AsyncParsableCommand {
     @Flag(help: "Time on Swift's pool rather than on the client's socket thread (LimelightClient.executor).") var pool = false
     @Option(help: "Tantivy on two-word queries exact and with the free-text search's typo tolerance (scripts/peer-typos.py); 'none' to skip.")
     var typoPeer = "scripts/peer-typos.py"
+    @Flag(help: "Leave the cluster's and the client's socket threads where the kernel puts them (--socket-cpu anywhere), as before placements.")
+    var unplaced = false
+
+    /// Where the cluster's and the client's socket threads run (see
+    /// ``ThreadPlacement``): the cluster's processes on the first CPU this
+    /// process may use, the timed client beside them, and for the
+    /// free-text kinds and the floor a second client on the next CPU, as a
+    /// client that happened to start there would be. `--unplaced`: none.
+    var placements: (cluster: ThreadPlacement, same: ThreadPlacement, other: ThreadPlacement?) {
+        let cpus = ThreadPlacement.allowedCPUs()
+        guard !unplaced, let first = cpus.first else { return (.anywhere, .anywhere, nil) }
+        return (.cpu(first), .cpu(first), cpus.dropFirst().first.map { .cpu($0) })
+    }
 
     func run() async throws {
         let lines = try corpus.loadLines()
@@ -295,10 +309,13 @@ struct ClusterBench: AsyncParsableCommand {
         print("Limelight cluster through the coordinator (limelight up: min(shards, 2) indexers and query workers), on loopback")
         print(String(repeating: "-", count: 96))
         print("shards  publish items/s   kind       p50 ms   p99 ms   first batch p50 ms   p99 ms")
+        let placed = placements
+        print("socket threads: the cluster's on \(placed.cluster), the client's on \(placed.same)"
+              + (placed.other.map { " (and, marked, on \($0))" } ?? ""))
         for n in shards {
-            let cluster = try BenchCluster(binDir: binDir, shards: n, extra: upArgument)
+            let cluster = try BenchCluster(binDir: binDir, shards: n, extra: upArgument, socketCPU: placed.cluster)
             defer { cluster.stop() }
-            let client = try LimelightClient(endpoint: cluster.endpoint)
+            let client = try LimelightClient(endpoint: cluster.endpoint, placement: placed.same)
             defer { client.close() }
             let t0 = Date()
             var stored = 0
@@ -342,34 +359,34 @@ struct ClusterBench: AsyncParsableCommand {
                     try await Task.sleep(for: .seconds(indexWait))
                 }
                 for (kind, qs) in searches {
-                    for q in qs.prefix(20) { _ = try await client.search(q) }
-                    var lat: [Double] = []
-                    for q in qs {
-                        let t = Date()
-                        _ = try await client.search(q)
-                        lat.append(Date().timeIntervalSince(t) * 1000)
-                    }
+                    let lat = try await timeSearches(client, qs.map { Optional($0) })
                     print("\(String(n).leftPad(6))  \(String(Int(rate)).leftPad(15))   \(kind.padding(toLength: 14, withPad: " ", startingAt: 0))  \(fmt(percentile(lat, 50)).leftPad(7))  \(fmt(percentile(lat, 99)).leftPad(7))   (search)")
                     if n == shards.first { firstP50[kind] = percentile(lat, 50) }
                 }
                 // The floor under the search kinds (``noMatchSearches(count:)``):
-                // a ping, and a search that finds nothing.
-                let floor: [(String, JSONValue?)] = [("ping", nil)] + noMatchSearches(count: corpus.queries).map { ("no match", $0) }
-                for kind in ["ping", "no match"] where corpus.wants(kind) {
-                    let qs = floor.filter { $0.0 == kind }.map(\.1)
-                    let count = kind == "ping" ? corpus.queries : qs.count
-                    func once(_ k: Int) async throws {
-                        if let q = qs[k % qs.count] { _ = try await client.search(q) } else { _ = try await client.ping() }
-                    }
-                    for k in 0..<20 { try await once(k) }
-                    var lat: [Double] = []
-                    for k in 0..<count {
-                        let t = Date()
-                        try await once(k)
-                        lat.append(Date().timeIntervalSince(t) * 1000)
-                    }
+                // a ping (nil), and a search that finds nothing.
+                let floor: [(String, [JSONValue?])] = [("ping", Array(repeating: nil, count: corpus.queries)),
+                                                       ("no match", noMatchSearches(count: corpus.queries).map { Optional($0) })]
+                for (kind, qs) in floor where corpus.wants(kind) {
+                    let lat = try await timeSearches(client, qs)
                     print("\(String(n).leftPad(6))  \(String(Int(rate)).leftPad(15))   \(kind.padding(toLength: 14, withPad: " ", startingAt: 0))  \(fmt(percentile(lat, 50)).leftPad(7))  \(fmt(percentile(lat, 99)).leftPad(7))   (floor)")
                     if n == shards.first { firstP50[kind] = percentile(lat, 50) }
+                }
+            }
+            // The free-text kinds and the floor again from a client whose
+            // socket threads are on another CPU than the cluster's.
+            if let other = placed.other {
+                let far = try LimelightClient(endpoint: cluster.endpoint, placement: other)
+                defer { far.close() }
+                let kinds = searchKinds(words, count: corpus.queries).filter { ["search 2 words", "2 words strict"].contains($0.0) }
+                    .map { ($0.0, $0.1.map { Optional($0) }) }
+                    + [("ping", Array(repeating: nil, count: corpus.queries)), ("no match", noMatchSearches(count: corpus.queries).map { Optional($0) })]
+                try await withTaskExecutorPreference(pool ? nil : far.executor) {
+                    for (kind, qs) in kinds where corpus.wants(kind) {
+                        let lat = try await timeSearches(far, qs)
+                        print("\(String(n).leftPad(6))  \(String(Int(rate)).leftPad(15))   \(kind.padding(toLength: 14, withPad: " ", startingAt: 0))  \(fmt(percentile(lat, 50)).leftPad(7))  \(fmt(percentile(lat, 99)).leftPad(7))   (client on CPU \(other))")
+                        if n == shards.first { firstP50[kind + " @other"] = percentile(lat, 50) }
+                    }
                 }
             }
             if corpus.wants("suggest") { try await benchSuggest(client, words, count: corpus.queries, shards: n, rate: rate) }
@@ -381,6 +398,22 @@ struct ClusterBench: AsyncParsableCommand {
             printTypoPeer(corpus.runScript(typoPeer, ["--peers", corpus.peers, "--queries", String(corpus.queries)]), ours: firstP50)
         }
     }
+}
+
+/// Each search (nil: a ping) once after 20 to warm up, timed: milliseconds.
+func timeSearches(_ client: LimelightClient, _ qs: [JSONValue?]) async throws -> [Double] {
+    func once(_ q: JSONValue?) async throws {
+        if let q { _ = try await client.search(q) } else { _ = try await client.ping() }
+    }
+    for q in qs.prefix(20) { try await once(q) }
+    var lat: [Double] = []
+    lat.reserveCapacity(qs.count)
+    for q in qs {
+        let t = Date()
+        try await once(q)
+        lat.append(Date().timeIntervalSince(t) * 1000)
+    }
+    return lat
 }
 
 /// Tantivy's two-word queries exact and with the free-text search's typo
@@ -409,12 +442,13 @@ func printRatios(_ ours: [String: Double], shards: Int, before: [[String: Any]],
     }
     let peers = [p50(before), p50(after)].compactMap { $0 }
     guard !peers.isEmpty else { return }
-    let kinds = ["search 2 words", "2 words strict", "no match", "ping"].filter { ours[$0] != nil }
+    let kinds = ["search 2 words", "2 words strict", "no match", "ping"].flatMap { [$0, $0 + " @other"] }.filter { ours[$0] != nil }
     guard !kinds.isEmpty else { return }
     print("p50 over Tantivy's (timed before, after Limelight), \(shards) shard(s):")
     for k in kinds {
         let ratios = peers.map { fmt(ours[k]! / $0, 1) + "x" }.joined(separator: ", ")
-        print("  \(k.padding(toLength: 16, withPad: " ", startingAt: 0)) \(fmt(ours[k]!)) ms: \(ratios)")
+        let name = k.hasSuffix(" @other") ? String(k.dropLast(7)) + " (client on another CPU)" : k
+        print("  \(name.padding(toLength: 40, withPad: " ", startingAt: 0)) \(fmt(ours[k]!)) ms: \(ratios)")
     }
 }
 
@@ -427,13 +461,17 @@ struct BenchCluster {
 
     /// Starts `limelight up` with `min(shards, 2)` indexers and query workers
     /// (as the issue's figures are taken) and waits for its "ready" line.
-    init(binDir: String, shards n: Int, extra: [String] = []) throws {
+    init(binDir: String, shards n: Int, extra: [String] = [], socketCPU: ThreadPlacement? = nil) throws {
         dir = NSTemporaryDirectory() + "limelight-cbench-\(UUID().uuidString)"
         let up = Process()
         up.executableURL = URL(fileURLWithPath: binDir + "/limelight")
         up.arguments = ["up", "--data", dir, "--listen", "tcp://127.0.0.1:0", "--stats-port", "0", "--shards", String(n),
                         "--indexers", String(min(n, 2)), "--query-workers", String(min(n, 2)), "--log-level", "warning",
                         "--no-require-keys"] + extra
+        if let socketCPU {
+            // Every process of the cluster reads it (--socket-cpu).
+            up.environment = ProcessInfo.processInfo.environment.merging(["LIMELIGHT_SOCKET_CPU": socketCPU.description]) { $1 }
+        }
         let out = Pipe()
         up.standardOutput = out
         try up.run()

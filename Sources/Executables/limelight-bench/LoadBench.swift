@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Items
 import LimelightClient
+import ZeroMQ
 
 /// Sends the benchmark's two-word searches to a running cluster, one at a
 /// time, for a while, and prints their p50 and p99: a steady load to
@@ -17,6 +18,7 @@ struct LoadBench: AsyncParsableCommand {
     @Option(help: "The coordinator's client endpoint.") var endpoint = "tcp://127.0.0.1:7700"
     @Option(help: "Seconds to run.") var seconds = 10.0
     @Flag(help: "Run the loop on Swift's pool rather than on the client's socket thread (LimelightClient.executor).") var pool = false
+    @Option(help: "Where the client's socket threads run: here (the CPU it starts on), a CPU's number, or anywhere.") var clientCpu = "here"
 
     func run() async throws {
         let words = QueryWords(lines: try corpus.loadLines(), count: corpus.queries)
@@ -24,7 +26,8 @@ struct LoadBench: AsyncParsableCommand {
         let kinds = searchKinds(words, count: corpus.queries).map { ($0.0, Optional($0.1)) } + [("ping", nil), ("no match", noMatch)]
         let chosen = corpus.kinds == nil ? [("search 2 words", Optional(words.twoWordSearches(seed: 7)))] : kinds.filter { corpus.wants($0.0) }
         guard !chosen.isEmpty else { throw ValidationError("no such kind: \(corpus.kinds ?? "") (kinds: \(kinds.map(\.0).joined(separator: ", ")))") }
-        let client = try LimelightClient(endpoint: endpoint)
+        guard let placement = ThreadPlacement(clientCpu) else { throw ValidationError("--client-cpu: '\(clientCpu)' is not here, anywhere or a CPU's number") }
+        let client = try LimelightClient(endpoint: endpoint, placement: placement)
         defer { client.close() }
         let seconds = self.seconds
         for (name, params) in chosen {
