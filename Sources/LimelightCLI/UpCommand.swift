@@ -53,6 +53,8 @@ struct UpCommand: AsyncParsableCommand {
     /// line finds them (DATA/limelight.key, DATA/master.key), so a new user
     /// copies nothing. `--no-require-keys` serves keyless requests unscoped,
     /// as before keys existed (tests of other features, trusted loopback use).
+    @Option(help: "Where every process's socket threads and ZeroMQ's I/O thread run: here (the CPU limelight up starts on, the same for every process, so that a request's hops between them stay on one CPU), a CPU's number, or anywhere (default: here, or $LIMELIGHT_SOCKET_CPU, which the children read).")
+    var socketCpu: String?
     @Flag(inversion: .prefixedNo, help: "Refuse requests without an API key (the CLI finds DATA/limelight.key itself when $LIMELIGHT_DATA or ./limelight-data names the data folder; see docs/security.md). --no-require-keys serves keyless requests unscoped.")
     var requireKeys = true
 
@@ -63,6 +65,22 @@ struct UpCommand: AsyncParsableCommand {
         guard restartLimit >= 1 else { throw ValidationError("--restart-limit must be at least 1") }
         guard restartWindow > 0 else { throw ValidationError("--restart-window must be more than 0 seconds") }
         _ = try model.directory()
+        if let socketCpu, ThreadPlacement(socketCpu) == nil {
+            throw ValidationError("--socket-cpu: '\(socketCpu)' is not here, anywhere or a CPU's number")
+        }
+    }
+
+    /// The children's `--socket-cpu`: one CPU for every process (`here`
+    /// resolved once, in this process, so that they do not each take the
+    /// CPU they happen to start on), or none when the environment names one
+    /// (the children read `LIMELIGHT_SOCKET_CPU` themselves).
+    static func socketArguments(option: String?, environment: [String: String], currentCPU: Int?) -> [String] {
+        if option == nil, environment["LIMELIGHT_SOCKET_CPU"] != nil { return [] }
+        switch ThreadPlacement(option ?? "here") {
+        case .here?: return currentCPU.map { ["--socket-cpu", String($0)] } ?? ["--socket-cpu", "here"]
+        case let placement?: return ["--socket-cpu", placement.description]
+        case nil: return []
+        }
     }
 
     func run() async throws {
@@ -96,13 +114,15 @@ struct UpCommand: AsyncParsableCommand {
         }
         let children = Supervisor(restartLimit: restartLimit, restartWindow: restartWindow)
 
+        let placement = Self.socketArguments(option: socketCpu, environment: ProcessInfo.processInfo.environment,
+                                             currentCPU: ThreadPlacement.currentCPU())
         let workers = workersEndpoint ?? Self.defaultWorkerEndpoint(listen)
         let statsArguments = statsListen.map { ["--stats-listen", $0] } ?? ["--stats-port", String(statsPort)]
         func coordinatorArguments(listen: String, workers: String, stats: [String]) -> [String] {
             ["--listen", listen, "--workers", workers] + stats + [
                 "--shards", String(shards), "--log-level", logLevel, "--log-format", logFormat.rawValue,
                 "--keys", keyStore, "--replicas", String(replicas),
-            ] + (localQueries ? ["--local-data", dataDir] : []) + modelArguments + security + (requireKeys ? ["--require-keys"] : [])
+            ] + (localQueries ? ["--local-data", dataDir] : []) + modelArguments + security + (requireKeys ? ["--require-keys"] : []) + placement
         }
         let coordinator = try children.spawn(Supervisor.Spec(
             name: "coordinator", executable: bin + "/limelight-coordinator",
@@ -133,7 +153,7 @@ struct UpCommand: AsyncParsableCommand {
                     try children.spawn(Supervisor.Spec(name: "\(prefix)\(role)-\(i)", executable: bin + "/limelight-\(role)", arguments: [
                         "--coordinator", workerEndpoint, "--data", folder, "--shards", mine.map(String.init).joined(separator: ","),
                         "--id", "\(prefix)\(role)-\(i)", "--log-level", logLevel, "--log-format", logFormat.rawValue,
-                    ] + workerSecurity + (role == "indexer" ? indexerArguments : []), logs: logs))
+                    ] + workerSecurity + placement + (role == "indexer" ? indexerArguments : []), logs: logs))
                 }
             }
         }

@@ -112,8 +112,7 @@ public enum ThreadPlacement: Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .anywhere: return .anywhere
         case .here:
-            let cpu = Int(limelight_current_cpu())
-            return cpu >= 0 && limelight_thread_may_run_on(Int32(cpu)) != 0 ? .cpu(cpu) : .anywhere
+            return Self.currentCPU().map { .cpu($0) } ?? .anywhere
         case .cpu(let cpu):
             guard limelight_thread_may_run_on(Int32(clamping: cpu)) != 0 else {
                 throw ZMQError(code: .invalidArgument, errno: EINVAL,
@@ -129,6 +128,12 @@ public enum ThreadPlacement: Sendable, Hashable, CustomStringConvertible {
     func pinCurrentThread() -> Bool {
         guard case .cpu(let cpu) = self else { return true }
         return limelight_pin_thread(Int32(clamping: cpu)) == 0
+    }
+
+    /// The CPU the calling thread runs on now, if it may stay there.
+    public static func currentCPU() -> Int? {
+        let cpu = Int(limelight_current_cpu())
+        return cpu >= 0 && limelight_thread_may_run_on(Int32(cpu)) != 0 ? cpu : nil
     }
 
     /// The CPUs the calling thread may run on, in order.
