@@ -90,6 +90,26 @@ final class TempDir {
         #expect(try db.prepare("SELECT x FROM t ORDER BY x").map { $0.int64(at: 0) } == [1, 3])
     }
 
+    /// `BEGIN` and `COMMIT` are kept prepared: a `COMMIT` that fails (a
+    /// deferred foreign key) rolls the transaction back, and the same
+    /// statements begin and commit the next one.
+    @Test func aFailedCommitRollsBackAndTheNextTransactionCommits() throws {
+        let dir = TempDir()
+        let db = try Database(path: dir.path("commit.db"))
+        try db.execute("PRAGMA foreign_keys=ON")
+        try db.execute("CREATE TABLE p(id INTEGER PRIMARY KEY); CREATE TABLE c(pid INTEGER REFERENCES p(id) DEFERRABLE INITIALLY DEFERRED)")
+        #expect(throws: SQLiteError.self) {
+            try db.transaction { try db.execute("INSERT INTO c VALUES (7)") }
+        }
+        #expect(db.isAutocommit)
+        try db.transaction {
+            try db.execute("INSERT INTO p VALUES (7)")
+            try db.execute("INSERT INTO c VALUES (7)")
+        }
+        #expect(db.isAutocommit)
+        #expect(try db.prepare("SELECT count(*) FROM c").scalar()?.int64 == 1)
+    }
+
     @Test func errorsCarryCodesMessageAndSQL() throws {
         let dir = TempDir()
         let db = try Database(path: dir.path("errors.db"))
