@@ -34,6 +34,18 @@ static inline int limelight_thread_may_run_on(int cpu) {
     return (mask[cpu / (8 * sizeof(unsigned long))] >> (cpu % (8 * sizeof(unsigned long)))) & 1;
 }
 
+/// The CPUs the calling thread may run on, ascending, into `out` (room for
+/// `capacity`): how many there are, or -1.
+static inline int limelight_allowed_cpus(int *out, int capacity) {
+    unsigned long mask[LIMELIGHT_MAX_CPUS / (8 * sizeof(unsigned long))] = {0};
+    if (limelight_sched_getaffinity(0, sizeof mask, mask) != 0) return -1;
+    int count = 0;
+    for (int cpu = 0; cpu < LIMELIGHT_MAX_CPUS && count < capacity; cpu++) {
+        if ((mask[cpu / (8 * sizeof(unsigned long))] >> (cpu % (8 * sizeof(unsigned long)))) & 1) out[count++] = cpu;
+    }
+    return count;
+}
+
 /// Pins the calling thread to `cpu`: 0, or -1 with errno set.
 static inline int limelight_pin_thread(int cpu) {
     unsigned long mask[LIMELIGHT_MAX_CPUS / (8 * sizeof(unsigned long))] = {0};

@@ -138,7 +138,9 @@ public enum ThreadPlacement: Sendable, Hashable, CustomStringConvertible {
 
     /// The CPUs the calling thread may run on, in order.
     public static func allowedCPUs() -> [Int] {
-        (0..<Int(LIMELIGHT_MAX_CPUS)).filter { limelight_thread_may_run_on(Int32($0)) != 0 }
+        var cpus = [Int32](repeating: 0, count: Int(LIMELIGHT_MAX_CPUS))
+        let count = cpus.withUnsafeMutableBufferPointer { limelight_allowed_cpus($0.baseAddress, Int32($0.count)) }
+        return cpus.prefix(max(0, Int(count))).map(Int.init)
     }
 
     /// `anywhere`, `here`, or a CPU's number: the form of the processes'

@@ -5,9 +5,17 @@ import Testing
 /// The CPUs a thread of this process may run on, from /proc (the kernel's
 /// own account, not the call that set it).
 private func allowedCPUs(thread tid: String) throws -> String {
-    let status = try String(contentsOfFile: "/proc/self/task/\(tid)/status", encoding: .utf8)
+    let status = try String(contentsOfFile: tid == "self" ? "/proc/thread-self/status" : "/proc/self/task/\(tid)/status", encoding: .utf8)
     let line = try #require(status.split(separator: "\n").first { $0.hasPrefix("Cpus_allowed_list:") })
     return line.split(separator: "\t").last.map { String($0).trimmingCharacters(in: .whitespaces) } ?? ""
+}
+
+/// A kernel CPU list ("0-3,6") as numbers.
+private func cpuList(_ text: String) -> [Int] {
+    text.split(separator: ",").flatMap { part -> [Int] in
+        let ends = part.split(separator: "-").compactMap { Int($0) }
+        return ends.count == 2 ? Array(ends[0]...ends[1]) : ends
+    }
 }
 
 /// The process's threads named `name` (Linux keeps 15 characters of it).
@@ -21,11 +29,11 @@ private func threads(named name: String) throws -> [String] {
 @Suite("ThreadPlacement (sockets' threads beside ZeroMQ's I/O thread)")
 struct ThreadPlacementTests {
     @Test func aPlacedContextPinsItsIOThreadAndItsSocketsOwnerThreads() async throws {
-        let cpus = ProcessInfo.processInfo.activeProcessorCount
-        // The last CPU, so that the test tells a pin from the default (on a
-        // one-CPU machine every thread is on CPU 0 anyway, and that is all
-        // it can check).
-        let cpu = cpus - 1
+        let allowed = ThreadPlacement.allowedCPUs()
+        // The last CPU this process may use, so that the test tells a pin
+        // from the default (with one CPU every thread is on it anyway, and
+        // that is all it can check).
+        let cpu = try #require(allowed.last)
         let context = try Context(placement: .cpu(cpu))
         #expect(context.placement == .cpu(cpu))
         let before = Set(try threads(named: "ZMQbg/IO/0"))
@@ -45,7 +53,15 @@ struct ThreadPlacementTests {
         let other = try AsyncSocket(context: free, type: .router, name: name2) { try $0.bind("tcp://127.0.0.1:0") }
         defer { other.close() }
         let freeOwner = try #require(try threads(named: name2).first)
-        #expect(try allowedCPUs(thread: freeOwner) == (cpus == 1 ? "0" : "0-\(cpus - 1)"))
+        #expect(cpuList(try allowedCPUs(thread: freeOwner)) == allowed)
+    }
+
+    @Test func theAllowedCPUsAreThisProcesssOwn() {
+        let cpus = ThreadPlacement.allowedCPUs()
+        // What the kernel says this thread may use.
+        #expect(cpus == cpuList(try! allowedCPUs(thread: "self")))
+        #expect(!cpus.isEmpty)
+        #expect(ThreadPlacement.currentCPU().map(cpus.contains) == true)
     }
 
     @Test func hereIsTheCPUTheContextIsMadeOn() throws {
@@ -54,7 +70,7 @@ struct ThreadPlacementTests {
             Issue.record("here resolved to \(context.placement)")
             return
         }
-        #expect(cpu >= 0 && cpu < ProcessInfo.processInfo.activeProcessorCount)
+        #expect(ThreadPlacement.allowedCPUs().contains(cpu))
     }
 
     @Test func aCPUThisProcessMayNotRunOnIsRefusedByNumber() {
