@@ -48,13 +48,13 @@ struct UpCommand: AsyncParsableCommand {
     var restartLimit = 5
     @Option(help: "Seconds over which --restart-limit counts a child's failures.") var restartWindow = 60.0
     @OptionGroup var model: ModelOptions
+    @Option(help: "Where every process's socket threads and ZeroMQ's I/O thread run: here (the CPU limelight up starts on, the same for every process, so that a request's hops between them stay on one CPU), a CPU's number, or anywhere (default: here, or $LIMELIGHT_SOCKET_CPU, which the children read).")
+    var socketCpu: ThreadPlacement?
     /// On by default: a cluster someone can reach must not serve every
     /// app's items to anyone, and `up` writes the keys where the command
     /// line finds them (DATA/limelight.key, DATA/master.key), so a new user
     /// copies nothing. `--no-require-keys` serves keyless requests unscoped,
     /// as before keys existed (tests of other features, trusted loopback use).
-    @Option(help: "Where every process's socket threads and ZeroMQ's I/O thread run: here (the CPU limelight up starts on, the same for every process, so that a request's hops between them stay on one CPU), a CPU's number, or anywhere (default: here, or $LIMELIGHT_SOCKET_CPU, which the children read).")
-    var socketCpu: String?
     @Flag(inversion: .prefixedNo, help: "Refuse requests without an API key (the CLI finds DATA/limelight.key itself when $LIMELIGHT_DATA or ./limelight-data names the data folder; see docs/security.md). --no-require-keys serves keyless requests unscoped.")
     var requireKeys = true
 
@@ -65,21 +65,17 @@ struct UpCommand: AsyncParsableCommand {
         guard restartLimit >= 1 else { throw ValidationError("--restart-limit must be at least 1") }
         guard restartWindow > 0 else { throw ValidationError("--restart-window must be more than 0 seconds") }
         _ = try model.directory()
-        if let socketCpu, ThreadPlacement(socketCpu) == nil {
-            throw ValidationError("--socket-cpu: '\(socketCpu)' is not here, anywhere or a CPU's number")
-        }
     }
 
     /// The children's `--socket-cpu`: one CPU for every process (`here`
     /// resolved once, in this process, so that they do not each take the
     /// CPU they happen to start on), or none when the environment names one
     /// (the children read `LIMELIGHT_SOCKET_CPU` themselves).
-    static func socketArguments(option: String?, environment: [String: String], currentCPU: Int?) -> [String] {
+    static func socketArguments(option: ThreadPlacement?, environment: [String: String], currentCPU: Int?) -> [String] {
         if option == nil, environment["LIMELIGHT_SOCKET_CPU"] != nil { return [] }
-        switch ThreadPlacement(option ?? "here") {
-        case .here?: return currentCPU.map { ["--socket-cpu", String($0)] } ?? ["--socket-cpu", "here"]
-        case let placement?: return ["--socket-cpu", placement.description]
-        case nil: return []
+        switch option ?? .here {
+        case .here: return currentCPU.map { ["--socket-cpu", String($0)] } ?? ["--socket-cpu", "here"]
+        case let placement: return ["--socket-cpu", placement.description]
         }
     }
 

@@ -94,15 +94,18 @@ import ZeroMQ
 
 /// `limelight up` gives every child the same `--socket-cpu`.
 @Suite struct UpSocketPlacementTests {
-    @Test func hereIsResolvedOnceForEveryChild() {
+    @Test func hereIsResolvedOnceForEveryChild() throws {
         #expect(UpCommand.socketArguments(option: nil, environment: [:], currentCPU: 1) == ["--socket-cpu", "1"])
-        #expect(UpCommand.socketArguments(option: "here", environment: [:], currentCPU: 0) == ["--socket-cpu", "0"])
-        #expect(UpCommand.socketArguments(option: "3", environment: [:], currentCPU: 0) == ["--socket-cpu", "3"])
-        #expect(UpCommand.socketArguments(option: "anywhere", environment: [:], currentCPU: 0) == ["--socket-cpu", "anywhere"])
+        #expect(UpCommand.socketArguments(option: .here, environment: [:], currentCPU: 0) == ["--socket-cpu", "0"])
+        #expect(UpCommand.socketArguments(option: .cpu(3), environment: [:], currentCPU: 0) == ["--socket-cpu", "3"])
+        #expect(UpCommand.socketArguments(option: .anywhere, environment: [:], currentCPU: 0) == ["--socket-cpu", "anywhere"])
         // Unknown CPU: each child takes its own.
         #expect(UpCommand.socketArguments(option: nil, environment: [:], currentCPU: nil) == ["--socket-cpu", "here"])
         // The environment's setting reaches the children by itself; a flag still wins.
         #expect(UpCommand.socketArguments(option: nil, environment: ["LIMELIGHT_SOCKET_CPU": "1"], currentCPU: 0) == [])
-        #expect(UpCommand.socketArguments(option: "0", environment: ["LIMELIGHT_SOCKET_CPU": "1"], currentCPU: 0) == ["--socket-cpu", "0"])
+        #expect(UpCommand.socketArguments(option: .cpu(0), environment: ["LIMELIGHT_SOCKET_CPU": "1"], currentCPU: 0) == ["--socket-cpu", "0"])
+        // A bad value is refused where the flag is read.
+        #expect(throws: (any Error).self) { try UpCommand.parse(["--socket-cpu", "fast"]) }
+        #expect(try UpCommand.parse(["--socket-cpu", "1"]).socketCpu == .cpu(1))
     }
 }
