@@ -25,32 +25,38 @@ static inline void limelight_name_thread(const char *name) {
 
 /// CPUs a placement can name: glibc's CPU_SETSIZE.
 #define LIMELIGHT_MAX_CPUS 1024
+#define LIMELIGHT_MASK_BITS (8 * sizeof(unsigned long))
+#define LIMELIGHT_MASK_WORDS (LIMELIGHT_MAX_CPUS / LIMELIGHT_MASK_BITS)
+
+/// Whether `mask` (a CPU set) holds `cpu`.
+static inline int limelight_mask_has(const unsigned long *mask, int cpu) {
+    return cpu >= 0 && cpu < LIMELIGHT_MAX_CPUS && ((mask[cpu / LIMELIGHT_MASK_BITS] >> (cpu % LIMELIGHT_MASK_BITS)) & 1);
+}
 
 /// Whether the calling thread may run on `cpu` (its affinity mask holds it).
 static inline int limelight_thread_may_run_on(int cpu) {
-    unsigned long mask[LIMELIGHT_MAX_CPUS / (8 * sizeof(unsigned long))] = {0};
-    if (cpu < 0 || cpu >= LIMELIGHT_MAX_CPUS) return 0;
+    unsigned long mask[LIMELIGHT_MASK_WORDS] = {0};
     if (limelight_sched_getaffinity(0, sizeof mask, mask) != 0) return 0;
-    return (mask[cpu / (8 * sizeof(unsigned long))] >> (cpu % (8 * sizeof(unsigned long)))) & 1;
+    return limelight_mask_has(mask, cpu);
 }
 
 /// The CPUs the calling thread may run on, ascending, into `out` (room for
 /// `capacity`): how many there are, or -1.
 static inline int limelight_allowed_cpus(int *out, int capacity) {
-    unsigned long mask[LIMELIGHT_MAX_CPUS / (8 * sizeof(unsigned long))] = {0};
+    unsigned long mask[LIMELIGHT_MASK_WORDS] = {0};
     if (limelight_sched_getaffinity(0, sizeof mask, mask) != 0) return -1;
     int count = 0;
     for (int cpu = 0; cpu < LIMELIGHT_MAX_CPUS && count < capacity; cpu++) {
-        if ((mask[cpu / (8 * sizeof(unsigned long))] >> (cpu % (8 * sizeof(unsigned long)))) & 1) out[count++] = cpu;
+        if (limelight_mask_has(mask, cpu)) out[count++] = cpu;
     }
     return count;
 }
 
 /// Pins the calling thread to `cpu`: 0, or -1 with errno set.
 static inline int limelight_pin_thread(int cpu) {
-    unsigned long mask[LIMELIGHT_MAX_CPUS / (8 * sizeof(unsigned long))] = {0};
+    unsigned long mask[LIMELIGHT_MASK_WORDS] = {0};
     if (cpu < 0 || cpu >= LIMELIGHT_MAX_CPUS) return -1;
-    mask[cpu / (8 * sizeof(unsigned long))] = 1UL << (cpu % (8 * sizeof(unsigned long)));
+    mask[cpu / LIMELIGHT_MASK_BITS] = 1UL << (cpu % LIMELIGHT_MASK_BITS);
     return limelight_sched_setaffinity(0, sizeof mask, mask);
 }
 
