@@ -309,6 +309,10 @@ struct ClusterBench: AsyncParsableCommand {
         print("Limelight cluster through the coordinator (limelight up: min(shards, 2) indexers and query workers), on loopback")
         print(String(repeating: "-", count: 96))
         print("shards  publish items/s   kind       p50 ms   p99 ms   first batch p50 ms   p99 ms")
+        // The floor under the search kinds (``noMatchSearches(count:)``): a
+        // ping (nil), and a search that finds nothing.
+        let floor: [(String, [JSONValue?])] = [("ping", Array(repeating: nil, count: corpus.queries)),
+                                               ("no match", noMatchSearches(count: corpus.queries).map { Optional($0) })]
         let placed = placements
         print("socket threads: the cluster's on \(placed.cluster), the client's on \(placed.same)"
               + (placed.other.map { " (and, marked, on \($0))" } ?? ""))
@@ -333,6 +337,11 @@ struct ClusterBench: AsyncParsableCommand {
             }
             let rate = Double(stored) / Date().timeIntervalSince(t0)
             best = max(best, rate)
+            /// One kind's line; the first shard count's p50 kept under `key` for the ratios.
+            func row(_ kind: String, _ lat: [Double], _ note: String, key: String) {
+                print("\(String(n).leftPad(6))  \(String(Int(rate)).leftPad(15))   \(kind.padding(toLength: 14, withPad: " ", startingAt: 0))  \(fmt(percentile(lat, 50)).leftPad(7))  \(fmt(percentile(lat, 99)).leftPad(7))   \(note)")
+                if n == shards.first { firstP50[key] = percentile(lat, 50) }
+            }
             // The timed loops run on the client's socket thread
             // (`LimelightClient.executor`), as a caller sending one request
             // after another is advised to (`--pool`: the old way).
@@ -359,18 +368,10 @@ struct ClusterBench: AsyncParsableCommand {
                     try await Task.sleep(for: .seconds(indexWait))
                 }
                 for (kind, qs) in searches {
-                    let lat = try await timeSearches(client, qs.map { Optional($0) })
-                    print("\(String(n).leftPad(6))  \(String(Int(rate)).leftPad(15))   \(kind.padding(toLength: 14, withPad: " ", startingAt: 0))  \(fmt(percentile(lat, 50)).leftPad(7))  \(fmt(percentile(lat, 99)).leftPad(7))   (search)")
-                    if n == shards.first { firstP50[kind] = percentile(lat, 50) }
+                    row(kind, try await timeSearches(client, qs.map { Optional($0) }), "(search)", key: kind)
                 }
-                // The floor under the search kinds (``noMatchSearches(count:)``):
-                // a ping (nil), and a search that finds nothing.
-                let floor: [(String, [JSONValue?])] = [("ping", Array(repeating: nil, count: corpus.queries)),
-                                                       ("no match", noMatchSearches(count: corpus.queries).map { Optional($0) })]
                 for (kind, qs) in floor where corpus.wants(kind) {
-                    let lat = try await timeSearches(client, qs)
-                    print("\(String(n).leftPad(6))  \(String(Int(rate)).leftPad(15))   \(kind.padding(toLength: 14, withPad: " ", startingAt: 0))  \(fmt(percentile(lat, 50)).leftPad(7))  \(fmt(percentile(lat, 99)).leftPad(7))   (floor)")
-                    if n == shards.first { firstP50[kind] = percentile(lat, 50) }
+                    row(kind, try await timeSearches(client, qs), "(floor)", key: kind)
                 }
             }
             // The free-text kinds and the floor again from a client whose
@@ -379,13 +380,10 @@ struct ClusterBench: AsyncParsableCommand {
                 let far = try LimelightClient(endpoint: cluster.endpoint, placement: other)
                 defer { far.close() }
                 let kinds = searchKinds(words, count: corpus.queries).filter { ["search 2 words", "2 words strict"].contains($0.0) }
-                    .map { ($0.0, $0.1.map { Optional($0) }) }
-                    + [("ping", Array(repeating: nil, count: corpus.queries)), ("no match", noMatchSearches(count: corpus.queries).map { Optional($0) })]
+                    .map { ($0.0, $0.1.map { Optional($0) }) } + floor
                 try await withTaskExecutorPreference(pool ? nil : far.executor) {
                     for (kind, qs) in kinds where corpus.wants(kind) {
-                        let lat = try await timeSearches(far, qs)
-                        print("\(String(n).leftPad(6))  \(String(Int(rate)).leftPad(15))   \(kind.padding(toLength: 14, withPad: " ", startingAt: 0))  \(fmt(percentile(lat, 50)).leftPad(7))  \(fmt(percentile(lat, 99)).leftPad(7))   (client on CPU \(other))")
-                        if n == shards.first { firstP50[kind + " @other"] = percentile(lat, 50) }
+                        row(kind, try await timeSearches(far, qs), "(client on CPU \(other))", key: kind + " @other")
                     }
                 }
             }
