@@ -48,31 +48,32 @@ public struct SearchResponseBuilder: Sendable {
     /// path`, Debian corpus, 2026-11-24).
     public func responseBytes(processingTimeMS: Int) -> [UInt8] {
         let plan = request.plan
-        var ranked: [(id: String, item: JSONValue, rank: SearchRank, fusion: HybridRanking.Placement?)]
+        // Positions into `hits`, not the hits: a hit is three values, two of
+        // them counted references, copied at every step of a sort and again
+        // into the page.
+        // (Compared through a buffer: an array's element passed on is copied.)
+        let ranked: [(index: Int, fusion: HybridRanking.Placement?)]
         if plan.semantic != nil {
             // Both rankings, numbered over every shard's hits, fused (see HybridRanking).
-            ranked = HybridRanking.fuse(ranks: hits.map(\.rank), ids: hits.map(\.id), plan: plan).map { p in
-                let h = hits[p.index]
-                return (h.id, h.item, h.rank, p)
-            }
+            ranked = HybridRanking.fuse(ranks: hits.map(\.rank), ids: hits.map(\.id), plan: plan).map { ($0.index, $0) }
         } else {
-            // Positions sorted, not the hits: a hit is three values, two of
-            // them counted references, moved at every step of a sort.
-            let order = hits.indices.sorted { a, b in
-                SearchRanking.precedes(hits[a].rank, hits[a].id, hits[b].rank, hits[b].id, plan: plan)
-            }
-            ranked = order.map { (hits[$0].id, hits[$0].item, hits[$0].rank, nil) }
+            ranked = hits.withUnsafeBufferPointer { hits in
+                hits.indices.sorted { a, b in
+                    SearchRanking.precedes(hits[a].rank, hits[a].id, hits[b].rank, hits[b].id, plan: plan)
+                }
+            }.map { ($0, nil) }
         }
         let limit = min(request.offset + request.length, request.paginationLimitedTo)
-        let page = request.offset < limit ? Array(ranked[min(ranked.count, request.offset)..<min(ranked.count, limit)]) : []
+        let page = request.offset < limit ? ranked[min(ranked.count, request.offset)..<min(ranked.count, limit)] : []
         let highlighter = Highlighter(plan: plan, preTag: request.highlightPreTag, postTag: request.highlightPostTag,
                                       ellipsis: request.snippetEllipsisText)
         let retrieved = request.attributesToRetrieve.map(Set.init)
         var hitBytes: [UInt8] = [UInt8(ascii: "[")]
         hitBytes.reserveCapacity(256 * page.count)
-        for (i, h) in page.enumerated() {
+        for (i, p) in page.enumerated() {
             if i > 0 { hitBytes.append(UInt8(ascii: ",")) }
-            writeHit(h.id, h.item, h.rank, highlighter, retrieved: retrieved, fusion: h.fusion, into: &hitBytes)
+            let h = hits[p.index]
+            writeHit(h.id, h.item, h.rank, highlighter, retrieved: retrieved, fusion: p.fusion, into: &hitBytes)
         }
         hitBytes.append(UInt8(ascii: "]"))
         var o = JSONObjectWriter()

@@ -457,19 +457,25 @@ final class SearchRun {
             if !plan.words.isEmpty, let keys = Self.primaryKeys(ranks) {
                 // One integer per candidate for the criteria that decide
                 // most comparisons (see ``SearchRanking/primaryKey(_:)``).
+                // (Ranks read through a buffer: an array's element passed
+                // on is copied, its custom values retained and released.)
                 let tail = SearchRanking.afterPrimaryMatters(ranks)
-                positions = Self.smallest(Array(ids.indices), plan.window) { a, b in
-                    if keys[a] != keys[b] { return keys[a] < keys[b] }
-                    if tail {
-                        let c = SearchRanking.compareAfterPrimary(ranks[a], ranks[b], plan: plan)
-                        if c != 0 { return c < 0 }
+                positions = ranks.withUnsafeBufferPointer { ranks in
+                    Self.smallest(Array(ids.indices), plan.window) { a, b in
+                        if keys[a] != keys[b] { return keys[a] < keys[b] }
+                        if tail {
+                            let c = SearchRanking.compareAfterPrimary(ranks[a], ranks[b], plan: plan)
+                            if c != 0 { return c < 0 }
+                        }
+                        return places[a] < places[b]
                     }
-                    return places[a] < places[b]
                 }
             } else {
-                positions = Self.smallest(Array(ids.indices), plan.window) { a, b in
-                    let c = SearchRanking.compare(ranks[a], ranks[b], plan: plan)
-                    return c != 0 ? c < 0 : places[a] < places[b]
+                positions = ranks.withUnsafeBufferPointer { ranks in
+                    Self.smallest(Array(ids.indices), plan.window) { a, b in
+                        let c = SearchRanking.compare(ranks[a], ranks[b], plan: plan)
+                        return c != 0 ? c < 0 : places[a] < places[b]
+                    }
                 }
             }
             // (Their identifiers are read with their items, below.)
