@@ -69,25 +69,30 @@ public enum JSONWriter {
     public static func writeString(_ s: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         var s = s
-        s.withUTF8 { bytes in
-            var start = 0
-            for i in 0..<bytes.count {
-                let b = bytes[i]
-                guard b < 32 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") else { continue }
-                if i > start { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<i])) }
-                start = i + 1
-                out.append(92)
-                switch b {
-                case UInt8(ascii: "\""), UInt8(ascii: "\\"): out.append(b)
-                case 10: out.append(UInt8(ascii: "n"))
-                case 13: out.append(UInt8(ascii: "r"))
-                case 9: out.append(UInt8(ascii: "t"))
-                default: out.append(contentsOf: [UInt8(ascii: "u"), 48, 48, hexDigits[Int(b >> 4)], hexDigits[Int(b & 15)]])
-                }
-            }
-            if bytes.count > start { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<bytes.count])) }
-        }
+        s.withUTF8 { writeEscaped($0, into: &out) }
         out.append(UInt8(ascii: "\""))
+    }
+
+    /// UTF-8 text as the inside of a JSON string (no quotes around it):
+    /// ``writeString(_:into:)``'s escapes, for a caller that writes a string
+    /// in pieces (a highlighted value between its tags).
+    public static func writeEscaped(_ bytes: UnsafeBufferPointer<UInt8>, into out: inout [UInt8]) {
+        var start = 0
+        for i in 0..<bytes.count {
+            let b = bytes[i]
+            guard b < 32 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") else { continue }
+            if i > start { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<i])) }
+            start = i + 1
+            out.append(92)
+            switch b {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"): out.append(b)
+            case 10: out.append(UInt8(ascii: "n"))
+            case 13: out.append(UInt8(ascii: "r"))
+            case 9: out.append(UInt8(ascii: "t"))
+            default: out.append(contentsOf: [UInt8(ascii: "u"), 48, 48, hexDigits[Int(b >> 4)], hexDigits[Int(b & 15)]])
+            }
+        }
+        if bytes.count > start { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<bytes.count])) }
     }
 }
 

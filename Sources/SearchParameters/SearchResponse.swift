@@ -51,16 +51,26 @@ public struct SearchResponseBuilder: Sendable {
         // Positions into `hits`, not the hits: a hit is three values, two of
         // them counted references, copied at every step of a sort and again
         // into the page.
-        // (Compared through a buffer: an array's element passed on is copied.)
         let ranked: [(index: Int, fusion: HybridRanking.Placement?)]
         if plan.semantic != nil {
             // Both rankings, numbered over every shard's hits, fused (see HybridRanking).
             ranked = HybridRanking.fuse(ranks: hits.map(\.rank), ids: hits.map(\.id), plan: plan).map { ($0.index, $0) }
         } else {
-            ranked = hits.withUnsafeBufferPointer { hits in
-                hits.indices.sorted { a, b in
-                    SearchRanking.precedes(hits[a].rank, hits[a].id, hits[b].rank, hits[b].id, plan: plan)
+            // One integer per hit for the criteria that decide most
+            // comparisons (``SearchRanking/primaryKey(_:)``, which orders as
+            // `compare` does when the query has words); ties go to `precedes`.
+            var keys: [UInt64] = []
+            var keyed = !plan.words.isEmpty
+            if keyed {
+                keys.reserveCapacity(hits.count)
+                for i in hits.indices {
+                    guard let k = SearchRanking.primaryKey(hits[i].rank) else { keyed = false; break }
+                    keys.append(k)
                 }
+            }
+            ranked = hits.indices.sorted { a, b in
+                if keyed, keys[a] != keys[b] { return keys[a] < keys[b] }
+                return SearchRanking.precedes(hits[a].rank, hits[a].id, hits[b].rank, hits[b].id, plan: plan)
             }.map { ($0, nil) }
         }
         let limit = min(request.offset + request.length, request.paginationLimitedTo)
@@ -68,12 +78,13 @@ public struct SearchResponseBuilder: Sendable {
         let highlighter = Highlighter(plan: plan, preTag: request.highlightPreTag, postTag: request.highlightPostTag,
                                       ellipsis: request.snippetEllipsisText)
         let retrieved = request.attributesToRetrieve.map(Set.init)
+        let scratch = HighlightScratch(highlighter)
         var hitBytes: [UInt8] = [UInt8(ascii: "[")]
         hitBytes.reserveCapacity(256 * page.count)
         for (i, p) in page.enumerated() {
             if i > 0 { hitBytes.append(UInt8(ascii: ",")) }
             let h = hits[p.index]
-            writeHit(h.id, h.item, h.rank, highlighter, retrieved: retrieved, fusion: p.fusion, into: &hitBytes)
+            writeHit(h.id, h.item, h.rank, highlighter, retrieved: retrieved, fusion: p.fusion, scratch: scratch, into: &hitBytes)
         }
         hitBytes.append(UInt8(ascii: "]"))
         var o = JSONObjectWriter()
@@ -122,8 +133,10 @@ public struct SearchResponseBuilder: Sendable {
     /// Algolia's records have them), `domainIdentifier`, `entity`, and the
     /// `_highlightResult`, `_snippetResult`, `_rankingInfo`, `_geoDistance` asked for.
     /// `retrieved`: `attributesToRetrieve` as a set, made once per response.
+    /// `scratch`: the response's highlight buffers (one is made when nil).
     func writeHit(_ id: String, _ item: JSONValue, _ rank: SearchRank, _ highlighter: Highlighter,
-                  retrieved: Set<String>?, fusion: HybridRanking.Placement? = nil, into out: inout [UInt8]) {
+                  retrieved: Set<String>?, fusion: HybridRanking.Placement? = nil, scratch: HighlightScratch? = nil,
+                  into out: inout [UInt8]) {
         var o = JSONObjectWriter()
         let attributes = item["attributes"]?.objectValue ?? [:]
         for (k, v) in attributes where retrieved?.contains(k) ?? true { o.set(k, v) }
@@ -131,18 +144,23 @@ public struct SearchResponseBuilder: Sendable {
         if let d = item["domainIdentifier"] { o.set("domainIdentifier", d) }
         if let e = item["entity"] { o.set("entity", e) }
 
-        let toHighlight = request.attributesToHighlight
+        // Names sorted and each once, so the entries are written in
+        // JSONWriter's order straight into one buffer.
+        let toHighlight = request.attributesToHighlight.map { Array(Set($0)).sorted() }
             ?? attributes.keys.filter { k in (retrieved?.contains(k) ?? true) && Self.isText(attributes[k]!) }.sorted()
         if !toHighlight.isEmpty {
-            var h = JSONObjectWriter()
+            let scratch = scratch ?? HighlightScratch(highlighter)
+            var b: [UInt8] = [UInt8(ascii: "{")]
+            var first = true
             for name in toHighlight {
                 guard let value = attributes[name] else { continue }
-                var b: [UInt8] = []
-                writeHighlight(value, highlighter, into: &b)
-                h.set(name, bytes: b)
+                if !first { b.append(UInt8(ascii: ",")) }
+                first = false
+                JSONWriter.writeString(name, into: &b)
+                b.append(UInt8(ascii: ":"))
+                writeHighlight(value, highlighter, scratch, into: &b)
             }
-            var b: [UInt8] = []
-            h.write(into: &b)
+            b.append(UInt8(ascii: "}"))
             o.set("_highlightResult", bytes: b)
         }
         if !request.snippetNames.isEmpty {
@@ -202,7 +220,7 @@ public struct SearchResponseBuilder: Sendable {
     /// A value's `_highlightResult` entry (an array's, per element), in
     /// ``JSONWriter``'s form: `fullyHighlighted`, `matchLevel`,
     /// `matchedWords`, `value`, in that (sorted) order.
-    func writeHighlight(_ value: JSONValue, _ h: Highlighter, into out: inout [UInt8]) {
+    func writeHighlight(_ value: JSONValue, _ h: Highlighter, _ scratch: HighlightScratch, into out: inout [UInt8]) {
         func write(value: String, level: String, words: [String], fully: Bool) {
             out += #"{"fullyHighlighted":"#.utf8
             out += (fully ? "true" : "false").utf8
@@ -222,12 +240,11 @@ public struct SearchResponseBuilder: Sendable {
             out.append(UInt8(ascii: "["))
             for (i, v) in a.enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
-                writeHighlight(v, h, into: &out)
+                writeHighlight(v, h, scratch, into: &out)
             }
             out.append(UInt8(ascii: "]"))
         case .string(let s):
-            let r = h.highlight(s)
-            write(value: r.value, level: r.matchLevel, words: r.matchedWords, fully: r.fullyHighlighted)
+            h.writeResult(s, scratch, into: &out)
         default:
             let text: String
             if case .number(let d) = value { text = canonicalText(d) } else if case .bool(let b) = value { text = b ? "true" : "false" } else { text = "" }

@@ -197,6 +197,16 @@ import Testing
             let h = try highlighter(query)
             let fast = h.highlight(value, fast: true), general = h.highlight(value, fast: false)
             #expect(fast == general, "\(value.debugDescription) for \(query.debugDescription)")
+            // The response's writer gives the bytes of that result written
+            // as a tree, tags that need escapes included.
+            var tagged = h
+            (tagged.preTag, tagged.postTag) = Bool.random(using: &rng) ? ("<em>", "</em>") : ("<b class=\"q\">\\", "\u{1}</b>")
+            var written: [UInt8] = []
+            tagged.writeResult(value, HighlightScratch(tagged), into: &written)
+            let r = tagged.highlight(value, fast: false)
+            let tree: JSONValue = .object(["value": .string(r.value), "matchLevel": .string(r.matchLevel),
+                                           "matchedWords": .array(r.matchedWords.map(JSONValue.string)), "fullyHighlighted": .bool(r.fullyHighlighted)])
+            #expect(written == JSONWriter.bytes(tree), "\(value.debugDescription) for \(query.debugDescription)")
             let n = Int.random(in: 1...5, using: &rng)
             let fs = h.snippet(value, words: n, fast: true), gs = h.snippet(value, words: n, fast: false)
             #expect(fs.value == gs.value && fs.matchLevel == gs.matchLevel, "\(value.debugDescription) for \(query.debugDescription), \(n) words")
