@@ -495,13 +495,14 @@ extension ShardStore {
         let s = try db.prepare("SELECT uid, json FROM items WHERE id = ?")
         try s.bind(id, at: 0)
         defer { try? s.reset() }
-        guard try s.step(), let uid = s.string(at: 0), let stored = try storedResult(s, column: 1, attributes: attributes) else { return nil }
+        guard try s.step(), let uid = s.string(at: 0), let stored = try storedResult(s, column: 1, attributes: attributes, uid: uid) else { return nil }
         return (uid, stored)
     }
 
     /// The result in the `items.json` column of a stepped row, with only
-    /// `attributes` when given.
-    func storedResult(_ s: Statement, column: Int, attributes: FetchList?) throws -> StoredResult? {
+    /// `attributes` when given. `uid`: the row's identifier, when read
+    /// already (see ``StrictJSONReader/parseItem(_:keepingAttributes:uid:)``).
+    func storedResult(_ s: Statement, column: Int, attributes: FetchList?, uid: String? = nil) throws -> StoredResult? {
         if rawResults {
             let bytes = s.withUTF8(at: column) { bytes -> [UInt8]? in
                 guard let attributes else { return Array(bytes) }
@@ -512,7 +513,7 @@ extension ShardStore {
             defer { rawResults = true }
             return try storedResult(s, column: column, attributes: attributes).map { StoredResult(rawItem: JSONWriter.bytes($0.item)) }
         }
-        if let attributes, let item = s.withUTF8(at: column, { StrictJSONReader.parseItem($0, keepingAttributes: attributes) }) ?? nil {
+        if let attributes, let item = s.withUTF8(at: column, { StrictJSONReader.parseItem($0, keepingAttributes: attributes, uid: uid) }) ?? nil {
             return StoredResult(item: item)
         }
         var parsed = s.withUTF8(at: column) { StrictJSONReader.parse($0) } ?? nil
