@@ -48,6 +48,9 @@ public struct SearchResponseBuilder: Sendable {
     /// path`, Debian corpus, 2026-11-24).
     public func responseBytes(processingTimeMS: Int) -> [UInt8] {
         let plan = request.plan
+        // A local: the sort's closure then holds the hits, not a copy of
+        // the whole builder (request, plan, facets) made for it.
+        let hits = self.hits
         // Positions into `hits`, not the hits: a hit is three values, two of
         // them counted references, copied at every step of a sort and again
         // into the page.
@@ -75,16 +78,9 @@ public struct SearchResponseBuilder: Sendable {
         }
         let limit = min(request.offset + request.length, request.paginationLimitedTo)
         let page = request.offset < limit ? ranked[min(ranked.count, request.offset)..<min(ranked.count, limit)] : []
-        let highlighter = Highlighter(plan: plan, preTag: request.highlightPreTag, postTag: request.highlightPostTag,
-                                      ellipsis: request.snippetEllipsisText)
-        let retrieved = request.attributesToRetrieve.map(Set.init)
-        let scratch = HighlightScratch(highlighter)
         var hitBytes: [UInt8] = [UInt8(ascii: "[")]
-        hitBytes.reserveCapacity(256 * page.count)
-        for (i, p) in page.enumerated() {
-            if i > 0 { hitBytes.append(UInt8(ascii: ",")) }
-            let h = hits[p.index]
-            writeHit(h.id, h.item, h.rank, highlighter, retrieved: retrieved, fusion: p.fusion, scratch: scratch, into: &hitBytes)
+        if !page.isEmpty {
+            writeHits(Array(page), hits, plan, into: &hitBytes)
         }
         hitBytes.append(UInt8(ascii: "]"))
         var o = JSONObjectWriter()
@@ -127,6 +123,22 @@ public struct SearchResponseBuilder: Sendable {
         out.reserveCapacity(hitBytes.count + 512)
         o.write(into: &out)
         return out
+    }
+
+    /// The page's hits, comma-separated, with one highlighter and its
+    /// buffers for all of them (made only when there are hits to write).
+    func writeHits(_ page: [(index: Int, fusion: HybridRanking.Placement?)],
+                   _ hits: [(id: String, item: JSONValue, rank: SearchRank)], _ plan: SearchPlan, into out: inout [UInt8]) {
+        let highlighter = Highlighter(plan: plan, preTag: request.highlightPreTag, postTag: request.highlightPostTag,
+                                      ellipsis: request.snippetEllipsisText)
+        let retrieved = request.attributesToRetrieve.map(Set.init)
+        let scratch = HighlightScratch(highlighter)
+        out.reserveCapacity(256 * page.count)
+        for (i, p) in page.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            let h = hits[p.index]
+            writeHit(h.id, h.item, h.rank, highlighter, retrieved: retrieved, fusion: p.fusion, scratch: scratch, into: &out)
+        }
     }
 
     /// One hit: `objectID`, the retrieved attributes at the top level (as
