@@ -321,10 +321,12 @@ final class SearchRun {
         var typos = [Int](repeating: 0, count: n)
         var exactWords = [Int](repeating: 0, count: n)
         for p in postings {
+            // The word's sets as locals: read through the array of levels,
+            // each test retained and released a set.
+            let zero = p.byTypos[0], one = p.byTypos[1], two = p.byTypos[2], exact = p.exact
             for (k, id) in matched.enumerated() {
-                let t = p.typos(id)
-                typos[k] += t == 3 ? 0 : t
-                if p.exact.contains(id) { exactWords[k] += 1 }
+                typos[k] += zero.contains(id) ? 0 : one.contains(id) ? 1 : two.contains(id) ? 2 : 0
+                if exact.contains(id) { exactWords[k] += 1 }
             }
         }
         var attribute = [Int](repeating: noRank, count: n)

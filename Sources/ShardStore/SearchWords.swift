@@ -22,12 +22,6 @@ extension SearchRun {
         /// Items holding any form.
         var all = IDBits()
 
-        /// The fewest typos `id` holds the word with (3: none).
-        @inline(__always)
-        func typos(_ id: Int64) -> Int {
-            byTypos[0].contains(id) ? 0 : byTypos[1].contains(id) ? 1 : byTypos[2].contains(id) ? 2 : 3
-        }
-
         var memoryBytes: Int { (byTypos + [exact, all]).reduce(0) { $0 + $1.memoryBytes } }
     }
 

@@ -125,7 +125,9 @@ extension SearchRun {
         // The matched terms (the lookups set each one's bits, some twice).
         var terms: [Int] = []
         terms.reserveCapacity(cache.decided.count)
-        for t in cache.decided where cache.masks[Int(t)] & ForwardTokenCache.matchBits != 0 { terms.append(Int(t)) }
+        cache.masks.withUnsafeBufferPointer { masks in
+            for t in cache.decided where masks[Int(t)] & ForwardTokenCache.matchBits != 0 { terms.append(Int(t)) }
+        }
         terms.sort()
         var unique = 0
         for t in terms where unique == 0 || terms[unique - 1] != t { terms[unique] = t; unique += 1 }
@@ -185,6 +187,10 @@ extension SearchRun {
 
         let words = plan.words.count
         let scratch = self.scratch
+        // Locals, not the run's properties: each read of those in the loop
+        // retained and released its array. (Not the cache's masks: a local
+        // copy would make the fallback's write below copy them whole.)
+        let rankByName = self.rankByName, noRank = self.noRank
         var answers: [(proximity: Int, attribute: Int, exactAttribute: Int)?] = []
         answers.reserveCapacity(n)
         for (c, id) in ids.enumerated() {

@@ -207,6 +207,7 @@ extension SearchRun {
         var tracker = ProximityTracker(words: words, scratch.proximityBuffer(words: words))
         var attribute = noRank, exact = SearchRank.noExactAttribute
         var valueIndex = 0
+        let rankByName = self.rankByName   // (read once: the property retains its array at every read)
         // Buffers, not arrays, in the loop over tokens: no bounds or
         // exclusivity checks on the cache's arrays at every token.
         forward.tokens.withUnsafeBufferPointer { tokens in
