@@ -326,42 +326,50 @@ final class Vocabulary {
             suffixMatches(w, maxTypos: 2, suffix: swapped[h1...], into: &found)
         }
         let a = Array(w[..<h1]), b = w[h1..<h2]
+        // Each edited first third, and the second after it, is made in one
+        // buffer kept for the whole lookup (a new array for each of the
+        // ~70 probes of a 9-letter word was most of its allocations).
+        var probe: [UInt8] = []
+        probe.reserveCapacity(h2 + 1)
+        func walkProbe(_ edit: (inout [UInt8]) -> Void) {
+            probe.removeAll(keepingCapacity: true)
+            edit(&probe)
+            probe.append(contentsOf: b)
+            walk(w, maxTypos: 2, under: probe[...], into: &found)
+        }
+        var siblings: [UInt8] = []
         for p in 0..<h1 {
-            var deleted = a
-            deleted.remove(at: p)
-            walk(w, maxTypos: 2, under: (deleted + b)[...], into: &found)
+            walkProbe { $0.append(contentsOf: a[..<p]); $0.append(contentsOf: a[(p + 1)...]) }       // deleted
             if p + 1 < h1, a[p] != a[p + 1] {
-                var swapped = a
-                swapped.swapAt(p, p + 1)
-                walk(w, maxTypos: 2, under: (swapped + b)[...], into: &found)
+                walkProbe { $0.append(contentsOf: a); $0.swapAt(p, p + 1) }                           // swapped
             }
-            for x in children(of: a[..<p]) {
+            children(of: a[..<p], into: &siblings)
+            for x in siblings {
                 if x != a[p] {
-                    var substituted = a
-                    substituted[p] = x
-                    walk(w, maxTypos: 2, under: (substituted + b)[...], into: &found)
+                    walkProbe { $0.append(contentsOf: a); $0[p] = x }                                 // substituted
                 }
-                var inserted = a
-                inserted.insert(x, at: p)
-                walk(w, maxTypos: 2, under: (inserted + b)[...], into: &found)
+                walkProbe { $0.append(contentsOf: a[..<p]); $0.append(x); $0.append(contentsOf: a[p...]) }  // inserted
             }
         }
         return found.map { (term: $0.key, typos: $0.value) }.sorted { $0.term < $1.term }
     }
 
-    /// The bytes that follow `prefix` in some term, each once, in order.
-    private func children(of prefix: ArraySlice<UInt8>) -> [UInt8] {
+    /// The bytes that follow `prefix` in some term, each once, in order, into
+    /// `out` (emptied first); one key buffer for the prefix and each child.
+    private func children(of prefix: ArraySlice<UInt8>, into out: inout [UInt8]) {
+        out.removeAll(keepingCapacity: true)
         var i = start(ofPrefix: prefix)
         let hi = end(ofPrefix: prefix, from: i)
-        var out: [UInt8] = []
         let depth = prefix.count
+        var key = Array(prefix)
+        key.append(0)
         while i < hi {
             guard length(i) > depth else { i += 1; continue }
             let x = bytes[Int(starts[i]) + depth]
             out.append(x)
-            i = end(ofPrefix: (Array(prefix) + [x])[...], from: i)
+            key[depth] = x
+            i = end(ofPrefix: key[...], from: i)
         }
-        return out
     }
 
     /// The walk over the terms starting with `prefix`.

@@ -153,23 +153,67 @@ import Testing
         }
     }
 
+    /// Words of 3 to 11 letters: two typos from 8 take ``Vocabulary/fuzzyTwo(_:)``'s
+    /// three-way cut, one from 4 ``Vocabulary/fuzzyOne(_:)``'s, shorter ones the walk.
     @Test func fuzzyAgreesWithTheDistanceOnRandomTerms() {
         var rng = SplitMix64(state: 7)
         let letters = Array("abcde".utf8)
         func word() -> String {
-            String(decoding: (0..<(3 + Int(rng.next() % 5))).map { _ in letters[Int(rng.next() % 5)] }, as: UTF8.self)
+            String(decoding: (0..<(3 + Int(rng.next() % 9))).map { _ in letters[Int(rng.next() % 5)] }, as: UTF8.self)
         }
-        let terms = Set((0..<400).map { _ in word() }).sorted()
+        // Terms near each other, so that two typos find several: each seed
+        // with one or two random edits (substituted, inserted, deleted or
+        // swapped letters, anywhere).
+        let seeds = (0..<60).map { _ in word() }
+        func edited(_ s: String) -> String {
+            var b = Array(s.utf8)
+            for _ in 0..<(1 + Int(rng.next() % 2)) where b.count > 2 {
+                let at = Int(rng.next() % UInt64(b.count))
+                switch rng.next() % 4 {
+                case 0: b[at] = letters[Int(rng.next() % 5)]
+                case 1: b.insert(letters[Int(rng.next() % 5)], at: at)
+                case 2: b.remove(at: at)
+                default: if at + 1 < b.count { b.swapAt(at, at + 1) }
+                }
+            }
+            return String(decoding: b, as: UTF8.self)
+        }
+        // And, for long seeds, every kind of edit in the first third with a
+        // changed letter in the last: the terms only the edited first
+        // thirds' probes find (the first and last thirds both differ).
+        func thirds(_ s: String) -> [String] {
+            let b = Array(s.utf8), m = b.count
+            guard m >= 8 else { return [] }
+            let h1 = m / 3, h2 = m - max(3, m / 3)
+            return (0..<4).map { kind in
+                var t = b
+                let last = h2 + Int(rng.next() % UInt64(m - h2))
+                t[last] = t[last] == letters[0] ? letters[1] : letters[0]
+                let at = Int(rng.next() % UInt64(h1))
+                switch kind {
+                case 0: t[at] = t[at] == letters[2] ? letters[3] : letters[2]
+                case 1: t.insert(letters[Int(rng.next() % 5)], at: at)
+                case 2: t.remove(at: at)
+                default: if at + 1 < h1 { t.swapAt(at, at + 1) } else { t.insert(letters[4], at: at) }
+                }
+                return String(decoding: t, as: UTF8.self)
+            }
+        }
+        let near = seeds.flatMap { s in [s] + (0..<6).map { _ in edited(s) } + thirds(s) }
+        let terms = Set((0..<400).map { _ in word() } + near).sorted()
         let v = Vocabulary()
         for t in terms { v.append(t, docs: 1) }
-        for _ in 0..<200 {
-            let q = word()
+        var longFound = 0
+        for i in 0..<400 {
+            let q = i % 2 == 0 ? word() : seeds[i % seeds.count]
             for k in 1...2 {
                 let got = Set(v.fuzzy(q, maxTypos: k).map { v.term($0.term) })
                 let want = Set(terms.filter { Typos.distance(Array(q.utf8), Array($0.utf8), max: k) != nil })
                 #expect(got == want, "\(q) within \(k)")
+                if k == 2, q.utf8.count >= 8, want.count > 1 { longFound += 1 }
             }
         }
+        #expect(longFound > 50, "\(longFound)")
     }
 }
 
