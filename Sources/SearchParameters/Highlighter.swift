@@ -168,30 +168,41 @@ public struct Highlighter: Sendable {
     public func writeResult(_ value: String, _ scratch: HighlightScratch, into out: inout [UInt8]) {
         fill(value, fast: true, scratch)
         let m = scratch.matches
+        Self.writeEntry(fully: fullyHighlighted(m), level: level(m.matched),
+                        words: words.indices.lazy.filter { m.matched[$0] }.map { words[$0] }, into: &out) { out in
+            var copy = value
+            copy.withUTF8 { bytes in
+                var at = 0
+                for r in m.ranges {
+                    JSONWriter.writeEscaped(UnsafeBufferPointer(rebasing: bytes[at..<r.lowerBound]), into: &out)
+                    out += scratch.preTag
+                    JSONWriter.writeEscaped(UnsafeBufferPointer(rebasing: bytes[r]), into: &out)
+                    out += scratch.postTag
+                    at = r.upperBound
+                }
+                JSONWriter.writeEscaped(UnsafeBufferPointer(rebasing: bytes[at..<bytes.count]), into: &out)
+            }
+        }
+    }
+
+    /// One `_highlightResult` entry in ``JSONWriter``'s form (keys sorted:
+    /// `fullyHighlighted`, `matchLevel`, `matchedWords`, `value`); `value`
+    /// writes the inside of the value's string, escaped.
+    public static func writeEntry(fully: Bool, level: MatchLevel, words: some Sequence<String>, into out: inout [UInt8],
+                                  value: (inout [UInt8]) -> Void) {
         out += #"{"fullyHighlighted":"#.utf8
-        out += (fullyHighlighted(m) ? "true" : "false").utf8
+        out += (fully ? "true" : "false").utf8
         out += #","matchLevel":""#.utf8
-        out += level(m.matched).rawValue.utf8
+        out += level.rawValue.utf8
         out += #"","matchedWords":["#.utf8
         var first = true
-        for w in words.indices where m.matched[w] {
+        for w in words {
             if !first { out.append(UInt8(ascii: ",")) }
             first = false
-            JSONWriter.writeString(words[w], into: &out)
+            JSONWriter.writeString(w, into: &out)
         }
         out += #"],"value":""#.utf8
-        var copy = value
-        copy.withUTF8 { bytes in
-            var at = 0
-            for r in m.ranges {
-                JSONWriter.writeEscaped(UnsafeBufferPointer(rebasing: bytes[at..<r.lowerBound]), into: &out)
-                out += scratch.preTag
-                JSONWriter.writeEscaped(UnsafeBufferPointer(rebasing: bytes[r]), into: &out)
-                out += scratch.postTag
-                at = r.upperBound
-            }
-            JSONWriter.writeEscaped(UnsafeBufferPointer(rebasing: bytes[at..<bytes.count]), into: &out)
-        }
+        value(&out)
         out += #""}"#.utf8
     }
 
@@ -240,23 +251,25 @@ public struct Highlighter: Sendable {
 
 /// The buffers one response's highlights reuse from value to value (see
 /// ``Highlighter/writeResult(_:_:into:)``), and its tags as JSON string
-/// content. One per response, on one thread.
+/// content (escaped at their first use: ``Highlighter/matches(_:fast:)``
+/// makes a scratch for one value and writes no tags). One per response, on
+/// one thread.
 public final class HighlightScratch {
     var matches = Highlighter.Matches(matched: [])
     var ranges: [Range<Int>] = []
     var lowered: [UInt8] = []
     var rows: [Int] = []
-    let preTag: [UInt8]
-    let postTag: [UInt8]
+    private let tags: (pre: String, post: String)
+    private(set) lazy var preTag: [UInt8] = Self.escaped(tags.pre)
+    private(set) lazy var postTag: [UInt8] = Self.escaped(tags.post)
 
     public init(_ highlighter: Highlighter) {
-        preTag = Self.escaped(highlighter.preTag)
-        postTag = Self.escaped(highlighter.postTag)
+        tags = (highlighter.preTag, highlighter.postTag)
     }
 
     static func escaped(_ s: String) -> [UInt8] {
-        var out: [UInt8] = []
-        JSONWriter.writeString(s, into: &out)
-        return Array(out.dropFirst().dropLast())
+        var s = s, out: [UInt8] = []
+        s.withUTF8 { JSONWriter.writeEscaped($0, into: &out) }
+        return out
     }
 }

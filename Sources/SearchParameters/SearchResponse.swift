@@ -233,20 +233,6 @@ public struct SearchResponseBuilder: Sendable {
     /// ``JSONWriter``'s form: `fullyHighlighted`, `matchLevel`,
     /// `matchedWords`, `value`, in that (sorted) order.
     func writeHighlight(_ value: JSONValue, _ h: Highlighter, _ scratch: HighlightScratch, into out: inout [UInt8]) {
-        func write(value: String, level: String, words: [String], fully: Bool) {
-            out += #"{"fullyHighlighted":"#.utf8
-            out += (fully ? "true" : "false").utf8
-            out += #","matchLevel":"#.utf8
-            JSONWriter.writeString(level, into: &out)
-            out += #","matchedWords":["#.utf8
-            for (i, w) in words.enumerated() {
-                if i > 0 { out.append(UInt8(ascii: ",")) }
-                JSONWriter.writeString(w, into: &out)
-            }
-            out += #"],"value":"#.utf8
-            JSONWriter.writeString(value, into: &out)
-            out.append(UInt8(ascii: "}"))
-        }
         switch value {
         case .array(let a):
             out.append(UInt8(ascii: "["))
@@ -260,7 +246,10 @@ public struct SearchResponseBuilder: Sendable {
         default:
             let text: String
             if case .number(let d) = value { text = canonicalText(d) } else if case .bool(let b) = value { text = b ? "true" : "false" } else { text = "" }
-            write(value: text, level: "none", words: [], fully: false)
+            Highlighter.writeEntry(fully: false, level: .none, words: [String](), into: &out) { out in
+                var text = text
+                text.withUTF8 { JSONWriter.writeEscaped($0, into: &out) }
+            }
         }
     }
 
