@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import CZeroMQ
 @testable import ZeroMQ
 
 /// The CPUs a thread of this process may run on, from /proc (the kernel's
@@ -36,13 +37,17 @@ struct ThreadPlacementTests {
         let cpu = try #require(allowed.last)
         let context = try Context(placement: .cpu(cpu))
         #expect(context.placement == .cpu(cpu))
-        let before = Set(try threads(named: "ZMQbg/IO/0"))
+        // Other tests make contexts at the same time, so this one's I/O
+        // thread is told from theirs by a name prefix of its own
+        // ("<prefix>/ZMQbg/IO/0"), set before its first socket starts it.
+        let prefix = Int32(getpid() % 1000)
+        #expect(zmq_ctx_set(context.handle, ZMQ_THREAD_NAME_PREFIX, prefix) == 0)
         let name = "placed-\(getpid() % 10000)"
         let router = try AsyncSocket(context: context, type: .router, name: name) { try $0.bind("tcp://127.0.0.1:0") }
         defer { router.close() }
         let owner = try #require(try threads(named: name).first)
         #expect(try allowedCPUs(thread: owner) == String(cpu))
-        let io = try threads(named: "ZMQbg/IO/0").filter { !before.contains($0) }
+        let io = try threads(named: "\(prefix)/ZMQbg/IO/0")
         #expect(io.count == 1)
         for t in io { #expect(try allowedCPUs(thread: t) == String(cpu)) }
 
