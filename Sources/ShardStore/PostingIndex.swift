@@ -56,6 +56,20 @@ final class PostingIndex: @unchecked Sendable {
     /// Per item id, where its unique identifier comes among the shard's in
     /// Swift's `String` order (``ItemOrder``), read in the same transaction.
     let uidOrder: ItemOrder
+    /// The lists longer than their bitmap has words (``IDBits``' layout, ids
+    /// `0...maxID`), also as that bitmap: term `t`'s words are
+    /// `denseWords[w..<w + denseStride]` for `w = denseAt[t]`, none when
+    /// `denseAt[t]` is negative.
+    ///
+    /// Why: a word's set of items (``PostingSearch/bits(_:columns:)``) sets
+    /// a bit per posting, and most of a two-word search's postings come
+    /// from the few common terms among its forms (85%, ~7,500 of ~8,800,
+    /// from ~2 lists of over 1,024 items, Debian corpus, 2026-11-25): such a
+    /// list is ORed in a word at a time. Costs the bitmap of every such term
+    /// (Debian: 8 KB each, ~600 terms).
+    private let denseAt: [Int32]
+    private let denseWords: [UInt64]
+    var denseStride: Int { maxID / 64 + 1 }
 
     /// Ids held at most by one index (8 bytes each with its mask, 512 MiB):
     /// a larger shard keeps reading lists term by term.
@@ -105,11 +119,35 @@ final class PostingIndex: @unchecked Sendable {
         // connection's thread: the tables are built before they share them.
         read.terms.prepareLookups()
         maxID = Int(ids.max() ?? 0)
+        (denseAt, denseWords) = Self.bitmaps(offsets: offsets, ids: ids, maxID: maxID)
         self.forward = forward ? try ForwardIndex(db: db, wordTerms: terms) : nil
         uidOrder = try ItemOrder(db: db)
     }
 
     private typealias Lists = (terms: Vocabulary, offsets: [Int], ids: [UInt32], masks: [UInt32])
+
+    /// ``denseAt`` and ``denseWords``: the bitmap of every list longer than it.
+    private static func bitmaps(offsets: [Int], ids: [UInt32], maxID: Int) -> ([Int32], [UInt64]) {
+        let stride = maxID / 64 + 1
+        var at = [Int32](repeating: -1, count: max(0, offsets.count - 1))
+        var words: [UInt64] = []
+        for t in at.indices where offsets[t + 1] - offsets[t] > stride {
+            guard words.count + stride <= Int(Int32.max) else { break }
+            at[t] = Int32(words.count)
+            words.append(contentsOf: repeatElement(0, count: stride))
+            let base = Int(at[t])
+            for k in offsets[t]..<offsets[t + 1] { words[base + Int(ids[k]) >> 6] |= 1 << UInt64(ids[k] & 63) }
+        }
+        return (at, words)
+    }
+
+    /// Calls `body` with term `i`'s bitmap (``denseStride`` words), nil
+    /// when its list is kept as ids only.
+    func withBitmap<T>(_ i: Int, _ body: (UnsafeBufferPointer<UInt64>?) -> T) -> T {
+        let at = Int(denseAt[i])
+        guard at >= 0 else { return body(nil) }
+        return denseWords.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[at..<at + denseStride])) }
+    }
 
     /// The mask bit of an instance: its column (`c0`…`c15`, by name as
     /// fts5vocab gives it) and whether it is the column's first token. Nil
@@ -252,6 +290,7 @@ final class PostingIndex: @unchecked Sendable {
     /// Bytes held: the terms, the lists and their masks, the items' order.
     var memoryBytes: Int {
         terms.memoryBytes + offsets.count * 8 + ids.count * 4 + masks.count * 4 + uidOrder.memoryBytes
+            + denseAt.count * 4 + denseWords.count * 8
     }
 
     /// Calls `body` with term `i`'s list, sorted, without copying it.

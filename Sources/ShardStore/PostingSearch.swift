@@ -52,10 +52,17 @@ struct PostingSearch {
     /// any column), as FTS5's `{columns} : (t1 OR t2 …)` finds them: one
     /// pass over the postings, whatever the number of terms (a short prefix
     /// has thousands).
+    /// A common term's list (without a column filter) is ORed in from its
+    /// bitmap, a word at a time (``PostingIndex/withBitmap(_:_:)``).
     func bits(_ terms: [Int], columns: UInt32?) -> IDBits {
         if terms.isEmpty { return IDBits() }
         return IDBits(maxID: index.maxID) { bits in
             for t in terms {
+                if columns == nil, index.withBitmap(t, { dense in
+                    guard let dense else { return false }
+                    for w in 0..<min(dense.count, bits.count) { bits[w] |= dense[w] }
+                    return true
+                }) { continue }
                 index.withPostings(t) { ids, masks in
                     if let columns {
                         for k in 0..<ids.count where masks[k] & columns != 0 {

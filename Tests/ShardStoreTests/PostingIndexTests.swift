@@ -34,6 +34,15 @@ import Testing
         #expect(ShardStore.ftsQuote("") == "\"\"")
     }
 
+    /// The ids whose bits are set, ascending.
+    static func setBits(_ words: UnsafeBufferPointer<UInt64>) -> [Int64] {
+        var ids: [Int64] = []
+        for (k, word) in words.enumerated() {
+            for bit in 0..<64 where word & (1 << UInt64(bit)) != 0 { ids.append(Int64(k * 64 + bit)) }
+        }
+        return ids
+    }
+
     @Test func listsAreTheWordIndexsOnRandomData() throws {
         let dir = try TempDir()
         let s = try Self.store(dir, seed: 21)
@@ -56,6 +65,18 @@ import Testing
             total += want.count
         }
         #expect(read.ids == total && index.entries == total)
+        // The lists longer than a bitmap of the shard's ids has words are
+        // held as that bitmap too, holding exactly their ids.
+        var bitmaps = 0
+        for i in 0..<index.terms.count {
+            let held: [Int64]? = index.withBitmap(i) { words in words.map(Self.setBits) }
+            #expect((held != nil) == (index.list(i).count > index.denseStride), "\(index.terms.term(i))")
+            if let held {
+                bitmaps += 1
+                #expect(held == index.list(i), "\(index.terms.term(i))")
+            }
+        }
+        #expect(bitmaps > 5 && bitmaps < index.terms.count / 2, "\(bitmaps) of \(index.terms.count)")
         // The slower read, taking each instance's term, reads the same.
         let slow = try #require(try s.db.transaction(.deferred) { try PostingIndex(db: s.db, termsWithInstances: true) })
         #expect(slow.terms.count == index.terms.count && slow.entries == index.entries && slow.key == index.key)
