@@ -114,23 +114,46 @@ public struct JSONObjectWriter {
     public mutating func set(_ key: String, bytes: [UInt8]) { set(key, bytes: bytes[...]) }
 
     public func write(into out: inout [UInt8]) {
-        // Positions sorted by key, then by when they were set.
-        let order = members.indices.sorted { a, b in
-            members[a].key != members[b].key ? members[a].key < members[b].key : a < b
-        }
-        out.append(UInt8(ascii: "{"))
-        var first = true
-        for (i, k) in order.enumerated() {
-            if i + 1 < order.count, members[order[i + 1]].key == members[k].key { continue }   // set again later
-            if !first { out.append(UInt8(ascii: ",")) }
-            first = false
-            JSONWriter.writeString(members[k].key, into: &out)
-            out.append(UInt8(ascii: ":"))
-            switch members[k].value {
-            case .tree(let v): JSONWriter.write(v, into: &out)
-            case .bytes(let b): out += b
+        members.withUnsafeBufferPointer { members in
+            withUnsafeTemporaryAllocation(of: Int.self, capacity: members.count) { order in
+                // Positions sorted by key, then by when they were set: by
+                // insertion (a hit has a handful of members), which moves a
+                // position only past greater keys, so equal keys keep the
+                // order they were set in. Through buffers: the sort's
+                // closure over the array retained and released it at every
+                // comparison, a third of writing a search hit (perf,
+                // 2026-11-25).
+                if members.count <= 32 {
+                    for i in 0..<members.count {
+                        var j = i
+                        while j > 0, members[i].key < members[order[j - 1]].key {
+                            order[j] = order[j - 1]
+                            j -= 1
+                        }
+                        order[j] = i
+                    }
+                } else {
+                    let sorted = members.indices.sorted { a, b in
+                        members[a].key != members[b].key ? members[a].key < members[b].key : a < b
+                    }
+                    for i in sorted.indices { order[i] = sorted[i] }
+                }
+                out.append(UInt8(ascii: "{"))
+                var first = true
+                for i in 0..<members.count {
+                    let k = order[i]
+                    if i + 1 < members.count, members[order[i + 1]].key == members[k].key { continue }   // set again later
+                    if !first { out.append(UInt8(ascii: ",")) }
+                    first = false
+                    JSONWriter.writeString(members[k].key, into: &out)
+                    out.append(UInt8(ascii: ":"))
+                    switch members[k].value {
+                    case .tree(let v): JSONWriter.write(v, into: &out)
+                    case .bytes(let b): out += b
+                    }
+                }
+                out.append(UInt8(ascii: "}"))
             }
         }
-        out.append(UInt8(ascii: "}"))
     }
 }

@@ -132,12 +132,14 @@ public struct SearchResponseBuilder: Sendable {
         let highlighter = Highlighter(plan: plan, preTag: request.highlightPreTag, postTag: request.highlightPostTag,
                                       ellipsis: request.snippetEllipsisText)
         let retrieved = request.attributesToRetrieve.map(Set.init)
+        let toHighlight = Self.highlighted(request)
         let scratch = HighlightScratch(highlighter)
         out.reserveCapacity(256 * page.count)
         for (i, p) in page.enumerated() {
             if i > 0 { out.append(UInt8(ascii: ",")) }
             let h = hits[p.index]
-            writeHit(h.id, h.item, h.rank, highlighter, retrieved: retrieved, fusion: p.fusion, scratch: scratch, into: &out)
+            writeHit(h.id, h.item, h.rank, highlighter, retrieved: retrieved, toHighlight: toHighlight, fusion: p.fusion,
+                     scratch: scratch, into: &out)
         }
     }
 
@@ -146,20 +148,43 @@ public struct SearchResponseBuilder: Sendable {
     /// `_highlightResult`, `_snippetResult`, `_rankingInfo`, `_geoDistance` asked for.
     /// `retrieved`: `attributesToRetrieve` as a set, made once per response.
     /// `scratch`: the response's highlight buffers (one is made when nil).
-    func writeHit(_ id: String, _ item: JSONValue, _ rank: SearchRank, _ highlighter: Highlighter,
-                  retrieved: Set<String>?, fusion: HybridRanking.Placement? = nil, scratch: HighlightScratch? = nil,
-                  into out: inout [UInt8]) {
-        var o = JSONObjectWriter()
-        let attributes = item["attributes"]?.objectValue ?? [:]
-        for (k, v) in attributes where retrieved?.contains(k) ?? true { o.set(k, v) }
-        o.set("objectID", .string(id))
-        if let d = item["domainIdentifier"] { o.set("domainIdentifier", d) }
-        if let e = item["entity"] { o.set("entity", e) }
+    /// `attributesToHighlight` sorted, each name once (so that the entries
+    /// are written in JSONWriter's order straight into one buffer); nil
+    /// when not given: each hit then highlights its retrieved text values.
+    static func highlighted(_ request: SearchRequest) -> [String]? {
+        request.attributesToHighlight.map { Array(Set($0)).sorted() }
+    }
 
-        // Names sorted and each once, so the entries are written in
-        // JSONWriter's order straight into one buffer.
-        let toHighlight = request.attributesToHighlight.map { Array(Set($0)).sorted() }
-            ?? attributes.keys.filter { k in (retrieved?.contains(k) ?? true) && Self.isText(attributes[k]!) }.sorted()
+    func writeHit(_ id: String, _ item: JSONValue, _ rank: SearchRank, _ highlighter: Highlighter,
+                  retrieved: Set<String>?, toHighlight named: [String]?? = nil, fusion: HybridRanking.Placement? = nil,
+                  scratch: HighlightScratch? = nil, into out: inout [UInt8]) {
+        var o = JSONObjectWriter()
+        // The item's members in one pass, not a lookup each (a hashed key,
+        // and a retain and release of what it finds).
+        var attributes: [String: JSONValue] = [:], domain: JSONValue?, entity: JSONValue?
+        if case .object(let fields) = item {
+            for (k, v) in fields {
+                switch k {
+                case "attributes": attributes = v.objectValue ?? [:]
+                case "domainIdentifier": domain = v
+                case "entity": entity = v
+                default: break
+                }
+            }
+        }
+        let named = named ?? Self.highlighted(request)
+        var textNames: [String] = []
+        for (k, v) in attributes where retrieved?.contains(k) ?? true {
+            o.set(k, v)
+            if named == nil, Self.isText(v) { textNames.append(k) }
+        }
+        // Later members win, as in JSONWriter: an attribute called
+        // `objectID` gives way to the identifier.
+        o.set("objectID", .string(id))
+        if let domain { o.set("domainIdentifier", domain) }
+        if let entity { o.set("entity", entity) }
+
+        let toHighlight = named ?? textNames.sorted()
         if !toHighlight.isEmpty {
             let scratch = scratch ?? HighlightScratch(highlighter)
             var b: [UInt8] = [UInt8(ascii: "{")]

@@ -22,6 +22,33 @@ import Testing
         }
     }
 
+    /// An object written member by member (``JSONObjectWriter``, the
+    /// search response's hits) is the canonical form of the dictionary of
+    /// its members, a key set again keeping its last value: few members
+    /// and many (past its insertion sort's 32), keys past ASCII, upper and
+    /// lower case, prefixes of each other, set twice and three times.
+    @Test func anObjectWrittenMemberByMemberIsItsDictionarysCanonicalForm() throws {
+        var rng = SystemRandomNumberGenerator()
+        let keys = ["a", "ab", "b", "B", "_x", "objectID", "é", "z", "Zeta", "a\"q", "domainIdentifier", "ü", "日本"]
+        for count in [0, 1, 2, 5, 12, 31, 32, 33, 60] {
+            var writer = JSONObjectWriter()
+            var dictionary: [String: JSONValue] = [:]
+            for k in 0..<count {
+                let key = k < keys.count && Bool.random(using: &rng) ? keys[k] : keys.randomElement(using: &rng)! + "\(Int.random(in: 0..<4, using: &rng))"
+                let value = JSONValue.number(Double(k))
+                if Bool.random(using: &rng) {
+                    writer.set(key, value)
+                } else {
+                    writer.set(key, bytes: JSONWriter.bytes(value))
+                }
+                dictionary[key] = value
+            }
+            var out: [UInt8] = []
+            writer.write(into: &out)
+            #expect(out == JSONWriter.bytes(.object(dictionary)), "\(count) members")
+        }
+    }
+
     @Test func sortsKeysAndRoundTrips() throws {
         let value: JSONValue = .object([
             "b": .array([.number(1), .number(2.5), .bool(true), .null]),

@@ -62,6 +62,29 @@ import Testing
         #expect(tree["nbHits"] == .number(2))
     }
 
+    /// Without `attributesToHighlight`, a hit highlights its retrieved
+    /// attributes that hold text (a string, or an array with one), and
+    /// only those.
+    @Test func byDefaultTheRetrievedTextIsHighlighted() throws {
+        let attributes: [String: JSONValue] = [
+            "title": .string("vim"), "keywords": .array([.number(1), .string("editor")]), "size": .number(3),
+            "flags": .array([.bool(true)]), "section": .string("editors"), "é": .string("past ASCII"),
+        ]
+        let item = JSONValue.object(["attributes": .object(attributes), "domainIdentifier": .string("org.debian")])
+        for retrieve in [nil, ["title", "size", "keywords"], ["flags", "size"]] as [[String]?] {
+            var params: [String: JSONValue] = ["query": .string("vim editor")]
+            if let retrieve { params["attributesToRetrieve"] = .array(retrieve.map(JSONValue.string)) }
+            var b = SearchResponseBuilder(request: try SearchRequest(params: .object(params)))
+            b.add(Body.ShardSearchResult(shard: 0, hits: [Body.RankedHit(id: "deb:vim", item: item, rank: SearchRank(words: 2))],
+                                         nbHits: 1, facets: [:], facetStats: [:], exhaustiveFacetsCount: true))
+            let hit = try #require(try JSONValue.parse(Data(b.responseBytes(processingTimeMS: 1)))["hits"]?.arrayValue?.first)
+            let expected = Set(attributes.keys.filter { (retrieve?.contains($0) ?? true) && SearchResponseBuilder.isText(attributes[$0]!) })
+            #expect(Set(hit["_highlightResult"]?.objectValue?.keys ?? [:].keys) == expected, "\(String(describing: retrieve))")
+            #expect(hit["domainIdentifier"] == .string("org.debian"))
+            #expect(expected.isEmpty == (hit["_highlightResult"] == nil))
+        }
+    }
+
     @Test func aWrittenResponseFramesAsItsTreeDoes() throws {
         let bytes = try Self.builder().responseBytes(processingTimeMS: 3)
         let tree = try JSONValue.parse(Data(bytes))
