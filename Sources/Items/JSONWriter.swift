@@ -115,29 +115,15 @@ public struct JSONObjectWriter {
 
     public func write(into out: inout [UInt8]) {
         members.withUnsafeBufferPointer { members in
-            withUnsafeTemporaryAllocation(of: Int.self, capacity: members.count) { order in
-                // Positions sorted by key, then by when they were set: by
-                // insertion (a hit has a handful of members), which moves a
-                // position only past greater keys, so equal keys keep the
-                // order they were set in. Through buffers: the sort's
-                // closure over the array retained and released it at every
-                // comparison, a third of writing a search hit (perf,
-                // 2026-11-25).
-                if members.count <= 32 {
-                    for i in 0..<members.count {
-                        var j = i
-                        while j > 0, members[i].key < members[order[j - 1]].key {
-                            order[j] = order[j - 1]
-                            j -= 1
-                        }
-                        order[j] = i
-                    }
-                } else {
-                    let sorted = members.indices.sorted { a, b in
-                        members[a].key != members[b].key ? members[a].key < members[b].key : a < b
-                    }
-                    for i in sorted.indices { order[i] = sorted[i] }
-                }
+            withUnsafeTemporaryAllocation(of: Int.self, capacity: members.count) { buffer in
+                var order = buffer
+                // Positions sorted by key, then by when they were set,
+                // through buffers: sorting an array of positions with a
+                // closure over the members array retained and released it
+                // at every comparison, a third of writing a search hit
+                // (perf, 2026-11-25).
+                for i in 0..<members.count { order[i] = i }
+                order.sort { a, b in members[a].key != members[b].key ? members[a].key < members[b].key : a < b }
                 out.append(UInt8(ascii: "{"))
                 var first = true
                 for i in 0..<members.count {

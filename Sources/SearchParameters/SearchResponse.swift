@@ -143,11 +143,6 @@ public struct SearchResponseBuilder: Sendable {
         }
     }
 
-    /// One hit: `objectID`, the retrieved attributes at the top level (as
-    /// Algolia's records have them), `domainIdentifier`, `entity`, and the
-    /// `_highlightResult`, `_snippetResult`, `_rankingInfo`, `_geoDistance` asked for.
-    /// `retrieved`: `attributesToRetrieve` as a set, made once per response.
-    /// `scratch`: the response's highlight buffers (one is made when nil).
     /// `attributesToHighlight` sorted, each name once (so that the entries
     /// are written in JSONWriter's order straight into one buffer); nil
     /// when not given: each hit then highlights its retrieved text values.
@@ -155,8 +150,14 @@ public struct SearchResponseBuilder: Sendable {
         request.attributesToHighlight.map { Array(Set($0)).sorted() }
     }
 
+    /// One hit: `objectID`, the retrieved attributes at the top level (as
+    /// Algolia's records have them), `domainIdentifier`, `entity`, and the
+    /// `_highlightResult`, `_snippetResult`, `_rankingInfo`, `_geoDistance` asked for.
+    /// `retrieved`: `attributesToRetrieve` as a set, and `named`:
+    /// ``highlighted(_:)``, both made once per response.
+    /// `scratch`: the response's highlight buffers (one is made when nil).
     func writeHit(_ id: String, _ item: JSONValue, _ rank: SearchRank, _ highlighter: Highlighter,
-                  retrieved: Set<String>?, toHighlight named: [String]?? = nil, fusion: HybridRanking.Placement? = nil,
+                  retrieved: Set<String>?, toHighlight named: [String]?, fusion: HybridRanking.Placement? = nil,
                   scratch: HighlightScratch? = nil, into out: inout [UInt8]) {
         var o = JSONObjectWriter()
         // The item's members in one pass, not a lookup each (a hashed key,
@@ -172,7 +173,6 @@ public struct SearchResponseBuilder: Sendable {
                 }
             }
         }
-        let named = named ?? Self.highlighted(request)
         var textNames: [String] = []
         for (k, v) in attributes where retrieved?.contains(k) ?? true {
             o.set(k, v)
@@ -242,7 +242,7 @@ public struct SearchResponseBuilder: Sendable {
     func hit(_ id: String, _ item: JSONValue, _ rank: SearchRank, _ highlighter: Highlighter,
              retrieved: Set<String>?) -> JSONValue {
         var out: [UInt8] = []
-        writeHit(id, item, rank, highlighter, retrieved: retrieved, into: &out)
+        writeHit(id, item, rank, highlighter, retrieved: retrieved, toHighlight: Self.highlighted(request), into: &out)
         return try! JSONValue.parse(Data(out))
     }
 

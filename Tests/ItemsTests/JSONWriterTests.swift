@@ -25,7 +25,7 @@ import Testing
     /// An object written member by member (``JSONObjectWriter``, the
     /// search response's hits) is the canonical form of the dictionary of
     /// its members, a key set again keeping its last value: few members
-    /// and many (past its insertion sort's 32), keys past ASCII, upper and
+    /// and many, keys past ASCII, upper and
     /// lower case, prefixes of each other, set twice and three times.
     @Test func anObjectWrittenMemberByMemberIsItsDictionarysCanonicalForm() throws {
         var rng = SystemRandomNumberGenerator()
