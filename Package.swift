@@ -5,6 +5,10 @@ import PackageDescription
 ///
 /// One target per concern. Executables are thin `@main` commands over library
 /// modules, so that tests build exactly what production runs.
+/// mimalloc, linked ahead of the C library so that it serves every `malloc`
+/// of the process (Debian: `libmimalloc-dev`; see ``ProcessAllocator``).
+let mimalloc: [LinkerSetting] = [.linkedLibrary("mimalloc", .when(platforms: [.linux]))]
+
 let package = Package(
     name: "Limelight",
     platforms: [.macOS(.v14)],
@@ -80,12 +84,14 @@ let package = Package(
         .target(name: "WireProtocol", dependencies: ["Items", "QueryPlan"]),
         // Workers prove they belong to the cluster: the cluster secret and its proofs.
         .target(name: "ClusterAuth", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        // Which malloc the process runs on (the executables link mimalloc).
+        .target(name: "Allocator"),
         .target(name: "Workers", dependencies: [
-            "ZeroMQ", "WireProtocol", "ShardStore", "SpotlightQuery", "QueryPlan", "Items", "Embedder", "ClusterAuth",
+            "Allocator", "ZeroMQ", "WireProtocol", "ShardStore", "SpotlightQuery", "QueryPlan", "Items", "Embedder", "ClusterAuth",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "Coordinator", dependencies: [
-            "ZeroMQ", "WireProtocol", "Planner", "QueryPlan", "Items", "SearchParameters", "Embedder", "ClusterAuth", "Tenancy",
+            "Allocator", "ZeroMQ", "WireProtocol", "Planner", "QueryPlan", "Items", "SearchParameters", "Embedder", "ClusterAuth", "Tenancy",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -103,22 +109,26 @@ let package = Package(
         ]),
 
         // Thin executables.
+        // The executables run on mimalloc (see ``ProcessAllocator``); the
+        // libraries leave an app its own allocator.
         .executableTarget(name: "limelight", dependencies: ["LimelightCLI"],
-                          path: "Sources/Executables/limelight"),
+                          path: "Sources/Executables/limelight", linkerSettings: mimalloc),
         .executableTarget(name: "limelight-coordinator", dependencies: ["LimelightCLI"],
-                          path: "Sources/Executables/limelight-coordinator"),
+                          path: "Sources/Executables/limelight-coordinator", linkerSettings: mimalloc),
         .executableTarget(name: "limelight-indexer", dependencies: ["LimelightCLI"],
-                          path: "Sources/Executables/limelight-indexer"),
+                          path: "Sources/Executables/limelight-indexer", linkerSettings: mimalloc),
         .executableTarget(name: "limelight-query", dependencies: ["LimelightCLI"],
-                          path: "Sources/Executables/limelight-query"),
+                          path: "Sources/Executables/limelight-query", linkerSettings: mimalloc),
         .executableTarget(name: "limelight-bench", dependencies: [
             "ShardStore", "SpotlightQuery", "Items", "QueryPlan", "LimelightClient", "WireProtocol", "SearchParameters", "Embedder", "ZeroMQ",
+            "Allocator",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
-        ], path: "Sources/Executables/limelight-bench"),
+        ], path: "Sources/Executables/limelight-bench", linkerSettings: mimalloc),
 
         // Tests.
         .testTarget(name: "ItemsTests", dependencies: ["Items"]),
+        .testTarget(name: "AllocatorTests", dependencies: ["Allocator"]),
         .testTarget(name: "SpotlightQueryTests", dependencies: ["SpotlightQuery", "QueryPlan"]),
         .testTarget(name: "PredicateQueryTests", dependencies: ["PredicateQuery", "QueryPlan", "ShardStore", "Items"]),
         .testTarget(name: "SearchParametersTests", dependencies: ["SearchParameters", "QueryPlan", "Items", "WireProtocol"]),

@@ -1,3 +1,4 @@
+import Allocator
 import ClusterAuth
 import Foundation
 import Items
@@ -101,6 +102,7 @@ public final class CoordinatorService: Sendable {
     public func run() async {
         logger.info("coordinator listening", metadata: [
             "endpoint.clients": "\(clientEndpoint)", "endpoint.workers": "\(workerEndpoint)",
+            "process.allocator": "\(ProcessAllocator.name)",
             "http.listen": "\(http.map { "\($0.host):\($0.port)" } ?? "-")", "shards": "\(configuration.shards)",
             "workers.auth": "\(configuration.clusterSecret.map { "cluster secret \($0.path)" } ?? (configuration.curve?.workerKeys != nil ? "CURVE keys" : "none"))",
             "curve": "\(configuration.curve.map { "on, clients: \($0.clientKeys.map { "\($0.count) keys" } ?? "any key"), workers: \($0.workerKeys.map { "\($0.count) keys" } ?? "any key")" } ?? "off")",

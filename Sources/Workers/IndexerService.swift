@@ -1,3 +1,4 @@
+import Allocator
 import Foundation
 import Items
 import Logging
@@ -94,7 +95,7 @@ public final class IndexerService: Sendable {
 
     public func run() async {
         logger.info("indexer serving", metadata: ["shards": "\(configuration.shards.map(String.init).joined(separator: ","))",
-                                                  "data": "\(configuration.data)"])
+                                                  "data": "\(configuration.data)", "process.allocator": "\(ProcessAllocator.name)"])
         link.reportStatus { await self.status() }
         link.reportSequences { await self.sequences() }
         await link.serve(handle: { envelope in await self.handle(envelope) }, alongside: [{

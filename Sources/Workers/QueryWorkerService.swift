@@ -1,3 +1,4 @@
+import Allocator
 import Foundation
 import Items
 import Logging
@@ -108,7 +109,7 @@ public final class QueryWorkerService: Sendable {
 
     public func run() async {
         logger.info("query worker serving", metadata: ["shards": "\(configuration.shards.map(String.init).joined(separator: ","))",
-                                                       "data": "\(configuration.data)"])
+                                                       "data": "\(configuration.data)", "process.allocator": "\(ProcessAllocator.name)"])
         link.reportStatus { self.runner.tally.status(shards: nil, dataFolder: self.configuration.data) }
         // Shard queries, searches and cancels are taken on the socket's
         // thread and handed straight to the worker's own threads.

@@ -76,6 +76,20 @@ struct ClusterTests {
         #expect(log.contains("shards 5 do not exist"))
     }
 
+    /// The executables link mimalloc ahead of the C library (see
+    /// ``ProcessAllocator``): each process says at startup which `malloc`
+    /// won. Linking it after the C library, or not at all, gives
+    /// "system malloc" here.
+    @Test func everyServerProcessRunsOnMimalloc() async throws {
+        let (cluster, client) = try await ClusterFixture.simple(shards: 1)
+        defer { client.close(); cluster.stopAll(); cluster.removeData() }
+        for name in ["coordinator", "indexer-0", "query-0"] {
+            let log = try String(contentsOfFile: cluster.logPath(name), encoding: .utf8)
+            let line = log.split(separator: "\n").first { $0.contains("process.allocator=") }
+            #expect(line?.contains("process.allocator=mimalloc 2.") == true, "\(name): \(line ?? "no allocator line")")
+        }
+    }
+
     @Test func textSortsMergeInTheStoresOrder() async throws {
         let (cluster, client) = try await ClusterFixture.simple(shards: 4)
         defer { client.close(); cluster.stopAll(); cluster.removeData() }
