@@ -35,8 +35,12 @@ struct TermOccurrences: Sendable {
     /// from the forward index) were a cache miss each, a fifth of the
     /// search's time in ``SearchRun/indexedTextMatches(_:_:always:)``.
     let entries: [UInt64]
-    /// Per item, whether a search must take its tokens one by one instead.
-    let scanOnly: [Bool]
+    /// Per item, a bit set when a search must take its tokens one by one
+    /// instead: a bitmap (8 KB for the Debian shard, where a `Bool` an item
+    /// was 64 KB) that stays in cache, since every candidate tests it.
+    let scanOnly: [UInt64]
+    /// The items described (ids `0..<items`).
+    let items: Int
 
     static let maxPosition = 1 << 12
     static let maxNames = 1 << 8
@@ -49,12 +53,13 @@ struct TermOccurrences: Sendable {
     @inline(__always) static func isPart(_ place: UInt32) -> Bool { place & 2 != 0 }
     @inline(__always) static func isLastWord(_ place: UInt32) -> Bool { place & 1 != 0 }
 
-    var memoryBytes: Int { start.count * 4 + entries.count * 8 + scanOnly.count }
+    var memoryBytes: Int { start.count * 4 + entries.count * 8 + scanOnly.count * 8 }
 
     init() {
         start = [0]
         entries = []
         scanOnly = []
+        items = 0
     }
 
     init(itemStart: [UInt32], valueName: [UInt32], valueStart: [UInt32], tokens: [UInt32], termFolded: [Bool]) {
@@ -65,7 +70,7 @@ struct TermOccurrences: Sendable {
         var fill = start
         var entries = [UInt64](repeating: 0, count: tokens.count)
         let items = max(0, itemStart.count - 1)
-        var scanOnly = [Bool](repeating: false, count: items)
+        var scanOnly = [UInt64](repeating: 0, count: items / 64 + 1)
         for i in 0..<items {
             let first = Int(itemStart[i])
             for v in first..<Int(itemStart[i + 1]) {
@@ -79,7 +84,7 @@ struct TermOccurrences: Sendable {
                     let e = tokens[k], t = Int(e >> 1)
                     if e & 1 == 0 { position += 1 }
                     if termFolded[t] || local >= Self.maxValues || name >= Self.maxNames || position < 0 || position >= Self.maxPosition {
-                        scanOnly[i] = true
+                        scanOnly[i >> 6] |= 1 << UInt64(i & 63)
                     }
                     let slot = Int(fill[t])
                     fill[t] = UInt32(slot + 1)
@@ -93,11 +98,12 @@ struct TermOccurrences: Sendable {
         self.start = start
         self.entries = entries
         self.scanOnly = scanOnly
+        self.items = items
     }
 
     /// Whether item `id` is described here exactly.
     @inline(__always) func describes(_ id: Int64) -> Bool {
-        id >= 0 && id < Int64(scanOnly.count) && !scanOnly[Int(id)]
+        id >= 0 && id < Int64(items) && scanOnly[Int(id) >> 6] & (1 << UInt64(id & 63)) == 0
     }
 }
 
@@ -143,17 +149,18 @@ extension SearchRun {
             }
             // The candidates' tokens, taken as the average item's: reading
             // each one's would cost what the estimate is meant to save.
-            let scan = n * forward.tokenCount / max(1, occurrences.scanOnly.count)
+            let scan = n * forward.tokenCount / max(1, occurrences.items)
             guard 2 * walk < scan else { return ids.map { indexedTextMatch($0, forward) } }
         }
 
         // Every occurrence of a matched term in a candidate: the candidate,
-        // and its place << 32 | the term (the order a candidate's are read in).
+        // and its place << 32 | the term's index in `terms` (the order a
+        // candidate's are read in).
         var hitCandidate: [UInt32] = [], hitKey: [UInt64] = []
         let candidates = ids.map { UInt32(truncatingIfNeeded: max(0, min($0, Int64(UInt32.max)))) }
         occurrences.entries.withUnsafeBufferPointer { entries in
         candidates.withUnsafeBufferPointer { candidates in
-            for t in terms {
+            for (index, t) in terms.enumerated() {
                 var o = Int(occurrences.start[t])
                 let end = Int(occurrences.start[t + 1])
                 var c = 0
@@ -166,13 +173,17 @@ extension SearchRun {
                         c = Self.gallop(candidates, from: c, to: n, atLeast: x)
                     } else {
                         hitCandidate.append(UInt32(c))
-                        hitKey.append(entry << 32 | UInt64(t))
+                        hitKey.append(entry << 32 | UInt64(index))
                         o += 1
                     }
                 }
             }
         }
         }
+        // Each matched term's masks, read here once: read in the loop below,
+        // the cache's array was an access check and a likely cache miss a
+        // hit. (The key keeps the term's index in `terms`.)
+        let termMasks = terms.map { cache.masks[$0] }
         // Grouped by candidate (counting), then each group in place order.
         var first = [Int](repeating: 0, count: n + 1)
         for c in hitCandidate { first[Int(c) + 1] += 1 }
@@ -188,8 +199,7 @@ extension SearchRun {
         let words = plan.words.count
         let scratch = self.scratch
         // Locals, not the run's properties: each read of those in the loop
-        // retained and released its array. (Not the cache's masks: a local
-        // copy would make the fallback's write below copy them whole.)
+        // retained and released its array.
         let rankByName = self.rankByName, noRank = self.noRank
         var answers: [(proximity: Int, attribute: Int, exactAttribute: Int)?] = []
         answers.reserveCapacity(n)
@@ -223,7 +233,7 @@ extension SearchRun {
                 while h < group.upperBound, TermOccurrences.value(UInt32(truncatingIfNeeded: order[h] >> 32)) == local {
                     let here = UInt32(truncatingIfNeeded: order[h] >> 32)
                     let position = TermOccurrences.position(here)
-                    let mask = cache.masks[Int(order[h] & 0xFFFF_FFFF)]
+                    let mask = termMasks[Int(order[h] & 0xFFFF_FFFF)]
                     var matches = mask & ForwardTokenCache.matchBits
                     h += 1
                     guard rank >= 0 else { continue }

@@ -171,7 +171,7 @@ import Testing
             defer { PostingIndexes.shared.forget(path: s.path) }
             let index = try #require(try PostingIndexTests.held(s))
             let forward = try #require(index.forward)
-            let described = (0..<forward.occurrences.scanOnly.count).filter { forward.occurrences.describes(Int64($0)) }.count
+            let described = (0..<forward.occurrences.items).filter { forward.occurrences.describes(Int64($0)) }.count
             #expect(asciiOnly ? described > 290 : described < 250, "\(described)")
             let (ids, values) = try Self.idsAndValues(s)
             var kinds = AnswerKinds()
