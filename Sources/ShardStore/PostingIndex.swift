@@ -56,6 +56,9 @@ final class PostingIndex: @unchecked Sendable {
     /// Per item id, where its unique identifier comes among the shard's in
     /// Swift's `String` order (``ItemOrder``), read in the same transaction.
     let uidOrder: ItemOrder
+    /// Every item's row, read in the same transaction, for the hits of a
+    /// search (see ``ItemRows``). Nil past its limits.
+    let rows: ItemRows?
     /// The lists longer than their bitmap has words (``IDBits``' layout, ids
     /// `0...maxID`), also as that bitmap: term `t`'s words are
     /// `denseWords[w..<w + denseStride]` for `w = denseAt[t]`, none when
@@ -122,6 +125,7 @@ final class PostingIndex: @unchecked Sendable {
         (denseAt, denseWords) = Self.bitmaps(offsets: offsets, ids: ids, maxID: maxID)
         self.forward = forward ? try ForwardIndex(db: db, wordTerms: terms) : nil
         uidOrder = try ItemOrder(db: db)
+        rows = try ItemRows(db: db)
     }
 
     private typealias Lists = (terms: Vocabulary, offsets: [Int], ids: [UInt32], masks: [UInt32])
@@ -387,16 +391,19 @@ extension ShardStore {
     /// and searches otherwise start that in the background.
     /// Returns the lists and ids read, and the bytes the index holds; and
     /// the ``ForwardIndex``'s figures: its tokens, distinct terms, bytes and
-    /// the CPU seconds its read took (zeros when there is none).
+    /// the CPU seconds its read took (zeros when there is none); and the
+    /// bytes of its ``ItemRows``.
     @discardableResult
     public func buildSuggestionIndex() throws -> (terms: Int, ids: Int, bytes: Int,
-                                                  forwardTokens: Int, forwardTerms: Int, forwardBytes: Int, forwardSeconds: Double) {
+                                                  forwardTokens: Int, forwardTerms: Int, forwardBytes: Int, forwardSeconds: Double,
+                                                  rowsBytes: Int) {
         do {
-            guard let index = try db.transaction(.deferred, { try PostingIndex(db: db) }) else { return (0, 0, 0, 0, 0, 0, 0) }
+            guard let index = try db.transaction(.deferred, { try PostingIndex(db: db) }) else { return (0, 0, 0, 0, 0, 0, 0, 0) }
             PostingIndexes.shared.publish(path: path, index: index)
             let f = index.forward
             return (index.terms.count, index.entries, index.memoryBytes,
-                    f?.tokenCount ?? 0, f?.termCount ?? 0, f?.memoryBytes ?? 0, f?.readSeconds ?? 0)
+                    f?.tokenCount ?? 0, f?.termCount ?? 0, f?.memoryBytes ?? 0, f?.readSeconds ?? 0,
+                    index.rows?.memoryBytes ?? 0)
         } catch {
             throw StoreError.wrap(error, "cannot read the suggestion index")
         }

@@ -490,8 +490,16 @@ extension ShardStore {
         return try storedResult(s, column: 0, attributes: attributes)
     }
 
-    /// ``fetchResult(_:attributes:)`` with the item's unique identifier, in one lookup.
-    func fetchResultAndUID(_ id: Int64, attributes: FetchList?) throws -> (String, StoredResult)? {
+    /// ``fetchResult(_:attributes:)`` with the item's unique identifier, in
+    /// one lookup: from `rows` when it holds the item (see ``ItemRows``).
+    func fetchResultAndUID(_ id: Int64, attributes: FetchList?, rows: ItemRows? = nil) throws -> (String, StoredResult)? {
+        if let held = try rows?.withRow(id, { uidBytes, json -> (String, StoredResult)? in
+            let uid = String(decoding: uidBytes, as: UTF8.self)
+            return try storedResult(json: json, attributes: attributes, uid: uid).map { (uid, $0) }
+        }) {
+            searchCache.rowsServed += 1
+            return held
+        }
         let s = try db.prepare("SELECT uid, json FROM items WHERE id = ?")
         try s.bind(id, at: 0)
         defer { try? s.reset() }
@@ -499,25 +507,28 @@ extension ShardStore {
         return (uid, stored)
     }
 
-    /// The result in the `items.json` column of a stepped row, with only
-    /// `attributes` when given. `uid`: the row's identifier, when read
-    /// already (see ``StrictJSONReader/parseItem(_:keepingAttributes:uid:)``).
+    /// The result in the `items.json` column of a stepped row (see
+    /// ``storedResult(json:attributes:uid:)``).
     func storedResult(_ s: Statement, column: Int, attributes: FetchList?, uid: String? = nil) throws -> StoredResult? {
+        try s.withUTF8(at: column) { try storedResult(json: $0, attributes: attributes, uid: uid) } ?? nil
+    }
+
+    /// The result an item's stored JSON gives, with only `attributes` when
+    /// given. `uid`: the row's identifier, when read already (see
+    /// ``StrictJSONReader/parseItem(_:keepingAttributes:uid:)``).
+    func storedResult(json: UnsafeBufferPointer<UInt8>, attributes: FetchList?, uid: String? = nil) throws -> StoredResult? {
         if rawResults {
-            let bytes = s.withUTF8(at: column) { bytes -> [UInt8]? in
-                guard let attributes else { return Array(bytes) }
-                return StrictJSONReader.projectItem(bytes, keepingAttributes: attributes)
-            } ?? nil
+            let bytes = attributes.map { StrictJSONReader.projectItem(json, keepingAttributes: $0) } ?? Array(json)
             if let bytes { return StoredResult(rawItem: bytes) }
             rawResults = false
             defer { rawResults = true }
-            return try storedResult(s, column: column, attributes: attributes).map { StoredResult(rawItem: JSONWriter.bytes($0.item)) }
+            return try storedResult(json: json, attributes: attributes).map { StoredResult(rawItem: JSONWriter.bytes($0.item)) }
         }
-        if let attributes, let item = s.withUTF8(at: column, { StrictJSONReader.parseItem($0, keepingAttributes: attributes, uid: uid) }) ?? nil {
+        if let attributes, let item = StrictJSONReader.parseItem(json, keepingAttributes: attributes, uid: uid) {
             return StoredResult(item: item)
         }
-        var parsed = s.withUTF8(at: column) { StrictJSONReader.parse($0) } ?? nil
-        if parsed == nil, let text = s.string(at: column) { parsed = try JSONValue.parse(text) }
+        var parsed = StrictJSONReader.parse(json)
+        if parsed == nil { parsed = try JSONValue.parse(String(decoding: json, as: UTF8.self)) }
         guard var item = parsed else { return nil }
         if let attributes, case .object(var o) = item, case .object(let attrs)? = o["attributes"] {
             o["attributes"] = .object(attrs.filter { attributes.names.contains($0.key) })

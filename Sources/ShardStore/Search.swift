@@ -226,6 +226,8 @@ final class SearchRun {
     let matcher: SearchWordMatcher
     /// The word lookups from memory, when the shard's ``PostingIndex`` is current.
     let postingSearch: PostingSearch?
+    /// The hits' rows from memory, when the shard's ``PostingIndex`` is current.
+    let rows: ItemRows?
     /// Buffers ``textMatch(_:)`` reuses from one item to the next.
     let scratch = TextScratch()
     /// The shard's ``ForwardIndex``, when it is current and ranking takes
@@ -237,6 +239,7 @@ final class SearchRun {
         self.plan = plan
         self.context = context
         postingSearch = index.map(PostingSearch.init)
+        rows = store.searchCache.searchesUseItemRows ? index?.rows : nil
         matcher = SearchWordMatcher(words: plan.words, prefixLast: plan.prefixLast, policy: plan.typos)
         if store.searchCache.searchesUseForwardIndex, let f = index?.forward, plan.words.count <= ForwardTokenCache.maxWords {
             forward = f
@@ -492,7 +495,7 @@ final class SearchRun {
             try context.checkCancelled()
             // The identifier with the item, one lookup (the ties' order
             // above read some of them already).
-            guard let (uid, stored) = try store.fetchResultAndUID(ids[p], attributes: fetch) else { continue }
+            guard let (uid, stored) = try store.fetchResultAndUID(ids[p], attributes: fetch, rows: rows) else { continue }
             result.hits.append(SearchHit(uniqueIdentifier: uid, item: stored.item, rank: ranks[p]))
             added.append(ids[p])
         }

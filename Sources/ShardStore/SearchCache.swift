@@ -29,6 +29,11 @@ final class SearchCache {
     var searchesUseForwardIndex = true
     /// Searches that took proximity from the forward index (for tests).
     var forwardSearches = 0
+    /// Whether searches take their hits' rows from the current index's
+    /// ``ItemRows`` (tests turn it off to compare with SQLite's).
+    var searchesUseItemRows = true
+    /// Hits whose rows came from an ``ItemRows`` (for tests).
+    var rowsServed = 0
     /// Each forward-index term's words, per query (see ``ForwardTokenCache``).
     let forwardTokens = ForwardTokenCache()
 

@@ -219,7 +219,7 @@ struct StoreBench: AsyncParsableCommand {
             let t = Date()
             let c = threadCPUSeconds()
             let read = try reader.buildSuggestionIndex()
-            print("posting index: \(read.terms) terms, \(read.ids) postings, \(fmt(Double(read.bytes) / 1_048_576, 1)) MiB, read in \(fmt(Date().timeIntervalSince(t) * 1000, 1)) ms (\(fmt((threadCPUSeconds() - c) * 1000, 1)) ms CPU); forward index: \(read.forwardTokens) tokens, \(read.forwardTerms) terms, \(fmt(Double(read.forwardBytes) / 1_048_576, 1)) MiB, \(fmt(read.forwardSeconds * 1000, 1)) ms CPU of it")
+            print("posting index: \(read.terms) terms, \(read.ids) postings, \(fmt(Double(read.bytes) / 1_048_576, 1)) MiB, read in \(fmt(Date().timeIntervalSince(t) * 1000, 1)) ms (\(fmt((threadCPUSeconds() - c) * 1000, 1)) ms CPU); forward index: \(read.forwardTokens) tokens, \(read.forwardTerms) terms, \(fmt(Double(read.forwardBytes) / 1_048_576, 1)) MiB, \(fmt(read.forwardSeconds * 1000, 1)) ms CPU of it; item rows: \(fmt(Double(read.rowsBytes) / 1_048_576, 1)) MiB")
         }
         for (kind, qs) in searches {
             let plans = try qs.map { try SearchRequest(params: $0).plan }

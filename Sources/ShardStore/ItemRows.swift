@@ -1,0 +1,80 @@
+@_spi(Internals) import SQLite
+
+/// Every item's stored row (its unique identifier and its JSON, exactly the
+/// `items` columns' bytes), in memory beside the ``PostingIndex`` it was read
+/// with, so that a search takes its page's hits from memory instead of a
+/// SQLite lookup each.
+///
+/// Why: a two-word search's 20 hits were ~9% of its cycle through a
+/// one-shard cluster, half of it SQLite finding each row (B-tree descent,
+/// WAL index, statement steps) and half reading the JSON, where the peers'
+/// engines answer the whole query in the time of those lookups (Debian
+/// corpus, perf, 2026-11-25). The JSON is still read by the same functions
+/// (``ShardStore/storedResult(json:attributes:uid:)``), from these bytes.
+///
+/// Exact without a key of its own: an item's row never changes while it
+/// exists. `items.id` comes from the `meta` counter `items.nextid`, never
+/// reused, and a replaced item gets a new id; only a copy of another file
+/// (a new `items.epoch`) gives old ids other rows, and it changes the word
+/// index's key too, so the index these rows belong to is no longer used. A
+/// row deleted since is never asked for: its id is in no current match.
+/// Ids written since the read are not held, and are read from SQLite.
+///
+/// Flat arrays: the rows' bytes back to back and where each starts, and per
+/// id its row (``absent`` when none): the JSON's bytes plus ~12 bytes an
+/// item (Debian shard: 63,666 items, ~60 MiB). Not read past ``maxBytes``.
+struct ItemRows: Sendable {
+    /// Row `r`'s identifier is `bytes[start[2r]..<start[2r + 1]]`, its JSON
+    /// `bytes[start[2r + 1]..<start[2r + 2]]`.
+    private let bytes: [UInt8]
+    private let start: [UInt32]
+    /// Per item id, its row (``absent`` when it has none).
+    private let row: [UInt32]
+
+    static let absent = UInt32.max
+    /// The rows' bytes held at most (offsets are 32 bits).
+    static let maxBytes = 1 << 30
+
+    var count: Int { start.count / 2 }
+    var memoryBytes: Int { bytes.count + start.count * 4 + row.count * 4 }
+
+    /// Reads every row, in the caller's read transaction; nil when an id
+    /// does not fit 32 bits or the rows hold more than `maxBytes`.
+    init?(db: Database, maxBytes: Int = ItemRows.maxBytes) throws {
+        let size = try db.prepare("SELECT coalesce(sum(length(CAST(uid AS BLOB)) + length(CAST(json AS BLOB))), 0), coalesce(max(id), -1) FROM items")
+        defer { try? size.reset() }
+        guard try size.step() else { return nil }
+        let total = Int(size.int64(at: 0)), maxID = size.int64(at: 1)
+        guard total <= min(maxBytes, Int(UInt32.max)), maxID < Int64(UInt32.max) - 1 else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(total)
+        var start: [UInt32] = [0]
+        var row = [UInt32](repeating: Self.absent, count: Int(maxID + 1))
+        let s = try db.prepare("SELECT id, uid, json FROM items")
+        defer { try? s.reset() }
+        while try s.step() {
+            let id = s.int64(at: 0)
+            guard id >= 0, id <= maxID else { return nil }
+            row[Int(id)] = UInt32(start.count / 2)
+            for column in 1...2 {
+                s.withUTF8(at: column) { bytes.append(contentsOf: $0) }
+                guard bytes.count <= Int(UInt32.max) else { return nil }
+                start.append(UInt32(bytes.count))
+            }
+        }
+        self.bytes = bytes
+        self.start = start
+        self.row = row
+    }
+
+    /// Calls `body` with item `id`'s identifier and JSON; nil when it is not held.
+    func withRow<T>(_ id: Int64, _ body: (_ uid: UnsafeBufferPointer<UInt8>, _ json: UnsafeBufferPointer<UInt8>) throws -> T) rethrows -> T? {
+        guard id >= 0, id < Int64(row.count) else { return nil }
+        let r = Int(row[Int(id)])
+        guard r != Int(Self.absent) else { return nil }
+        let uid = Int(start[2 * r])..<Int(start[2 * r + 1]), json = Int(start[2 * r + 1])..<Int(start[2 * r + 2])
+        return try bytes.withUnsafeBufferPointer { all in
+            try body(UnsafeBufferPointer(rebasing: all[uid]), UnsafeBufferPointer(rebasing: all[json]))
+        }
+    }
+}

@@ -1,0 +1,90 @@
+import Foundation
+import Items
+import QueryPlan
+@_spi(Internals) import SQLite
+import Testing
+@testable import ShardStore
+
+/// ``ItemRows``: every item's row in memory, exactly SQLite's, for the hits
+/// of searches while the index it was read with is current.
+@Suite struct ItemRowsTests {
+    /// Each item's identifier and JSON, as SQLite holds them.
+    static func sqlRows(_ s: ShardStore) throws -> [Int64: (uid: [UInt8], json: [UInt8])] {
+        let q = try s.db.prepare("SELECT id, uid, json FROM items")
+        defer { try? q.reset() }
+        var rows: [Int64: (uid: [UInt8], json: [UInt8])] = [:]
+        while try q.step() {
+            rows[q.int64(at: 0)] = (q.withUTF8(at: 1) { Array($0) } ?? [], q.withUTF8(at: 2) { Array($0) } ?? [])
+        }
+        return rows
+    }
+
+    static func held(_ rows: ItemRows, _ id: Int64) -> (uid: [UInt8], json: [UInt8])? {
+        rows.withRow(id) { (Array($0), Array($1)) }
+    }
+
+    /// Every item's row is SQLite's byte for byte (text past ASCII, escapes,
+    /// deleted items among them), and an id without an item has none.
+    @Test func everyRowIsSQLitesRow() throws {
+        let dir = try TempDir()
+        let s = try ForwardIndexTests.store(dir, seed: 71)
+        try s.put([item("quoted", #"{"title": "say \"hi\"\\ \u0001 日本語 café", "n": 1.5}"#)])
+        let rows = try #require(try s.db.transaction(.deferred) { try ItemRows(db: s.db) })
+        let sql = try Self.sqlRows(s)
+        #expect(rows.count == sql.count && sql.count == 298)
+        let maxID = try #require(sql.keys.max())
+        for id in -1...(maxID + 2) {
+            let mine = Self.held(rows, id), theirs = sql[id]
+            #expect(mine?.uid == theirs?.uid && mine?.json == theirs?.json, "\(id)")
+        }
+        // Past its limit, none are read (SQLite then serves every hit).
+        #expect(try s.db.transaction(.deferred) { try ItemRows(db: s.db, maxBytes: 1_000) } == nil)
+    }
+
+    /// Rows read before items were replaced and deleted still agree with
+    /// SQLite wherever both hold an id (a replaced item gets a new id), and
+    /// hold none of the new ids: why the rows need no key of their own.
+    @Test func rowsReadBeforeChangesNeverDisagreeWithSQLite() throws {
+        let dir = try TempDir()
+        let s = try ForwardIndexTests.store(dir, seed: 73)
+        let before = try #require(try s.db.transaction(.deferred) { try ItemRows(db: s.db) })
+        let old = try Self.sqlRows(s)
+        try s.put([item("i1", #"{"title": "replaced panda"}"#), item("i2", #"{"title": "replaced again"}"#)])
+        #expect(try s.delete(ids: ["i4", "i6"]) == 2)
+        let now = try Self.sqlRows(s)
+        var shared = 0
+        for (id, row) in now {
+            guard let mine = Self.held(before, id) else {
+                #expect(old[id] == nil, "\(id) was held before")
+                continue
+            }
+            shared += 1
+            #expect(mine.uid == row.uid && mine.json == row.json, "\(id)")
+        }
+        #expect(shared == now.count - 2)
+    }
+
+    /// Searches with the index's rows answer exactly as those without them
+    /// (which read SQLite), on random plans, and took their hits from the rows.
+    @Test func searchesWithAndWithoutTheRowsAgree() throws {
+        for seed in [81, 83] as [UInt64] {
+            let dir = try TempDir()
+            _ = try ForwardIndexTests.store(dir, seed: seed)
+            let withRows = try openStore(dir, mode: .readOnly)
+            let without = try openStore(dir, mode: .readOnly)
+            without.searchCache.searchesUseItemRows = false
+            try withRows.buildSuggestionIndex()
+            defer { PostingIndexes.shared.forget(path: withRows.path) }
+            var found = 0
+            for plan in ForwardIndexTests.randomPlans(120, seed: seed) {
+                if try PostingIndexTests.held(withRows) == nil { try withRows.buildSuggestionIndex() }
+                let a = try withRows.search(plan), b = try without.search(plan)
+                #expect(a == b, "\(plan.words) \(plan.searchableAttributes)")
+                found += a.hits.count
+            }
+            #expect(found > 150)
+            #expect(withRows.searchCache.rowsServed >= found / 2)
+            #expect(without.searchCache.rowsServed == 0)
+        }
+    }
+}
