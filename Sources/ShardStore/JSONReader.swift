@@ -22,7 +22,12 @@ extension StrictJSONReader {
     /// of a second copy. The dictionary is made at the size of an item's
     /// usual members, and those members' names are the same strings every
     /// time: a search's 20 hits made ~8 allocations each here.
-    static func parseItem(_ bytes: UnsafeBufferPointer<UInt8>, keepingAttributes keep: FetchList, uid: String? = nil) -> JSONValue? {
+    ///
+    /// `layout`: where the item's `attributes` and their keys are (see
+    /// ``AttributesLayout``): the kept ones are then read where they are,
+    /// and the others not stepped over. The same value either way.
+    static func parseItem(_ bytes: UnsafeBufferPointer<UInt8>, keepingAttributes keep: FetchList, uid: String? = nil,
+                          layout: AttributesLayout? = nil) -> JSONValue? {
         var reader = StrictJSONReader(bytes: bytes)
         reader.skipSpace()
         guard reader.i < bytes.count, bytes[reader.i] == UInt8(ascii: "{") else { return nil }
@@ -39,8 +44,15 @@ extension StrictJSONReader {
                 guard reader.i < bytes.count, bytes[reader.i] == UInt8(ascii: ":") else { return nil }
                 reader.i += 1
                 if key == "attributes" {
-                    guard let attrs = reader.object(keeping: keep) else { return nil }
-                    object[key] = attrs
+                    reader.skipSpace()
+                    if let layout, reader.i == layout.start {
+                        guard let attrs = reader.attributes(keeping: keep, layout) else { return nil }
+                        object[key] = attrs
+                        reader.i = layout.end
+                    } else {
+                        guard let attrs = reader.object(keeping: keep) else { return nil }
+                        object[key] = attrs
+                    }
                 } else {
                     reader.skipSpace()
                     if key == "uniqueIdentifier", let uid, reader.matchesString(uid) {
@@ -59,6 +71,30 @@ extension StrictJSONReader {
         }
         reader.skipSpace()
         return reader.i == bytes.count ? .object(object) : nil
+    }
+
+    /// The `attributes` object ``object(keeping:)`` reads, from its layout:
+    /// each kept key is found among the layout's (their bytes are their
+    /// text, so a name with a quote or a backslash is none of them) and
+    /// only its value is read.
+    mutating func attributes(keeping keep: FetchList, _ layout: AttributesLayout) -> JSONValue? {
+        var object: [String: JSONValue] = [:]
+        guard let base = bytes.baseAddress else { return nil }
+        for at in layout.keys {
+            for (n, name) in keep.utf8.enumerated() where keep.plain[n] {
+                let close = at + 1 + name.count
+                guard close < layout.end, bytes[close] == UInt8(ascii: "\""),
+                      name.withUnsafeBufferPointer({ $0.isEmpty || memcmp($0.baseAddress!, base + at + 1, $0.count) == 0 }) else { continue }
+                i = close + 1
+                skipSpace()
+                guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { return nil }
+                i += 1
+                guard let v = value() else { return nil }
+                object[keep.list[n]] = v
+                break
+            }
+        }
+        return .object(object)
     }
 
     /// The top-level member names the store writes, as the same strings
@@ -301,11 +337,19 @@ extension StrictJSONReader {
 /// stored JSON before those are decoded.
 struct FetchList {
     let names: Set<String>
+    /// The names, each once, and their bytes in the same order.
+    let list: [String]
     let utf8: [[UInt8]]
+    /// Per name, whether it holds neither a quote nor a backslash: only
+    /// such a name can be a key written without escapes (see
+    /// ``StrictJSONReader/attributes(keeping:_:)``).
+    let plain: [Bool]
 
     init(_ names: some Sequence<String>) {
         self.names = Set(names)
-        self.utf8 = self.names.map { Array($0.utf8) }
+        list = Array(self.names)
+        utf8 = list.map { Array($0.utf8) }
+        plain = utf8.map { !$0.contains(UInt8(ascii: "\"")) && !$0.contains(UInt8(ascii: "\\")) }
     }
 
     func contains(_ key: UnsafeBufferPointer<UInt8>) -> Bool {

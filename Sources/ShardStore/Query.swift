@@ -493,9 +493,9 @@ extension ShardStore {
     /// ``fetchResult(_:attributes:)`` with the item's unique identifier, in
     /// one lookup: from `rows` when it holds the item (see ``ItemRows``).
     func fetchResultAndUID(_ id: Int64, attributes: FetchList?, rows: ItemRows? = nil) throws -> (String, StoredResult)? {
-        if let held = try rows?.withRow(id, { uidBytes, json -> (String, StoredResult)? in
+        if let held = try rows?.withRow(id, { uidBytes, json, layout -> (String, StoredResult)? in
             let uid = String(decoding: uidBytes, as: UTF8.self)
-            return try storedResult(json: json, attributes: attributes, uid: uid).map { (uid, $0) }
+            return try storedResult(json: json, attributes: attributes, uid: uid, layout: layout).map { (uid, $0) }
         }) {
             searchCache.rowsServed += 1
             return held
@@ -516,7 +516,9 @@ extension ShardStore {
     /// The result an item's stored JSON gives, with only `attributes` when
     /// given. `uid`: the row's identifier, when read already (see
     /// ``StrictJSONReader/parseItem(_:keepingAttributes:uid:)``).
-    func storedResult(json: UnsafeBufferPointer<UInt8>, attributes: FetchList?, uid: String? = nil) throws -> StoredResult? {
+    /// `layout`: the JSON's ``AttributesLayout``, when known.
+    func storedResult(json: UnsafeBufferPointer<UInt8>, attributes: FetchList?, uid: String? = nil,
+                      layout: AttributesLayout? = nil) throws -> StoredResult? {
         if rawResults {
             let bytes = attributes.map { StrictJSONReader.projectItem(json, keepingAttributes: $0) } ?? Array(json)
             if let bytes { return StoredResult(rawItem: bytes) }
@@ -524,7 +526,7 @@ extension ShardStore {
             defer { rawResults = true }
             return try storedResult(json: json, attributes: attributes).map { StoredResult(rawItem: JSONWriter.bytes($0.item)) }
         }
-        if let attributes, let item = StrictJSONReader.parseItem(json, keepingAttributes: attributes, uid: uid) {
+        if let attributes, let item = StrictJSONReader.parseItem(json, keepingAttributes: attributes, uid: uid, layout: layout) {
             return StoredResult(item: item)
         }
         var parsed = StrictJSONReader.parse(json)

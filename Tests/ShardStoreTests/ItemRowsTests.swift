@@ -20,7 +20,7 @@ import Testing
     }
 
     static func held(_ rows: ItemRows, _ id: Int64) -> (uid: [UInt8], json: [UInt8])? {
-        rows.withRow(id) { (Array($0), Array($1)) }
+        rows.withRow(id) { uid, json, _ in (Array(uid), Array(json)) }
     }
 
     /// Every item's row is SQLite's byte for byte (text past ASCII, escapes,
@@ -39,6 +39,47 @@ import Testing
         }
         // Past its limit, none are read (SQLite then serves every hit).
         #expect(try s.db.transaction(.deferred) { try ItemRows(db: s.db, maxBytes: 1_000) } == nil)
+    }
+
+    /// Reading a row's attributes from its layout gives what reading the
+    /// whole row gives, for every row and attribute lists of every kind:
+    /// a location (an object within an attribute), no attributes, names
+    /// absent, and a name made of quotes and commas that spells out the
+    /// bytes of keys and values in a row. A key with an escape (the store's
+    /// names have none, but JSON may) leaves its row without a layout.
+    @Test func aRowsLayoutReadsWhatTheWholeRowReads() throws {
+        let escaped = Array(#"{"attributes":{"ti\"tle":"x","title":"y"},"uniqueIdentifier":"e"}"#.utf8)
+        #expect(escaped.withUnsafeBufferPointer { AttributesLayout($0) } == nil)
+        let plain = Array(#"{"attributes":{"a":"b","title":"y"},"uniqueIdentifier":"e"}"#.utf8)
+        #expect(plain.withUnsafeBufferPointer { AttributesLayout($0) } == AttributesLayout(start: 14, end: 35, keys: [15, 23]))
+
+        let dir = try TempDir()
+        let s = try ForwardIndexTests.store(dir, seed: 79)
+        try s.put([
+            item("located", #"{"title": "n", "place": {"latitude": 1.5, "longitude": -2.25}, "zeta": "z"}"#),
+            item("empty", #"{}"#),
+            item("quotes", #"{"a": "b", "c": 1, "title": "say \"hi\""}"#),
+        ])
+        let rows = try #require(try s.db.transaction(.deferred) { try ItemRows(db: s.db) })
+        let sql = try Self.sqlRows(s)
+        let lists: [[String]] = [["title"], ["title", "contentDescription", "keywords"], ["nope"], [], [#"a":"b","c"#],
+                                 ["place"], ["c", "a"], ["size", "section"], [#"ti"tle"#]]
+        var laidOut = 0
+        for id in sql.keys {
+            let read: Bool? = rows.withRow(id) { uidBytes, json, layout in
+                let uid = String(decoding: uidBytes, as: UTF8.self)
+                if layout != nil { laidOut += 1 }
+                for names in lists {
+                    let keep = FetchList(names)
+                    let a = StrictJSONReader.parseItem(json, keepingAttributes: keep, uid: uid, layout: layout)
+                    let b = StrictJSONReader.parseItem(json, keepingAttributes: keep, uid: uid)
+                    #expect(a != nil && a == b, "\(uid) \(names)")
+                }
+                return true
+            }
+            #expect(read == true)
+        }
+        #expect(laidOut == sql.count && sql.count == 300)
     }
 
     /// Rows read before items were replaced and deleted still agree with
