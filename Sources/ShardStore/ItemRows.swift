@@ -74,7 +74,7 @@ struct ItemRows: Sendable {
             let layout = s.withUTF8(at: 2) { AttributesLayout($0) } ?? nil
             attributesAt.append(layout.map { UInt32($0.start) } ?? Self.absent)
             attributesEnd.append(layout.map { UInt32($0.end) } ?? Self.absent)
-            keys += (layout?.keys ?? []).map { UInt32($0) }
+            keys += layout?.keys ?? []
             keyStart.append(UInt32(keys.count))
         }
         self.bytes = bytes
@@ -96,7 +96,7 @@ struct ItemRows: Sendable {
         let uid = Int(start[2 * r])..<Int(start[2 * r + 1]), json = Int(start[2 * r + 1])..<Int(start[2 * r + 2])
         let layout = attributesAt[r] == Self.absent ? nil
             : AttributesLayout(start: Int(attributesAt[r]), end: Int(attributesEnd[r]),
-                               keys: keys[Int(keyStart[r])..<Int(keyStart[r + 1])].map(Int.init))
+                               keys: keys[Int(keyStart[r])..<Int(keyStart[r + 1])])
         return try bytes.withUnsafeBufferPointer { all in
             try body(UnsafeBufferPointer(rebasing: all[uid]), UnsafeBufferPointer(rebasing: all[json]), layout)
         }
@@ -120,10 +120,11 @@ struct AttributesLayout: Equatable {
     /// The offsets of the object's `{` and of the byte after its `}`.
     let start: Int
     let end: Int
-    /// Each member's key: the offset of its opening quote.
-    let keys: [Int]
+    /// Each member's key: the offset of its opening quote (a slice of
+    /// ``ItemRows``' array: no copy per hit).
+    let keys: ArraySlice<UInt32>
 
-    init(start: Int, end: Int, keys: [Int]) {
+    init(start: Int, end: Int, keys: ArraySlice<UInt32>) {
         self.start = start
         self.end = end
         self.keys = keys
@@ -134,7 +135,7 @@ struct AttributesLayout: Equatable {
         reader.skipSpace()
         guard reader.i < json.count, json[reader.i] == UInt8(ascii: "{") else { return nil }
         reader.i += 1
-        var found: (Int, Int, [Int])?
+        var found: (Int, Int, [UInt32])?
         while true {
             reader.skipSpace()
             guard let key = reader.string() else { return nil }
@@ -146,7 +147,7 @@ struct AttributesLayout: Equatable {
                 guard found == nil, reader.i < json.count, json[reader.i] == UInt8(ascii: "{") else { return nil }
                 let start = reader.i
                 reader.i += 1
-                var keys: [Int] = []
+                var keys: [UInt32] = []
                 reader.skipSpace()
                 if reader.i < json.count, json[reader.i] == UInt8(ascii: "}") {
                     reader.i += 1
@@ -155,7 +156,8 @@ struct AttributesLayout: Equatable {
                         reader.skipSpace()
                         let at = reader.i
                         guard let k = reader.string(), reader.i - at == k.utf8.count + 2 else { return nil }
-                        keys.append(at)
+                        guard at <= Int(UInt32.max) else { return nil }
+                        keys.append(UInt32(at))
                         reader.skipSpace()
                         guard reader.i < json.count, json[reader.i] == UInt8(ascii: ":") else { return nil }
                         reader.i += 1
@@ -178,6 +180,8 @@ struct AttributesLayout: Equatable {
             return nil
         }
         guard let found else { return nil }
-        (start, end, keys) = found
+        start = found.0
+        end = found.1
+        keys = found.2[...]
     }
 }

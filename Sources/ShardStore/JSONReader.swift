@@ -80,7 +80,8 @@ extension StrictJSONReader {
     mutating func attributes(keeping keep: FetchList, _ layout: AttributesLayout) -> JSONValue? {
         var object: [String: JSONValue] = [:]
         guard let base = bytes.baseAddress else { return nil }
-        for at in layout.keys {
+        for key in layout.keys {
+            let at = Int(key)
             for (n, name) in keep.utf8.enumerated() where keep.plain[n] {
                 let close = at + 1 + name.count
                 guard close < layout.end, bytes[close] == UInt8(ascii: "\""),
