@@ -11,7 +11,9 @@ import Items
 /// WAL index, statement steps) and half reading the JSON, where the peers'
 /// engines answer the whole query in the time of those lookups (Debian
 /// corpus, perf, 2026-11-25). The JSON is still read by the same functions
-/// (``ShardStore/storedResult(json:attributes:uid:)``), from these bytes.
+/// (``ShardStore/storedResult(json:attributes:uid:layout:)``), from these
+/// bytes, for a search's lexical and semantic hits alike
+/// (``ShardStore/fetchResultAndUID(_:attributes:rows:)``).
 ///
 /// Exact without a key of its own: an item's row never changes while it
 /// exists. `items.id` comes from the `meta` counter `items.nextid`, never

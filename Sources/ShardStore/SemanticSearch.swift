@@ -50,13 +50,11 @@ extension SearchRun {
             }
         }
         let fetch = plan.fetchAttributes.map(FetchList.init)
-        let uid = try store.db.prepare("SELECT uid FROM items WHERE id = ?")
         for best in semantic.best where lexical[best.id] == nil {
             try context.checkCancelled()
-            guard let stored = try store.fetchResult(best.id, attributes: fetch) else { continue }
-            try uid.bind(best.id, at: 0)
-            let identifier = try uid.step() ? uid.string(at: 0) ?? "" : ""
-            try uid.reset()
+            // The identifier with the item, one lookup, from the rows in
+            // memory when the index is current (as the lexical hits are).
+            guard let (identifier, stored) = try store.fetchResultAndUID(best.id, attributes: fetch, rows: rows) else { continue }
             var rank = SearchRank(words: plan.words.count)
             rank.semanticScore = Double(best.score)
             rank.lexical = false
