@@ -149,7 +149,9 @@ package struct StrictJSONReader {
         guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else { return nil }
         i += 1
         let start = i
-        // Fast path: no escapes.
+        // Fast path: no escapes. Eight bytes at a time first, while none of
+        // them is a quote, a backslash or a control character.
+        i = Self.plainRun(bytes, from: i)
         while i < bytes.count, bytes[i] != UInt8(ascii: "\""), bytes[i] != UInt8(ascii: "\\") {
             if bytes[i] < 32 { return nil }
             i += 1
@@ -194,6 +196,28 @@ package struct StrictJSONReader {
             }
         }
         return nil
+    }
+
+    /// The first index from `i` where eight bytes in a row are not all
+    /// plain string content (no `"`, `\\` or byte below 0x20 among them):
+    /// the string loop takes the rest a byte at a time. Why: that loop's
+    /// three tests a byte were most of reading a search response's strings
+    /// (perf, 2026-11-25).
+    @inline(__always)
+    static func plainRun(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> Int {
+        guard let base = bytes.baseAddress else { return start }
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        var i = start
+        while i + 8 <= bytes.count {
+            let v = UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)
+            let quote = v ^ (ones &* 0x22), backslash = v ^ (ones &* 0x5C)
+            // A byte's high bit set where it is zero (or below 0x20); the
+            // borrow can mark bytes after a true one, never before.
+            let special = ((quote &- ones) & ~quote | (backslash &- ones) & ~backslash | (v &- ones &* 0x20) & ~v) & highs
+            if special != 0 { break }
+            i += 8
+        }
+        return i
     }
 
     package mutating func hex4() -> UInt32? {

@@ -27,6 +27,20 @@ import Testing
         ] { agree(text) }
     }
 
+    /// Strings are scanned eight bytes at a time until a quote, a backslash
+    /// or a control character: each of those at every offset of a long
+    /// string, and right after a run of plain bytes, ends or escapes there
+    /// as it should (a control character still declines the document).
+    @Test func specialBytesAtEveryOffsetOfALongString() {
+        for special in ["\\\"", "\\n", "\\u00e9", "\u{1}", "\u{1F}", "\t", "é", "\"x"] {
+            for offset in 0..<24 {
+                let before = String(repeating: "a", count: offset), after = String(repeating: "b", count: 24 - offset)
+                agree("{\"k\":\"" + before + special + after + "\",\"n\":1}")
+                agree("[\"" + before + special + after + "\"]")
+            }
+        }
+    }
+
     /// U+FEFF inside a string is a character like any other (RFC 8259); only
     /// a byte order mark before the document is not JSON. Foundation on Linux
     /// drops it where a run of string characters starts, so here `parse`
