@@ -165,7 +165,7 @@ extension TenantScope {
     func unqualify(_ r: Body.ShardSearchResult) -> Body.ShardSearchResult {
         guard app != nil else { return r }
         func hits(_ hs: [Body.RankedHit]) -> [Body.RankedHit] {
-            hs.map { Body.RankedHit(id: unqualify(uid: $0.id), item: unqualify(item: $0.item), rank: $0.rank) }
+            hs.map { Body.RankedHit(id: unqualify(uid: $0.id), item: unqualify(item: $0.tree), rank: $0.rank) }
         }
         var r = r
         r.hits = hits(r.hits)

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A strict JSON reader over valid UTF-8, building `JSONValue` directly.
 ///
 /// Parsing JSON Lines through `JSONSerialization` spent most of its time
@@ -218,6 +220,65 @@ package struct StrictJSONReader {
             i += 8
         }
         return i
+    }
+
+    /// Steps over one value without building it; false when it does not parse.
+    package mutating func skipValue() -> Bool {
+        skipSpace()
+        guard i < bytes.count else { return false }
+        switch bytes[i] {
+        case UInt8(ascii: "\""):
+            // memchr to the next quote; it ends the string unless an odd
+            // number of backslashes comes right before it. Long descriptions
+            // are most of what a result skips.
+            let start = i + 1
+            var from = start
+            guard let base = bytes.baseAddress else { return false }
+            while from < bytes.count {
+                guard let hit = memchr(base + from, 0x22, bytes.count - from) else { return false }
+                let quote = base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
+                var slashes = 0
+                while quote - slashes - 1 >= start, bytes[quote - slashes - 1] == UInt8(ascii: "\\") { slashes += 1 }
+                from = quote + 1
+                if slashes % 2 == 0 { i = from; return true }
+            }
+            return false
+        case UInt8(ascii: "{"), UInt8(ascii: "["):
+            let open = bytes[i], close: UInt8 = open == UInt8(ascii: "{") ? UInt8(ascii: "}") : UInt8(ascii: "]")
+            i += 1
+            skipSpace()
+            if i < bytes.count, bytes[i] == close { i += 1; return true }
+            while true {
+                if open == UInt8(ascii: "{") {
+                    skipSpace()
+                    guard string() != nil else { return false }
+                    skipSpace()
+                    guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { return false }
+                    i += 1
+                }
+                guard skipValue() else { return false }
+                skipSpace()
+                guard i < bytes.count else { return false }
+                if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
+                if bytes[i] == close { i += 1; return true }
+                return false
+            }
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            // Numbers are stepped over, not converted: the bytes a number may hold.
+            let start = i
+            while i < bytes.count {
+                switch bytes[i] {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "+"), UInt8(ascii: "."),
+                     UInt8(ascii: "e"), UInt8(ascii: "E"):
+                    i += 1
+                default:
+                    return i > start
+                }
+            }
+            return i > start
+        default:
+            return value() != nil
+        }
     }
 
     package mutating func hex4() -> UInt32? {

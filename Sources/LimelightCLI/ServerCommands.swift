@@ -128,7 +128,7 @@ public struct CoordinatorCommand: AsyncParsableCommand {
             let r = ShardQueryRunner(data: localData, shards: shards, workerID: id,
                                      concurrency: localConcurrency ?? defaults.concurrency, maxQueued: defaults.maxQueued,
                                      logger: l, reply: { service.localReply($0, $1) }, replyNow: { service.localReplyLater($0, $1) },
-                                     inline: { service.deferUntilClientsRead($0) })
+                                     inline: { service.deferUntilClientsRead($0) }, repliesInProcess: true)
             service.attach(LocalQueryWorker(workerID: id, shards: shards, replica: localReplica ?? defaultReplicaName(data: localData),
                                             take: { r.take($0) }))
             runner = r

@@ -12,7 +12,7 @@ extension SearchResponseBuilder {
         let highlighter = Highlighter(plan: plan, preTag: request.highlightPreTag, postTag: request.highlightPostTag,
                                       ellipsis: request.snippetEllipsisText)
         let retrieved = request.attributesToRetrieve.map(Set.init)
-        return hits.map { h in hit(h.id, h.item, h.rank, highlighter, retrieved: retrieved) }
+        return hits.map { h in hit(h.id, h.tree, h.rank, highlighter, retrieved: retrieved) }
     }
 
     /// Whether group `a`'s best hit ranks above group `b`'s (an empty group

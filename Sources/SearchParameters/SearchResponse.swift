@@ -12,6 +12,9 @@ import WireProtocol
 public struct SearchResponseBuilder: Sendable {
     public let request: SearchRequest
     var hits: [(id: String, item: JSONValue, rank: SearchRank)] = []
+    /// Per hit, its item as JSON text when the shard sent it so
+    /// (``Body/RankedHit/rawItem``; its `item` is then `null`).
+    var rawItems: [RawJSON?] = []
     var nbHits = 0
     var facets: [String: [String: Int]] = [:]
     var stats: [String: FacetStats] = [:]
@@ -25,7 +28,10 @@ public struct SearchResponseBuilder: Sendable {
     public mutating func add(_ r: Body.ShardSearchResult) {
         nbHits += r.nbHits
         exhaustiveFacets = exhaustiveFacets && r.exhaustiveFacetsCount
-        for h in r.hits { hits.append((h.id, h.item, h.rank)) }
+        for h in r.hits {
+            hits.append((h.id, h.item, h.rank))
+            rawItems.append(h.rawItem)
+        }
         for (facet, counts) in r.facets { facets[facet, default: [:]].merge(counts, uniquingKeysWith: +) }
         for (facet, s) in r.facetStats where s.count == 4 {
             let new = FacetStats(min: s[0], max: s[1], sum: s[2], count: Int(s[3]))
@@ -80,7 +86,7 @@ public struct SearchResponseBuilder: Sendable {
         let page = request.offset < limit ? ranked[min(ranked.count, request.offset)..<min(ranked.count, limit)] : []
         var hitBytes: [UInt8] = [UInt8(ascii: "[")]
         if !page.isEmpty {
-            writeHits(Array(page), hits, plan, into: &hitBytes)
+            writeHits(Array(page), hits, rawItems, plan, into: &hitBytes)
         }
         hitBytes.append(UInt8(ascii: "]"))
         var o = JSONObjectWriter()
@@ -128,7 +134,8 @@ public struct SearchResponseBuilder: Sendable {
     /// The page's hits, comma-separated, with one highlighter and its
     /// buffers for all of them (made only when there are hits to write).
     func writeHits(_ page: [(index: Int, fusion: HybridRanking.Placement?)],
-                   _ hits: [(id: String, item: JSONValue, rank: SearchRank)], _ plan: SearchPlan, into out: inout [UInt8]) {
+                   _ hits: [(id: String, item: JSONValue, rank: SearchRank)], _ rawItems: [RawJSON?], _ plan: SearchPlan,
+                   into out: inout [UInt8]) {
         let highlighter = Highlighter(plan: plan, preTag: request.highlightPreTag, postTag: request.highlightPostTag,
                                       ellipsis: request.snippetEllipsisText)
         let retrieved = request.attributesToRetrieve.map(Set.init)
@@ -139,7 +146,7 @@ public struct SearchResponseBuilder: Sendable {
             if i > 0 { out.append(UInt8(ascii: ",")) }
             let h = hits[p.index]
             writeHit(h.id, h.item, h.rank, highlighter, retrieved: retrieved, toHighlight: toHighlight, fusion: p.fusion,
-                     scratch: scratch, into: &out)
+                     scratch: scratch, rawItem: p.index < rawItems.count ? rawItems[p.index] : nil, into: &out)
         }
     }
 
@@ -156,33 +163,34 @@ public struct SearchResponseBuilder: Sendable {
     /// `retrieved`: `attributesToRetrieve` as a set, and `named`:
     /// ``highlighted(_:)``, both made once per response.
     /// `scratch`: the response's highlight buffers (one is made when nil).
+    /// `rawItem`: the item as JSON text (then `item` is not read), its
+    /// values copied as they are (``ItemMembers``).
     func writeHit(_ id: String, _ item: JSONValue, _ rank: SearchRank, _ highlighter: Highlighter,
                   retrieved: Set<String>?, toHighlight named: [String]?, fusion: HybridRanking.Placement? = nil,
-                  scratch: HighlightScratch? = nil, into out: inout [UInt8]) {
+                  scratch: HighlightScratch? = nil, rawItem: RawJSON? = nil, into out: inout [UInt8]) {
         var o = JSONObjectWriter()
-        // The item's members in one pass, not a lookup each (a hashed key,
-        // and a retain and release of what it finds).
-        var attributes: [String: JSONValue] = [:], domain: JSONValue?, entity: JSONValue?
-        if case .object(let fields) = item {
-            for (k, v) in fields {
-                switch k {
-                case "attributes": attributes = v.objectValue ?? [:]
-                case "domainIdentifier": domain = v
-                case "entity": entity = v
-                default: break
-                }
-            }
-        }
+        let members = rawItem.flatMap(ItemMembers.init(raw:)) ?? ItemMembers(tree: rawItem.flatMap { try? $0.decoded() } ?? item)
         var textNames: [String] = []
-        for (k, v) in attributes where retrieved?.contains(k) ?? true {
-            o.set(k, v)
-            if named == nil, Self.isText(v) { textNames.append(k) }
+        for a in members.attributes where retrieved?.contains(a.key) ?? true {
+            switch a.value {
+            case .tree(let v): o.set(a.key, v)
+            case .raw(let bytes): o.set(a.key, bytes: bytes)
+            }
+            if named == nil, a.value.isText { textNames.append(a.key) }
         }
         // Later members win, as in JSONWriter: an attribute called
         // `objectID` gives way to the identifier.
         o.set("objectID", .string(id))
-        if let domain { o.set("domainIdentifier", domain) }
-        if let entity { o.set("entity", entity) }
+        func set(_ key: String, _ value: ItemMembers.Value?) {
+            switch value {
+            case .tree(let v)?: o.set(key, v)
+            case .raw(let bytes)?: o.set(key, bytes: bytes)
+            case nil: break
+            }
+        }
+        set("domainIdentifier", members.domain)
+        set("entity", members.entity)
+        func attribute(_ name: String) -> JSONValue? { members.attributes.first { $0.key == name }?.value.tree }
 
         let toHighlight = named ?? textNames.sorted()
         if !toHighlight.isEmpty {
@@ -190,7 +198,7 @@ public struct SearchResponseBuilder: Sendable {
             var b: [UInt8] = [UInt8(ascii: "{")]
             var first = true
             for name in toHighlight {
-                guard let value = attributes[name] else { continue }
+                guard let value = attribute(name) else { continue }
                 if !first { b.append(UInt8(ascii: ",")) }
                 first = false
                 JSONWriter.writeString(name, into: &b)
@@ -203,7 +211,7 @@ public struct SearchResponseBuilder: Sendable {
         if !request.snippetNames.isEmpty {
             var s: [String: JSONValue] = [:]
             for (name, words) in request.attributesToSnippet {
-                guard let value = attributes[name] else { continue }
+                guard let value = attribute(name) else { continue }
                 s[name] = snippet(value, words: words, highlighter)
             }
             o.set("_snippetResult", .object(s))

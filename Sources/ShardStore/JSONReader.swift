@@ -182,6 +182,48 @@ extension StrictJSONReader {
         return reader.i == bytes.count ? out : nil
     }
 
+    /// ``projectItem(_:keepingAttributes:)`` from the `attributes` object's
+    /// layout: the bytes before and after the object copied as they are,
+    /// and of the object only the kept members, each from its key to the
+    /// comma (or brace) that ends it. Nil when the bytes are not in
+    /// ``JSONWriter``'s compact form there (space around a member's colon,
+    /// after its value, or between it and the next key): the caller walks
+    /// the item instead.
+    /// Why: walking stepped over every value of the item (a package's long
+    /// description) to copy a title (see ``SearchHit/rawItem``).
+    static func projectItem(_ bytes: UnsafeBufferPointer<UInt8>, keepingAttributes keep: FetchList,
+                            layout: AttributesLayout) -> [UInt8]? {
+        guard let base = bytes.baseAddress, layout.start > 0, layout.end <= bytes.count, layout.end > layout.start + 1,
+              bytes[layout.start] == UInt8(ascii: "{"), bytes[layout.end - 1] == UInt8(ascii: "}") else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count - (layout.end - layout.start) + 64)
+        out += UnsafeBufferPointer(rebasing: bytes[0...layout.start])
+        var first = true
+        var k = layout.keys.startIndex
+        while k < layout.keys.endIndex {
+            let at = Int(layout.keys[k])
+            let next = k + 1
+            let end = next < layout.keys.endIndex ? Int(layout.keys[next]) - 1 : layout.end - 1
+            guard at < end, end < bytes.count, !Self.isSpace(bytes[end - 1]),
+                  bytes[end] == (next < layout.keys.endIndex ? UInt8(ascii: ",") : UInt8(ascii: "}")) else { return nil }
+            for (n, name) in keep.utf8.enumerated() where keep.plain[n] {
+                let close = at + 1 + name.count
+                guard close < end, bytes[close] == UInt8(ascii: "\""),
+                      name.withUnsafeBufferPointer({ $0.isEmpty || memcmp($0.baseAddress!, base + at + 1, $0.count) == 0 }) else { continue }
+                guard close + 2 < end, bytes[close + 1] == UInt8(ascii: ":"), !Self.isSpace(bytes[close + 2]) else { return nil }
+                if !first { out.append(UInt8(ascii: ",")) }
+                first = false
+                out += UnsafeBufferPointer(rebasing: bytes[at..<end])
+                break
+            }
+            k = next
+        }
+        out += UnsafeBufferPointer(rebasing: bytes[(layout.end - 1)..<bytes.count])
+        return out
+    }
+
+    static func isSpace(_ b: UInt8) -> Bool { b == 32 || b == 10 || b == 13 || b == 9 }
+
     /// ``object(keeping:)`` as JSON text, appended to `out`.
     mutating func project(keeping keep: FetchList, into out: inout [UInt8]) -> Bool {
         skipSpace()
@@ -274,64 +316,6 @@ extension StrictJSONReader {
         }
     }
 
-    /// Steps over one value without building it; false when it does not parse.
-    mutating func skipValue() -> Bool {
-        skipSpace()
-        guard i < bytes.count else { return false }
-        switch bytes[i] {
-        case UInt8(ascii: "\""):
-            // memchr to the next quote; it ends the string unless an odd
-            // number of backslashes comes right before it. Long descriptions
-            // are most of what a result skips.
-            let start = i + 1
-            var from = start
-            guard let base = bytes.baseAddress else { return false }
-            while from < bytes.count {
-                guard let hit = memchr(base + from, 0x22, bytes.count - from) else { return false }
-                let quote = base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
-                var slashes = 0
-                while quote - slashes - 1 >= start, bytes[quote - slashes - 1] == UInt8(ascii: "\\") { slashes += 1 }
-                from = quote + 1
-                if slashes % 2 == 0 { i = from; return true }
-            }
-            return false
-        case UInt8(ascii: "{"), UInt8(ascii: "["):
-            let open = bytes[i], close: UInt8 = open == UInt8(ascii: "{") ? UInt8(ascii: "}") : UInt8(ascii: "]")
-            i += 1
-            skipSpace()
-            if i < bytes.count, bytes[i] == close { i += 1; return true }
-            while true {
-                if open == UInt8(ascii: "{") {
-                    skipSpace()
-                    guard string() != nil else { return false }
-                    skipSpace()
-                    guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { return false }
-                    i += 1
-                }
-                guard skipValue() else { return false }
-                skipSpace()
-                guard i < bytes.count else { return false }
-                if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
-                if bytes[i] == close { i += 1; return true }
-                return false
-            }
-        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-            // Numbers are stepped over, not converted: the bytes a number may hold.
-            let start = i
-            while i < bytes.count {
-                switch bytes[i] {
-                case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "+"), UInt8(ascii: "."),
-                     UInt8(ascii: "e"), UInt8(ascii: "E"):
-                    i += 1
-                default:
-                    return i > start
-                }
-            }
-            return i > start
-        default:
-            return value() != nil
-        }
-    }
 }
 
 /// The attributes a query fetches, ready to be compared with the keys of

@@ -520,7 +520,10 @@ extension ShardStore {
     func storedResult(json: UnsafeBufferPointer<UInt8>, attributes: FetchList?, uid: String? = nil,
                       layout: AttributesLayout? = nil) throws -> StoredResult? {
         if rawResults {
-            let bytes = attributes.map { StrictJSONReader.projectItem(json, keepingAttributes: $0) } ?? Array(json)
+            let bytes = attributes.map { keep in
+                layout.flatMap { StrictJSONReader.projectItem(json, keepingAttributes: keep, layout: $0) }
+                    ?? StrictJSONReader.projectItem(json, keepingAttributes: keep)
+            } ?? Array(json)
             if let bytes { return StoredResult(rawItem: bytes) }
             rawResults = false
             defer { rawResults = true }

@@ -58,7 +58,7 @@ extension SearchRun {
             var rank = SearchRank(words: plan.words.count)
             rank.semanticScore = Double(best.score)
             rank.lexical = false
-            result.hits.append(SearchHit(uniqueIdentifier: identifier, item: stored.item, rank: rank))
+            result.hits.append(SearchHit(uniqueIdentifier: identifier, item: stored.item, rank: rank, rawItem: stored.rawItem))
         }
     }
 }

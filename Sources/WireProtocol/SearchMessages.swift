@@ -83,9 +83,24 @@ extension Body {
     /// frame is (a malformed one is then a protocol error naming the hit).
     public struct RankedHit: Sendable, Hashable, Codable {
         public var id: String
+        /// The item; `null` when ``rawItem`` holds it.
         public var item: JSONValue
         public var rank: SearchRank
-        public init(id: String, item: JSONValue, rank: SearchRank) { self.id = id; self.item = item; self.rank = rank }
+        /// The item as JSON text, when the shard's answer stays in the
+        /// coordinator's process (its local query worker): the response
+        /// writer copies it out without a tree (`SearchHit.rawItem` in
+        /// ShardStore). Never read from a frame; written as ``item`` when
+        /// a hit is encoded.
+        public var rawItem: RawJSON?
+        public init(id: String, item: JSONValue, rank: SearchRank, rawItem: RawJSON? = nil) {
+            self.id = id; self.item = item; self.rank = rank; self.rawItem = rawItem
+        }
+
+        /// The item as a tree, whichever way it is held.
+        public var tree: JSONValue {
+            guard let rawItem else { return item }
+            return (try? rawItem.decoded()) ?? item
+        }
 
         enum CodingKeys: String, CodingKey { case id, item, rank }
         public init(from decoder: any Decoder) throws {
@@ -100,7 +115,7 @@ extension Body {
         public func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
             try c.encode(id, forKey: .id)
-            try c.encode(item, forKey: .item)
+            try c.encode(tree, forKey: .item)
             try c.encode(rank.json, forKey: .rank)
         }
     }

@@ -12,7 +12,10 @@ struct SearchExtras: Sendable {
     /// The shard's answer. Suggestions skip the search itself when no hits
     /// are wanted (a window of 0), which is what keeps them as fast as typing;
     /// groups replace the ranked list (their hits are in `groups`).
-    func answer(_ store: ShardStore, plan: SearchPlan, isCancelled: @escaping () -> Bool) throws -> Body.ShardSearchResult {
+    /// `rawItems`: the hits carry their items as JSON text (for an answer
+    /// that stays in the coordinator's process, see ``Body/RankedHit/rawItem``).
+    func answer(_ store: ShardStore, plan: SearchPlan, rawItems: Bool = false,
+                isCancelled: @escaping () -> Bool) throws -> Body.ShardSearchResult {
         var out = Body.ShardSearchResult(shard: 0, hits: [], nbHits: 0, facets: [:], facetStats: [:], exhaustiveFacetsCount: true)
         if let perDomain {
             let groups = try store.searchGrouped(plan, perDomain: perDomain, isCancelled: isCancelled)
@@ -26,7 +29,7 @@ struct SearchExtras: Sendable {
             out.suggestions = try store.suggest(plan, limit: suggest).map { Body.SuggestionCount(suggestion: $0.text, count: $0.count) }
             if plan.window == 0 { return out }
         }
-        let r = try store.search(plan, isCancelled: isCancelled)
+        let r = try store.search(plan, rawItems: rawItems, isCancelled: isCancelled)
         out.hits = r.hits.map(Self.ranked)
         out.nbHits = r.nbHits
         out.facets = r.facets
@@ -36,6 +39,6 @@ struct SearchExtras: Sendable {
     }
 
     static func ranked(_ h: SearchHit) -> Body.RankedHit {
-        Body.RankedHit(id: h.uniqueIdentifier, item: h.item, rank: h.rank)
+        Body.RankedHit(id: h.uniqueIdentifier, item: h.item, rank: h.rank, rawItem: h.rawItem.map { RawJSON(trusted: $0[...]) })
     }
 }

@@ -51,6 +51,11 @@ public final class ShardQueryRunner: Sendable {
     /// How long searches have been taking: a search runs on the thread that
     /// took it only while they are short (see ``SearchPace``).
     let pace = SearchPace()
+    /// Whether `reply` hands answers over in this process (the coordinator's
+    /// local worker): searches then give their hits' items as JSON text,
+    /// which the coordinator's response writer copies out
+    /// (``Body/RankedHit/rawItem``); a worker process sends trees.
+    let repliesInProcess: Bool
 
     /// `data`: the folder of the shard files, opened read-only (SQLite's WAL
     /// lets readers run while the indexer writes). `concurrency`: shard
@@ -58,8 +63,9 @@ public final class ShardQueryRunner: Sendable {
     /// past which one is answered `busy`.
     public init(data: String, shards: [Int], workerID: String, concurrency: Int, maxQueued: Int, logger: Logger,
                 reply: @escaping @Sendable (String, Body) -> Void, replyNow: @escaping @Sendable (String, Body) -> Void,
-                inline: (@Sendable (@escaping @Sendable (_ here: Bool) -> Void) -> Bool)? = nil) {
+                inline: (@Sendable (@escaping @Sendable (_ here: Bool) -> Void) -> Bool)? = nil, repliesInProcess: Bool = false) {
         self.workerID = workerID
+        self.repliesInProcess = repliesInProcess
         self.inline = inline
         self.shards = shards
         self.maxQueued = maxQueued
@@ -191,7 +197,7 @@ public final class ShardQueryRunner: Sendable {
         do {
             let store = try pool.checkout(shard)
             defer { pool.checkin(shard, store) }
-            var answer = try extras.answer(store, plan: plan, isCancelled: { flag.isCancelled })
+            var answer = try extras.answer(store, plan: plan, rawItems: repliesInProcess, isCancelled: { flag.isCancelled })
             answer.shard = shard
             reply(key, .shardSearchResult(answer))
         } catch {

@@ -41,6 +41,42 @@ import Testing
         return b
     }
 
+    /// Hits whose items come as JSON text (the coordinator's local worker,
+    /// ``Body/RankedHit/rawItem``) give the bytes their trees give: values
+    /// copied as they are, highlights and snippets from the parsed values,
+    /// `entity` and `domainIdentifier`, an attribute named `objectID`; and
+    /// with or without attributes to highlight named (every retrieved text
+    /// value then, lists of text among them), or to retrieve.
+    @Test func hitsHeldAsTextGiveTheBytesOfTheirTrees() throws {
+        let tree = try Self.builder()
+        func raw(_ b: SearchResponseBuilder) -> SearchResponseBuilder {
+            var r = SearchResponseBuilder(request: b.request)
+            r.add(Body.ShardSearchResult(shard: 0, hits: b.hits.map { Body.RankedHit(id: $0.id, item: .null, rank: $0.rank, rawItem: RawJSON($0.item)) },
+                                         nbHits: b.nbHits, facets: b.facets, facetStats: [:], exhaustiveFacetsCount: true))
+            return r
+        }
+        #expect(raw(tree).rawItems.allSatisfy { $0 != nil })
+        #expect(raw(tree).responseBytes(processingTimeMS: 7) == tree.responseBytes(processingTimeMS: 7))
+        for params: JSONValue in [.object(["query": .string("editor vim")]),
+                                  .object(["query": .string("text"), "attributesToRetrieve": .array([.string("title"), .string("keywords")])]),
+                                  .object(["query": .string("quoted"), "attributesToSnippet": .array([.string("contentDescription:2")])])] {
+            var other = SearchResponseBuilder(request: try SearchRequest(params: params))
+            other.add(Body.ShardSearchResult(shard: 0, hits: zip(tree.hits.indices, tree.hits).map { Body.RankedHit(id: $1.id, item: $1.item, rank: $1.rank) },
+                                             nbHits: tree.nbHits, facets: [:], facetStats: [:], exhaustiveFacetsCount: true))
+            let bytes = other.responseBytes(processingTimeMS: 1)
+            #expect(raw(other).responseBytes(processingTimeMS: 1) == bytes, "\(params)")
+            #expect(String(decoding: bytes, as: UTF8.self).contains("<em>"))
+        }
+        // Text that is not an item object is read whole, as its tree.
+        var odd = SearchResponseBuilder(request: tree.request)
+        odd.add(Body.ShardSearchResult(shard: 0, hits: [Body.RankedHit(id: "x", item: .null, rank: SearchRank(words: 2), rawItem: RawJSON(.array([])))],
+                                       nbHits: 1, facets: [:], facetStats: [:], exhaustiveFacetsCount: true))
+        var same = SearchResponseBuilder(request: tree.request)
+        same.add(Body.ShardSearchResult(shard: 0, hits: [Body.RankedHit(id: "x", item: .array([]), rank: SearchRank(words: 2))],
+                                        nbHits: 1, facets: [:], facetStats: [:], exhaustiveFacetsCount: true))
+        #expect(odd.responseBytes(processingTimeMS: 1) == same.responseBytes(processingTimeMS: 1))
+    }
+
     @Test func theBytesAreTheCanonicalJSONOfTheirTree() throws {
         let bytes = try Self.builder().responseBytes(processingTimeMS: 7)
         let tree = try JSONValue.parse(Data(bytes))

@@ -74,12 +74,62 @@ import Testing
                     let a = StrictJSONReader.parseItem(json, keepingAttributes: keep, uid: uid, layout: layout)
                     let b = StrictJSONReader.parseItem(json, keepingAttributes: keep, uid: uid)
                     #expect(a != nil && a == b, "\(uid) \(names)")
+                    // The same as text: copied by the layout, by a walk, and
+                    // written from the parsed item, byte for byte.
+                    let projected = layout.flatMap { StrictJSONReader.projectItem(json, keepingAttributes: keep, layout: $0) }
+                    let walked = StrictJSONReader.projectItem(json, keepingAttributes: keep)
+                    #expect(projected != nil && projected == walked && walked == b.map(JSONWriter.bytes), "\(uid) \(names)")
                 }
                 return true
             }
             #expect(read == true)
         }
         #expect(laidOut == sql.count && sql.count == 300)
+    }
+
+    /// A layout's projection declines bytes that are not in the writer's
+    /// compact form (space after a value, after a comma, around a colon),
+    /// rather than copy a member with its space: the walk then writes it.
+    @Test func aLayoutProjectionDeclinesSpacedText() throws {
+        for text in [#"{"attributes":{"a":"b" ,"title":"y"},"uniqueIdentifier":"e"}"#,
+                     #"{"attributes":{"a":"b","title":"y" },"uniqueIdentifier":"e"}"#,
+                     #"{"attributes":{"a":"b", "title":"y"},"uniqueIdentifier":"e"}"#,
+                     #"{"attributes":{"a":"b","title": "y"},"uniqueIdentifier":"e"}"#,
+                     #"{"attributes":{"a":"b","title" :"y"},"uniqueIdentifier":"e"}"#] {
+            let json = Array(text.utf8)
+            let layout = try #require(json.withUnsafeBufferPointer { AttributesLayout($0) })
+            #expect(json.withUnsafeBufferPointer { StrictJSONReader.projectItem($0, keepingAttributes: FetchList(["title"]), layout: layout) } == nil)
+            #expect(json.withUnsafeBufferPointer { StrictJSONReader.projectItem($0, keepingAttributes: FetchList(["title"])) }
+                    == Array(#"{"attributes":{"title":"y"},"uniqueIdentifier":"e"}"#.utf8))
+        }
+    }
+
+    /// A search asked for raw items (the coordinator's local worker) gives
+    /// the same hits, each item as the JSON text of the tree it gives
+    /// otherwise, from the rows (by their layouts) and from SQLite alike.
+    @Test func rawSearchesGiveTheTextOfTheirTrees() throws {
+        let dir = try TempDir()
+        _ = try ForwardIndexTests.store(dir, seed: 87)
+        let withRows = try openStore(dir, mode: .readOnly)
+        let without = try openStore(dir, mode: .readOnly)
+        without.searchCache.searchesUseItemRows = false
+        try withRows.buildSuggestionIndex()
+        defer { PostingIndexes.shared.forget(path: withRows.path) }
+        var found = 0
+        for plan in ForwardIndexTests.randomPlans(80, seed: 87) {
+            if try PostingIndexTests.held(withRows) == nil { try withRows.buildSuggestionIndex() }
+            let trees = try withRows.search(plan)
+            for store in [withRows, without] {
+                let raw = try store.search(plan, rawItems: true)
+                #expect(raw.hits.map(\.uniqueIdentifier) == trees.hits.map(\.uniqueIdentifier) && raw.nbHits == trees.nbHits)
+                #expect(raw.hits.map(\.rank) == trees.hits.map(\.rank))
+                #expect(raw.hits.allSatisfy { $0.item == .null })
+                #expect(raw.hits.map(\.rawItem) == trees.hits.map { JSONWriter.bytes($0.item) }, "\(plan.words)")
+            }
+            #expect(trees.hits.allSatisfy { $0.rawItem == nil })
+            found += trees.hits.count
+        }
+        #expect(found > 100)
     }
 
     /// Rows read before items were replaced and deleted still agree with

@@ -1,0 +1,146 @@
+import Foundation
+import Items
+import WireProtocol
+
+/// What a hit's response entry is written from: the item's attributes (in
+/// the item's order), its `domainIdentifier` and its `entity`, each value a
+/// tree or the JSON text the shard sent (``Body/RankedHit/rawItem``).
+///
+/// Why the text: the coordinator's local worker reads each hit's item
+/// straight out of the stored row; parsing it into dictionaries and strings
+/// only to write them out again was most of what a hit cost besides its
+/// highlights. Values from text are copied into the response as they are
+/// (the store wrote them with ``JSONWriter``, so they are its form already)
+/// and parsed only when a highlight or a snippet needs their words.
+struct ItemMembers {
+    enum Value {
+        case tree(JSONValue)
+        case raw(ArraySlice<UInt8>)
+
+        /// The value as a tree (parsed from the text when held as text).
+        var tree: JSONValue? {
+            switch self {
+            case .tree(let v): return v
+            case .raw(let bytes):
+                return bytes.withUnsafeBufferPointer { StrictJSONReader.parse($0) } ?? (try? JSONValue.parse(Data(bytes)))
+            }
+        }
+
+        /// Text, or a list holding text (``SearchResponseBuilder/isText(_:)``).
+        var isText: Bool {
+            switch self {
+            case .tree(let v): return SearchResponseBuilder.isText(v)
+            case .raw(let bytes):
+                guard let first = bytes.first else { return false }
+                if first == UInt8(ascii: "\"") { return true }
+                return first == UInt8(ascii: "[") && tree.map(SearchResponseBuilder.isText) == true
+            }
+        }
+    }
+
+    var attributes: [(key: String, value: Value)] = []
+    var domain: Value?
+    var entity: Value?
+
+    init(tree item: JSONValue) {
+        guard case .object(let fields) = item else { return }
+        // The item's members in one pass, not a lookup each.
+        for (k, v) in fields {
+            switch k {
+            case "attributes": attributes = (v.objectValue ?? [:]).map { ($0.key, .tree($0.value)) }
+            case "domainIdentifier": domain = .tree(v)
+            case "entity": entity = .tree(v)
+            default: break
+            }
+        }
+    }
+
+    /// The members of an item's JSON text; nil when it is not an object
+    /// that reads (the caller then parses it whole). An `attributes` that is
+    /// not an object counts as none, as in ``init(tree:)``.
+    init?(raw: RawJSON) {
+        let bytes = raw.bytes
+        let base = bytes.startIndex
+        let read: ItemMembers? = bytes.withUnsafeBufferPointer { buffer in
+            var reader = StrictJSONReader(bytes: buffer)
+            var members = ItemMembers(tree: .null)
+            func slice(_ from: Int, _ to: Int) -> ArraySlice<UInt8> { bytes[(base + from)..<(base + to)] }
+            let read = Self.object(&reader) { reader in
+                let which = Self.topKey(&reader)
+                guard which != .unreadable, Self.colon(&reader) else { return false }
+                let start = reader.i
+                if which == .attributes, start < reader.bytes.count, reader.bytes[start] == UInt8(ascii: "{") {
+                    return Self.object(&reader) { reader in
+                        guard let key = reader.string(), Self.colon(&reader) else { return false }
+                        let valueStart = reader.i
+                        guard reader.skipValue() else { return false }
+                        members.attributes.append((key, .raw(slice(valueStart, reader.i))))
+                        return true
+                    }
+                }
+                guard reader.skipValue() else { return false }
+                switch which {
+                case .domain: members.domain = .raw(slice(start, reader.i))
+                case .entity: members.entity = .raw(slice(start, reader.i))
+                default: break
+                }
+                return true
+            }
+            reader.skipSpace()
+            return read && reader.i == buffer.count ? members : nil
+        }
+        guard let read else { return nil }
+        self = read
+    }
+
+    /// Reads an object, `member` reading each member from its key on;
+    /// false when it does not read.
+    static func object(_ reader: inout StrictJSONReader, _ member: (inout StrictJSONReader) -> Bool) -> Bool {
+        reader.skipSpace()
+        guard reader.i < reader.bytes.count, reader.bytes[reader.i] == UInt8(ascii: "{") else { return false }
+        reader.i += 1
+        reader.skipSpace()
+        if reader.i < reader.bytes.count, reader.bytes[reader.i] == UInt8(ascii: "}") { reader.i += 1; return true }
+        while true {
+            reader.skipSpace()
+            guard member(&reader) else { return false }
+            reader.skipSpace()
+            guard reader.i < reader.bytes.count else { return false }
+            if reader.bytes[reader.i] == UInt8(ascii: ",") { reader.i += 1; continue }
+            if reader.bytes[reader.i] == UInt8(ascii: "}") { reader.i += 1; return true }
+            return false
+        }
+    }
+
+    /// Steps over the `:` after a key and the space around it.
+    static func colon(_ reader: inout StrictJSONReader) -> Bool {
+        reader.skipSpace()
+        guard reader.i < reader.bytes.count, reader.bytes[reader.i] == UInt8(ascii: ":") else { return false }
+        reader.i += 1
+        reader.skipSpace()
+        return true
+    }
+
+    enum TopKey { case attributes, domain, entity, other, unreadable }
+
+    /// The item's member name the reader is at, stepped over: the three the
+    /// writer takes compared as bytes (two are 16 bytes long, a `String`
+    /// allocation each when made), any other read as a string.
+    static func topKey(_ reader: inout StrictJSONReader) -> TopKey {
+        for (name, key) in keyTable where reader.steppedOver(quoted: name) { return key }
+        return reader.string() == nil ? .unreadable : .other
+    }
+
+    static let keyTable: [(StaticString, TopKey)] = [("attributes", .attributes), ("domainIdentifier", .domain), ("entity", .entity)]
+}
+
+extension StrictJSONReader {
+    /// Whether the reader is at `"name"` (no escapes), stepped over when it is.
+    mutating func steppedOver(quoted name: StaticString) -> Bool {
+        let n = name.utf8CodeUnitCount
+        guard i + n + 1 < bytes.count, bytes[i] == UInt8(ascii: "\""), bytes[i + n + 1] == UInt8(ascii: "\"") else { return false }
+        for k in 0..<n where bytes[i + 1 + k] != name.utf8Start[k] { return false }
+        i += n + 2
+        return true
+    }
+}
