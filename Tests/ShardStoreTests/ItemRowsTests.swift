@@ -19,6 +19,17 @@ import Testing
         return rows
     }
 
+    /// A random store and two readers of it: one with its posting index
+    /// (and so its rows) read, one that never takes hits from rows.
+    static func readers(_ dir: TempDir, seed: UInt64) throws -> (withRows: ShardStore, without: ShardStore) {
+        _ = try ForwardIndexTests.store(dir, seed: seed)
+        let withRows = try openStore(dir, mode: .readOnly)
+        let without = try openStore(dir, mode: .readOnly)
+        without.searchCache.searchesUseItemRows = false
+        try withRows.buildSuggestionIndex()
+        return (withRows, without)
+    }
+
     static func held(_ rows: ItemRows, _ id: Int64) -> (uid: [UInt8], json: [UInt8])? {
         rows.withRow(id) { uid, json, _ in (Array(uid), Array(json)) }
     }
@@ -109,11 +120,7 @@ import Testing
     /// otherwise, from the rows (by their layouts) and from SQLite alike.
     @Test func rawSearchesGiveTheTextOfTheirTrees() throws {
         let dir = try TempDir()
-        _ = try ForwardIndexTests.store(dir, seed: 87)
-        let withRows = try openStore(dir, mode: .readOnly)
-        let without = try openStore(dir, mode: .readOnly)
-        without.searchCache.searchesUseItemRows = false
-        try withRows.buildSuggestionIndex()
+        let (withRows, without) = try Self.readers(dir, seed: 87)
         defer { PostingIndexes.shared.forget(path: withRows.path) }
         var found = 0
         for plan in ForwardIndexTests.randomPlans(80, seed: 87) {
@@ -160,11 +167,7 @@ import Testing
     @Test func searchesWithAndWithoutTheRowsAgree() throws {
         for seed in [81, 83] as [UInt64] {
             let dir = try TempDir()
-            _ = try ForwardIndexTests.store(dir, seed: seed)
-            let withRows = try openStore(dir, mode: .readOnly)
-            let without = try openStore(dir, mode: .readOnly)
-            without.searchCache.searchesUseItemRows = false
-            try withRows.buildSuggestionIndex()
+            let (withRows, without) = try Self.readers(dir, seed: seed)
             defer { PostingIndexes.shared.forget(path: withRows.path) }
             var found = 0
             for plan in ForwardIndexTests.randomPlans(120, seed: seed) {
