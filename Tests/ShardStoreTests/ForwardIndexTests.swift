@@ -176,8 +176,11 @@ import Testing
             let (ids, values) = try Self.idsAndValues(s)
             var kinds = AnswerKinds()
             try Self.forEachRun(s, index, seed: 93, values: values) { run, plan in
-                // Every other item, and all of them: the lists are galloped through.
-                for candidates in [ids, ids.enumerated().filter { $0.offset % 2 == 1 }.map(\.element)] {
+                // All items, every other one (the lists galloped through),
+                // and every 16th (common terms' lists then longer than twice
+                // the candidates: binary searches in lockstep).
+                for candidates in [ids, ids.enumerated().filter { $0.offset % 2 == 1 }.map(\.element),
+                                   ids.enumerated().filter { $0.offset % 16 == 5 }.map(\.element)] {
                     let all = run.indexedTextMatches(candidates, forward, always: true)
                     for (id, a) in zip(candidates, all) {
                         let b = run.indexedTextMatch(id, forward)
@@ -188,6 +191,30 @@ import Testing
                 }
             }
             kinds.expectEveryKind(exact: 4)
+        }
+    }
+
+    /// Lockstep binary searches find, for every candidate, the first entry
+    /// of its item or past it, as galloping does: candidates before, inside,
+    /// between and past a list's items, lists of every length from one.
+    @Test func lockstepSearchesFindWhatGallopingFinds() {
+        var rng = SplitMix64(state: 97)
+        for _ in 0..<300 {
+            let length = 1 + Int(rng.next() % 200)
+            var items = (0..<length).map { _ in UInt32(rng.next() % 400) }
+            items.sort()
+            let entries = items.enumerated().map { UInt64($1) << 32 | UInt64($0) }
+            let padded = [UInt64(0)] + entries + [UInt64.max]   // a range inside a larger array
+            let candidates = Array(Set((0..<(1 + Int(rng.next() % 60))).map { _ in UInt32(rng.next() % 420) })).sorted()
+            var bases: [Int] = Array(repeating: 0, count: candidates.count)
+            padded.withUnsafeBufferPointer { list in
+                candidates.withUnsafeBufferPointer { keys in
+                    SearchRun.lowerBounds(list, from: 1, to: 1 + length, keys, &bases)
+                    for (c, key) in candidates.enumerated() {
+                        #expect(bases[c] == SearchRun.gallop(list, from: 1, to: 1 + length, atLeast: UInt64(key) << 32), "\(key) in \(items)")
+                    }
+                }
+            }
         }
     }
 
