@@ -222,6 +222,37 @@ package struct StrictJSONReader {
         return i
     }
 
+    /// Reads an object from the reader's position, `member` reading each
+    /// member from its key on (the reader at the key's quote); false when
+    /// the object does not read. The walk a reader of stored items shares
+    /// (`AttributesLayout`, the response writer's `ItemMembers`).
+    package mutating func members(_ member: (inout StrictJSONReader) -> Bool) -> Bool {
+        skipSpace()
+        guard i < bytes.count, bytes[i] == UInt8(ascii: "{") else { return false }
+        i += 1
+        skipSpace()
+        if i < bytes.count, bytes[i] == UInt8(ascii: "}") { i += 1; return true }
+        while true {
+            skipSpace()
+            guard member(&self) else { return false }
+            skipSpace()
+            guard i < bytes.count else { return false }
+            if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
+            if bytes[i] == UInt8(ascii: "}") { i += 1; return true }
+            return false
+        }
+    }
+
+    /// Steps over the `:` after a key and the space around it; false when
+    /// it is not there.
+    package mutating func colon() -> Bool {
+        skipSpace()
+        guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { return false }
+        i += 1
+        skipSpace()
+        return true
+    }
+
     /// Steps over one value without building it; false when it does not parse.
     package mutating func skipValue() -> Bool {
         skipSpace()

@@ -65,13 +65,13 @@ struct ItemMembers {
             var reader = StrictJSONReader(bytes: buffer)
             var members = ItemMembers(tree: .null)
             func slice(_ from: Int, _ to: Int) -> ArraySlice<UInt8> { bytes[(base + from)..<(base + to)] }
-            let read = Self.object(&reader) { reader in
+            let read = reader.members { reader in
                 let which = Self.topKey(&reader)
-                guard which != .unreadable, Self.colon(&reader) else { return false }
+                guard which != .unreadable, reader.colon() else { return false }
                 let start = reader.i
                 if which == .attributes, start < reader.bytes.count, reader.bytes[start] == UInt8(ascii: "{") {
-                    return Self.object(&reader) { reader in
-                        guard let key = reader.string(), Self.colon(&reader) else { return false }
+                    return reader.members { reader in
+                        guard let key = reader.string(), reader.colon() else { return false }
                         let valueStart = reader.i
                         guard reader.skipValue() else { return false }
                         members.attributes.append((key, .raw(slice(valueStart, reader.i))))
@@ -91,34 +91,6 @@ struct ItemMembers {
         }
         guard let read else { return nil }
         self = read
-    }
-
-    /// Reads an object, `member` reading each member from its key on;
-    /// false when it does not read.
-    static func object(_ reader: inout StrictJSONReader, _ member: (inout StrictJSONReader) -> Bool) -> Bool {
-        reader.skipSpace()
-        guard reader.i < reader.bytes.count, reader.bytes[reader.i] == UInt8(ascii: "{") else { return false }
-        reader.i += 1
-        reader.skipSpace()
-        if reader.i < reader.bytes.count, reader.bytes[reader.i] == UInt8(ascii: "}") { reader.i += 1; return true }
-        while true {
-            reader.skipSpace()
-            guard member(&reader) else { return false }
-            reader.skipSpace()
-            guard reader.i < reader.bytes.count else { return false }
-            if reader.bytes[reader.i] == UInt8(ascii: ",") { reader.i += 1; continue }
-            if reader.bytes[reader.i] == UInt8(ascii: "}") { reader.i += 1; return true }
-            return false
-        }
-    }
-
-    /// Steps over the `:` after a key and the space around it.
-    static func colon(_ reader: inout StrictJSONReader) -> Bool {
-        reader.skipSpace()
-        guard reader.i < reader.bytes.count, reader.bytes[reader.i] == UInt8(ascii: ":") else { return false }
-        reader.i += 1
-        reader.skipSpace()
-        return true
     }
 
     enum TopKey { case attributes, domain, entity, other, unreadable }

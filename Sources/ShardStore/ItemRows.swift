@@ -134,53 +134,24 @@ struct AttributesLayout: Equatable {
 
     init?(_ json: UnsafeBufferPointer<UInt8>) {
         var reader = StrictJSONReader(bytes: json)
-        reader.skipSpace()
-        guard reader.i < json.count, json[reader.i] == UInt8(ascii: "{") else { return nil }
-        reader.i += 1
         var found: (Int, Int, [UInt32])?
-        while true {
-            reader.skipSpace()
-            guard let key = reader.string() else { return nil }
-            reader.skipSpace()
-            guard reader.i < json.count, json[reader.i] == UInt8(ascii: ":") else { return nil }
-            reader.i += 1
-            reader.skipSpace()
-            if key == "attributes" {
-                guard found == nil, reader.i < json.count, json[reader.i] == UInt8(ascii: "{") else { return nil }
-                let start = reader.i
-                reader.i += 1
-                var keys: [UInt32] = []
-                reader.skipSpace()
-                if reader.i < json.count, json[reader.i] == UInt8(ascii: "}") {
-                    reader.i += 1
-                } else {
-                    while true {
-                        reader.skipSpace()
-                        let at = reader.i
-                        guard let k = reader.string(), reader.i - at == k.utf8.count + 2 else { return nil }
-                        guard at <= Int(UInt32.max) else { return nil }
-                        keys.append(UInt32(at))
-                        reader.skipSpace()
-                        guard reader.i < json.count, json[reader.i] == UInt8(ascii: ":") else { return nil }
-                        reader.i += 1
-                        guard reader.skipValue() else { return nil }
-                        reader.skipSpace()
-                        guard reader.i < json.count else { return nil }
-                        if json[reader.i] == UInt8(ascii: ",") { reader.i += 1; continue }
-                        if json[reader.i] == UInt8(ascii: "}") { reader.i += 1; break }
-                        return nil
-                    }
-                }
-                found = (start, reader.i, keys)
-            } else {
-                guard reader.skipValue() else { return nil }
+        let read = reader.members { reader in
+            guard let key = reader.string(), reader.colon() else { return false }
+            guard key == "attributes" else { return reader.skipValue() }
+            guard found == nil else { return false }
+            let start = reader.i
+            var keys: [UInt32] = []
+            let attributes = reader.members { reader in
+                let at = reader.i
+                guard let k = reader.string(), reader.i - at == k.utf8.count + 2, at <= Int(UInt32.max) else { return false }
+                keys.append(UInt32(at))
+                return reader.colon() && reader.skipValue()
             }
-            reader.skipSpace()
-            guard reader.i < json.count else { return nil }
-            if json[reader.i] == UInt8(ascii: ",") { reader.i += 1; continue }
-            if json[reader.i] == UInt8(ascii: "}") { break }
-            return nil
+            guard attributes else { return false }
+            found = (start, reader.i, keys)
+            return true
         }
+        guard read else { return nil }
         guard let found else { return nil }
         start = found.0
         end = found.1

@@ -316,4 +316,3 @@ extension SearchRun {
         return lo
     }
 }
-
