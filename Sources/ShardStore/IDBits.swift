@@ -44,6 +44,24 @@ struct IDBits: Sendable, Equatable {
         return w < words.count && words[w] & (1 << UInt64(id & 63)) != 0
     }
 
+    /// The set's words in a buffer, for loops of tests (``Words/contains(_:)``)
+    /// that reading through the array would slow with its checks.
+    func withWords<R>(_ body: (Words) throws -> R) rethrows -> R {
+        try words.withUnsafeBufferPointer { try body(Words(words: $0)) }
+    }
+
+    /// A set's words borrowed for the length of ``withWords(_:)``.
+    struct Words {
+        let words: UnsafeBufferPointer<UInt64>
+
+        @inline(__always)
+        func contains(_ id: Int64) -> Bool {
+            guard id >= 0 else { return false }
+            let w = Int(id) >> 6
+            return w < words.count && words[w] & (1 << UInt64(id & 63)) != 0
+        }
+    }
+
     var isEmpty: Bool { words.allSatisfy { $0 == 0 } }
 
     var count: Int { words.reduce(0) { $0 + $1.nonzeroBitCount } }

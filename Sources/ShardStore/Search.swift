@@ -329,18 +329,35 @@ final class SearchRun {
 
     /// The best ``SearchPlan/window`` matches by the lexical criteria, added
     /// to `result` best first; returns their item ids in the same order.
+    /// Per match (`matched`, each held by some form of the word), the typos
+    /// of the word's best form it holds added to `typos`, and 1 to
+    /// `exactWords` where it holds the word itself. Through buffers: as
+    /// arrays, every `+=` checked its array's uniqueness (a call) and every
+    /// test went through a set's array (two-word searches hold ~500 matches).
+    static func addTypos(of p: WordPostings, _ matched: [Int64],
+                         _ typos: UnsafeMutableBufferPointer<Int>, _ exactWords: UnsafeMutableBufferPointer<Int>) {
+        p.byTypos[0].withWords { zero in
+        p.byTypos[1].withWords { one in
+        p.byTypos[2].withWords { two in
+        p.exact.withWords { exact in
+            for (k, id) in matched.enumerated() {
+                typos[k] += zero.contains(id) ? 0 : one.contains(id) ? 1 : two.contains(id) ? 2 : 0
+                if exact.contains(id) { exactWords[k] += 1 }
+            }
+        }
+        }
+        }
+        }
+    }
+
     func rankLexically(matched: [Int64], postings: [WordPostings], into result: inout ShardSearchResult) throws -> [Int64] {
         // Typos, attribute and exactness of every match, from posting lists.
         let n = matched.count
         var typos = [Int](repeating: 0, count: n)
         var exactWords = [Int](repeating: 0, count: n)
-        for p in postings {
-            // The word's sets as locals: read through the array of levels,
-            // each test retained and released a set.
-            let zero = p.byTypos[0], one = p.byTypos[1], two = p.byTypos[2], exact = p.exact
-            for (k, id) in matched.enumerated() {
-                typos[k] += zero.contains(id) ? 0 : one.contains(id) ? 1 : two.contains(id) ? 2 : 0
-                if exact.contains(id) { exactWords[k] += 1 }
+        typos.withUnsafeMutableBufferPointer { typos in
+            exactWords.withUnsafeMutableBufferPointer { exactWords in
+                for p in postings { Self.addTypos(of: p, matched, typos, exactWords) }
             }
         }
         var attribute = [Int](repeating: noRank, count: n)
