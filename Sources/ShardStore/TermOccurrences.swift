@@ -25,7 +25,7 @@ struct TermOccurrences: Sendable {
     let start: [UInt32]
     /// Each occurrence: its item << 32 | its place, ascending within a
     /// term (items ascending). The place is the value's index among the
-    /// item's values << 22 | its attribute name id << 14 | the position
+    /// item's values << 23 | its attribute name id << 16 | the position
     /// (camel-case parts at their token's) << 2 | a bit for a camel-case
     /// part << 1 | a bit for the value's last token that is not one, so
     /// that places sort as the text reads, and a search needs nothing else
@@ -43,13 +43,24 @@ struct TermOccurrences: Sendable {
     /// The items described (ids `0..<items`).
     let items: Int
 
-    static let maxPosition = 1 << 12
-    static let maxNames = 1 << 8
-    static let maxValues = 1 << 10
+    /// The place's fields: 14 bits of position, 7 of name id, 9 of value
+    /// index. Positions up to 16,383 because the longest texts are the
+    /// ones most queries match: with 12 bits, Debian's
+    /// `texlive-latex-extra` (10,852 words in one description, the package
+    /// list of a whole TeX collection) kept the token loop, and it was a
+    /// candidate of 40% of the benchmark's two-word searches, each time
+    /// reading its ~11,000 tokens. 512 values and 128 attribute names
+    /// still describe every Debian item (the most values an item has is
+    /// under 450, the names are ~20).
+    static let maxPosition = 1 << 14
+    static let maxNames = 1 << 7
+    static let maxValues = 1 << 9
+    static let nameShift: UInt32 = 16
+    static let valueShift: UInt32 = 23
 
     /// A place's value index, name id, position, and flags.
-    @inline(__always) static func value(_ place: UInt32) -> Int { Int(place >> 22) }
-    @inline(__always) static func name(_ place: UInt32) -> Int { Int(place >> 14) & (maxNames - 1) }
+    @inline(__always) static func value(_ place: UInt32) -> Int { Int(place >> valueShift) }
+    @inline(__always) static func name(_ place: UInt32) -> Int { Int(place >> nameShift) & (maxNames - 1) }
     @inline(__always) static func position(_ place: UInt32) -> Int { Int(place >> 2) & (maxPosition - 1) }
     @inline(__always) static func isPart(_ place: UInt32) -> Bool { place & 2 != 0 }
     @inline(__always) static func isLastWord(_ place: UInt32) -> Bool { place & 1 != 0 }
@@ -89,7 +100,7 @@ struct TermOccurrences: Sendable {
                     }
                     let slot = Int(fill[t])
                     fill[t] = UInt32(slot + 1)
-                    let place = UInt32(min(local, Self.maxValues - 1)) << 22 | UInt32(min(name, Self.maxNames - 1)) << 14
+                    let place = UInt32(min(local, Self.maxValues - 1)) << Self.valueShift | UInt32(min(name, Self.maxNames - 1)) << Self.nameShift
                         | UInt32(min(max(position, 0), Self.maxPosition - 1)) << 2
                         | UInt32(e & 1) << 1 | (e & 1 == 0 && position == lastWord ? 1 : 0)
                     entries[slot] = UInt64(i) << 32 | UInt64(place)

@@ -245,6 +245,43 @@ import Testing
         }
     }
 
+    /// A text of thousands of words is described by its occurrences up to
+    /// position 16,383 (Debian's longest description has 10,852 words and
+    /// most queries match it), with the token loop's numbers: the query's
+    /// words adjacent past position 4,096, and far apart before. Past the
+    /// last position an item keeps the loop, and so does one of more than
+    /// 512 values.
+    @Test func longTextsAreDescribedUpToTheirLastPosition() throws {
+        let dir = try TempDir()
+        let s = try openStore(dir)
+        func words(_ n: Int) -> String { (0..<n).map { "filler\($0 % 50)" }.joined(separator: " ") }
+        let long = "alpha " + words(300) + " beta " + words(5_000) + " alpha beta " + words(20)
+        let tooLong = words(16_400) + " alpha beta"
+        let manyValues = (0..<600).map { "\"v\($0) alpha\"" }.joined(separator: ", ")
+        try s.put([item("long", domain: "@alpha", #"{"title": "long", "contentDescription": "\#(long)"}"#),
+                   item("tooLong", domain: "@alpha", #"{"title": "too long", "contentDescription": "\#(tooLong)"}"#),
+                   item("many", domain: "@alpha", #"{"title": "beta", "keywords": [\#(manyValues)]}"#),
+                   item("short", domain: "@alpha", #"{"title": "alpha", "contentDescription": "beta"}"#)])
+        try s.buildSuggestionIndex()
+        defer { PostingIndexes.shared.forget(path: s.path) }
+        let index = try #require(try PostingIndexTests.held(s))
+        let forward = try #require(index.forward)
+        let ids = try s.db.prepare("SELECT id FROM items ORDER BY id").map { $0.int64(at: 0) }
+        #expect(ids.map { forward.occurrences.describes($0) } == [true, false, false, true])
+        let plan = SearchPlan(words: ["alpha", "beta"], prefixLast: false, typos: TypoPolicy(enabled: false), window: 20)
+        try s.db.transaction(.deferred) {
+            try s.reloadIfChanged()
+            let run = try SearchRun(store: s, plan: plan, context: QueryContext(isCancelled: { false }, wantsScores: false), index: index)
+            let all = run.indexedTextMatches(ids, forward, always: true)
+            let loop = ids.map { run.indexedTextMatch($0, forward) }
+            #expect(all.map { $0?.proximity } == loop.map { $0?.proximity })
+            #expect(all.map { $0?.attribute } == loop.map { $0?.attribute })
+            #expect(all.map { $0?.exactAttribute } == loop.map { $0?.exactAttribute })
+            // Adjacent past position 4,096 in the long texts; in two values of the others.
+            #expect(all.map { $0?.proximity } == [1, 1, ProximityTracker.farthest, ProximityTracker.farthest])
+        }
+    }
+
     /// The masks a query begins with, found by lookups in the ASCII terms'
     /// vocabulary, are for every ASCII term what the matcher's own
     /// comparisons say (and folded terms are left to be decided when met).
