@@ -106,6 +106,9 @@ public struct JSONObjectWriter {
 
     public init() {}
 
+    /// A writer with room for `capacity` members before its list grows.
+    public init(capacity: Int) { members.reserveCapacity(capacity) }
+
     public mutating func set(_ key: String, _ value: JSONValue) { members.append((key, .tree(value))) }
 
     /// `bytes` must hold exactly one well-formed JSON value.

@@ -26,6 +26,15 @@ struct ItemMembers {
             }
         }
 
+        /// About the size of the value's JSON text, for sizing buffers
+        /// (exact for text, a guess for a tree).
+        var textSize: Int {
+            switch self {
+            case .tree(let v): if case .string(let s) = v { s.utf8.count + 2 } else { 64 }
+            case .raw(let bytes): bytes.count
+            }
+        }
+
         /// Text, or a list holding text (``SearchResponseBuilder/isText(_:)``).
         var isText: Bool {
             switch self {

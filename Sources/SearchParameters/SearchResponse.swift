@@ -168,8 +168,11 @@ public struct SearchResponseBuilder: Sendable {
     func writeHit(_ id: String, _ item: JSONValue, _ rank: SearchRank, _ highlighter: Highlighter,
                   retrieved: Set<String>?, toHighlight named: [String]?, fusion: HybridRanking.Placement? = nil,
                   scratch: HighlightScratch? = nil, rawItem: RawJSON? = nil, into out: inout [UInt8]) {
-        var o = JSONObjectWriter()
         let members = rawItem.flatMap(ItemMembers.init(raw:)) ?? ItemMembers(tree: rawItem.flatMap { try? $0.decoded() } ?? item)
+        // Room for every member at once (the attributes, `objectID`, the
+        // domain, the entity, the results): grown from empty, the list was
+        // reallocated three or four times a hit.
+        var o = JSONObjectWriter(capacity: members.attributes.count + 8)
         var textNames: [String] = []
         for a in members.attributes where retrieved?.contains(a.key) ?? true {
             switch a.value {
@@ -195,7 +198,13 @@ public struct SearchResponseBuilder: Sendable {
         let toHighlight = named ?? textNames.sorted()
         if !toHighlight.isEmpty {
             let scratch = scratch ?? HighlightScratch(highlighter)
-            var b: [UInt8] = [UInt8(ascii: "{")]
+            // Sized for the values once: grown from one byte, the buffer
+            // was reallocated about seven times a hit.
+            var b: [UInt8] = []
+            b.reserveCapacity(toHighlight.reduce(0) { size, name in
+                size + 96 + 2 * (members.attributes.first { $0.key == name }?.value.textSize ?? 0)
+            })
+            b.append(UInt8(ascii: "{"))
             var first = true
             for name in toHighlight {
                 guard let value = attribute(name) else { continue }
