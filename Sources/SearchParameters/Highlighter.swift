@@ -67,6 +67,13 @@ public struct Highlighter: Sendable {
 
     /// ``matches(_:fast:)`` into `scratch.matches`, in the buffers it holds.
     func fill(_ value: String, fast: Bool, _ scratch: HighlightScratch) {
+        var copy = value
+        copy.withUTF8 { fill(utf8: $0, fast: fast, scratch) }
+    }
+
+    /// ``fill(_:fast:_:)`` of the text whose UTF-8 is `bytes` (valid UTF-8):
+    /// a `String` is made of it only when it is not ASCII.
+    func fill(utf8 bytes: UnsafeBufferPointer<UInt8>, fast: Bool, _ scratch: HighlightScratch) {
         scratch.matches.tokens.removeAll(keepingCapacity: true)
         scratch.matches.marked.removeAll(keepingCapacity: true)
         scratch.matches.ranges.removeAll(keepingCapacity: true)
@@ -87,16 +94,14 @@ public struct Highlighter: Sendable {
                 scratch.ranges.append(range)
             }
         }
-        var copy = value
-        let done = fast && words.count <= 64 && copy.withUTF8 { bytes -> Bool in
-            guard !bytes.contains(where: { $0 >= 128 }) else { return false }
+        let done = fast && words.count <= 64 && !bytes.contains(where: { $0 >= 128 })
+        if done {
             _ = SearchWordMatcher.forEachASCIIToken(bytes, lowered: &scratch.lowered) { token, _, position, _, start in
                 let bits = matcher.matchesASCII(token, rows: &scratch.rows)
                 record(start..<start + token.count, position) { bits & (1 << UInt64($0)) != 0 }
             }
-            return true
-        }
-        if !done {
+        } else {
+            let value = String(decoding: bytes, as: UTF8.self)
             let utf8 = value.utf8
             for token in SearchTokens.tokens(value) {
                 let range = utf8.distance(from: utf8.startIndex, to: token.range.lowerBound)
@@ -166,22 +171,29 @@ public struct Highlighter: Sendable {
     /// highlighted titles were a third of building its response (~20 of 62
     /// us, Debian corpus, in process, 2026-11-25).
     public func writeResult(_ value: String, _ scratch: HighlightScratch, into out: inout [UInt8]) {
-        fill(value, fast: true, scratch)
+        var copy = value
+        copy.withUTF8 { writeResult(utf8: $0, scratch, into: &out) }
+    }
+
+    /// ``writeResult(_:_:into:)`` of the text whose UTF-8 is `bytes` (valid
+    /// UTF-8): what the response writer gives for a value it holds as JSON
+    /// text with no escapes, whose inside is those bytes (parsing the text
+    /// into a string only to read its bytes again was a sixth of a hit's
+    /// highlight).
+    public func writeResult(utf8 bytes: UnsafeBufferPointer<UInt8>, _ scratch: HighlightScratch, into out: inout [UInt8]) {
+        fill(utf8: bytes, fast: true, scratch)
         let m = scratch.matches
         Self.writeEntry(fully: fullyHighlighted(m), level: level(m.matched),
                         words: words.indices.lazy.filter { m.matched[$0] }.map { words[$0] }, into: &out) { out in
-            var copy = value
-            copy.withUTF8 { bytes in
-                var at = 0
-                for r in m.ranges {
-                    JSONWriter.writeEscaped(UnsafeBufferPointer(rebasing: bytes[at..<r.lowerBound]), into: &out)
-                    out += scratch.preTag
-                    JSONWriter.writeEscaped(UnsafeBufferPointer(rebasing: bytes[r]), into: &out)
-                    out += scratch.postTag
-                    at = r.upperBound
-                }
-                JSONWriter.writeEscaped(UnsafeBufferPointer(rebasing: bytes[at..<bytes.count]), into: &out)
+            var at = 0
+            for r in m.ranges {
+                JSONWriter.writeEscaped(UnsafeBufferPointer(rebasing: bytes[at..<r.lowerBound]), into: &out)
+                out += scratch.preTag
+                JSONWriter.writeEscaped(UnsafeBufferPointer(rebasing: bytes[r]), into: &out)
+                out += scratch.postTag
+                at = r.upperBound
             }
+            JSONWriter.writeEscaped(UnsafeBufferPointer(rebasing: bytes[at..<bytes.count]), into: &out)
         }
     }
 

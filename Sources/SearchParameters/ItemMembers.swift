@@ -26,6 +26,14 @@ struct ItemMembers {
             }
         }
 
+        /// The UTF-8 of the value when it is text held as JSON with no
+        /// escapes: the bytes between its quotes, which are the string's.
+        var plainText: ArraySlice<UInt8>? {
+            guard case .raw(let bytes) = self, bytes.count >= 2, bytes.first == UInt8(ascii: "\""),
+                  bytes.last == UInt8(ascii: "\""), !bytes.contains(UInt8(ascii: "\\")) else { return nil }
+            return bytes.dropFirst().dropLast()
+        }
+
         /// About the size of the value's JSON text, for sizing buffers
         /// (exact for text, a guess for a tree).
         var textSize: Int {

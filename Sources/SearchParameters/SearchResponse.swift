@@ -207,12 +207,20 @@ public struct SearchResponseBuilder: Sendable {
             b.append(UInt8(ascii: "{"))
             var first = true
             for name in toHighlight {
-                guard let value = attribute(name) else { continue }
+                guard let member = members.attributes.first(where: { $0.key == name })?.value else { continue }
+                // Text held as JSON with no escapes is highlighted on its
+                // bytes; anything else is read into a tree first.
+                let plain = member.plainText
+                guard plain != nil || member.tree != nil else { continue }
                 if !first { b.append(UInt8(ascii: ",")) }
                 first = false
                 JSONWriter.writeString(name, into: &b)
                 b.append(UInt8(ascii: ":"))
-                writeHighlight(value, highlighter, scratch, into: &b)
+                if let plain {
+                    plain.withUnsafeBufferPointer { highlighter.writeResult(utf8: $0, scratch, into: &b) }
+                } else if let value = member.tree {
+                    writeHighlight(value, highlighter, scratch, into: &b)
+                }
             }
             b.append(UInt8(ascii: "}"))
             o.set("_highlightResult", bytes: b)

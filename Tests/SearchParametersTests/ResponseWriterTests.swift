@@ -36,7 +36,7 @@ import Testing
         b.add(Body.ShardSearchResult(
             shard: 0,
             hits: [Body.RankedHit(id: "deb:vim", item: item("vim"), rank: SearchRank(words: 2, typos: 0, proximity: 1, custom: [.number(9)])),
-                   Body.RankedHit(id: "deb:neovim", item: item("neovim", ["title": .string("neovim \u{1}")]), rank: SearchRank(words: 2, typos: 1, proximity: 3))],
+                   Body.RankedHit(id: "deb:neovim", item: item("neovim", ["title": .string("neovim \u{1}"), "contentDescription": .string("Vim, l’éditeur de texte")]), rank: SearchRank(words: 2, typos: 1, proximity: 3))],
             nbHits: 2, facets: ["section": ["editors": 2]], facetStats: [:], exhaustiveFacetsCount: true))
         return b
     }
