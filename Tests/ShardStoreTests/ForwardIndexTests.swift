@@ -227,22 +227,11 @@ import Testing
         try s.put([item("a", domain: "@alpha", #"{"title": "fooBar baz", "displayName": "foo bazQux"}"#),
                    item("b", domain: "@alpha", #"{"title": "foo baz", "displayName": "other words"}"#),
                    item("c", domain: "@alpha", #"{"title": "FooBaz", "displayName": "baz foo"}"#)])
-        try s.buildSuggestionIndex()
-        defer { PostingIndexes.shared.forget(path: s.path) }
-        let index = try #require(try PostingIndexTests.held(s))
-        let forward = try #require(index.forward)
-        let ids = try s.db.prepare("SELECT id FROM items ORDER BY id").map { $0.int64(at: 0) }
-        #expect(ids.allSatisfy { forward.occurrences.describes($0) })
-        let plan = SearchPlan(words: ["foo", "baz"], prefixLast: false, typos: TypoPolicy(enabled: false), window: 20)
-        try s.db.transaction(.deferred) {
-            try s.reloadIfChanged()
-            let run = try SearchRun(store: s, plan: plan, context: QueryContext(isCancelled: { false }, wantsScores: false), index: index)
-            let all = run.indexedTextMatches(ids, forward, always: true)
-            let loop = ids.map { run.indexedTextMatch($0, forward) }
-            #expect(all.map { $0?.exactAttribute } == loop.map { $0?.exactAttribute })
-            // Only "b"'s title is the whole query.
-            #expect(all.map { $0?.exactAttribute != SearchRank.noExactAttribute } == [false, true, false])
-        }
+        let (described, all, loop) = try Self.occurrencesAndLoop(s, words: ["foo", "baz"])
+        #expect(described.allSatisfy { $0 })
+        #expect(all.map { $0?.exactAttribute } == loop.map { $0?.exactAttribute })
+        // Only "b"'s title is the whole query.
+        #expect(all.map { $0?.exactAttribute != SearchRank.noExactAttribute } == [false, true, false])
     }
 
     /// A text of thousands of words is described by its occurrences up to
@@ -262,23 +251,32 @@ import Testing
                    item("tooLong", domain: "@alpha", #"{"title": "too long", "contentDescription": "\#(tooLong)"}"#),
                    item("many", domain: "@alpha", #"{"title": "beta", "keywords": [\#(manyValues)]}"#),
                    item("short", domain: "@alpha", #"{"title": "alpha", "contentDescription": "beta"}"#)])
+        let (described, all, loop) = try Self.occurrencesAndLoop(s, words: ["alpha", "beta"])
+        #expect(described == [true, false, false, true])
+        #expect(all.map { $0?.proximity } == loop.map { $0?.proximity })
+        #expect(all.map { $0?.attribute } == loop.map { $0?.attribute })
+        #expect(all.map { $0?.exactAttribute } == loop.map { $0?.exactAttribute })
+        // Adjacent past position 4,096 in the long texts; in two values of the others.
+        #expect(all.map { $0?.proximity } == [1, 1, ProximityTracker.farthest, ProximityTracker.farthest])
+    }
+
+    /// For every item of `s` in id order (its index built here): whether
+    /// the occurrences describe it, and a search's numbers for `words` (no
+    /// typos, no prefix) from the occurrences and from the token loop.
+    static func occurrencesAndLoop(_ s: ShardStore, words: [String]) throws
+        -> (described: [Bool], all: [(proximity: Int, attribute: Int, exactAttribute: Int)?],
+            loop: [(proximity: Int, attribute: Int, exactAttribute: Int)?]) {
         try s.buildSuggestionIndex()
         defer { PostingIndexes.shared.forget(path: s.path) }
         let index = try #require(try PostingIndexTests.held(s))
         let forward = try #require(index.forward)
         let ids = try s.db.prepare("SELECT id FROM items ORDER BY id").map { $0.int64(at: 0) }
-        #expect(ids.map { forward.occurrences.describes($0) } == [true, false, false, true])
-        let plan = SearchPlan(words: ["alpha", "beta"], prefixLast: false, typos: TypoPolicy(enabled: false), window: 20)
-        try s.db.transaction(.deferred) {
+        let plan = SearchPlan(words: words, prefixLast: false, typos: TypoPolicy(enabled: false), window: 20)
+        return try s.db.transaction(.deferred) {
             try s.reloadIfChanged()
             let run = try SearchRun(store: s, plan: plan, context: QueryContext(isCancelled: { false }, wantsScores: false), index: index)
-            let all = run.indexedTextMatches(ids, forward, always: true)
-            let loop = ids.map { run.indexedTextMatch($0, forward) }
-            #expect(all.map { $0?.proximity } == loop.map { $0?.proximity })
-            #expect(all.map { $0?.attribute } == loop.map { $0?.attribute })
-            #expect(all.map { $0?.exactAttribute } == loop.map { $0?.exactAttribute })
-            // Adjacent past position 4,096 in the long texts; in two values of the others.
-            #expect(all.map { $0?.proximity } == [1, 1, ProximityTracker.farthest, ProximityTracker.farthest])
+            return (ids.map { forward.occurrences.describes($0) }, run.indexedTextMatches(ids, forward, always: true),
+                    ids.map { run.indexedTextMatch($0, forward) })
         }
     }
 
