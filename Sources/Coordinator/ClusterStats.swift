@@ -93,9 +93,17 @@ struct ClusterSnapshot: Sendable {
 }
 
 extension CoordinatorCore {
-    func record(_ series: inout [Double], _ v: Double) {
+    /// The latencies the stats describe: the last this many of each series.
+    static let latencySamples = 4096
+
+    /// Appends `v` to a series of which ``snapshot()`` reads the last
+    /// ``latencySamples``. Trimmed a window at a time: trimmed one sample at
+    /// a time, a full series moved all of itself (32 KB) at every query.
+    func record(_ series: inout [Double], _ v: Double) { Self.record(&series, v) }
+
+    static func record(_ series: inout [Double], _ v: Double) {
         series.append(v)
-        if series.count > 4096 { series.removeFirst(series.count - 4096) }
+        if series.count >= 2 * latencySamples { series.removeFirst(series.count - latencySamples) }
     }
 
     /// Forgets lost workers past `LostWorker.keepSeconds`: a worker restarted
@@ -140,7 +148,8 @@ extension CoordinatorCore {
         return ClusterSnapshot(
             time: Date(), uptimeSeconds: Date().timeIntervalSince(startedAt), shardCount: configuration.shards, shards: shards,
             workers: live + lost, counters: counters, queriesInFlight: queries.count, publishesInFlight: publishes.count,
-            deletesInFlight: deletes.count, queryLatencyMs: queryLatenciesMs, firstBatchLatencyMs: firstBatchLatenciesMs,
+            deletesInFlight: deletes.count, queryLatencyMs: Array(queryLatenciesMs.suffix(Self.latencySamples)),
+            firstBatchLatencyMs: Array(firstBatchLatenciesMs.suffix(Self.latencySamples)),
             publishItemsPerSecond: rates.perSecond("publish.items", current: counters, now: now),
             publishBatchesPerSecond: rates.perSecond("publish.batches", current: counters, now: now),
             queriesPerSecond: rates.perSecond("queries", current: counters, now: now))
