@@ -29,46 +29,27 @@ extension StrictJSONReader {
     static func parseItem(_ bytes: UnsafeBufferPointer<UInt8>, keepingAttributes keep: FetchList, uid: String? = nil,
                           layout: AttributesLayout? = nil) -> JSONValue? {
         var reader = StrictJSONReader(bytes: bytes)
-        reader.skipSpace()
-        guard reader.i < bytes.count, bytes[reader.i] == UInt8(ascii: "{") else { return nil }
-        reader.i += 1
         var object = [String: JSONValue](minimumCapacity: 4)
-        reader.skipSpace()
-        if reader.i < bytes.count, bytes[reader.i] == UInt8(ascii: "}") {
-            reader.i += 1
-        } else {
-            while true {
-                reader.skipSpace()
-                guard let key = reader.knownKey() ?? reader.string() else { return nil }
-                reader.skipSpace()
-                guard reader.i < bytes.count, bytes[reader.i] == UInt8(ascii: ":") else { return nil }
-                reader.i += 1
-                if key == "attributes" {
-                    reader.skipSpace()
-                    if let layout, reader.i == layout.start {
-                        guard let attrs = reader.attributes(keeping: keep, layout) else { return nil }
-                        object[key] = attrs
-                        reader.i = layout.end
-                    } else {
-                        guard let attrs = reader.object(keeping: keep) else { return nil }
-                        object[key] = attrs
-                    }
+        let read = reader.members { reader in
+            guard let key = reader.knownKey() ?? reader.string(), reader.colon() else { return false }
+            if key == "attributes" {
+                if let layout, reader.i == layout.start {
+                    guard let attrs = reader.attributes(keeping: keep, layout) else { return false }
+                    object[key] = attrs
+                    reader.i = layout.end
                 } else {
-                    reader.skipSpace()
-                    if key == "uniqueIdentifier", let uid, reader.matchesString(uid) {
-                        object[key] = .string(uid)
-                    } else {
-                        guard let v = reader.value() else { return nil }
-                        object[key] = v
-                    }
+                    guard let attrs = reader.object(keeping: keep) else { return false }
+                    object[key] = attrs
                 }
-                reader.skipSpace()
-                guard reader.i < bytes.count else { return nil }
-                if bytes[reader.i] == UInt8(ascii: ",") { reader.i += 1; continue }
-                if bytes[reader.i] == UInt8(ascii: "}") { reader.i += 1; break }
-                return nil
+            } else if key == "uniqueIdentifier", let uid, reader.matchesString(uid) {
+                object[key] = .string(uid)
+            } else {
+                guard let v = reader.value() else { return false }
+                object[key] = v
             }
+            return true
         }
+        guard read else { return nil }
         reader.skipSpace()
         return reader.i == bytes.count ? .object(object) : nil
     }
@@ -141,42 +122,24 @@ extension StrictJSONReader {
         var reader = StrictJSONReader(bytes: bytes)
         var out: [UInt8] = []
         out.reserveCapacity(256)
-        reader.skipSpace()
-        guard reader.i < bytes.count, bytes[reader.i] == UInt8(ascii: "{") else { return nil }
-        reader.i += 1
         out.append(UInt8(ascii: "{"))
-        reader.skipSpace()
-        if reader.i < bytes.count, bytes[reader.i] == UInt8(ascii: "}") {
-            reader.i += 1
-        } else {
-            var first = true
-            while true {
-                reader.skipSpace()
-                let keyStart = reader.i
-                guard let key = reader.string() else { return nil }
-                let keyEnd = reader.i
-                reader.skipSpace()
-                guard reader.i < bytes.count, bytes[reader.i] == UInt8(ascii: ":") else { return nil }
-                reader.i += 1
-                if !first { out.append(UInt8(ascii: ",")) }
-                first = false
-                out += UnsafeBufferPointer(rebasing: bytes[keyStart..<keyEnd])
-                out.append(UInt8(ascii: ":"))
-                if key == "attributes" {
-                    guard reader.project(keeping: keep, into: &out) else { return nil }
-                } else {
-                    reader.skipSpace()
-                    let start = reader.i
-                    guard reader.skipValue() else { return nil }
-                    out += UnsafeBufferPointer(rebasing: bytes[start..<reader.i])
-                }
-                reader.skipSpace()
-                guard reader.i < bytes.count else { return nil }
-                if bytes[reader.i] == UInt8(ascii: ",") { reader.i += 1; continue }
-                if bytes[reader.i] == UInt8(ascii: "}") { reader.i += 1; break }
-                return nil
-            }
+        var first = true
+        let read = reader.members { reader in
+            let keyStart = reader.i
+            guard let key = reader.string() else { return false }
+            let keyEnd = reader.i
+            guard reader.colon() else { return false }
+            if !first { out.append(UInt8(ascii: ",")) }
+            first = false
+            out += UnsafeBufferPointer(rebasing: bytes[keyStart..<keyEnd])
+            out.append(UInt8(ascii: ":"))
+            if key == "attributes" { return reader.project(keeping: keep, into: &out) }
+            let start = reader.i
+            guard reader.skipValue() else { return false }
+            out += UnsafeBufferPointer(rebasing: bytes[start..<reader.i])
+            return true
         }
+        guard read else { return nil }
         out.append(UInt8(ascii: "}"))
         reader.skipSpace()
         return reader.i == bytes.count ? out : nil
@@ -233,45 +196,27 @@ extension StrictJSONReader {
             out += UnsafeBufferPointer(rebasing: bytes[start..<i])
             return true
         }
-        i += 1
         out.append(UInt8(ascii: "{"))
         var first = true
-        skipSpace()
-        if i < bytes.count, bytes[i] == UInt8(ascii: "}") { i += 1; out.append(UInt8(ascii: "}")); return true }
-        while true {
-            skipSpace()
-            guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else { return false }
-            let keyStart = i
-            var end = i + 1
-            while end < bytes.count, bytes[end] != UInt8(ascii: "\""), bytes[end] != UInt8(ascii: "\\"), bytes[end] >= 32 { end += 1 }
-            let kept: Bool
-            if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
-                kept = keep.contains(UnsafeBufferPointer(rebasing: bytes[(i + 1)..<end]))
-                i = end + 1
-            } else {
-                guard let escaped = string() else { return false }
-                kept = keep.names.contains(escaped)
-            }
-            let keyEnd = i
-            skipSpace()
-            guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { return false }
-            i += 1
-            skipSpace()
-            let valueStart = i
-            guard skipValue() else { return false }
-            if kept {
+        let read = members { reader in
+            let keyStart = reader.i
+            guard let key = reader.key(keptBy: keep) else { return false }
+            let keyEnd = reader.i
+            guard reader.colon() else { return false }
+            let valueStart = reader.i
+            guard reader.skipValue() else { return false }
+            if key.kept {
                 if !first { out.append(UInt8(ascii: ",")) }
                 first = false
-                out += UnsafeBufferPointer(rebasing: bytes[keyStart..<keyEnd])
+                out += UnsafeBufferPointer(rebasing: reader.bytes[keyStart..<keyEnd])
                 out.append(UInt8(ascii: ":"))
-                out += UnsafeBufferPointer(rebasing: bytes[valueStart..<i])
+                out += UnsafeBufferPointer(rebasing: reader.bytes[valueStart..<reader.i])
             }
-            skipSpace()
-            guard i < bytes.count else { return false }
-            if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
-            if bytes[i] == UInt8(ascii: "}") { i += 1; out.append(UInt8(ascii: "}")); return true }
-            return false
+            return true
         }
+        guard read else { return false }
+        out.append(UInt8(ascii: "}"))
+        return true
     }
 
     /// An object with only the members named in `keep`; the others are skipped.
@@ -279,43 +224,34 @@ extension StrictJSONReader {
     mutating func object(keeping keep: FetchList) -> JSONValue? {
         skipSpace()
         guard i < bytes.count, bytes[i] == UInt8(ascii: "{") else { return value() }
-        i += 1
         var object: [String: JSONValue] = [:]
-        skipSpace()
-        if i < bytes.count, bytes[i] == UInt8(ascii: "}") { i += 1; return .object(object) }
-        while true {
-            skipSpace()
-            // A key without escapes is compared as bytes, and becomes a
-            // String only when it is kept: most keys are skipped.
-            guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else { return nil }
-            var end = i + 1
-            while end < bytes.count, bytes[end] != UInt8(ascii: "\""), bytes[end] != UInt8(ascii: "\\"), bytes[end] >= 32 { end += 1 }
-            var key: String?
-            if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
-                let raw = UnsafeBufferPointer(rebasing: bytes[(i + 1)..<end])
-                i = end + 1
-                if keep.contains(raw) { key = String(decoding: raw, as: UTF8.self) }
-            } else {
-                guard let escaped = string() else { return nil }
-                if keep.names.contains(escaped) { key = escaped }
-            }
-            skipSpace()
-            guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { return nil }
-            i += 1
-            if let key {
-                guard let v = value() else { return nil }
-                object[key] = v
-            } else {
-                guard skipValue() else { return nil }
-            }
-            skipSpace()
-            guard i < bytes.count else { return nil }
-            if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
-            if bytes[i] == UInt8(ascii: "}") { i += 1; return .object(object) }
-            return nil
+        let read = members { reader in
+            guard let key = reader.key(keptBy: keep), reader.colon() else { return false }
+            guard key.kept else { return reader.skipValue() }
+            guard let v = reader.value() else { return false }
+            object[key.escaped ?? String(decoding: key.plain, as: UTF8.self)] = v
+            return true
         }
+        return read ? .object(object) : nil
     }
 
+    /// Reads an object's key (the reader at its quote) and tells whether
+    /// `keep` names it; nil when it does not read. A key without escapes is
+    /// compared as bytes (`plain`, the bytes between its quotes), so that a
+    /// key skipped never becomes a `String`: most keys are skipped. A key
+    /// with escapes is read into `escaped`.
+    mutating func key(keptBy keep: FetchList) -> (kept: Bool, plain: UnsafeBufferPointer<UInt8>, escaped: String?)? {
+        guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else { return nil }
+        var end = i + 1
+        while end < bytes.count, bytes[end] != UInt8(ascii: "\""), bytes[end] != UInt8(ascii: "\\"), bytes[end] >= 32 { end += 1 }
+        if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
+            let raw = UnsafeBufferPointer(rebasing: bytes[(i + 1)..<end])
+            i = end + 1
+            return (keep.contains(raw), raw, nil)
+        }
+        guard let escaped = string() else { return nil }
+        return (keep.names.contains(escaped), UnsafeBufferPointer(rebasing: bytes[i..<i]), escaped)
+    }
 }
 
 /// The attributes a query fetches, ready to be compared with the keys of
