@@ -198,28 +198,29 @@ public struct SearchResponseBuilder: Sendable {
         let toHighlight = named ?? textNames.sorted()
         if !toHighlight.isEmpty {
             let scratch = scratch ?? HighlightScratch(highlighter)
+            // Each named value found once: text held as JSON with no
+            // escapes is highlighted on its bytes, anything else read into a
+            // tree first (a value that reads as neither is left out).
+            enum Highlighted { case plain(ArraySlice<UInt8>), tree(JSONValue) }
+            var size = 0
+            let values: [(name: String, value: Highlighted)] = toHighlight.compactMap { name in
+                guard let member = members.attributes.first(where: { $0.key == name })?.value else { return nil }
+                size += 96 + 2 * member.textSize
+                if let plain = member.plainText { return (name, .plain(plain)) }
+                return member.tree.map { (name, .tree($0)) }
+            }
             // Sized for the values once: grown from one byte, the buffer
             // was reallocated about seven times a hit.
             var b: [UInt8] = []
-            b.reserveCapacity(toHighlight.reduce(0) { size, name in
-                size + 96 + 2 * (members.attributes.first { $0.key == name }?.value.textSize ?? 0)
-            })
+            b.reserveCapacity(size)
             b.append(UInt8(ascii: "{"))
-            var first = true
-            for name in toHighlight {
-                guard let member = members.attributes.first(where: { $0.key == name })?.value else { continue }
-                // Text held as JSON with no escapes is highlighted on its
-                // bytes; anything else is read into a tree first.
-                let plain = member.plainText
-                guard plain != nil || member.tree != nil else { continue }
-                if !first { b.append(UInt8(ascii: ",")) }
-                first = false
+            for (i, (name, value)) in values.enumerated() {
+                if i > 0 { b.append(UInt8(ascii: ",")) }
                 JSONWriter.writeString(name, into: &b)
                 b.append(UInt8(ascii: ":"))
-                if let plain {
-                    plain.withUnsafeBufferPointer { highlighter.writeResult(utf8: $0, scratch, into: &b) }
-                } else if let value = member.tree {
-                    writeHighlight(value, highlighter, scratch, into: &b)
+                switch value {
+                case .plain(let bytes): bytes.withUnsafeBufferPointer { highlighter.writeResult(utf8: $0, scratch, into: &b) }
+                case .tree(let v): writeHighlight(v, highlighter, scratch, into: &b)
                 }
             }
             b.append(UInt8(ascii: "}"))

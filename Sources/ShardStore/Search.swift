@@ -327,8 +327,6 @@ final class SearchRun {
         return result
     }
 
-    /// The best ``SearchPlan/window`` matches by the lexical criteria, added
-    /// to `result` best first; returns their item ids in the same order.
     /// Per match (`matched`, each held by some form of the word), the typos
     /// of the word's best form it holds added to `typos`, and 1 to
     /// `exactWords` where it holds the word itself. Through buffers: as
@@ -350,6 +348,8 @@ final class SearchRun {
         }
     }
 
+    /// The best ``SearchPlan/window`` matches by the lexical criteria, added
+    /// to `result` best first; returns their item ids in the same order.
     func rankLexically(matched: [Int64], postings: [WordPostings], into result: inout ShardSearchResult) throws -> [Int64] {
         // Typos, attribute and exactness of every match, from posting lists.
         let n = matched.count
