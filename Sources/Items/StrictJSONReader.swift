@@ -243,6 +243,17 @@ package struct StrictJSONReader {
         }
     }
 
+    /// Whether the reader is at `"name"` (`name` the bytes between the
+    /// quotes, no escapes), stepped over when it is: a known member name
+    /// compared as bytes, with no `String` made of it.
+    package mutating func steppedOver(quoted name: UnsafeBufferPointer<UInt8>) -> Bool {
+        let n = name.count
+        guard i + n + 1 < bytes.count, bytes[i] == UInt8(ascii: "\""), bytes[i + n + 1] == UInt8(ascii: "\"") else { return false }
+        for k in 0..<n where bytes[i + 1 + k] != name[k] { return false }
+        i += n + 2
+        return true
+    }
+
     /// Steps over the `:` after a key and the space around it; false when
     /// it is not there.
     package mutating func colon() -> Bool {

@@ -116,20 +116,10 @@ struct ItemMembers {
     /// writer takes compared as bytes (two are 16 bytes long, a `String`
     /// allocation each when made), any other read as a string.
     static func topKey(_ reader: inout StrictJSONReader) -> TopKey {
-        for (name, key) in keyTable where reader.steppedOver(quoted: name) { return key }
+        for (name, key) in keyTable
+        where reader.steppedOver(quoted: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)) { return key }
         return reader.string() == nil ? .unreadable : .other
     }
 
     static let keyTable: [(StaticString, TopKey)] = [("attributes", .attributes), ("domainIdentifier", .domain), ("entity", .entity)]
-}
-
-extension StrictJSONReader {
-    /// Whether the reader is at `"name"` (no escapes), stepped over when it is.
-    mutating func steppedOver(quoted name: StaticString) -> Bool {
-        let n = name.utf8CodeUnitCount
-        guard i + n + 1 < bytes.count, bytes[i] == UInt8(ascii: "\""), bytes[i + n + 1] == UInt8(ascii: "\"") else { return false }
-        for k in 0..<n where bytes[i + 1 + k] != name.utf8Start[k] { return false }
-        i += n + 2
-        return true
-    }
 }

@@ -87,15 +87,7 @@ extension StrictJSONReader {
     /// One of ``knownKeys`` when the reader is at it (quotes included, no
     /// escapes), stepped over; nil, and the reader where it was, otherwise.
     mutating func knownKey() -> String? {
-        guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else { return nil }
-        for (name, key) in Self.knownKeys {
-            let end = i + 1 + name.count
-            guard end < bytes.count, bytes[end] == UInt8(ascii: "\"") else { continue }
-            if name.withUnsafeBufferPointer({ memcmp($0.baseAddress!, bytes.baseAddress! + i + 1, name.count) == 0 }) {
-                i = end + 1
-                return key
-            }
-        }
+        for (name, key) in Self.knownKeys where name.withUnsafeBufferPointer({ steppedOver(quoted: $0) }) { return key }
         return nil
     }
 
