@@ -95,14 +95,7 @@ extension StrictJSONReader {
     /// `s`; stepped over when it is.
     mutating func matchesString(_ s: String) -> Bool {
         var s = s
-        return s.withUTF8 { text in
-            let end = i + 1 + text.count
-            guard end < bytes.count, bytes[i] == UInt8(ascii: "\""), bytes[end] == UInt8(ascii: "\""),
-                  text.count == 0 || memcmp(text.baseAddress!, bytes.baseAddress! + i + 1, text.count) == 0,
-                  !UnsafeBufferPointer(rebasing: bytes[(i + 1)..<end]).contains(UInt8(ascii: "\\")) else { return false }
-            i = end + 1
-            return true
-        }
+        return s.withUTF8 { text in !text.contains(UInt8(ascii: "\\")) && steppedOver(quoted: text) }
     }
 
     /// ``parseItem(_:keepingAttributes:)`` as JSON text: the stored text's
