@@ -143,8 +143,10 @@ extension CoordinatorCore {
     /// Whether a query worker reads a replica that has every change of the
     /// shard that any replica committed. A query worker whose replica has no
     /// indexer the coordinator has heard of is taken as fresh: nothing says otherwise.
-    func isFresh(_ w: WorkerRecord, shard: Int) -> Bool {
-        guard let name = replication.replicaOf[w.id] else { return true }
+    func isFresh(_ w: WorkerRecord, shard: Int) -> Bool { isFresh(w.id, shard: shard) }
+
+    func isFresh(_ id: String, shard: Int) -> Bool {
+        guard let name = replication.replicaOf[id] else { return true }
         if replication.detached[name]?.contains(shard) ?? false { return false }
         guard let have = replication.applied[name]?[shard] else { return true }
         return have >= (replication.committed[shard] ?? 0)

@@ -55,14 +55,21 @@ extension CoordinatorCore {
     /// The next live query worker of a shard not tried yet, round robin.
     func nextQueryWorker(shard: Int, tried: Set<String>) -> WorkerRecord? {
         // Never a replica behind the shard's committed changes (see ReplicationState).
-        let candidates = liveWorkers(.query, shard: shard).filter { !tried.contains($0.id) && isFresh($0, shard: shard) }
-        guard !candidates.isEmpty else { return nil }
+        let ids = liveWorkerIDs(.query, shard: shard)
+        func candidate(_ id: String) -> Bool { !tried.contains(id) && isFresh(id, shard: shard) }
+        let count = ids.reduce(0) { $0 + (candidate($1) ? 1 : 0) }
+        guard count > 0 else { return nil }
         roundRobin &+= 1
-        return candidates[roundRobin % candidates.count]
+        var k = roundRobin % count
+        for id in ids where candidate(id) {
+            if k == 0 { return workers[id] }
+            k -= 1
+        }
+        return nil
     }
 
     func nextQueryWorkerExists(shard: Int, tried: Set<String>) -> Bool {
-        liveWorkers(.query, shard: shard).contains { !tried.contains($0.id) && isFresh($0, shard: shard) }
+        liveWorkerIDs(.query, shard: shard).contains { !tried.contains($0) && isFresh($0, shard: shard) }
     }
 
     /// Picks the query worker for a shard's part of a query or search: a

@@ -33,13 +33,14 @@ extension CoordinatorCore {
             register(route: route, id: envelope.id, r)
             return
         }
-        guard let wid = workerByRoute[route], var w = workers[wid] else {
+        // The record's `lastSeen` set in place: copied out and stored back,
+        // every field was retained and released at every message.
+        guard let wid = workerByRoute[route], workers[wid] != nil else {
             // A worker we have forgotten (we restarted, or declared it dead): ask it to register again.
             sendError(.worker(route), envelope.id, WireError(code: "unregistered", message: "register before sending \(envelope.type.rawValue)"))
             return
         }
-        w.lastSeen = .now
-        workers[wid] = w
+        workers[wid]?.lastSeen = .now
         if copyReply(id: envelope.id, from: wid, envelope.body) { return }
         if sequencedReply(id: envelope.id, from: wid, envelope.body) { return }
         switch envelope.body {
@@ -88,6 +89,7 @@ extension CoordinatorCore {
         else if let old = workers[r.worker], let pid = r.pid, let was = old.pid, pid != was { forget(old.id, reason: "restarted (pid \(was) → \(pid))") }
         workers[r.worker] = WorkerRecord(id: r.worker, role: r.role, shards: r.shards, route: route, lastSeen: .now,
                                          host: r.host, pid: r.pid, registeredAt: Date())
+        workersChanged()
         workerByRoute[route] = r.worker
         lostWorkers.removeValue(forKey: r.worker)
         logger.info("worker registered", metadata: ["worker": "\(r.worker)", "worker.role": "\(r.role.rawValue)",
@@ -114,6 +116,7 @@ extension CoordinatorCore {
 
     func forget(_ workerID: String, reason: String) {
         guard let w = workers.removeValue(forKey: workerID) else { return }
+        workersChanged()
         workerByRoute.removeValue(forKey: w.route)
         replicaLost(w.id)
         count("workers.lost")

@@ -82,6 +82,7 @@ extension CoordinatorCore {
         r.replica = local.replica
         workers[local.workerID] = WorkerRecord(id: local.workerID, role: .query, shards: local.shards, route: LocalQueryWorker.route,
                                                lastSeen: .now, host: "local", pid: r.pid, registeredAt: Date())
+        workersChanged()
         workerByRoute[LocalQueryWorker.route] = local.workerID
         logger.info("local query worker attached", metadata: ["worker": "\(local.workerID)", "replica": "\(local.replica)",
                                                              "shards": "\(local.shards.map(String.init).joined(separator: ","))"])
