@@ -61,8 +61,11 @@ public struct SearchRequest: Sendable {
         guard case .object(let o) = params else {
             throw SearchParametersError(.invalidParameter, "the parameters must be a JSON object", parameter: "params")
         }
-        for key in o.keys.sorted() where !Self.knownParameters.contains(key) {
-            throw SearchParametersError(.unknownParameter, "'\(key)' is not a search parameter Limelight knows", parameter: key)
+        // The first unknown name in order, when there is one (sorted only then).
+        if o.keys.contains(where: { !Self.knownParameters.contains($0) }) {
+            for key in o.keys.sorted() where !Self.knownParameters.contains(key) {
+                throw SearchParametersError(.unknownParameter, "'\(key)' is not a search parameter Limelight knows", parameter: key)
+            }
         }
         func invalid(_ p: String, _ m: String) -> SearchParametersError { SearchParametersError(.invalidParameter, m, parameter: p) }
         func int(_ k: String, _ d: Int, min lo: Int = 0, max hi: Int = .max) throws(SearchParametersError) -> Int {

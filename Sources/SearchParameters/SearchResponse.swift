@@ -28,6 +28,8 @@ public struct SearchResponseBuilder: Sendable {
     public mutating func add(_ r: Body.ShardSearchResult) {
         nbHits += r.nbHits
         exhaustiveFacets = exhaustiveFacets && r.exhaustiveFacetsCount
+        hits.reserveCapacity(hits.count + r.hits.count)
+        rawItems.reserveCapacity(rawItems.count + r.hits.count)
         for h in r.hits {
             hits.append((h.id, h.item, h.rank))
             rawItems.append(h.rawItem)

@@ -21,6 +21,8 @@ public struct SemanticParameters: Sendable, Hashable {
 
     /// Reads `semantic` or `hybrid` from the request's parameters; nil when neither is there.
     static func parse(_ o: [String: JSONValue], query: String) throws(SearchParametersError) -> SemanticParameters? {
+        // Most searches ask for neither: no sets of known fields made for them.
+        guard o["semantic"] != nil || o["hybrid"] != nil else { return nil }
         func invalid(_ p: String, _ m: String) -> SearchParametersError { SearchParametersError(.invalidParameter, m, parameter: p) }
         func ratio(_ v: JSONValue?, _ name: String) throws(SearchParametersError) -> Double {
             guard let v else { return defaultRatio }
