@@ -53,9 +53,7 @@ extension SearchRun {
         for key in plan.customRanking {
             var values: [Int64: JSONValue] = [:]
             if key.attribute == CustomRank.entityPriority {
-                try store.db.prepare("SELECT id, priority FROM items WHERE priority != 0").forEachRow { row in
-                    values[row.int64(at: 0)] = .number(row.double(at: 1))
-                }
+                for (id, priority) in try store.entityPriorities() { values[id] = .number(priority) }
                 defaults.append(.number(0))
             } else {
                 for (id, value) in try store.attributeSortValues(ids: ids, name: store.nameIDs[key.attribute], context) {

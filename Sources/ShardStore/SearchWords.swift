@@ -22,7 +22,7 @@ extension SearchRun {
         /// Items holding any form.
         var all = IDBits()
 
-        var memoryBytes: Int { (byTypos + [exact, all]).reduce(0) { $0 + $1.memoryBytes } }
+        var memoryBytes: Int { byTypos.reduce(exact.memoryBytes + all.memoryBytes) { $0 + $1.memoryBytes } }
     }
 
     /// A query word's lookups (``lookUpWordPostings(_:isLast:)``), kept per

@@ -215,6 +215,40 @@ import Testing
         }
         #expect(longFound > 50, "\(longFound)")
     }
+
+    /// The items that expire are read once per change of the data, but
+    /// compared with the clock at every search: an item whose time passes
+    /// between two searches, the data unchanged, is gone from the second;
+    /// another connection's write of an expired item is seen at once.
+    @Test func expiriesFollowTheClockAndTheData() throws {
+        let dir = try TempDir()
+        let writer = try openStore(dir)
+        let soon = ISO8601DateFormatter().string(from: Date().addingTimeInterval(2))
+        try writer.put([item("soon", expires: soon, #"{"title": "news soon"}"#), item("stays", #"{"title": "news stays"}"#)])
+        let reader = try openStore(dir, mode: .readOnly)
+        let plan = SearchPlan(words: ["news"], window: 10)
+        #expect(Set(ids(try reader.search(plan))) == ["soon", "stays"])
+        try writer.put([item("old", expires: "2001-01-01T00:00:00Z", #"{"title": "news old"}"#),
+                        item("later", expires: "2999-01-01T00:00:00Z", #"{"title": "news later"}"#)])
+        #expect(Set(ids(try reader.search(plan))) == ["soon", "stays", "later"])
+        Thread.sleep(forTimeInterval: 2.2)
+        let r = try reader.search(plan)
+        #expect(Set(ids(r)) == ["stays", "later"])
+        #expect(r.nbHits == 2)
+    }
+
+    /// The default custom ranking's entity priorities are read once per
+    /// change of the data, and again after the connection's own write.
+    @Test func entityPrioritiesFollowTheirChanges() throws {
+        let dir = try TempDir()
+        let s = try openStore(dir)
+        try s.put([item("a", #"{"title": "corner shop"}"#), item("b", #"{"title": "corner shop"}"#)])
+        #expect(try s.associate(uniqueIdentifier: "b", with: EntityAssociation(type: "Shop", id: "2", priority: 4)))
+        let plan = SearchPlan(words: ["corner", "shop"], window: 10)
+        #expect(ids(try s.search(plan)) == ["b", "a"])
+        #expect(try s.associate(uniqueIdentifier: "a", with: EntityAssociation(type: "Shop", id: "1", priority: 9)))
+        #expect(ids(try s.search(plan)) == ["a", "b"])
+    }
 }
 
 
