@@ -26,8 +26,12 @@ extension SearchRanking {
     }
 
     /// Whether ``compareAfterPrimary(_:_:plan:)`` can tell any of `ranks`
-    /// apart: false when none has a custom value or a distance.
+    /// apart: false when none has a distance and all have the same custom
+    /// values (none, or the defaults: the default ranking's entity priority
+    /// is 0 for every item without an entity, so that, with custom values
+    /// merely present, every tie on the primary key was compared again).
     public static func afterPrimaryMatters(_ ranks: [SearchRank]) -> Bool {
-        ranks.contains { r in r.geoDistance != nil || r.custom.contains { $0 != .null } }
+        guard let first = ranks.first?.custom else { return false }
+        return ranks.contains { r in r.geoDistance != nil || r.custom != first }
     }
 }

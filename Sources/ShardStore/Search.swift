@@ -493,14 +493,24 @@ final class SearchRun {
                 // (Ranks read through a buffer: an array's element passed
                 // on is copied, its custom values retained and released.)
                 let tail = SearchRanking.afterPrimaryMatters(ranks)
-                positions = ranks.withUnsafeBufferPointer { ranks in
-                    Self.smallest(Array(ids.indices), plan.window) { a, b in
-                        if keys[a] != keys[b] { return keys[a] < keys[b] }
-                        if tail {
-                            let c = SearchRanking.compareAfterPrimary(ranks[a], ranks[b], plan: plan)
-                            if c != 0 { return c < 0 }
+                if !tail, ids.count <= 4 * plan.window {
+                    // The key and the place order the candidates wholly:
+                    // sorted as pairs of integers, with no closure called
+                    // per comparison (a two-word search's few dozen
+                    // candidates, ~1% of its cycle through a cluster).
+                    var pairs = ids.indices.map { (key: keys[$0], place: places[$0], index: $0) }
+                    pairs.sort { ($0.key, $0.place) < ($1.key, $1.place) }
+                    positions = pairs.prefix(plan.window).map(\.index)
+                } else {
+                    positions = ranks.withUnsafeBufferPointer { ranks in
+                        Self.smallest(Array(ids.indices), plan.window) { a, b in
+                            if keys[a] != keys[b] { return keys[a] < keys[b] }
+                            if tail {
+                                let c = SearchRanking.compareAfterPrimary(ranks[a], ranks[b], plan: plan)
+                                if c != 0 { return c < 0 }
+                            }
+                            return places[a] < places[b]
                         }
-                        return places[a] < places[b]
                     }
                 }
             } else {
