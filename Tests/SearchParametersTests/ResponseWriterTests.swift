@@ -41,6 +41,27 @@ import Testing
         return b
     }
 
+    /// Hits from two shards that tie on the ranking criteria are ordered by
+    /// identifier when their custom values are the same, and by the custom
+    /// ranking when those differ (entity priority, higher first), whatever
+    /// their identifiers say.
+    @Test func tiesGoToTheCustomRankingThenTheIdentifiers() throws {
+        func order(_ hits: [(String, Double)]) throws -> [String] {
+            var b = SearchResponseBuilder(request: try SearchRequest(params: .object(["query": .string("corner shop")])))
+            for (shard, half) in [hits.prefix(2), hits.dropFirst(2)].enumerated() {
+                b.add(Body.ShardSearchResult(shard: shard, hits: half.map { id, priority in
+                    Body.RankedHit(id: id, item: .object(["attributes": .object(["title": .string("corner shop")])]),
+                                   rank: SearchRank(words: 2, proximity: 1, custom: [.number(priority), .null]))
+                }, nbHits: half.count, facets: [:], facetStats: [:], exhaustiveFacetsCount: true))
+            }
+            let response = try JSONValue.parse(Data(b.responseBytes(processingTimeMS: 1)))
+            return response["hits"]?.arrayValue?.compactMap { $0["objectID"]?.stringValue } ?? []
+        }
+        #expect(try order([("d", 0), ("b", 0), ("c", 0), ("a", 0)]) == ["a", "b", "c", "d"])
+        #expect(try order([("d", 0), ("b", 5), ("c", 0), ("a", 0)]) == ["b", "a", "c", "d"])
+        #expect(try order([("d", 7), ("b", 5), ("c", 0), ("a", 0)]) == ["d", "b", "a", "c"])
+    }
+
     /// Hits whose items come as JSON text (the coordinator's local worker,
     /// ``Body/RankedHit/rawItem``) give the bytes their trees give: values
     /// copied as they are, highlights and snippets from the parsed values,
