@@ -206,6 +206,18 @@ package struct StrictJSONReader {
     /// three tests a byte were most of reading a search response's strings
     /// (perf, 2026-11-25).
     @inline(__always)
+    /// Whether every byte is below 0x80, eight at a time.
+    package static func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let base = bytes.baseAddress else { return true }
+        var i = 0, high: UInt64 = 0
+        while i + 8 <= bytes.count {
+            high |= UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)
+            i += 8
+        }
+        while i < bytes.count { high |= UInt64(bytes[i]); i += 1 }
+        return high & 0x8080_8080_8080_8080 == 0
+    }
+
     static func plainRun(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> Int {
         guard let base = bytes.baseAddress else { return start }
         let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080

@@ -7,6 +7,7 @@ import Testing
 /// Foundation throws, `parse` must throw too.
 @Suite struct JSONParseTests {
     func agree(_ text: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        agree(bytes: Data(text.utf8), sourceLocation: sourceLocation)
         let fast = Result { try JSONValue.parse(text) }
         let reference = Result { try JSONValue.parseWithFoundation(Data(text.utf8)) }
         switch (fast, reference) {
@@ -14,6 +15,33 @@ import Testing
         case (.failure, .failure): break
         default: Issue.record("\(text.debugDescription): \(fast) vs \(reference)", sourceLocation: sourceLocation)
         }
+    }
+
+    /// A frame's bytes (read in place when they are ASCII).
+    func agree(bytes: Data, sourceLocation: SourceLocation = #_sourceLocation) {
+        let fast = Result { try JSONValue.parse(bytes) }
+        let reference = Result { try JSONValue.parseWithFoundation(bytes) }
+        switch (fast, reference) {
+        case (.success(let a), .success(let b)): #expect(a == b, "\(Array(bytes))", sourceLocation: sourceLocation)
+        case (.failure, .failure): break
+        default: Issue.record("\(Array(bytes)): \(fast) vs \(reference)", sourceLocation: sourceLocation)
+        }
+    }
+
+    /// Bytes that are not UTF-8 are not JSON, whether the frame is ASCII
+    /// up to them or not (an ASCII frame is read in place).
+    @Test func framesThatAreNotUTF8AreRefused() {
+        let plain = Array(#"{"k":"abcdefghij","n":1}"#.utf8)
+        for bad: [UInt8] in [[0xFF], [0xC3], [0xC3, 0x28], [0xE2, 0x82], [0xF0, 0x9F, 0x98], [0xED, 0xA0, 0x80]] {
+            for offset in [7, 9, 14] {
+                var b = plain
+                b.insert(contentsOf: bad, at: offset)
+                #expect(throws: (any Error).self, "\(b)") { try JSONValue.parse(Data(b)) }
+                agree(bytes: Data(b))
+            }
+        }
+        agree(bytes: Data(plain))
+        agree(bytes: Data(#"{"k":"é日本"}"#.utf8))
     }
 
     @Test func edgeCases() {
