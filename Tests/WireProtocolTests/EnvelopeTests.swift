@@ -173,9 +173,13 @@ struct TreeCoderTests {
         bodies.append(.completion(Body.Completion(count: 3, failedShards: [ShardFailure(shard: 1, reason: "r")], cancelled: true, elapsedMs: 1.25)))
         bodies.append(.shardBatch(Body.ShardBatch(shard: 0, seq: 3, hits: [], doneCount: 12)))
         for body in bodies {
-            let envelope = Envelope(id: "t1", body: body)
-            let codable = try JSONValueEncoder().encode(EncodableEnvelope(envelope: envelope))
-            #expect(try JSONValue.parse(envelope.encoded()) == codable, "\(body.type.rawValue)")
+            for key in [nil, "k\"1"] {
+                let envelope = Envelope(id: "t1", body: body, key: key)
+                let codable = try JSONValueEncoder().encode(EncodableEnvelope(envelope: envelope))
+                #expect(try JSONValue.parse(envelope.encoded()) == codable, "\(body.type.rawValue)")
+                // The very bytes of the tree (keys sorted, the writer's forms).
+                if case .search = body { #expect(envelope.encoded() == Data(JSONWriter.bytes(codable)), "\(body.type.rawValue)") }
+            }
         }
     }
 
