@@ -21,14 +21,24 @@ import WireProtocol
 struct StagesBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "stages", abstract: "A search's stages in one process, each timed.")
     @OptionGroup var corpus: CorpusOptions
-    @Option(help: "A shard file holding the corpus (limelight-bench store --database writes one).") var database: String
+    @Option(help: "A shard file holding the corpus (written there first when it does not exist; without it, in a temporary folder).") var database: String?
     @Option(help: "Rounds over the queries.") var rounds = 3
 
     func run() async throws {
-        let words = QueryWords(lines: try corpus.loadLines(), count: corpus.queries)
+        let lines = try corpus.loadLines()
+        let words = QueryWords(lines: lines, count: corpus.queries)
         var logger = Logger(label: "bench")
         logger.logLevel = .warning
-        let store = try ShardStore(path: database, mode: .readOnly, logger: logger)
+        let dir = NSTemporaryDirectory() + "limelight-stages-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = database ?? dir + "/shard.sqlite"
+        if !FileManager.default.fileExists(atPath: path) {
+            try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            let writer = try ShardStore(path: path, mode: .readWrite, logger: logger)
+            let items = lines.compactMap { try? JSONValue.parse($0) }
+            for start in stride(from: 0, to: items.count, by: 1000) { _ = try writer.write(Array(items[start..<min(items.count, start + 1000)])) }
+        }
+        let store = try ShardStore(path: path, mode: .readOnly, logger: logger)
         _ = try store.buildSuggestionIndex()
         let kinds = searchKinds(words, count: corpus.queries).filter { corpus.wants($0.0) }
         let stages = ["client encode", "decode", "request", "store", "merge", "response", "frame", "client decode"]
