@@ -102,16 +102,22 @@ public struct Envelope: Sendable, Hashable {
             JSONWriter.write(.number(Double(d)), into: &out)
             out += ",".utf8
         }
+        writeIDAndKey(into: &out)
+        out += ",\"params\":".utf8
+        JSONWriter.write(b.params, into: &out)
+        out += ",\"type\":\"search\",\"v\":\(version)}".utf8
+        return out
+    }
+
+    /// `"id":…`, and `"key":…` when there is one: the members of a
+    /// hand-written frame that come between `h` and `l` in key order.
+    func writeIDAndKey(into out: inout [UInt8]) {
         out += "\"id\":".utf8
         JSONWriter.writeString(id, into: &out)
         if let key {
             out += ",\"key\":".utf8
             JSONWriter.writeString(key, into: &out)
         }
-        out += ",\"params\":".utf8
-        JSONWriter.write(b.params, into: &out)
-        out += ",\"type\":\"search\",\"v\":\(version)}".utf8
-        return out
     }
 
     /// A `search_result` whose response was written already, spliced in.
@@ -120,12 +126,8 @@ public struct Envelope: Sendable, Hashable {
         out.reserveCapacity(response.bytes.count + 128)
         out += "{\"failedShards\":".utf8
         JSONWriter.write(.array(failed.map(\.json)), into: &out)
-        out += ",\"id\":".utf8
-        JSONWriter.writeString(id, into: &out)
-        if let key {
-            out += ",\"key\":".utf8
-            JSONWriter.writeString(key, into: &out)
-        }
+        out += ",".utf8
+        writeIDAndKey(into: &out)
         out += ",\"response\":".utf8
         out += response.bytes
         out += ",\"type\":\"search_result\",\"v\":\(version)}".utf8
@@ -182,12 +184,8 @@ public struct Envelope: Sendable, Hashable {
             }
             out.append(UInt8(ascii: "}"))
         }
-        out += "],\"id\":".utf8
-        JSONWriter.writeString(id, into: &out)
-        if let key {
-            out += ",\"key\":".utf8
-            JSONWriter.writeString(key, into: &out)
-        }
+        out += "],".utf8
+        writeIDAndKey(into: &out)
         out += ",\"seq\":\(b.seq),\"shard\":\(b.shard),\"type\":\"\(type.rawValue)\",\"v\":\(version)}".utf8
         return out
     }
