@@ -85,7 +85,7 @@ let package = Package(
         .target(name: "Tenancy", dependencies: [
             "SQLite", "Items", "QueryPlan", "SearchParameters",
             .product(name: "Crypto", package: "swift-crypto"),
-        ]),
+        ], swiftSettings: hot),
 
         // JSON messages on ZeroMQ frames, and the processes that exchange them.
         .target(name: "WireProtocol", dependencies: ["Items", "QueryPlan"], swiftSettings: hot),
@@ -131,7 +131,7 @@ let package = Package(
             "Allocator",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
-        ], path: "Sources/Executables/limelight-bench", linkerSettings: mimalloc),
+        ], path: "Sources/Executables/limelight-bench", swiftSettings: hot, linkerSettings: mimalloc),
 
         // Tests.
         .testTarget(name: "ItemsTests", dependencies: ["Items"]),

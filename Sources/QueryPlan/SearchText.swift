@@ -304,9 +304,15 @@ public struct SearchWordMatcher: Sendable {
     /// what ``scanASCII(_:lowered:rows:_:)`` reports for it, by the same
     /// comparison. At most 64 words.
     public func matchesASCII(_ token: UnsafeBufferPointer<UInt8>, rows: inout [Int]) -> UInt64 {
+        matchesASCII(token, mask: Self.letterMask(token), rows: &rows)
+    }
+
+    /// ``matchesASCII(_:rows:)`` of a token whose ``letterMask(_:)`` is known
+    /// (``forEachASCIIToken(_:lowered:_:)`` gives it with the token).
+    public func matchesASCII(_ token: UnsafeBufferPointer<UInt8>, mask: UInt64, rows: inout [Int]) -> UInt64 {
         if rows.count < 3 * 64 { rows = [Int](repeating: 0, count: 3 * 64) }
         var bits: UInt64 = 0
-        check(token, Self.letterMask(token), 0, &rows) { w, _ in bits |= 1 << UInt64(w) }
+        check(token, mask, 0, &rows) { w, _ in bits |= 1 << UInt64(w) }
         return bits
     }
 

@@ -96,8 +96,8 @@ public struct Highlighter: Sendable {
         }
         let done = fast && words.count <= 64 && !bytes.contains(where: { $0 >= 128 })
         if done {
-            _ = SearchWordMatcher.forEachASCIIToken(bytes, lowered: &scratch.lowered) { token, _, position, _, start in
-                let bits = matcher.matchesASCII(token, rows: &scratch.rows)
+            _ = SearchWordMatcher.forEachASCIIToken(bytes, lowered: &scratch.lowered) { token, mask, position, _, start in
+                let bits = matcher.matchesASCII(token, mask: mask, rows: &scratch.rows)
                 record(start..<start + token.count, position) { bits & (1 << UInt64($0)) != 0 }
             }
         } else {
