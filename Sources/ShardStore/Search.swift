@@ -473,13 +473,6 @@ final class SearchRun {
         // rank is found by ranks alone, and only the candidates not behind
         // it — the window, and whatever ties with its last — have their
         // identifier read and are ordered (see ``windowOrder``).
-        var uids = [String](repeating: "", count: ids.count)
-        let uid = try store.db.prepare("SELECT uid FROM items WHERE id = ?")
-        func readUID(_ k: Int) throws {
-            try uid.bind(ids[k], at: 0)
-            uids[k] = try uid.step() ? uid.string(at: 0) ?? "" : ""
-            try uid.reset()
-        }
         let positions: [Int]
         if let order = try tieOrder(candidates: ids.count), let places = Self.places(ids, in: order) {
             // Places in the identifiers' order stand for them: the window
@@ -524,7 +517,14 @@ final class SearchRun {
             // (Their identifiers are read with their items, below.)
         } else {
             let (window, windowLast) = Self.notBehindWindow(ranks, window: plan.window, plan: plan)
-            for k in window { try readUID(k) }
+            // (Only here: with the places, no identifier is read for the order.)
+            var uids = [String](repeating: "", count: ids.count)
+            let uid = try store.db.prepare("SELECT uid FROM items WHERE id = ?")
+            for k in window {
+                try uid.bind(ids[k], at: 0)
+                uids[k] = try uid.step() ? uid.string(at: 0) ?? "" : ""
+                try uid.reset()
+            }
             positions = Self.windowOrder(window, last: windowLast, ranks: ranks, uids: uids, window: plan.window, plan: plan)
         }
         let fetch = plan.fetchAttributes.map(FetchList.init)
