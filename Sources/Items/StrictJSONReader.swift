@@ -200,12 +200,6 @@ package struct StrictJSONReader {
         return nil
     }
 
-    /// The first index from `i` where eight bytes in a row are not all
-    /// plain string content (no `"`, `\\` or byte below 0x20 among them):
-    /// the string loop takes the rest a byte at a time. Why: that loop's
-    /// three tests a byte were most of reading a search response's strings
-    /// (perf, 2026-11-25).
-    @inline(__always)
     /// Whether every byte is below 0x80, eight at a time.
     package static func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         guard let base = bytes.baseAddress else { return true }
@@ -218,6 +212,12 @@ package struct StrictJSONReader {
         return high & 0x8080_8080_8080_8080 == 0
     }
 
+    /// The first index from `i` where eight bytes in a row are not all
+    /// plain string content (no `"`, `\\` or byte below 0x20 among them):
+    /// the string loop takes the rest a byte at a time. Why: that loop's
+    /// three tests a byte were most of reading a search response's strings
+    /// (perf, 2026-11-25).
+    @inline(__always)
     static func plainRun(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> Int {
         guard let base = bytes.baseAddress else { return start }
         let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080

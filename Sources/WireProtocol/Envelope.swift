@@ -67,12 +67,9 @@ public struct Envelope: Sendable, Hashable {
         if let fast = fastJSON() {
             var o = JSONObjectWriter()
             for (k, v) in fast { o.set(k, v) }
-            // A response written already is spliced in as it is.
-            switch body {
-            case .searchResult(let r): if let written = r.written { o.set("response", bytes: written.bytes) }
-            case .suggestResult(let r): if let written = r.written { o.set("response", bytes: written.bytes) }
-            default: break
-            }
+            // A response written already is spliced in as it is (a written
+            // search result takes ``rawSearchResult(_:_:)``, above).
+            if case .suggestResult(let r) = body, let written = r.written { o.set("response", bytes: written.bytes) }
             o.set("v", .number(Double(version)))
             o.set("type", .string(type.rawValue))
             o.set("id", .string(id))
@@ -109,8 +106,8 @@ public struct Envelope: Sendable, Hashable {
         return out
     }
 
-    /// `"id":…`, and `"key":…` when there is one: the members of a
-    /// hand-written frame that come between `h` and `l` in key order.
+    /// `"id":…`, and `"key":…` when there is one: written together where a
+    /// hand-written frame has no member whose key sorts between the two.
     func writeIDAndKey(into out: inout [UInt8]) {
         out += "\"id\":".utf8
         JSONWriter.writeString(id, into: &out)
