@@ -4,13 +4,14 @@ import Logging
 import QueryPlan
 @_spi(Internals) import SQLite
 
-/// State of one query evaluation.
-/// The ids ``ShardStore/universe(_:)`` read last, and the data they are of.
+/// What a connection reads once per change of the data, each with the data
+/// it is of (see ``ShardStore/heldWhileTheDataIsSame(_:_:)``).
 final class UniverseCache {
     struct Version: Equatable {
         var data: Int64
         var changes: Int
     }
+    /// Every item's id (see ``ShardStore/universe(_:)``).
     var held: (Version, [Int64])?
     /// Every item with an expiry, soonest first (see ``ShardStore/expiredIDs(now:)``).
     var expiries: (Version, [(expires: Double, id: Int64)])?
@@ -18,6 +19,7 @@ final class UniverseCache {
     var priorities: (Version, [Int64: Double])?
 }
 
+/// State of one query evaluation.
 final class QueryContext {
     let isCancelled: () -> Bool
     /// Relevance per item, summed over the query's word leaves; nil when the
@@ -307,18 +309,30 @@ extension ShardStore {
     /// 2026-11-24).
     func universe(_ context: QueryContext) throws -> [Int64] {
         if let u = context.universe { return u }
-        let version = UniverseCache.Version(data: dataVersion, changes: db.totalChanges)
-        if let (held, ids) = universeCache.held, held == version {
-            context.universe = ids
-            return ids
+        let u = try heldWhileTheDataIsSame(\.held) {
+            let s = try db.prepare("SELECT id FROM items ORDER BY id")
+            defer { try? s.reset() }
+            var u: [Int64] = []
+            while try s.step() { u.append(s.int64(at: 0)) }
+            return u
         }
-        let s = try db.prepare("SELECT id FROM items ORDER BY id")
-        defer { try? s.reset() }
-        var u: [Int64] = []
-        while try s.step() { u.append(s.int64(at: 0)) }
         context.universe = u
-        universeCache.held = (version, u)
         return u
+    }
+
+    /// The data as this connection sees it: another connection's commit,
+    /// or a change of its own, moves it.
+    var dataSeen: UniverseCache.Version { UniverseCache.Version(data: dataVersion, changes: db.totalChanges) }
+
+    /// What `slot` holds while the data is the one it was read from;
+    /// otherwise `read()`, kept there with the data it is of.
+    func heldWhileTheDataIsSame<T>(_ slot: ReferenceWritableKeyPath<UniverseCache, (UniverseCache.Version, T)?>,
+                                   _ read: () throws -> T) rethrows -> T {
+        let version = dataSeen
+        if let (held, value) = universeCache[keyPath: slot], held == version { return value }
+        let value = try read()
+        universeCache[keyPath: slot] = (version, value)
+        return value
     }
 
     /// The items past their expiry at `now`, sorted. The items that expire
@@ -326,19 +340,13 @@ extension ShardStore {
     /// ids): every search asks, and its statement was ~1 us of a two-word
     /// search's 120 in the store (Debian corpus, in process, 2026-11-25).
     func expiredIDs(now: Date) throws -> [Int64] {
-        let version = UniverseCache.Version(data: dataVersion, changes: db.totalChanges)
-        let expiries: [(expires: Double, id: Int64)]
-        if let (held, e) = universeCache.expiries, held == version {
-            expiries = e
-        } else {
+        let expiries = try heldWhileTheDataIsSame(\.expiries) {
             // Through the expiry index: the few items that have one.
             let s = try db.prepare("SELECT expires, id FROM items WHERE expires IS NOT NULL")
             defer { try? s.reset() }
             var e: [(expires: Double, id: Int64)] = []
             while try s.step() { e.append((s.double(at: 0), s.int64(at: 1))) }
-            e.sort { $0.expires < $1.expires }
-            universeCache.expiries = (version, e)
-            expiries = e
+            return e.sorted { $0.expires < $1.expires }
         }
         let t = now.timeIntervalSinceReferenceDate
         return expiries.prefix { $0.expires <= t }.map(\.id).sorted()
@@ -347,14 +355,13 @@ extension ShardStore {
     /// The priority of every item whose entity has one (not 0), read once
     /// per change of the data: the default custom ranking asks at every search.
     func entityPriorities() throws -> [Int64: Double] {
-        let version = UniverseCache.Version(data: dataVersion, changes: db.totalChanges)
-        if let (held, p) = universeCache.priorities, held == version { return p }
-        var p: [Int64: Double] = [:]
-        try db.prepare("SELECT id, priority FROM items WHERE priority != 0").forEachRow { row in
-            p[row.int64(at: 0)] = row.double(at: 1)
+        try heldWhileTheDataIsSame(\.priorities) {
+            var p: [Int64: Double] = [:]
+            try db.prepare("SELECT id, priority FROM items WHERE priority != 0").forEachRow { row in
+                p[row.int64(at: 0)] = row.double(at: 1)
+            }
+            return p
         }
-        universeCache.priorities = (version, p)
-        return p
     }
 
     /// A superset of the items matching `node` (exactly them when `exact`).

@@ -112,7 +112,7 @@ extension SearchRun {
     func tieOrder(candidates: Int) throws -> ItemOrder? {
         if let index = postingSearch?.index { return index.uidOrder }
         let cache = store.searchCache
-        let version = UniverseCache.Version(data: store.dataVersion, changes: store.db.totalChanges)
+        let version = store.dataSeen
         if let (held, order) = cache.itemOrder, held == version { return order }
         guard candidates >= SearchCache.itemOrderMinCandidates else { return nil }
         let order = try ItemOrder(db: store.db)
