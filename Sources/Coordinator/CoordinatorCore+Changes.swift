@@ -98,22 +98,39 @@ extension CoordinatorCore {
         send(.client(pending.client), pending.requestID, .deleteAck(Body.DeleteAck(deleted: total)))
     }
 
+    /// Declares in two rounds: every indexer first checks the declaration
+    /// against its shards (`check`), and only when none refused it is it
+    /// declared; so a declaration that conflicts with the values of one shard
+    /// changes no shard.
     func declare(client: [Data], id: String, _ d: Body.Declare) {
-        let declareID = makeID("k")
-        var pending = PendingDeclare(client: client, requestID: id, outstanding: [:])
-        let indexers = workers.values.filter { $0.role == .indexer }
         let missing = (0..<configuration.shards).filter { liveWorkers(.indexer, shard: $0).isEmpty }
         if !missing.isEmpty {
             sendError(.client(client), id, WireError(code: "shard_unavailable",
                                                       message: "shards \(missing.map(String.init).joined(separator: ",")) have no live indexer; declare again when they do"))
             return
         }
-        if !replication.declarations.contains(d) { replication.declarations.append(d) }
-        for w in indexers {
+        var declaration = d
+        declaration.check = nil
+        let declareID = makeID("k")
+        declares[declareID] = PendingDeclare(client: client, requestID: id, declaration: declaration, checked: false, outstanding: [:])
+        sendDeclareRound(declareID)
+    }
+
+    /// Sends the declaration's current round (the check, then the
+    /// declaration itself) to every indexer.
+    func sendDeclareRound(_ declareID: String) {
+        guard var pending = declares[declareID] else { return }
+        var message = pending.declaration
+        if pending.checked {
+            if !replication.declarations.contains(message) { replication.declarations.append(message) }
+        } else {
+            message.check = true
+        }
+        for w in workers.values where w.role == .indexer {
             let wid = makeID("k")
             pending.outstanding[wid] = w.id
             declareOfRequest[wid] = declareID
-            send(.worker(w.route), wid, .declare(d))
+            send(.worker(w.route), wid, .declare(message))
         }
         declares[declareID] = pending
         finishDeclareIfDone(declareID)
@@ -128,7 +145,13 @@ extension CoordinatorCore {
     }
 
     func finishDeclareIfDone(_ declareID: String) {
-        guard let pending = declares[declareID], pending.outstanding.isEmpty else { return }
+        guard var pending = declares[declareID], pending.outstanding.isEmpty else { return }
+        if pending.error == nil, !pending.checked {
+            pending.checked = true
+            declares[declareID] = pending
+            sendDeclareRound(declareID)
+            return
+        }
         declares.removeValue(forKey: declareID)
         if let e = pending.error { sendError(.client(pending.client), pending.requestID, e) }
         else { send(.client(pending.client), pending.requestID, .declareAck(Body.Empty())) }

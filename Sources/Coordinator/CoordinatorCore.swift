@@ -131,6 +131,9 @@ actor CoordinatorCore {
     struct PendingDeclare: Sendable {
         var client: [Data]
         var requestID: String
+        var declaration: Body.Declare
+        /// Every indexer has checked the declaration; the second round declares it.
+        var checked: Bool
         var outstanding: [String: String] // message → worker
         var error: WireError?
     }

@@ -97,6 +97,13 @@ public enum StandardAttributes {
     ]
     static let locations: [String] = ["location"]
 
+    /// Text attributes that hold sentences rather than categories: never
+    /// counted as facets unless named (`facets: ["*"]` leaves them out).
+    public static let prose: Set<String> = [
+        "title", "displayName", "contentDescription", "textContent", "HTMLContent", "headline", "comment",
+        "information", "instructions", "subject", "fullyFormattedAddress", "containerTitle", "containerDisplayName",
+    ]
+
     /// Every standard attribute by name.
     public static let all: [String: AttributeSpec] = {
         var table: [String: AttributeSpec] = [:]

@@ -61,8 +61,8 @@ struct QueryCommand: AsyncParsableCommand {
     /// it returns; SIGINT cancels the query. A query the server rejects
     /// (`rejected`) exits 2, with a caret under `text` at the position the
     /// error names (when it names no field: a position in a field's value
-    /// is not one in `text`); any other server error exits 1, and a client
-    /// error (unreachable, timed out) exits 3.
+    /// is not one in `text`); a refused key exits 6, any other server error
+    /// 1, and a client error (unreachable, timed out) 3.
     static func stream(_ handle: QueryHandle, json: Bool, fetch: [String]?, text: String,
                        rejected: Set<String> = ["bad_query", "invalid_query", "unsupported_language"]) async throws -> Body.Completion? {
         let cancel = SignalWatcher(signals: [SIGINT]) { Task { await handle.cancel() } }
@@ -77,23 +77,30 @@ struct QueryCommand: AsyncParsableCommand {
                 }
                 throw ExitCode(ExitCodes.badInput)
             }
-            printError("limelight: \(e.message)")
-            throw ExitCode(1)
+            throw failure(e, refused: 1)
         } catch let e as ClientError {
-            printError("limelight: \(e.message)")
-            throw ExitCode(ExitCodes.unreachable)
+            throw failure(e)
         }
     }
 
     /// Prints a query's batches as they come, a line per item (JSON lines
-    /// with `json`), and returns its completion.
+    /// with `json`; with `fetch`, the identifier and the fetched attributes
+    /// as tab-separated columns under a header line), and returns its
+    /// completion.
     static func printResults(_ handle: QueryHandle, json: Bool, fetch: [String]?) async throws -> Body.Completion? {
         var completion: Body.Completion?
+        var header = !json && fetch != nil
         for try await event in handle.events {
             switch event {
             case .batch(let items):
                 var out = ""
-                for item in items { out += (json ? jsonLine(item, fetch: fetch) : humanLine(item)) + "\n" }
+                if header, let fetch {
+                    out += (["uniqueIdentifier"] + fetch).joined(separator: "\t") + "\n"
+                    header = false
+                }
+                for item in items {
+                    out += (json ? jsonLine(item, fetch: fetch) : fetch.map { columnsLine(item, fetch: $0) } ?? humanLine(item)) + "\n"
+                }
                 FileHandle.standardOutput.write(Data(out.utf8))
             case .completion(let c):
                 completion = c
@@ -114,6 +121,22 @@ struct QueryCommand: AsyncParsableCommand {
         if let fetch { attrs = attrs.filter { fetch.contains($0.key) } }
         o["attributes"] = .object(attrs)
         return JSONValue.object(o).serializedString()
+    }
+
+    /// The identifier and each fetched attribute, tab-separated: text as it
+    /// is (tabs and newlines as spaces), a list's values joined with ", ", a
+    /// missing value empty.
+    static func columnsLine(_ item: JSONValue, fetch: [String]) -> String {
+        let attrs = item["attributes"]?.objectValue ?? [:]
+        func cell(_ v: JSONValue?) -> String {
+            switch v {
+            case nil, .null?: return ""
+            case .string(let s)?: return s.map { $0 == "\t" || $0.isNewline ? " " : String($0) }.joined()
+            case .array(let a)?: return a.map { cell($0) }.joined(separator: ", ")
+            case let other?: return other.serializedString()
+            }
+        }
+        return ([item["uniqueIdentifier"]?.stringValue ?? "?"] + fetch.map { cell(attrs[$0]) }).joined(separator: "\t")
     }
 
     static func humanLine(_ item: JSONValue) -> String {
@@ -147,8 +170,7 @@ struct DeleteCommand: AsyncParsableCommand {
             let n = try await client.delete(ids: list(ids), domains: list(domains), all: all)
             print("deleted \(n)")
         } catch let e as ClientError {
-            printError("limelight: \(e.message)")
-            throw ExitCode(e.server?.code == "shard_unavailable" ? ExitCodes.missingShards : ExitCodes.badInput)
+            throw failure(e, refused: e.server?.code == "shard_unavailable" ? ExitCodes.missingShards : ExitCodes.badInput)
         }
     }
 }
@@ -184,8 +206,7 @@ struct DeclareCommand: AsyncParsableCommand {
         let spec = standard ?? AttributeSpec(name: name, type: t, multiValued: multiValued, searchable: searchable,
                                              searchableByDefault: searchableByDefault, unique: unique)
         do { try await client.declare([AttributeDeclaration(spec, semantic: semantic)]) } catch let e as ClientError {
-            printError("limelight: \(e.message)")
-            throw ExitCode(ExitCodes.badInput)
+            throw failure(e)
         }
         print("declared \(name) (\(t.rawValue)\(semantic == true ? ", semantic" : semantic == false ? ", not semantic" : ""))")
     }
@@ -199,7 +220,8 @@ struct StatsCommand: AsyncParsableCommand {
     func run() async throws {
         let client = try await connect(endpoint)
         defer { client.close() }
-        let s = try await client.stats()
+        let s: JSONValue
+        do { s = try await client.stats() } catch let e as ClientError { throw failure(e, "stats") }
         print(s.serializedString())
     }
 }

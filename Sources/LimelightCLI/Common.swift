@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LimelightClient
 import Logging
 
 /// Exit codes of docs/design.md's command line.
@@ -15,6 +16,56 @@ public enum ExitCodes {
     /// Some published items were never acknowledged within the time limit
     /// (each is named on standard error): they may or may not be stored.
     public static let unacknowledged: Int32 = 5
+    /// The server refused the key: none was sent where one is required, it is
+    /// unknown, revoked or expired, or its role does not allow the request.
+    /// One code for authentication and authorization alike, in every command,
+    /// so a script tells "fix the key" from "fix the input".
+    public static let notAllowed: Int32 = 6
+
+    /// The wire error codes that exit ``notAllowed``.
+    static let accessCodes: Set<String> = ["key_required", "invalid_key", "key_revoked", "key_expired", "forbidden", "keys_disabled"]
+}
+
+/// Prints why a request failed and gives the exit code for it: a refused key
+/// exits ``ExitCodes/notAllowed`` (with where keys are looked for, when none
+/// was sent), another refusal by the server `refused` (bad input unless the
+/// caller says otherwise), and a client error (no answer) exits
+/// ``ExitCodes/unreachable``. `what` names the request in the message.
+func failure(_ error: ClientError, _ what: String? = nil, refused: Int32 = ExitCodes.badInput) -> ExitCode {
+    let prefix = "limelight: " + (what.map { "\($0): " } ?? "")
+    guard error.code == .server, let server = error.server else {
+        printError(prefix + error.message)
+        return ExitCode(ExitCodes.unreachable)
+    }
+    if ExitCodes.accessCodes.contains(server.code) {
+        printError(prefix + "\(server.code): " + server.description)
+        if server.code == "key_required" { printError(KeyLookup.hint()) }
+        return ExitCode(ExitCodes.notAllowed)
+    }
+    printError(prefix + server.description)
+    return ExitCode(refused)
+}
+
+/// Where client commands look for a key, in order, as every client does
+/// (the Swift and Python clients too): `--key`, `$LIMELIGHT_KEY`,
+/// `--key-file`, `$LIMELIGHT_KEY_FILE`, then `limelight.key` in the data
+/// folder of `limelight up` (`$LIMELIGHT_DATA`, else `./limelight-data`).
+enum KeyLookup {
+    /// The data folder's key file that a command without a key looks for.
+    static func defaultFile(_ name: String = "limelight.key") -> String {
+        let folder = ProcessInfo.processInfo.environment["LIMELIGHT_DATA"] ?? "limelight-data"
+        let path = (folder as NSString).appendingPathComponent(name)
+        return path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+    }
+
+    /// What to do when a request went without a key.
+    static func hint() -> String {
+        """
+          no key was sent: `limelight up` writes an admin key to DATA/limelight.key (DATA is ./limelight-data \
+        unless `up --data DIR` said otherwise), and this command looked for \(defaultFile()), which does not exist; \
+        run it from the folder that holds limelight-data, set LIMELIGHT_DATA=DIR, or pass --key KEY (or set LIMELIGHT_KEY)
+        """
+    }
 }
 
 /// Options every client command takes.
@@ -52,8 +103,7 @@ struct EndpointOptions: ParsableArguments {
             }
             return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         }
-        let folder = env["LIMELIGHT_DATA"] ?? "limelight-data"
-        let file = (folder as NSString).appendingPathComponent(defaultFile)
+        let file = KeyLookup.defaultFile(defaultFile)
         guard let data = FileManager.default.contents(atPath: file) else { return nil }
         let k = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         return k.isEmpty ? nil : k

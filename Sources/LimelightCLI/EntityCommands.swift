@@ -4,14 +4,11 @@ import Items
 import LimelightClient
 import WireProtocol
 
-/// Runs a request, turning a server's refusal into exit 2 and a lost server into exit 3.
+/// Runs a request, turning a refused key into exit 6, another refusal by the
+/// server into exit 2 and a lost server into exit 3 (``failure(_:_:refused:)``).
 func runRequest<T>(_ what: String, _ body: () async throws -> T) async throws -> T {
-    do { return try await body() } catch let e as ClientError where e.code == .server {
-        printError("limelight: \(what): \(e.server?.description ?? e.message)")
-        throw ExitCode(ExitCodes.badInput)
-    } catch let e as ClientError {
-        printError("limelight: \(e.message)")
-        throw ExitCode(ExitCodes.unreachable)
+    do { return try await body() } catch let e as ClientError {
+        throw failure(e, what)
     }
 }
 
@@ -54,7 +51,7 @@ struct EntitiesCommand: AsyncParsableCommand {
                 let t = line.trimmingCharacters(in: .whitespaces)
                 if t.isEmpty { continue }
                 do { entities.append(try JSONValue.parse(t)) } catch {
-                    printError("limelight: \(file):\(n + 1): not valid JSON (\(error))")
+                    printError("limelight: \(file):\(n + 1): not valid JSON\(JSONSyntaxError.find(in: t).map { " (column \($0.column): \($0.message))" } ?? "")")
                     throw ExitCode(ExitCodes.badInput)
                 }
             }
@@ -130,7 +127,7 @@ struct TypedQueryOptions: ParsableArguments {
     func value() throws -> JSONValue? {
         var o: [String: JSONValue] = [:]
         if let params {
-            guard case .object(let p)? = try? JSONValue.parse(params) else {
+            guard case .object(let p) = try parseParameters(params, option: "--params") else {
                 printError("limelight: --params must be a JSON object of search parameters")
                 throw ExitCode(ExitCodes.badInput)
             }

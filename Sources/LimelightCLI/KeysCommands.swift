@@ -30,18 +30,15 @@ func connectForKeys(_ options: EndpointOptions) async throws -> LimelightClient 
     return try await connect(options)
 }
 
-/// Runs a `keys` request; a refusal prints the server's reason and exits 2.
+/// Runs a `keys` request; a refusal prints the server's reason and exits 2
+/// (6 for a refused key).
 func keysRequest(_ options: EndpointOptions, _ request: Body.Keys) async throws -> Body.KeysReply {
     let client = try await connectForKeys(options)
     defer { client.close() }
     do {
         return try await client.keys(request, timeout: .milliseconds(Int(options.timeout * 1000)))
-    } catch let e as ClientError where e.code == .server {
-        printError("limelight: \(e.server?.code ?? "error"): \(e.message)")
-        throw ExitCode(ExitCodes.badInput)
     } catch let e as ClientError {
-        printError("limelight: \(e.message)")
-        throw ExitCode(ExitCodes.unreachable)
+        throw failure(e, "keys \(request.action)")
     }
 }
 

@@ -12,6 +12,12 @@ import WireProtocol
 /// producer rather than filling queues. A line `{"customAttributeKey": {...}}`
 /// declares a custom attribute before the items after it.
 ///
+/// Batches are cut by size as well as by count (`--batch-bytes`), and a line
+/// longer than `--max-item-bytes` is a rejected item like any other, found
+/// without reading it into memory: so no valid item can make a message exceed
+/// the server's limit (32 MiB by default), and the items around a huge one
+/// are stored.
+///
 /// At least once: a batch whose acknowledgement does not come within
 /// `--ack-timeout` seconds (a restarted coordinator, a reconnect), or whose
 /// items come back `shard_unavailable` (an indexer died before committing),
@@ -26,6 +32,9 @@ struct PublishCommand: AsyncParsableCommand {
 
     @Argument(help: "JSONL files; - reads standard input.") var files: [String] = ["-"]
     @Option(help: "Items per batch.") var batchSize = 1000
+    @Option(help: "Bytes of JSON per batch, at most (a larger item goes alone).") var batchBytes = 8 << 20
+    @Option(help: "The largest item accepted, in bytes of its line; a longer line is rejected, and the rest of the file published.")
+    var maxItemBytes = 16 << 20
     @Option(help: "Batches in flight at once.") var window = 4
     @Option(help: "Seconds to wait for one attempt's acknowledgement before sending the batch again.") var ackTimeout = 30.0
     @Option(help: "Seconds after a batch's first attempt during which unacknowledged items are sent again.") var retryFor = 300.0
@@ -34,6 +43,7 @@ struct PublishCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard batchSize >= 1, window >= 1 else { throw ValidationError("--batch-size and --window must be at least 1") }
+        guard batchBytes >= 1, maxItemBytes >= 1 else { throw ValidationError("--batch-bytes and --max-item-bytes must be at least 1") }
         guard ackTimeout > 0, retryFor >= 0 else { throw ValidationError("--ack-timeout must be more than 0 and --retry-for at least 0") }
     }
 
@@ -56,12 +66,15 @@ struct PublishCommand: AsyncParsableCommand {
         let progress = Progress(enabled: !quiet && isatty(STDERR_FILENO) == 1 && totalBytes > 1_000_000, totalBytes: totalBytes)
         var stored = 0, rejected = 0, unacknowledged = 0, resent = 0
         var batch: [JSONValue] = []
+        var batchLineBytes = 0
         var sources: [Source] = []
         var bytesRead = 0
         var linesRead = 0
 
         let ackTimeout = Duration.milliseconds(Int(self.ackTimeout * 1000)), retryFor = Duration.milliseconds(Int(self.retryFor * 1000))
-        try await withThrowingTaskGroup(of: (PublishOutcome, [Source], [JSONValue]).self) { group in
+        // A refusal of a whole batch (a refused key, a malformed message) is
+        // the same for every batch: said once, and the publish stops.
+        do { try await withThrowingTaskGroup(of: (PublishOutcome, [Source], [JSONValue]).self) { group in
             var inFlight = 0
             func collect(_ outcome: PublishOutcome, _ src: [Source], _ items: [JSONValue]) {
                 stored += outcome.stored
@@ -91,20 +104,26 @@ struct PublishCommand: AsyncParsableCommand {
                 }
                 inFlight += 1
                 batch = []
+                batchLineBytes = 0
                 sources = []
             }
             for file in files {
                 let name = file == "-" ? "stdin" : file
                 var lineNo = 0
-                for try await line in LineReader(path: file) {
+                for try await read in LineReader(path: file, limit: maxItemBytes) {
                     lineNo += 1
                     linesRead += 1
-                    bytesRead += line.utf8.count + 1
+                    bytesRead += read.fileBytes
+                    guard case .text(let line) = read else {
+                        rejected += 1
+                        printError("\(name):\(lineNo): rejected: item is \(read.fileBytes - 1) bytes, more than the limit of \(maxItemBytes) (--max-item-bytes)")
+                        continue
+                    }
                     if line.allSatisfy(\.isWhitespace) { continue }
                     let value: JSONValue
                     do { value = try JSONValue.parse(line) } catch {
                         rejected += 1
-                        printError("\(name):\(lineNo): rejected: not valid JSON")
+                        printError("\(name):\(lineNo): rejected: not valid JSON\(JSONSyntaxError.find(in: line).map { " (column \($0.column): \($0.message))" } ?? "")")
                         continue
                     }
                     if let decl = value["customAttributeKey"] {
@@ -119,13 +138,19 @@ struct PublishCommand: AsyncParsableCommand {
                         }
                         continue
                     }
+                    if !batch.isEmpty, batchLineBytes + line.utf8.count > batchBytes { try await flush() }
                     batch.append(value)
+                    batchLineBytes += line.utf8.count
                     sources.append(Source(file: name, line: lineNo))
                     if batch.count >= batchSize { try await flush() }
                 }
             }
             try await flush()
             while let (outcome, src, sent) = try await group.next() { collect(outcome, src, sent) }
+        } } catch let e as ClientError {
+            progress.finish()
+            printError("published \(stored) item\(stored == 1 ? "" : "s") before the server refused a batch")
+            throw failure(e, "publish", refused: ExitCodes.rejected)
         }
         progress.finish()
         printError("published \(stored) item\(stored == 1 ? "" : "s")\(rejected > 0 ? ", rejected \(rejected)" : "")"
@@ -170,43 +195,87 @@ final class Progress: @unchecked Sendable {
 }
 
 /// Reads a file (or standard input) line by line without loading it whole.
+///
+/// A line longer than `limit` bytes is not held: its bytes are counted up to
+/// the next newline and dropped, and it comes back as ``Line/tooLong(bytes:)``,
+/// so one huge line costs no memory and no parse, and the lines after it are
+/// read as usual.
 struct LineReader: AsyncSequence {
-    typealias Element = String
+    enum Line: Sendable, Equatable {
+        case text(String)
+        /// A line of `bytes` bytes (without its newline), more than the limit.
+        case tooLong(bytes: Int)
+
+        /// The bytes the line took in the file, its newline included.
+        var fileBytes: Int {
+            switch self {
+            case .text(let s): s.utf8.count + 1
+            case .tooLong(let n): n + 1
+            }
+        }
+    }
+
+    typealias Element = Line
     let path: String
+    var limit = Int.max
+    var chunkBytes = 1 << 20
 
     struct AsyncIterator: AsyncIteratorProtocol {
         let handle: FileHandle?
+        let limit: Int
+        let chunkBytes: Int
         var buffer = Data()
+        var start = 0
         var eof = false
+        /// Bytes of an over-long line dropped so far; nil while none is being skipped.
+        var skipped: Int?
 
-        init(path: String) {
+        init(path: String, limit: Int, chunkBytes: Int) {
             handle = path == "-" ? FileHandle.standardInput : FileHandle(forReadingAtPath: path)
+            self.limit = limit
+            self.chunkBytes = chunkBytes
         }
 
-        var start = 0
-
-        mutating func next() async throws -> String? {
+        mutating func next() async throws -> Line? {
             guard let handle else { return nil }
             while true {
-                if let nl = buffer[(buffer.startIndex + start)...].firstIndex(of: 0x0A) {
-                    let line = String(decoding: buffer[(buffer.startIndex + start)..<nl], as: UTF8.self)
+                let unread = buffer[(buffer.startIndex + start)...]
+                if let nl = unread.firstIndex(of: 0x0A) {
+                    let length = nl - unread.startIndex
                     start = nl + 1 - buffer.startIndex
-                    return line
+                    if let n = skipped {
+                        skipped = nil
+                        return .tooLong(bytes: n + length)
+                    }
+                    if length > limit { return .tooLong(bytes: length) }
+                    return .text(String(decoding: unread[..<nl], as: UTF8.self))
                 }
                 if eof {
-                    if start >= buffer.count { return nil }
-                    let line = String(decoding: buffer[(buffer.startIndex + start)...], as: UTF8.self)
+                    if let n = skipped {
+                        skipped = nil
+                        start = buffer.count
+                        return .tooLong(bytes: n + unread.count)
+                    }
+                    if unread.isEmpty { return nil }
                     start = buffer.count
-                    return line
+                    if unread.count > limit { return .tooLong(bytes: unread.count) }
+                    return .text(String(decoding: unread, as: UTF8.self))
                 }
-                // Keep only the unread tail before reading more.
-                buffer = Data(buffer[(buffer.startIndex + start)...])
+                if skipped != nil || unread.count > limit {
+                    // No newline in more than the limit: drop what is held
+                    // and count the rest of the line as it comes.
+                    skipped = (skipped ?? 0) + unread.count
+                    buffer = Data()
+                } else {
+                    // Keep only the unread tail before reading more.
+                    buffer = Data(unread)
+                }
                 start = 0
-                let chunk = handle.readData(ofLength: 1 << 20)
+                let chunk = handle.readData(ofLength: chunkBytes)
                 if chunk.isEmpty { eof = true } else { buffer.append(chunk) }
             }
         }
     }
 
-    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(path: path) }
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(path: path, limit: limit, chunkBytes: chunkBytes) }
 }

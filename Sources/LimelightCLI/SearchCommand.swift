@@ -30,11 +30,7 @@ struct SearchCommand: AsyncParsableCommand {
         } else {
             text = params
         }
-        let parsed: JSONValue
-        do { parsed = try JSONValue.parse(text) } catch {
-            printError("limelight: --params is not valid JSON: \(error)")
-            throw ExitCode(ExitCodes.badInput)
-        }
+        let parsed = try parseParameters(text, option: "--params", source: params.hasPrefix("@") ? String(params.dropFirst()) : nil)
         guard case .object(var fields) = parsed else {
             printError("limelight: --params must be a JSON object of search parameters")
             throw ExitCode(ExitCodes.badInput)
@@ -54,20 +50,39 @@ struct SearchCommand: AsyncParsableCommand {
         let result: Body.SearchResult
         do {
             result = try await client.search(value, deadlineMs: deadlineMs, timeout: .seconds(max(endpoint.timeout, 30)))
-        } catch let e as ClientError where e.code == .server {
+        } catch let e as ClientError where e.code == .server && !ExitCodes.accessCodes.contains(e.server?.code ?? "") {
             printError("limelight: bad search: \(e.server?.description ?? e.message)")
             if let s = e.server, s.field == "filters", let pos = s.position, let filters = value["filters"]?.stringValue {
                 printError("  \(filters)\n  \(String(repeating: " ", count: min(pos, filters.count)))^")
             }
             throw ExitCode(ExitCodes.badInput)
         } catch let e as ClientError {
-            printError("limelight: \(e.message)")
-            throw ExitCode(ExitCodes.unreachable)
+            throw failure(e)
         }
         printLine(result.response.serializedString())
         if !result.failedShards.isEmpty {
             for f in result.failedShards { printError("limelight: shard \(f.shard) missing from the result: \(f.reason)") }
             throw ExitCode(ExitCodes.missingShards)
         }
+    }
+}
+
+/// Parses a JSON object given on the command line (or in the file `source`),
+/// or exits 2 naming the option and, for text that is not JSON, the line and
+/// column of the fault with a caret under it.
+func parseParameters(_ text: String, option: String, source: String? = nil) throws -> JSONValue {
+    do { return try JSONValue.parse(text) } catch {
+        let from = source.map { " (\($0))" } ?? ""
+        guard let fault = JSONSyntaxError.find(in: text) else {
+            printError("limelight: \(option)\(from) is not valid JSON")
+            throw ExitCode(ExitCodes.badInput)
+        }
+        printError("limelight: \(option)\(from) is not valid JSON: \(fault)")
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        if fault.line <= lines.count {
+            let shown = String(lines[fault.line - 1])
+            printError("  \(shown)\n  \(String(repeating: " ", count: min(fault.column - 1, shown.count)))^")
+        }
+        throw ExitCode(ExitCodes.badInput)
     }
 }

@@ -133,7 +133,7 @@ public enum ServerSettings {
         }
         let root: JSONValue
         do { root = try JSONValue.parse(data) } catch {
-            let why = (error as NSError).userInfo[NSDebugDescriptionErrorKey].map { "\($0)" } ?? "\(error)"
+            let why = JSONSyntaxError.find(in: String(decoding: data, as: UTF8.self)).map { "\($0)" } ?? "\(error)"
             throw SettingsError(description: "\(path) is not JSON: \(why)")
         }
         guard case .object(let sections) = root else { throw SettingsError(description: "\(path): expected a JSON object of sections") }

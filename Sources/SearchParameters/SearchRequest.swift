@@ -151,7 +151,10 @@ public struct SearchRequest: Sendable {
             }
         }
         plan.facets = try strings("facets") ?? []
-        if plan.facets.contains("*") { throw invalid("facets", "'*' is not supported: name the facets to count") }
+        // `*` is every facet attribute, as in Algolia: each shard counts
+        // every attribute it holds that takes categories (see
+        // `ShardStore.facetAttributes`), beside the facets named with it.
+        if plan.facets.contains("*") { plan.facets = ["*"] + plan.facets.filter { $0 != "*" } }
         plan.maxValuesPerFacet = try int("maxValuesPerFacet", 100, min: 1, max: 1000)
         let disjunctive = try strings("disjunctiveFacets") ?? []
         for f in disjunctive where !plan.facets.contains(f) { plan.facets.append(f) }

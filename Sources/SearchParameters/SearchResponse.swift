@@ -117,15 +117,19 @@ public struct SearchResponseBuilder: Sendable {
             o.set("nbPages", .number(request.hitsPerPage == 0 ? 0 : Double((served + request.hitsPerPage - 1) / request.hitsPerPage)))
         }
         if !plan.facets.isEmpty {
+            // `*`: every facet with a value on some shard, beside those named.
+            let facetNames = plan.facets.contains("*")
+                ? Array(Set(plan.facets.filter { $0 != "*" }).union(facets.filter { !$0.value.isEmpty }.keys)).sorted()
+                : plan.facets
             var f: [String: JSONValue] = [:]
-            for facet in plan.facets {
+            for facet in facetNames {
                 var values = (facets[facet] ?? [:]).map { ($0.key, $0.value) }
                 values.sort { $0.1 != $1.1 ? $0.1 > $1.1 : $0.0 < $1.0 }
                 f[facet] = .object(Dictionary(uniqueKeysWithValues: values.prefix(plan.maxValuesPerFacet).map { ($0.0, .number(Double($0.1))) }))
             }
             o.set("facets", .object(f))
             var fs: [String: JSONValue] = [:]
-            for facet in plan.facets {
+            for facet in facetNames {
                 guard let s = stats[facet], s.count > 0 else { continue }
                 fs[facet] = .object(["min": .number(s.min), "max": .number(s.max), "sum": .number(s.sum),
                                      "avg": .number(s.sum / Double(s.count))])

@@ -148,7 +148,12 @@ extension SearchRun {
     func countFacets(matched: [Int64], restrict: ([Int64]?) throws -> [Int64],
                      alsoMatching: (([Int64]?) throws -> [Int64])? = nil, into result: inout ShardSearchResult) throws {
         var disjunctiveSets: [String: [Int64]] = [:]
-        for facet in plan.facets {
+        var facets = plan.facets
+        if let star = facets.firstIndex(of: "*") {
+            facets.remove(at: star)
+            facets += store.facetAttributes().filter { !facets.contains($0) }
+        }
+        for facet in facets {
             try context.checkCancelled()
             var set = matched
             if let filter = plan.disjunctiveFilters[facet] {
@@ -173,5 +178,21 @@ extension SearchRun {
             result.facets[facet] = Dictionary(values, uniquingKeysWith: +)
             if let stats { result.facetStats[facet] = stats }
         }
+    }
+}
+
+extension ShardStore {
+    /// The attributes `facets: ["*"]` counts on this shard: every attribute
+    /// its items hold, except those whose values are not categories, which
+    /// Algolia's users would not list in `attributesForFaceting` either:
+    /// prose (the standard attributes that hold sentences), identifiers
+    /// (attributes `unique`, whose every value differs: `url`, `path`), and
+    /// locations.
+    func facetAttributes() -> [String] {
+        nameIDs.keys.filter { name in
+            guard !StandardAttributes.prose.contains(name) else { return false }
+            guard let spec = schema.spec(for: name) else { return true }
+            return !spec.unique && spec.type != .location && spec.searchable
+        }.sorted()
     }
 }

@@ -189,9 +189,13 @@ public final class ShardStore {
     ///
     /// Declare before writing items that use them: values already stored keep
     /// the form they were stored in (and vectors already stored keep the text
-    /// they were made from).
+    /// they were made from). A declaration that conflicts with what the shard
+    /// holds is refused (``checkDeclaration(_:)``), so no stored value is
+    /// left of a type that its attribute no longer has.
     public func declare(_ specs: [AttributeSpec], semantic: [(name: String, on: Bool)] = []) throws {
         try requireWritable("declare attributes")
+        try reloadIfChanged()
+        try checkDeclaration(specs)
         var updated = schema
         for spec in specs {
             do { try updated.declare(spec) } catch {

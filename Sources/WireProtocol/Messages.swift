@@ -168,7 +168,15 @@ public enum Body: Sendable, Hashable {
     }
     public struct Declare: Sendable, Hashable, Codable {
         public var attributes: [AttributeDeclaration]
-        public init(attributes: [AttributeDeclaration]) { self.attributes = attributes }
+        /// Coordinator → indexer: only check that every shard would accept the
+        /// declaration, changing nothing. The coordinator checks every shard
+        /// before it declares on any, so a declaration that conflicts with one
+        /// shard's values is refused by all.
+        public var check: Bool?
+        public init(attributes: [AttributeDeclaration], check: Bool? = nil) {
+            self.attributes = attributes
+            self.check = check
+        }
     }
     public struct Delete: Sendable, Hashable, Codable {
         public var ids: [String]?

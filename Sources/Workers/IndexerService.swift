@@ -194,10 +194,14 @@ public final class IndexerService: Sendable {
             }
         case .declare(let d):
             do {
+                let specs = d.attributes.filter { !$0.isSemanticOnly }.map(\.spec)
                 for (_, (box, exec)) in stores {
                     try await exec.run {
-                        try box.store.declare(d.attributes.filter { !$0.isSemanticOnly }.map(\.spec),
-                                              semantic: d.attributes.compactMap { a in a.semantic.map { (a.name, $0) } })
+                        if d.check == true {
+                            try box.store.checkDeclaration(specs)
+                        } else {
+                            try box.store.declare(specs, semantic: d.attributes.compactMap { a in a.semantic.map { (a.name, $0) } })
+                        }
                     }
                 }
                 tally.finished()

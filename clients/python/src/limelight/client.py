@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import os
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -84,6 +85,45 @@ def sort_key(spec: Union[str, JSONObject]) -> JSONObject:
     return {"attribute": name, "ascending": not direction.lower().startswith("desc")}
 
 
+ACCESS_CODES = frozenset({"key_required", "invalid_key", "key_revoked", "key_expired", "forbidden", "keys_disabled"})
+"""Error codes of a refused key: the commands exit 6 for them, as ``limelight`` does."""
+
+
+def key_file_path(name: str = "limelight.key") -> str:
+    """The key file of ``limelight up``'s data folder: ``$LIMELIGHT_DATA/NAME``,
+    else ``./limelight-data/NAME``."""
+    return os.path.abspath(os.path.join(os.environ.get("LIMELIGHT_DATA") or "limelight-data", name))
+
+
+def find_key(key: Optional[str] = None) -> Optional[str]:
+    """The API key a client sends, found as the ``limelight`` command finds it:
+    ``key`` when given, then ``$LIMELIGHT_KEY``, then the file named by
+    ``$LIMELIGHT_KEY_FILE``, then ``limelight.key`` in ``$LIMELIGHT_DATA``
+    or ``./limelight-data`` (where ``limelight up`` writes an admin key).
+    None when there is none (a cluster that does not require keys serves
+    such a client unscoped). An empty ``key`` means "send no key"."""
+    if key is not None:
+        return key or None
+    if os.environ.get("LIMELIGHT_KEY"):
+        return os.environ["LIMELIGHT_KEY"]
+    named = os.environ.get("LIMELIGHT_KEY_FILE")
+    path = named or key_file_path()
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read().strip() or None
+    except OSError:
+        if named:
+            raise ValueError(f"cannot read the key file {named} (named by LIMELIGHT_KEY_FILE)") from None
+        return None
+
+
+def key_hint() -> str:
+    """What to do when a request went without a key."""
+    return ("no key was sent: `limelight up` writes an admin key to DATA/limelight.key (DATA is ./limelight-data "
+            f"unless `up --data DIR` said otherwise), and {key_file_path()} does not exist; run from the folder that "
+            "holds limelight-data, set LIMELIGHT_DATA=DIR, or pass --key KEY (or set LIMELIGHT_KEY)")
+
+
 class Client:
     """A connection to a Limelight coordinator.
 
@@ -91,8 +131,11 @@ class Client:
     ``observer``, when given, is called as ``observer("sent", message)`` and
     ``observer("received", message)`` for every message, decoded (tests use
     it to check real traffic against the schemas). ``key`` is the API key
-    every request carries (docs/security.md); without one, a cluster that
-    does not require keys serves the client unscoped. Not thread-safe: like a
+    every request carries (docs/security.md); when it is not given, it is
+    found as the ``limelight`` command finds it (:func:`find_key`: the
+    ``LIMELIGHT_KEY`` variable, then the key file ``limelight up`` writes),
+    and ``key=""`` sends none, which a cluster that does not require keys
+    serves unscoped. Not thread-safe: like a
     ZeroMQ socket, a client belongs to one thread.
     """
 
@@ -106,7 +149,7 @@ class Client:
         (``zmq.auth.load_certificate`` reads the files ``limelight keys curve``
         writes). Without a pair the client makes a throwaway one."""
         self.endpoint = endpoint
-        self.key = key
+        self.key = find_key(key)
         self.timeout = timeout
         self.observer = observer
         self._context: zmq.Context[Any] = context or zmq.Context.instance()

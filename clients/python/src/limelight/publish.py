@@ -13,7 +13,12 @@ number, on standard error. Batches not acknowledged in time (``--ack-timeout``)
 or answered ``shard_unavailable`` are sent again until acknowledged, for at
 most ``--retry-for`` seconds (see :class:`Publisher`). Exit status: 0 when
 everything was stored, 1 when any item was rejected, 2 for bad arguments, 3
-when the server cannot be reached, 5 when some items were never acknowledged.
+when the server cannot be reached, 5 when some items were never acknowledged,
+6 when the server refused the key (said once, and nothing more is sent).
+
+Batches are cut by size as well as count (``--batch-bytes``), and a line longer
+than ``--max-item-bytes`` is a rejected item, skipped without being read into
+memory; the items around it are published.
 """
 
 from __future__ import annotations
@@ -26,11 +31,12 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any, Optional, Union
 
-from .client import DEFAULT_ENDPOINT, Client, JSONObject, LimelightError, LimelightTimeout
+from .client import ACCESS_CODES, DEFAULT_ENDPOINT, Client, JSONObject, LimelightError, LimelightTimeout, find_key, key_hint
 
 EXIT_REJECTED = 1
 EXIT_UNREACHABLE = 3
 EXIT_UNACKNOWLEDGED = 5
+EXIT_NOT_ALLOWED = 6
 
 
 def program_name() -> str:
@@ -151,6 +157,9 @@ class Publisher:
         sent = list(batch.open)
         if reply["type"] == "error":
             error = LimelightError.from_reply(reply)
+            if error.code in ACCESS_CODES:
+                # The key is refused: every batch would be; stop and say it once.
+                raise error
             if error.code in RETRYABLE:
                 batch.last_failure = str(error)
                 self._retry_or_give_up(batch)
@@ -185,20 +194,45 @@ def uid_of(item: Any) -> str:
     return uid if isinstance(uid, str) and uid else "item"
 
 
-def read_lines(path: str) -> Iterator[tuple[int, str]]:
-    """Yields (line number, text) of a file, or of standard input for '-'."""
-    stream = sys.stdin if path == "-" else open(path, encoding="utf-8")
+DEFAULT_MAX_ITEM_BYTES = 16 << 20
+DEFAULT_BATCH_BYTES = 8 << 20
+
+
+def read_lines(path: str, limit: int = DEFAULT_MAX_ITEM_BYTES) -> Iterator[tuple[int, Union[str, int]]]:
+    """Yields (line number, text) of a file, or of standard input for '-'; a
+    line longer than ``limit`` bytes comes as (line number, its length in
+    bytes), counted without holding it in memory."""
+    stream = sys.stdin.buffer if path == "-" else open(path, "rb")
     with stream:
-        for number, text in enumerate(stream, 1):
-            yield number, text
+        number = 0
+        while True:
+            chunk = stream.readline(limit + 1)
+            if not chunk:
+                return
+            number += 1
+            if len(chunk) <= limit or (len(chunk) == limit + 1 and chunk.endswith(b"\n")):
+                yield number, chunk.decode("utf-8", errors="replace")
+                continue
+            length = len(chunk)
+            while not chunk.endswith(b"\n"):
+                chunk = stream.readline(1 << 20)
+                if not chunk:
+                    break
+                length += len(chunk)
+            yield number, length - (1 if chunk.endswith(b"\n") else 0)
 
 
-def publish(client: Client, path: str, batch_size: int, window: int, ack_timeout: float, retry_for: float = 300.0) -> Publisher:
+def publish(client: Client, path: str, batch_size: int, window: int, ack_timeout: float, retry_for: float = 300.0,
+            batch_bytes: int = DEFAULT_BATCH_BYTES, max_item_bytes: int = DEFAULT_MAX_ITEM_BYTES) -> Publisher:
     """Publishes a file; returns the Publisher with its counts."""
     publisher = Publisher(client, "stdin" if path == "-" else path, window, ack_timeout, retry_for)
     items: list[Any] = []
     lines: list[int] = []
-    for number, text in read_lines(path):
+    size = 0
+    for number, text in read_lines(path, max_item_bytes):
+        if isinstance(text, int):
+            publisher.reject(number, "item", f"item is {text} bytes, more than the limit of {max_item_bytes} (--max-item-bytes)")
+            continue
         if not text.strip():
             continue
         try:
@@ -217,11 +251,16 @@ def publish(client: Client, path: str, batch_size: int, window: int, ack_timeout
             except LimelightError as e:
                 publisher.reject(number, "declaration", e)
             continue
+        line_bytes = len(text.encode("utf-8"))
+        if items and size + line_bytes > batch_bytes:
+            publisher.send(items, lines)
+            items, lines, size = [], [], 0
         items.append(value)
         lines.append(number)
+        size += line_bytes
         if len(items) >= batch_size:
             publisher.send(items, lines)
-            items, lines = [], []
+            items, lines, size = [], [], 0
     if items:
         publisher.send(items, lines)
     publisher.drain()
@@ -234,10 +273,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("file", help="JSON Lines file of items; - reads standard input")
     parser.add_argument("--endpoint", default=os.environ.get("LIMELIGHT_ENDPOINT", DEFAULT_ENDPOINT),
                         help="coordinator endpoint (default: $LIMELIGHT_ENDPOINT or %(default)s)")
-    parser.add_argument("--key", default=os.environ.get("LIMELIGHT_KEY"),
-                        help="API key (default: $LIMELIGHT_KEY; see docs/security.md)")
+    parser.add_argument("--key", help="API key (default: $LIMELIGHT_KEY, else $LIMELIGHT_KEY_FILE, else limelight.key in "
+                        "$LIMELIGHT_DATA or ./limelight-data, which limelight up writes; see docs/security.md)")
     parser.add_argument("--batch-size", type=int, default=500, help="items per batch (default: %(default)s)")
     parser.add_argument("--window", type=int, default=4, help="batches in flight at once (default: %(default)s)")
+    parser.add_argument("--batch-bytes", type=int, default=DEFAULT_BATCH_BYTES,
+                        help="bytes of JSON per batch, at most; a larger item goes alone (default: %(default)s)")
+    parser.add_argument("--max-item-bytes", type=int, default=DEFAULT_MAX_ITEM_BYTES,
+                        help="the largest item accepted, in bytes of its line (default: %(default)s)")
     parser.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for the server to answer a ping (default: %(default)s)")
     parser.add_argument("--ack-timeout", type=float, default=30.0,
                         help="seconds to wait for one attempt's acknowledgement before sending the batch again (default: %(default)s)")
@@ -252,15 +295,25 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.error(f"cannot read {args.file}")
 
     started = time.monotonic()
-    with Client(args.endpoint, timeout=args.timeout, key=args.key) as client:
+    try:
+        key = find_key(args.key)
+    except ValueError as e:
+        parser.error(str(e))
+    with Client(args.endpoint, timeout=args.timeout, key=key or "") as client:
         try:
             client.ping()
-            publisher = publish(client, args.file, args.batch_size, args.window, args.ack_timeout, args.retry_for)
+            publisher = publish(client, args.file, args.batch_size, args.window, args.ack_timeout, args.retry_for,
+                                args.batch_bytes, args.max_item_bytes)
         except LimelightTimeout as e:
             print(f"{program_name()}: cannot reach a server at {args.endpoint}: {e}", file=sys.stderr)
             return EXIT_UNREACHABLE
         except LimelightError as e:
+            # A refusal of a whole batch is the same for every batch: said once.
             print(f"{program_name()}: the server refused a batch: {e}", file=sys.stderr)
+            if e.code in ACCESS_CODES:
+                if e.code == "key_required":
+                    print(f"  {key_hint()}", file=sys.stderr)
+                return EXIT_NOT_ALLOWED
             return EXIT_REJECTED
     elapsed = time.monotonic() - started
     total = publisher.stored + publisher.rejected

@@ -25,12 +25,13 @@ import sys
 from collections.abc import Sequence
 from typing import Any, Optional
 
-from .client import DEFAULT_ENDPOINT, Client, JSONObject, LimelightError, LimelightTimeout
+from .client import ACCESS_CODES, DEFAULT_ENDPOINT, Client, JSONObject, LimelightError, LimelightTimeout, find_key, key_hint
 
 EXIT_ERROR = 1
 EXIT_BAD_QUERY = 2
 EXIT_UNREACHABLE = 3
 EXIT_MISSING_SHARDS = 4
+EXIT_NOT_ALLOWED = 6
 BAD_QUERY_CODES = {"bad_query", "invalid_query", "unsupported_language"}
 
 
@@ -105,8 +106,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("query", help='CSSearchQuery string, e.g. \'title == "Window"w\'')
     parser.add_argument("--endpoint", default=os.environ.get("LIMELIGHT_ENDPOINT", DEFAULT_ENDPOINT),
                         help="coordinator endpoint (default: $LIMELIGHT_ENDPOINT or %(default)s)")
-    parser.add_argument("--key", default=os.environ.get("LIMELIGHT_KEY"),
-                        help="API key (default: $LIMELIGHT_KEY; see docs/security.md)")
+    parser.add_argument("--key", help="API key (default: $LIMELIGHT_KEY, else $LIMELIGHT_KEY_FILE, else limelight.key in "
+                        "$LIMELIGHT_DATA or ./limelight-data, which limelight up writes; see docs/security.md)")
     parser.add_argument("--fetch", help="attributes to return, comma-separated (default: all)")
     parser.add_argument("--sort", action="append", help="sort key NAME, NAME:desc or relevance; repeatable")
     parser.add_argument("--limit", type=int, help="at most this many results")
@@ -117,7 +118,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     fetch = [name.strip() for name in args.fetch.split(",") if name.strip()] if args.fetch else None
 
-    with Client(args.endpoint, timeout=args.timeout, key=args.key) as client:
+    try:
+        key = find_key(args.key)
+    except ValueError as e:
+        parser.error(str(e))
+    with Client(args.endpoint, timeout=args.timeout, key=key or "") as client:
         try:
             client.ping()
             return run(client, args, fetch)
@@ -125,6 +130,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             print(f"{program_name()}: cannot reach a server at {args.endpoint}: {e}", file=sys.stderr)
             return EXIT_UNREACHABLE
         except LimelightError as e:
+            if e.code in ACCESS_CODES:
+                print(f"{program_name()}: {e}", file=sys.stderr)
+                if e.code == "key_required":
+                    print(f"  {key_hint()}", file=sys.stderr)
+                return EXIT_NOT_ALLOWED
             if e.code in BAD_QUERY_CODES:
                 report_bad_query(args.query, e)
                 return EXIT_BAD_QUERY

@@ -1,0 +1,81 @@
+import Items
+import SQLite
+
+extension ShardStore {
+    /// Refuses declarations that conflict with this shard's data, changing
+    /// nothing: an attribute already declared with another type (or as a list
+    /// where it was a single value, or the reverse), or an undeclared
+    /// attribute whose stored values are of another type than the one
+    /// declared.
+    ///
+    /// A declaration may not change a stored attribute's type: every stored
+    /// value would have to be converted, and a date stored as text or a
+    /// number stored as a date has no conversion every user would expect. So
+    /// the refusal names the values that conflict (how many, of which type,
+    /// and one item that holds one), and the user deletes or rewrites those
+    /// items first. Declaring again what is already declared is accepted, as
+    /// are changes of the flags (`searchable`, `unique`, …), which apply to
+    /// items written from then on.
+    public func checkDeclaration(_ specs: [AttributeSpec]) throws {
+        try reloadIfChanged()
+        for spec in specs {
+            if let declared = schema.custom[spec.name] {
+                if declared.type != spec.type {
+                    throw StoreError(.invalidDeclaration,
+                                     "'\(spec.name)' is declared \(declared.type.rawValue); declaring it \(spec.type.rawValue) conflicts with that declaration and with the values stored under it")
+                }
+                if declared.multiValued != spec.multiValued {
+                    throw StoreError(.invalidDeclaration,
+                                     "'\(spec.name)' is declared \(declared.multiValued ? "multi-valued" : "single-valued"); declaring it \(spec.multiValued ? "multi-valued" : "single-valued") conflicts with that declaration")
+                }
+                continue
+            }
+            guard let nameID = nameIDs[spec.name] else { continue }
+            let allowed = Self.kinds(of: spec.type).map { String($0.rawValue) }.joined(separator: ", ")
+            var conflict: (kind: Int64, count: Int64, uid: String?)?
+            do {
+                let s = try db.prepare("""
+                    SELECT kind, count(*), min(item) FROM attrs WHERE name = ? AND kind NOT IN (\(allowed))
+                    GROUP BY kind ORDER BY count(*) DESC LIMIT 1
+                    """)
+                try s.bind(nameID, at: 0)
+                var found: (kind: Int64, count: Int64, item: Int64)?
+                try s.forEachRow { row in found = (row.int64(at: 0), row.int64(at: 1), row.int64(at: 2)) }
+                if let found {
+                    let u = try db.prepare("SELECT uid FROM items WHERE id = ?")
+                    try u.bind(found.item, at: 0)
+                    conflict = (found.kind, found.count, try u.scalar()?.string)
+                }
+            } catch {
+                throw StoreError.wrap(error, "cannot check the values stored under '\(spec.name)'")
+            }
+            if let conflict {
+                let kind = ValueKind(rawValue: conflict.kind).map(Self.typeName) ?? "other"
+                let example = conflict.uid.map { " (item '\($0)' among them)" } ?? ""
+                throw StoreError(.invalidDeclaration,
+                                 "'\(spec.name)' holds \(conflict.count) \(kind) value\(conflict.count == 1 ? "" : "s")\(example); declaring it \(spec.type.rawValue) conflicts with them: delete or rewrite those items first")
+            }
+        }
+    }
+
+    /// The stored kinds a value of `type` takes.
+    static func kinds(of type: ValueType) -> [ValueKind] {
+        switch type {
+        case .text: [.text, .longText]
+        case .number: [.number]
+        case .date: [.date]
+        case .boolean: [.boolean]
+        case .location: [.location]
+        }
+    }
+
+    static func typeName(_ kind: ValueKind) -> String {
+        switch kind {
+        case .text, .longText: "text"
+        case .number: "number"
+        case .date: "date"
+        case .boolean: "boolean"
+        case .location: "location"
+        }
+    }
+}
