@@ -102,7 +102,7 @@ extension CoordinatorCore {
     /// against its shards (`check`), and only when none refused it is it
     /// declared; so a declaration that conflicts with the values of one shard
     /// changes no shard.
-    func declare(client: [Data], id: String, _ d: Body.Declare) {
+    func declare(client: [Data], id: String, _ d: Body.Declare, scope: TenantScope) {
         let missing = (0..<configuration.shards).filter { liveWorkers(.indexer, shard: $0).isEmpty }
         if !missing.isEmpty {
             sendError(.client(client), id, WireError(code: "shard_unavailable",
@@ -111,8 +111,15 @@ extension CoordinatorCore {
         }
         var declaration = d
         declaration.check = nil
+        declaration.exampleTag = nil
+        var check = declaration
+        check.check = true
+        // Declarations apply to every app; a refusal names only the
+        // declaring app's own items (any item, unscoped).
+        check.exampleTag = scope.qualify(uid: "")
         let declareID = makeID("k")
-        declares[declareID] = PendingDeclare(client: client, requestID: id, declaration: declaration, checked: false, outstanding: [:])
+        declares[declareID] = PendingDeclare(client: client, requestID: id, declaration: declaration, check: check,
+                                             checked: false, outstanding: [:])
         sendDeclareRound(declareID)
     }
 
@@ -120,12 +127,8 @@ extension CoordinatorCore {
     /// declaration itself) to every indexer.
     func sendDeclareRound(_ declareID: String) {
         guard var pending = declares[declareID] else { return }
-        var message = pending.declaration
-        if pending.checked {
-            if !replication.declarations.contains(message) { replication.declarations.append(message) }
-        } else {
-            message.check = true
-        }
+        let message = pending.checked ? pending.declaration : pending.check
+        if pending.checked, !replication.declarations.contains(message) { replication.declarations.append(message) }
         for w in workers.values where w.role == .indexer {
             let wid = makeID("k")
             pending.outstanding[wid] = w.id

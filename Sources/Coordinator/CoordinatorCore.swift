@@ -132,6 +132,8 @@ actor CoordinatorCore {
         var client: [Data]
         var requestID: String
         var declaration: Body.Declare
+        /// The first round's message: the declaration with `check` set.
+        var check: Body.Declare
         /// Every indexer has checked the declaration; the second round declares it.
         var checked: Bool
         var outstanding: [String: String] // message → worker
@@ -281,7 +283,7 @@ actor CoordinatorCore {
         case .suggest(let s): startSuggest(client: route, id: envelope.id, s, scope: scope)
         case .spotlight(let s): startSpotlight(client: route, id: envelope.id, s, scope: scope)
         case .continueSearch(let c): startContinue(client: route, id: envelope.id, c, scope: scope)
-        case .declare(let d): declare(client: route, id: envelope.id, d)
+        case .declare(let d): declare(client: route, id: envelope.id, d, scope: scope)
         case .keys(let k): manageKeys(client: route, id: envelope.id, k, access: access)
         case .ping: send(.client(route), envelope.id, .pong(pong()))
         case .stats: send(.client(route), envelope.id, .statsReply(Body.Stats(stats: stats())))

@@ -55,7 +55,7 @@ enum KeyLookup {
     static func defaultFile(_ name: String = "limelight.key") -> String {
         let folder = ProcessInfo.processInfo.environment["LIMELIGHT_DATA"] ?? "limelight-data"
         let path = (folder as NSString).appendingPathComponent(name)
-        return path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+        return path.hasPrefix("/") ? path : (FileManager.default.currentDirectoryPath as NSString).appendingPathComponent(path)
     }
 
     /// What to do when a request went without a key.

@@ -15,8 +15,11 @@ extension ShardStore {
     /// and one item that holds one), and the user deletes or rewrites those
     /// items first. Declaring again what is already declared is accepted, as
     /// are changes of the flags (`searchable`, `unique`, …), which apply to
-    /// items written from then on.
-    public func checkDeclaration(_ specs: [AttributeSpec]) throws {
+    /// items written from then on. The item named is one whose stored
+    /// identifier starts with `exampleTag` (an app's `@APP/`, shown without
+    /// it), none when no such item conflicts: declarations are shared by every
+    /// app, and one app must not learn another's identifiers.
+    public func checkDeclaration(_ specs: [AttributeSpec], exampleTag: String = "") throws {
         try reloadIfChanged()
         for spec in specs {
             if let declared = schema.custom[spec.name] {
@@ -35,16 +38,20 @@ extension ShardStore {
             var conflict: (kind: Int64, count: Int64, uid: String?)?
             do {
                 let s = try db.prepare("""
-                    SELECT kind, count(*), min(item) FROM attrs WHERE name = ? AND kind NOT IN (\(allowed))
+                    SELECT kind, count(*) FROM attrs WHERE name = ? AND kind NOT IN (\(allowed))
                     GROUP BY kind ORDER BY count(*) DESC LIMIT 1
                     """)
                 try s.bind(nameID, at: 0)
-                var found: (kind: Int64, count: Int64, item: Int64)?
-                try s.forEachRow { row in found = (row.int64(at: 0), row.int64(at: 1), row.int64(at: 2)) }
+                var found: (kind: Int64, count: Int64)?
+                try s.forEachRow { row in found = (row.int64(at: 0), row.int64(at: 1)) }
                 if let found {
-                    let u = try db.prepare("SELECT uid FROM items WHERE id = ?")
-                    try u.bind(found.item, at: 0)
-                    conflict = (found.kind, found.count, try u.scalar()?.string)
+                    let u = try db.prepare("""
+                        SELECT i.uid FROM attrs a JOIN items i ON i.id = a.item
+                        WHERE a.name = ? AND a.kind = ? AND substr(i.uid, 1, ?) = ? LIMIT 1
+                        """)
+                    try u.bind([.integer(nameID), .integer(found.kind), .integer(Int64(exampleTag.unicodeScalars.count)), .text(exampleTag)])
+                    let uid = try u.scalar()?.string.map { String($0.unicodeScalars.dropFirst(exampleTag.unicodeScalars.count)) }
+                    conflict = (found.kind, found.count, uid)
                 }
             } catch {
                 throw StoreError.wrap(error, "cannot check the values stored under '\(spec.name)'")

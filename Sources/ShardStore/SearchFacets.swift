@@ -192,7 +192,7 @@ extension ShardStore {
         nameIDs.keys.filter { name in
             guard !StandardAttributes.prose.contains(name) else { return false }
             guard let spec = schema.spec(for: name) else { return true }
-            return !spec.unique && spec.type != .location && spec.searchable
+            return !spec.unique && spec.type != .location && spec.type != .date && spec.searchable
         }.sorted()
     }
 }

@@ -173,9 +173,14 @@ public enum Body: Sendable, Hashable {
         /// before it declares on any, so a declaration that conflicts with one
         /// shard's values is refused by all.
         public var check: Bool?
-        public init(attributes: [AttributeDeclaration], check: Bool? = nil) {
+        /// Coordinator → indexer, with `check`: a refusal names an item whose
+        /// identifier starts with this (the declaring app's `@APP/`; empty:
+        /// any item), so that one app learns nothing of another's items.
+        public var exampleTag: String?
+        public init(attributes: [AttributeDeclaration], check: Bool? = nil, exampleTag: String? = nil) {
             self.attributes = attributes
             self.check = check
+            self.exampleTag = exampleTag
         }
     }
     public struct Delete: Sendable, Hashable, Codable {

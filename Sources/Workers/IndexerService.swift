@@ -198,7 +198,7 @@ public final class IndexerService: Sendable {
                 for (_, (box, exec)) in stores {
                     try await exec.run {
                         if d.check == true {
-                            try box.store.checkDeclaration(specs)
+                            try box.store.checkDeclaration(specs, exampleTag: d.exampleTag ?? "")
                         } else {
                             try box.store.declare(specs, semantic: d.attributes.compactMap { a in a.semantic.map { (a.name, $0) } })
                         }

@@ -45,7 +45,7 @@ def test_up_writes_keys_that_manage_two_apps_apart(keyed):
     traffic = Traffic()
     master = read_key(keyed, "master.key")
     default_admin = read_key(keyed, "limelight.key")
-    with Client(keyed.endpoint, timeout=10, observer=traffic) as anonymous:
+    with Client(keyed.endpoint, timeout=10, observer=traffic, key="") as anonymous:
         assert anonymous.ping()["shardCount"] == 3
         assert code_of(lambda: anonymous.search({})) == "key_required"
     with Client(keyed.endpoint, timeout=10, observer=traffic, key=master) as boss:
