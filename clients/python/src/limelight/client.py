@@ -135,11 +135,12 @@ class Client:
     found as the ``limelight`` command finds it (:func:`find_key`: the
     ``LIMELIGHT_KEY`` variable, then the key file ``limelight up`` writes),
     and ``key=""`` sends none, which a cluster that does not require keys
-    serves unscoped. Not thread-safe: like a
+    serves unscoped. ``endpoint`` defaults to ``$LIMELIGHT_ENDPOINT``, else
+    ``tcp://127.0.0.1:7700``, as for the ``limelight`` command. Not thread-safe: like a
     ZeroMQ socket, a client belongs to one thread.
     """
 
-    def __init__(self, endpoint: str = DEFAULT_ENDPOINT, timeout: float = 5.0, observer: Optional[Observer] = None,
+    def __init__(self, endpoint: Optional[str] = None, timeout: float = 5.0, observer: Optional[Observer] = None,
                  context: Optional[zmq.Context[Any]] = None, key: Optional[str] = None,
                  curve_server_key: Optional[str] = None, curve_key_pair: Optional[tuple[str, str]] = None) -> None:
         """``key`` is the API key sent with every request (docs/security.md).
@@ -148,6 +149,7 @@ class Client:
         secret) pair, which a coordinator with ``--client-keys`` must know
         (``zmq.auth.load_certificate`` reads the files ``limelight keys curve``
         writes). Without a pair the client makes a throwaway one."""
+        endpoint = endpoint or os.environ.get("LIMELIGHT_ENDPOINT") or DEFAULT_ENDPOINT
         self.endpoint = endpoint
         self.key = find_key(key)
         self.timeout = timeout
