@@ -67,7 +67,11 @@ static BOOL like(NSString *value, NSString *pattern) {
         if (c == '*') { [regex appendString:@".*"]; continue; }
         if (c == '?') { [regex appendString:@"."]; continue; }
         if (c == '\\' && i + 1 < [pattern length]) c = [pattern characterAtIndex:++i];
-        [regex appendString:[NSRegularExpression escapedPatternForString:[NSString stringWithCharacters:&c length:1]]];
+        // ICU reads a backslash before any ASCII character that is not a
+        // letter or digit as that character itself.
+        BOOL plain = c > 127 || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+        if (!plain) [regex appendString:@"\\"];
+        [regex appendString:[NSString stringWithCharacters:&c length:1]];
     }
     [regex appendString:@"$"];
     NSRegularExpression *re = [NSRegularExpression regularExpressionWithPattern:regex
@@ -124,6 +128,11 @@ static BOOL appleEvaluate(NSComparisonPredicate *self, SEL _cmd, id left, id rig
             return NO;
         }
         return gnustepEvaluate(self, _cmd, left, right, object);
+    case NSContainsPredicateOperatorType:
+        // Only from `ANY k CONTAINS v` (see `corrected`): one value of k.
+        if (![left isKindOfClass:[NSString class]] || ![right isKindOfClass:[NSString class]]) raiseNotString(left, @"CONTAINS");
+        return [folded(right, options) length] == 0
+            || [folded(left, options) rangeOfString:folded(right, options) options:NSLiteralSearch].location != NSNotFound;
     case NSMatchesPredicateOperatorType:
         if (![left isKindOfClass:[NSString class]]) raiseNotString(left, @"MATCHES");
         return gnustepEvaluate(self, _cmd, left, right, object);
@@ -151,24 +160,34 @@ static NSExpression *unwrapped(NSExpression *e) {
 // under ANY or ALL each bound quantified on its own), with one left
 // expression object shared by both halves, which no written predicate has;
 // Apple keeps one inclusive BETWEEN comparison. Rebuilt here.
+static BOOL isBetweenHalf(id p, NSPredicateOperatorType type) {
+    return [p isKindOfClass:[NSComparisonPredicate class]] && [p predicateOperatorType] == type;
+}
+
 static NSPredicate *corrected(NSPredicate *p) {
     if ([p isKindOfClass:[NSCompoundPredicate class]]) {
         NSCompoundPredicate *c = (NSCompoundPredicate *)p;
         NSArray *subs = [c subpredicates];
-        if ([c compoundPredicateType] == NSAndPredicateType && [subs count] == 2
-            && [[subs objectAtIndex:0] isKindOfClass:[NSComparisonPredicate class]]
-            && [[subs objectAtIndex:1] isKindOfClass:[NSComparisonPredicate class]]) {
-            NSComparisonPredicate *lo = [subs objectAtIndex:0], *hi = [subs objectAtIndex:1];
-            if ([lo leftExpression] == [hi leftExpression] && [lo predicateOperatorType] == NSGreaterThanPredicateOperatorType
-                && [hi predicateOperatorType] == NSLessThanPredicateOperatorType) {
-                id bounds = [NSArray arrayWithObjects:constantValues([[lo rightExpression] constantValue]) ?: [NSNull null],
-                             constantValues([[hi rightExpression] constantValue]) ?: [NSNull null], nil];
-                bounds = constantValues(bounds);
-                return [NSComparisonPredicate predicateWithLeftExpression:[lo leftExpression]
-                                                          rightExpression:[NSExpression expressionForConstantValue:bounds]
-                                                                 modifier:[lo comparisonPredicateModifier]
-                                                                     type:NSBetweenPredicateOperatorType options:0];
+        if ([c compoundPredicateType] == NSAndPredicateType) {
+            // An AND flattens the halves into its own list: found side by side.
+            NSMutableArray *merged = [NSMutableArray array];
+            for (NSUInteger i = 0; i < [subs count]; i++) {
+                id lo = [subs objectAtIndex:i], hi = i + 1 < [subs count] ? [subs objectAtIndex:i + 1] : nil;
+                if (hi != nil && isBetweenHalf(lo, NSGreaterThanPredicateOperatorType) && isBetweenHalf(hi, NSLessThanPredicateOperatorType)
+                    && [lo leftExpression] == [hi leftExpression]) {
+                    id bounds = [NSArray arrayWithObjects:constantValues([[lo rightExpression] constantValue]) ?: [NSNull null],
+                                 constantValues([[hi rightExpression] constantValue]) ?: [NSNull null], nil];
+                    [merged addObject:[NSComparisonPredicate predicateWithLeftExpression:[lo leftExpression]
+                                                                        rightExpression:[NSExpression expressionForConstantValue:constantValues(bounds)]
+                                                                               modifier:[lo comparisonPredicateModifier]
+                                                                                   type:NSBetweenPredicateOperatorType options:0]];
+                    i++;
+                } else {
+                    [merged addObject:lo];
+                }
             }
+            if ([merged count] == 1) return corrected([merged objectAtIndex:0]);
+            subs = merged;
         }
         NSMutableArray *out = [NSMutableArray array];
         for (NSPredicate *s in subs) [out addObject:corrected(s)];
@@ -180,6 +199,17 @@ static NSPredicate *corrected(NSPredicate *p) {
     }
     if ([p isKindOfClass:[NSComparisonPredicate class]]) {
         NSComparisonPredicate *c = (NSComparisonPredicate *)p;
+        // GNUstep parses `ANY k CONTAINS v` as `ANY v IN k`, swapping the
+        // operands before the quantifier takes the left one (and raises, as v
+        // is no collection); Apple tests each value of k.
+        if ([c comparisonPredicateModifier] != NSDirectPredicateModifier && [c predicateOperatorType] == NSInPredicateOperatorType
+            && [[c leftExpression] expressionType] == NSConstantValueExpressionType
+            && [[c rightExpression] expressionType] == NSKeyPathExpressionType) {
+            return [NSComparisonPredicate predicateWithLeftExpression:[c rightExpression]
+                                                      rightExpression:unwrapped([c leftExpression])
+                                                             modifier:[c comparisonPredicateModifier]
+                                                                 type:NSContainsPredicateOperatorType options:[c options]];
+        }
         return [NSComparisonPredicate predicateWithLeftExpression:unwrapped([c leftExpression])
                                                   rightExpression:unwrapped([c rightExpression])
                                                          modifier:[c comparisonPredicateModifier]
