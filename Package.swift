@@ -109,7 +109,7 @@ let package = Package(
         ], swiftSettings: hot),
         .target(name: "LimelightClient", dependencies: ["ZeroMQ", "WireProtocol", "Items", "QueryPlan"], swiftSettings: hot),
         .target(name: "LimelightCLI", dependencies: [
-            "LimelightClient", "WireProtocol", "SpotlightQuery", "Items", "QueryPlan",
+            "LimelightClient", "WireProtocol", "SpotlightQuery", "PredicateQuery", "Items", "QueryPlan",
             "Coordinator", "Workers", "Embedder", "ShardStore", "ClusterAuth", "ZeroMQ", "Tenancy",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
