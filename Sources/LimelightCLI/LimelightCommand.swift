@@ -23,18 +23,14 @@ public struct LimelightCommand: AsyncParsableCommand {
     ///   (`limelight predicate -- '…'` works too, as ArgumentParser has it);
     /// - arguments ArgumentParser rejects are bad input: exit 2, with its
     ///   message, which names the argument (other commands keep its 64).
-    public static func main() async {
-        await runCommandLine(Array(CommandLine.arguments.dropFirst()))
-    }
-
-    static func runCommandLine(_ arguments: [String]) async -> Never {
+    public static func runCommandLine(_ arguments: [String] = Array(CommandLine.arguments.dropFirst())) async -> Never {
         let takesQuery = QueryArguments.takesQuery(arguments)
         let command: ParsableCommand
         do {
             command = takesQuery ? try QueryArguments.parse(arguments) { try parseAsRoot($0) } : try parseAsRoot(arguments)
         } catch {
             if takesQuery, exitCode(for: error) == .validationFailure {
-                printError("limelight: \(fullMessage(for: error)) (see 'limelight \(arguments[0]) --help')")
+                printError(fullMessage(for: error))
                 Foundation.exit(ExitCodes.badInput)
             }
             exit(withError: error)

@@ -65,12 +65,12 @@ struct PredicateCommandTests {
             item("e2", domain: "org.a", ["contentType": .string("Employee"), "rank": .number(4), "title": .string("plain")]),
         ])
         let predicate = ["predicate", "--record-type", "Employee", "--dialect", "nspredicate", "--json"]
-        for args in [predicate + ["--", "-1 < rank"] + ep, predicate + ["-1 < rank"] + ep, predicate + ep + ["-1 < rank"]] {
+        for args in [predicate + ep + ["--", "-1 < rank"], predicate + ["-1 < rank"] + ep, predicate + ep + ["-1 < rank"]] {
             let r = try CommandLineTests.limelight(args)
             #expect(r.status == 0, "\(args): \(r.stderr)")
             #expect(uids(r.stdout) == ["e2"], "\(args)")
         }
-        for args in [["query", "--json", "--", "rank < -1"] + ep, ["query", "--json", "-1 > rank"] + ep] {
+        for args in [["query", "--json"] + ep + ["--", "rank < -1"], ["query", "--json", "rank < -1"] + ep] {
             let r = try CommandLineTests.limelight(args)
             #expect(r.status == 0, "\(args): \(r.stderr)")
             #expect(uids(r.stdout) == ["e1"], "\(args)")
@@ -79,9 +79,9 @@ struct PredicateCommandTests {
         // Bad: the position and a caret, exit 2, no server needed.
         let nowhere = ["--endpoint", "tcp://127.0.0.1:9"]
         for (args, position) in [(["predicate", "--record-type", "E", "-1 < "] + nowhere, "at 5:"),
-                                 (["predicate", "--record-type", "E", "--", "-rank BETWEEN"] + nowhere, "at 0:"),
-                                 (["query", "-1 <"] + nowhere, "at 4:"),
-                                 (["query", "--", "-"] + nowhere, "at 0:")] {
+                                 (["predicate", "--record-type", "E"] + nowhere + ["--", "-rank BETWEEN"], "at 0:"),
+                                 (["query", "-1 <"] + nowhere, "at 0:"),
+                                 (["query"] + nowhere + ["--", "-"], "at 0:")] {
             let r = try CommandLineTests.limelight(args)
             #expect(r.status == 2, "\(args): \(r.stderr)")
             #expect(r.stderr.contains("bad query: \(position)"), "\(args): \(r.stderr)")
