@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Items
 import LimelightClient
+import SpotlightQuery
 import WireProtocol
 
 /// Connects and checks the server answers, or exits 3.
@@ -36,6 +37,10 @@ struct QueryCommand: AsyncParsableCommand {
     @OptionGroup var endpoint: EndpointOptions
 
     func run() async throws {
+        // A bad query exits 2 with its position whether or not a server answers.
+        do throws(SpotlightQueryError) { _ = try SpotlightQueryParser().parse(query) } catch {
+            throw Self.badQuery(error.description, position: error.offset, in: query)
+        }
         let client = try await connect(endpoint)
         defer { client.close() }
         let fetchList = fetch.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
@@ -57,6 +62,16 @@ struct QueryCommand: AsyncParsableCommand {
         }
     }
 
+    /// Prints why a query is bad, with a caret under `text` at `position`,
+    /// and gives the exit of bad input (2) to throw.
+    static func badQuery(_ description: String, position: Int?, in text: String) -> ExitCode {
+        printError("limelight: bad query: \(description)")
+        if let position {
+            printError("  \(text)\n  \(String(repeating: " ", count: min(position, text.count)))^")
+        }
+        return ExitCode(ExitCodes.badInput)
+    }
+
     /// Prints a query's results (``printResults``) until its completion, which
     /// it returns; SIGINT cancels the query. A query the server rejects
     /// (`rejected`) exits 2, with a caret under `text` at the position the
@@ -71,11 +86,8 @@ struct QueryCommand: AsyncParsableCommand {
             return try await printResults(handle, json: json, fetch: fetch)
         } catch let e as ClientError where e.code == .server {
             if let s = e.server, rejected.contains(s.code) {
-                printError("limelight: bad query: \(s.description)")
-                if let pos = s.position, s.field == nil {
-                    printError("  \(text)\n  \(String(repeating: " ", count: min(pos, text.count)))^")
-                }
-                throw ExitCode(ExitCodes.badInput)
+                // A position in a field's value is not one in `text`.
+                throw badQuery(s.description, position: s.field == nil ? s.position : nil, in: text)
             }
             throw failure(e, refused: 1)
         } catch let e as ClientError {

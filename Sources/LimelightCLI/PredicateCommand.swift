@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Items
 import LimelightClient
+import PredicateQuery
 import WireProtocol
 
 /// `limelight predicate`: a CloudKit-style query, `CKQuery(recordType:predicate:)`.
@@ -55,6 +56,13 @@ struct PredicateCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // A bad predicate exits 2 with its position whether or not a server answers.
+        let parser = PredicateQueryParser(dialect: dialect == "nspredicate" ? .nspredicate : .cloudkit)
+        do throws(PredicateQueryError) {
+            _ = try parser.parse(recordType: recordType, predicate, arguments: arguments.map(Self.argument))
+        } catch {
+            throw QueryCommand.badQuery(error.description, position: error.offset, in: predicate)
+        }
         let client = try await connect(endpoint)
         defer { client.close() }
         let fetchList = fetch.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }

@@ -106,7 +106,7 @@ struct Lowering {
             switch c.op {
             case .in:
                 // `'red' IN favoriteColors`: membership.
-                return try quantified(c.quantifier, key: k, offset: kOffset) { () throws(PredicateQueryError) in
+                return try quantified(c.quantifier, key: k, offset: kOffset) { (_) throws(PredicateQueryError) in
                     try equality(k, v, c, vOffset, membership: true)
                 }
             case .contains:
@@ -152,24 +152,50 @@ struct Lowering {
         case .selfKey: throw mismatch("'\(k)' is compared with SELF: a comparison takes a key and a constant", vOffset)
         }
         if k == "recordID" { return try recordID(c, value, vOffset) }
-        return try quantified(c.quantifier, key: k, offset: kOffset) { () throws(PredicateQueryError) in
-            try leaf(k, c, value, vOffset)
+        return try quantified(c.quantifier, key: k, offset: kOffset) { (element) throws(PredicateQueryError) in
+            try leaf(k, c, value, vOffset, element: element)
         }
     }
 
-    /// Applies `ANY`/`SOME` (the plan's own reading of a list), `ALL` (every
-    /// value) or `NONE` (no value) to a test of one key.
+    /// Applies `ANY`/`SOME` (some value passes), `ALL` (every value) or
+    /// `NONE` (no value) to a test of one key; `make(true)` gives the test of
+    /// one value, `make(false)` the comparison without a quantifier.
     func quantified(_ q: (Quantifier, offset: Int)?, key: String, offset: Int,
-                    _ make: () throws(PredicateQueryError) -> QueryPlan.Predicate) throws(PredicateQueryError) -> QueryPlan.Predicate {
-        let p = try make()
-        switch q?.0 {
-        case nil, .any?: return p
-        case .none?: return .not(p)
-        case .all?:
-            guard Self.isValueTest(p) else {
-                throw mismatch("ALL needs a test of the values themselves (==, <, BEGINSWITH, LIKE, MATCHES, IN…)", q!.offset)
+                    _ make: (_ element: Bool) throws(PredicateQueryError) -> QueryPlan.Predicate) throws(PredicateQueryError) -> QueryPlan.Predicate {
+        guard let (quantifier, qOffset) = q else { return try make(false) }
+        let p = try make(true)
+        guard Self.isValueTest(p) else {
+            throw mismatch("\(quantifier.rawValue) needs a test of the values themselves (==, <, BEGINSWITH, LIKE, MATCHES, IN…)", qOffset)
+        }
+        if p == .all || p == .none {
+            // A value is never nil: `ANY k != nil` is "k has a value".
+            let some: QueryPlan.Predicate = p == .all ? .exists(.named(key)) : .none
+            switch quantifier {
+            case .any: return some
+            case .none: return .not(some)
+            case .all: return p == .all ? .all : .not(.exists(.named(key)))
             }
-            return .every(p)
+        }
+        switch quantifier {
+        case .any: return Self.someValue(p)
+        case .none: return .not(Self.someValue(p))
+        case .all: return .every(p)
+        }
+    }
+
+    /// Some value passes the one-value test `p`. The plan reads a positive
+    /// test that way already; a negated one (`!=`, `NOT IN`) is read as "not
+    /// every value fails", since "some value is not red" is not "no value is red".
+    static func someValue(_ p: QueryPlan.Predicate) -> QueryPlan.Predicate {
+        isPositive(p) ? p : .not(.every(.not(p)))
+    }
+
+    /// Whether the plan's reading of `p` over a list is "some value passes `p`".
+    static func isPositive(_ p: QueryPlan.Predicate) -> Bool {
+        switch p {
+        case .text, .range, .regex, .geo, .none: true
+        case .or(let ps): ps.allSatisfy(isPositive)
+        default: false
         }
     }
 
@@ -192,11 +218,15 @@ struct Lowering {
         return o
     }
 
-    func leaf(_ k: String, _ c: Comparison, _ value: Value, _ vOffset: Int) throws(PredicateQueryError) -> QueryPlan.Predicate {
+    /// The comparison of `k` with `value`; with `element`, of one value of
+    /// `k` (under a quantifier), which is never nil.
+    func leaf(_ k: String, _ c: Comparison, _ value: Value, _ vOffset: Int, element: Bool = false) throws(PredicateQueryError) -> QueryPlan.Predicate {
         switch c.op {
-        case .eq: return try equality(k, value, c, vOffset, membership: false)
+        case .eq:
+            if value == .null, element { return .none }
+            return try equality(k, value, c, vOffset, membership: false)
         case .ne:
-            if value == .null { return .exists(.named(k)) }
+            if value == .null { return element ? .all : .exists(.named(k)) }
             return .not(try equality(k, value, c, vOffset, membership: false))
         case .lt, .le, .gt, .ge:
             let n = try orderable(value, c, vOffset)
@@ -249,7 +279,12 @@ struct Lowering {
         switch value {
         case .string(let s):
             let options: TextOptions = dialect == .cloudkit ? [.caseInsensitive] : textOptions(c)
-            return .text(TextTest(attribute: .named(k), pattern: TextPattern(literal: s), options: options))
+            let test = QueryPlan.Predicate.text(TextTest(attribute: .named(k), pattern: TextPattern(literal: s), options: options))
+            // The plan reads a number as its canonical text ("42"); NSPredicate's
+            // -isEqual: never finds a text equal to a number. (An item's list
+            // holds one kind of value, so "no number" is per value too.)
+            if dialect == .nspredicate, Double(s) != nil { return .and([test, .not(.range(RangeTest(attribute: k)))]) }
+            return test
         case .reference(let name):
             return .text(TextTest(attribute: .named(k), pattern: TextPattern(literal: name), options: []))
         case .number(let d), .date(let d):

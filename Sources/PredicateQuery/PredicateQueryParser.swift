@@ -39,18 +39,53 @@ import QueryPlan
 /// | `k == %@` (reference) | a value of `k` is the record name, exactly |
 /// | `k == nil` / `k != nil` | `k` is absent / present |
 /// | `k != v` | not `k == v`: items without `k` match (as NSPredicate's `nil != v`) |
-/// | `k < v` … `k BETWEEN {lo, hi}` | numbers and dates (an ISO-8601 text is read as a date); `BETWEEN` is inclusive |
+/// | `k < v` … `k BETWEEN {lo, hi}` | numbers and dates, each with its own kind (an ISO-8601 text is read as a date); `BETWEEN` is one inclusive comparison, under a quantifier too; text bounds are refused |
 /// | `k BEGINSWITH 'Jo'` | case-sensitive prefix (nspredicate: `[c]`, `[d]` apply) |
 /// | `k CONTAINS v` | CloudKit: `k`'s list holds `v`; nspredicate: for a text `v`, a substring of a value, else membership |
 /// | `k IN {a, b}`, `ANY {a, b} = k` | a value of `k` equals one of them |
 /// | `'a' IN k`, `ANY k = 'a'`, `SOME k = 'a'` | a value of `k` equals `'a'` (lists match when any element does) |
-/// | `ALL k op v` (nspredicate) | every value of `k` satisfies `op v`; true when `k` is absent |
-/// | `NONE k op v` (nspredicate) | no value of `k` satisfies `op v` |
+/// | `ANY k op v`, `SOME k op v` | some value of `k` satisfies `op v`, for every operator: `ANY k != 'red'` is "some value is not red" |
+/// | `ALL k op v` (nspredicate) | every value of `k` satisfies `op v`, every operator; true when `k` is absent or empty |
+/// | `NONE k op v` (nspredicate) | no value of `k` satisfies `op v`, every operator (`NONE k != 'red'`: every value is red) |
+/// | `ANY k == nil`, `ALL k != nil` | a value is never nil: false, and true |
+/// | `k == '42'` (nspredicate) | never a number: Foundation's `-isEqual:` tells text from numbers (`k == 42` finds it) |
 /// | `self CONTAINS 'bob smith'`, `ANY tokenize(%@, 'cdl') IN allTokens` | any of the words, in any searchable text attribute |
 /// | `allTokens TOKENMATCHES[cdl] 'bob smith'`, `ALL tokenize(%@, 'cdl') IN allTokens` | all of the words |
 /// | `distanceToLocation:fromLocation:(k, %@) < 100` | a location of `k` within 100 km, great-circle (haversine, 6,371,008.8 m sphere), boundary included |
 /// | `recordID == %@`, `recordID IN {…}` | the item's unique identifier |
 /// | `k ENDSWITH`, `k LIKE 'a?c*'`, `k MATCHES 're'` (nspredicate) | suffix; `*` any run and `?` one character, whole value; an ICU regular expression, whole value |
+///
+/// A comparison without a quantifier reads a list element by element, as
+/// `ANY` does: an item stores a one-element list as its one value, so it
+/// cannot compare the list itself as Foundation does (`colors == 'red'` is
+/// false there for `["red", "blue"]`). Where Foundation raises (an aggregate
+/// over a value that is no list, `<` between a text and a number,
+/// `BEGINSWITH` on a number) the plan answers as the table says.
+///
+/// ## Checked against Foundation
+/// `OracleDifferentialTests` runs 10,000 random predicates through the store
+/// and through GNUstep Base's `NSPredicate` (`GNUstepOracle/oracle.m`). Where
+/// GNUstep 1.28 departs from Apple's documentation, Apple's reading is the one
+/// here, the oracle corrects GNUstep the same way, and `AppleReadingTests`
+/// pins each:
+/// - `==`, `!=` and `IN` take `[c]` and `[d]` (GNUstep compares with
+///   `-isEqual:`): `equalityTakesItsOptions`, `inTakesOptionsAndLiteralLists`;
+/// - `[d]` ignores diacritics (GNUstep only drops `NSLiteralSearch`):
+///   `diacriticOptionFoldsAccents`;
+/// - `<`, `<=`, `>`, `>=` and `BETWEEN` compare like with like through
+///   `-compare:` (GNUstep compares `-doubleValue`, so the text "5" is 5):
+///   `orderingComparesNumbersWithNumbersOnly`;
+/// - `LIKE`'s `?` is exactly one character and other characters are
+///   themselves (GNUstep makes `?` "none or one" and leaves regular
+///   expression characters live): `likeWildcardsAreApples`;
+/// - a `{…}` list holds values (GNUstep keeps expressions, so `IN {…}` and
+///   `BETWEEN {…}` match nothing): `inTakesOptionsAndLiteralLists`;
+/// - `BETWEEN` is one inclusive comparison, and `NONE`/`SOME` before it keep
+///   their meaning (GNUstep parses `> low AND < high`, each bound quantified
+///   alone, and drops the quantifier's `NOT`): `betweenIsOneInclusiveComparison`;
+/// - `SOME` is `ANY` (GNUstep reads `NOT ALL`): `quantifiersTestEachValue`;
+/// - `ANY k CONTAINS v` tests each value (GNUstep swaps the operands first,
+///   then raises): `containsUnderAQuantifierTestsEachValue`.
 ///
 /// Tokenized searches are case- and diacritic-insensitive, split words as the
 /// word index does, and drop CloudKit's stop words; a search left with no

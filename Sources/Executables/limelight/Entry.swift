@@ -4,6 +4,6 @@ import LimelightCLI
 @main
 enum Entry {
     static func main() async {
-        await LimelightCommand.main()
+        await LimelightCommand.runCommandLine()
     }
 }
