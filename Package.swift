@@ -148,7 +148,7 @@ let package = Package(
         .testTarget(name: "WireProtocolTests", dependencies: ["WireProtocol", "Items", "QueryPlan"]),
         .testTarget(name: "EmbedderTests", dependencies: ["Embedder", "Items"]),
         .testTarget(name: "IntegrationTests", dependencies: ["LimelightClient", "WireProtocol", "Items", "ZeroMQ", "ClusterAuth"]),
-        .testTarget(name: "LimelightCLITests", dependencies: ["LimelightCLI", "ClusterAuth", "ZeroMQ"]),
+        .testTarget(name: "LimelightCLITests", dependencies: ["LimelightCLI", "LimelightClient", "ClusterAuth", "ZeroMQ"]),
         .testTarget(name: "TenancyTests", dependencies: ["Tenancy", "QueryPlan", "Items", "SearchParameters"]),
         .testTarget(name: "FuzzTests", dependencies: ["Items", "WireProtocol", "SpotlightQuery", "QueryPlan"]),
     ],

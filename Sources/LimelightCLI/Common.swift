@@ -39,33 +39,11 @@ func failure(_ error: ClientError, _ what: String? = nil, refused: Int32 = ExitC
     }
     if ExitCodes.accessCodes.contains(server.code) {
         printError(prefix + "\(server.code): " + server.description)
-        if server.code == "key_required" { printError(KeyLookup.hint()) }
+        if server.code == "key_required" { printError("  " + ClientDefaults.missingKeyHint) }
         return ExitCode(ExitCodes.notAllowed)
     }
     printError(prefix + server.description)
     return ExitCode(refused)
-}
-
-/// Where client commands look for a key, in order, as every client does
-/// (the Swift and Python clients too): `--key`, `$LIMELIGHT_KEY`,
-/// `--key-file`, `$LIMELIGHT_KEY_FILE`, then `limelight.key` in the data
-/// folder of `limelight up` (`$LIMELIGHT_DATA`, else `./limelight-data`).
-enum KeyLookup {
-    /// The data folder's key file that a command without a key looks for.
-    static func defaultFile(_ name: String = "limelight.key") -> String {
-        let folder = ProcessInfo.processInfo.environment["LIMELIGHT_DATA"] ?? "limelight-data"
-        let path = (folder as NSString).appendingPathComponent(name)
-        return path.hasPrefix("/") ? path : (FileManager.default.currentDirectoryPath as NSString).appendingPathComponent(path)
-    }
-
-    /// What to do when a request went without a key.
-    static func hint() -> String {
-        """
-          no key was sent: `limelight up` writes an admin key to DATA/limelight.key (DATA is ./limelight-data \
-        unless `up --data DIR` said otherwise), and this command looked for \(defaultFile()), which does not exist; \
-        run it from the folder that holds limelight-data, set LIMELIGHT_DATA=DIR, or pass --key KEY (or set LIMELIGHT_KEY)
-        """
-    }
 }
 
 /// Options every client command takes.
@@ -83,30 +61,17 @@ struct EndpointOptions: ParsableArguments {
     @Option(name: .long, help: "File holding the API key (default: $LIMELIGHT_KEY_FILE, else limelight.key in $LIMELIGHT_DATA or ./limelight-data, which limelight up writes).")
     var keyFile: String?
 
-    var resolved: String {
-        endpoint ?? ProcessInfo.processInfo.environment["LIMELIGHT_ENDPOINT"] ?? "tcp://127.0.0.1:7700"
-    }
+    var resolved: String { endpoint ?? ClientDefaults.endpoint }
 
-    /// The key requests carry: `--key`, `$LIMELIGHT_KEY`, `--key-file`,
-    /// `$LIMELIGHT_KEY_FILE`, then `limelight.key` in the data folder that
-    /// `limelight up` uses (`$LIMELIGHT_DATA`, default `./limelight-data`),
-    /// so that a user of `limelight up` never copies a key by hand. None of
-    /// them: no key (a cluster that does not require keys serves it unscoped).
+    /// The key requests carry, found as every client finds it
+    /// (``ClientDefaults/key(_:keyFile:dataFolderFile:)``): `--key`,
+    /// `$LIMELIGHT_KEY`, `--key-file`, `$LIMELIGHT_KEY_FILE`, then
+    /// `defaultFile` in the data folder of `limelight up`.
     func resolvedKey(defaultFile: String = "limelight.key") throws -> String? {
-        let env = ProcessInfo.processInfo.environment
-        if let key { return key }
-        if let k = env["LIMELIGHT_KEY"], !k.isEmpty { return k }
-        if let file = keyFile ?? env["LIMELIGHT_KEY_FILE"] {
-            guard let data = FileManager.default.contents(atPath: file) else {
-                printError("limelight: cannot read the key file \(file)")
-                throw ExitCode(ExitCodes.badInput)
-            }
-            return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        do { return try ClientDefaults.key(key, keyFile: keyFile, dataFolderFile: defaultFile) } catch {
+            printError("limelight: \(error.message)")
+            throw ExitCode(ExitCodes.badInput)
         }
-        let file = KeyLookup.defaultFile(defaultFile)
-        guard let data = FileManager.default.contents(atPath: file) else { return nil }
-        let k = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        return k.isEmpty ? nil : k
     }
 }
 

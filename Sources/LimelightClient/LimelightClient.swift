@@ -14,6 +14,8 @@ public struct ClientError: Error, Sendable, CustomStringConvertible {
         /// The server answered with an error (see `server`).
         public static let server = Code("server")
         public static let closed = Code("closed")
+        /// A key file that was named could not be read.
+        public static let keyFile = Code("key_file")
         public static let unexpectedReply = Code("unexpected_reply")
     }
 

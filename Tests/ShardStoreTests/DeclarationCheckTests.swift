@@ -26,11 +26,14 @@ import Testing
         try store.put([item("@acme/one", #"{"size": "big"}"#), item("@acme/two", #"{"size": "small"}"#),
                        item("@other/three", #"{"flag": true}"#)])
         let error = #expect(throws: StoreError.self) { try store.declare([AttributeSpec(name: "size", type: .number)]) }
-        #expect(error?.message.contains("'size' holds 2 text values (item 'one' among them)") == true, "\(String(describing: error))")
-        // Checked alone, nothing changes either; another app's items are counted, never named.
+        #expect(error?.message.contains("'size' holds 2 text values (item '@acme/one' among them)") == true, "\(String(describing: error))")
+        // Checked for one app: nothing changes, and another app's items are counted, never named;
+        // the app's own are named without its tag.
         let check = #expect(throws: StoreError.self) { try store.checkDeclaration([AttributeSpec(name: "flag", type: .text)], exampleTag: "@acme/") }
         #expect(check?.message.contains("'flag' holds 1 boolean value; declaring it text") == true, "\(String(describing: check))")
         #expect(check?.message.contains("three") == false)
+        let own = #expect(throws: StoreError.self) { try store.checkDeclaration([AttributeSpec(name: "size", type: .date)], exampleTag: "@acme/") }
+        #expect(own?.message.contains("(item 'one' among them)") == true, "\(String(describing: own))")
         #expect(store.schema.spec(for: "size") == nil)
         // Text is text, long or short; a declaration that agrees with the values is accepted.
         try store.put([item("@acme/long", #"{"size": "\#(String(repeating: "long ", count: 100))"}"#)])
