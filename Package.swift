@@ -20,6 +20,10 @@ let package = Package(
     name: "Limelight",
     platforms: [.macOS(.v14)],
     products: [
+        // The Swift client, for apps: `.product(name: "LimelightClient", package: "Limelight")`.
+        // Its types (requests, responses, items, query plans) come from the modules it
+        // exports; every other module is the server's and not API.
+        .library(name: "LimelightClient", targets: ["LimelightClient"]),
         .executable(name: "limelight", targets: ["limelight"]),
         .executable(name: "limelight-coordinator", targets: ["limelight-coordinator"]),
         .executable(name: "limelight-indexer", targets: ["limelight-indexer"]),
