@@ -18,7 +18,7 @@ let hot: [SwiftSetting] = [.unsafeFlags(["-enforce-exclusivity=unchecked"], .whe
 
 let package = Package(
     name: "Limelight",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     products: [
         // The Swift client, for apps: `.product(name: "LimelightClient", package: "Limelight")`.
         // Its types (requests, responses, items, query plans) come from the modules it
@@ -68,6 +68,8 @@ let package = Package(
         .target(name: "VectorKernels", dependencies: ["CVectorKernels"], swiftSettings: [.unsafeFlags(["-O"])]),
 
         // The domain: items, the shared query plan, the query languages.
+        // The one concurrency toolkit: a mutex-guarded box, dedicated threads (LimelightConcurrency.swift; named apart from swift-service-lifecycle's ConcurrencyHelpers, as target names must be unique).
+        .target(name: "LimelightConcurrency"),
         .target(name: "Items", swiftSettings: hot),
         .target(name: "QueryPlan", dependencies: ["Items"], swiftSettings: hot),
         .target(name: "SpotlightQuery", dependencies: ["QueryPlan"]),
@@ -98,7 +100,7 @@ let package = Package(
         // Which malloc the process runs on (the executables link mimalloc).
         .target(name: "Allocator"),
         .target(name: "Workers", dependencies: [
-            "Allocator", "ZeroMQ", "WireProtocol", "ShardStore", "SpotlightQuery", "QueryPlan", "Items", "Embedder", "ClusterAuth",
+            "LimelightConcurrency", "Allocator", "ZeroMQ", "WireProtocol", "ShardStore", "SpotlightQuery", "QueryPlan", "Items", "Embedder", "ClusterAuth",
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: hot),
         .target(name: "Coordinator", dependencies: [

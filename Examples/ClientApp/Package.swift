@@ -6,7 +6,7 @@ import PackageDescription
 /// product stays usable from outside the repository's own targets.
 let package = Package(
     name: "ClientApp",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     dependencies: [
         .package(name: "Limelight", path: "../.."),
     ],

@@ -1,21 +1,24 @@
 import Foundation
+import Synchronization
 import ShardStore
 import WireProtocol
 
 /// The files of shard copies under way on one indexer: the snapshot it sends
 /// (it is the source) and the copy it receives (it is the target), per shard.
 /// Only one copy of a shard is kept each way: a new copy id replaces the old.
-final class CopyFiles: @unchecked Sendable {
+final class CopyFiles: Sendable {
     struct Outgoing { var copy: String; var sequence: Int; var size: Int }
     struct Incoming { var copy: String; var received: Int }
-    private let lock = NSLock()
-    private var outgoing: [Int: Outgoing] = [:]
-    private var incoming: [Int: Incoming] = [:]
+    private struct State {
+        var outgoing: [Int: Outgoing] = [:]
+        var incoming: [Int: Incoming] = [:]
+    }
+    private let state = Mutex(State())
 
-    func outgoing(_ shard: Int) -> Outgoing? { lock.withLock { outgoing[shard] } }
-    func setOutgoing(_ shard: Int, _ o: Outgoing?) { lock.withLock { outgoing[shard] = o } }
-    func incoming(_ shard: Int) -> Incoming? { lock.withLock { incoming[shard] } }
-    func setIncoming(_ shard: Int, _ i: Incoming?) { lock.withLock { incoming[shard] = i } }
+    func outgoing(_ shard: Int) -> Outgoing? { state.withLock { $0.outgoing[shard] } }
+    func setOutgoing(_ shard: Int, _ o: Outgoing?) { state.withLock { $0.outgoing[shard] = o } }
+    func incoming(_ shard: Int) -> Incoming? { state.withLock { $0.incoming[shard] } }
+    func setIncoming(_ shard: Int, _ i: Incoming?) { state.withLock { $0.incoming[shard] = i } }
 }
 
 extension IndexerService {

@@ -1,5 +1,6 @@
 import Embedder
 import Foundation
+import Synchronization
 import Items
 import Logging
 import ShardStore
@@ -22,13 +23,12 @@ import ShardStore
 /// The model is loaded by the first batch that needs it. Without a model
 /// (no `--model`, no `LIMELIGHT_MODEL`), items are stored without vectors,
 /// which semantic ranking then leaves out; that is logged once per process.
-final class IndexerEmbedding: @unchecked Sendable {
+final class IndexerEmbedding: Sendable {
     let modelDirectory: String?
     let logger: Logger
-    // `loaded` and `warned` are guarded by `lock`.
-    private let lock = NSLock()
-    private var loaded: Embedder?
-    private var warned = false
+    /// The model once loaded, and whether its absence was logged. Held while
+    /// loading, so that two shards' first batches load it once.
+    private let state = Mutex<(loaded: Embedder?, warned: Bool)>((nil, false))
 
     init(modelDirectory: String?, logger: Logger) {
         self.modelDirectory = modelDirectory
@@ -51,18 +51,19 @@ final class IndexerEmbedding: @unchecked Sendable {
     }
 
     private func embedder() throws -> Embedder? {
-        lock.lock(); defer { lock.unlock() }
-        if let loaded { return loaded }
-        guard let modelDirectory else {
-            if !warned {
-                warned = true
-                logger.warning("items have semantic text but this indexer has no model (--model or \(Embedder.environmentVariable)); they are stored without vectors")
+        try state.withLock { state throws -> Embedder? in
+            if let loaded = state.loaded { return loaded }
+            guard let modelDirectory else {
+                if !state.warned {
+                    state.warned = true
+                    logger.warning("items have semantic text but this indexer has no model (--model or \(Embedder.environmentVariable)); they are stored without vectors")
+                }
+                return nil
             }
-            return nil
+            let e = try Embedder(modelDirectory: modelDirectory)
+            logger.info("loaded the embedder", metadata: ["model.path": "\(modelDirectory)", "embed.threads": "\(e.workers)"])
+            state.loaded = e
+            return e
         }
-        let e = try Embedder(modelDirectory: modelDirectory)
-        logger.info("loaded the embedder", metadata: ["model.path": "\(modelDirectory)", "embed.threads": "\(e.workers)"])
-        loaded = e
-        return e
     }
 }

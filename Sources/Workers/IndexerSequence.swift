@@ -1,4 +1,5 @@
 import Foundation
+import LimelightConcurrency
 import ShardStore
 import WireProtocol
 
@@ -17,7 +18,7 @@ extension IndexerService {
     /// refused (the coordinator sends the missing ones first), and the next
     /// one is applied with its number recorded in the same transaction.
     /// Changes without a number (an older coordinator) are applied as they come.
-    func applySequenced<T: Sendable>(_ box: StoreBox, _ exec: SerialExecutor, sequence: Int?,
+    func applySequenced<T: Sendable>(_ box: StoreBox, _ exec: DedicatedThread, sequence: Int?,
                                      _ change: @escaping @Sendable (ShardStore) throws -> T) async throws -> Applied<T> {
         try await exec.run { () throws -> Applied<T> in
             let store = box.store

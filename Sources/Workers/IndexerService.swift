@@ -1,5 +1,6 @@
 import Allocator
 import Foundation
+import LimelightConcurrency
 import Items
 import Logging
 import ShardStore
@@ -37,8 +38,12 @@ public struct IndexerConfiguration: WorkerLinkConfiguration {
 }
 
 /// Holds a store for the one thread that may touch it.
+///
+/// `@unchecked Sendable`: a ``ShardStore`` is a SQLite connection (a C
+/// handle) with caches, which one thread at a time may use; the box travels
+/// between tasks, but the store is only ever used on its shard's
+/// ``DedicatedThread``.
 final class StoreBox: @unchecked Sendable {
-    // Only ever used on the owning `SerialExecutor`'s queue.
     let store: ShardStore
     init(_ store: ShardStore) { self.store = store }
 }
@@ -59,7 +64,7 @@ public final class IndexerService: Sendable {
     public let configuration: IndexerConfiguration
     let logger: Logger
     let link: WorkerLink
-    let stores: [Int: (StoreBox, SerialExecutor)]
+    let stores: [Int: (StoreBox, DedicatedThread)]
     let tally = WorkerTally()
     let embedding: IndexerEmbedding
     let copies = CopyFiles()
@@ -70,7 +75,7 @@ public final class IndexerService: Sendable {
         logger[metadataKey: "worker"] = "\(configuration.workerID)"
         self.logger = logger
         try FileManager.default.createDirectory(atPath: configuration.data, withIntermediateDirectories: true)
-        var stores: [Int: (StoreBox, SerialExecutor)] = [:]
+        var stores: [Int: (StoreBox, DedicatedThread)] = [:]
         for shard in configuration.shards {
             var l = logger
             l[metadataKey: "shard"] = "\(shard)"
@@ -78,7 +83,7 @@ public final class IndexerService: Sendable {
                                         durability: configuration.durability, logger: l)
             // Read back from SQLite, so the log shows what is in force, not what was asked.
             l.info("opened shard", metadata: ["store.durability": "\((try? store.durabilityInForce())?.rawValue ?? "unknown")"])
-            stores[shard] = (StoreBox(store), SerialExecutor(label: "limelight.indexer.shard-\(shard)"))
+            stores[shard] = (StoreBox(store), DedicatedThread(label: "limelight.indexer.shard-\(shard)"))
             // A copy this process's predecessor was sending or receiving when it died.
             for leftover in [Self.snapshotPath(data: configuration.data, shard: shard), Self.receivedPath(data: configuration.data, shard: shard)] {
                 try? FileManager.default.removeItem(atPath: leftover)
@@ -125,7 +130,7 @@ public final class IndexerService: Sendable {
 
     /// The store and thread of `shard`, or nil after answering request `id`
     /// `bad_shard` when this indexer does not own it.
-    func ownedShard(_ shard: Int, answering id: String) async -> (StoreBox, SerialExecutor)? {
+    func ownedShard(_ shard: Int, answering id: String) async -> (StoreBox, DedicatedThread)? {
         if let owned = stores[shard] { return owned }
         await link.send(id, .error(WireError(code: "bad_shard", message: "this indexer does not own shard \(shard)")))
         return nil

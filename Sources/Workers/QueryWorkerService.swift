@@ -1,5 +1,6 @@
 import Allocator
 import Foundation
+import Synchronization
 import Items
 import Logging
 import QueryPlan
@@ -35,24 +36,25 @@ public struct QueryWorkerConfiguration: WorkerLinkConfiguration {
 }
 
 /// A flag a running query polls; set by `cancel` or its deadline.
-final class CancelFlag: @unchecked Sendable {
-    // `cancelled` is guarded by `lock`.
-    private let lock = NSLock()
-    private var cancelled = false
+final class CancelFlag: Sendable {
+    private let cancelled = Atomic<Bool>(false)
     let deadline: Date?
     init(deadline: Date?) { self.deadline = deadline }
-    func cancel() { lock.lock(); cancelled = true; lock.unlock() }
+    func cancel() { cancelled.store(true, ordering: .releasing) }
     var isCancelled: Bool {
-        lock.lock(); defer { lock.unlock() }
-        if cancelled { return true }
+        if cancelled.load(ordering: .acquiring) { return true }
         if let deadline, Date() >= deadline { return true }
         return false
     }
 }
 
 /// Idle read-only connections per shard, so concurrent queries each get one.
+///
+/// `@unchecked Sendable`: it holds SQLite connections (``ShardStore``, a C
+/// handle with caches, not `Sendable`), which a `Mutex` cannot hand out; an
+/// idle one is only touched under `lock`, and a checked-out one is used by
+/// one thread until it is checked in.
 final class ConnectionPool: @unchecked Sendable {
-    // `idle` is guarded by `lock`; a checked-out store is used by one thread only.
     private let lock = NSLock()
     private var idle: [Int: [ShardStore]] = [:]
     let data: String
@@ -60,16 +62,14 @@ final class ConnectionPool: @unchecked Sendable {
     init(data: String, logger: Logger) { self.data = data; self.logger = logger }
 
     func checkout(_ shard: Int) throws -> ShardStore {
-        lock.lock()
-        if let s = idle[shard]?.popLast() { lock.unlock(); return s }
-        lock.unlock()
+        if let s = lock.withLock({ idle[shard]?.popLast() }) { return s }
         var l = logger
         l[metadataKey: "shard"] = "\(shard)"
         return try ShardStore(path: shardPath(data: data, shard: shard), mode: .readOnly, logger: l)
     }
 
     func checkin(_ shard: Int, _ store: ShardStore) {
-        lock.lock(); idle[shard, default: []].append(store); lock.unlock()
+        lock.withLock { idle[shard, default: []].append(store) }
     }
 }
 
@@ -130,19 +130,17 @@ public final class QueryWorkerService: Sendable {
 }
 
 /// Cancel flags of the queries running now, by query id.
-final class RunningQueries: @unchecked Sendable {
-    // `flags` is guarded by `lock`.
-    private let lock = NSLock()
-    private var flags: [String: [Int: CancelFlag]] = [:]
-    func add(_ key: String, shard: Int, _ f: CancelFlag) { lock.lock(); flags[key, default: [:]][shard] = f; lock.unlock() }
+final class RunningQueries: Sendable {
+    private let flags = Mutex<[String: [Int: CancelFlag]]>([:])
+    func add(_ key: String, shard: Int, _ f: CancelFlag) { flags.withLock { $0[key, default: [:]][shard] = f } }
     func remove(_ key: String, shard: Int) {
-        lock.lock()
-        flags[key]?.removeValue(forKey: shard)
-        if flags[key]?.isEmpty == true { flags.removeValue(forKey: key) }
-        lock.unlock()
+        flags.withLock {
+            $0[key]?.removeValue(forKey: shard)
+            if $0[key]?.isEmpty == true { $0.removeValue(forKey: key) }
+        }
     }
     func cancel(_ key: String) {
-        lock.lock(); let fs = flags[key].map { Array($0.values) } ?? []; lock.unlock()
+        let fs = flags.withLock { $0[key].map { Array($0.values) } ?? [] }
         fs.forEach { $0.cancel() }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import LimelightConcurrency
 import Items
 import Logging
 import QueryPlan

@@ -1,5 +1,6 @@
 import ClusterAuth
 import Foundation
+import Synchronization
 import Logging
 import WireProtocol
 import ZeroMQ
@@ -145,7 +146,7 @@ public final class WorkerLink: Sendable {
 
     func register() async {
         var r = registration
-        r.sequences = await sequences.current()
+        r.sequences = await sequences.current?()
         await send("reg-\(workerID)", .register(r))
     }
 
@@ -165,7 +166,7 @@ public final class WorkerLink: Sendable {
                         self.state.touch()
                         await self.register()
                     } else {
-                        let status = await self.reporter.current()
+                        let status = await self.reporter.current?()
                         await self.send("hb", .heartbeat(Body.Heartbeat(worker: self.workerID, status: status)))
                     }
                 }
@@ -213,7 +214,7 @@ public final class WorkerLink: Sendable {
             var r = registration
             // The proven registration is the one the coordinator acts on: it
             // carries the shards' sequence numbers too (the catch-up starts there).
-            r.sequences = await sequences.current()
+            r.sequences = await sequences.current?()
             r.proof = secret.proof(nonce: challenge.nonce, worker: r.worker, role: r.role.rawValue, shards: r.shards)
             r.nonce = challenge.nonce
             await send(id, .register(r))
@@ -261,157 +262,59 @@ public final class WorkerLink: Sendable {
     }
 }
 
-/// The link's small mutable state, shared by its loops under a lock.
-final class LinkState: @unchecked Sendable {
-    // Every field is read and written only while holding `lock`.
-    private let lock = NSLock()
-    private var lastHeard = Date()
-    private var _registered = false
-    private var _refusal: String?
+/// The link's small mutable state, shared by its loops.
+final class LinkState: Sendable {
+    private struct State {
+        var lastHeard = Date()
+        var registered = false
+        var refusal: String?
+        var heartbeatMs: Int?
+    }
+    private let state = Mutex(State())
 
-    func touch() { lock.lock(); lastHeard = Date(); lock.unlock() }
-    func silentFor() -> TimeInterval { lock.lock(); defer { lock.unlock() }; return Date().timeIntervalSince(lastHeard) }
-    private var heartbeatMs: Int?
+    func touch() { state.withLock { $0.lastHeard = Date() } }
+    func silentFor() -> TimeInterval { state.withLock { Date().timeIntervalSince($0.lastHeard) } }
 
     func setRegistered(_ v: Bool, heartbeatMs: Int? = nil) {
-        lock.lock()
-        _registered = v
-        if let heartbeatMs, heartbeatMs > 0 { self.heartbeatMs = heartbeatMs }
-        lock.unlock()
+        state.withLock {
+            $0.registered = v
+            if let heartbeatMs, heartbeatMs > 0 { $0.heartbeatMs = heartbeatMs }
+        }
     }
 
     /// Heartbeat interval and liveness period: the coordinator's when known
     /// (it expects a beat at least that often), otherwise our own.
     func pace(default d: (Int, Int)) -> (Int, Int) {
-        lock.lock(); defer { lock.unlock() }
-        guard let hb = heartbeatMs else { return d }
+        guard let hb = state.withLock({ $0.heartbeatMs }) else { return d }
         return (hb, max(d.1, hb * 3))
     }
-    var registered: Bool { lock.lock(); defer { lock.unlock() }; return _registered }
-    func setRefusal(_ s: String) { lock.lock(); _refusal = s; lock.unlock() }
-    var refusal: String? { lock.lock(); defer { lock.unlock() }; return _refusal }
+    var registered: Bool { state.withLock { $0.registered } }
+    func setRefusal(_ s: String) { state.withLock { $0.refusal = s } }
+    var refusal: String? { state.withLock { $0.refusal } }
+}
+
+/// A closure set once the service is built, read by the link's loops: the
+/// inline request handler, and where heartbeats and registrations get the
+/// worker's status and sequence numbers from.
+final class LateBound<Value: Sendable>: Sendable {
+    private let value = Mutex<Value?>(nil)
+    func set(_ v: Value) { value.withLock { $0 = v } }
+    var current: Value? { value.withLock { $0 } }
 }
 
 /// The inline request handler of a ``WorkerLink``, set once the service is built.
-final class InlineHandler: @unchecked Sendable {
-    // `handler` is read and written only while holding `lock`.
-    private let lock = NSLock()
-    private var handler: (@Sendable (Envelope) -> Bool)?
+typealias InlineHandler = LateBound<@Sendable (Envelope) -> Bool>
 
-    func set(_ h: @escaping @Sendable (Envelope) -> Bool) { lock.lock(); handler = h; lock.unlock() }
-    var isSet: Bool { lock.lock(); defer { lock.unlock() }; return handler != nil }
-    func handle(_ e: Envelope) -> Bool { (lock.withLock { handler })?(e) ?? false }
+extension LateBound where Value == @Sendable (Envelope) -> Bool {
+    var isSet: Bool { current != nil }
+    func handle(_ e: Envelope) -> Bool { current?(e) ?? false }
 }
 
 /// Where heartbeats get the worker's status from, once the service has said.
-final class StatusReporter: @unchecked Sendable {
-    // `provider` is read and written only while holding `lock`.
-    private let lock = NSLock()
-    private var provider: (@Sendable () async -> WorkerStatus)?
-
-    func set(_ p: @escaping @Sendable () async -> WorkerStatus) { lock.lock(); provider = p; lock.unlock() }
-
-    func current() async -> WorkerStatus? {
-        await lock.withLock { provider }?()
-    }
-}
+typealias StatusReporter = LateBound<@Sendable () async -> WorkerStatus>
 
 /// Where registrations get an indexer's sequence numbers from.
-final class SequenceReporter: @unchecked Sendable {
-    // `provider` is read and written only while holding `lock`.
-    private let lock = NSLock()
-    private var provider: (@Sendable () async -> [ShardSequence])?
-
-    func set(_ p: @escaping @Sendable () async -> [ShardSequence]) { lock.lock(); provider = p; lock.unlock() }
-
-    func current() async -> [ShardSequence]? {
-        await lock.withLock { provider }?()
-    }
-}
-
-/// Threads of our own for blocking work (SQLite), outside libdispatch's pool.
-///
-/// On Linux, Swift's cooperative pool and GCD's global queues draw from the
-/// same few threads (one per core). Blocking work queued on GCD can therefore
-/// starve the async tasks that heartbeat and move messages, until libdispatch
-/// notices and adds threads seconds later. Plain threads avoid that entirely.
-final class WorkThreads: @unchecked Sendable {
-    // `jobs` and `stopped` are guarded by `condition`.
-    private let condition = NSCondition()
-    private var jobs: [@Sendable () -> Void] = []
-    private var stopped = false
-    /// Threads running a job now.
-    private var busy = 0
-
-    init(name: String, count: Int) {
-        for i in 0..<max(1, count) {
-            let t = Thread { [self] in loop() }
-            t.name = count == 1 ? name : "\(name)-\(i)"
-            t.stackSize = 8 << 20
-            t.start()
-        }
-    }
-
-    func submit(_ job: @escaping @Sendable () -> Void) {
-        condition.lock()
-        jobs.append(job)
-        condition.signal()
-        condition.unlock()
-    }
-
-    /// Queues `job` unless `limit` jobs already wait for a thread; false when
-    /// it was refused. A bound keeps a flood of work from growing the queue
-    /// (and the latency of everything in it) without end: the caller answers
-    /// "busy" at once instead, and the work can go elsewhere.
-    func trySubmit(limit: Int, _ job: @escaping @Sendable () -> Void) -> Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        guard jobs.count < limit else { return false }
-        jobs.append(job)
-        condition.signal()
-        return true
-    }
-
-    /// Jobs waiting for a thread (not those running).
-    var waiting: Int { condition.lock(); defer { condition.unlock() }; return jobs.count }
-
-    /// No job waits and none runs.
-    var isIdle: Bool { condition.lock(); defer { condition.unlock() }; return jobs.isEmpty && busy == 0 }
-
-    func stop() {
-        condition.lock()
-        stopped = true
-        condition.broadcast()
-        condition.unlock()
-    }
-
-    private func loop() {
-        while true {
-            condition.lock()
-            while jobs.isEmpty && !stopped { condition.wait() }
-            if jobs.isEmpty && stopped { condition.unlock(); return }
-            let job = jobs.removeFirst()
-            busy += 1
-            condition.unlock()
-            job()
-            condition.lock(); busy -= 1; condition.unlock()
-        }
-    }
-}
-
-/// Runs blocking work in arrival order on one dedicated thread, awaiting its result.
-final class SerialExecutor: Sendable {
-    let thread: WorkThreads
-    init(label: String) { thread = WorkThreads(name: label, count: 1) }
-
-    func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { cont in
-            thread.submit {
-                do { cont.resume(returning: try work()) } catch { cont.resume(throwing: error) }
-            }
-        }
-    }
-}
+typealias SequenceReporter = LateBound<@Sendable () async -> [ShardSequence]>
 
 /// Where a worker keeps shard `n` inside its data folder.
 public func shardPath(data: String, shard: Int) -> String {

@@ -1,74 +1,71 @@
 import Foundation
+import Synchronization
 import WireProtocol
 
 /// A worker's own counts for its heartbeats' `WorkerStatus`: requests handled
 /// and failed, and per shard when it was last written and whether its item
 /// count must be taken again.
 ///
-/// Shared by the message loop and the heartbeat loop, hence the lock; every
+/// Shared by the message loop and the heartbeat loop, hence the mutex; every
 /// operation is a few arithmetic steps, so contention is not a concern.
-final class WorkerTally: @unchecked Sendable {
-    // Every field is read and written only while holding `lock`.
-    private let lock = NSLock()
+final class WorkerTally: Sendable {
+    private struct State {
+        var handled = 0
+        var errors = 0
+        var lastWrite: [Int: Date] = [:]
+        var counted: [Int: Int] = [:]
+        /// Bumped by every change of a shard, so a count taken across a change is not kept.
+        var generation: [Int: Int] = [:]
+        /// The last count taken, current or not: what a heartbeat reports while a new one is taken.
+        var lastCounted: [Int: Int] = [:]
+        /// Shards whose count is being taken now.
+        var counting: Set<Int> = []
+    }
+    private let state = Mutex(State())
     private let started = ContinuousClock.now
-    private var handled = 0
-    private var errors = 0
-    private var lastWrite: [Int: Date] = [:]
-    private var counted: [Int: Int] = [:]
-    /// Bumped by every change of a shard, so a count taken across a change is not kept.
-    private var generation: [Int: Int] = [:]
-    /// The last count taken, current or not: what a heartbeat reports while a new one is taken.
-    private var lastCounted: [Int: Int] = [:]
-    /// Shards whose count is being taken now.
-    private var counting: Set<Int> = []
 
     func finished(failed: Bool = false) {
-        lock.lock()
-        handled += 1
-        if failed { errors += 1 }
-        lock.unlock()
+        state.withLock {
+            $0.handled += 1
+            if failed { $0.errors += 1 }
+        }
     }
 
     /// A write, delete or purge changed the shard: its count is taken again at the next heartbeat.
     func changed(shard: Int, wrote: Bool) {
-        lock.lock()
-        counted.removeValue(forKey: shard)
-        generation[shard, default: 0] += 1
-        if wrote { lastWrite[shard] = Date() }
-        lock.unlock()
+        state.withLock {
+            $0.counted.removeValue(forKey: shard)
+            $0.generation[shard, default: 0] += 1
+            if wrote { $0.lastWrite[shard] = Date() }
+        }
     }
 
     /// The shard's item count when nothing changed it since it was last taken;
     /// otherwise nil and the generation to hand back to `setCount`.
     func knownCount(shard: Int) -> (count: Int?, generation: Int, last: Int?) {
-        lock.lock(); defer { lock.unlock() }
-        return (counted[shard], generation[shard, default: 0], lastCounted[shard])
+        state.withLock { ($0.counted[shard], $0.generation[shard, default: 0], $0.lastCounted[shard]) }
     }
 
     /// True when nobody is taking the shard's count yet: the caller takes it
     /// and hands it to `setCount`.
     func beginCounting(shard: Int) -> Bool {
-        lock.lock(); defer { lock.unlock() }
-        return counting.insert(shard).inserted
+        state.withLock { $0.counting.insert(shard).inserted }
     }
 
     /// Keeps a count taken at `generation`, unless the shard changed meanwhile
     /// (it is still the last one taken); nil when taking it failed.
     func setCount(_ n: Int?, shard: Int, generation g: Int) {
-        lock.lock()
-        counting.remove(shard)
-        if let n {
-            lastCounted[shard] = n
-            if generation[shard, default: 0] == g { counted[shard] = n }
+        state.withLock {
+            $0.counting.remove(shard)
+            if let n {
+                $0.lastCounted[shard] = n
+                if $0.generation[shard, default: 0] == g { $0.counted[shard] = n }
+            }
         }
-        lock.unlock()
     }
 
     func status(shards: [ShardStatus]?, dataFolder: String) -> WorkerStatus {
-        lock.lock()
-        let (h, e) = (handled, errors)
-        let writes = lastWrite
-        lock.unlock()
+        let (h, e, writes) = state.withLock { ($0.handled, $0.errors, $0.lastWrite) }
         let disk = DiskSpace(path: dataFolder)
         let withWrites = shards?.map { s -> ShardStatus in
             var s = s

@@ -1,0 +1,124 @@
+import Foundation
+import Synchronization
+
+// Limelight's one concurrency story, in one place:
+//
+// - Shared mutable state lives in a `Mutex<State>` (Synchronization), held by
+//   a `let` of a final class or of a ``LockedBox``; flags and counters that
+//   need no other state are `Atomic`s. Such types are `Sendable` as they are.
+// - Actors where a Swift-concurrency face is wanted (the coordinator's core).
+// - Dedicated threads only where a C library or a socket requires one: a
+//   ZeroMQ socket's owner thread, SQLite work that blocks (``WorkThreads``,
+//   ``DedicatedThread``), never GCD's or the cooperative pool's threads.
+// - `@unchecked Sendable` only on a type that wraps a C or Foundation handle
+//   the compiler cannot see into, with the reason at its declaration.
+//
+// docs/architecture.md has the table of threads: which runs what, and why.
+
+/// A value shared by reference and guarded by a mutex: what a `Mutex` is,
+/// for places that need to hand the same lock to several owners.
+public final class LockedBox<Value: Sendable>: Sendable {
+    private let mutex: Mutex<Value>
+
+    public init(_ value: Value) { mutex = Mutex(value) }
+
+    /// Runs `body` with the value, exclusively.
+    public func withLock<Result: Sendable, E: Error>(_ body: (inout Value) throws(E) -> Result) throws(E) -> Result {
+        try mutex.withLock { (value: inout Value) throws(E) -> Result in try body(&value) }
+    }
+
+    /// A copy of the value.
+    public var value: Value { mutex.withLock { $0 } }
+}
+
+/// Threads of our own for blocking work (SQLite), outside libdispatch's pool.
+///
+/// On Linux, Swift's cooperative pool and GCD's global queues draw from the
+/// same few threads (one per core). Blocking work queued on GCD can therefore
+/// starve the async tasks that heartbeat and move messages, until libdispatch
+/// notices and adds threads seconds later. Plain threads avoid that entirely.
+///
+/// `@unchecked Sendable`: the job queue and counters are guarded by the
+/// Foundation `NSCondition`, whose wait and signal the threads need (a
+/// `Mutex` has no condition); every access takes it.
+public final class WorkThreads: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var jobs: [@Sendable () -> Void] = []
+    private var stopped = false
+    /// Threads running a job now.
+    private var busy = 0
+
+    public init(name: String, count: Int) {
+        for i in 0..<max(1, count) {
+            let t = Thread { [self] in loop() }
+            t.name = count == 1 ? name : "\(name)-\(i)"
+            t.stackSize = 8 << 20
+            t.start()
+        }
+    }
+
+    public func submit(_ job: @escaping @Sendable () -> Void) {
+        condition.lock()
+        jobs.append(job)
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// Queues `job` unless `limit` jobs already wait for a thread; false when
+    /// it was refused. A bound keeps a flood of work from growing the queue
+    /// (and the latency of everything in it) without end: the caller answers
+    /// "busy" at once instead, and the work can go elsewhere.
+    public func trySubmit(limit: Int, _ job: @escaping @Sendable () -> Void) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        guard jobs.count < limit else { return false }
+        jobs.append(job)
+        condition.signal()
+        return true
+    }
+
+    /// Jobs waiting for a thread (not those running).
+    public var waiting: Int { condition.lock(); defer { condition.unlock() }; return jobs.count }
+
+    /// No job waits and none runs.
+    public var isIdle: Bool { condition.lock(); defer { condition.unlock() }; return jobs.isEmpty && busy == 0 }
+
+    public func stop() {
+        condition.lock()
+        stopped = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    private func loop() {
+        while true {
+            condition.lock()
+            while jobs.isEmpty && !stopped { condition.wait() }
+            if jobs.isEmpty && stopped { condition.unlock(); return }
+            let job = jobs.removeFirst()
+            busy += 1
+            condition.unlock()
+            job()
+            condition.lock(); busy -= 1; condition.unlock()
+        }
+    }
+}
+
+/// Runs blocking work in arrival order on one thread of its own, awaiting
+/// its result: what a shard's SQLite connection needs, since a connection is
+/// used by one thread at a time and its work blocks.
+public final class DedicatedThread: Sendable {
+    let thread: WorkThreads
+
+    public init(label: String) { thread = WorkThreads(name: label, count: 1) }
+
+    public func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { cont in
+            thread.submit {
+                do { cont.resume(returning: try work()) } catch { cont.resume(throwing: error) }
+            }
+        }
+    }
+
+    public func stop() { thread.stop() }
+}
