@@ -153,6 +153,8 @@ struct StoreBench: AsyncParsableCommand {
     @Flag(help: "Time suggestions only with the suggestion index read (not first term by term).") var suggestionIndexOnly = false
     @Option(help: "Store every item as this app's (its reserved domain and identifier, as a publish with the app's key does) and time each query kind and search twice, in turn: unscoped, and scoped to the app as its keys scope every request.")
     var app: String?
+    @Option(help: "With --app: deal the items among this many apps in turn (the first is --app's, the others named after it), so that the scope is a part of the shard.")
+    var apps = 1
 
     func run() async throws {
         let lines = try corpus.loadLines()
@@ -166,7 +168,11 @@ struct StoreBench: AsyncParsableCommand {
         let store = try ShardStore(path: path, mode: .readWrite, logger: logger)
         // Parsed before the clock starts, as peers.py loads its corpus first.
         let scope = app.map(BenchScope.init)
-        let items = reuse ? [] : lines.compactMap { try? JSONValue.parse($0) }.map { scope?.qualify($0) ?? $0 }
+        let parsed: [JSONValue] = reuse ? [] : lines.compactMap { try? JSONValue.parse($0) }
+        let items = parsed.indices.map { i -> JSONValue in
+            guard let app else { return parsed[i] }
+            return BenchScope(app: i % apps == 0 ? app : app + String(i % apps)).qualify(parsed[i])
+        }
         let t0 = Date()
         let cpu0 = processCPUSeconds()
         var stored = 0
@@ -280,13 +286,15 @@ struct KindTimes {
 }
 
 /// Times `count` queries (`run(i, scoped)` runs the i-th and returns its
-/// hits): unscoped only, or with `scoped` each query unscoped and then
-/// scoped, in turn, so that the machine's drift from one minute to the next
-/// falls on both alike. Returns the unscoped times, then the scoped ones.
+/// hits): unscoped only, or with `scoped` each query both ways in turn, so
+/// that the machine's drift from one minute to the next falls on both alike,
+/// the unscoped first for one query and second for the next (what the first
+/// run leaves in the caches helps the second). Returns the unscoped times,
+/// then the scoped ones.
 func timeInTurn(_ count: Int, scoped: Bool, _ run: (Int, Bool) throws -> Int) rethrows -> [KindTimes] {
     var times = Array(repeating: KindTimes(), count: scoped ? 2 : 1)
     for i in 0..<count {
-        for k in times.indices {
+        for k in i % 2 == 0 ? Array(times.indices) : times.indices.reversed() {
             let t = Date()
             let c = threadCPUSeconds()
             times[k].hits += try run(i, k == 1)
