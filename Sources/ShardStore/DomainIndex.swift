@@ -37,6 +37,9 @@ final class DomainIndex {
     /// Per domain asked, the ids of it and of its subdomains, sorted: an app
     /// asks for the same scope at every request.
     private var scopes: [[UInt8]: [Int64]] = [:]
+    /// Domains whose ids ``scopes`` keeps at most: the apps that share a
+    /// shard, and clients' own domain tests, without holding every one asked.
+    static let maxScopes = 1_024
 
     /// An empty index; ``append(_:_:)`` fills it.
     init(watermark: Int64, epoch: String, version: UniverseCache.Version) {
@@ -104,6 +107,7 @@ final class DomainIndex {
             }
             ids = bits.ids
         }
+        if scopes.count >= Self.maxScopes { scopes = [:] }
         scopes[key] = ids
         return ids
     }
