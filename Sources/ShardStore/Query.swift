@@ -17,6 +17,9 @@ final class UniverseCache {
     var expiries: (Version, [(expires: Double, id: Int64)])?
     /// Every item whose entity has a priority (see ``ShardStore/entityPriorities()``).
     var priorities: (Version, [Int64: Double])?
+    /// Every domain's items, patched at each change rather than read again
+    /// (see ``DomainIndex``); it holds its own version.
+    var domains: DomainIndex?
 }
 
 /// State of one query evaluation.
@@ -73,19 +76,23 @@ extension ShardStore {
         do {
             let delivered = try db.transaction(.deferred) { () -> Int in
                 try reloadIfChanged()
-                let node = try compile(query.predicate.simplified())
+                let whole = try compile(query.predicate.simplified())
                 let sortNames = try query.sort.map { key -> Int64?? in
                     guard case .attribute(let name, _) = key else { return .none }
                     return .some(try searchableNameID(name))
                 }
                 let wantsScores = query.sort.contains(.relevance)
                 let context = QueryContext(isCancelled: isCancelled, wantsScores: wantsScores)
-                if query.sort.isEmpty, let delivered = try streamWordMatches(node, query, context, onBatch: onBatch)
-                    ?? streamSubstringMatches(node, query, context, onBatch: onBatch) {
+                // A keyed request's app scope (and any domain condition at
+                // the top) is settled by the domain index, once, rather than
+                // checked item by item.
+                let (scope, node) = try scoped(whole, context)
+                if query.sort.isEmpty, let delivered = try streamWordMatches(node, query, context, within: scope, onBatch: onBatch)
+                    ?? streamSubstringMatches(node, query, context, within: scope, onBatch: onBatch) {
                     return delivered
                 }
                 let found = try candidates(node, exact: false, context)
-                var ids = try found.ids ?? universe(context)
+                var ids = try scope.map { scope in found.ids.map { IDs.intersect($0, scope) } ?? scope } ?? found.ids ?? universe(context)
                 ids = IDs.subtract(ids, try expiredIDs(now: Date()))
                 // Sort keys live in arrays aligned with `ids`: dictionary lookups
                 // inside the comparator cost more than the sort itself.
@@ -172,7 +179,7 @@ extension ShardStore {
     /// last result instead of first collecting every match of a common word.
     /// Nil when this does not apply (the caller takes the general path, which
     /// gives the same results).
-    func streamWordMatches(_ node: Node, _ query: Query, _ context: QueryContext,
+    func streamWordMatches(_ node: Node, _ query: Query, _ context: QueryContext, within scope: [Int64]?,
                            onBatch: ([StoredResult]) throws -> Void) throws -> Int? {
         let leaves: [TextLeaf]
         switch node {
@@ -202,6 +209,7 @@ extension ShardStore {
         defer { try? row.reset() }
         let fetch = query.fetchAttributes.map(FetchList.init)
         var batcher = ResultBatcher(limit: query.limit, batchSize: query.batchSize)
+        var inScope = scope.map(AscendingMembership.init)
         var first = true
         defer { try? s.reset() }
         while true {
@@ -215,7 +223,7 @@ extension ShardStore {
             first = false
             try context.checkCancelled()
             let id = s.int64(at: 0)
-            if expired.contains(id) { continue }
+            if expired.contains(id) || inScope?.contains(id) == false { continue }
             try row.reset()
             try row.bind(id, at: 0)
             guard try row.step() else { continue }
@@ -238,11 +246,11 @@ extension ShardStore {
         do {
             return try db.transaction(.deferred) {
                 try reloadIfChanged()
-                let node = try compile(predicate.simplified())
                 let context = QueryContext(isCancelled: isCancelled, wantsScores: false)
+                let (scope, node) = try scoped(try compile(predicate.simplified()), context)
                 let found = try candidates(node, exact: true, context)
-                let ids = IDs.subtract(try found.ids ?? universe(context), try expiredIDs(now: Date()))
-                return ids.count
+                let ids = try scope.map { scope in found.ids.map { IDs.intersect($0, scope) } ?? scope } ?? found.ids ?? universe(context)
+                return IDs.subtract(ids, try expiredIDs(now: Date())).count
             }
         } catch {
             throw StoreError.wrap(error, "count failed")
@@ -422,9 +430,7 @@ extension ShardStore {
             try s.bind(values)
             return Candidates(ids: IDs.sortedUnique(try s.map { $0.int64(at: 0) }), exact: true)
         case .domain(let domains):
-            var ids: [Int64] = []
-            for d in domains { ids += try itemIDs(inDomain: d) }
-            return Candidates(ids: IDs.sortedUnique(ids), exact: true)
+            return try domainCandidates(domains, context).map { Candidates(ids: $0, exact: true) } ?? .everything
         case .identifier(let uids):
             let s = try db.prepare("SELECT id FROM items WHERE uid = ?")
             var ids: [Int64] = []

@@ -79,6 +79,9 @@ public final class ShardStore {
     var uidFilter: UIDFilter?
     /// Identifier lookups the filter answered alone (for tests and figures).
     var uidLookupsSkipped = 0
+    /// Times this connection read its ``DomainIndex`` whole rather than
+    /// patching it (for tests and figures).
+    var domainIndexReads = 0
 
     /// Opens a shard file, creating it (and its tables) in `.readWrite` mode.
     /// `durability` sets when a `.readWrite` store's commits reach the disk.

@@ -17,7 +17,7 @@ extension ShardStore {
     /// gives the same results): other shapes, patterns without a selective
     /// run, and a named attribute that holds numbers (they are checked as
     /// text but are not in the word index).
-    func streamSubstringMatches(_ node: Node, _ query: Query, _ context: QueryContext,
+    func streamSubstringMatches(_ node: Node, _ query: Query, _ context: QueryContext, within scope: [Int64]?,
                                 onBatch: ([StoredResult]) throws -> Void) throws -> Int? {
         guard case .text(let leaf) = node else { return nil }
         let options = leaf.test.options
@@ -52,9 +52,10 @@ extension ShardStore {
         let fetch = query.fetchAttributes.map(FetchList.init)
         let loadNames = node.names, loadDomain = node.mentionsDomain
         var batcher = ResultBatcher(limit: query.limit, batchSize: query.batchSize)
+        var inScope = scope.map(AscendingMembership.init)
         while let id = try next() {
             try context.checkCancelled()
-            if expired.contains(id) { continue }
+            if expired.contains(id) || inScope?.contains(id) == false { continue }
             guard node.evaluate(try load(id, names: loadNames, domain: loadDomain)) else { continue }
             guard let result = try fetchResult(id, attributes: fetch) else { continue }
             if try batcher.add(result, isCancelled: context.isCancelled, onBatch: onBatch) { break }

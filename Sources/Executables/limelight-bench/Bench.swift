@@ -151,6 +151,10 @@ struct StoreBench: AsyncParsableCommand {
     @Option(help: "Print this many of the slowest queries of each kind.") var slowest = 0
     @Option(help: "Keep the shard at this path; when it exists already, skip indexing and only time queries.") var database: String?
     @Flag(help: "Time suggestions only with the suggestion index read (not first term by term).") var suggestionIndexOnly = false
+    @Option(help: "Store every item as this app's (its reserved domain and identifier, as a publish with the app's key does) and time each query kind and search twice, in turn: unscoped, and scoped to the app as its keys scope every request.")
+    var app: String?
+    @Option(help: "With --app: deal the items among this many apps in turn (the first is --app's, the others named after it), so that the scope is a part of the shard.")
+    var apps = 1
 
     func run() async throws {
         let lines = try corpus.loadLines()
@@ -163,7 +167,12 @@ struct StoreBench: AsyncParsableCommand {
         let reuse = database.map { FileManager.default.fileExists(atPath: $0) } ?? false
         let store = try ShardStore(path: path, mode: .readWrite, logger: logger)
         // Parsed before the clock starts, as peers.py loads its corpus first.
-        let items = reuse ? [] : lines.compactMap { try? JSONValue.parse($0) }
+        let scope = app.map(BenchScope.init)
+        let parsed: [JSONValue] = reuse ? [] : lines.compactMap { try? JSONValue.parse($0) }
+        let items = parsed.indices.map { i -> JSONValue in
+            guard let app else { return parsed[i] }
+            return BenchScope(app: i % apps == 0 ? app : app + String(i % apps)).qualify(parsed[i])
+        }
         let t0 = Date()
         let cpu0 = processCPUSeconds()
         var stored = 0
@@ -193,20 +202,15 @@ struct StoreBench: AsyncParsableCommand {
             // the shard's pages from the OS, which peers.py never measures
             // (it queries right after indexing).
             for q in qs.prefix(20) { _ = try reader.run(Query(predicate: try parser.parse(q), fetchAttributes: ["title"], limit: 20, batchSize: 20)) { _ in } }
-            var lat: [Double] = []
-            var cpu: [Double] = []
-            defer { if kind == "word" || kind == "two words" { mix += lat } }
-            var hits = 0
-            for q in qs {
-                let plan = try parser.parse(q)
-                let t = Date()
-                let c = threadCPUSeconds()
-                hits += try reader.run(Query(predicate: plan, fetchAttributes: ["title"], limit: 20, batchSize: 20)) { _ in }
-                cpu.append((threadCPUSeconds() - c) * 1000)
-                lat.append(Date().timeIntervalSince(t) * 1000)
+            let plans = try qs.map { try parser.parse($0) }
+            let timed = try timeInTurn(plans.count, scoped: app != nil) { i, scoped in
+                try reader.run(Query(predicate: scope.map { scoped ? $0.restrict(plans[i]) : plans[i] } ?? plans[i], fetchAttributes: ["title"], limit: 20, batchSize: 20)) { _ in }
             }
-            for k in cpu.indices.sorted(by: { cpu[$0] > cpu[$1] }).prefix(slowest) { print("    \(fmt(cpu[k])) ms CPU: \(qs[k])") }
-            print("\(kind.padding(toLength: 12, withPad: " ", startingAt: 0))  \(fmt(percentile(lat, 50)).leftPad(9))  \(fmt(percentile(lat, 99)).leftPad(9))  \(fmt(Double(hits) / Double(qs.count), 1).leftPad(10))  \(fmt(percentile(cpu, 50)).leftPad(10))  \(fmt(percentile(cpu, 99)).leftPad(10))")
+            if kind == "word" || kind == "two words" { mix += timed[0].lat }
+            for (label, t) in zip([kind, kind + " @app"], timed) {
+                for k in t.cpu.indices.sorted(by: { t.cpu[$0] > t.cpu[$1] }).prefix(slowest) { print("    \(fmt(t.cpu[k])) ms CPU: \(qs[k])") }
+                print("\(label.padding(toLength: 12, withPad: " ", startingAt: 0))  \(t.row)")
+            }
         }
         if !mix.isEmpty {
             print("word mix (one and two words, as peers.py): p50 \(fmt(percentile(mix, 50))) ms, p99 \(fmt(percentile(mix, 99))) ms")
@@ -224,17 +228,13 @@ struct StoreBench: AsyncParsableCommand {
         for (kind, qs) in searches {
             let plans = try qs.map { try SearchRequest(params: $0).plan }
             for p in plans.prefix(20) { _ = try reader.search(p) }
-            var lat: [Double] = [], cpu: [Double] = []
-            var hits = 0
-            for p in plans {
-                let t = Date()
-                let c = threadCPUSeconds()
-                hits += try reader.search(p).nbHits
-                cpu.append((threadCPUSeconds() - c) * 1000)
-                lat.append(Date().timeIntervalSince(t) * 1000)
+            let timed = try timeInTurn(plans.count, scoped: app != nil) { i, scoped in
+                try reader.search(scope.map { scoped ? $0.restrict(plans[i]) : plans[i] } ?? plans[i]).nbHits
             }
-            for k in cpu.indices.sorted(by: { cpu[$0] > cpu[$1] }).prefix(slowest) { print("    \(fmt(cpu[k])) ms CPU: \(qs[k])") }
-            print("\(kind.padding(toLength: 14, withPad: " ", startingAt: 0))\(fmt(percentile(lat, 50)).leftPad(9))  \(fmt(percentile(lat, 99)).leftPad(9))  \(fmt(Double(hits) / Double(qs.count), 1).leftPad(10))  \(fmt(percentile(cpu, 50)).leftPad(10))  \(fmt(percentile(cpu, 99)).leftPad(10))   (nbHits)")
+            for (label, t) in zip([kind, kind + " @app"], timed) {
+                for k in t.cpu.indices.sorted(by: { t.cpu[$0] > t.cpu[$1] }).prefix(slowest) { print("    \(fmt(t.cpu[k])) ms CPU: \(qs[k])") }
+                print("\(label.padding(toLength: 14, withPad: " ", startingAt: 0))\(t.row)   (nbHits)")
+            }
         }
         reader.forgetSuggestionIndex()
         if corpus.wants("suggest") || corpus.kinds?.contains("suggest ") == true {
@@ -243,6 +243,66 @@ struct StoreBench: AsyncParsableCommand {
         }
         printPeers(corpus.runPeers(), ours: Double(stored) / indexSeconds)
     }
+}
+
+/// An app's scope as its keys make it (Tenancy's `TenantScope`, whose
+/// crypto this benchmark does without): items stored under the reserved
+/// domain `@APP` and identifiers tagged `@APP/`, and every plan ANDed with
+/// `domain(["@APP"])`.
+struct BenchScope {
+    let app: String
+    var root: String { "@" + app }
+
+    func qualify(_ item: JSONValue) -> JSONValue {
+        guard case .object(var o) = item else { return item }
+        if let uid = o["uniqueIdentifier"]?.stringValue { o["uniqueIdentifier"] = .string(root + "/" + uid) }
+        let domain = o["domainIdentifier"]?.stringValue ?? ""
+        o["domainIdentifier"] = .string(domain.isEmpty ? root : root + "." + domain)
+        return .object(o)
+    }
+
+    func restrict(_ p: QueryPlan.Predicate) -> QueryPlan.Predicate {
+        QueryPlan.Predicate.and([.domain([root]), p]).simplified()
+    }
+
+    func restrict(_ plan: SearchPlan) -> SearchPlan {
+        var plan = plan
+        plan.filter = restrict(plan.filter)
+        plan.disjunctiveFilters = plan.disjunctiveFilters.mapValues { restrict($0) }
+        return plan
+    }
+}
+
+/// One query kind's timings: wall and thread CPU milliseconds per query, and hits in all.
+struct KindTimes {
+    var lat: [Double] = []
+    var cpu: [Double] = []
+    var hits = 0
+
+    /// p50, p99, mean hits, CPU p50 and p99, as the store benchmark's columns.
+    var row: String {
+        "\(fmt(percentile(lat, 50)).leftPad(9))  \(fmt(percentile(lat, 99)).leftPad(9))  \(fmt(Double(hits) / Double(max(1, lat.count)), 1).leftPad(10))  \(fmt(percentile(cpu, 50)).leftPad(10))  \(fmt(percentile(cpu, 99)).leftPad(10))"
+    }
+}
+
+/// Times `count` queries (`run(i, scoped)` runs the i-th and returns its
+/// hits): unscoped only, or with `scoped` each query both ways in turn, so
+/// that the machine's drift from one minute to the next falls on both alike,
+/// the unscoped first for one query and second for the next (what the first
+/// run leaves in the caches helps the second). Returns the unscoped times,
+/// then the scoped ones.
+func timeInTurn(_ count: Int, scoped: Bool, _ run: (Int, Bool) throws -> Int) rethrows -> [KindTimes] {
+    var times = Array(repeating: KindTimes(), count: scoped ? 2 : 1)
+    for i in 0..<count {
+        for k in i % 2 == 0 ? Array(times.indices) : times.indices.reversed() {
+            let t = Date()
+            let c = threadCPUSeconds()
+            times[k].hits += try run(i, k == 1)
+            times[k].cpu.append((threadCPUSeconds() - c) * 1000)
+            times[k].lat.append(Date().timeIntervalSince(t) * 1000)
+        }
+    }
+    return times
 }
 
 /// `before`: the same peers run before Limelight was, whose figures are

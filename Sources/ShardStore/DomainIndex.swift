@@ -1,0 +1,227 @@
+import Foundation
+@_spi(Internals) import SQLite
+
+/// Every domain a shard holds with its items' ids, kept by one connection so
+/// that a domain condition is a lookup in memory rather than a read of the
+/// domain's rows and a sort at every query. Keyed requests need it: an app's
+/// scope is the condition `domain(["@APP"])` on every query and search its
+/// keys make (see `TenantScope`), and an app holds up to the whole shard.
+///
+/// Kept current with each commit rather than read again: item ids are never
+/// reused and come from the `meta` counter `items.nextid` (see
+/// ``ShardStore/nextItemID()``), so the items written since the index was
+/// current are those at or above the counter it last saw, read by id range
+/// with their domains and appended (they sort after every id held). Items
+/// removed since (deleted, replaced, moved to another domain, purged) show as
+/// fewer items than held plus added; the index is then read again, as it is
+/// when the content was replaced from a copy (a new `items.epoch`) or when
+/// the shard has no counter yet.
+///
+/// Domains compare as SQLite compares them (their UTF-8 bytes), so answers
+/// are the ones the `items_domain` range gives: `org.debian` covers itself
+/// and `org.debian.games`, not `org.debiantools`.
+final class DomainIndex {
+    /// The distinct domains, sorted by their UTF-8 bytes.
+    private var domains: [[UInt8]] = []
+    /// Each domain's item ids, sorted, aligned with ``domains``.
+    private var members: [[Int64]] = []
+    /// Items held.
+    private(set) var count = 0
+    /// The shard's `items.nextid` when last current: every item id below it
+    /// is accounted for, and every item stored since has an id at or above it.
+    private(set) var watermark: Int64 = 0
+    /// The shard's `items.epoch` when read.
+    private(set) var epoch = ""
+    /// The data it is current for (``ShardStore/dataSeen``).
+    var version: UniverseCache.Version
+    /// Per domain asked, the ids of it and of its subdomains, sorted: an app
+    /// asks for the same scope at every request.
+    private var scopes: [[UInt8]: [Int64]] = [:]
+    /// Domains whose ids ``scopes`` keeps at most: the apps that share a
+    /// shard, and clients' own domain tests, without holding every one asked.
+    static let maxScopes = 1_024
+
+    /// An empty index; ``append(_:_:)`` fills it.
+    init(watermark: Int64, epoch: String, version: UniverseCache.Version) {
+        self.watermark = watermark
+        self.epoch = epoch
+        self.version = version
+    }
+
+    /// Adds one item while the index is read: rows come ordered by domain,
+    /// then id.
+    func append(_ domain: UnsafeBufferPointer<UInt8>, _ id: Int64) {
+        if domains.isEmpty || !domains[domains.count - 1].elementsEqual(domain) {
+            domains.append(Array(domain))
+            members.append([])
+        }
+        members[members.count - 1].append(id)
+        count += 1
+    }
+
+    /// Adds items stored since the index was current: `rows` in id order,
+    /// every id at or above ``watermark``.
+    func add(_ rows: [(domain: [UInt8], id: Int64)], watermark: Int64, version: UniverseCache.Version) {
+        for (domain, id) in rows {
+            let at = Self.lowerBound(domain, in: domains)
+            if at == domains.count || domains[at] != domain {
+                domains.insert(domain, at: at)
+                members.insert([], at: at)
+            }
+            members[at].append(id)
+        }
+        for scope in Array(scopes.keys) {
+            let within = rows.lazy.filter { Self.domain($0.domain, isWithin: scope) }.map(\.id)
+            if !within.isEmpty { scopes[scope]!.append(contentsOf: within) }
+        }
+        count += rows.count
+        self.watermark = watermark
+        self.version = version
+    }
+
+    /// The ids of the items of `domain` and of all its subdomains, sorted.
+    func ids(within domain: String) -> [Int64] {
+        let key = Array(domain.utf8)
+        if let held = scopes[key] { return held }
+        // The domain itself, then its subdomains: those sort from `domain.`
+        // up to `domain/` ('/' follows '.').
+        var groups: [Int] = []
+        let own = Self.lowerBound(key, in: domains)
+        if own < domains.count, domains[own] == key { groups.append(own) }
+        var at = Self.lowerBound(key + [UInt8(ascii: ".")], in: domains)
+        while at < domains.count, Self.domain(domains[at], isWithin: key) {
+            groups.append(at)
+            at += 1
+        }
+        let ids: [Int64]
+        switch groups.count {
+        case 0: ids = []
+        case 1: ids = members[groups[0]]
+        default:
+            // One bit per id, then read out in order: every group's ids at
+            // once instead of a union per group.
+            let bits = IDBits(maxID: Int(max(0, watermark))) { words in
+                for g in groups {
+                    for id in members[g] where id >= 0 { words[Int(id) >> 6] |= 1 << UInt64(id & 63) }
+                }
+            }
+            ids = bits.ids
+        }
+        if scopes.count >= Self.maxScopes { scopes = [:] }
+        scopes[key] = ids
+        return ids
+    }
+
+    /// Whether `domain` is `ancestor` or lies below it, by bytes.
+    static func domain(_ domain: [UInt8], isWithin ancestor: [UInt8]) -> Bool {
+        guard domain.count >= ancestor.count, domain.starts(with: ancestor) else { return false }
+        return domain.count == ancestor.count || domain[ancestor.count] == UInt8(ascii: ".")
+    }
+
+    /// The first position in `sorted` whose bytes are not below `key`'s.
+    static func lowerBound(_ key: [UInt8], in sorted: [[UInt8]]) -> Int {
+        var lo = 0, hi = sorted.count
+        while lo < hi {
+            let mid = (lo + hi) >> 1
+            if sorted[mid].lexicographicallyPrecedes(key) { lo = mid + 1 } else { hi = mid }
+        }
+        return lo
+    }
+}
+
+extension ShardStore {
+    /// A plan's domain conditions at its top, apart from the rest: the ids
+    /// they allow (sorted; nil when there are none, or when they allow every
+    /// item) and the node left to decide. Every keyed request is
+    /// `and(domain(["@APP"]), …)`: taking the scope out lets the word and
+    /// substring streams serve it, and spares each checked candidate a read
+    /// of its domain.
+    func scoped(_ node: Node, _ context: QueryContext) throws -> (scope: [Int64]?, rest: Node) {
+        switch node {
+        case .domain(let domains): return (try domainCandidates(domains, context), .all)
+        case .and(let nodes):
+            var scope: [Int64]?
+            var rest: [Node] = []
+            for n in nodes {
+                guard case .domain(let domains) = n else { rest.append(n); continue }
+                guard let ids = try domainCandidates(domains, context) else { continue }
+                scope = scope.map { IDs.intersect($0, ids) } ?? ids
+            }
+            guard scope != nil || rest.count < nodes.count else { return (nil, node) }
+            return (scope, rest.isEmpty ? .all : rest.count == 1 ? rest[0] : .and(rest))
+        default: return (nil, node)
+        }
+    }
+
+    /// The items within any of `domains` (each with its subdomains), sorted,
+    /// or nil when that is every item of the shard: an app alone on its
+    /// shard (or a single-app deployment's) is then no condition at all, and
+    /// a search or query skips intersecting its candidates with the whole
+    /// shard. From the connection's ``DomainIndex`` when it can hold one,
+    /// else from the `items_domain` index.
+    func domainCandidates(_ domains: [String], _ context: QueryContext) throws -> [Int64]? {
+        var ids: [Int64] = []
+        let all: Int
+        if let index = try currentDomainIndex() {
+            for d in domains { ids = IDs.union(ids, index.ids(within: d)) }
+            all = index.count
+        } else {
+            for d in domains { ids += try itemIDs(inDomain: d) }
+            ids = IDs.sortedUnique(ids)
+            all = try universe(context).count
+        }
+        // Every id is an item's, so as many ids as items are all of them.
+        return ids.count == all ? nil : ids
+    }
+
+    /// The connection's ``DomainIndex``, brought up to the data it reads;
+    /// nil while it stores items (the id counter is in memory then) or when
+    /// the shard has no id counter (one never written since ids had one).
+    func currentDomainIndex() throws -> DomainIndex? {
+        let version = dataSeen
+        if let index = universeCache.domains, index.version == version { return index }
+        guard pendingItemID == nil else { return nil }
+        guard let next = try db.prepare("SELECT value FROM meta WHERE key = 'items.nextid'").scalar()?.string.flatMap({ Int64($0) }) else {
+            universeCache.domains = nil
+            return nil
+        }
+        let epoch = try itemsEpoch()
+        if let index = universeCache.domains, index.epoch == epoch, index.watermark <= next {
+            let s = try db.prepare("SELECT domain, id FROM items WHERE id >= ? ORDER BY id")
+            try s.bind(index.watermark, at: 0)
+            defer { try? s.reset() }
+            var added: [(domain: [UInt8], id: Int64)] = []
+            while try s.step() { added.append((s.withUTF8(at: 0, Array.init) ?? [], s.int64(at: 1))) }
+            let total = try db.prepare("SELECT count(*) FROM items").scalar()?.int64 ?? 0
+            if total == Int64(index.count + added.count) {
+                index.add(added, watermark: next, version: version)
+                return index
+            }
+        }
+        // Ordered by the domain index itself: no sort.
+        domainIndexReads += 1
+        let index = DomainIndex(watermark: next, epoch: epoch, version: version)
+        let s = try db.prepare("SELECT domain, id FROM items INDEXED BY items_domain ORDER BY domain, id")
+        defer { try? s.reset() }
+        while try s.step() {
+            let id = s.int64(at: 1)
+            s.withUTF8(at: 0) { index.append($0, id) }
+        }
+        universeCache.domains = index
+        return index
+    }
+}
+
+/// Membership in a sorted list for ids asked in ascending order (a stream
+/// of matches in rowid order): each test gallops on from the last.
+struct AscendingMembership {
+    let ids: [Int64]
+    var at = 0
+
+    init(_ ids: [Int64]) { self.ids = ids }
+
+    mutating func contains(_ id: Int64) -> Bool {
+        at = ids.withUnsafeBufferPointer { IDs.gallop($0, from: at, to: id) }
+        return at < ids.count && ids[at] == id
+    }
+}
