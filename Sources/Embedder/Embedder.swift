@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Sentence embeddings from all-MiniLM-L6-v2, computed natively: the same 384
 /// numbers sentence-transformers gives (cosine ≥ 0.9999), with no Python, no
@@ -125,30 +126,25 @@ public final class Embedder: Sendable {
 }
 
 /// Results of work items run on several threads, and which item is next:
-/// shared by the workers of one call under a lock taken once per item.
-final class Slots<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var next = 0
-    private var slots: [Value?]
+/// shared by the workers of one call under a mutex taken once per item.
+final class Slots<Value: Sendable>: Sendable {
+    private let state: Mutex<(next: Int, slots: [Value?])>
 
-    init(count: Int) { slots = Array(repeating: nil, count: count) }
+    init(count: Int) { state = Mutex((0, Array(repeating: nil, count: count))) }
 
     /// The next unclaimed item's index, or nil when all are taken.
     func claim() -> Int? {
-        lock.lock(); defer { lock.unlock() }
-        guard next < slots.count else { return nil }
-        next += 1
-        return next - 1
+        state.withLock {
+            guard $0.next < $0.slots.count else { return nil }
+            $0.next += 1
+            return $0.next - 1
+        }
     }
 
     func store(_ value: Value, at index: Int) {
-        lock.lock(); defer { lock.unlock() }
-        slots[index] = value
+        state.withLock { $0.slots[index] = value }
     }
 
     /// Every item's result, in item order (all must have been stored).
-    var values: [Value] {
-        lock.lock(); defer { lock.unlock() }
-        return slots.map { $0! }
-    }
+    var values: [Value] { state.withLock { $0.slots.map { $0! } } }
 }

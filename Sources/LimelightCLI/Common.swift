@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Synchronization
 import LimelightClient
 import Logging
 
@@ -93,16 +94,18 @@ struct ServerLogOptions: ParsableArguments {
 }
 
 enum LoggingSetup {
-    nonisolated(unsafe) static var done = false
-    static let lock = NSLock()
+    /// Whether the logging system was set up: it may be, once per process.
+    private static let done = Mutex(false)
     /// Logs go to standard error, so standard output stays for results.
     static func bootstrapOnce(format: LogFormat = .text) {
-        lock.lock(); defer { lock.unlock() }
-        guard !done else { return }
-        done = true
-        switch format {
-        case .text: LoggingSystem.bootstrap { label in StreamLogHandler.standardError(label: label) }
-        case .json: LoggingSystem.bootstrap { label in JSONLogHandler(label: label) }
+        // Held while bootstrapping, so that a second caller finds it done.
+        done.withLock { done in
+            guard !done else { return }
+            done = true
+            switch format {
+            case .text: LoggingSystem.bootstrap { label in StreamLogHandler.standardError(label: label) }
+            case .json: LoggingSystem.bootstrap { label in JSONLogHandler(label: label) }
+            }
         }
     }
 }
@@ -126,8 +129,10 @@ func runUntilSignalled(_ body: @escaping @Sendable () async -> Void) async {
 }
 
 /// Turns signals into a callback on a dispatch queue (never a signal handler context).
+///
+/// `@unchecked Sendable`: it holds Dispatch signal sources (not `Sendable`),
+/// made once in `init` and only cancelled in `deinit`.
 final class SignalWatcher: @unchecked Sendable {
-    // The sources are created once and only cancelled in deinit.
     private var sources: [DispatchSourceSignal] = []
 
     init(signals: [Int32], _ handler: @escaping @Sendable () -> Void) {

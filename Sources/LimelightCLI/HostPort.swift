@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Synchronization
 
 /// Reads `HOST:PORT` (or `[IPv6]:PORT`) as an option value; port 0 means any free port.
 ///
@@ -29,10 +30,8 @@ func parseHostPort(_ s: String, option: String) throws -> (host: String, port: I
 }
 
 /// Why a command failed inside a task, for it to exit non-zero afterwards.
-final class FailureBox: @unchecked Sendable {
-    // `_value` is guarded by `lock`.
-    private let lock = NSLock()
-    private var _value: String?
-    func set(_ s: String) { lock.withLock { _value = s } }
-    var value: String? { lock.withLock { _value } }
+final class FailureBox: Sendable {
+    private let failure = Mutex<String?>(nil)
+    func set(_ s: String) { failure.withLock { $0 = s } }
+    var value: String? { failure.withLock { $0 } }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Synchronization
 import Items
 import LimelightClient
 import WireProtocol
@@ -161,12 +162,11 @@ struct PublishCommand: AsyncParsableCommand {
 }
 
 /// A progress bar on standard error, redrawn at most ten times a second.
-final class Progress: @unchecked Sendable {
-    // Only touched from the publishing task.
+final class Progress: Sendable {
     let enabled: Bool
     let totalBytes: Int
     let started = Date()
-    var lastDraw = Date.distantPast
+    private let lastDraw = Mutex(Date.distantPast)
 
     init(enabled: Bool, totalBytes: Int) {
         self.enabled = enabled
@@ -176,8 +176,11 @@ final class Progress: @unchecked Sendable {
     /// `items` acknowledged so far; `read` lines and `bytes` read so far, from
     /// which the total number of items is estimated (acknowledgements trail reading).
     func update(items: Int, read: Int, bytes: Int) {
-        guard enabled, Date().timeIntervalSince(lastDraw) > 0.1 else { return }
-        lastDraw = Date()
+        guard enabled, lastDraw.withLock({ last in
+            guard Date().timeIntervalSince(last) > 0.1 else { return false }
+            last = Date()
+            return true
+        }) else { return }
         let estimatedTotal = bytes > 0 ? Double(read) * Double(totalBytes) / Double(bytes) : 0
         let fraction = estimatedTotal > 0 ? min(1, Double(items) / estimatedTotal) : 0
         let width = 30

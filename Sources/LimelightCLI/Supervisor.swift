@@ -10,6 +10,10 @@ import Foundation
 /// supervisor says so and the cluster stops, since a child that cannot stay
 /// up is a fault a person must look at, and restarting it forever would hide
 /// it. `stopAll()` (SIGINT, SIGTERM) stops every child and restarts none.
+///
+/// `@unchecked Sendable`: it holds Foundation `Process` handles, which are not
+/// `Sendable`, and their termination handlers run on Foundation's threads;
+/// every field is read and written under `lock`.
 final class Supervisor: @unchecked Sendable {
     /// How a child ended.
     struct Exit: Sendable, CustomStringConvertible {
@@ -57,8 +61,10 @@ final class Supervisor: @unchecked Sendable {
         self.report = report
     }
 
+    /// A started child and the lines of its standard output, when captured.
+    /// `@unchecked Sendable`: it holds a Foundation `Process`; `buffer` and
+    /// `lines` are guarded by `lock`, which the pipe's handler takes.
     final class Child: @unchecked Sendable {
-        // `lines` is guarded by `lock`; the pipe's handler appends to it.
         let process: Process
         let lock = NSLock()
         var buffer = Data()

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Items
 import WireProtocol
 import ZeroMQ
@@ -286,15 +287,11 @@ public final class LimelightClient: Sendable {
 }
 
 /// Requests waiting for replies, by id.
-final class PendingReplies: @unchecked Sendable {
-    // All fields are guarded by `lock`.
-    private let lock = NSLock()
-    private var counter = 0
-    private var single: [String: Single] = [:]
-
+final class PendingReplies: Sendable {
     /// A request waiting for its one reply, and when it fails without one.
     /// The timeout's message is written only when it is thrown: formatting
-    /// it (a `Duration` described) at every request was ~1% of a client's CPU.
+    /// it (a `Duration` described) at every request cost a measurable share
+    /// of a client's CPU.
     struct Single {
         let continuation: CheckedContinuation<Envelope, Error>
         let deadline: ContinuousClock.Instant
@@ -304,115 +301,127 @@ final class PendingReplies: @unchecked Sendable {
         var timeout: ClientError { ClientError(.timeout, "no answer from \(endpoint) within \(waiting)") }
     }
 
-    /// How often, at least, the client's sweeper looks for requests whose
-    /// time is up.
-    static let sweepPeriod = Duration.milliseconds(100)
-    private var streams: [String: Stream] = [:]
-
     /// A running query's events, and when the server last said anything about it.
     struct Stream {
         let continuation: AsyncThrowingStream<QueryEvent, Error>.Continuation
         var heard: ContinuousClock.Instant
     }
 
+    private struct State {
+        var counter = 0
+        var single: [String: Single] = [:]
+        var streams: [String: Stream] = [:]
+        var watchCount = 0
+    }
+    private let state = Mutex(State())
+
+    /// How often, at least, the client's sweeper looks for requests whose
+    /// time is up.
+    static let sweepPeriod = Duration.milliseconds(100)
+
     func nextID() -> String {
-        lock.lock(); defer { lock.unlock() }
-        counter += 1
-        return "c\(counter)"
+        state.withLock {
+            $0.counter += 1
+            return "c\($0.counter)"
+        }
     }
 
     func expect(_ id: String, _ c: CheckedContinuation<Envelope, Error>, until deadline: ContinuousClock.Instant,
                 waiting: Duration, on endpoint: String) {
-        lock.lock(); single[id] = Single(continuation: c, deadline: deadline, waiting: waiting, endpoint: endpoint); lock.unlock()
+        state.withLock { $0.single[id] = Single(continuation: c, deadline: deadline, waiting: waiting, endpoint: endpoint) }
     }
 
     /// Fails the requests whose deadline is past; returns how long until
     /// the next one's, nil when none waits.
     func expire(now: ContinuousClock.Instant) -> Duration? {
-        lock.lock()
-        var expired: [Single] = []
-        var next: ContinuousClock.Instant?
-        for (id, s) in single {
-            if s.deadline <= now {
-                expired.append(s)
-                single.removeValue(forKey: id)
-            } else if next.map({ s.deadline < $0 }) ?? true {
-                next = s.deadline
+        let (expired, next) = state.withLock { state -> ([Single], ContinuousClock.Instant?) in
+            var expired: [Single] = []
+            var next: ContinuousClock.Instant?
+            for (id, s) in state.single {
+                if s.deadline <= now {
+                    expired.append(s)
+                    state.single.removeValue(forKey: id)
+                } else if next.map({ s.deadline < $0 }) ?? true {
+                    next = s.deadline
+                }
             }
+            return (expired, next)
         }
-        lock.unlock()
         for s in expired { s.continuation.resume(throwing: s.timeout) }
         return next.map { now.duration(to: $0) }
     }
 
     func stream(_ id: String, _ c: AsyncThrowingStream<QueryEvent, Error>.Continuation) {
-        lock.lock(); streams[id] = Stream(continuation: c, heard: .now); lock.unlock()
+        state.withLock { $0.streams[id] = Stream(continuation: c, heard: .now) }
     }
 
     /// Silence watches of queries (``LimelightClient/query(_:silence:)``) not ended yet.
-    var watches: Int { lock.withLock { watchCount } }
-    private var watchCount = 0
+    var watches: Int { state.withLock { $0.watchCount } }
 
-    func watching(_ change: Int) { lock.withLock { watchCount += change } }
+    func watching(_ change: Int) { state.withLock { $0.watchCount += change } }
 
     /// How long since the server last sent anything about the running query
     /// `id`; nil once the query has ended.
     func silence(of id: String) -> Duration? {
-        lock.withLock { streams[id].map { ContinuousClock.now - $0.heard } }
+        state.withLock { $0.streams[id].map { ContinuousClock.now - $0.heard } }
+    }
+
+    /// What a reply does once the lock is released: resume a request, or
+    /// hand a query's stream its events.
+    private enum Delivery {
+        case reply(Single)
+        case batch(AsyncThrowingStream<QueryEvent, Error>.Continuation, [JSONValue], Body.Completion?)
+        case completion(AsyncThrowingStream<QueryEvent, Error>.Continuation, Body.Completion)
+        case failure(AsyncThrowingStream<QueryEvent, Error>.Continuation, WireError)
+        case none
     }
 
     func deliver(_ env: Envelope) {
-        lock.lock()
-        if let c = single.removeValue(forKey: env.id) {
-            lock.unlock()
-            c.continuation.resume(returning: env)
-            return
-        }
-        guard let at = streams.index(forKey: env.id) else { lock.unlock(); return }
-        let s = streams.values[at].continuation
-        switch env.body {
-        case .resultBatch(let b):
-            guard let c = b.completion else {
-                streams.values[at].heard = .now
-                lock.unlock()
-                s.yield(.batch(b.items))
-                return
+        let delivery = state.withLock { state -> Delivery in
+            if let c = state.single.removeValue(forKey: env.id) { return .reply(c) }
+            guard let at = state.streams.index(forKey: env.id) else { return .none }
+            let s = state.streams.values[at].continuation
+            switch env.body {
+            case .resultBatch(let b):
+                if b.completion == nil { state.streams.values[at].heard = .now } else { state.streams.removeValue(forKey: env.id) }
+                return .batch(s, b.items, b.completion)
+            case .completion(let c):
+                state.streams.removeValue(forKey: env.id)
+                return .completion(s, c)
+            case .error(let e):
+                state.streams.removeValue(forKey: env.id)
+                return .failure(s, e)
+            default:
+                return .none
             }
-            streams.removeValue(forKey: env.id)
-            lock.unlock()
-            s.yield(.batch(b.items))
+        }
+        switch delivery {
+        case .reply(let c): c.continuation.resume(returning: env)
+        case .batch(let s, let items, let completion):
+            s.yield(.batch(items))
+            if let completion {
+                s.yield(.completion(completion))
+                s.finish()
+            }
+        case .completion(let s, let c):
             s.yield(.completion(c))
             s.finish()
-        case .completion(let c):
-            streams.removeValue(forKey: env.id)
-            lock.unlock()
-            s.yield(.completion(c))
-            s.finish()
-        case .error(let e):
-            streams.removeValue(forKey: env.id)
-            lock.unlock()
-            s.finish(throwing: ClientError(.server, e.description, server: e))
-        default:
-            lock.unlock()
+        case .failure(let s, let e): s.finish(throwing: ClientError(.server, e.description, server: e))
+        case .none: break
         }
     }
 
     func fail(_ id: String, _ error: ClientError) {
-        lock.lock()
-        let c = single.removeValue(forKey: id)
-        let s = streams.removeValue(forKey: id)
-        lock.unlock()
+        let (c, s) = state.withLock { ($0.single.removeValue(forKey: id), $0.streams.removeValue(forKey: id)) }
         c?.continuation.resume(throwing: error)
         s?.continuation.finish(throwing: error)
     }
 
     func failAll(_ error: ClientError) {
-        lock.lock()
-        let cs = single.values
-        let ss = streams.values
-        single.removeAll()
-        streams.removeAll()
-        lock.unlock()
+        let (cs, ss) = state.withLock { state -> ([Single], [Stream]) in
+            defer { state.single.removeAll(); state.streams.removeAll() }
+            return (Array(state.single.values), Array(state.streams.values))
+        }
         cs.forEach { $0.continuation.resume(throwing: error) }
         ss.forEach { $0.continuation.finish(throwing: error) }
     }

@@ -22,8 +22,11 @@ public struct RegexTest: Sendable, Hashable {
 }
 
 /// A compiled ``RegexTest``: build once per query, call ``matches(_:)`` per value.
+///
+/// `@unchecked Sendable`: it wraps a Foundation `NSRegularExpression`, not
+/// marked `Sendable` on Linux but immutable once made and documented
+/// thread-safe.
 public final class RegexMatcher: @unchecked Sendable {
-    // NSRegularExpression is immutable once made and documented thread-safe.
     let regex: NSRegularExpression
     let foldDiacritics: Bool
 

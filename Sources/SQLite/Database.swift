@@ -315,8 +315,11 @@ public final class Database {
 
 /// Interrupts a connection from another thread (a cancelled request, a
 /// shutdown). See ``Database/interruptHandle``.
+///
+/// `@unchecked Sendable`: it wraps the SQLite connection's C handle, which
+/// `Connection` guards with a lock for exactly this call
+/// (`sqlite3_interrupt` is safe from any thread).
 public struct InterruptHandle: @unchecked Sendable {
-    // `Connection` guards its handle with a lock for exactly this call.
     let connection: Connection
     public func interrupt() { connection.interrupt() }
 }

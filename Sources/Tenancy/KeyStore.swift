@@ -43,8 +43,11 @@ public struct KeyRecord: Sendable, Hashable {
 ///
 /// Only the coordinator writes it while the cluster runs (`limelight up`
 /// opens it before starting the coordinator, to make the first keys).
+///
+/// `@unchecked Sendable`: it holds a SQLite connection (a C handle) and its
+/// in-memory copy of the keys, used only from the coordinator's actor (or
+/// before the actor starts).
 public final class KeyStore: @unchecked Sendable {
-    // Used only from the coordinator's actor, or before it starts.
     let db: Database
     public let path: String
     private(set) var byHash: [String: KeyRecord] = [:]

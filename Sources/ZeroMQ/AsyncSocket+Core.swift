@@ -10,8 +10,10 @@ import Synchronization
 
 /// Counts messages posted from plain threads that ZeroMQ has not accepted
 /// yet, and holds posters back while `window` of them are outstanding.
+///
+/// `@unchecked Sendable`: `inFlight` is guarded by a Foundation
+/// `NSCondition`, whose wait a poster needs (a `Mutex` has no condition).
 final class PostedSends: @unchecked Sendable {
-    // `inFlight` is guarded by `condition`.
     private let condition = NSCondition()
     private var inFlight = 0
     let window: Int

@@ -95,8 +95,10 @@ public final class ZAPHandler: Sendable {
 }
 
 /// Hands the bind's outcome from the handler's thread to `init`.
+///
+/// `@unchecked Sendable`: `result` is guarded by a Foundation `NSCondition`,
+/// whose wait `init` needs (a `Mutex` has no condition).
 private final class BindResult: @unchecked Sendable {
-    // `result` is guarded by `condition`.
     private let condition = NSCondition()
     private var result: Result<Void, Error>?
 
