@@ -345,6 +345,8 @@ struct ClusterBench: AsyncParsableCommand {
     var typoPeer = "scripts/peer-typos.py"
     @Flag(help: "Leave the cluster's and the client's socket threads where the kernel puts them (--socket-cpu anywhere), as before placements.")
     var unplaced = false
+    @Flag(help: "Run the cluster without keys (limelight up --no-require-keys), unscoped; by default it runs as users run it: keys required, every request with an app's key.")
+    var keyless = false
 
     /// Where the cluster's and the client's socket threads run (see
     /// ``ThreadPlacement``): the cluster's processes on the first CPU this
@@ -366,7 +368,8 @@ struct ClusterBench: AsyncParsableCommand {
         let binDir = (bin as NSString).deletingLastPathComponent
         var best = 0.0
         var firstP50: [String: Double] = [:]
-        print("Limelight cluster through the coordinator (limelight up: min(shards, 2) indexers and query workers), on loopback")
+        print("Limelight cluster through the coordinator (limelight up: min(shards, 2) indexers and query workers), on loopback, "
+              + (keyless ? "keyless (--no-require-keys)" : "keys required: the app's admin key, then its search key and a secured key"))
         print(String(repeating: "-", count: 96))
         print("shards  publish items/s   kind       p50 ms   p99 ms   first batch p50 ms   p99 ms")
         // The floor under the search kinds (``noMatchSearches(count:)``): a
@@ -377,9 +380,10 @@ struct ClusterBench: AsyncParsableCommand {
         print("socket threads: the cluster's on \(placed.cluster), the client's on \(placed.same)"
               + (placed.other.map { " (and, marked, on \($0))" } ?? ""))
         for n in shards {
-            let cluster = try BenchCluster(binDir: binDir, shards: n, extra: upArgument, socketCPU: placed.cluster)
+            let cluster = try BenchCluster(binDir: binDir, shards: n, extra: upArgument + (keyless ? ["--no-require-keys"] : []),
+                                           socketCPU: placed.cluster)
             defer { cluster.stop() }
-            let client = try LimelightClient(endpoint: cluster.endpoint, placement: placed.same)
+            let client = try LimelightClient(endpoint: cluster.endpoint, key: cluster.adminKey, placement: placed.same)
             defer { client.close() }
             let t0 = Date()
             var stored = 0
@@ -434,10 +438,26 @@ struct ClusterBench: AsyncParsableCommand {
                     row(kind, try await timeSearches(client, qs), "(floor)", key: kind)
                 }
             }
+            // The search kinds again with the app's search key, and with a
+            // secured key whose filter every search of it carries: what a
+            // search box in front of users sends.
+            if cluster.adminKey != nil {
+                let search = try await client.keys(Body.Keys(action: "create", role: "search")).apiKey ?? ""
+                let secured = try cluster.securedKey(binDir: binDir, parent: search, filters: "NOT section:oldlibs")
+                for (label, key) in [("search key", search), ("secured key", secured)] {
+                    let keyed = try LimelightClient(endpoint: cluster.endpoint, key: key, placement: placed.same)
+                    defer { keyed.close() }
+                    try await withTaskExecutorPreference(pool ? nil : keyed.executor) {
+                        for (kind, qs) in searchKinds(words, count: corpus.queries) where corpus.wants(kind) {
+                            row(kind, try await timeSearches(keyed, qs.map { Optional($0) }), "(search, \(label))", key: kind + " @" + label)
+                        }
+                    }
+                }
+            }
             // The free-text kinds and the floor again from a client whose
             // socket threads are on another CPU than the cluster's.
             if let other = placed.other {
-                let far = try LimelightClient(endpoint: cluster.endpoint, placement: other)
+                let far = try LimelightClient(endpoint: cluster.endpoint, key: cluster.adminKey, placement: other)
                 defer { far.close() }
                 let kinds = searchKinds(words, count: corpus.queries).filter { ["search 2 words", "2 words strict"].contains($0.0) }
                     .map { ($0.0, $0.1.map { Optional($0) }) } + floor
@@ -516,6 +536,27 @@ struct BenchCluster {
     let dir: String
     let endpoint: String
     let process: Process
+    /// The admin key `limelight up` wrote; nil when it runs keyless.
+    var adminKey: String? {
+        FileManager.default.contents(atPath: dir + "/limelight.key").map {
+            String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+    }
+
+    /// A secured key made from `parent` with `filters`, by `limelight keys
+    /// secure` (no call to the server), as an app's backend makes one.
+    func securedKey(binDir: String, parent: String, filters: String) throws -> String {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: binDir + "/limelight")
+        p.arguments = ["keys", "secure", "--parent", parent, "--filters", filters]
+        let out = Pipe()
+        p.standardOutput = out
+        try p.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        guard p.terminationStatus == 0 else { throw ValidationError("limelight keys secure failed") }
+        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
 
     /// Starts `limelight up` with `min(shards, 2)` indexers and query workers
     /// (as the issue's figures are taken) and waits for its "ready" line.
@@ -524,8 +565,7 @@ struct BenchCluster {
         let up = Process()
         up.executableURL = URL(fileURLWithPath: binDir + "/limelight")
         up.arguments = ["up", "--data", dir, "--listen", "tcp://127.0.0.1:0", "--stats-port", "0", "--shards", String(n),
-                        "--indexers", String(min(n, 2)), "--query-workers", String(min(n, 2)), "--log-level", "warning",
-                        "--no-require-keys"] + extra
+                        "--indexers", String(min(n, 2)), "--query-workers", String(min(n, 2)), "--log-level", "warning"] + extra
         if let socketCPU {
             // Every process of the cluster reads it (--socket-cpu).
             up.environment = ProcessInfo.processInfo.environment.merging(["LIMELIGHT_SOCKET_CPU": socketCPU.description]) { $1 }

@@ -27,7 +27,7 @@ struct LoadBench: AsyncParsableCommand {
         let chosen = corpus.kinds == nil ? [("search 2 words", Optional(words.twoWordSearches(seed: 7)))] : kinds.filter { corpus.wants($0.0) }
         guard !chosen.isEmpty else { throw ValidationError("no such kind: \(corpus.kinds ?? "") (kinds: \(kinds.map(\.0).joined(separator: ", ")))") }
         guard let placement = ThreadPlacement(clientCpu) else { throw ValidationError("--client-cpu: '\(clientCpu)' is not here, anywhere or a CPU's number") }
-        let client = try LimelightClient(endpoint: endpoint, placement: placement)
+        let client = try LimelightClient(endpoint: endpoint, key: try ClientDefaults.key(), placement: placement)
         defer { client.close() }
         let seconds = self.seconds
         for (name, params) in chosen {

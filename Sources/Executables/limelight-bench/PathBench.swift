@@ -56,7 +56,7 @@ struct PathBench: AsyncParsableCommand {
 
         let cluster = try BenchCluster(binDir: binDir, shards: shards, extra: upArgument)
         defer { cluster.stop() }
-        let client = try LimelightClient(endpoint: cluster.endpoint)
+        let client = try LimelightClient(endpoint: cluster.endpoint, key: cluster.adminKey)
         defer { client.close() }
         var i = 0
         while i < items.count {
