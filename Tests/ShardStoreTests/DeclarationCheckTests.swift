@@ -26,7 +26,7 @@ import Testing
         try store.put([item("@acme/one", #"{"size": "big"}"#), item("@acme/two", #"{"size": "small"}"#),
                        item("@other/three", #"{"flag": true}"#)])
         let error = #expect(throws: StoreError.self) { try store.declare([AttributeSpec(name: "size", type: .number)]) }
-        #expect(error?.message.contains("'size' holds 2 text values (item 'one' among them)") == true, "\(String(describing: error))")
+        #expect(error?.message.contains("'size' holds 2 text values (item '@acme/one' among them)") == true, "\(String(describing: error))")
         // Checked alone, nothing changes either; another app's items are counted, never named.
         let check = #expect(throws: StoreError.self) { try store.checkDeclaration([AttributeSpec(name: "flag", type: .text)], exampleTag: "@acme/") }
         #expect(check?.message.contains("'flag' holds 1 boolean value; declaring it text") == true, "\(String(describing: check))")
