@@ -193,7 +193,7 @@ struct Lowering {
     /// Whether the plan's reading of `p` over a list is "some value passes `p`".
     static func isPositive(_ p: QueryPlan.Predicate) -> Bool {
         switch p {
-        case .text, .range, .regex, .geo, .none: true
+        case .text, .range, .textRange, .regex, .geo, .none: true
         case .or(let ps): ps.allSatisfy(isPositive)
         default: false
         }
@@ -204,7 +204,7 @@ struct Lowering {
         switch p {
         case .text(let t): t.attribute.name != nil
         case .regex(let r): r.attribute.name != nil
-        case .range, .geo, .all, .none: true
+        case .range, .textRange, .geo, .all, .none: true
         case .and(let ps), .or(let ps): ps.allSatisfy(isValueTest)
         case .not(let q): isValueTest(q)
         default: false
@@ -229,16 +229,14 @@ struct Lowering {
             if value == .null { return element ? .all : .exists(.named(k)) }
             return .not(try equality(k, value, c, vOffset, membership: false))
         case .lt, .le, .gt, .ge:
-            let n = try orderable(value, c, vOffset)
             let inclusive = c.op == .le || c.op == .ge
-            let bound = Bound(n, inclusive: inclusive)
-            return .range(c.op == .lt || c.op == .le ? RangeTest(attribute: k, upper: bound) : RangeTest(attribute: k, lower: bound))
+            let below = c.op == .lt || c.op == .le
+            return try ordering(k, lower: below ? nil : (value, inclusive), upper: below ? (value, inclusive) : nil, c, vOffset)
         case .between:
             guard case .array(let ends) = value, ends.count == 2 else {
                 throw mismatch("BETWEEN takes a list of two values, {low, high}", vOffset)
             }
-            let lo = try orderable(ends[0], c, vOffset), hi = try orderable(ends[1], c, vOffset)
-            return .range(RangeTest(attribute: k, lower: Bound(lo, inclusive: true), upper: Bound(hi, inclusive: true)))
+            return try ordering(k, lower: (ends[0], true), upper: (ends[1], true), c, vOffset, between: true)
         case .beginsWith, .endsWith:
             guard case .string(let s) = value else { throw mismatch("\(c.op.rawValue) takes a text, not \(value.kindName)", vOffset) }
             let parts: [TextPattern.Part] = c.op == .beginsWith ? [.literal(s), .anyRun] : [.anyRun, .literal(s)]
@@ -301,15 +299,60 @@ struct Lowering {
         }
     }
 
+    /// `k` against one or two bounds (`<`, `<=`, `>`, `>=`, `BETWEEN`), as
+    /// Foundation's `compare:` orders like with like. Text bounds order text
+    /// values (``TextRangeTest``), in CloudKit ignoring case as its `==` does
+    /// (so `BETWEEN {v, v}` finds what `== v` finds), in nspredicate as the
+    /// `[c]` and `[d]` of `<`, `<=`, `>`, `>=` say (`BETWEEN` takes no
+    /// options: Foundation's compares with plain `compare:`). When every
+    /// text bound is an ISO-8601 date they order dates too. Numbers, booleans and dates order
+    /// numbers and dates. `BETWEEN` takes its bounds in either order, as
+    /// Foundation's does; a text and a number as its bounds are refused, as
+    /// no value orders against both.
+    func ordering(_ k: String, lower: (Value, Bool)?, upper: (Value, Bool)?, _ c: Comparison, _ vOffset: Int,
+                  between: Bool = false) throws(PredicateQueryError) -> QueryPlan.Predicate {
+        let ends = [lower?.0, upper?.0].compactMap { $0 }
+        let texts = ends.compactMap { if case .string(let s) = $0 { s } else { nil } }
+        if texts.isEmpty {
+            func bound(_ end: (Value, Bool)?) throws(PredicateQueryError) -> Bound? {
+                guard let (v, inclusive) = end else { return nil }
+                return Bound(try orderable(v, c, vOffset), inclusive: inclusive)
+            }
+            var r = RangeTest(attribute: k, lower: try bound(lower), upper: try bound(upper))
+            if between, let l = r.lower, let u = r.upper, l.value > u.value { (r.lower, r.upper) = (u, l) }
+            return .range(r)
+        }
+        guard texts.count == ends.count else {
+            let other = ends.first { if case .string = $0 { false } else { true } }!
+            throw mismatch("BETWEEN's bounds are a text and \(other.kindName): a value is ordered against bounds of its own kind, so none lies between these", vOffset)
+        }
+        func textBound(_ end: (Value, Bool)?) -> TextBound? {
+            guard let (value, inclusive) = end, case .string(let s) = value else { return nil }
+            return TextBound(s, inclusive: inclusive)
+        }
+        let options: TextOptions = dialect == .cloudkit ? [.caseInsensitive] : textOptions(c)
+        var test = TextRangeTest(attribute: k, lower: textBound(lower), upper: textBound(upper), options: options)
+        if between, let l = test.lower, let u = test.upper, test.compare(l.value, u.value) == .orderedDescending {
+            (test.lower, test.upper) = (u, l)
+        }
+        let dates = texts.compactMap { ISODate.parse($0) }
+        guard dates.count == texts.count else { return .textRange(test) }
+        func dateBound(_ end: TextBound?) -> Bound? {
+            end.flatMap { ISODate.parse($0.value) }.map { Bound($0.timeIntervalSinceReferenceDate, inclusive: true) }
+        }
+        var r = RangeTest(attribute: k, lower: dateBound(test.lower), upper: dateBound(test.upper))
+        r.lower?.inclusive = test.lower?.inclusive ?? true
+        r.upper?.inclusive = test.upper?.inclusive ?? true
+        if between, let l = r.lower, let u = r.upper, l.value > u.value { (r.lower, r.upper) = (u, l) }
+        return .or([.range(r), .textRange(test)])
+    }
+
     func orderable(_ value: Value, _ c: Comparison, _ vOffset: Int) throws(PredicateQueryError) -> Double {
         switch value {
         case .number(let d), .date(let d): return d
         case .bool(let b): return b ? 1 : 0
-        case .string(let s):
-            if let d = ISODate.parse(s) { return d.timeIntervalSinceReferenceDate }
-            throw mismatch("\(c.op.rawValue) compares numbers and dates; '\(s)' is neither", vOffset)
         default:
-            throw mismatch("\(c.op.rawValue) compares numbers and dates, not \(value.kindName)", vOffset)
+            throw mismatch("\(c.op.rawValue) compares numbers, dates and text, not \(value.kindName)", vOffset)
         }
     }
 

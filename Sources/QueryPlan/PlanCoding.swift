@@ -48,6 +48,12 @@ extension Predicate {
             if let l = r.lower { o["min"] = .number(l.value); o["minInclusive"] = .bool(l.inclusive) }
             if let u = r.upper { o["max"] = .number(u.value); o["maxInclusive"] = .bool(u.inclusive) }
             return .object(o)
+        case .textRange(let r):
+            var o: [String: JSONValue] = ["op": .string("textRange"), "attribute": .string(r.attribute),
+                                          "options": .string(r.options.letters)]
+            if let l = r.lower { o["min"] = .string(l.value); o["minInclusive"] = .bool(l.inclusive) }
+            if let u = r.upper { o["max"] = .string(u.value); o["maxInclusive"] = .bool(u.inclusive) }
+            return .object(o)
         case .domain(let ds): return .object(["op": .string("domain"), "domains": .array(ds.map { .string($0) })])
         case .exactDomain(let ds): return .object(["op": .string("exactDomain"), "domains": .array(ds.map { .string($0) })])
         case .geo(let g):
@@ -116,6 +122,17 @@ extension Predicate {
                 r.upper = Bound(d, inclusive: o["maxInclusive"]?.boolValue ?? true)
             }
             self = .range(r)
+        case "textRange":
+            let attribute = try string("attribute")
+            guard attribute != "*" && attribute != "**" else { throw PlanDecodingError(path: "\(path).attribute", message: "a text range needs one attribute") }
+            let letters = o["options"]?.stringValue ?? ""
+            guard let options = TextOptions(letters: letters), options.isSubset(of: [.caseInsensitive, .diacriticInsensitive]) else {
+                throw PlanDecodingError(path: "\(path).options", message: "'\(letters)' is not a combination of c and d")
+            }
+            var r = TextRangeTest(attribute: attribute, options: options)
+            if o["min"] != nil { r.lower = TextBound(try string("min"), inclusive: o["minInclusive"]?.boolValue ?? true) }
+            if o["max"] != nil { r.upper = TextBound(try string("max"), inclusive: o["maxInclusive"]?.boolValue ?? true) }
+            self = .textRange(r)
         case "domain":
             guard let a = o["domains"]?.arrayValue else {
                 throw PlanDecodingError(path: "\(path).domains", message: "expected a list of domain identifiers")
@@ -146,16 +163,28 @@ extension Predicate {
         case "every":
             let c = try children()
             guard c.count == 1 else { throw PlanDecodingError(path: "\(path).of", message: "'every' takes exactly one predicate") }
-            switch c[0] {
-            case .text(let t) where t.attribute.name != nil: break
-            case .regex(let r) where r.attribute.name != nil: break
-            case .range, .geo: break
-            default:
-                throw PlanDecodingError(path: "\(path).of[0]", message: "'every' takes a text, regex, range or geo test of one named attribute")
+            guard Self.testsValues(c[0]), c[0].attributeNames.count == 1 else {
+                throw PlanDecodingError(path: "\(path).of[0]",
+                                        message: "'every' takes text, textRange, regex, range and geo tests of one named attribute, with and, or and not")
             }
             self = .every(c[0])
         default:
             throw PlanDecodingError(path: "\(path).op", message: "unknown operation '\(op)'")
+        }
+    }
+}
+
+extension Predicate {
+    /// Whether `p` tests one value at a time, so that `every` can apply it
+    /// to each value: value tests of named attributes under `and`, `or` and `not`.
+    static func testsValues(_ p: Predicate) -> Bool {
+        switch p {
+        case .text(let t): t.attribute.name != nil
+        case .regex(let r): r.attribute.name != nil
+        case .range, .textRange, .geo: true
+        case .and(let ps), .or(let ps): !ps.isEmpty && ps.allSatisfy(testsValues)
+        case .not(let q): testsValues(q)
+        default: false
         }
     }
 }

@@ -183,6 +183,8 @@ public indirect enum Predicate: Sendable, Hashable {
     case exists(AttributeSelector)
     case text(TextTest)
     case range(RangeTest)
+    /// A text value of the attribute lies in a range of text (see ``TextRangeTest``).
+    case textRange(TextRangeTest)
     /// The item's domain is one of these or lies below one of them.
     case domain([String])
     /// The item's domain is exactly one of these, not below one: a group of
@@ -197,8 +199,9 @@ public indirect enum Predicate: Sendable, Hashable {
     case identifier([String])
     /// Every value of the one attribute the leaf names satisfies the leaf
     /// (NSPredicate's `ALL`); true for an item without the attribute, as `ALL`
-    /// is over an empty collection. The leaf is a `text`, `range`, `regex` or
-    /// `geo` test of a named attribute.
+    /// is over an empty collection. The leaf is made of `text`, `range`,
+    /// `textRange`, `regex` and `geo` tests of one named attribute, with
+    /// `and`, `or` and `not`.
     case every(Predicate)
 
     /// Flattens nested `and`/`or`, drops neutral elements, folds constants.
@@ -250,6 +253,7 @@ public indirect enum Predicate: Sendable, Hashable {
         case .exists(let s): s.name.map { [$0] } ?? []
         case .text(let t): t.attribute.name.map { [$0] } ?? []
         case .range(let r): [r.attribute]
+        case .textRange(let r): [r.attribute]
         case .geo(let g): [g.attribute]
         case .regex(let r): r.attribute.name.map { [$0] } ?? []
         case .identifier: []

@@ -46,6 +46,7 @@ indirect enum Node {
     case exists(NameSet)
     case text(TextLeaf)
     case range(Int64?, RangeTest)
+    case textRange(Int64?, TextRangeTest)
     case domain([String])
     case geo(Int64?, GeoTest)
     case regex(RegexLeaf)
@@ -69,6 +70,7 @@ indirect enum Node {
         case .exists(let set): return set.isAllText ? nil : Set(set.ids)
         case .text(let leaf): return leaf.names.isAllText ? nil : Set(leaf.names.ids)
         case .range(let id, _), .geo(let id, _): return id.map { [$0] } ?? []
+        case .textRange(let id, _): return id.map { [$0] } ?? []
         case .regex(let leaf): return leaf.names.isAllText ? nil : Set(leaf.names.ids)
         case .every(_, let n): return n.names
         }
@@ -124,6 +126,9 @@ extension Node {
         case .range(let id, let test):
             guard let id, let values = item.values[id] else { return false }
             return values.contains { $0.kind.isNumeric && test.contains($0.num ?? .nan) }
+        case .textRange(let id, let test):
+            guard let id, let values = item.values[id] else { return false }
+            return values.contains { $0.kind.isText && test.contains($0.text ?? "") }
         case .domain(let domains):
             return domains.contains { DomainIdentifier.domain(item.domain, isWithin: $0) }
         case .geo(let id, let test):

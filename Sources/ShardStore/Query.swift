@@ -292,6 +292,7 @@ extension ShardStore {
             case .exists(let s): return .exists(try resolve(s))
             case .text(let t): return .text(TextLeaf(test: t, names: try resolve(t.attribute)))
             case .range(let r): return .range(try searchableNameID(r.attribute), r)
+            case .textRange(let r): return .textRange(try searchableNameID(r.attribute), r)
             case .domain(let ds): return .domain(ds)
             case .exactDomain(let ds): return try exactDomainNode(ds)
             case .geo(let g): return .geo(try searchableNameID(g.attribute), g)
@@ -429,6 +430,9 @@ extension ShardStore {
             let s = try db.prepare(sql)
             try s.bind(values)
             return Candidates(ids: IDs.sortedUnique(try s.map { $0.int64(at: 0) }), exact: true)
+        case .textRange(let name, let test):
+            guard let name else { return .nothing }
+            return Candidates(ids: try textRangeMatches(name: name, test, context), exact: true)
         case .domain(let domains):
             return try domainCandidates(domains, context).map { Candidates(ids: $0, exact: true) } ?? .everything
         case .identifier(let uids):

@@ -114,7 +114,7 @@ public struct TenantScope: Sendable, Hashable {
     public func qualify(_ p: QueryPlan.Predicate) -> QueryPlan.Predicate {
         guard app != nil else { return p }
         switch p {
-        case .all, .none, .exists, .text, .range, .geo, .regex: return p
+        case .all, .none, .exists, .text, .range, .textRange, .geo, .regex: return p
         case .and(let ps): return .and(ps.map(qualify))
         case .or(let ps): return .or(ps.map(qualify))
         case .not(let q): return .not(qualify(q))

@@ -1,6 +1,7 @@
 import Foundation
 import Items
 import PredicateQuery
+import QueryPlan
 import Testing
 
 /// Where GNUstep Base 1.28, the differential test's reference, departs from
@@ -96,5 +97,41 @@ import Testing
         #expect(ids("ANY colors CONTAINS 'ee'") == ["bob"])
         #expect(ids("ALL colors CONTAINS[c] 'R'") == ["bob", "dot", "q", "n42"])
         #expect(ids("ALL colors CONTAINS 'R'") == ["q", "n42"])
+    }
+
+    /// GNUstep orders text by `-doubleValue` (every text is 0) and ignores
+    /// `[c]` and `[d]`; Apple's `<`, `<=`, `>`, `>=` order text with
+    /// `-compare:` under their options: capitals before small letters, and
+    /// accented letters by their decomposition ("Café" before "Cafz").
+    @Test func textOrdersByCompareWithItsOptions() {
+        #expect(ids("name < 'a'") == ["bob", "cafe", "q"])
+        #expect(ids("name <[c] 'c'") == ["bob"])
+        #expect(ids("name <= 'Cafe'") == ["bob"])
+        #expect(ids("name <=[d] 'Cafe'") == ["bob", "cafe"])
+        #expect(ids("name >=[cd] 'CAFE'") == ["cafe", "dot", "q"])
+        #expect(ids("name < 'Cafz'") == ["bob", "cafe"])
+        // Numbers never order against text, nor text against numbers.
+        #expect(ids("rank < '6'") == ["cafe"])
+        #expect(ids("name > ''") == ["bob", "cafe", "dot", "q"])
+    }
+
+    /// GNUstep reads bounds given high first as an empty range; Apple's
+    /// BETWEEN takes its bounds in either order.
+    @Test func betweenTakesItsBoundsInEitherOrder() {
+        #expect(ids("name BETWEEN {'C', 'K'}") == ["cafe", "q"])
+        #expect(ids("name BETWEEN {'K', 'C'}") == ["cafe", "q"])
+        #expect(ids("name BETWEEN %@", [.array([.string("Bob"), .string("Bob")])]) == ["bob"])
+        #expect(ids("rank BETWEEN {5, 3}") == ["bob", "q"])
+        #expect(ids("ANY colors BETWEEN {'s', 'g'}") == ["bob", "dot"])
+        #expect(ids("NONE colors BETWEEN {'s', 'g'}") == ["cafe", "q", "n42"])
+    }
+
+    /// GNUstep's `-compare:` orders by UTF-16 unit, Apple's by code point:
+    /// past U+FFFF ("😀", U+1F600) they part ways with characters such as
+    /// the full-width "Ａ" (U+FF21).
+    @Test func textOrdersByCodePoint() {
+        let below = TextRangeTest(attribute: "k", upper: TextBound("\u{FF21}", inclusive: false))
+        #expect(!below.contains("\u{1F600}"))
+        #expect(below.contains("z"))
     }
 }

@@ -9,7 +9,9 @@ import Testing
 /// `NSPredicate` (``GNUstepOracle``, with its documented departures from
 /// Apple corrected), over records with missing keys, nulls, empty lists,
 /// lists of text and lists of numbers, dates, numbers stored as text and
-/// text stored as numbers. They must match the same records.
+/// text stored as numbers. They must match the same records. The grammar
+/// covers every operator, text ordering and text `BETWEEN` included, with
+/// and without `[c]`/`[d]`.
 ///
 /// Records for which Foundation raises (an aggregate over a value that is no
 /// list, text ordered against a number, BEGINSWITH on a number) have no
@@ -134,6 +136,20 @@ import Testing
         }
 
         mutating func text() -> Value { .text(pick(OracleDifferentialTests.names + OracleDifferentialTests.colors)) }
+        /// A text to order against: the records' own texts, single letters
+        /// of either case, folded spellings and numbers written as text.
+        mutating func textBound() -> Value {
+            chance(2) ? text() : .text(pick(["a", "B", "b", "c", "C", "j", "m", "M", "r", "Z", "z", "zoe", "Zoe", "cafe", "Cafe", "CAFÉ",
+                                             "Cafz", "grun", "GRUN", "bob", "Bob", "5", "12", "2", "3", "2.5"]))
+        }
+
+        /// BETWEEN over two text bounds, in either order.
+        mutating func textBetween() -> String {
+            let ends = [textBound(), textBound()]
+            if chance(2) { arguments.append(.list(ends)); return "BETWEEN %@" }
+            return "BETWEEN " + literal(.list(ends))
+        }
+
         mutating func number() -> Value { .number(pick([0, 1, 2, 2.5, 3, 5, 7, 9, 12])) }
         mutating func date() -> Value { .date(OracleDifferentialTests.day0 + OracleDifferentialTests.day * Double(Int.random(in: -1...10, using: &rng))) }
 
@@ -147,7 +163,7 @@ import Testing
 
         /// `(limelight, oracle)`.
         mutating func leaf() -> (String, String) {
-            switch Int.random(in: 0..<12, using: &rng) {
+            switch Int.random(in: 0..<15, using: &rng) {
             case 0: // text equality, with options
                 let v: Value = chance(8) ? number() : chance(10) ? .null : text()
                 let s = "\(key("name")) \(pick(["==", "=", "!=", "<>"]))\(options()) \(literal(v))"
@@ -191,6 +207,13 @@ import Testing
             case 8:
                 let s = pick(["TRUEPREDICATE", "FALSEPREDICATE"])
                 return (s, s)
+            case 12, 13: // text ordering, over text, numbers stored as text, text stored as numbers
+                let k = key(pick(["name", "name", "rank"]))
+                let s = "\(k) \(pick(["<", "<=", "=<", ">", ">=", "=>"]))\(options()) \(literal(textBound()))"
+                return (s, s)
+            case 14: // BETWEEN over text
+                let s = "\(key(pick(["name", "name", "rank"]))) \(textBetween())"
+                return (s, s)
             default: return aggregate()
             }
         }
@@ -203,9 +226,10 @@ import Testing
             let rhs: String
             switch op {
             case "==", "!=", "<>": rhs = options() + " " + literal(chance(3) ? number() : .text(pick(OracleDifferentialTests.colors)))
-            case "<", "<=", ">", ">=": rhs = " " + literal(number())
+            case "<", "<=", ">", ">=": rhs = chance(2) ? " " + literal(number()) : options() + " " + literal(textBound())
             case "IN": rhs = options() + " " + literal(.list(chance(3) ? [number(), number()] : [text(), .text(pick(OracleDifferentialTests.colors))]))
             case "BETWEEN":
+                if chance(2) { rhs = " " + String(textBetween().dropFirst("BETWEEN ".count)); break }
                 let ends = [number(), number()]
                 if chance(2) { arguments.append(.list(ends)); rhs = " %@" } else { rhs = " " + literal(.list(ends)) }
             case "MATCHES": rhs = options(["", "c"]) + " " + literal(pattern(op))
@@ -236,6 +260,16 @@ import Testing
         }
     }
 
+    /// Whether a plan orders text somewhere.
+    static func ordersText(_ p: QueryPlan.Predicate) -> Bool {
+        switch p {
+        case .textRange: true
+        case .and(let ps), .or(let ps): ps.contains(where: ordersText)
+        case .not(let q), .every(let q): ordersText(q)
+        default: false
+        }
+    }
+
     // MARK: The test
 
     @Test(arguments: OracleDifferentialTests.seeds)
@@ -256,7 +290,7 @@ import Testing
         let parser = PredicateQueryParser(dialect: .nspredicate, now: fixedNow)
         let clock = ContinuousClock.now
         var differences: [String] = []
-        var compared = 0, raisedPairs = 0, selective = 0, bothRefuse = 0
+        var compared = 0, raisedPairs = 0, selective = 0, bothRefuse = 0, textOrdered = 0
         for _ in 0..<Self.perSeed {
             var writer = Writer(rng: SplitMix64(state: rng.next()))
             let (format, oracleFormat) = writer.predicate(depth: 3)
@@ -278,6 +312,7 @@ import Testing
             got.subtract(raised.keys)
             raisedPairs += raised.count
             compared += 1
+            if Self.ordersText(plan) { textOrdered += 1 }
             if !expected.isEmpty, expected.count < records.count - raised.count { selective += 1 }
             if got != expected {
                 let extra = got.subtracting(expected).sorted(), missing = expected.subtracting(got).sorted()
@@ -286,10 +321,11 @@ import Testing
             }
         }
         let elapsed = ContinuousClock.now - clock
-        print("oracle differential (seed \(seed)): \(compared) predicates compared in \(elapsed), \(bothRefuse) refused by both, \(raisedPairs) record evaluations raised in Foundation, \(differences.count) differences")
+        print("oracle differential (seed \(seed)): \(compared) predicates compared in \(elapsed) (\(textOrdered) ordering text), \(bothRefuse) refused by both, \(raisedPairs) record evaluations raised in Foundation, \(differences.count) differences")
         for d in differences.prefix(15) { Issue.record(Comment(rawValue: d)) }
         #expect(differences.isEmpty)
         #expect(compared >= Self.perSeed * 9 / 10, "most predicates should be compared")
         #expect(selective > Self.perSeed / 3, "many predicates should select some records but not all")
+        #expect(textOrdered > Self.perSeed / 10, "many predicates should order text")
     }
 }

@@ -35,6 +35,26 @@ enum Reference {
                 default: false
                 }
             }
+        case .textRange(let r):
+            // Foundation's `compare(_:options:)`, as NSPredicate orders text;
+            // `c` and `d` also ignore width.
+            var options: String.CompareOptions = []
+            if r.options.contains(.caseInsensitive) { options.formUnion([.caseInsensitive, .widthInsensitive]) }
+            if r.options.contains(.diacriticInsensitive) { options.formUnion([.diacriticInsensitive, .widthInsensitive]) }
+            func lies(_ s: String) -> Bool {
+                if let l = r.lower {
+                    let c = s.compare(l.value, options: options)
+                    if !(c == .orderedDescending || (l.inclusive && c == .orderedSame)) { return false }
+                }
+                if let u = r.upper {
+                    let c = s.compare(u.value, options: options)
+                    if !(c == .orderedAscending || (u.inclusive && c == .orderedSame)) { return false }
+                }
+                return true
+            }
+            return (item.attributes[r.attribute]?.elements ?? []).contains { v in
+                if case .text(let s) = v { lies(s) } else { false }
+            }
         case .identifier(let ids): return ids.contains(item.uniqueIdentifier)
         case .every(let leaf):
             guard let name = leaf.attributeNames.first else { return true }
@@ -88,7 +108,7 @@ enum Reference {
         "Window", "window", "MyWindowClass", "NSWindow", "Broken", "glass", "Café", "cafe", "ÉCOLE", "école",
         "naïve", "Straße", "strasse", "über", "Über", "HTMLParser", "parser", "x11", "libfoo-dev", "foo_bar",
         "São", "Paulo", "ünïcödé", "résumé", "resume", "kernel", "Kernel", "KERNEL", "data", "database",
-        "日本語", "テキスト", "Ωmega", "ωmega", "3D", "2.5", "C++", "tool", "toolkit", "ToolKit",
+        "日本語", "テキスト", "Ωmega", "ωmega", "3D", "2.5", "C++", "tool", "toolkit", "ToolKit", "Ｗｉｎｄｏｗ",
     ]
 
     static func words(_ rng: inout SplitMix64, _ count: Int) -> String {
@@ -180,7 +200,7 @@ enum Reference {
 
     static func leaf(_ rng: inout SplitMix64) -> QueryPlan.Predicate {
         let attributes = ["title", "displayName", "contentDescription", "keywords", "tag", "url", "installedSize", "*", "*", "*"]
-        switch Int.random(in: 0..<14, using: &rng) {
+        switch Int.random(in: 0..<16, using: &rng) {
         case 10: return geoLeaf(&rng)
         case 11:
             let patterns = ["caf.*", ".*indow.*", "[a-z]+", "K.*L", "x\\d+", ".*", "(?:Über|über).*", "\\d+(\\.5)?", "ecole"]
@@ -190,11 +210,15 @@ enum Reference {
                                     options: TextOptions(letters: ["", "c", "d", "cd"].randomElement(using: &rng)!)!))
         case 12: return .identifier((0..<Int.random(in: 0...3, using: &rng)).map { _ in "item\(Int.random(in: 0..<170, using: &rng))" })
         case 13:
-            switch Int.random(in: 0..<3, using: &rng) {
+            switch Int.random(in: 0..<4, using: &rng) {
             case 0: return .every(text("keywords", pattern(&rng), ["", "c", "cd", "cdw"].randomElement(using: &rng)!))
             case 1: return .every(range("rating", Double(Int.random(in: 0...3, using: &rng)), nil))
+            case 2: return .every(textRange(&rng, attribute: "keywords"))
             default: return .every(geoLeaf(&rng))
             }
+        case 14, 15:
+            return textRange(&rng, attribute: ["title", "displayName", "contentDescription", "keywords", "tag", "url", "installedSize"]
+                .randomElement(using: &rng)!)
         case 0: return .exists(Bool.random(using: &rng) ? .allText : .named(attributes.randomElement(using: &rng)!))
         case 1: return range(["rating", "installedSize", "supportsNavigation"].randomElement(using: &rng)!,
                              Double(Int.random(in: 0...3, using: &rng)), Bool.random(using: &rng) ? nil : 4,
@@ -205,6 +229,29 @@ enum Reference {
             let options = ["", "c", "d", "cd", "w", "cw", "cdw", "t", "cdt", "cdwt"].randomElement(using: &rng)!
             return text(attributes.randomElement(using: &rng)!, pattern(&rng), options)
         }
+    }
+
+    /// A text range with bounds from the vocabulary (whole words, their
+    /// first letters, folded or not), one end open at times; `cd` most
+    /// often, the ranges the key index narrows.
+    static func textRange(_ rng: inout SplitMix64, attribute: String) -> QueryPlan.Predicate {
+        func bound() -> TextBound {
+            var word = vocabulary.randomElement(using: &rng)!
+            switch Int.random(in: 0..<4, using: &rng) {
+            case 0: word = String(word.prefix(Int.random(in: 1...2, using: &rng)))
+            case 1: word = word.lowercased()
+            default: break
+            }
+            return TextBound(word, inclusive: Bool.random(using: &rng))
+        }
+        var lower: TextBound? = bound(), upper: TextBound? = bound()
+        switch Int.random(in: 0..<4, using: &rng) {
+        case 0: lower = nil
+        case 1: upper = nil
+        default: break
+        }
+        let options = ["", "c", "d", "cd", "cd", "cd"].randomElement(using: &rng)!
+        return .textRange(TextRangeTest(attribute: attribute, lower: lower, upper: upper, options: TextOptions(letters: options)!))
     }
 
     static func predicate(_ rng: inout SplitMix64, depth: Int) -> QueryPlan.Predicate {

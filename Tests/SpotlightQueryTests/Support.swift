@@ -49,7 +49,7 @@ struct TestItem: Sendable {
 }
 
 /// Evaluates a plan over one item with the plan's own pieces: `TextMatcher`
-/// for text and `RangeTest.contains` for ranges. Only the boolean structure
+/// for text `RangeTest.contains` and `TextRangeTest.contains` for ranges. Only the boolean structure
 /// is walked here; no matching is reimplemented.
 func evaluate(_ p: Predicate, _ item: TestItem) -> Bool {
     switch p {
@@ -71,6 +71,10 @@ func evaluate(_ p: Predicate, _ item: TestItem) -> Bool {
     case .range(let r):
         return item.values(.named(r.attribute)).contains { v in
             if case .number(let d) = v { r.contains(d) } else { false }
+        }
+    case .textRange(let r):
+        return item.values(.named(r.attribute)).contains { v in
+            if case .text(let s) = v { r.contains(s) } else { false }
         }
     case .domain, .exactDomain, .geo, .regex, .identifier, .every: return false
     }

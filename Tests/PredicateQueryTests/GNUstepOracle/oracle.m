@@ -48,12 +48,19 @@ static void raiseNotString(id value, NSString *operator) {
 // Apple's ordering operators and BETWEEN call -compare:, which takes an
 // object of the receiver's kind (text with text, number with number, date
 // with date) and raises otherwise; GNUstep compares -doubleValue, so text
-// orders as 0 and a date against a number compares.
-static NSComparisonResult ordered(id a, id b) {
-    BOOL sameKind = ([a isKindOfClass:[NSString class]] && [b isKindOfClass:[NSString class]])
+// orders as 0 and a date against a number compares. Apple's <, <=, > and >=
+// compare text under their [c] and [d] options (folded here as for the
+// other operators); its BETWEEN uses plain -compare: whatever the options.
+// GNUstep's -compare: on text orders canonical decompositions by UTF-16
+// unit where Apple's orders them by code point: the two differ only past
+// U+FFFF, which no record or predicate of the test holds.
+static NSComparisonResult ordered(id a, id b, NSUInteger options) {
+    BOOL texts = [a isKindOfClass:[NSString class]] && [b isKindOfClass:[NSString class]];
+    BOOL sameKind = texts
         || ([a isKindOfClass:[NSNumber class]] && [b isKindOfClass:[NSNumber class]])
         || ([a isKindOfClass:[NSDate class]] && [b isKindOfClass:[NSDate class]]);
     if (!sameKind) [NSException raise:NSInvalidArgumentException format:@"compare: of %@ with %@", [a class], [b class]];
+    if (texts) return [folded(a, options) compare:folded(b, options)];
     return [a compare:b];
 }
 
@@ -94,14 +101,17 @@ static BOOL appleEvaluate(NSComparisonPredicate *self, SEL _cmd, id left, id rig
             ? [folded(left, options) isEqualToString:folded(right, options)] : [left isEqual:right];
         return type == NSEqualToPredicateOperatorType ? same : !same;
     }
-    case NSLessThanPredicateOperatorType: return ordered(left, right) == NSOrderedAscending;
-    case NSLessThanOrEqualToPredicateOperatorType: return ordered(left, right) != NSOrderedDescending;
-    case NSGreaterThanPredicateOperatorType: return ordered(left, right) == NSOrderedDescending;
-    case NSGreaterThanOrEqualToPredicateOperatorType: return ordered(left, right) != NSOrderedAscending;
-    case NSBetweenPredicateOperatorType:
-        // GNUstep never evaluates BETWEEN (see `between` below): inclusive bounds.
-        return ordered(left, [right objectAtIndex:0]) != NSOrderedAscending
-            && ordered(left, [right objectAtIndex:1]) != NSOrderedDescending;
+    case NSLessThanPredicateOperatorType: return ordered(left, right, options) == NSOrderedAscending;
+    case NSLessThanOrEqualToPredicateOperatorType: return ordered(left, right, options) != NSOrderedDescending;
+    case NSGreaterThanPredicateOperatorType: return ordered(left, right, options) == NSOrderedDescending;
+    case NSGreaterThanOrEqualToPredicateOperatorType: return ordered(left, right, options) != NSOrderedAscending;
+    case NSBetweenPredicateOperatorType: {
+        // GNUstep never evaluates BETWEEN (see `corrected` below). Apple's
+        // takes its bounds in either order and includes them.
+        id low = [right objectAtIndex:0], high = [right objectAtIndex:1];
+        if (ordered(low, high, 0) == NSOrderedDescending) { id t = low; low = high; high = t; }
+        return ordered(left, low, 0) != NSOrderedAscending && ordered(left, high, 0) != NSOrderedDescending;
+    }
     case NSBeginsWithPredicateOperatorType:
     case NSEndsWithPredicateOperatorType:
     case NSLikePredicateOperatorType: {
