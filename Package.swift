@@ -1,19 +1,19 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-/// Limelight: Spotlight-style search for Linux servers.
-///
-/// One target per concern. Executables are thin `@main` commands over library
-/// modules, so that tests build exactly what production runs.
+// Limelight: Spotlight-style search for Linux servers.
+//
+// One target per concern. Executables are thin `@main` commands over library
+// modules, so that tests build exactly what production runs.
+
 /// mimalloc, linked ahead of the C library so that it serves every `malloc`
 /// of the process (Debian: `libmimalloc-dev`; see ``ProcessAllocator``).
 let mimalloc: [LinkerSetting] = [.linkedLibrary("mimalloc", .when(platforms: [.linux]))]
 /// The modules on a search's path, built for release without the run-time
-/// exclusivity checks (every access to a class's or a global's mutable
-/// state called into the runtime, in the store's and the response's
-/// innermost loops): a two-word search's stages 229 -> 218 us in process
-/// (`limelight-bench stages`, Debian corpus, 2026-11-25). Debug builds, and
-/// so every test run, keep the checks: a conflicting access still traps there.
+/// exclusivity checks: with them, every access to a class's or a global's
+/// mutable state in the store's and the response's innermost loops calls into
+/// the runtime (about 5% of a two-word search's time in process). Debug builds,
+/// and so every test run, keep the checks: a conflicting access still traps there.
 let hot: [SwiftSetting] = [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
 
 let package = Package(
@@ -59,9 +59,8 @@ let package = Package(
         .target(name: "SQLite", dependencies: ["CSQLite"], swiftSettings: hot),
 
         // all-MiniLM-L6-v2 sentence embeddings, natively: tokenizer, encoder, pooling.
-        // Optimised even in debug builds: its elementwise loops run some fifty
-        // times slower unoptimised, which made the reference test (330 texts, a
-        // debug build under `swift test`) take over ten minutes.
+        // Optimised even in debug builds: unoptimised, its elementwise loops run
+        // some fifty times slower, too slow for the reference test under `swift test`.
         .target(name: "Embedder", dependencies: ["COpenBLAS"], swiftSettings: [.unsafeFlags(["-O"])]),
         // The int8 first pass of a shard's vector search; optimised in debug builds too.
         .target(name: "CVectorKernels", cSettings: [.unsafeFlags(["-O3"])]),

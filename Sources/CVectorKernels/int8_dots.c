@@ -2,7 +2,7 @@
 // carry an AVX2 version beside the baseline x86-64 one and pick at run time:
 // Swift has no per-function target attribute, and its compiler does not turn
 // the widening multiply-add into the packed instruction (vpmaddwd) the loop
-// needs. Measured on 100,000 x 384 codes here: 9.5 ms baseline, 3.5 ms AVX2.
+// needs. The AVX2 version scans a shard's codes nearly three times as fast.
 #include "CVectorKernels.h"
 
 #define DOTS_BODY                                                    \

@@ -73,9 +73,9 @@ public final class Embedder: Sendable {
     /// Texts are computed in packed batches of about `tokensPerPass` tokens; each
     /// text's vector is independent of the others in its batch. The call is
     /// synchronous and keeps up to `workers` threads busy until it returns (about
-    /// 10 ms for a short query; a thousand package descriptions took 13 to 31 s
-    /// on two shared cores), so
-    /// async callers should not make it on a thread that must stay responsive.
+    /// 10 ms for a short query, tens of seconds for a thousand documents on two
+    /// cores), so async callers should not make it on a thread that must stay
+    /// responsive.
     public func embed(_ texts: [String]) -> [[Float]] {
         embed(tokenized: texts.map(tokenize))
     }
@@ -126,7 +126,8 @@ public final class Embedder: Sendable {
 }
 
 /// Results of work items run on several threads, and which item is next:
-/// shared by the workers of one call under a mutex taken once per item.
+/// shared by the workers of one call under a mutex, taken to claim an item
+/// and to store its result.
 final class Slots<Value: Sendable>: Sendable {
     private let state: Mutex<(next: Int, slots: [Value?])>
 

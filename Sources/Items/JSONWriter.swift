@@ -122,9 +122,8 @@ public struct JSONObjectWriter {
                 var order = buffer
                 // Positions sorted by key, then by when they were set,
                 // through buffers: sorting an array of positions with a
-                // closure over the members array retained and released it
-                // at every comparison, a third of writing a search hit
-                // (perf, 2026-11-25).
+                // closure over the members array retains and releases it
+                // at every comparison, a third of writing a search hit.
                 for i in 0..<members.count { order[i] = i }
                 order.sort { a, b in members[a].key != members[b].key ? members[a].key < members[b].key : a < b }
                 out.append(UInt8(ascii: "{"))

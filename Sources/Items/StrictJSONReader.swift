@@ -2,11 +2,11 @@ import Foundation
 
 /// A strict JSON reader over valid UTF-8, building `JSONValue` directly.
 ///
-/// Parsing JSON Lines through `JSONSerialization` spent most of its time
-/// bridging through Foundation objects (a quarter of the CPU time of indexing
-/// the Debian corpus, where 63,666 documents are parsed before they are
-/// stored). This reader gives the same value as `JSONSerialization` for the
-/// documents it accepts and declines (nil) everything where the two could
+/// Parsing JSON Lines through `JSONSerialization` spends most of its time
+/// bridging through Foundation objects, a quarter of the CPU time of
+/// indexing, where every document is parsed before it is stored. This reader
+/// gives the same value as `JSONSerialization` for the documents it accepts
+/// and declines (nil) everything where the two could
 /// differ or where Foundation reports an error, so the caller falls back to
 /// Foundation for those: control characters in strings, unknown escapes, lone
 /// surrogates, duplicate keys, numbers outside the plain JSON grammar, `-0`,
@@ -22,9 +22,9 @@ package struct StrictJSONReader {
     var depth = 0
     /// The members of the objects being read, innermost last: an object's
     /// dictionary is made once its members are counted, at that size. Grown
-    /// one member at a time, a dictionary of four was allocated three times
-    /// and rehashed twice (a search response's hits: a fifth of the Swift
-    /// client's CPU was reading them, perf, 2026-11-24).
+    /// one member at a time, a dictionary of four would be allocated three
+    /// times and rehashed twice, and reading a search response's hits is a
+    /// good part of the Swift client's CPU.
     var members: [(key: String, value: JSONValue)] = []
 
     package init(bytes: UnsafeBufferPointer<UInt8>) {
@@ -82,7 +82,7 @@ package struct StrictJSONReader {
             var object = [String: JSONValue](minimumCapacity: members.count - base)
             // Taken off the stack (moved, last first), not copied out and
             // the stack's copies destroyed after: a retain and a release a
-            // member less (a fifth of reading a search response was those).
+            // member less (those made up a fifth of reading a search response).
             while members.count > base {
                 let (key, value) = members.removeLast()
                 guard object.updateValue(value, forKey: key) == nil else { return nil } // duplicate key
@@ -215,8 +215,7 @@ package struct StrictJSONReader {
     /// The first index from `i` where eight bytes in a row are not all
     /// plain string content (no `"`, `\\` or byte below 0x20 among them):
     /// the string loop takes the rest a byte at a time. Why: that loop's
-    /// three tests a byte were most of reading a search response's strings
-    /// (perf, 2026-11-25).
+    /// three tests a byte are most of reading a search response's strings.
     @inline(__always)
     static func plainRun(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> Int {
         guard let base = bytes.baseAddress else { return start }

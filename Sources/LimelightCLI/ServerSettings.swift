@@ -22,9 +22,10 @@ import Items
 /// wins over the file: a setting a stronger source gives is dropped from the
 /// weaker ones, and so is the other of two settings that exclude each other
 /// (`statsListen`, `statsPort`). What remains becomes flags placed before the
-/// command line's, so every setting is checked exactly as its flag is. A key the process does not know, or a value of the wrong
-/// type, is an error naming the file and the key: a misspelt setting that is
-/// silently ignored is worse than one that stops the start.
+/// command line's, so every setting is checked exactly as its flag is. A key
+/// the process does not know, or a value of the wrong type, is an error naming
+/// the file and the key: a misspelt setting that is silently ignored is worse
+/// than one that stops the start.
 public enum ServerSettings {
     public enum Role: String, Sendable { case coordinator, indexer, query }
 

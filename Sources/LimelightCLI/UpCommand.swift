@@ -54,7 +54,7 @@ struct UpCommand: AsyncParsableCommand {
     /// app's items to anyone, and `up` writes the keys where the command
     /// line finds them (DATA/limelight.key, DATA/master.key), so a new user
     /// copies nothing. `--no-require-keys` serves keyless requests unscoped,
-    /// as before keys existed (tests of other features, trusted loopback use).
+    /// seeing every app's items (tests of other features, trusted loopback use).
     @Flag(inversion: .prefixedNo, help: "Refuse requests without an API key (the CLI finds DATA/limelight.key itself when $LIMELIGHT_DATA or ./limelight-data names the data folder; see docs/security.md). --no-require-keys serves keyless requests unscoped.")
     var requireKeys = true
 

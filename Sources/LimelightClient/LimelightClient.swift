@@ -100,13 +100,10 @@ public final class LimelightClient: Sendable {
             pending.failAll(ClientError(.closed, "connection closed"))
         }
         // One task keeps every request's time, instead of a timer task per
-        // request: starting and cancelling one woke two of the pool's
-        // threads a request (two-word searches through a one-shard cluster,
-        // `scripts/bench load`, the builds in turn: p50 0.712, 0.704, 0.716
-        // ms with a timer task per request, 0.689, 0.695, 0.702 with this;
-        // 0.724, 0.712, 0.710 with no timeout at all). A request fails about
-        // ``PendingReplies/sweepPeriod`` after its time at most, when the
-        // pool has a thread for the sweeper.
+        // request: starting and cancelling one wakes two of the pool's
+        // threads a request, while the sweeper adds no measurable latency.
+        // A request fails about ``PendingReplies/sweepPeriod`` after its
+        // time at most, when the pool has a thread for the sweeper.
         sweeper = Task { [pending] in
             while !Task.isCancelled {
                 let next = pending.expire(now: .now)
@@ -228,7 +225,7 @@ public final class LimelightClient: Sendable {
     /// the deadline to the server, whose default is 30) has lost its server:
     /// it ends with `ClientError(.timeout)`, and the query is cancelled in
     /// case the server is only slow. Without this a coordinator that died
-    /// mid-query left the caller (and `limelight query`) waiting for good.
+    /// mid-query would leave the caller (and `limelight query`) waiting for good.
     public func query(_ request: Body.QueryRequest, silence: Duration? = nil) -> QueryHandle {
         let id = newID()
         let (stream, cont) = AsyncThrowingStream<QueryEvent, Error>.makeStream()
@@ -253,7 +250,7 @@ public final class LimelightClient: Sendable {
         }
         // The watch ends with its query, so finished queries leave no
         // sleeping tasks behind (a client running thousands of queries a
-        // second kept a minute's worth of them).
+        // second would otherwise keep a minute's worth of them).
         cont.onTermination = { _ in watch.cancel() }
         pending.stream(id, cont)
         submit(id, .query(request))
@@ -290,8 +287,8 @@ public final class LimelightClient: Sendable {
 final class PendingReplies: Sendable {
     /// A request waiting for its one reply, and when it fails without one.
     /// The timeout's message is written only when it is thrown: formatting
-    /// it (a `Duration` described) at every request cost a measurable share
-    /// of a client's CPU.
+    /// it (a `Duration` described) at every request would cost a measurable
+    /// share of a client's CPU.
     struct Single {
         let continuation: CheckedContinuation<Envelope, Error>
         let deadline: ContinuousClock.Instant

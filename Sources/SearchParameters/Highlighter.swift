@@ -12,9 +12,8 @@ import QueryPlan
 /// and ``SearchWordMatcher/matchesASCII(_:rows:)``, held to ``WordMatch`` by
 /// a randomized test), other values by ``SearchTokens`` and ``WordMatch``:
 /// the same marks either way (a randomized test compares the two). Why:
-/// building a `String` and two arrays per token made highlighting a search's
-/// 20 titles 3-4% of its CPU through a cluster (Debian corpus, perf,
-/// 2026-11-24).
+/// building a `String` and two arrays per token made highlighting a page's
+/// titles 3-4% of a search's CPU.
 public struct Highlighter: Sendable {
     public let words: [String]
     public let prefixLast: Bool
@@ -167,9 +166,8 @@ public struct Highlighter: Sendable {
     /// ``highlight(_:)``'s result (`fullyHighlighted`, `matchLevel`,
     /// `matchedWords`, `value`, keys sorted) straight from the value's bytes:
     /// no marked `String`, no word list, and the token lists and matcher rows
-    /// of `scratch` reused from one value to the next. Why: a search's 20
-    /// highlighted titles were a third of building its response (~20 of 62
-    /// us, Debian corpus, in process, 2026-11-25).
+    /// of `scratch` reused from one value to the next. Why: highlighting a
+    /// page's titles is about a third of building its response.
     public func writeResult(_ value: String, _ scratch: HighlightScratch, into out: inout [UInt8]) {
         var copy = value
         copy.withUTF8 { writeResult(utf8: $0, scratch, into: &out) }
@@ -178,8 +176,8 @@ public struct Highlighter: Sendable {
     /// ``writeResult(_:_:into:)`` of the text whose UTF-8 is `bytes` (valid
     /// UTF-8): what the response writer gives for a value it holds as JSON
     /// text with no escapes, whose inside is those bytes (parsing the text
-    /// into a string only to read its bytes again was a sixth of a hit's
-    /// highlight).
+    /// into a string only to read its bytes again would cost a sixth of a
+    /// hit's highlight).
     public func writeResult(utf8 bytes: UnsafeBufferPointer<UInt8>, _ scratch: HighlightScratch, into out: inout [UInt8]) {
         fill(utf8: bytes, fast: true, scratch)
         let m = scratch.matches

@@ -8,8 +8,8 @@ import WireProtocol
 ///
 /// Why the text: the coordinator's local worker reads each hit's item
 /// straight out of the stored row; parsing it into dictionaries and strings
-/// only to write them out again was most of what a hit cost besides its
-/// highlights. Values from text are copied into the response as they are
+/// only to write them out again would be most of what a hit costs besides
+/// its highlights. Values from text are copied into the response as they are
 /// (the store wrote them with ``JSONWriter``, so they are its form already)
 /// and parsed only when a highlight or a snippet needs their words.
 struct ItemMembers {

@@ -49,11 +49,9 @@ public struct SearchResponseBuilder: Sendable {
     /// coordinator splices them into its frame (``Body/SearchResult/written(_:failedShards:)``,
     /// and a typed query's results, ``Body/SuggestResult/written(suggestions:response:failedShards:)``).
     ///
-    /// Why: the hits and their highlights were trees of small dictionaries,
-    /// built, then walked and sorted again by the writer: 75 µs to build and
-    /// 40 µs to encode the response of a two-word search's 20 hits, an
-    /// eighth of the search through a one-shard cluster (`limelight-bench
-    /// path`, Debian corpus, 2026-11-24).
+    /// Why: building the hits and their highlights as trees of small
+    /// dictionaries, which the writer then walks and sorts again, cost an
+    /// eighth of a two-word search through a one-shard cluster.
     public func responseBytes(processingTimeMS: Int) -> [UInt8] {
         let plan = request.plan
         // A local: the sort's closure then holds the hits, not a copy of
@@ -81,9 +79,8 @@ public struct SearchResponseBuilder: Sendable {
             }
             // A tie on the key goes to the identifiers alone when nothing
             // after the key tells the hits apart (see
-            // ``SearchRanking/afterPrimaryMatters(_:)``): the whole
-            // comparison per tie, each hit copied out for it, was 4 us of a
-            // two-word search's response (perf, one-shard cluster, 2026-11-25).
+            // ``SearchRanking/afterPrimaryMatters(_:)``), sparing the whole
+            // comparison per tie, which copies each hit out for it.
             let ranks = hits.map(\.rank), ids = hits.map(\.id)
             let byID = keyed && !SearchRanking.afterPrimaryMatters(ranks)
             ranked = hits.indices.sorted { a, b in
@@ -184,8 +181,8 @@ public struct SearchResponseBuilder: Sendable {
                   scratch: HighlightScratch? = nil, rawItem: RawJSON? = nil, into out: inout [UInt8]) {
         let members = rawItem.flatMap(ItemMembers.init(raw:)) ?? ItemMembers(tree: rawItem.flatMap { try? $0.decoded() } ?? item)
         // Room for every member at once (the attributes, `objectID`, the
-        // domain, the entity, the results): grown from empty, the list was
-        // reallocated three or four times a hit.
+        // domain, the entity, the results): grown from empty, the list would
+        // be reallocated three or four times a hit.
         var o = JSONObjectWriter(capacity: members.attributes.count + 8)
         var textNames: [String] = []
         for a in members.attributes where retrieved?.contains(a.key) ?? true {
@@ -224,7 +221,7 @@ public struct SearchResponseBuilder: Sendable {
                 return member.tree.map { (name, .tree($0)) }
             }
             // Sized for the values once: grown from one byte, the buffer
-            // was reallocated about seven times a hit.
+            // would be reallocated about seven times a hit.
             var b: [UInt8] = []
             b.reserveCapacity(size)
             b.append(UInt8(ascii: "{"))
@@ -351,7 +348,7 @@ public struct SearchResponseBuilder: Sendable {
     /// the UTF-8 as `%XX`: what `addingPercentEncoding` with letters,
     /// digits and `-._~` gives for ASCII, without Foundation's character
     /// sets, which made echoing the parameters 5% of an empty search's
-    /// time in the coordinator (2026-11-24). (Foundation's alphanumerics
+    /// time in the coordinator. (Foundation's alphanumerics
     /// also pass letters past ASCII unencoded; Algolia's echo, and this,
     /// encode their bytes.)
     static func percentEncode(_ value: String, into out: inout [UInt8]) {

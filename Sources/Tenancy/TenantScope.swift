@@ -30,7 +30,7 @@ import SearchParameters
 /// The names are rewritten back (``unqualify(item:)``) on every item the
 /// coordinator returns, so clients never see the reserved forms. Clients that
 /// send no key to a cluster running without `--require-keys` are unscoped:
-/// they see and write the store as it is, as before keys existed.
+/// they see and write the whole store, every app's items unrewritten.
 public struct TenantScope: Sendable, Hashable {
     /// Nil: unscoped, no rewriting and no restriction.
     public let app: String?

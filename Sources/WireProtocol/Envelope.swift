@@ -86,10 +86,9 @@ public struct Envelope: Sendable, Hashable {
         }
     }
 
-    /// A `search` written straight, keys in JSONWriter's order: through
-    /// the member writer, its two small objects were a tree built, sorted
-    /// and written, ~7 us of a client's request in a cluster (perf,
-    /// 2026-11-25).
+    /// A `search` written straight, keys in JSONWriter's order: every
+    /// client search is one, and through the member writer its two small
+    /// objects would be a tree built, sorted and written again.
     func rawSearch(_ b: Body.Search) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(160)
@@ -248,7 +247,7 @@ public struct Envelope: Sendable, Hashable {
 
     /// The messages that carry items, built from and to the parsed tree
     /// directly: `Codable` over `JSONValue` tries each JSON kind in turn for
-    /// every value, which made it the largest cost of a write.
+    /// every value, which would make it the largest cost of a write.
     func fastJSON() -> [String: JSONValue]? {
         switch body {
         case .publish(let b):

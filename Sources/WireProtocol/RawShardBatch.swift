@@ -5,7 +5,7 @@ import Items
 ///
 /// Why: an unsorted query's hits go from a query worker to the client
 /// unchanged, and decoding each item into a ``JSONValue`` tree in the
-/// coordinator only to write it out again was about a fifth of the
+/// coordinator only to write it out again would be about a fifth of the
 /// coordinator's CPU per query (`limelight-bench path`). Both ends write
 /// with ``JSONWriter`` (sorted keys, the same number forms), so the bytes
 /// are the ones the coordinator would have written.

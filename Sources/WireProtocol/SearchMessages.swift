@@ -2,8 +2,8 @@ import Foundation
 import Items
 import QueryPlan
 
-/// The parameter search (issue 7: Algolia's `SearchParameters` in, its
-/// response out) and what rides on it: a typed query's suggestions
+/// The parameter search (Algolia's `SearchParameters` in, its response
+/// out) and what rides on it: a typed query's suggestions
 /// (`CSUserQuery`), Spotlight's grouped results and their continuations;
 /// and the shards' part of each (`shard_search`, `shard_search_result`).
 extension Body {

@@ -96,10 +96,9 @@ struct SharedState: Sendable {
     /// which answers on that thread): no wake-up byte was written, and the
     /// loop goes round once more instead of polling.
     ///
-    /// Why: a coordinator answers most requests from `intercept`; the byte
-    /// it wrote to its own pipe cost a write, a poll that returned at once
-    /// and a read for every reply (a lone coordinator: 81 → 77 µs of CPU
-    /// per ping).
+    /// Why: a coordinator answers most requests from `intercept`; a byte
+    /// written to its own pipe would cost a write, a poll that returns at
+    /// once and a read for every reply, about a twentieth of a ping's CPU.
     var queuedByOwner = false
     /// Work an `intercept` left for the owner thread to do once nothing
     /// received waits (``AsyncSocket/deferUntilRead(_:)``).

@@ -88,12 +88,8 @@ public final class Context: Sendable {
 /// thread's answer wakes the I/O thread to write it. On one CPU a wake-up is
 /// a switch of threads; across CPUs it is an interrupt to the other CPU,
 /// which on a virtual machine costs more than most requests' own work.
-/// Measured (2-CPU VM, one-shard `--local-queries` cluster, `limelight-bench
-/// load` with the threads pinned by `taskset`, 2026-11-24): the
-/// coordinator's client-socket and I/O threads on one CPU took a ping from
-/// 0.16-0.21 to 0.14-0.15 ms p50, a search that finds nothing from
-/// 0.33-0.40 to 0.21 ms, a two-word search from 0.84 to 0.67-0.69 ms; three
-/// clients at once served 16.5-16.7k searches in 8 s against 16.3k.
+/// Keeping the coordinator's client-socket and I/O threads on one CPU takes
+/// about a fifth off a two-word search's latency on a 2-CPU virtual machine.
 ///
 /// Only these threads are placed: work they hand to other threads (a
 /// shard's searches when several wait, an indexer's writes) runs wherever

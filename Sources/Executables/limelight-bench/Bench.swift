@@ -408,7 +408,7 @@ struct ClusterBench: AsyncParsableCommand {
             }
             // The timed loops run on the client's socket thread
             // (`LimelightClient.executor`), as a caller sending one request
-            // after another is advised to (`--pool`: the old way).
+            // after another is advised to (`--pool`: on Swift's pool instead).
             try await withTaskExecutorPreference(pool ? nil : client.executor) {
                 for (kind, qs) in queryKinds(words, count: corpus.queries) where corpus.wants(kind) {
                     var lat: [Double] = [], first: [Double] = []
@@ -496,8 +496,8 @@ func timeSearches(_ client: LimelightClient, _ qs: [JSONValue?]) async throws ->
 
 /// Tantivy's two-word queries exact and with the free-text search's typo
 /// tolerance (`scripts/peer-typos.py`, the two timed query by query in
-/// turn), and our two kinds over the one of the same semantics: the issue's
-/// aim sets our typo-tolerant search beside Tantivy's exact one.
+/// turn), and our two kinds over the one of the same semantics: the
+/// benchmark sets our typo-tolerant search beside Tantivy's exact one.
 func printTypoPeer(_ rows: [[String: Any]], ours: [String: Double]) {
     guard !rows.isEmpty else { return }
     print("Tantivy on two-word queries only, exact and with the same typo tolerance (scripts/peer-typos.py):")
@@ -510,7 +510,7 @@ func printTypoPeer(_ rows: [[String: Any]], ours: [String: Double]) {
     }
 }
 
-/// The free-text ratio (a two-word search's p50 over Tantivy's, the
+/// The free-text ratio (a two-word search's p50 over Tantivy's, the
 /// peer timed before and after Limelight in the same run), and the same
 /// ratio for the floor under it (`ping`, `no match`): how much of the ratio
 /// any search pays before its words are looked at.
@@ -559,7 +559,7 @@ struct BenchCluster {
     }
 
     /// Starts `limelight up` with `min(shards, 2)` indexers and query workers
-    /// (as the figures are taken) and waits for its "ready" line.
+    /// (as the benchmark's figures are taken) and waits for its "ready" line.
     init(binDir: String, shards n: Int, extra: [String] = [], socketCPU: ThreadPlacement? = nil) throws {
         dir = NSTemporaryDirectory() + "limelight-cbench-\(UUID().uuidString)"
         let up = Process()

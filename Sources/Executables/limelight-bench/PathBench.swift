@@ -26,7 +26,7 @@ import ZeroMQ
 /// 5. the same query run on the shard files in this process — the store alone.
 ///
 /// Medians of wall time, after a warm-up; the peers' in-process p50 is printed
-/// beside for the ratio.
+/// beside for the free-text ratio.
 struct PathBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "path", abstract: "Where a query's time goes on the message path.")
     @OptionGroup var corpus: CorpusOptions

@@ -3,7 +3,7 @@ import Items
 import QueryPlan
 import SearchParameters
 
-/// The parameter-search kinds the benchmark times (issue: a two-word free
+/// The parameter-search kinds the benchmark times (a two-word free
 /// text query, a faceted query with three facets — one disjunctive — and one
 /// refinement, and a 20-hit page 10), as Algolia parameter objects; the
 /// faceted query of one word refined by each section in turn (what a person

@@ -15,9 +15,8 @@ import WireProtocol
 /// Why: through a cluster, a two-word search's stages are each a few
 /// percent of its p50 and move by as much from one run to the next, so a
 /// change to one stage cannot be told apart there. Here each stage's p50
-/// is steady to a few percent (traced through a one-shard cluster on
-/// 2026-11-25, the same stages took 8.8, 28, 168, 78, 10 and 37 us of a
-/// 460 us search; the socket hops the rest).
+/// is steady to a few percent; together the stages are most of a search's
+/// time through a cluster, the socket hops the rest.
 struct StagesBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "stages", abstract: "A search's stages in one process, each timed.")
     @OptionGroup var corpus: CorpusOptions
