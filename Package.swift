@@ -69,7 +69,9 @@ let package = Package(
         // The domain: items, the shared query plan, the query languages.
         // The one concurrency toolkit: a mutex-guarded box, dedicated threads (LimelightConcurrency.swift; named apart from swift-service-lifecycle's ConcurrencyHelpers, as target names must be unique).
         .target(name: "LimelightConcurrency"),
-        .target(name: "Items", swiftSettings: hot),
+        // JSON values, the strict reader that knows where a text stops being JSON, and the one writer.
+        .target(name: "JSON", swiftSettings: hot),
+        .target(name: "Items", dependencies: ["JSON"], swiftSettings: hot),
         .target(name: "QueryPlan", dependencies: ["Items"], swiftSettings: hot),
         .target(name: "SpotlightQuery", dependencies: ["QueryPlan"]),
         .target(name: "PredicateQuery", dependencies: ["QueryPlan", "Items"]),
