@@ -18,9 +18,9 @@ import Darwin
 /// The libraries (`LimelightClient` and the rest) do not link it: an app
 /// keeps its own allocator. This reads which one won, by address, so that
 /// a build or an install that lost it shows in the logs and fails a test.
-public enum ProcessAllocator {
+package enum ProcessAllocator {
     /// "mimalloc 2.0.9" when `malloc` is mimalloc's, else "system malloc".
-    public static let name: String = {
+    package static let name: String = {
         #if canImport(Glibc)
         // RTLD_DEFAULT: the symbols as the process resolves them.
         let handle = UnsafeMutableRawPointer(bitPattern: 0)
@@ -37,5 +37,5 @@ public enum ProcessAllocator {
     }()
 
     /// Whether `malloc` is mimalloc's.
-    public static var isMimalloc: Bool { name.hasPrefix("mimalloc") }
+    package static var isMimalloc: Bool { name.hasPrefix("mimalloc") }
 }

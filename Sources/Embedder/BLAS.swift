@@ -31,11 +31,11 @@ enum BLAS {
 /// 384 → 384, 384 → 1536, 1536 → 384), the ceiling the end-to-end rate is
 /// judged against. Measured, not taken from a datasheet, so that it reflects the
 /// cores and the load of the moment.
-public enum MatrixRate {
+package enum MatrixRate {
     /// sgemm GFLOP/s over about `seconds` of repeated layer-shaped products, one
     /// product at a time with OpenBLAS on `threads` threads (the process-wide
     /// setting is restored after): OpenBLAS's own parallel rate.
-    public static func sgemmGFLOPS(rows: Int, threads: Int, hidden: Int = 384, intermediate: Int = 1536,
+    package static func sgemmGFLOPS(rows: Int, threads: Int, hidden: Int = 384, intermediate: Int = 1536,
                                    seconds: Double = 2) -> Double {
         let previous = BLAS.threads
         BLAS.threads = threads
@@ -47,14 +47,14 @@ public enum MatrixRate {
     /// A rate per second of wall-clock time and per second of CPU time. On a
     /// machine shared with other work the first varies with the load; the second
     /// much less, so it gives a steadier ratio between two measurements.
-    public struct Rate: Sendable {
-        public var gflops: Double
-        public var gflopsPerCPUSecond: Double
+    package struct Rate: Sendable {
+        package var gflops: Double
+        package var gflopsPerCPUSecond: Double
     }
 
     /// The same products run as the embedder runs them: `workers` threads side by
     /// side, each with its own `rows`-row matrices and OpenBLAS on one thread.
-    public static func parallelSGEMM(rows: Int, workers: Int, hidden: Int = 384, intermediate: Int = 1536,
+    package static func parallelSGEMM(rows: Int, workers: Int, hidden: Int = 384, intermediate: Int = 1536,
                                      seconds: Double = 2) -> Rate {
         let previous = BLAS.threads
         BLAS.threads = 1

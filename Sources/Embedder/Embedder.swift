@@ -8,25 +8,25 @@ import Synchronization
 /// The model's files come from a folder (`scripts/install-model` prints one):
 /// `config.json`, `vocab.txt`, `model.safetensors`. An `Embedder` is immutable
 /// once loaded, so one instance serves any number of concurrent callers.
-public final class Embedder: Sendable {
+package final class Embedder: Sendable {
     /// The environment variable naming the model folder when `--model` is not given.
-    public static let environmentVariable = "LIMELIGHT_MODEL"
+    package static let environmentVariable = "LIMELIGHT_MODEL"
     /// sentence-transformers' `max_seq_length` for this model: longer texts are
     /// truncated to 256 tokens, `[CLS]` and `[SEP]` included.
-    public static let maxSequenceLength = 256
+    package static let maxSequenceLength = 256
     /// Tokens computed together in one packed forward pass. Enough rows that the
     /// matrix products run near OpenBLAS's peak on one core, few enough that each
     /// worker's feed-forward intermediate (tokens × 1,536 floats) stays about 12 MB
     /// and that a thousand texts split into enough passes to keep the workers even.
-    public static let tokensPerPass = 2048
+    package static let tokensPerPass = 2048
 
-    public let tokenizer: WordPieceTokenizer
+    package let tokenizer: WordPieceTokenizer
     let model: BertModel
     /// Threads computing packed passes side by side.
-    public let workers: Int
+    package let workers: Int
 
     /// The length of every vector.
-    public var dimension: Int { model.config.hidden }
+    package var dimension: Int { model.config.hidden }
 
     /// Loads the model in `modelDirectory`.
     ///
@@ -38,7 +38,7 @@ public final class Embedder: Sendable {
     /// those spin in `sched_yield` while one thread runs attention and the
     /// elementwise steps, which a profile showed taking a third of all CPU samples
     /// on a loaded two-core machine, whereas parallel passes share nothing.
-    public init(modelDirectory: String, threads: Int? = nil) throws {
+    package init(modelDirectory: String, threads: Int? = nil) throws {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: modelDirectory, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw EmbedderError(.missingFile, "no such model folder (scripts/install-model prints where the model is)", path: modelDirectory)
@@ -56,7 +56,7 @@ public final class Embedder: Sendable {
     /// The folder named by `explicit` (`--model DIR`), else by `$LIMELIGHT_MODEL`.
     /// Nothing is searched for or downloaded: with neither, a clear error says how
     /// to get the model.
-    public static func modelDirectory(explicit: String?,
+    package static func modelDirectory(explicit: String?,
                                       environment: [String: String] = ProcessInfo.processInfo.environment) throws -> String {
         if let explicit, !explicit.isEmpty { return explicit }
         if let env = environment[environmentVariable], !env.isEmpty { return env }
@@ -64,7 +64,7 @@ public final class Embedder: Sendable {
     }
 
     /// The token ids the model reads for `text` (`[CLS]` … `[SEP]`, truncated).
-    public func tokenize(_ text: String) -> [Int] {
+    package func tokenize(_ text: String) -> [Int] {
         tokenizer.tokenize(text)
     }
 
@@ -76,7 +76,7 @@ public final class Embedder: Sendable {
     /// 10 ms for a short query, tens of seconds for a thousand documents on two
     /// cores), so async callers should not make it on a thread that must stay
     /// responsive.
-    public func embed(_ texts: [String]) -> [[Float]] {
+    package func embed(_ texts: [String]) -> [[Float]] {
         embed(tokenized: texts.map(tokenize))
     }
 
@@ -85,7 +85,7 @@ public final class Embedder: Sendable {
     /// Any other ids are a programming error, checked before any arithmetic: an id
     /// outside the vocabulary or a sequence longer than the position table would
     /// read past the weights, and an empty one has no mean.
-    public func embed(tokenized: [[Int]]) -> [[Float]] {
+    package func embed(tokenized: [[Int]]) -> [[Float]] {
         let vocabulary = model.config.vocabulary, positions = model.config.maxPositions
         for (i, ids) in tokenized.enumerated() {
             precondition(!ids.isEmpty && ids.count <= positions,
@@ -120,7 +120,7 @@ public final class Embedder: Sendable {
 
     /// The floating-point operations of the matrix products for a text of
     /// `tokens` tokens, for reporting an effective GFLOP/s.
-    public func matrixFLOPs(tokens: Int) -> Double {
+    package func matrixFLOPs(tokens: Int) -> Double {
         model.matrixFLOPs(tokens: tokens)
     }
 }

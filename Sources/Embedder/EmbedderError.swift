@@ -3,39 +3,39 @@
 /// A struct with a nested `Code` rather than an enum, as `ItemError` is, so new
 /// reasons can be added without breaking callers that switch over them. Embedding
 /// itself never fails: any text, even empty or malformed, has a vector.
-public struct EmbedderError: Error, Sendable, Hashable, CustomStringConvertible {
-    public struct Code: Sendable, Hashable, CustomStringConvertible {
+package struct EmbedderError: Error, Sendable, Hashable, CustomStringConvertible {
+    package struct Code: Sendable, Hashable, CustomStringConvertible {
         let raw: String
         private init(_ raw: String) { self.raw = raw }
-        public var description: String { raw }
+        package var description: String { raw }
 
         /// Neither `--model DIR` nor `$LIMELIGHT_MODEL` named a folder.
-        public static let noModel = Code("no_model")
+        package static let noModel = Code("no_model")
         /// A file the model needs is absent or unreadable.
-        public static let missingFile = Code("missing_file")
+        package static let missingFile = Code("missing_file")
         /// `model.safetensors` is not a valid safetensors file.
-        public static let invalidSafetensors = Code("invalid_safetensors")
+        package static let invalidSafetensors = Code("invalid_safetensors")
         /// A weight the network needs is absent, or has another shape or type.
-        public static let badTensor = Code("bad_tensor")
+        package static let badTensor = Code("bad_tensor")
         /// `config.json` is unreadable or describes a network this code does not run.
-        public static let unsupportedConfig = Code("unsupported_config")
+        package static let unsupportedConfig = Code("unsupported_config")
         /// `vocab.txt` lacks the special tokens.
-        public static let invalidVocabulary = Code("invalid_vocabulary")
+        package static let invalidVocabulary = Code("invalid_vocabulary")
     }
 
-    public var code: Code
+    package var code: Code
     /// A human sentence naming what was wrong.
-    public var message: String
+    package var message: String
     /// The file the problem was found in, if any.
-    public var path: String?
+    package var path: String?
 
-    public init(_ code: Code, _ message: String, path: String? = nil) {
+    package init(_ code: Code, _ message: String, path: String? = nil) {
         self.code = code
         self.message = message
         self.path = path
     }
 
-    public var description: String {
+    package var description: String {
         if let path { return "\(path): \(message)" }
         return message
     }

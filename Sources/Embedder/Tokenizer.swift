@@ -10,19 +10,19 @@ import Foundation
 /// older Python `BasicTokenizer` where the two differ, since the reference vectors
 /// came from the fast tokenizer; in particular lowercasing is per scalar (no
 /// final-sigma rule) and runs after accent stripping, as there.
-public struct WordPieceTokenizer: Sendable {
+package struct WordPieceTokenizer: Sendable {
     /// Keys are UTF-8 bytes, not `String`s: Swift compares strings by canonical
     /// equivalence, which would merge vocabulary entries the Rust code keeps apart.
     let vocabulary: [[UInt8]: Int32]
-    public let unknownID: Int
-    public let classID: Int
-    public let separatorID: Int
+    package let unknownID: Int
+    package let classID: Int
+    package let separatorID: Int
     /// Tokens in a sequence, `[CLS]` and `[SEP]` included.
-    public let maxLength: Int
+    package let maxLength: Int
     /// Longer words become one `[UNK]` without being split.
-    public let maxCharactersPerWord = 100
+    package let maxCharactersPerWord = 100
 
-    public init(vocabularyFile path: String, maxLength: Int) throws {
+    package init(vocabularyFile path: String, maxLength: Int) throws {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw EmbedderError(.missingFile, "cannot read the vocabulary", path: path)
         }
@@ -53,7 +53,7 @@ public struct WordPieceTokenizer: Sendable {
 
     /// The token ids the model reads for `text`: `[CLS]`, at most `maxLength - 2`
     /// word pieces (the rest dropped, as the reference truncates), `[SEP]`.
-    public func tokenize(_ text: String) -> [Int] {
+    package func tokenize(_ text: String) -> [Int] {
         var ids = [classID]
         let budget = maxLength - 2
         outer: for word in words(text) {

@@ -5,23 +5,23 @@ import LimelightClient
 import Logging
 
 /// Exit codes of docs/design.md's command line.
-public enum ExitCodes {
+package enum ExitCodes {
     /// Some items were rejected (each is named on standard error).
-    public static let rejected: Int32 = 1
+    package static let rejected: Int32 = 1
     /// The query (or other input) is malformed; the message names the position.
-    public static let badInput: Int32 = 2
+    package static let badInput: Int32 = 2
     /// The server could not be reached.
-    public static let unreachable: Int32 = 3
+    package static let unreachable: Int32 = 3
     /// The result lacks shards; they are named on standard error.
-    public static let missingShards: Int32 = 4
+    package static let missingShards: Int32 = 4
     /// Some published items were never acknowledged within the time limit
     /// (each is named on standard error): they may or may not be stored.
-    public static let unacknowledged: Int32 = 5
+    package static let unacknowledged: Int32 = 5
     /// The server refused the key: none was sent where one is required, it is
     /// unknown, revoked or expired, or its role does not allow the request.
     /// One code for authentication and authorization alike, in every command,
     /// so a script tells "fix the key" from "fix the input".
-    public static let notAllowed: Int32 = 6
+    package static let notAllowed: Int32 = 6
 
     /// The wire error codes that exit ``notAllowed``.
     static let accessCodes: Set<String> = ["key_required", "invalid_key", "key_revoked", "key_expired", "forbidden", "keys_disabled"]

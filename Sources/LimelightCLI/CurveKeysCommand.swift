@@ -3,7 +3,7 @@ import Foundation
 import ZeroMQ
 
 /// `limelight keys curve [NAME]`: a new CURVE key pair, for a coordinator
-/// (`--curve-secret-key`), a worker or a client; its public half goes on a
+/// (`--curve-secret-key`), a worker or a client; its package half goes on a
 /// coordinator's `--worker-keys` / `--client-keys` list.
 struct CurveKeysCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -17,7 +17,7 @@ struct CurveKeysCommand: AsyncParsableCommand {
 
     @Argument(help: "Write NAME.key and NAME.key_secret (NAME may include a folder) instead of printing; existing files are never overwritten.")
     var name: String?
-    @Flag(help: "Print only the public key, then the secret key, one Z85 text a line.") var bare = false
+    @Flag(help: "Print only the package key, then the secret key, one Z85 text a line.") var bare = false
 
     func run() async throws {
         guard Context.has("curve") else {

@@ -2,8 +2,8 @@ import ArgumentParser
 import Foundation
 
 /// `limelight`: the command-line client, and `limelight up` to run a whole cluster on one machine.
-public struct LimelightCommand: AsyncParsableCommand {
-    public static let configuration = CommandConfiguration(
+package struct LimelightCommand: AsyncParsableCommand {
+    package static let configuration = CommandConfiguration(
         commandName: "limelight",
         abstract: "Spotlight-style search for Linux servers.",
         discussion: """
@@ -15,7 +15,7 @@ public struct LimelightCommand: AsyncParsableCommand {
                       DeleteCommand.self, DeclareCommand.self, StatsCommand.self, EmbedCommand.self,
                       EntitiesCommand.self, SuggestCommand.self, SpotlightCommand.self, ContinueCommand.self, KeysCommand.self])
 
-    public init() {}
+    package init() {}
 
     /// Parses the command line and runs the command, as ArgumentParser's
     /// `main()` does, with two rules of DESIGN.md's command line for the
@@ -24,7 +24,7 @@ public struct LimelightCommand: AsyncParsableCommand {
     ///   (`limelight predicate -- '…'` works too, as ArgumentParser has it);
     /// - arguments ArgumentParser rejects are bad input: exit 2, with its
     ///   message, which names the argument (other commands keep its 64).
-    public static func runCommandLine(_ arguments: [String] = Array(CommandLine.arguments.dropFirst())) async -> Never {
+    package static func runCommandLine(_ arguments: [String] = Array(CommandLine.arguments.dropFirst())) async -> Never {
         let takesQuery = QueryArguments.takesQuery(arguments)
         let command: ParsableCommand
         do {

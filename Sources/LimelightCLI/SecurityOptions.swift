@@ -11,7 +11,7 @@ import ZeroMQ
 /// coordinator with `--client-keys` must know. Without one the client makes a
 /// throwaway pair: enough for a coordinator that checks no client keys.
 struct ClientCurveOptions: ParsableArguments {
-    @Option(help: "The coordinator's CURVE public key (40 characters of Z85, or a key file; write --curve-server-key=KEY when the key begins with '-'); turns encryption on (also $LIMELIGHT_CURVE_SERVER_KEY).")
+    @Option(help: "The coordinator's CURVE package key (40 characters of Z85, or a key file; write --curve-server-key=KEY when the key begins with '-'); turns encryption on (also $LIMELIGHT_CURVE_SERVER_KEY).")
     var curveServerKey: String?
     @Option(help: "This client's CURVE key pair (a NAME.key_secret file from `limelight keys curve`; also $LIMELIGHT_CURVE_SECRET_KEY).")
     var curveSecretKey: String?
@@ -25,7 +25,7 @@ struct ClientCurveOptions: ParsableArguments {
 /// The CURVE client keys of a server key and a key-pair file, with errors that name the flag.
 func curveClientKeys(serverKey: String?, secretKeyFile: String?, flag: String) throws -> CurveClientKeys? {
     guard let serverKey else {
-        if secretKeyFile != nil { throw ValidationError("--curve-secret-key needs \(flag) (the coordinator's public key) too") }
+        if secretKeyFile != nil { throw ValidationError("--curve-secret-key needs \(flag) (the coordinator's package key) too") }
         return nil
     }
     do {
@@ -43,9 +43,9 @@ struct CoordinatorSecurityOptions: ParsableArguments {
     var clusterSecretFile: String?
     @Option(help: "The coordinator's CURVE key pair (NAME.key_secret from `limelight keys curve`): encrypts the client and worker sockets.")
     var curveSecretKey: String?
-    @Option(help: "With CURVE: the client public keys allowed (a folder of NAME.key files, or a file); others are refused. Default: any key.")
+    @Option(help: "With CURVE: the client package keys allowed (a folder of NAME.key files, or a file); others are refused. Default: any key.")
     var clientKeys: String?
-    @Option(help: "With CURVE: the worker public keys allowed (a folder of NAME.key files, or a file); others are refused. Alone, it replaces the cluster secret.")
+    @Option(help: "With CURVE: the worker package keys allowed (a folder of NAME.key files, or a file); others are refused. Alone, it replaces the cluster secret.")
     var workerKeys: String?
 
     func validate() throws {
@@ -82,7 +82,7 @@ struct CoordinatorSecurityOptions: ParsableArguments {
 struct WorkerSecurityOptions: ParsableArguments {
     @Option(help: "File of the cluster's secret, read when the coordinator asks for proof (default: ~/.config/limelight/cluster.secret).")
     var clusterSecretFile: String?
-    @Option(help: "The coordinator's CURVE public key (Z85 text, or a key file; write --curve-server-key=KEY when the key begins with '-'); turns encryption on.")
+    @Option(help: "The coordinator's CURVE package key (Z85 text, or a key file; write --curve-server-key=KEY when the key begins with '-'); turns encryption on.")
     var curveServerKey: String?
     @Option(help: "This worker's CURVE key pair (NAME.key_secret), which a coordinator with --worker-keys must know; default: a throwaway pair.")
     var curveSecretKey: String?

@@ -10,8 +10,8 @@ import Workers
 import ZeroMQ
 
 /// `limelight-coordinator`: the front door of a cluster.
-public struct CoordinatorCommand: AsyncParsableCommand {
-    public static let configuration = CommandConfiguration(
+package struct CoordinatorCommand: AsyncParsableCommand {
+    package static let configuration = CommandConfiguration(
         commandName: "limelight-coordinator",
         abstract: "Routes writes to indexers, scatters queries to query workers, merges their batches, serves stats.")
 
@@ -53,9 +53,9 @@ public struct CoordinatorCommand: AsyncParsableCommand {
     var masterKeyFile: String?
     @OptionGroup var log: ServerLogOptions
 
-    public init() {}
+    package init() {}
 
-    public func validate() throws {
+    package func validate() throws {
         guard shards >= 1, shards <= 4096 else { throw ValidationError("--shards must be between 1 and 4096") }
         guard livenessMs > heartbeatMs else { throw ValidationError("--liveness-ms must exceed --heartbeat-ms") }
         if statsListen != nil, statsPort != nil { throw ValidationError("give --stats-listen or --stats-port, not both") }
@@ -82,7 +82,7 @@ public struct CoordinatorCommand: AsyncParsableCommand {
         return (statsHost, statsPort ?? 7780)
     }
 
-    public func run() async throws {
+    package func run() async throws {
         var c = CoordinatorConfiguration()
         c.listen = listen
         c.workers = workers
@@ -179,8 +179,8 @@ func exitIfRefused(_ refusal: String?) throws {
 }
 
 /// `limelight-indexer`: owns shards and applies writes.
-public struct IndexerCommand: AsyncParsableCommand {
-    public static let configuration = CommandConfiguration(
+package struct IndexerCommand: AsyncParsableCommand {
+    package static let configuration = CommandConfiguration(
         commandName: "limelight-indexer",
         abstract: "Owns shards (one SQLite file each), applies writes, acknowledges after the commit, purges expired items.")
 
@@ -191,9 +191,9 @@ public struct IndexerCommand: AsyncParsableCommand {
     @OptionGroup var model: ModelOptions
     @OptionGroup var log: ServerLogOptions
 
-    public init() {}
+    package init() {}
 
-    public func run() async throws {
+    package func run() async throws {
         var c = IndexerConfiguration(data: worker.data, shards: try worker.shardList(), workerID: worker.id)
         c.coordinator = worker.coordinator
         c.purgeIntervalSeconds = purgeInterval
@@ -209,8 +209,8 @@ public struct IndexerCommand: AsyncParsableCommand {
 }
 
 /// `limelight-query`: evaluates queries on shards opened read-only.
-public struct QueryWorkerCommand: AsyncParsableCommand {
-    public static let configuration = CommandConfiguration(
+package struct QueryWorkerCommand: AsyncParsableCommand {
+    package static let configuration = CommandConfiguration(
         commandName: "limelight-query",
         abstract: "Opens shards read-only, evaluates queries and streams result batches.")
 
@@ -220,9 +220,9 @@ public struct QueryWorkerCommand: AsyncParsableCommand {
     var maxQueued = 1000
     @OptionGroup var log: ServerLogOptions
 
-    public init() {}
+    package init() {}
 
-    public func run() async throws {
+    package func run() async throws {
         var c = QueryWorkerConfiguration(data: worker.data, shards: try worker.shardList(), workerID: worker.id)
         c.coordinator = worker.coordinator
         c.concurrency = concurrency

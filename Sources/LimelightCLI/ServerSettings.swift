@@ -26,8 +26,8 @@ import Items
 /// the process does not know, or a value of the wrong type, is an error naming
 /// the file and the key: a misspelt setting that is silently ignored is worse
 /// than one that stops the start.
-public enum ServerSettings {
-    public enum Role: String, Sendable { case coordinator, indexer, query }
+package enum ServerSettings {
+    package enum Role: String, Sendable { case coordinator, indexer, query }
 
     enum Kind { case text, integer, number, flag, shardList }
 
@@ -68,13 +68,13 @@ public enum ServerSettings {
     static let exclusive: [Set<String>] = [["statsListen", "statsPort"]]
 
     /// A fault in the configuration file or the environment.
-    public struct SettingsError: Error, CustomStringConvertible {
-        public var description: String
+    package struct SettingsError: Error, CustomStringConvertible {
+        package var description: String
     }
 
     /// The arguments the role's command parses: settings from the file, then
     /// the environment's, then `commandLine`.
-    public static func arguments(role: Role, commandLine: [String], environment: [String: String]) throws -> [String] {
+    package static func arguments(role: Role, commandLine: [String], environment: [String: String]) throws -> [String] {
         let known = settings(role) + log
         let byFlag = Dictionary(uniqueKeysWithValues: known.map { ($0.flag, $0) })
         // What the command line sets, by key (`--flag value` and `--flag=value`).
@@ -184,14 +184,14 @@ extension String {
 }
 
 /// The three server commands read `ServerSettings` before their flags.
-public protocol ConfigurableServerCommand: AsyncParsableCommand {
+package protocol ConfigurableServerCommand: AsyncParsableCommand {
     static var role: ServerSettings.Role { get }
 }
 
 extension ConfigurableServerCommand {
     /// `main()` with the configuration file and the environment applied: a
     /// fault in either exits 64 (as a bad flag does), naming it.
-    public static func mainWithSettings() async {
+    package static func mainWithSettings() async {
         let args: [String]
         do {
             args = try ServerSettings.arguments(role: role, commandLine: Array(CommandLine.arguments.dropFirst()),
@@ -204,6 +204,6 @@ extension ConfigurableServerCommand {
     }
 }
 
-extension CoordinatorCommand: ConfigurableServerCommand { public static var role: ServerSettings.Role { .coordinator } }
-extension IndexerCommand: ConfigurableServerCommand { public static var role: ServerSettings.Role { .indexer } }
-extension QueryWorkerCommand: ConfigurableServerCommand { public static var role: ServerSettings.Role { .query } }
+extension CoordinatorCommand: ConfigurableServerCommand { package static var role: ServerSettings.Role { .coordinator } }
+extension IndexerCommand: ConfigurableServerCommand { package static var role: ServerSettings.Role { .indexer } }
+extension QueryWorkerCommand: ConfigurableServerCommand { package static var role: ServerSettings.Role { .query } }

@@ -27,7 +27,7 @@ struct UpCommand: AsyncParsableCommand {
     @Option(help: "Client endpoint. Port 0 picks a free port.") var listen = "tcp://127.0.0.1:7700"
     @Option(help: "Worker endpoint (default: 127.0.0.1 and the client port + 1, or a free port when --listen uses 0). Only workers of this machine reach the default; give an address to let other hosts' workers in.")
     var workersEndpoint: String?
-    @Option(help: "The coordinator's CURVE key pair (NAME.key_secret from `limelight keys curve`): encrypts the client and worker sockets; clients need its public key.")
+    @Option(help: "The coordinator's CURVE key pair (NAME.key_secret from `limelight keys curve`): encrypts the client and worker sockets; clients need its package key.")
     var curveSecretKey: String?
     @Option(help: "HTTP port of the stats endpoint on 127.0.0.1 (0 picks a free port).") var statsPort = 7780
     @Option(help: "HOST:PORT of the coordinator's HTTP endpoint, instead of --stats-port (0.0.0.0:7780 in a container).")

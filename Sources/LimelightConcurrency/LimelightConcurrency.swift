@@ -17,18 +17,18 @@ import Synchronization
 
 /// A value shared by reference and guarded by a mutex: what a `Mutex` is,
 /// for places that need to hand the same lock to several owners.
-public final class LockedBox<Value: Sendable>: Sendable {
+package final class LockedBox<Value: Sendable>: Sendable {
     private let mutex: Mutex<Value>
 
-    public init(_ value: Value) { mutex = Mutex(value) }
+    package init(_ value: Value) { mutex = Mutex(value) }
 
     /// Runs `body` with the value, exclusively.
-    public func withLock<Result: Sendable, E: Error>(_ body: (inout Value) throws(E) -> Result) throws(E) -> Result {
+    package func withLock<Result: Sendable, E: Error>(_ body: (inout Value) throws(E) -> Result) throws(E) -> Result {
         try mutex.withLock { (value: inout Value) throws(E) -> Result in try body(&value) }
     }
 
     /// A copy of the value.
-    public var value: Value { mutex.withLock { $0 } }
+    package var value: Value { mutex.withLock { $0 } }
 }
 
 /// Threads of our own for blocking work (SQLite), outside libdispatch's pool.
@@ -41,14 +41,14 @@ public final class LockedBox<Value: Sendable>: Sendable {
 /// `@unchecked Sendable`: the job queue and counters are guarded by the
 /// Foundation `NSCondition`, whose wait and signal the threads need (a
 /// `Mutex` has no condition); every access takes it.
-public final class WorkThreads: @unchecked Sendable {
+package final class WorkThreads: @unchecked Sendable {
     private let condition = NSCondition()
     private var jobs: [@Sendable () -> Void] = []
     private var stopped = false
     /// Threads running a job now.
     private var busy = 0
 
-    public init(name: String, count: Int) {
+    package init(name: String, count: Int) {
         for i in 0..<max(1, count) {
             let t = Thread { [self] in loop() }
             t.name = count == 1 ? name : "\(name)-\(i)"
@@ -57,7 +57,7 @@ public final class WorkThreads: @unchecked Sendable {
         }
     }
 
-    public func submit(_ job: @escaping @Sendable () -> Void) {
+    package func submit(_ job: @escaping @Sendable () -> Void) {
         condition.lock()
         jobs.append(job)
         condition.signal()
@@ -68,7 +68,7 @@ public final class WorkThreads: @unchecked Sendable {
     /// it was refused. A bound keeps a flood of work from growing the queue
     /// (and the latency of everything in it) without end: the caller answers
     /// "busy" at once instead, and the work can go elsewhere.
-    public func trySubmit(limit: Int, _ job: @escaping @Sendable () -> Void) -> Bool {
+    package func trySubmit(limit: Int, _ job: @escaping @Sendable () -> Void) -> Bool {
         condition.lock()
         defer { condition.unlock() }
         guard jobs.count < limit else { return false }
@@ -78,12 +78,12 @@ public final class WorkThreads: @unchecked Sendable {
     }
 
     /// Jobs waiting for a thread (not those running).
-    public var waiting: Int { condition.lock(); defer { condition.unlock() }; return jobs.count }
+    package var waiting: Int { condition.lock(); defer { condition.unlock() }; return jobs.count }
 
     /// No job waits and none runs.
-    public var isIdle: Bool { condition.lock(); defer { condition.unlock() }; return jobs.isEmpty && busy == 0 }
+    package var isIdle: Bool { condition.lock(); defer { condition.unlock() }; return jobs.isEmpty && busy == 0 }
 
-    public func stop() {
+    package func stop() {
         condition.lock()
         stopped = true
         condition.broadcast()
@@ -107,12 +107,12 @@ public final class WorkThreads: @unchecked Sendable {
 /// Runs blocking work in arrival order on one thread of its own, awaiting
 /// its result: what a shard's SQLite connection needs, since a connection is
 /// used by one thread at a time and its work blocks.
-public final class DedicatedThread: Sendable {
+package final class DedicatedThread: Sendable {
     let thread: WorkThreads
 
-    public init(label: String) { thread = WorkThreads(name: label, count: 1) }
+    package init(label: String) { thread = WorkThreads(name: label, count: 1) }
 
-    public func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    package func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { cont in
             thread.submit {
                 do { cont.resume(returning: try work()) } catch { cont.resume(throwing: error) }
@@ -120,5 +120,5 @@ public final class DedicatedThread: Sendable {
         }
     }
 
-    public func stop() { thread.stop() }
+    package func stop() { thread.stop() }
 }

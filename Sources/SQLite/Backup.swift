@@ -11,7 +11,7 @@ extension Database {
     /// In WAL mode SQLite requires the two files to have the same page size
     /// (files this project creates all do); otherwise it fails with
     /// `.readOnly` and nothing changes.
-    public func replaceContent(withFileAt path: String) throws(SQLiteError) {
+    package func replaceContent(withFileAt path: String) throws(SQLiteError) {
         let source = try Database(path: path, mode: .readOnly, configuration: {
             var c = Configuration()
             c.walJournal = false
@@ -33,7 +33,7 @@ extension Database {
 
     /// Writes a consistent copy of this database to a new file at `path`
     /// (`VACUUM INTO`): what the last committed transaction left, compacted.
-    public func snapshot(to path: String) throws(SQLiteError) {
+    package func snapshot(to path: String) throws(SQLiteError) {
         let statement = try makeStatement("VACUUM INTO ?")
         try statement.run([.text(path)])
     }

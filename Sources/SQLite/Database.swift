@@ -40,9 +40,9 @@ final class Connection {
 /// `synchronous=NORMAL` (the default) a commit costs one write to the log and
 /// no fsync: it survives the process crashing, not the machine losing power;
 /// `synchronous=FULL` syncs the log at every commit, so it survives both.
-public final class Database {
+package final class Database {
     /// How to open the file.
-    public enum Mode: Sendable, Hashable {
+    package enum Mode: Sendable, Hashable {
         /// Read and write; with `create`, a missing file is created.
         case readWrite(create: Bool)
         /// Read only. Still sees every transaction other connections commit.
@@ -50,28 +50,28 @@ public final class Database {
     }
 
     /// Settings applied when the connection opens.
-    public struct Configuration: Sendable {
+    package struct Configuration: Sendable {
         /// How long a statement waits for another connection's lock before
         /// failing with `.busy`.
-        public var busyTimeout: Duration = .seconds(5)
+        package var busyTimeout: Duration = .seconds(5)
         /// Switch a read-write connection to WAL journaling.
-        public var walJournal = true
+        package var walJournal = true
         /// `PRAGMA synchronous` of a read-write WAL connection: when a commit
         /// reaches the disk (see ``Synchronous``).
-        public var synchronous: Synchronous = .normal
+        package var synchronous: Synchronous = .normal
         /// At most this many prepared statements are kept by ``prepare(_:)``.
-        public var statementCacheCapacity = 64
+        package var statementCacheCapacity = 64
         /// Page cache size in KiB (`PRAGMA cache_size=-N`); `nil` keeps SQLite's default.
-        public var cacheSizeKiB: Int? = nil
+        package var cacheSizeKiB: Int? = nil
         /// Read the file through a memory map of up to this many bytes
         /// (`PRAGMA mmap_size`); `nil` reads with system calls.
-        public var mmapSizeBytes: Int? = nil
+        package var mmapSizeBytes: Int? = nil
 
-        public init() {}
+        package init() {}
     }
 
     /// When a commit is on the disk (`PRAGMA synchronous`, in WAL mode).
-    public enum Synchronous: String, Sendable, CaseIterable {
+    package enum Synchronous: String, Sendable, CaseIterable {
         /// The log is written at each commit and synced only at checkpoints:
         /// a commit survives a crash of the process, and the last ones may be
         /// lost if the machine loses power.
@@ -80,11 +80,11 @@ public final class Database {
         case full = "FULL"
 
         /// The number `PRAGMA synchronous` answers with.
-        public var level: Int { self == .normal ? 1 : 2 }
+        package var level: Int { self == .normal ? 1 : 2 }
     }
 
     /// How a transaction takes its locks.
-    public enum TransactionKind: String, Sendable {
+    package enum TransactionKind: String, Sendable {
         /// Takes a read lock at the first read, a write lock at the first write.
         case deferred = "DEFERRED"
         /// Takes the write lock at once, so it cannot fail halfway with `.busy`
@@ -103,14 +103,14 @@ public final class Database {
     let connection: Connection
     var handle: OpaquePointer { connection.handle }
     /// The path the database was opened at.
-    public let path: String
-    public let mode: Mode
+    package let path: String
+    package let mode: Mode
     let configuration: Configuration
     private var statementCache: [String: Statement] = [:]
     private var progressBox: ProgressBox?
 
     /// Opens (or creates) the database file at `path`.
-    public init(path: String, mode: Mode = .readWrite(create: true), configuration: Configuration = Configuration()) throws(SQLiteError) {
+    package init(path: String, mode: Mode = .readWrite(create: true), configuration: Configuration = Configuration()) throws(SQLiteError) {
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
         switch mode {
         case .readWrite(let create): flags |= SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0)
@@ -149,7 +149,7 @@ public final class Database {
 
     /// Runs one or more statements that take no parameters and whose rows, if
     /// any, are not needed (schema changes, pragmas).
-    public func execute(_ sql: String) throws(SQLiteError) {
+    package func execute(_ sql: String) throws(SQLiteError) {
         var message: UnsafeMutablePointer<CChar>?
         let rc = sqlite3_exec(handle, sql, nil, nil, &message)
         if rc != SQLITE_OK {
@@ -169,7 +169,7 @@ public final class Database {
     /// run the same SQL text inside a loop that is stepping it — use
     /// ``makeStatement(_:)`` for that, and for one-off SQL built at run time
     /// that would only churn the cache.
-    public func prepare(_ sql: String) throws(SQLiteError) -> Statement {
+    package func prepare(_ sql: String) throws(SQLiteError) -> Statement {
         if let cached = statementCache[sql] {
             cached.resetQuietly()
             cached.clearBindings()
@@ -184,7 +184,7 @@ public final class Database {
     }
 
     /// A new prepared statement that the caller owns alone.
-    public func makeStatement(_ sql: String) throws(SQLiteError) -> Statement {
+    package func makeStatement(_ sql: String) throws(SQLiteError) -> Statement {
         var raw: OpaquePointer?
         let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &raw, nil)
         guard rc == SQLITE_OK else { throw SQLiteError(connection: handle, result: rc, sql: sql) }
@@ -204,7 +204,7 @@ public final class Database {
     /// (``prepare(_:)``) rather than run with `sqlite3_exec`, which would parse
     /// `BEGIN` and `COMMIT` again at every transaction: a search is one read
     /// transaction, and that parsing cost 1.5% of a search's CPU.
-    public func transaction<T>(_ kind: TransactionKind = .deferred, _ body: () throws -> T) throws -> T {
+    package func transaction<T>(_ kind: TransactionKind = .deferred, _ body: () throws -> T) throws -> T {
         let nested = !isAutocommit
         if nested {
             try prepare("SAVEPOINT limelight_nested").run()
@@ -227,34 +227,34 @@ public final class Database {
     }
 
     /// True outside any transaction.
-    public var isAutocommit: Bool { sqlite3_get_autocommit(handle) != 0 }
+    package var isAutocommit: Bool { sqlite3_get_autocommit(handle) != 0 }
 
     /// The rowid of the last row inserted on this connection.
-    public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+    package var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
 
     /// Rows changed by the last INSERT, UPDATE or DELETE.
-    public var changes: Int { Int(sqlite3_changes64(handle)) }
+    package var changes: Int { Int(sqlite3_changes64(handle)) }
 
     /// Rows changed since the connection opened.
-    public var totalChanges: Int { Int(sqlite3_total_changes64(handle)) }
+    package var totalChanges: Int { Int(sqlite3_total_changes64(handle)) }
 
     // MARK: Stopping
 
     /// Makes the statement now running (if any) fail promptly with `.interrupt`.
-    public func interrupt() { connection.interrupt() }
+    package func interrupt() { connection.interrupt() }
 
     /// A handle that interrupts this connection from any thread.
     ///
     /// Safe to keep beyond the connection's life: once it is closed, the handle
     /// does nothing.
-    public var interruptHandle: InterruptHandle { InterruptHandle(connection: connection) }
+    package var interruptHandle: InterruptHandle { InterruptHandle(connection: connection) }
 
     /// Calls `handler` every `instructions` virtual-machine steps of a running
     /// statement; when it returns true the statement stops with `.interrupt`.
     ///
     /// This is how a long query polls a cancellation flag without a second
     /// thread. Pass `nil` to remove the handler.
-    public func setProgressHandler(every instructions: Int = 1000, _ handler: (() -> Bool)?) {
+    package func setProgressHandler(every instructions: Int = 1000, _ handler: (() -> Bool)?) {
         guard let handler else {
             sqlite3_progress_handler(handle, 0, nil, nil)
             progressBox = nil
@@ -276,7 +276,7 @@ public final class Database {
     /// `deterministic` lets SQLite use the function in indexes and factor it
     /// out of loops; say so only when the result depends on the arguments alone.
     /// A thrown error becomes an SQL error that names the function.
-    public func createFunction(_ name: String, argumentCount: Int, deterministic: Bool = true,
+    package func createFunction(_ name: String, argumentCount: Int, deterministic: Bool = true,
                                _ body: @escaping ([SQLValue]) throws -> SQLValue) throws(SQLiteError) {
         let box = FunctionBox(name: name, body: body)
         var flags = SQLITE_UTF8
@@ -318,9 +318,9 @@ public final class Database {
 /// `@unchecked Sendable`: it wraps the SQLite connection's C handle, which
 /// `Connection` guards with a lock for exactly this call
 /// (`sqlite3_interrupt` is safe from any thread).
-public struct InterruptHandle: @unchecked Sendable {
+package struct InterruptHandle: @unchecked Sendable {
     let connection: Connection
-    public func interrupt() { connection.interrupt() }
+    package func interrupt() { connection.interrupt() }
 }
 
 final class ProgressBox {

@@ -1,17 +1,17 @@
 import Foundation
 
 /// A value as SQLite stores it: one of its five storage classes.
-public enum SQLValue: Sendable, Hashable {
+package enum SQLValue: Sendable, Hashable {
     case null
     case integer(Int64)
     case real(Double)
     case text(String)
     case blob(Data)
 
-    public var isNull: Bool { self == .null }
+    package var isNull: Bool { self == .null }
 
     /// The value as an integer, converting a real that is integral.
-    public var int64: Int64? {
+    package var int64: Int64? {
         switch self {
         case .integer(let i): i
         case .real(let d) where d.rounded() == d && abs(d) < 9.2e18: Int64(d)
@@ -20,7 +20,7 @@ public enum SQLValue: Sendable, Hashable {
     }
 
     /// The value as a double, converting integers.
-    public var double: Double? {
+    package var double: Double? {
         switch self {
         case .integer(let i): Double(i)
         case .real(let d): d
@@ -28,12 +28,12 @@ public enum SQLValue: Sendable, Hashable {
         }
     }
 
-    public var string: String? {
+    package var string: String? {
         if case .text(let s) = self { return s }
         return nil
     }
 
-    public var data: Data? {
+    package var data: Data? {
         if case .blob(let d) = self { return d }
         return nil
     }
@@ -42,10 +42,10 @@ public enum SQLValue: Sendable, Hashable {
 extension SQLValue: ExpressibleByNilLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
     ExpressibleByStringLiteral, ExpressibleByBooleanLiteral
 {
-    public init(nilLiteral: ()) { self = .null }
-    public init(integerLiteral value: Int64) { self = .integer(value) }
-    public init(floatLiteral value: Double) { self = .real(value) }
-    public init(stringLiteral value: String) { self = .text(value) }
+    package init(nilLiteral: ()) { self = .null }
+    package init(integerLiteral value: Int64) { self = .integer(value) }
+    package init(floatLiteral value: Double) { self = .real(value) }
+    package init(stringLiteral value: String) { self = .text(value) }
     /// SQLite has no boolean class; booleans are the integers 0 and 1.
-    public init(booleanLiteral value: Bool) { self = .integer(value ? 1 : 0) }
+    package init(booleanLiteral value: Bool) { self = .integer(value ? 1 : 0) }
 }

@@ -6,11 +6,11 @@ import Foundation
 /// Parameter and column indexes start at 0 for both, unlike the C API (whose
 /// parameters start at 1); one convention is easier to get right.
 /// Not thread-safe; it belongs to its ``Database``'s thread.
-public final class Statement {
+package final class Statement {
     let handle: OpaquePointer
     let connection: Connection
     /// The SQL text, for error messages.
-    public let sql: String
+    package let sql: String
 
     init(_ handle: OpaquePointer, connection: Connection, sql: String) {
         self.handle = handle
@@ -27,21 +27,21 @@ public final class Statement {
     // MARK: Binding
 
     /// The number of parameters (`?`, `?NNN`, `:name`) in the SQL.
-    public var parameterCount: Int { Int(sqlite3_bind_parameter_count(handle)) }
+    package var parameterCount: Int { Int(sqlite3_bind_parameter_count(handle)) }
 
-    public func bind(_ value: Int64, at index: Int) throws(SQLiteError) {
+    package func bind(_ value: Int64, at index: Int) throws(SQLiteError) {
         try check(sqlite3_bind_int64(handle, Int32(index + 1), value))
     }
 
-    public func bind(_ value: Int, at index: Int) throws(SQLiteError) {
+    package func bind(_ value: Int, at index: Int) throws(SQLiteError) {
         try bind(Int64(value), at: index)
     }
 
-    public func bind(_ value: Double, at index: Int) throws(SQLiteError) {
+    package func bind(_ value: Double, at index: Int) throws(SQLiteError) {
         try check(sqlite3_bind_double(handle, Int32(index + 1), value))
     }
 
-    public func bind(_ value: String, at index: Int) throws(SQLiteError) {
+    package func bind(_ value: String, at index: Int) throws(SQLiteError) {
         var value = value
         let rc = value.withUTF8 { buffer in
             // An empty buffer may have no base address; SQLite reads NULL as SQL NULL.
@@ -55,18 +55,18 @@ public final class Statement {
         try check(rc)
     }
 
-    public func bind(_ value: Data, at index: Int) throws(SQLiteError) {
+    package func bind(_ value: Data, at index: Int) throws(SQLiteError) {
         let rc = value.withUnsafeBytes { bytes in
             sqlite3_bind_blob(handle, Int32(index + 1), bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(bytes.count), limelight_sqlite_transient())
         }
         try check(rc)
     }
 
-    public func bindNull(at index: Int) throws(SQLiteError) {
+    package func bindNull(at index: Int) throws(SQLiteError) {
         try check(sqlite3_bind_null(handle, Int32(index + 1)))
     }
 
-    public func bind(_ value: SQLValue, at index: Int) throws(SQLiteError) {
+    package func bind(_ value: SQLValue, at index: Int) throws(SQLiteError) {
         switch value {
         case .null: try bindNull(at: index)
         case .integer(let i): try bind(i, at: index)
@@ -77,12 +77,12 @@ public final class Statement {
     }
 
     /// Binds values to the parameters in order, from the first.
-    public func bind(_ values: [SQLValue]) throws(SQLiteError) {
+    package func bind(_ values: [SQLValue]) throws(SQLiteError) {
         for (i, v) in values.enumerated() { try bind(v, at: i) }
     }
 
     /// Binds a named parameter, written with its prefix (`:name`, `@name`, `$name`).
-    public func bind(_ value: SQLValue, named name: String) throws(SQLiteError) {
+    package func bind(_ value: SQLValue, named name: String) throws(SQLiteError) {
         let i = sqlite3_bind_parameter_index(handle, name)
         guard i > 0 else {
             throw SQLiteError(.range, message: "no parameter named \(name)", sql: sql)
@@ -91,14 +91,14 @@ public final class Statement {
     }
 
     /// Unbinds every parameter (back to NULL).
-    public func clearBindings() { sqlite3_clear_bindings(handle) }
+    package func clearBindings() { sqlite3_clear_bindings(handle) }
 
     // MARK: Stepping
 
     /// Advances to the next row: true when a row is available, false when the
     /// statement is done.
     @discardableResult
-    public func step() throws(SQLiteError) -> Bool {
+    package func step() throws(SQLiteError) -> Bool {
         switch sqlite3_step(handle) {
         case SQLITE_ROW: return true
         case SQLITE_DONE: return false
@@ -112,40 +112,40 @@ public final class Statement {
     }
 
     /// Rewinds the statement so it can run again; bindings are kept.
-    public func reset() throws(SQLiteError) {
+    package func reset() throws(SQLiteError) {
         try check(sqlite3_reset(handle))
     }
 
     func resetQuietly() { sqlite3_reset(handle) }
 
     /// Runs the statement to completion, ignoring any rows.
-    public func run() throws(SQLiteError) {
+    package func run() throws(SQLiteError) {
         defer { sqlite3_reset(handle) }
         while try step() {}
     }
 
     /// Binds `values`, then runs to completion.
-    public func run(_ values: [SQLValue]) throws(SQLiteError) {
+    package func run(_ values: [SQLValue]) throws(SQLiteError) {
         try resetAndBind(values)
         try run()
     }
 
     /// Steps through every row, calling `body` on each; the statement is reset
     /// afterwards even when `body` throws.
-    public func forEachRow(_ body: (Statement) throws -> Void) throws {
+    package func forEachRow(_ body: (Statement) throws -> Void) throws {
         defer { sqlite3_reset(handle) }
         while try step() { try body(self) }
     }
 
     /// The rows, each mapped by `transform`.
-    public func map<T>(_ transform: (Statement) throws -> T) throws -> [T] {
+    package func map<T>(_ transform: (Statement) throws -> T) throws -> [T] {
         var out: [T] = []
         try forEachRow { out.append(try transform($0)) }
         return out
     }
 
     /// The first column of the first row, or nil when there is no row.
-    public func scalar() throws(SQLiteError) -> SQLValue? {
+    package func scalar() throws(SQLiteError) -> SQLValue? {
         defer { sqlite3_reset(handle) }
         return try step() ? value(at: 0) : nil
     }
@@ -157,33 +157,33 @@ public final class Statement {
 
     // MARK: Columns
 
-    public var columnCount: Int { Int(sqlite3_column_count(handle)) }
+    package var columnCount: Int { Int(sqlite3_column_count(handle)) }
 
-    public func columnName(at index: Int) -> String {
+    package func columnName(at index: Int) -> String {
         String(cString: sqlite3_column_name(handle, Int32(index)))
     }
 
-    public func isNull(at index: Int) -> Bool {
+    package func isNull(at index: Int) -> Bool {
         sqlite3_column_type(handle, Int32(index)) == SQLITE_NULL
     }
 
     /// The column as an integer (0 for NULL, SQLite's conversion for text).
-    public func int64(at index: Int) -> Int64 { sqlite3_column_int64(handle, Int32(index)) }
+    package func int64(at index: Int) -> Int64 { sqlite3_column_int64(handle, Int32(index)) }
 
-    public func int(at index: Int) -> Int { Int(sqlite3_column_int64(handle, Int32(index))) }
+    package func int(at index: Int) -> Int { Int(sqlite3_column_int64(handle, Int32(index))) }
 
     /// The column as a double (0 for NULL).
-    public func double(at index: Int) -> Double { sqlite3_column_double(handle, Int32(index)) }
+    package func double(at index: Int) -> Double { sqlite3_column_double(handle, Int32(index)) }
 
     /// The column as text, or nil for NULL.
-    public func string(at index: Int) -> String? {
+    package func string(at index: Int) -> String? {
         guard let p = sqlite3_column_text(handle, Int32(index)) else { return nil }
         let count = Int(sqlite3_column_bytes(handle, Int32(index)))
         return String(decoding: UnsafeBufferPointer(start: p, count: count), as: UTF8.self)
     }
 
     /// The column as bytes, or nil for NULL.
-    public func data(at index: Int) -> Data? {
+    package func data(at index: Int) -> Data? {
         if isNull(at: index) { return nil }
         let p = sqlite3_column_blob(handle, Int32(index))
         let count = Int(sqlite3_column_bytes(handle, Int32(index)))
@@ -192,17 +192,16 @@ public final class Statement {
     }
 
     /// Reads the column's raw UTF-8 bytes without copying them into a String;
-    /// the buffer is valid only inside `body`. Kept out of the public API (it
+    /// the buffer is valid only inside `body`. Kept out of the package API (it
     /// hands out a pointer) for the store's own zero-copy JSON reading.
-    @_spi(Internals)
-    public func withUTF8<T>(at index: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> T) rethrows -> T? {
+    package func withUTF8<T>(at index: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> T) rethrows -> T? {
         guard let p = sqlite3_column_text(handle, Int32(index)) else { return nil }
         let count = Int(sqlite3_column_bytes(handle, Int32(index)))
         return try body(UnsafeBufferPointer(start: p, count: count))
     }
 
     /// The column with its storage class.
-    public func value(at index: Int) -> SQLValue {
+    package func value(at index: Int) -> SQLValue {
         switch sqlite3_column_type(handle, Int32(index)) {
         case SQLITE_INTEGER: .integer(int64(at: index))
         case SQLITE_FLOAT: .real(double(at: index))

@@ -10,7 +10,7 @@ extension ShardStore {
     /// caller runs it on the shard's thread), so the number names exactly
     /// its content. The copy is in rollback-journal mode, a single file that
     /// can be read anywhere without its `-wal` and `-shm`.
-    public func snapshot(to path: String) throws -> Int {
+    package func snapshot(to path: String) throws -> Int {
         do {
             try? FileManager.default.removeItem(atPath: path)
             let sequence = try self.sequence()
@@ -30,7 +30,7 @@ extension ShardStore {
     /// the sequence number it now holds. Query workers reading the file see
     /// the old content or the new one, never a mix. Refused (nothing changed)
     /// when `path` is not a shard file of this build's format.
-    public func replaceContent(withCopyAt path: String) throws -> Int {
+    package func replaceContent(withCopyAt path: String) throws -> Int {
         try requireWritable("replace the shard's content")
         do {
             let copy = try ShardStore(path: path, mode: .readOnly, logger: logger)

@@ -19,7 +19,7 @@ extension ShardStore {
     /// identifier starts with `exampleTag` (an app's `@APP/`, shown without
     /// it), none when no such item conflicts: declarations are shared by every
     /// app, and one app must not learn another's identifiers.
-    public func checkDeclaration(_ specs: [AttributeSpec], exampleTag: String = "") throws {
+    package func checkDeclaration(_ specs: [AttributeSpec], exampleTag: String = "") throws {
         try reloadIfChanged()
         for spec in specs {
             if let declared = schema.custom[spec.name] {

@@ -1,5 +1,5 @@
 import Foundation
-@_spi(Internals) import SQLite
+import SQLite
 
 /// Every domain a shard holds with its items' ids, kept by one connection so
 /// that a domain condition is a lookup in memory rather than a read of the

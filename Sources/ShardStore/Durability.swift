@@ -6,7 +6,7 @@ import SQLite
 ///
 /// Either way the shard is in WAL mode, and a commit is what the indexer
 /// acknowledges.
-public enum Durability: String, Sendable, CaseIterable, Codable {
+package enum Durability: String, Sendable, CaseIterable, Codable {
     /// `synchronous=NORMAL`: a commit is in the log when it is acknowledged,
     /// and the log is synced at checkpoints. An acknowledged write survives
     /// the process being killed (`kill -9`, a crash); the last writes before
@@ -24,7 +24,7 @@ public enum Durability: String, Sendable, CaseIterable, Codable {
 extension ShardStore {
     /// The durability the shard's connection is running with, read back from
     /// SQLite (`PRAGMA synchronous`), not from what was asked for.
-    public func durabilityInForce() throws -> Durability? {
+    package func durabilityInForce() throws -> Durability? {
         let level = try db.prepare("PRAGMA synchronous").scalar()?.int64
         return Durability.allCases.first { Int64($0.synchronous.level) == level }
     }

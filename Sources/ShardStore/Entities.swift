@@ -11,7 +11,7 @@ extension ShardStore {
     /// `entity:TYPE:…` (see ``AppEntity``), so a type is one range of the
     /// unique index: the delete is exact, and leaves every other item —
     /// including items merely associated with an entity of the type — alone.
-    public func deleteEntities(type: String, ids: [String]? = nil) throws -> Int {
+    package func deleteEntities(type: String, ids: [String]? = nil) throws -> Int {
         try requireWritable("delete entities")
         do {
             return try db.transaction(.immediate) {
@@ -41,7 +41,7 @@ extension ShardStore {
     /// (`CSSearchableItem.associateAppEntity(_:priority:)`): the item is
     /// rewritten with `entity` set, so its results carry it and its priority
     /// ranks it. Returns false when the shard does not hold the item.
-    public func associate(uniqueIdentifier uid: String, with entity: EntityAssociation) throws -> Bool {
+    package func associate(uniqueIdentifier uid: String, with entity: EntityAssociation) throws -> Bool {
         try requireWritable("associate an entity")
         do {
             return try db.transaction(.immediate) {
@@ -78,7 +78,7 @@ extension ShardStore {
     }
 
     /// The distinct domains the shard holds, each with its item count.
-    public func domains() throws -> [String: Int] {
+    package func domains() throws -> [String: Int] {
         var out: [String: Int] = [:]
         try db.prepare("SELECT domain, count(*) FROM items GROUP BY domain").forEachRow { r in
             out[r.string(at: 0) ?? ""] = Int(r.int64(at: 1))

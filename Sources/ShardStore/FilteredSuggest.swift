@@ -1,6 +1,6 @@
 import Foundation
 import QueryPlan
-@_spi(Internals) import SQLite
+import SQLite
 
 extension ShardStore {
     /// Completions a filtered suggestion request counts at most, most frequent

@@ -1,6 +1,6 @@
 import Foundation
 import QueryPlan
-@_spi(Internals) import SQLite
+import SQLite
 
 /// Every item's searchable text as the search matcher tokenizes it, cut once
 /// when the shard's ``PostingIndex`` is read, so that ranking a several-word

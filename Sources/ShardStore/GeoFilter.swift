@@ -1,7 +1,7 @@
 import Foundation
 import Items
 import QueryPlan
-@_spi(Internals) import SQLite
+import SQLite
 
 extension ShardStore {
     /// The items with a location of attribute `name` inside the test's area,

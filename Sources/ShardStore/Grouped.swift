@@ -3,13 +3,13 @@ import Items
 import QueryPlan
 
 /// One domain's part of Spotlight's grouped results on a shard.
-public struct DomainGroup: Sendable, Hashable {
-    public var domain: String
+package struct DomainGroup: Sendable, Hashable {
+    package var domain: String
     /// Every match of the text in exactly this domain (not its subdomains).
-    public var total: Int
+    package var total: Int
     /// The best few, best first, by ``SearchRanking``.
-    public var hits: [SearchHit]
-    public init(domain: String, total: Int, hits: [SearchHit]) {
+    package var hits: [SearchHit]
+    package init(domain: String, total: Int, hits: [SearchHit]) {
         self.domain = domain
         self.total = total
         self.hits = hits
@@ -26,7 +26,7 @@ extension ShardStore {
     /// parameter search, and a domain lives on one shard, so a shard's group
     /// is already the whole group and the coordinator only orders groups. It
     /// costs one search per domain of the shard; facets are not counted.
-    public func searchGrouped(_ plan: SearchPlan, perDomain: Int, isCancelled: @escaping () -> Bool = { false }) throws -> [DomainGroup] {
+    package func searchGrouped(_ plan: SearchPlan, perDomain: Int, isCancelled: @escaping () -> Bool = { false }) throws -> [DomainGroup] {
         let domains = try domains().keys.sorted()
         var groups: [DomainGroup] = []
         for domain in domains {

@@ -1,5 +1,5 @@
 import Foundation
-@_spi(Internals) import SQLite
+import SQLite
 
 /// Where each item's unique identifier comes among the shard's, in Swift's
 /// `String` order: the order that breaks ties between equally ranked hits

@@ -1,5 +1,5 @@
 import Items
-@_spi(Internals) import SQLite
+import SQLite
 
 /// Every item's stored row (its unique identifier and its JSON, exactly the
 /// `items` columns' bytes), in memory beside the ``PostingIndex`` it was read

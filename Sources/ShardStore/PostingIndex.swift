@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-@_spi(Internals) import SQLite
+import SQLite
 
 /// Every posting list of a shard's word index, in memory, read in one pass:
 /// the terms (sorted bytewise, as FTS5 keeps them) and, for each, the items
@@ -394,7 +394,7 @@ extension ShardStore {
     /// the CPU seconds its read took (zeros when there is none); and the
     /// bytes of its ``ItemRows``.
     @discardableResult
-    public func buildSuggestionIndex() throws -> (terms: Int, ids: Int, bytes: Int,
+    package func buildSuggestionIndex() throws -> (terms: Int, ids: Int, bytes: Int,
                                                   forwardTokens: Int, forwardTerms: Int, forwardBytes: Int, forwardSeconds: Double,
                                                   rowsBytes: Int) {
         do {
@@ -411,13 +411,13 @@ extension ShardStore {
 
     /// Forgets the process's ``PostingIndex`` of this shard (a benchmark's
     /// way to time what runs before one is read).
-    public func forgetSuggestionIndex() {
+    package func forgetSuggestionIndex() {
         PostingIndexes.shared.forget(path: path)
     }
 
     /// Whether suggestions start a ``PostingIndex`` build when the shard has
     /// none of its current data (tests turn it off to take the other path).
-    nonisolated(unsafe) public static var buildsSuggestionIndex = true
+    nonisolated(unsafe) package static var buildsSuggestionIndex = true
 
     /// The shared index of exactly the data this transaction reads, if there
     /// is one; otherwise a build is started. `outside`: whether the request

@@ -1,6 +1,6 @@
 import Foundation
 import QueryPlan
-@_spi(Internals) import SQLite
+import SQLite
 
 /// Posting lists of the word index's terms, held in memory: for each term
 /// read, the ids of the items holding it (in any column), sorted.

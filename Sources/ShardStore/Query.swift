@@ -2,7 +2,7 @@ import Foundation
 import Items
 import Logging
 import QueryPlan
-@_spi(Internals) import SQLite
+import SQLite
 
 /// What a connection reads once per change of the data, each with the data
 /// it is of (see ``ShardStore/heldWhileTheDataIsSame(_:_:)``).
@@ -62,7 +62,7 @@ extension ShardStore {
     /// (``StoredResult/rawItem``) rather than as a tree, for a caller that
     /// only writes them out (a query worker).
     @discardableResult
-    public func run(_ query: Query, rawItems: Bool = false, isCancelled: @escaping () -> Bool = { false },
+    package func run(_ query: Query, rawItems: Bool = false, isCancelled: @escaping () -> Bool = { false },
                     onBatch: ([StoredResult]) throws -> Void) throws -> Int {
         rawResults = rawItems
         defer { rawResults = false }
@@ -240,7 +240,7 @@ extension ShardStore {
     /// Counts every item that matches `predicate` (expired ones excepted),
     /// checking each candidate: the figure a paginating client shows as the
     /// number of hits.
-    public func count(matching predicate: QueryPlan.Predicate, isCancelled: @escaping () -> Bool = { false }) throws -> Int {
+    package func count(matching predicate: QueryPlan.Predicate, isCancelled: @escaping () -> Bool = { false }) throws -> Int {
         db.setProgressHandler(every: 4000) { isCancelled() }
         defer { db.setProgressHandler(nil) }
         do {

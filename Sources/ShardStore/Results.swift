@@ -3,45 +3,45 @@ import Items
 import QueryPlan
 
 /// What became of one item of a write batch.
-public enum WriteOutcome: Sendable, Hashable {
+package enum WriteOutcome: Sendable, Hashable {
     /// Stored (inserted or replaced).
     case stored(uniqueIdentifier: String)
     /// Rejected, with the reason; the identifier when the item had a usable one.
     case rejected(uniqueIdentifier: String?, ItemError)
 
-    public var isStored: Bool {
+    package var isStored: Bool {
         if case .stored = self { return true }
         return false
     }
 }
 
 /// One matching item as a query returns it.
-public struct StoredResult: Sendable, Hashable {
+package struct StoredResult: Sendable, Hashable {
     /// `uniqueIdentifier`, `domainIdentifier`, `attributes` (only the fetched
     /// ones), `expirationDate` and `entity` when present — the shape producers send.
-    public var item: JSONValue
+    package var item: JSONValue
     /// One value per sort key of the query, so a coordinator can merge the
     /// ordered streams of several shards: attribute values as JSON numbers
     /// (dates as seconds since 2001-01-01) or text, `null` when the item has
     /// none; for `.relevance`, the score. Compare with ``precedes(_:_:by:)``.
-    public var sortValues: [JSONValue]
+    package var sortValues: [JSONValue]
     /// The relevance score (higher is better) when the query sorts by relevance.
     /// Shard-local: BM25 statistics differ between shards.
-    public var score: Double?
+    package var score: Double?
     /// For a query run with `rawItems`: the item as JSON text, in
     /// ``JSONWriter``'s form (what it writes for ``item``), and `item` is
     /// `null`. The store copies it out of the JSON it stored, keeping only the
     /// fetched attributes, instead of building a tree that a query worker
     /// would only write out again (see `RawJSON` in WireProtocol).
-    public var rawItem: [UInt8]?
+    package var rawItem: [UInt8]?
 
-    public init(item: JSONValue, sortValues: [JSONValue] = [], score: Double? = nil) {
+    package init(item: JSONValue, sortValues: [JSONValue] = [], score: Double? = nil) {
         self.item = item
         self.sortValues = sortValues
         self.score = score
     }
 
-    public init(rawItem: [UInt8]) {
+    package init(rawItem: [UInt8]) {
         self.item = .null
         self.rawItem = rawItem
         self.sortValues = []
@@ -52,28 +52,28 @@ public struct StoredResult: Sendable, Hashable {
     ///
     /// Missing values come last in either direction; numbers come before text;
     /// text compares case- and diacritic-insensitively first, then exactly.
-    public static func precedes(_ a: [JSONValue], _ b: [JSONValue], by keys: [SortKey]) -> Bool {
+    package static func precedes(_ a: [JSONValue], _ b: [JSONValue], by keys: [SortKey]) -> Bool {
         SortOrder(keys: keys).precedes(a, b)
     }
 }
 
 /// Figures for one shard, for the stats endpoint and capacity planning.
-public struct ShardStats: Sendable, Hashable, Codable {
+package struct ShardStats: Sendable, Hashable, Codable {
     /// Items stored, expired ones not yet purged included.
-    public var itemCount: Int
+    package var itemCount: Int
     /// Items past their expiration date, invisible to queries, awaiting a purge.
-    public var expiredCount: Int
+    package var expiredCount: Int
     /// Attribute value rows (one per list element).
-    public var valueCount: Int
+    package var valueCount: Int
     /// Distinct attribute names seen.
-    public var attributeNameCount: Int
+    package var attributeNameCount: Int
     /// Distinct terms in the word index.
-    public var wordCount: Int
+    package var wordCount: Int
     /// Custom attribute declarations in force.
-    public var declaredAttributeCount: Int
+    package var declaredAttributeCount: Int
     /// Bytes on disk: the database file and its write-ahead log.
-    public var fileBytes: Int64
-    public var walBytes: Int64
+    package var fileBytes: Int64
+    package var walBytes: Int64
 }
 
 /// Gathers a streamed query's results into batches of the plan's size and

@@ -1,22 +1,22 @@
 import Foundation
 import Items
 import QueryPlan
-@_spi(Internals) import SQLite
+import SQLite
 
 /// One hit of a parameter search on a shard.
-public struct SearchHit: Sendable, Hashable {
-    public var uniqueIdentifier: String
+package struct SearchHit: Sendable, Hashable {
+    package var uniqueIdentifier: String
     /// The item (`null` when ``rawItem`` holds it).
-    public var item: JSONValue
-    public var rank: SearchRank
+    package var item: JSONValue
+    package var rank: SearchRank
     /// For a search run with `rawItems`: the item as JSON text in
     /// ``JSONWriter``'s form (only the fetched attributes), copied out of the
     /// stored row, and ``item`` is `null`. Why: the coordinator's local
     /// worker hands its hits to the response writer, which only writes them
     /// out again; reading each into a tree and walking the tree was a tenth
     /// of a two-word search's cycle (perf, Debian corpus, 2026-11-25).
-    public var rawItem: [UInt8]?
-    public init(uniqueIdentifier: String, item: JSONValue, rank: SearchRank, rawItem: [UInt8]? = nil) {
+    package var rawItem: [UInt8]?
+    package init(uniqueIdentifier: String, item: JSONValue, rank: SearchRank, rawItem: [UInt8]? = nil) {
         self.uniqueIdentifier = uniqueIdentifier
         self.item = item
         self.rank = rank
@@ -25,18 +25,18 @@ public struct SearchHit: Sendable, Hashable {
 }
 
 /// What one shard answers to a ``SearchPlan``.
-public struct ShardSearchResult: Sendable, Hashable {
+package struct ShardSearchResult: Sendable, Hashable {
     /// The shard's best hits, best first, at most the plan's window.
-    public var hits: [SearchHit]
+    package var hits: [SearchHit]
     /// Every match of the shard, exactly.
-    public var nbHits: Int
+    package var nbHits: Int
     /// Per facet, every value's count over the matching set.
-    public var facets: [String: [String: Int]]
-    public var facetStats: [String: FacetStats]
+    package var facets: [String: [String: Int]]
+    package var facetStats: [String: FacetStats]
     /// False when a facet had more distinct values than a shard sends
     /// (``ShardStore/maxFacetValues``): its counts then omit the rarest.
-    public var exhaustiveFacetsCount: Bool
-    public init(hits: [SearchHit] = [], nbHits: Int = 0, facets: [String: [String: Int]] = [:],
+    package var exhaustiveFacetsCount: Bool
+    package init(hits: [SearchHit] = [], nbHits: Int = 0, facets: [String: [String: Int]] = [:],
                 facetStats: [String: FacetStats] = [:], exhaustiveFacetsCount: Bool = true) {
         self.hits = hits
         self.nbHits = nbHits
@@ -50,7 +50,7 @@ extension ShardStore {
     /// The longest a typo vocabulary is kept once the shard has changed.
     static let vocabularyMaxAge = Duration.seconds(2)
     /// Distinct values of one facet a shard sends at most, most frequent first.
-    public static let maxFacetValues = 10_000
+    package static let maxFacetValues = 10_000
     /// Terms a shard's word index must hold for a search to start reading
     /// its ``PostingIndex`` when there is none (suggestions always do): on
     /// smaller shards FTS5's lookups are cheap, and an index would take one
@@ -153,7 +153,7 @@ extension ShardStore {
     /// 0.282 → 0.263, 0.271 (runs in turn). What is left of it is the walk
     /// itself: galloping through the matched terms' lists, a cache miss
     /// an entry.
-    public func search(_ plan: SearchPlan, rawItems: Bool = false, isCancelled: @escaping () -> Bool = { false }) throws -> ShardSearchResult {
+    package func search(_ plan: SearchPlan, rawItems: Bool = false, isCancelled: @escaping () -> Bool = { false }) throws -> ShardSearchResult {
         db.setProgressHandler(every: 4000) { isCancelled() }
         defer { db.setProgressHandler(nil) }
         rawResults = rawItems

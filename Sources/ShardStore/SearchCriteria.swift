@@ -1,7 +1,7 @@
 import Foundation
 import Items
 import QueryPlan
-@_spi(Internals) import SQLite
+import SQLite
 
 /// The ranking criteria a search reads apart from its words: whole-value
 /// exactness for one word, the custom ranking's values, and the distance to

@@ -1,7 +1,7 @@
 import Foundation
 import Items
 import QueryPlan
-@_spi(Internals) import SQLite
+import SQLite
 
 /// Every value of one attribute, by item, for counting facets: entries sorted
 /// by item id, values interned.

@@ -1,6 +1,6 @@
 import Foundation
 import QueryPlan
-@_spi(Internals) import SQLite
+import SQLite
 
 extension SearchRun {
     /// The indexes of `ranks` that no `window` others rank strictly before

@@ -1,7 +1,7 @@
 import SQLite
 
 /// Where a change stands against the shard file's sequence number.
-public enum SequenceCheck: Sendable, Equatable {
+package enum SequenceCheck: Sendable, Equatable {
     /// The next change: apply it.
     case next
     /// Applied before (a catch-up resent it): skip it.
@@ -15,7 +15,7 @@ extension ShardStore {
     ///
     /// Kept in `meta` and written in the transaction of the change itself, so
     /// after a crash it names exactly the changes the file holds.
-    public func sequence() throws -> Int {
+    package func sequence() throws -> Int {
         do {
             return Int(try db.prepare("SELECT value FROM meta WHERE key = 'sequence'").scalar()?.string ?? "0") ?? 0
         } catch {
@@ -24,7 +24,7 @@ extension ShardStore {
     }
 
     /// Whether a change numbered `sequence` comes next.
-    public func check(sequence: Int) throws -> SequenceCheck {
+    package func check(sequence: Int) throws -> SequenceCheck {
         let have = try self.sequence()
         if sequence <= have { return .applied }
         if sequence == have + 1 { return .next }
@@ -33,7 +33,7 @@ extension ShardStore {
 
     /// Runs `change` and records `sequence` (when given) in one transaction:
     /// either both are in the file or neither is.
-    public func applying<T>(sequence: Int?, _ change: () throws -> T) throws -> T {
+    package func applying<T>(sequence: Int?, _ change: () throws -> T) throws -> T {
         guard let sequence else { return try change() }
         try requireWritable("record a sequence number")
         do {

@@ -36,19 +36,19 @@ import SQLite
 /// - Sorting uses an attribute's first value; missing values sort last;
 ///   numbers (dates as seconds since 2001) before text; text by its folded
 ///   form, then exactly. Attributes declared not searchable cannot be sorted on.
-public final class ShardStore {
-    public enum Mode: Sendable, Hashable {
+package final class ShardStore {
+    package enum Mode: Sendable, Hashable {
         case readWrite
         case readOnly
     }
 
     let db: Database
-    public let path: String
-    public let mode: Mode
+    package let path: String
+    package let mode: Mode
     var logger: Logger
 
     /// Custom attribute declarations persisted in the shard.
-    public private(set) var schema = AttributeSchema() { didSet { defaultTextIDs = nil } }
+    package private(set) var schema = AttributeSchema() { didSet { defaultTextIDs = nil } }
     /// Attribute name → id, as in the `names` table.
     var nameIDs: [String: Int64] = [:]
     var names: [Int64: String] = [:]
@@ -85,7 +85,7 @@ public final class ShardStore {
 
     /// Opens a shard file, creating it (and its tables) in `.readWrite` mode.
     /// `durability` sets when a `.readWrite` store's commits reach the disk.
-    public init(path: String, mode: Mode = .readWrite, durability: Durability = .process, logger: Logger) throws {
+    package init(path: String, mode: Mode = .readWrite, durability: Durability = .process, logger: Logger) throws {
         self.path = path
         self.mode = mode
         self.logger = logger
@@ -195,7 +195,7 @@ public final class ShardStore {
     /// they were made from). A declaration that conflicts with what the shard
     /// holds is refused (``checkDeclaration(_:)``), so no stored value is
     /// left of a type that its attribute no longer has.
-    public func declare(_ specs: [AttributeSpec], semantic: [(name: String, on: Bool)] = []) throws {
+    package func declare(_ specs: [AttributeSpec], semantic: [(name: String, on: Bool)] = []) throws {
         try requireWritable("declare attributes")
         try reloadIfChanged()
         try checkDeclaration(specs)
@@ -235,7 +235,7 @@ public final class ShardStore {
     // MARK: Counting
 
     /// Items stored, expired ones included until they are purged.
-    public func count() throws -> Int {
+    package func count() throws -> Int {
         do {
             return Int(try db.prepare("SELECT count(*) FROM items").scalar()?.int64 ?? 0)
         } catch {
@@ -243,7 +243,7 @@ public final class ShardStore {
         }
     }
 
-    public func stats() throws -> ShardStats {
+    package func stats() throws -> ShardStats {
         do {
             return try db.transaction {
                 func scalar(_ sql: String, _ values: [SQLValue] = []) throws -> Int {

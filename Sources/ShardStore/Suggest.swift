@@ -4,17 +4,17 @@ import QueryPlan
 import SQLite
 
 /// A completion of typed text, with how many items it would find.
-public struct Suggestion: Sendable, Hashable {
-    public var text: String
-    public var count: Int
-    public init(text: String, count: Int) {
+package struct Suggestion: Sendable, Hashable {
+    package var text: String
+    package var count: Int
+    package init(text: String, count: Int) {
         self.text = text
         self.count = count
     }
 
     /// Best first: more items, then alphabetical (so that shards and the
     /// coordinator agree on ties).
-    public static func precedes(_ a: Suggestion, _ b: Suggestion) -> Bool {
+    package static func precedes(_ a: Suggestion, _ b: Suggestion) -> Bool {
         a.count != b.count ? a.count > b.count : a.text < b.text
     }
 }
@@ -23,7 +23,7 @@ extension ShardStore {
     /// Completions a shard sends for one word at most: the coordinator sums
     /// them, so each shard sends many more than are shown, and a sum is exact
     /// unless a term was past this rank on some shard.
-    public static let maxShardSuggestions = 500
+    package static let maxShardSuggestions = 500
     /// Completions of the last word whose count is run, for text of several words.
     static let countedCompletions = 40
 
@@ -60,7 +60,7 @@ extension ShardStore {
     /// With a filter (an app's scope, a secured key's restrictions, the
     /// caller's `filters`), counts are of the items that pass it: see
     /// ``filteredSuggest(_:limit:)``.
-    public func suggest(_ plan: SearchPlan, limit: Int) throws -> [Suggestion] {
+    package func suggest(_ plan: SearchPlan, limit: Int) throws -> [Suggestion] {
         if plan.filter != .all { return try filteredSuggest(plan, limit: limit) }
         guard let last = plan.words.last, limit > 0 else { return [] }
         let outside = db.isAutocommit

@@ -1,4 +1,4 @@
-@_spi(Internals) import SQLite
+import SQLite
 
 /// Trigrams of a shard's word-index vocabulary, for substring patterns
 /// (`title == "*acti*"c`): which distinct terms contain a run of letters and

@@ -1,5 +1,5 @@
 import QueryPlan
-@_spi(Internals) import SQLite
+import SQLite
 
 /// What a query's words are to each term of a shard's ``ForwardIndex``,
 /// decided once per query and term: kept per connection, so that a query

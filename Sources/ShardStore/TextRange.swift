@@ -1,6 +1,6 @@
 import Foundation
 import QueryPlan
-@_spi(Internals) import SQLite
+import SQLite
 
 extension ShardStore {
     /// The items with a text value of attribute `name` in the range, sorted.

@@ -1,4 +1,4 @@
-@_spi(Internals) import SQLite
+import SQLite
 
 /// A Bloom filter of the unique identifiers a shard holds, kept by its
 /// writing connection so that looking up an identifier it does not hold

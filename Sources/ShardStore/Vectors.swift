@@ -26,7 +26,7 @@ import VectorKernels
 /// only when the table then holds fewer rows than memory are deleted ones
 /// looked for (one scan of the ids). A write therefore costs a reader the
 /// rows it changed, not a reload.
-public final class VectorIndex: @unchecked Sendable {
+package final class VectorIndex: @unchecked Sendable {
     // Everything below is guarded by `lock`.
     private let lock = NSLock()
     private(set) var dimension = 0
@@ -237,7 +237,7 @@ extension ShardStore {
     /// have one (see ``SemanticText``), decoded with the shard's schema as
     /// ``write(_:evicting:vectors:)`` will decode them. Items that do not
     /// decode are left out (the write rejects them).
-    public func semanticTexts(_ items: [JSONValue]) throws -> [(uniqueIdentifier: String, text: String)] {
+    package func semanticTexts(_ items: [JSONValue]) throws -> [(uniqueIdentifier: String, text: String)] {
         try reloadIfChanged()
         guard !schema.semantic.isEmpty || items.contains(where: { $0["entity"] != nil }) else { return [] }
         let decoder = ItemDecoder(schema: schema)
@@ -250,7 +250,7 @@ extension ShardStore {
     }
 
     /// Vectors stored in the shard.
-    public func vectorCount() throws -> Int {
+    package func vectorCount() throws -> Int {
         Int(try db.prepare("SELECT count(*) FROM vectors").scalar()?.int64 ?? 0)
     }
 
@@ -287,7 +287,7 @@ extension ShardStore {
     /// Exact nearest neighbours of `vector` among the shard's items, by
     /// cosine: the `k` best with their unique identifiers. What the benchmark
     /// times; searches use the same index through ``search(_:isCancelled:)``.
-    public func nearest(_ vector: [Float], k: Int) throws -> [(uniqueIdentifier: String, score: Float)] {
+    package func nearest(_ vector: [Float], k: Int) throws -> [(uniqueIdentifier: String, score: Float)] {
         do {
             return try db.transaction(.deferred) {
                 try reloadIfChanged()

@@ -1,6 +1,6 @@
 import Foundation
 import QueryPlan
-@_spi(Internals) import SQLite
+import SQLite
 
 /// The distinct terms of a shard's word index, sorted, with how many items
 /// hold each: the one structure behind typo tolerance (terms within an edit

@@ -29,7 +29,7 @@ extension ShardStore {
     /// `vectors` are the items' embeddings by unique identifier (see
     /// ``semanticTexts(_:)``), stored beside them; an item without one loses
     /// any vector it had, since its text may have changed.
-    public func write(_ items: [JSONValue], evicting: [String] = [], vectors: [String: [Float]] = [:]) throws -> [WriteOutcome] {
+    package func write(_ items: [JSONValue], evicting: [String] = [], vectors: [String: [Float]] = [:]) throws -> [WriteOutcome] {
         try requireWritable("write items")
         let decoder = ItemDecoder(schema: schema)
         var outcomes: [WriteOutcome] = []
@@ -73,12 +73,12 @@ extension ShardStore {
 
     /// Stores already-decoded items. They are checked against the shard's
     /// schema (a declared type wins over what the producer's decoder assumed).
-    public func write(items: [Item], evicting: [String] = []) throws -> [WriteOutcome] {
+    package func write(items: [Item], evicting: [String] = []) throws -> [WriteOutcome] {
         try write(items.map(\.json), evicting: evicting)
     }
 
     /// Deletes items by unique identifier; returns how many existed.
-    public func delete(ids: [String]) throws -> Int {
+    package func delete(ids: [String]) throws -> Int {
         try requireWritable("delete items")
         do {
             return try db.transaction(.immediate) {
@@ -95,7 +95,7 @@ extension ShardStore {
 
     /// Deletes every item of the domains and of all their subdomains:
     /// `org.debian` takes `org.debian.games` but not `org.debianx`.
-    public func delete(domains: [String]) throws -> Int {
+    package func delete(domains: [String]) throws -> Int {
         try requireWritable("delete domains")
         do {
             return try db.transaction(.immediate) {
@@ -121,7 +121,7 @@ extension ShardStore {
     }
 
     /// Deletes every item; returns how many there were.
-    public func deleteAll() throws -> Int {
+    package func deleteAll() throws -> Int {
         try requireWritable("delete all items")
         do {
             return try db.transaction(.immediate) {
@@ -140,7 +140,7 @@ extension ShardStore {
 
     /// Deletes items whose expiration date is at or before `now`. Queries
     /// never return them even before this runs; purging reclaims the space.
-    public func purgeExpired(now: Date = Date()) throws -> Int {
+    package func purgeExpired(now: Date = Date()) throws -> Int {
         try requireWritable("purge expired items")
         do {
             return try db.transaction(.immediate) {

@@ -6,9 +6,9 @@ import CVectorKernels
 ///
 /// A module of its own so that it is optimised even in debug builds (as the
 /// embedder is): unoptimised, this loop runs some thirty times slower.
-public enum Int8Dot {
+package enum Int8Dot {
     /// `out[r] = Σⱼ codes[r·d + j] · query[j]` for every row `r`.
-    public static func dots(_ codes: UnsafeBufferPointer<Int8>, dimension d: Int,
+    package static func dots(_ codes: UnsafeBufferPointer<Int8>, dimension d: Int,
                             _ query: UnsafeBufferPointer<Int8>, into out: UnsafeMutableBufferPointer<Int32>) {
         precondition(query.count == d && codes.count == out.count * d)
         guard let c = codes.baseAddress, let q = query.baseAddress, let o = out.baseAddress else { return }
@@ -18,7 +18,7 @@ public enum Int8Dot {
 
     /// `vector` as codes `round(v / scale)` in −127…127, with `scale` = max |v| / 127,
     /// and the length of what the codes leave out, ‖v − scale · codes‖.
-    public static func quantize(_ vector: UnsafeBufferPointer<Float>, into codes: UnsafeMutableBufferPointer<Int8>) -> (scale: Float, error: Float) {
+    package static func quantize(_ vector: UnsafeBufferPointer<Float>, into codes: UnsafeMutableBufferPointer<Int8>) -> (scale: Float, error: Float) {
         var maxAbs: Float = 0
         for x in vector { maxAbs = max(maxAbs, abs(x)) }
         let scale: Float = maxAbs > 0 ? maxAbs / 127 : 1

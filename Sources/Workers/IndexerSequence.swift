@@ -53,6 +53,6 @@ extension IndexerService {
 /// The replica a worker serves unless told otherwise: its host and the
 /// absolute path of its data folder, which an indexer and a query worker
 /// started on the same folder share.
-public func defaultReplicaName(data: String) -> String {
+package func defaultReplicaName(data: String) -> String {
     "\(ProcessInfo.processInfo.hostName):\(URL(fileURLWithPath: data).standardizedFileURL.path)"
 }

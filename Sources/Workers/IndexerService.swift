@@ -8,29 +8,29 @@ import WireProtocol
 import ZeroMQ
 
 /// Settings of `limelight-indexer`.
-public struct IndexerConfiguration: WorkerLinkConfiguration {
-    public var coordinator: String = "tcp://127.0.0.1:7701"
-    public var data: String
-    public var shards: [Int]
-    public var workerID: String
+package struct IndexerConfiguration: WorkerLinkConfiguration {
+    package var coordinator: String = "tcp://127.0.0.1:7701"
+    package var data: String
+    package var shards: [Int]
+    package var workerID: String
     /// How often expired items are purged.
-    public var purgeIntervalSeconds: Double = 60
-    public var heartbeatMs: Int = 1000
-    public var livenessMs: Int = 3000
+    package var purgeIntervalSeconds: Double = 60
+    package var heartbeatMs: Int = 1000
+    package var livenessMs: Int = 3000
     /// What an acknowledged write survives (see ``Durability``).
-    public var durability: Durability = .process
+    package var durability: Durability = .process
     /// The all-MiniLM-L6-v2 folder items' semantic text is embedded with
     /// (see ``IndexerEmbedding``); nil stores items without vectors.
-    public var modelDirectory: String?
+    package var modelDirectory: String?
     /// The cluster secret and CURVE keys shown to the coordinator.
-    public var credentials = WorkerCredentials()
+    package var credentials = WorkerCredentials()
     /// See `Body.Register.replica`; nil: this host and data folder.
-    public var replica: String?
+    package var replica: String?
     /// Where the socket's thread and ZeroMQ's I/O thread run: together, on
     /// the CPU the link starts on (see ``ThreadPlacement``).
-    public var socketPlacement: ThreadPlacement = .here
+    package var socketPlacement: ThreadPlacement = .here
 
-    public init(data: String, shards: [Int], workerID: String? = nil) {
+    package init(data: String, shards: [Int], workerID: String? = nil) {
         self.data = data
         self.shards = shards
         self.workerID = workerID ?? "indexer-\(ProcessInfo.processInfo.hostName)-\(getpid())"
@@ -60,8 +60,8 @@ final class StoreBox: @unchecked Sendable {
 /// Debian corpus, four alternating runs each: 15.4 s against 15.3 s on
 /// average) and took 12 % more CPU, the two indexers already keeping both
 /// cores busy.
-public final class IndexerService: Sendable {
-    public let configuration: IndexerConfiguration
+package final class IndexerService: Sendable {
+    package let configuration: IndexerConfiguration
     let logger: Logger
     let link: WorkerLink
     let stores: [Int: (StoreBox, DedicatedThread)]
@@ -69,7 +69,7 @@ public final class IndexerService: Sendable {
     let embedding: IndexerEmbedding
     let copies = CopyFiles()
 
-    public init(configuration: IndexerConfiguration, logger: Logger) throws {
+    package init(configuration: IndexerConfiguration, logger: Logger) throws {
         self.configuration = configuration
         var logger = logger
         logger[metadataKey: "worker"] = "\(configuration.workerID)"
@@ -94,11 +94,11 @@ public final class IndexerService: Sendable {
         link = try WorkerLink(role: .indexer, configuration: configuration, logger: logger)
     }
 
-    public var isRegistered: Bool { link.isRegistered }
+    package var isRegistered: Bool { link.isRegistered }
     /// Why the coordinator refused this worker, if it did (`run` has then returned).
-    public var refusal: String? { link.refusal }
+    package var refusal: String? { link.refusal }
 
-    public func run() async {
+    package func run() async {
         logger.info("indexer serving", metadata: ["shards": "\(configuration.shards.map(String.init).joined(separator: ","))",
                                                   "data": "\(configuration.data)", "process.allocator": "\(ProcessAllocator.name)"])
         link.reportStatus { await self.status() }
@@ -112,7 +112,7 @@ public final class IndexerService: Sendable {
         }])
     }
 
-    public func shutdown() {
+    package func shutdown() {
         link.close()
     }
 

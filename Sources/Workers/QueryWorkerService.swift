@@ -9,26 +9,26 @@ import WireProtocol
 import ZeroMQ
 
 /// Settings of `limelight-query`.
-public struct QueryWorkerConfiguration: WorkerLinkConfiguration {
-    public var coordinator: String = "tcp://127.0.0.1:7701"
-    public var data: String
-    public var shards: [Int]
-    public var workerID: String
+package struct QueryWorkerConfiguration: WorkerLinkConfiguration {
+    package var coordinator: String = "tcp://127.0.0.1:7701"
+    package var data: String
+    package var shards: [Int]
+    package var workerID: String
     /// Queries evaluated at once; more wait their turn.
-    public var concurrency: Int = max(2, ProcessInfo.processInfo.activeProcessorCount)
+    package var concurrency: Int = max(2, ProcessInfo.processInfo.activeProcessorCount)
     /// Shard queries that may wait for a thread; past it one is answered `busy`.
-    public var maxQueued: Int = 1000
+    package var maxQueued: Int = 1000
     /// See `Body.Register.replica`; nil: this host and data folder.
-    public var replica: String?
+    package var replica: String?
     /// Where the socket's thread and ZeroMQ's I/O thread run: together, on
     /// the CPU the link starts on (see ``ThreadPlacement``).
-    public var socketPlacement: ThreadPlacement = .here
-    public var heartbeatMs: Int = 1000
-    public var livenessMs: Int = 3000
+    package var socketPlacement: ThreadPlacement = .here
+    package var heartbeatMs: Int = 1000
+    package var livenessMs: Int = 3000
     /// The cluster secret and CURVE keys shown to the coordinator.
-    public var credentials = WorkerCredentials()
+    package var credentials = WorkerCredentials()
 
-    public init(data: String, shards: [Int], workerID: String? = nil) {
+    package init(data: String, shards: [Int], workerID: String? = nil) {
         self.data = data
         self.shards = shards
         self.workerID = workerID ?? "query-\(ProcessInfo.processInfo.hostName)-\(getpid())"
@@ -79,13 +79,13 @@ final class ConnectionPool: @unchecked Sendable {
 /// Each query runs on one of the worker's own threads, never on Swift's
 /// cooperative pool nor GCD's; sending a batch waits for the socket, so a slow coordinator slows the
 /// scan instead of piling up batches in memory.
-public final class QueryWorkerService: Sendable {
-    public let configuration: QueryWorkerConfiguration
+package final class QueryWorkerService: Sendable {
+    package let configuration: QueryWorkerConfiguration
     let logger: Logger
     let link: WorkerLink
     let runner: ShardQueryRunner
 
-    public init(configuration: QueryWorkerConfiguration, logger: Logger) throws {
+    package init(configuration: QueryWorkerConfiguration, logger: Logger) throws {
         self.configuration = configuration
         var logger = logger
         logger[metadataKey: "worker"] = "\(configuration.workerID)"
@@ -103,11 +103,11 @@ public final class QueryWorkerService: Sendable {
                                   inline: { link.deferUntilRead($0) })
     }
 
-    public var isRegistered: Bool { link.isRegistered }
+    package var isRegistered: Bool { link.isRegistered }
     /// Why the coordinator refused this worker, if it did (`run` has then returned).
-    public var refusal: String? { link.refusal }
+    package var refusal: String? { link.refusal }
 
-    public func run() async {
+    package func run() async {
         logger.info("query worker serving", metadata: ["shards": "\(configuration.shards.map(String.init).joined(separator: ","))",
                                                        "data": "\(configuration.data)", "process.allocator": "\(ProcessAllocator.name)"])
         link.reportStatus { self.runner.tally.status(shards: nil, dataFolder: self.configuration.data) }
@@ -118,7 +118,7 @@ public final class QueryWorkerService: Sendable {
         runner.stop()
     }
 
-    public func shutdown() {
+    package func shutdown() {
         link.close()
     }
 

@@ -13,19 +13,19 @@ import Synchronization
 /// moving average, each search weighing an eighth): a shard whose searches
 /// are slow (a large one, heavy facets) goes back to the threads after a
 /// few of them, and comes back once they are quick again.
-public final class SearchPace: Sendable {
+package final class SearchPace: Sendable {
     /// The recent average, in microseconds.
     private let recent = Atomic<Int>(0)
-    public let limit: Duration
+    package let limit: Duration
 
-    public init(limit: Duration = .milliseconds(1)) { self.limit = limit }
+    package init(limit: Duration = .milliseconds(1)) { self.limit = limit }
 
     /// Whether the recent searches were quick enough to run the next inline.
-    public var allowsInline: Bool { recent.load(ordering: .relaxed) < Self.micros(limit) }
+    package var allowsInline: Bool { recent.load(ordering: .relaxed) < Self.micros(limit) }
 
     /// Counts a search's time. Threads that record at once may lose one of
     /// the updates: it is an estimate.
-    public func record(_ took: Duration) {
+    package func record(_ took: Duration) {
         let micros = min(Self.micros(took), 10_000_000)
         let old = recent.load(ordering: .relaxed)
         recent.store(old + (micros - old) / 8, ordering: .relaxed)

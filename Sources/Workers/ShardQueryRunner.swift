@@ -14,9 +14,9 @@ import WireProtocol
 ///
 /// Each query runs on one of the runner's own threads, never on Swift's
 /// cooperative pool nor GCD's.
-public final class ShardQueryRunner: Sendable {
-    public let workerID: String
-    public let shards: [Int]
+package final class ShardQueryRunner: Sendable {
+    package let workerID: String
+    package let shards: [Int]
     let maxQueued: Int
     let logger: Logger
     let pool: ConnectionPool
@@ -62,7 +62,7 @@ public final class ShardQueryRunner: Sendable {
     /// lets readers run while the indexer writes). `concurrency`: shard
     /// queries run at once; `maxQueued`: those that may wait for a thread,
     /// past which one is answered `busy`.
-    public init(data: String, shards: [Int], workerID: String, concurrency: Int, maxQueued: Int, logger: Logger,
+    package init(data: String, shards: [Int], workerID: String, concurrency: Int, maxQueued: Int, logger: Logger,
                 reply: @escaping @Sendable (String, Body) -> Void, replyNow: @escaping @Sendable (String, Body) -> Void,
                 inline: (@Sendable (@escaping @Sendable (_ here: Bool) -> Void) -> Bool)? = nil, repliesInProcess: Bool = false) {
         self.workerID = workerID
@@ -78,12 +78,12 @@ public final class ShardQueryRunner: Sendable {
     }
 
     /// Lets the threads end once the queued work is done.
-    public func stop() { threads.stop() }
+    package func stop() { threads.stop() }
 
     /// Takes a shard query, a shard search or a cancel without waiting: runs
     /// on the socket's thread (``WorkerLink/handleInline(_:)``), so it only
     /// decodes the plan and queues the work. False for any other message.
-    public func take(_ envelope: Envelope) -> Bool {
+    package func take(_ envelope: Envelope) -> Bool {
         switch envelope.body {
         case .shardQuery(let q):
             let key = envelope.id

@@ -3,15 +3,15 @@ import Foundation
 import ZeroMQ
 
 /// What a worker shows the coordinator to be let in (docs/security-transport.md).
-public struct WorkerCredentials: Sendable {
+package struct WorkerCredentials: Sendable {
     /// The cluster secret's file; nil reads ``ClusterSecret/defaultPath(environment:)``.
     /// Read when the coordinator first challenges the worker, so a worker of a
     /// coordinator that asks for no proof needs none.
-    public var clusterSecretFile: String?
-    /// CURVE towards a coordinator that has it on: its public key and ours.
-    public var curve: CurveClientKeys?
+    package var clusterSecretFile: String?
+    /// CURVE towards a coordinator that has it on: its package key and ours.
+    package var curve: CurveClientKeys?
 
-    public init(clusterSecretFile: String? = nil, curve: CurveClientKeys? = nil) {
+    package init(clusterSecretFile: String? = nil, curve: CurveClientKeys? = nil) {
         self.clusterSecretFile = clusterSecretFile
         self.curve = curve
     }

@@ -17,7 +17,7 @@ import ZeroMQ
 /// liveness period it registers again.
 /// What a worker's configuration tells its link: the indexer's and the
 /// query worker's both conform, so the link is set up one way for both.
-public protocol WorkerLinkConfiguration: Sendable {
+package protocol WorkerLinkConfiguration: Sendable {
     var coordinator: String { get }
     var data: String { get }
     var shards: [Int] { get }
@@ -31,8 +31,8 @@ public protocol WorkerLinkConfiguration: Sendable {
     var socketPlacement: ThreadPlacement { get }
 }
 
-public final class WorkerLink: Sendable {
-    public let workerID: String
+package final class WorkerLink: Sendable {
+    package let workerID: String
     let registration: Body.Register
     let context: Context
     let socket: AsyncSocket
@@ -47,14 +47,14 @@ public final class WorkerLink: Sendable {
     let sequences = SequenceReporter()
 
     /// Connects as `role` with what a worker's configuration says.
-    public convenience init(role: Body.Register.Role, configuration c: some WorkerLinkConfiguration, logger: Logger) throws {
+    package convenience init(role: Body.Register.Role, configuration c: some WorkerLinkConfiguration, logger: Logger) throws {
         try self.init(coordinator: c.coordinator, role: role, workerID: c.workerID, shards: c.shards, logger: logger,
                       heartbeatMs: c.heartbeatMs, livenessMs: c.livenessMs, credentials: c.credentials,
                       replica: c.replica ?? defaultReplicaName(data: c.data), placement: c.socketPlacement)
     }
 
     /// Connects as `role` serving `shards`; the link owns its ZeroMQ context.
-    public init(coordinator: String, role: Body.Register.Role, workerID: String, shards: [Int], logger: Logger,
+    package init(coordinator: String, role: Body.Register.Role, workerID: String, shards: [Int], logger: Logger,
                 heartbeatMs: Int = 1000, livenessMs: Int = 3000, credentials: WorkerCredentials = WorkerCredentials(),
                 replica: String? = nil, placement: ThreadPlacement = .anywhere) throws {
         var registration = Body.Register(role: role, worker: workerID, shards: shards,
@@ -99,7 +99,7 @@ public final class WorkerLink: Sendable {
         }
     }
 
-    public func send(_ id: String, _ body: Body) async {
+    package func send(_ id: String, _ body: Body) async {
         do { try await socket.send([Envelope(id: id, body: body).encoded()]) } catch {
             logger.debug("could not send to the coordinator", metadata: ["error": "\(error)"])
         }
@@ -108,7 +108,7 @@ public final class WorkerLink: Sendable {
     /// ``send(_:_:)`` without waiting at all, from any thread — the socket's
     /// own included, so an inline handler (``handleInline(_:)``) answers with
     /// it. The message joins the socket's queue; a failure is logged.
-    public func sendNow(_ id: String, _ body: Body) {
+    package func sendNow(_ id: String, _ body: Body) {
         let logger = self.logger
         let refused = socket.submit([Envelope(id: id, body: body).encoded()]) { error in
             if let error { logger.debug("could not send to the coordinator", metadata: ["error": "\(error)"]) }
@@ -124,21 +124,21 @@ public final class WorkerLink: Sendable {
     /// A query worker takes its shard queries this way: the hop from the
     /// socket's thread to a task and back to one of its own threads cost a
     /// thread wake-up per query for nothing (`limelight-bench path`).
-    public func handleInline(_ handler: @escaping @Sendable (Envelope) -> Bool) {
+    package func handleInline(_ handler: @escaping @Sendable (Envelope) -> Bool) {
         inline.set(handler)
     }
 
     /// Leaves `job` for the socket's thread once the messages it read are
     /// handled (``AsyncSocket/deferUntilRead(_:)``): how a query worker runs
     /// a lone search on the thread that read it. False on any other thread.
-    public func deferUntilRead(_ job: @escaping @Sendable (_ here: Bool) -> Void) -> Bool {
+    package func deferUntilRead(_ job: @escaping @Sendable (_ here: Bool) -> Void) -> Bool {
         socket.deferUntilRead(job)
     }
 
     /// ``send(_:_:)`` from one of the worker's own threads (never a task):
     /// queues the message without a task or a wait per message (see
     /// ``AsyncSocket/post(_:)``), encoding it on the calling thread.
-    public func post(_ id: String, _ body: Body) {
+    package func post(_ id: String, _ body: Body) {
         do { try socket.post([Envelope(id: id, body: body).encoded()]) } catch {
             logger.debug("could not send to the coordinator", metadata: ["error": "\(error)"])
         }
@@ -152,7 +152,7 @@ public final class WorkerLink: Sendable {
 
     /// Runs the link: registers, heartbeats, and hands every other message to
     /// `handle` in arrival order. Returns when the task is cancelled or the socket closes.
-    public func run(handle: @escaping @Sendable (Envelope) async -> Void) async {
+    package func run(handle: @escaping @Sendable (Envelope) async -> Void) async {
         await register()
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
@@ -229,7 +229,7 @@ public final class WorkerLink: Sendable {
     /// Serves until the task is cancelled: the link's own loops, `handle` for
     /// each request, and `alongside` (periodic work such as purging); then
     /// closes the socket and the context.
-    public func serve(handle: @escaping @Sendable (Envelope) async -> Void,
+    package func serve(handle: @escaping @Sendable (Envelope) async -> Void,
                       alongside: [@Sendable () async -> Void] = []) async {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.run(handle: handle) }
@@ -242,21 +242,21 @@ public final class WorkerLink: Sendable {
     }
 
     /// Sets what each heartbeat reports of the worker (its `WorkerStatus`).
-    public func reportStatus(_ provider: @escaping @Sendable () async -> WorkerStatus) {
+    package func reportStatus(_ provider: @escaping @Sendable () async -> WorkerStatus) {
         reporter.set(provider)
     }
 
     /// Sets what each registration reports of the shards' sequence numbers
     /// (an indexer's; see `ShardSequence`), read afresh each time it registers.
-    public func reportSequences(_ provider: @escaping @Sendable () async -> [ShardSequence]) {
+    package func reportSequences(_ provider: @escaping @Sendable () async -> [ShardSequence]) {
         sequences.set(provider)
     }
 
-    public var isRegistered: Bool { state.registered }
+    package var isRegistered: Bool { state.registered }
     /// Why the coordinator refused this worker, once it has; serving has then stopped.
-    public var refusal: String? { state.refusal }
+    package var refusal: String? { state.refusal }
 
-    public func close() {
+    package func close() {
         socket.close()
         context.shutdown()
     }
@@ -317,6 +317,6 @@ typealias StatusReporter = LateBound<@Sendable () async -> WorkerStatus>
 typealias SequenceReporter = LateBound<@Sendable () async -> [ShardSequence]>
 
 /// Where a worker keeps shard `n` inside its data folder.
-public func shardPath(data: String, shard: Int) -> String {
+package func shardPath(data: String, shard: Int) -> String {
     (data as NSString).appendingPathComponent("shard-\(shard).sqlite")
 }

@@ -1,7 +1,7 @@
 import Foundation
 import Items
 import QueryPlan
-@_spi(Internals) import SQLite
+import SQLite
 import Testing
 @testable import ShardStore
 
