@@ -468,6 +468,8 @@ struct ClusterBench: AsyncParsableCommand {
                 }
             }
             if corpus.wants("suggest") { try await benchSuggest(client, words, count: corpus.queries, shards: n, rate: rate) }
+            print("resident memory after the queries: " + cluster.residentMemory().map { "\($0.name) \($0.megabytes) MB" }.joined(separator: ", ")
+                  + "; data folder \(cluster.dataBytes() / 1_000_000) MB (\(stored > 0 ? cluster.dataBytes() / stored : 0) bytes an item)")
         }
         let peersAfter = corpus.runPeers()
         printPeers(peersAfter, ours: best, before: peersBefore)
@@ -536,6 +538,34 @@ struct BenchCluster {
     let dir: String
     let endpoint: String
     let process: Process
+    /// Each process of the cluster (`up`'s children, named by their `--id`,
+    /// or `coordinator`) and its resident memory, from /proc.
+    func residentMemory() -> [(name: String, megabytes: Int)] {
+        var out: [(String, Int)] = []
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] where Int32(entry) != nil {
+            guard let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                  let ppid = stat.split(separator: ")").last?.split(separator: " ").dropFirst().first.flatMap({ Int32($0) }),
+                  ppid == process.processIdentifier,
+                  let cmdline = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline"),
+                  let status = try? String(contentsOfFile: "/proc/\(entry)/status", encoding: .utf8) else { continue }
+            let argv = cmdline.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+            let name = argv.firstIndex(of: "--id").flatMap { argv.indices.contains($0 + 1) ? argv[$0 + 1] : nil }
+                ?? (argv.first.map { ($0 as NSString).lastPathComponent } ?? entry)
+            let kb = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }?
+                .split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
+            out.append((name, kb / 1024))
+        }
+        return out.sorted { $0.0 < $1.0 }
+    }
+
+    /// Bytes of the cluster's data folder (shards, their logs, keys).
+    func dataBytes() -> Int {
+        let fm = FileManager.default
+        return (fm.enumerator(atPath: dir)?.allObjects as? [String] ?? []).reduce(0) { total, f in
+            total + (((try? fm.attributesOfItem(atPath: dir + "/" + f))?[.size] as? NSNumber)?.intValue ?? 0)
+        }
+    }
+
     /// The admin key `limelight up` wrote; nil when it runs keyless.
     var adminKey: String? {
         FileManager.default.contents(atPath: dir + "/limelight.key").map {
