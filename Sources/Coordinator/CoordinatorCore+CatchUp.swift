@@ -145,7 +145,9 @@ extension CoordinatorCore {
     /// indexer the coordinator has heard of is taken as fresh: nothing says otherwise.
     func isFresh(_ w: WorkerRecord, shard: Int) -> Bool { isFresh(w.id, shard: shard) }
 
-    func isFresh(_ id: String, shard: Int) -> Bool {
+    func isFresh(_ id: String, shard: Int) -> Bool { Self.isFresh(id, shard: shard, replication) }
+
+    static func isFresh(_ id: String, shard: Int, _ replication: ReplicationState) -> Bool {
         guard let name = replication.replicaOf[id] else { return true }
         if replication.detached[name]?.contains(shard) ?? false { return false }
         guard let have = replication.applied[name]?[shard] else { return true }
@@ -185,7 +187,7 @@ extension CoordinatorCore {
                 // none of them: the same numbers name different changes here
                 // and there. It is left out until it is copied.
                 replication.detached[name, default: []].insert(shard)
-                count("catchup.detached")
+                count(.catchUpDetached)
                 logger.warning("replica ahead of the numbers given since a restart; left out of writes and queries", metadata: [
                     "replica": "\(name)", "worker": "\(r.worker)", "shard": "\(shard)",
                     "replica.sequence": "\(have)", "shard.sequence": "\(issued)",
@@ -208,7 +210,7 @@ extension CoordinatorCore {
             guard have < issued else { continue }
             guard have + 1 >= replication.start(shard) else {
                 replication.detached[name, default: []].insert(shard)
-                count("catchup.detached")
+                count(.catchUpDetached)
                 logger.warning("replica too far behind to catch up; left out of writes and queries", metadata: [
                     "replica": "\(name)", "worker": "\(r.worker)", "shard": "\(shard)",
                     "replica.sequence": "\(have)", "shard.sequence": "\(issued)", "log.start": "\(replication.start(shard))",
@@ -230,8 +232,8 @@ extension CoordinatorCore {
         let entries = (replication.log[shard] ?? []).filter { $0.sequence > after }
         guard let last = entries.last?.sequence else { return }
         replication.catchingUp[worker, default: [:]][shard] = last
-        count("catchup.started")
-        count("catchup.messages", by: entries.count)
+        count(.catchUpStarted)
+        count(.catchUpMessages, by: entries.count)
         logger.info("catching up a replica", metadata: ["worker": "\(worker)", "replica": "\(replicaName(w))", "shard": "\(shard)",
                                                         "replica.sequence": "\(after)", "shard.sequence": "\(last)", "changes": "\(entries.count)"])
         for e in entries {
@@ -264,7 +266,7 @@ extension CoordinatorCore {
                     catchUp(worker: worker, shard: f.shard, after: have)
                 } else {
                     replication.detached[name, default: []].insert(f.shard)
-                    count("catchup.detached")
+                    count(.catchUpDetached)
                     startCopy(to: worker, shard: f.shard)
                 }
             }

@@ -55,7 +55,7 @@ extension CoordinatorCore {
         guard let source else { return }
         let copy = ShardCopies.Copy(id: makeID("copy-"), shard: shard, source: source.id, target: target, replica: name)
         replication.copies.running[copy.id] = copy
-        count("copy.started")
+        count(.copyStarted)
         logger.info("copying a shard to a replica that cannot be caught up", metadata: [
             "copy": "\(copy.id)", "shard": "\(shard)", "replica": "\(name)", "worker": "\(target)",
             "source": "\(replicaName(source))", "source.worker": "\(source.id)",
@@ -86,7 +86,7 @@ extension CoordinatorCore {
             replication.copies.running[copyID] = c
             let next = makeID("y")
             replication.copies.ofMessage[next] = copyID
-            count("copy.bytes", by: chunk.size == 0 ? 0 : (chunk.data.utf8.count * 3) / 4)
+            count(.copyBytes, by: chunk.size == 0 ? 0 : (chunk.data.utf8.count * 3) / 4)
             send(.worker(target.route), next, .copyChunk(chunk))
         case .copyAck(let ack) where worker == c.target:
             c.received = ack.received
@@ -109,8 +109,8 @@ extension CoordinatorCore {
     func copyInstalled(_ c: ShardCopies.Copy, sequence: Int) {
         replication.copies.running.removeValue(forKey: c.id)
         let ms = Int(c.started.duration(to: .now) / .milliseconds(1))
-        count("copy.finished")
-        count("copy.ms", by: ms)
+        count(.copyFinished)
+        count(.copyMs, by: ms)
         logger.info("shard copied", metadata: ["copy": "\(c.id)", "shard": "\(c.shard)", "replica": "\(c.replica)",
                                                "replica.sequence": "\(sequence)", "copy.bytes": "\(c.received)", "copy.ms": "\(ms)"])
         replication.applied[c.replica, default: [:]][c.shard] = sequence
@@ -130,7 +130,7 @@ extension CoordinatorCore {
     func abandonCopy(_ copyID: String, reason: String) {
         guard let c = replication.copies.running.removeValue(forKey: copyID) else { return }
         for (id, owner) in replication.copies.ofMessage where owner == copyID { replication.copies.ofMessage.removeValue(forKey: id) }
-        count("copy.abandoned")
+        count(.copyAbandoned)
         logger.warning("shard copy abandoned; it starts again when a source and the target are live", metadata: [
             "copy": "\(c.id)", "shard": "\(c.shard)", "replica": "\(c.replica)", "reason": "\(reason)"])
     }
@@ -162,7 +162,7 @@ extension CoordinatorCore {
                     catchUp(worker: w.id, shard: shard, after: have)
                 } else {
                     replication.detached[name, default: []].insert(shard)
-                    count("catchup.detached")
+                    count(.catchUpDetached)
                     startCopy(to: w.id, shard: shard)
                 }
             }

@@ -15,12 +15,12 @@ import WireProtocol
 extension CoordinatorCore {
     func holdPublish(client: [Data], id: String, _ p: Body.Publish, rejected: [Int: ItemResult] = [:], scope: TenantScope = .unscoped) {
         guard waitingWrites.count < configuration.maxWaitingWrites else {
-            count("publish.busy")
-            sendError(.client(client), id, WireError(code: "busy", message: "the coordinator has \(publishes.count) publish batches in flight "
+            count(.publishBusy)
+            sendError(.client(client), id, WireError(code: "busy", message: "the coordinator has \(writes.publishes.count) publish batches in flight "
                 + "and \(waitingWrites.count) waiting (the limits are \(configuration.maxPendingWrites) and \(configuration.maxWaitingWrites)); send this batch again later"))
             return
         }
-        count("publish.throttled")
+        count(.publishThrottled)
         waitingWrites.append((client, id, p, rejected, scope))
     }
 
@@ -29,7 +29,7 @@ extension CoordinatorCore {
         guard !startingWaitingWrites else { return }
         startingWaitingWrites = true
         defer { startingWaitingWrites = false }
-        while publishes.count < configuration.maxPendingWrites, !waitingWrites.isEmpty {
+        while writes.publishes.count < configuration.maxPendingWrites, !waitingWrites.isEmpty {
             let w = waitingWrites.removeFirst()
             publish(client: w.client, id: w.id, w.publish, rejected: w.rejected, scope: w.scope)
         }

@@ -12,7 +12,7 @@ extension CoordinatorCore {
 
     /// `scope`: the app whose items the query may see (``TenantScope/restrict(_:)-(Query)``).
     func startQuery(client: [Data], id: String, _ request: Body.QueryRequest, scope: TenantScope = .unscoped) {
-        count("queries")
+        count(.queries)
         // A deadline of 0 or less is a mistake, not a request for no deadline:
         // a client that wants the server's default leaves the field out.
         if let d = request.deadlineMs, d <= 0 {
@@ -55,21 +55,12 @@ extension CoordinatorCore {
     /// The next live query worker of a shard not tried yet, round robin.
     func nextQueryWorker(shard: Int, tried: Set<String>) -> WorkerRecord? {
         // Never a replica behind the shard's committed changes (see ReplicationState).
-        let ids = liveWorkerIDs(.query, shard: shard)
-        func candidate(_ id: String) -> Bool { !tried.contains(id) && isFresh(id, shard: shard) }
-        let count = ids.reduce(0) { $0 + (candidate($1) ? 1 : 0) }
-        guard count > 0 else { return nil }
-        roundRobin &+= 1
-        var k = roundRobin % count
-        for id in ids where candidate(id) {
-            if k == 0 { return workers[id] }
-            k -= 1
-        }
-        return nil
+        let replication = replication
+        return registry.nextQueryWorker(shard: shard, tried: tried) { Self.isFresh($0, shard: shard, replication) }
     }
 
     func nextQueryWorkerExists(shard: Int, tried: Set<String>) -> Bool {
-        liveWorkerIDs(.query, shard: shard).contains { !tried.contains($0) && isFresh($0, shard: shard) }
+        registry.hasQueryWorker(shard: shard, tried: tried) { isFresh($0, shard: shard) }
     }
 
     /// Picks the query worker for a shard's part of a query or search: a
@@ -220,7 +211,7 @@ extension CoordinatorCore {
         // An overloaded worker ran nothing of the shard: another replica may have room.
         if let e = d.error, e.code == "busy", (rq.delivered[d.shard] ?? 0) == 0,
            nextQueryWorkerExists(shard: d.shard, tried: rq.tried[d.shard] ?? []) {
-            count("queries.busyRetried")
+            count(.queriesBusyRetried)
             rq.merger?.reset(shard: d.shard)
             queries[key] = rq
             dispatch(key, shard: d.shard)
@@ -252,7 +243,7 @@ extension CoordinatorCore {
         let elapsed = rq.started.duration(to: .now).milliseconds
         record(&queryLatenciesMs, elapsed)
         metrics.queryDuration.record(duration: rq.started.duration(to: .now))
-        if !rq.failed.isEmpty { count("queries.partial") }
+        if !rq.failed.isEmpty { count(.queriesPartial) }
         let completion = Body.Completion(count: rq.count, failedShards: rq.failed.sorted { $0.shard < $1.shard },
                                          cancelled: cancelled, elapsedMs: (elapsed * 1000).rounded() / 1000,
                                          cursor: cancelled ? nil : nextCursor(rq))
@@ -278,7 +269,7 @@ extension CoordinatorCore {
     func cancel(client: [Data], requestID: String) {
         if cancelSearch(client: client, requestID: requestID) { return }
         guard let key = queryOfRequest[client]?[requestID] else { return }
-        count("queries.cancelled")
+        count(.queriesCancelled)
         stopShards(key, reason: nil)
         complete(key, cancelled: true)
     }
@@ -294,7 +285,7 @@ extension CoordinatorCore {
     func abandonQueries(of client: [Data]) {
         guard let keys = queryOfRequest[client]?.values, !keys.isEmpty else { return }
         for key in Array(keys) {
-            count("queries.abandoned")
+            count(.queriesAbandoned)
             stopShards(key, reason: nil)
             complete(key, cancelled: true)
         }
@@ -303,7 +294,7 @@ extension CoordinatorCore {
 
     func deadlineReached(_ key: String) {
         guard let rq = queries[key] else { return }
-        count("queries.timedOut")
+        count(.queriesTimedOut)
         stopShards(key, reason: "no answer within the deadline of \(rq.deadlineMs) ms")
         releaseMergedAfterStop(key)
         complete(key, cancelled: false)

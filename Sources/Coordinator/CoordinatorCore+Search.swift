@@ -51,7 +51,7 @@ final class RunningSearch {
 
 extension CoordinatorCore {
     func startSearch(client: [Data], id: String, _ s: Body.Search, scope: TenantScope = .unscoped) {
-        count("searches")
+        count(.searches)
         let request: SearchRequest
         do throws(SearchParametersError) { request = try SearchRequest(params: s.params) } catch {
             sendError(.client(client), id, WireError(code: error.code.description, message: error.message,
@@ -82,7 +82,7 @@ extension CoordinatorCore {
                 field: parameter))
             return
         }
-        count("searches.semantic")
+        count(.searchesSemantic)
         launchEmbedded(client: client, id: id, request: request, text: semantic.query, ratio: semantic.ratio,
                        deadlineMs: deadlineMs, mode: .search, scope: scope, ifEmbeddingFails: .refuse(field: parameter))
     }
@@ -208,14 +208,14 @@ extension CoordinatorCore {
         if searchOfRequest[rs.client]?.isEmpty == true { searchOfRequest.removeValue(forKey: rs.client) }
         let elapsed = rs.started.duration(to: .now).milliseconds
         record(&queryLatenciesMs, elapsed)
-        if !rs.failed.isEmpty { count("searches.partial") }
+        if !rs.failed.isEmpty { count(.searchesPartial) }
         let failed = rs.failed.sorted { $0.shard < $1.shard }
         send(.client(rs.client), rs.requestID, answer(rs, elapsedMs: elapsed, failed: failed))
     }
 
     func searchDeadlineReached(_ key: String) {
         guard let rs = searches[key] else { return }
-        count("searches.timedOut")
+        count(.searchesTimedOut)
         for (shard, wid) in rs.outstanding {
             if let w = workers[wid] { send(.worker(w.route), key, .cancel(Body.Cancel(query: key))) }
             rs.failed.append(ShardFailure(shard: shard, reason: "no answer within the deadline of \(rs.deadlineMs) ms"))
@@ -228,7 +228,7 @@ extension CoordinatorCore {
     /// A client's `cancel` of a search: the workers stop, and no answer is sent.
     func cancelSearch(client: [Data], requestID: String) -> Bool {
         guard let key = searchOfRequest[client]?[requestID], let rs = searches[key] else { return false }
-        count("searches.cancelled")
+        count(.searchesCancelled)
         for (_, wid) in rs.outstanding {
             if let w = workers[wid] { send(.worker(w.route), key, .cancel(Body.Cancel(query: key))) }
         }

@@ -68,79 +68,24 @@ actor CoordinatorCore {
     let workerOutlet: Outlet
     let startedAt = Date()
 
-    /// The registered workers. A change of who is in it (not of a record's
-    /// `lastSeen`, which every message updates) must call ``workersChanged()``.
-    var workers: [String: WorkerRecord] = [:]
-    /// ``liveWorkerIDs(_:shard:)``'s answers while `workers` holds the same
-    /// workers (see ``workersChanged()``).
-    var liveWorkerIDsCache: [LiveWorkersKey: [String]] = [:]
-    var workerByRoute: [[Data]: String] = [:]
+    /// The registered and the lost workers (``WorkerRegistry``).
+    var registry = WorkerRegistry()
+    /// The registered workers, by id.
+    var workers: [String: WorkerRecord] { registry.workers }
     /// The query worker in this process, if any (``LocalQueryWorker``).
     var localWorker: LocalQueryWorker?
     /// Registrations waiting for their proof, by connection (CoordinatorCore+WorkerAuth.swift).
     var challenges: [[Data]: PendingChallenge] = [:]
-    var roundRobin = 0
     /// Replicas' sequence numbers and the catch-up log (CoordinatorCore+CatchUp.swift).
     var replication = ReplicationState()
     var nextID = 0
 
-    // Writes in flight.
-    struct ShardWrite: Sendable {
-        var publish: String
-        var shard: Int
-        var worker: String
-        /// Positions in the client's batch of the items sent in this write.
-        var indices: [Int]
-    }
-    struct PendingPublish: Sendable {
-        var client: [Data]
-        var requestID: String
-        var batch: String?
-        /// Each item's identifier, for rejections the coordinator makes itself.
-        var identifiers: [String?]
-        var results: [ItemResult?]
-        var outstanding: Set<String>
-        /// Shards for which at least one replica committed.
-        var committed: Set<Int>
-        var shardOf: [Int: [Int]] // shard → item positions
-        var started: ContinuousClock.Instant
-        /// The app the items were published for (their names are qualified; see `TenantScope`).
-        var scope: TenantScope = .unscoped
-    }
-    var publishes: [String: PendingPublish] = [:]
+    /// Publishes, deletes and declarations in flight (``WriteTracker``).
+    var writes = WriteTracker()
     /// Publishes that came while `maxPendingWrites` were in flight, in order
     /// (at most `maxWaitingWrites`; see ``holdPublish``).
     var waitingWrites: [(client: [Data], id: String, publish: Body.Publish, rejected: [Int: ItemResult], scope: TenantScope)] = []
     var startingWaitingWrites = false
-    var shardWrites: [String: ShardWrite] = [:]
-
-    // Deletes in flight.
-    struct PendingDelete: Sendable {
-        var client: [Data]
-        var requestID: String
-        var outstanding: [String: (worker: String, shard: Int)]
-        var deletedByShard: [Int: Int]
-        var failed: [ShardFailure]
-        /// Set for entity deletes and associations, which answer `entity_ack`.
-        var entity: EntityOperation? = nil
-    }
-    var deletes: [String: PendingDelete] = [:]
-    var deleteOfRequest: [String: String] = [:]
-
-    // Declarations in flight.
-    struct PendingDeclare: Sendable {
-        var client: [Data]
-        var requestID: String
-        var declaration: Body.Declare
-        /// The first round's message: the declaration with `check` set.
-        var check: Body.Declare
-        /// Every indexer has checked the declaration; the second round declares it.
-        var checked: Bool
-        var outstanding: [String: String] // message → worker
-        var error: WireError?
-    }
-    var declares: [String: PendingDeclare] = [:]
-    var declareOfRequest: [String: String] = [:]
 
     // Queries in flight.
     struct RunningQuery: Sendable {
@@ -185,13 +130,12 @@ actor CoordinatorCore {
     let queryEmbedder: QueryEmbedder
     var searchOfRequest: [[Data]: [String: String]] = [:]
 
-    // Counters for the stats endpoint.
+    /// Counters for the stats endpoint, by ``CoordinatorCounter`` name (the
+    /// names `/stats` shows; ``RateWindow`` samples them as they are).
     var counters: [String: Int] = [:]
     var queryLatenciesMs: [Double] = []
     var firstBatchLatenciesMs: [Double] = []
     var firstBatchSent: Set<String> = []
-    /// Workers declared dead, kept for the stats and metrics (see ClusterStats.swift).
-    var lostWorkers: [String: LostWorker] = [:]
     var rates = RateWindow()
     /// Prometheus figures (GET /metrics); the HTTP endpoint renders them.
     nonisolated let metrics = CoordinatorMetrics()
@@ -232,7 +176,7 @@ actor CoordinatorCore {
         return "\(prefix)\(nextID)"
     }
 
-    func count(_ key: String, by n: Int = 1) { counters[key, default: 0] += n }
+    func count(_ counter: CoordinatorCounter, by n: Int = 1) { counters[counter.rawValue, default: 0] += n }
 
     func send(_ to: Peer, _ id: String, _ body: Body) {
         if sendLocal(to, id, body) { return }
@@ -243,7 +187,7 @@ actor CoordinatorCore {
         case .worker: outlet = workerOutlet
         }
         if case .dropped(let first) = outlet.send(o) {
-            count("outbox.dropped")
+            count(.outboxDropped)
             if first, case .client(let route) = to { abandonQueries(of: route) }
             if first {
                 logger.warning("a peer is not reading its messages: its outbox is full, dropping new ones until it drains", metadata: [
@@ -255,7 +199,7 @@ actor CoordinatorCore {
     }
 
     func sendError(_ to: Peer, _ id: String, _ error: WireError) {
-        count("errors")
+        count(.errors)
         send(to, id, .error(error))
     }
 
@@ -297,42 +241,10 @@ actor CoordinatorCore {
         Body.Pong(shardCount: configuration.shards, servedShards: servedShards())
     }
 
-    func servedShards() -> [Int] {
-        (0..<configuration.shards).filter { !liveWorkers(.indexer, shard: $0).isEmpty && !liveWorkers(.query, shard: $0).isEmpty }
-    }
+    func servedShards() -> [Int] { registry.servedShards(shardCount: configuration.shards) }
 
     func liveWorkers(_ role: Body.Register.Role, shard: Int) -> [WorkerRecord] {
-        liveWorkerIDs(role, shard: shard).compactMap { workers[$0] }
-    }
-
-    struct LiveWorkersKey: Hashable {
-        let role: Body.Register.Role
-        let shard: Int
-    }
-
-    /// The ids of the workers of `role` serving `shard`, sorted, worked out
-    /// once per change of the workers. Why: every search and query picks
-    /// its workers here, and filtering and sorting the records (copies of
-    /// every field) each time was ~5 us of a two-word search's 430 in the
-    /// coordinator (traced through a one-shard cluster, 2026-11-25).
-    func liveWorkerIDs(_ role: Body.Register.Role, shard: Int) -> [String] {
-        let key = LiveWorkersKey(role: role, shard: shard)
-        if let ids = liveWorkerIDsCache[key] {
-            assert(ids == Self.workerIDs(workers, role, shard: shard), "workers changed without workersChanged()")
-            return ids
-        }
-        let ids = Self.workerIDs(workers, role, shard: shard)
-        liveWorkerIDsCache[key] = ids
-        return ids
-    }
-
-    static func workerIDs(_ workers: [String: WorkerRecord], _ role: Body.Register.Role, shard: Int) -> [String] {
-        workers.values.filter { $0.role == role && $0.shards.contains(shard) }.map(\.id).sorted()
-    }
-
-    /// Forgets ``liveWorkerIDs(_:shard:)``'s answers: a worker came or went.
-    func workersChanged() {
-        liveWorkerIDsCache.removeAll()
+        registry.liveWorkers(role, shard: shard)
     }
 }
 
