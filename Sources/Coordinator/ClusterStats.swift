@@ -115,7 +115,7 @@ extension CoordinatorCore {
 
         var depth: [String: Int] = [:]
         writes.outstanding(into: &depth)
-        for q in queries.values { for wid in q.outstanding.values { depth[wid, default: 0] += 1 } }
+        inFlight.outstanding(into: &depth)
 
         let live = workers.values.sorted { $0.id < $1.id }.map { w in
             ClusterSnapshot.Worker(record: w, live: true, lastSeenMsAgo: Int(w.lastSeen.duration(to: now).milliseconds),
@@ -155,9 +155,10 @@ extension CoordinatorCore {
         o["replication"] = replicationJSON()
         // What a query leaves behind until it completes: all zero when idle,
         // whether its client stayed to the end or went away mid-stream.
-        o["queryState"] = .object(["running": .number(Double(queries.count)), "searches": .number(Double(searches.count)),
-                                   "clients": .number(Double(queryOfRequest.count + searchOfRequest.count)),
-                                   "firstBatchPending": .number(Double(firstBatchSent.count))])
+        let state = inFlight.state
+        o["queryState"] = .object(["running": .number(Double(state.running)), "searches": .number(Double(state.searches)),
+                                   "clients": .number(Double(state.clients)),
+                                   "firstBatchPending": .number(Double(state.firstBatchPending))])
         return .object(o)
     }
 }

@@ -60,7 +60,7 @@ extension CoordinatorCore {
                 case .delete: perform(writes.deleteAnswered(envelope.id, deleted: nil, error: e))
                 case .declare: perform(writes.declareAnswered(envelope.id, error: e))
                 }
-            } else if let rq = queries[envelope.id], let shard = rq.outstanding.first(where: { $0.value == wid })?.key {
+            } else if let rq = queries[envelope.id], let shard = rq.scatter.shard(runBy: wid) {
                 shardDone(key: envelope.id, from: wid, Body.ShardDone(shard: shard, count: 0, error: e))
             } else {
                 logger.notice("worker reported an error", metadata: ["worker": "\(wid)", "error": "\(e)"])
@@ -109,25 +109,20 @@ extension CoordinatorCore {
         // Its writes, deletes and declarations fail (see ``WriteTracker/workerLost(_:)``).
         perform(writes.workerLost(w.id))
         searchesLost(worker: w.id)
-        // Queries: retry a shard elsewhere if nothing of it reached the client yet.
-        for (key, rq) in queries {
-            for (shard, wid) in rq.outstanding where wid == w.id {
-                var q = rq
-                q.outstanding.removeValue(forKey: shard)
-                // Nothing of the shard reached the client yet: start it over elsewhere.
-                if (q.delivered[shard] ?? 0) == 0 {
-                    q.merger?.reset(shard: shard)
-                    queries[key] = q
-                    dispatch(key, shard: shard)
-                } else {
-                    q.failed.append(ShardFailure(shard: shard, reason: "query worker \(w.id) was lost mid-stream"))
-                    q.merger?.finish(shard: shard)
-                    queries[key] = q
+        // Queries: a shard of which nothing reached the client starts over
+        // elsewhere; one the client has part of fails (``ShardScatter/lost(_:)``).
+        // Every shard's merge is settled before any retry, so that a query
+        // that ends in the middle releases no merge still waiting for a shard.
+        for (key, shards) in inFlight.queriesLost(w.id) {
+            inFlight.update(key) { rq in
+                for s in shards {
+                    if s.outcome == .retry { rq.merger?.reset(shard: s.shard) } else { rq.merger?.finish(shard: s.shard) }
                 }
-                releaseMerged(key)
-                finishQueryIfDone(key)
-                flushHeldBatch(key)
             }
+            for s in shards where s.outcome == .retry { dispatch(key, shard: s.shard) }
+            releaseMerged(key)
+            finishQueryIfDone(key)
+            flushHeldBatch(key)
         }
     }
 }

@@ -54,7 +54,15 @@ final class UnreachableWorkers: @unchecked Sendable {
     }
 }
 
-/// The coordinator's state machine: everything it knows and decides.
+/// The coordinator: its sockets, and the state that decides what it sends.
+///
+/// The decisions live in value types, each unit-tested without processes:
+/// ``WorkerRegistry`` (who is registered, live, silent, next for a shard),
+/// ``WriteTracker`` (when a publish, delete or declaration is answered, and
+/// how), ``QueryTracker`` and ``ShardScatter`` (a query's or search's shards:
+/// retried elsewhere or named failed, cancels, deadlines). Their methods take
+/// an event and say what to send; this actor mints message ids, sends, and
+/// keeps what is tied to the process (timers, metrics, the replicas' log).
 ///
 /// Handlers never await; they append replies to their peers' ordered
 /// outboxes (``Outlet``), which never suspend either. That keeps every
@@ -87,55 +95,18 @@ actor CoordinatorCore {
     var waitingWrites: [(client: [Data], id: String, publish: Body.Publish, rejected: [Int: ItemResult], scope: TenantScope)] = []
     var startingWaitingWrites = false
 
-    // Queries in flight.
-    struct RunningQuery: Sendable {
-        var key: String
-        var client: [Data]
-        var requestID: String
-        var query: Query
-        var planJSON: JSONValue
-        var deadlineMs: Int
-        var outstanding: [Int: String]       // shard → worker
-        var delivered: [Int: Int] = [:]      // shard → hits released to the client
-        var tried: [Int: Set<String>] = [:]  // shard → workers tried
-        var failed: [ShardFailure] = []
-        var count = 0
-        var seq = 0
-        var merger: ResultMerger?
-        var started: ContinuousClock.Instant
-        /// Fires the deadline; cancelled when the query completes first.
-        var deadlineTimer: Deadlines.Token?
-        /// Predicate queries: which query a cursor belongs to, and the sort
-        /// values of the last result released (see `QueryCursor`).
-        var cursorFingerprint: String?
-        var lastSort: [JSONValue]?
-        /// Whose query it is: results are given back the names the app published.
-        var scope: TenantScope = .unscoped
-        /// The client reads the completion inside the last batch
-        /// (``Body/QueryRequest/completionInBatch``).
-        var completionInBatch = false
-        /// Such a client's latest batch, held back while the coordinator
-        /// handles the message that produced it, in case the query ends in
-        /// the same step: ``CoordinatorCore/complete(_:cancelled:)`` then
-        /// sends it with the completion inside, and otherwise
-        /// ``CoordinatorCore/flushHeldBatch(_:)`` sends it before the step
-        /// ends, so no batch waits for a later message (streaming is kept).
-        var held: Body.ResultBatch?
-    }
-    var queries: [String: RunningQuery] = [:]
-    var queryOfRequest: [[Data]: [String: String]] = [:]
-    // Parameter searches in flight (CoordinatorCore+Search.swift).
-    var searches: [String: RunningSearch] = [:]
+    /// Queries and parameter searches in flight (``QueryTracker``).
+    var inFlight = QueryTracker()
+    var queries: [String: RunningQuery] { inFlight.queries }
+    var searches: [String: RunningSearch] { inFlight.searches }
     /// The query embedder, loaded by the first semantic search (see ``QueryEmbedder``).
     let queryEmbedder: QueryEmbedder
-    var searchOfRequest: [[Data]: [String: String]] = [:]
 
     /// Counters for the stats endpoint, by ``CoordinatorCounter`` name (the
     /// names `/stats` shows; ``RateWindow`` samples them as they are).
     var counters: [String: Int] = [:]
     var queryLatenciesMs: [Double] = []
     var firstBatchLatenciesMs: [Double] = []
-    var firstBatchSent: Set<String> = []
     var rates = RateWindow()
     /// Prometheus figures (GET /metrics); the HTTP endpoint renders them.
     nonisolated let metrics = CoordinatorMetrics()
