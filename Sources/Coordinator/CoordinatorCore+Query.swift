@@ -56,7 +56,7 @@ extension CoordinatorCore {
     func nextQueryWorker(shard: Int, tried: Set<String>) -> WorkerRecord? {
         // Never a replica behind the shard's committed changes (see ReplicationState).
         let replication = replication
-        return registry.nextQueryWorker(shard: shard, tried: tried) { Self.isFresh($0, shard: shard, replication) }
+        return registry.nextQueryWorker(shard: shard, tried: tried) { replication.isFresh($0, shard: shard) }
     }
 
     func nextQueryWorkerExists(shard: Int, tried: Set<String>) -> Bool {
