@@ -14,8 +14,17 @@ extension CoordinatorCore {
     /// not valid donations), answered in place with their reason.
     /// `scope`: the app the items are for; they arrive with their names qualified already.
     func publish(client: [Data], id: String, _ p: Body.Publish, rejected: [Int: ItemResult] = [:], scope: TenantScope = .unscoped) {
-        if writes.publishes.count >= configuration.maxPendingWrites || !waitingWrites.isEmpty && !startingWaitingWrites {
-            holdPublish(client: client, id: id, p, rejected: rejected, scope: scope)
+        switch writes.admit(WriteTracker.WaitingPublish(client: client, requestID: id, publish: p, rejected: rejected, scope: scope),
+                            maxPending: configuration.maxPendingWrites, maxWaiting: configuration.maxWaitingWrites, draining: startingWaitingWrites) {
+        case .start:
+            break
+        case .held:
+            count(.publishThrottled)
+            return
+        case .busy:
+            count(.publishBusy)
+            sendError(.client(client), id, WireError(code: "busy", message: "the coordinator has \(writes.publishes.count) publish batches in flight "
+                + "and \(writes.waiting.count) waiting (the limits are \(configuration.maxPendingWrites) and \(configuration.maxWaitingWrites)); send this batch again later"))
             return
         }
         count(.publishBatches)

@@ -90,9 +90,7 @@ actor CoordinatorCore {
 
     /// Publishes, deletes and declarations in flight (``WriteTracker``).
     var writes = WriteTracker()
-    /// Publishes that came while `maxPendingWrites` were in flight, in order
-    /// (at most `maxWaitingWrites`; see ``holdPublish``).
-    var waitingWrites: [(client: [Data], id: String, publish: Body.Publish, rejected: [Int: ItemResult], scope: TenantScope)] = []
+    /// Set while ``startWaitingWrites()`` starts the publishes that waited.
     var startingWaitingWrites = false
 
     /// Queries and parameter searches in flight (``QueryTracker``).

@@ -78,12 +78,34 @@ struct WriteTracker: Sendable {
         case declareDone(client: [Data], requestID: String, error: WireError?)
     }
 
+    /// A publish that came while the most allowed were in flight, waiting its turn.
+    struct WaitingPublish: Sendable {
+        var client: [Data]
+        var requestID: String
+        var publish: Body.Publish
+        /// Items refused before routing (see ``CoordinatorCore/publish(client:id:_:rejected:scope:)``).
+        var rejected: [Int: ItemResult]
+        var scope: TenantScope
+    }
+
+    /// What becomes of a publish that arrives (``admit(_:maxPending:maxWaiting:draining:)``).
+    enum Admission: Equatable, Sendable {
+        /// Route it now.
+        case start
+        /// It waits its turn, behind those already waiting.
+        case held
+        /// Too many are waiting: answer `busy`, and the producer sends it again later.
+        case busy
+    }
+
     /// What a worker's message id belongs to, for an `error` it answers.
     enum MessageKind: Sendable, Equatable {
         case write, delete, declare
     }
 
     private(set) var publishes: [String: PendingPublish] = [:]
+    /// Publishes waiting for room, oldest first.
+    private(set) var waiting: [WaitingPublish] = []
     private(set) var shardWrites: [String: ShardWrite] = [:]
     private(set) var deletes: [String: PendingDelete] = [:]
     private(set) var deleteOfMessage: [String: String] = [:]
@@ -105,6 +127,25 @@ struct WriteTracker: Sendable {
     }
 
     // MARK: Publishes
+
+    /// Throttles publishes without ever stopping the coordinator from
+    /// reading: at most `maxPending` are in flight, and one that comes past
+    /// that waits, in order, in a queue of at most `maxWaiting`; past that it
+    /// is refused as `busy`. While publishes wait, a new one waits behind
+    /// them even if there is room, unless the core is starting the waiting
+    /// ones (`draining`), so none overtakes another.
+    mutating func admit(_ publish: @autoclosure () -> WaitingPublish, maxPending: Int, maxWaiting: Int, draining: Bool) -> Admission {
+        if publishes.count < maxPending && (waiting.isEmpty || draining) { return .start }
+        guard waiting.count < maxWaiting else { return .busy }
+        waiting.append(publish())
+        return .held
+    }
+
+    /// The oldest waiting publish, when there is room for it.
+    mutating func nextWaiting(maxPending: Int) -> WaitingPublish? {
+        guard publishes.count < maxPending, !waiting.isEmpty else { return nil }
+        return waiting.removeFirst()
+    }
 
     /// Starts tracking a publish; its writes follow (``writeSent(_:_:)``),
     /// then ``publishRouted(_:)``.

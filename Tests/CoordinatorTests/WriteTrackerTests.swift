@@ -212,6 +212,35 @@ struct WriteTrackerTests {
         #expect(t.declares.isEmpty && t.kind(ofMessage: "k3") == nil)
     }
 
+    // MARK: Throttling
+
+    static func waiting(_ id: String) -> WriteTracker.WaitingPublish {
+        WriteTracker.WaitingPublish(client: client, requestID: id, publish: Body.Publish(items: []), rejected: [:], scope: .unscoped)
+    }
+
+    /// Past the publishes allowed in flight a publish waits its turn, and
+    /// past the queue's length it is refused as busy; while some wait, a new
+    /// one queues behind them even with room, and they start oldest first.
+    @Test func publishesPastTheLimitWaitInOrderThenAreRefused() {
+        var t = Self.publishing(["a"], to: ["i1"])
+        #expect(t.admit(Self.waiting("r2"), maxPending: 2, maxWaiting: 2, draining: false) == .start)
+        t.beginPublish("p2", WriteTracker.PendingPublish(client: Self.client, requestID: "r2", batch: nil, identifiers: ["b"], results: [nil], started: .now))
+        t.writeSent("w-p2", WriteTracker.ShardWrite(publish: "p2", shard: 0, worker: "i1", indices: [0]))
+        #expect(t.admit(Self.waiting("r3"), maxPending: 2, maxWaiting: 2, draining: false) == .held)
+        #expect(t.admit(Self.waiting("r4"), maxPending: 2, maxWaiting: 2, draining: false) == .held)
+        #expect(t.admit(Self.waiting("r5"), maxPending: 2, maxWaiting: 2, draining: false) == .busy)
+        #expect(t.waiting.map(\.requestID) == ["r3", "r4"])
+        #expect(t.nextWaiting(maxPending: 2) == nil)
+
+        _ = t.writeAcked("w-i1", Self.stored(["a"]))
+        // Room for one, but two wait: a newcomer queues behind them.
+        #expect(t.admit(Self.waiting("r6"), maxPending: 2, maxWaiting: 3, draining: false) == .held)
+        #expect(t.nextWaiting(maxPending: 2)?.requestID == "r3")
+        // The core starts it as it drains the queue; it passes the queue.
+        #expect(t.admit(Self.waiting("r3"), maxPending: 2, maxWaiting: 3, draining: true) == .start)
+        #expect(t.waiting.map(\.requestID) == ["r4", "r6"])
+    }
+
     /// The stats' queue depths count every message a worker has not answered.
     @Test func outstandingMessagesArePerWorker() {
         var t = Self.publishing(["a"], to: ["i1", "i2"])
