@@ -35,8 +35,9 @@ struct RateWindow: Sendable {
         while samples.count > 2, samples[0].at.duration(to: now) > horizon { samples.removeFirst() }
     }
 
-    /// Per second, of the counter named `key`, from the oldest sample kept to `current`.
-    func perSecond(_ key: String, current: [String: Int], now: ContinuousClock.Instant = .now) -> Double {
+    /// Per second, of `counter`, from the oldest sample kept to `current`.
+    func perSecond(_ counter: CoordinatorCounter, current: [String: Int], now: ContinuousClock.Instant = .now) -> Double {
+        let key = counter.rawValue
         guard let first = samples.first else { return 0 }
         let seconds = first.at.duration(to: now).milliseconds / 1000
         guard seconds > 0.05 else { return 0 }
@@ -108,26 +109,19 @@ extension CoordinatorCore {
 
     /// Forgets lost workers past `LostWorker.keepSeconds`: a worker restarted
     /// under a new id (the default id has its pid) leaves one entry per death.
-    func pruneLostWorkers() {
-        let cutoff = Date().addingTimeInterval(-LostWorker.keepSeconds)
-        lostWorkers = lostWorkers.filter { $0.value.lostAt > cutoff }
-    }
-
     func snapshot() -> ClusterSnapshot {
         let now = ContinuousClock.now
-        pruneLostWorkers()
+        registry.pruneLost(at: Date())
 
         var depth: [String: Int] = [:]
-        for w in shardWrites.values { depth[w.worker, default: 0] += 1 }
-        for q in queries.values { for wid in q.outstanding.values { depth[wid, default: 0] += 1 } }
-        for d in deletes.values { for e in d.outstanding.values { depth[e.worker, default: 0] += 1 } }
-        for k in declares.values { for wid in k.outstanding.values { depth[wid, default: 0] += 1 } }
+        writes.outstanding(into: &depth)
+        inFlight.outstanding(into: &depth)
 
         let live = workers.values.sorted { $0.id < $1.id }.map { w in
             ClusterSnapshot.Worker(record: w, live: true, lastSeenMsAgo: Int(w.lastSeen.duration(to: now).milliseconds),
                                    queueDepth: depth[w.id] ?? 0)
         }
-        let lost = lostWorkers.values.sorted { $0.record.id < $1.record.id }.map { l in
+        let lost = registry.lost.values.sorted { $0.record.id < $1.record.id }.map { l in
             ClusterSnapshot.Worker(record: l.record, live: false, lastSeenMsAgo: Int(l.record.lastSeen.duration(to: now).milliseconds),
                                    queueDepth: 0, lostAt: l.lostAt, lostReason: l.reason)
         }
@@ -147,12 +141,12 @@ extension CoordinatorCore {
         }
         return ClusterSnapshot(
             time: Date(), uptimeSeconds: Date().timeIntervalSince(startedAt), shardCount: configuration.shards, shards: shards,
-            workers: live + lost, counters: counters, queriesInFlight: queries.count, publishesInFlight: publishes.count,
-            deletesInFlight: deletes.count, queryLatencyMs: Array(queryLatenciesMs.suffix(Self.latencySamples)),
+            workers: live + lost, counters: counters, queriesInFlight: queries.count, publishesInFlight: writes.publishes.count,
+            deletesInFlight: writes.deletes.count, queryLatencyMs: Array(queryLatenciesMs.suffix(Self.latencySamples)),
             firstBatchLatencyMs: Array(firstBatchLatenciesMs.suffix(Self.latencySamples)),
-            publishItemsPerSecond: rates.perSecond("publish.items", current: counters, now: now),
-            publishBatchesPerSecond: rates.perSecond("publish.batches", current: counters, now: now),
-            queriesPerSecond: rates.perSecond("queries", current: counters, now: now))
+            publishItemsPerSecond: rates.perSecond(.publishItems, current: counters, now: now),
+            publishBatchesPerSecond: rates.perSecond(.publishBatches, current: counters, now: now),
+            queriesPerSecond: rates.perSecond(.queries, current: counters, now: now))
     }
 
     /// The statistics object of `stats_reply` and `GET /stats`.
@@ -161,9 +155,10 @@ extension CoordinatorCore {
         o["replication"] = replicationJSON()
         // What a query leaves behind until it completes: all zero when idle,
         // whether its client stayed to the end or went away mid-stream.
-        o["queryState"] = .object(["running": .number(Double(queries.count)), "searches": .number(Double(searches.count)),
-                                   "clients": .number(Double(queryOfRequest.count + searchOfRequest.count)),
-                                   "firstBatchPending": .number(Double(firstBatchSent.count))])
+        let state = inFlight.state
+        o["queryState"] = .object(["running": .number(Double(state.running)), "searches": .number(Double(state.searches)),
+                                   "clients": .number(Double(state.clients)),
+                                   "firstBatchPending": .number(Double(state.firstBatchPending))])
         return .object(o)
     }
 }

@@ -3,108 +3,21 @@ import Items
 import Logging
 import WireProtocol
 
-/// What the coordinator knows of each shard's replicas: how far each has
-/// applied the shard's changes, and the recent changes a replica that was
-/// away needs to catch up.
-///
-/// Every change of a shard (write, delete, entity operation) gets the next
-/// number of the shard's sequence (see `ShardSequence`), and each indexer
-/// applies them strictly in order, recording the last one in the shard file.
-/// A replica is *fresh* while it has applied every change some replica has
-/// committed; queries go only to query workers of fresh replicas.
-struct ReplicationState: Sendable {
-    struct Entry: Sendable {
-        var sequence: Int
-        var body: Body
-        var weight: Int
-    }
-    struct InFlight: Sendable {
-        var worker: String
-        var shard: Int
-        var sequence: Int
-        var catchUp: Bool
-    }
-    /// Per shard: the last sequence number given out.
-    var issued: [Int: Int] = [:]
-    /// Per shard: the highest sequence number a replica has committed.
-    var committed: [Int: Int] = [:]
-    /// Per shard: recent changes, oldest first, and their weight in items.
-    var log: [Int: [Entry]] = [:]
-    var logWeight: [Int: Int] = [:]
-    /// Per shard: the first sequence number the log can send (`issued + 1`
-    /// when it holds nothing).
-    var logStart: [Int: Int] = [:]
-    /// Per replica and shard: the last sequence number it has applied.
-    var applied: [String: [Int: Int]] = [:]
-    /// Replicas further behind than the log reaches, per shard: no writes,
-    /// no queries, until they are copied.
-    var detached: [String: Set<Int>] = [:]
-    /// Worker → the replica it writes or reads. Query workers that name none
-    /// are not tracked (always taken as fresh).
-    var replicaOf: [String: String] = [:]
-    /// Numbered messages awaiting their answer, by message id.
-    var inFlight: [String: InFlight] = [:]
-    /// Declarations seen: replayed (they are idempotent) before a catch-up.
-    var declarations: [Body.Declare] = []
-    /// Catch-ups under way: worker → shard → the sequence number it ends at.
-    var catchingUp: [String: [Int: Int]] = [:]
-    /// Per shard: the number this coordinator started numbering from (the
-    /// shard's sequence when it numbered its first change of it). Numbers
-    /// above it are this coordinator's.
-    var base: [Int: Int] = [:]
-    /// Per shard: the replicas that have this coordinator's numbers above
-    /// `base` or none at all, so whose numbers mean the same changes as here.
-    var lineage: [Int: Set<String>] = [:]
-    /// Whole-shard copies to detached replicas (see `ShardCopies`).
-    var copies = ShardCopies()
-
-    func start(_ shard: Int) -> Int { logStart[shard] ?? (issued[shard] ?? 0) + 1 }
-}
-
+/// Replication's side in the core: numbering changes, choosing the replicas
+/// that take writes, and carrying out what ``ReplicationState`` decides
+/// (catch-ups sent from the log, shard copies, their logs and counters).
 extension CoordinatorCore {
     // MARK: Sequence numbers
 
-    /// Gives the next sequence number of `shard` to `body`, keeps the change
-    /// for catch-ups (trimming the log to `catchUpLogItems`), and returns the
-    /// numbered body to send to every replica.
+    /// Numbers a change of `shard` and keeps it for catch-ups
+    /// (``ReplicationState/number(_:shard:logLimit:)``).
     func sequenced(shard: Int, _ body: Body) -> (sequence: Int, body: Body) {
-        let n = (replication.issued[shard] ?? 0) + 1
-        replication.issued[shard] = n
-        if replication.base[shard] == nil { replication.base[shard] = n - 1 }
-        var numbered = body
-        switch body {
-        case .write(var w): w.sequence = n; numbered = .write(w)
-        case .delete(var d): d.sequence = n; numbered = .delete(d)
-        case .entityDelete(var d): d.sequence = n; numbered = .entityDelete(d)
-        case .entityAssociate(var a): a.sequence = n; numbered = .entityAssociate(a)
-        default: break
-        }
-        var weight = 1
-        if case .write(let w) = body { weight = max(1, w.items.count + w.evict.count) }
-        if replication.log[shard] == nil { replication.logStart[shard] = n }
-        replication.log[shard, default: []].append(ReplicationState.Entry(sequence: n, body: numbered, weight: weight))
-        replication.logWeight[shard, default: 0] += weight
-        trimLog(shard)
-        return (n, numbered)
-    }
-
-    func trimLog(_ shard: Int) {
-        guard var entries = replication.log[shard], var weight = replication.logWeight[shard],
-              weight > configuration.catchUpLogItems else { return }
-        var drop = 0
-        while drop < entries.count - 1, weight > configuration.catchUpLogItems {
-            weight -= entries[drop].weight
-            drop += 1
-        }
-        entries.removeFirst(drop)
-        replication.log[shard] = entries
-        replication.logWeight[shard] = weight
-        replication.logStart[shard] = entries.first?.sequence
+        replication.number(body, shard: shard, logLimit: configuration.catchUpLogItems)
     }
 
     /// Notes that message `id` to `worker` carries change `sequence` of `shard`.
     func track(_ id: String, worker: String, shard: Int, sequence: Int, catchUp: Bool = false) {
-        replication.inFlight[id] = ReplicationState.InFlight(worker: worker, shard: shard, sequence: sequence, catchUp: catchUp)
+        replication.track(id, worker: worker, shard: shard, sequence: sequence, catchUp: catchUp)
     }
 
     /// The live indexers of a shard that take its writes: every replica but
@@ -138,19 +51,11 @@ extension CoordinatorCore {
         return awaited
     }
 
-    func replicaName(_ w: WorkerRecord) -> String { replication.replicaOf[w.id] ?? w.id }
+    func replicaName(_ w: WorkerRecord) -> String { replication.name(of: w.id) }
 
-    /// Whether a query worker reads a replica that has every change of the
-    /// shard that any replica committed. A query worker whose replica has no
-    /// indexer the coordinator has heard of is taken as fresh: nothing says otherwise.
-    func isFresh(_ w: WorkerRecord, shard: Int) -> Bool { isFresh(w.id, shard: shard) }
+    func isFresh(_ w: WorkerRecord, shard: Int) -> Bool { replication.isFresh(w.id, shard: shard) }
 
-    func isFresh(_ id: String, shard: Int) -> Bool {
-        guard let name = replication.replicaOf[id] else { return true }
-        if replication.detached[name]?.contains(shard) ?? false { return false }
-        guard let have = replication.applied[name]?[shard] else { return true }
-        return have >= (replication.committed[shard] ?? 0)
-    }
+    func isFresh(_ id: String, shard: Int) -> Bool { replication.isFresh(id, shard: shard) }
 
     // MARK: Registration and answers
 
@@ -159,79 +64,56 @@ extension CoordinatorCore {
     /// `registered`, so the catch-up follows it on the same connection, and
     /// before any new change reaches the worker, so changes arrive in order.
     func replicaRegistered(_ r: Body.Register) {
-        replication.catchingUp.removeValue(forKey: r.worker)
         copiesLost(r.worker)
-        // Answers still due from before are not needed: the registration
-        // says how far the replica is, and the catch-up starts from there.
-        for (id, f) in replication.inFlight where f.worker == r.worker { replication.inFlight.removeValue(forKey: id) }
-        guard r.role == .indexer else {
-            if let name = r.replica { replication.replicaOf[r.worker] = name } else { replication.replicaOf.removeValue(forKey: r.worker) }
-            return
-        }
-        let name = r.replica ?? r.worker
-        replication.replicaOf[r.worker] = name
-        // A worker that reports no sequence numbers predates them: it is
-        // taken as it is, and tracked from its answers on.
-        guard let reported = r.sequences else { return }
-        var declared = false
-        for shard in r.shards {
-            let have = reported.first { $0.shard == shard }?.sequence ?? 0
-            let issued = replication.issued[shard] ?? 0
-            replication.applied[name, default: [:]][shard] = have
-            replication.detached[name]?.remove(shard)
-            if let base = replication.base[shard], have > base, !(replication.lineage[shard]?.contains(name) ?? false) {
-                // This coordinator (restarted) has numbered changes from a
-                // lower number than this replica reports, and the replica got
-                // none of them: the same numbers name different changes here
-                // and there. It is left out until it is copied.
-                replication.detached[name, default: []].insert(shard)
-                count("catchup.detached")
-                logger.warning("replica ahead of the numbers given since a restart; left out of writes and queries", metadata: [
-                    "replica": "\(name)", "worker": "\(r.worker)", "shard": "\(shard)",
-                    "replica.sequence": "\(have)", "shard.sequence": "\(issued)",
-                ])
-                startCopy(to: r.worker, shard: shard)
-                continue
-            }
-            replication.lineage[shard, default: []].insert(name)
-            if have > issued {
-                // The coordinator knows less than the replica (it restarted
-                // and has numbered nothing of the shard yet): continue the
-                // sequence from the replica's number.
-                replication.issued[shard] = have
-                replication.committed[shard] = max(replication.committed[shard] ?? 0, have)
-                replication.log.removeValue(forKey: shard)
-                replication.logWeight.removeValue(forKey: shard)
-                replication.logStart[shard] = have + 1
-                continue
-            }
-            guard have < issued else { continue }
-            guard have + 1 >= replication.start(shard) else {
-                replication.detached[name, default: []].insert(shard)
-                count("catchup.detached")
-                logger.warning("replica too far behind to catch up; left out of writes and queries", metadata: [
-                    "replica": "\(name)", "worker": "\(r.worker)", "shard": "\(shard)",
-                    "replica.sequence": "\(have)", "shard.sequence": "\(issued)", "log.start": "\(replication.start(shard))",
-                ])
-                startCopy(to: r.worker, shard: shard)
-                continue
-            }
-            if !declared, let w = workers[r.worker] {
-                declared = true
+        perform(replication.registered(r))
+    }
+
+    /// Carries out what the replication state decided (``ReplicationState/Action``).
+    func perform(_ actions: [ReplicationState.Action]) {
+        for action in actions {
+            switch action {
+            case .replayDeclarations(let worker):
+                guard let w = workers[worker] else { continue }
                 for d in replication.declarations { send(.worker(w.route), makeID("c"), .declare(d)) }
+            case .catchUp(let worker, let shard, let after):
+                catchUp(worker: worker, shard: shard, after: after)
+            case .detached(let worker, let shard, let why):
+                count(.catchUpDetached)
+                let name = replication.name(of: worker)
+                switch why {
+                case .diverged(let have, let issued):
+                    logger.warning("replica ahead of the numbers given since a restart; left out of writes and queries", metadata: [
+                        "replica": "\(name)", "worker": "\(worker)", "shard": "\(shard)",
+                        "replica.sequence": "\(have)", "shard.sequence": "\(issued)",
+                    ])
+                case .tooFarBehind(let have, let issued, let logStart):
+                    logger.warning("replica too far behind to catch up; left out of writes and queries", metadata: [
+                        "replica": "\(name)", "worker": "\(worker)", "shard": "\(shard)",
+                        "replica.sequence": "\(have)", "shard.sequence": "\(issued)", "log.start": "\(logStart)",
+                    ])
+                case .fellBehind:
+                    break
+                }
+                startCopy(to: worker, shard: shard)
+            case .copy(let worker, let shard):
+                startCopy(to: worker, shard: shard)
+            case .caughtUp(let worker, let shard, let sequence):
+                logger.info("replica caught up", metadata: ["worker": "\(worker)", "replica": "\(replication.name(of: worker))", "shard": "\(shard)",
+                                                            "replica.sequence": "\(sequence)"])
+            case .catchUpChangeFailed(let worker, let shard, let sequence, let error):
+                logger.warning("a catch-up change failed", metadata: ["worker": "\(worker)", "shard": "\(shard)",
+                                                                      "sequence": "\(sequence)", "error": "\(error)"])
             }
-            catchUp(worker: r.worker, shard: shard, after: have)
         }
     }
 
     /// Sends `worker` the logged changes of `shard` after sequence number `after`, in order.
     func catchUp(worker: String, shard: Int, after: Int) {
         guard let w = workers[worker] else { return }
-        let entries = (replication.log[shard] ?? []).filter { $0.sequence > after }
+        let entries = replication.beginCatchUp(worker: worker, shard: shard, after: after)
         guard let last = entries.last?.sequence else { return }
-        replication.catchingUp[worker, default: [:]][shard] = last
-        count("catchup.started")
-        count("catchup.messages", by: entries.count)
+        count(.catchUpStarted)
+        count(.catchUpMessages, by: entries.count)
         logger.info("catching up a replica", metadata: ["worker": "\(worker)", "replica": "\(replicaName(w))", "shard": "\(shard)",
                                                         "replica.sequence": "\(after)", "shard.sequence": "\(last)", "changes": "\(entries.count)"])
         for e in entries {
@@ -241,51 +123,18 @@ extension CoordinatorCore {
         }
     }
 
-    /// Follows the answer to a numbered message: a commit moves the replica's
-    /// sequence on; `out_of_sequence` (it missed changes while it stayed
-    /// connected, e.g. a message lost on the way) starts a catch-up. Returns
-    /// true when the message was a catch-up's, which nothing else awaits.
+    /// Follows the answer to a numbered message (``ReplicationState/answered(_:by:_:)``).
+    /// Returns true when the message was a catch-up's, which nothing else awaits.
     func sequencedReply(id: String, from worker: String, _ body: Body) -> Bool {
-        guard let f = replication.inFlight.removeValue(forKey: id) else { return id.hasPrefix("c") && body.isDeclareAck }
-        let name = replication.replicaOf[worker] ?? worker
-        switch body {
-        case .writeAck, .deleteAck, .entityAck:
-            replication.applied[name, default: [:]][f.shard] = max(replication.applied[name]?[f.shard] ?? 0, f.sequence)
-            replication.committed[f.shard] = max(replication.committed[f.shard] ?? 0, f.sequence)
-            if let end = replication.catchingUp[worker]?[f.shard], f.sequence >= end {
-                replication.catchingUp[worker]?.removeValue(forKey: f.shard)
-                logger.info("replica caught up", metadata: ["worker": "\(worker)", "replica": "\(name)", "shard": "\(f.shard)",
-                                                            "replica.sequence": "\(f.sequence)"])
-            }
-        case .error(let e) where e.code == "out_of_sequence":
-            if replication.catchingUp[worker]?[f.shard] == nil {
-                let have = replication.applied[name]?[f.shard] ?? 0
-                if have + 1 >= replication.start(f.shard) {
-                    catchUp(worker: worker, shard: f.shard, after: have)
-                } else {
-                    replication.detached[name, default: []].insert(f.shard)
-                    count("catchup.detached")
-                    startCopy(to: worker, shard: f.shard)
-                }
-            }
-        case .error(let e):
-            // The replica did not apply it; its later changes will be refused
-            // as out of sequence, which starts a new catch-up.
-            replication.catchingUp[worker]?.removeValue(forKey: f.shard)
-            if f.catchUp {
-                logger.warning("a catch-up change failed", metadata: ["worker": "\(worker)", "shard": "\(f.shard)",
-                                                                      "sequence": "\(f.sequence)", "error": "\(e.message)"])
-            }
-        default: break
-        }
-        return f.catchUp
+        let answer = replication.answered(id, by: worker, body)
+        perform(answer.actions)
+        return answer.consumed
     }
 
     /// A lost worker's numbered messages will not be answered.
     func replicaLost(_ workerID: String) {
         copiesLost(workerID)
-        for (id, f) in replication.inFlight where f.worker == workerID { replication.inFlight.removeValue(forKey: id) }
-        replication.catchingUp.removeValue(forKey: workerID)
+        replication.lost(workerID)
     }
 
     // MARK: Stats
@@ -315,8 +164,4 @@ extension CoordinatorCore {
         }
         return .object(["shards": .array(shards)])
     }
-}
-
-extension Body {
-    var isDeclareAck: Bool { if case .declareAck = self { true } else { false } }
 }

@@ -12,7 +12,7 @@ extension CoordinatorCore {
 
     /// `scope`: the app whose items may go; `all` is all of the app's.
     func delete(client: [Data], id: String, _ d: Body.Delete, scope: TenantScope = .unscoped) {
-        count("deletes")
+        count(.deletes)
         let hasIDs = !(d.ids ?? []).isEmpty, hasDomains = !(d.domains ?? []).isEmpty, all = d.all == true
         guard hasIDs || hasDomains || all else {
             sendError(.client(client), id, WireError(code: "invalid_message", message: "delete needs 'ids', 'domains' or 'all': true"))
@@ -41,49 +41,38 @@ extension CoordinatorCore {
             }
             targets = Array(Set(only)).sorted()
         }
-        fanOut(PendingDelete(client: client, requestID: id, outstanding: [:], deletedByShard: [:], failed: []), id: makeID("d"),
+        fanOut(WriteTracker.PendingDelete(client: client, requestID: id), id: makeID("d"),
                to: targets) { shard in .delete(Body.Delete(ids: d.ids, domains: d.domains, all: d.all, shards: [shard])) }
     }
 
     /// Sends one message per shard to each of its live indexers, tracked as
     /// `pending` under `pendingID`: each replica answers, a shard counts once,
     /// and a shard without a live indexer is named as failed.
-    func fanOut(_ pending: PendingDelete, id pendingID: String, to shards: [Int], _ body: (Int) -> Body) {
-        var pending = pending
+    func fanOut(_ pending: WriteTracker.PendingDelete, id pendingID: String, to shards: [Int], _ body: (Int) -> Body) {
+        writes.beginDelete(pendingID, pending)
         for shard in shards {
             let replicas = writeReplicas(shard: shard)
             if replicas.isEmpty {
-                pending.failed.append(ShardFailure(shard: shard, reason: unavailableReason(shard: shard)))
+                writes.deleteUnroutable(pendingID, shard: shard, reason: unavailableReason(shard: shard))
                 continue
             }
             let change = sequenced(shard: shard, body(shard))
             for w in replicas {
                 let wid = makeID("x")
-                pending.outstanding[wid] = (w.id, shard)
-                deleteOfRequest[wid] = pendingID
+                writes.deleteSent(wid, for: pendingID, to: w.id, shard: shard)
                 track(wid, worker: w.id, shard: shard, sequence: change.sequence)
                 send(.worker(w.route), wid, change.body)
             }
         }
-        deletes[pendingID] = pending
-        finishDeleteIfDone(pendingID)
+        perform(writes.deleteRouted(pendingID))
     }
 
     func deleteAcked(workerMessageID: String, deleted: Int?, error: WireError?) {
-        guard let deleteID = deleteOfRequest.removeValue(forKey: workerMessageID), var pending = deletes[deleteID],
-              let (_, shard) = pending.outstanding.removeValue(forKey: workerMessageID) else { return }
-        if let deleted {
-            pending.deletedByShard[shard] = max(pending.deletedByShard[shard] ?? 0, deleted)
-        } else if let error {
-            pending.failed.append(ShardFailure(shard: shard, reason: error.message))
-        }
-        deletes[deleteID] = pending
-        finishDeleteIfDone(deleteID)
+        perform(writes.deleteAnswered(workerMessageID, deleted: deleted, error: error))
     }
 
-    func finishDeleteIfDone(_ deleteID: String) {
-        guard let pending = deletes[deleteID], pending.outstanding.isEmpty else { return }
-        deletes.removeValue(forKey: deleteID)
+    /// Answers a delete or entity operation every shard has answered.
+    func finishDelete(_ pending: WriteTracker.PendingDelete) {
         let total = pending.deletedByShard.values.reduce(0, +)
         if let op = pending.entity {
             finishEntityOperation(op, pending, total: total)
@@ -118,45 +107,22 @@ extension CoordinatorCore {
         // declaring app's own items (any item, unscoped).
         check.exampleTag = scope.qualify(uid: "")
         let declareID = makeID("k")
-        declares[declareID] = PendingDeclare(client: client, requestID: id, declaration: declaration, check: check,
-                                             checked: false, outstanding: [:])
-        sendDeclareRound(declareID)
+        perform(writes.beginDeclare(declareID, WriteTracker.PendingDeclare(client: client, requestID: id, declaration: declaration, check: check)))
     }
 
-    /// Sends the declaration's current round (the check, then the
-    /// declaration itself) to every indexer.
-    func sendDeclareRound(_ declareID: String) {
-        guard var pending = declares[declareID] else { return }
-        let message = pending.checked ? pending.declaration : pending.check
-        if pending.checked, !replication.declarations.contains(message) { replication.declarations.append(message) }
-        for w in workers.values where w.role == .indexer {
+    /// Sends a declaration's round (the check, then the declaration itself)
+    /// to every indexer.
+    func sendDeclareRound(_ declareID: String, _ message: Body.Declare, declaring: Bool) {
+        if declaring, !replication.declarations.contains(message) { replication.declarations.append(message) }
+        for w in registry.indexers {
             let wid = makeID("k")
-            pending.outstanding[wid] = w.id
-            declareOfRequest[wid] = declareID
+            writes.declareSent(wid, for: declareID, to: w.id)
             send(.worker(w.route), wid, .declare(message))
         }
-        declares[declareID] = pending
-        finishDeclareIfDone(declareID)
+        perform(writes.roundSent(declareID))
     }
 
     func declareAcked(workerMessageID: String, error: WireError?) {
-        guard let declareID = declareOfRequest.removeValue(forKey: workerMessageID), var pending = declares[declareID] else { return }
-        pending.outstanding.removeValue(forKey: workerMessageID)
-        if let error { pending.error = error }
-        declares[declareID] = pending
-        finishDeclareIfDone(declareID)
-    }
-
-    func finishDeclareIfDone(_ declareID: String) {
-        guard var pending = declares[declareID], pending.outstanding.isEmpty else { return }
-        if pending.error == nil, !pending.checked {
-            pending.checked = true
-            declares[declareID] = pending
-            sendDeclareRound(declareID)
-            return
-        }
-        declares.removeValue(forKey: declareID)
-        if let e = pending.error { sendError(.client(pending.client), pending.requestID, e) }
-        else { send(.client(pending.client), pending.requestID, .declareAck(Body.Empty())) }
+        perform(writes.declareAnswered(workerMessageID, error: error))
     }
 }

@@ -55,7 +55,7 @@ extension CoordinatorCore {
         guard let source else { return }
         let copy = ShardCopies.Copy(id: makeID("copy-"), shard: shard, source: source.id, target: target, replica: name)
         replication.copies.running[copy.id] = copy
-        count("copy.started")
+        count(.copyStarted)
         logger.info("copying a shard to a replica that cannot be caught up", metadata: [
             "copy": "\(copy.id)", "shard": "\(shard)", "replica": "\(name)", "worker": "\(target)",
             "source": "\(replicaName(source))", "source.worker": "\(source.id)",
@@ -86,7 +86,7 @@ extension CoordinatorCore {
             replication.copies.running[copyID] = c
             let next = makeID("y")
             replication.copies.ofMessage[next] = copyID
-            count("copy.bytes", by: chunk.size == 0 ? 0 : (chunk.data.utf8.count * 3) / 4)
+            count(.copyBytes, by: chunk.size == 0 ? 0 : (chunk.data.utf8.count * 3) / 4)
             send(.worker(target.route), next, .copyChunk(chunk))
         case .copyAck(let ack) where worker == c.target:
             c.received = ack.received
@@ -105,32 +105,21 @@ extension CoordinatorCore {
     }
 
     /// The target holds the snapshot: changes 1…`sequence` of this
-    /// coordinator's numbering. It rejoins, and the log sends what came since.
+    /// coordinator's numbering. It rejoins, and the log sends what came since
+    /// (``ReplicationState/copyInstalled(_:sequence:)``).
     func copyInstalled(_ c: ShardCopies.Copy, sequence: Int) {
-        replication.copies.running.removeValue(forKey: c.id)
         let ms = Int(c.started.duration(to: .now) / .milliseconds(1))
-        count("copy.finished")
-        count("copy.ms", by: ms)
+        count(.copyFinished)
+        count(.copyMs, by: ms)
         logger.info("shard copied", metadata: ["copy": "\(c.id)", "shard": "\(c.shard)", "replica": "\(c.replica)",
                                                "replica.sequence": "\(sequence)", "copy.bytes": "\(c.received)", "copy.ms": "\(ms)"])
-        replication.applied[c.replica, default: [:]][c.shard] = sequence
-        replication.lineage[c.shard, default: []].insert(c.replica)
-        replication.detached[c.replica]?.remove(c.shard)
-        let issued = replication.issued[c.shard] ?? 0
-        guard sequence < issued else { return }
-        if sequence + 1 >= replication.start(c.shard) {
-            catchUp(worker: c.target, shard: c.shard, after: sequence)
-        } else {
-            // More changes came while copying than the log keeps: copy again.
-            replication.detached[c.replica, default: []].insert(c.shard)
-            startCopy(to: c.target, shard: c.shard)
-        }
+        perform(replication.copyInstalled(c, sequence: sequence))
     }
 
     func abandonCopy(_ copyID: String, reason: String) {
         guard let c = replication.copies.running.removeValue(forKey: copyID) else { return }
         for (id, owner) in replication.copies.ofMessage where owner == copyID { replication.copies.ofMessage.removeValue(forKey: id) }
-        count("copy.abandoned")
+        count(.copyAbandoned)
         logger.warning("shard copy abandoned; it starts again when a source and the target are live", metadata: [
             "copy": "\(c.id)", "shard": "\(c.shard)", "replica": "\(c.replica)", "reason": "\(reason)"])
     }
@@ -142,31 +131,12 @@ extension CoordinatorCore {
         }
     }
 
-    /// Run by the sweep: a live replica that is detached gets a copy, and
-    /// one that is behind with nothing on the way to it (no change in
-    /// flight, no catch-up: a catch-up that failed, or numbers that moved on
-    /// since it registered) is caught up, or detached and copied when the
-    /// log does not reach back far enough.
+    /// Run by the sweep: detached replicas get a copy, and replicas behind
+    /// with nothing on the way to them are caught up or copied
+    /// (``ReplicationState/repairs(indexers:)``).
     func repairReplicas() {
-        for w in workers.values where w.role == .indexer {
-            let name = replicaName(w)
-            for shard in w.shards {
-                if replication.detached[name]?.contains(shard) ?? false {
-                    startCopy(to: w.id, shard: shard)
-                    continue
-                }
-                guard let have = replication.applied[name]?[shard], have < (replication.committed[shard] ?? 0),
-                      replication.catchingUp[w.id]?[shard] == nil,
-                      !replication.inFlight.values.contains(where: { $0.worker == w.id && $0.shard == shard }) else { continue }
-                if have + 1 >= replication.start(shard) {
-                    catchUp(worker: w.id, shard: shard, after: have)
-                } else {
-                    replication.detached[name, default: []].insert(shard)
-                    count("catchup.detached")
-                    startCopy(to: w.id, shard: shard)
-                }
-            }
-        }
+        let indexers = workers.values.filter { $0.role == .indexer }.map { (id: $0.id, shards: $0.shards) }
+        perform(replication.repairs(indexers: indexers))
     }
 }
 

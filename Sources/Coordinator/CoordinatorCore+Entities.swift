@@ -31,7 +31,7 @@ extension CoordinatorCore {
     /// batch is published as any other; an entity that is not a valid
     /// donation is rejected in place, with its reason, and the rest stored.
     func donateEntities(client: [Data], id: String, _ d: Body.EntityDonate, scope: TenantScope = .unscoped) {
-        count("entities.donated", by: d.entities.count)
+        count(.entitiesDonated, by: d.entities.count)
         var items: [JSONValue] = []
         var rejected: [Int: ItemResult] = [:]
         for (i, json) in d.entities.enumerated() {
@@ -79,11 +79,11 @@ extension CoordinatorCore {
     /// Sends one operation per shard to each of its live indexers, tracked as
     /// a delete is (each replica answers; a shard counts once).
     func broadcastEntityOperation(client: [Data], id: String, _ op: EntityOperation, body: (Int) -> Body) {
-        fanOut(PendingDelete(client: client, requestID: id, outstanding: [:], deletedByShard: [:], failed: [], entity: op),
+        fanOut(WriteTracker.PendingDelete(client: client, requestID: id, entity: op),
                id: makeID("e"), to: Array(0..<configuration.shards), body)
     }
 
-    func finishEntityOperation(_ op: EntityOperation, _ pending: PendingDelete, total: Int) {
+    func finishEntityOperation(_ op: EntityOperation, _ pending: WriteTracker.PendingDelete, total: Int) {
         if !pending.failed.isEmpty {
             let names = pending.failed.map { "shard \($0.shard) (\($0.reason))" }.joined(separator: ", ")
             sendError(.client(pending.client), pending.requestID,
@@ -123,7 +123,7 @@ extension CoordinatorCore {
     }
 
     func startSuggest(client: [Data], id: String, _ s: Body.Suggest, scope: TenantScope = .unscoped) {
-        count("suggests")
+        count(.suggests)
         let limit = s.limit ?? 10
         let hits = s.hitsPerPage ?? 0
         guard (1...1000).contains(limit) else {
@@ -142,7 +142,7 @@ extension CoordinatorCore {
         // typed query's params is not embedded: the results are then lexical.)
         if hits > 0, request.semantic == nil, queryEmbedder.isAvailable,
            !s.text.allSatisfy({ $0.isWhitespace || $0.isPunctuation }) {
-            count("suggests.semantic")
+            count(.suggestsSemantic)
             launchEmbedded(client: client, id: id, request: request, text: s.text, ratio: Self.typedQuerySemanticRatio,
                            deadlineMs: s.deadlineMs, mode: mode, scope: scope, ifEmbeddingFails: .lexical)
             return
@@ -154,7 +154,7 @@ extension CoordinatorCore {
     static let typedQuerySemanticRatio = 0.5
 
     func startSpotlight(client: [Data], id: String, _ s: Body.Spotlight, scope: TenantScope = .unscoped) {
-        count("spotlights")
+        count(.spotlights)
         let perDomain = s.perDomain ?? 3
         guard (1...1000).contains(perDomain) else {
             sendError(.client(client), id, WireError(code: "invalid_parameter", message: "perDomain must be between 1 and 1000", field: "perDomain"))
@@ -169,7 +169,7 @@ extension CoordinatorCore {
     }
 
     func startContinue(client: [Data], id: String, _ c: Body.Continue, scope: TenantScope = .unscoped) {
-        count("continuations")
+        count(.continuations)
         guard let request = searchRequest(client: client, id: id, { () throws(SearchParametersError) in
             try ContinuationToken(token: c.token).request(page: c.page ?? 0, hitsPerPage: c.hitsPerPage ?? 20)
         }) else { return }

@@ -2,7 +2,8 @@ import Foundation
 import Tenancy
 import WireProtocol
 
-/// Write throttling that never stops the coordinator from reading.
+/// Write throttling that never stops the coordinator from reading (the
+/// decisions are ``WriteTracker/admit(_:maxPending:maxWaiting:draining:)``'s).
 ///
 /// At most `maxPendingWrites` publish batches are in flight. A batch that
 /// comes past that waits in a queue of at most `maxWaitingWrites`, in order,
@@ -13,25 +14,16 @@ import WireProtocol
 /// while writes are throttled — it used to stop reading every client until
 /// the writes drained.
 extension CoordinatorCore {
-    func holdPublish(client: [Data], id: String, _ p: Body.Publish, rejected: [Int: ItemResult] = [:], scope: TenantScope = .unscoped) {
-        guard waitingWrites.count < configuration.maxWaitingWrites else {
-            count("publish.busy")
-            sendError(.client(client), id, WireError(code: "busy", message: "the coordinator has \(publishes.count) publish batches in flight "
-                + "and \(waitingWrites.count) waiting (the limits are \(configuration.maxPendingWrites) and \(configuration.maxWaitingWrites)); send this batch again later"))
-            return
-        }
-        count("publish.throttled")
-        waitingWrites.append((client, id, p, rejected, scope))
-    }
-
-    /// Starts waiting publishes, oldest first, while there is room.
+    /// Starts waiting publishes, oldest first, while there is room
+    /// (``WriteTracker/nextWaiting(maxPending:)``). `startingWaitingWrites`
+    /// keeps a publish that finishes at once from starting the queue again
+    /// inside this loop, and lets the publishes started here pass the queue.
     func startWaitingWrites() {
         guard !startingWaitingWrites else { return }
         startingWaitingWrites = true
         defer { startingWaitingWrites = false }
-        while publishes.count < configuration.maxPendingWrites, !waitingWrites.isEmpty {
-            let w = waitingWrites.removeFirst()
-            publish(client: w.client, id: w.id, w.publish, rejected: w.rejected, scope: w.scope)
+        while let w = writes.nextWaiting(maxPending: configuration.maxPendingWrites) {
+            publish(client: w.client, id: w.requestID, w.publish, rejected: w.rejected, scope: w.scope)
         }
     }
 }

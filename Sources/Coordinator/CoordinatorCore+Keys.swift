@@ -31,17 +31,17 @@ extension CoordinatorCore {
         do throws(TenancyError) {
             access = try Access.resolve(key: envelope.key, store: keyStore, requireKeys: configuration.requireKeys)
         } catch {
-            count("keys.refused")
+            count(.keysRefused)
             sendError(.client(route), envelope.id, WireError(error))
             return nil
         }
         if let why = forbidden(envelope.body, access) {
-            count("keys.forbidden")
+            count(.keysForbidden)
             sendError(.client(route), envelope.id, WireError(code: TenancyError.Code.forbidden.rawValue, message: why))
             return nil
         }
         if let limit = access.record?.rateLimit, let bucket = access.rateBucket, !rateLimiter.allow(bucket, perSecond: limit) {
-            count("keys.rateLimited")
+            count(.keysRateLimited)
             sendError(.client(route), envelope.id, WireError(code: TenancyError.Code.rateLimited.rawValue,
                 message: "API key \(access.record!.id) allows \(Self.number(limit)) requests per second; this one came too soon: wait and retry"))
             return nil
@@ -53,7 +53,7 @@ extension CoordinatorCore {
             default: nil
             }
             if let n, n > max {
-                count("keys.tooManyItems")
+                count(.keysTooManyItems)
                 sendError(.client(route), envelope.id, WireError(code: TenancyError.Code.tooManyItems.rawValue,
                     message: "API key \(access.record!.id) allows at most \(max) items per publish; this batch has \(n): split it", field: "items"))
                 return nil

@@ -14,17 +14,26 @@ extension CoordinatorCore {
     /// not valid donations), answered in place with their reason.
     /// `scope`: the app the items are for; they arrive with their names qualified already.
     func publish(client: [Data], id: String, _ p: Body.Publish, rejected: [Int: ItemResult] = [:], scope: TenantScope = .unscoped) {
-        if publishes.count >= configuration.maxPendingWrites || !waitingWrites.isEmpty && !startingWaitingWrites {
-            holdPublish(client: client, id: id, p, rejected: rejected, scope: scope)
+        switch writes.admit(WriteTracker.WaitingPublish(client: client, requestID: id, publish: p, rejected: rejected, scope: scope),
+                            maxPending: configuration.maxPendingWrites, maxWaiting: configuration.maxWaitingWrites, draining: startingWaitingWrites) {
+        case .start:
+            break
+        case .held:
+            count(.publishThrottled)
+            return
+        case .busy:
+            count(.publishBusy)
+            sendError(.client(client), id, WireError(code: "busy", message: "the coordinator has \(writes.publishes.count) publish batches in flight "
+                + "and \(writes.waiting.count) waiting (the limits are \(configuration.maxPendingWrites) and \(configuration.maxWaitingWrites)); send this batch again later"))
             return
         }
-        count("publish.batches")
-        count("publish.items", by: p.items.count)
+        count(.publishBatches)
+        count(.publishItems, by: p.items.count)
         let publishID = makeID("p")
-        var pending = PendingPublish(client: client, requestID: id, batch: p.batch,
-                                     identifiers: p.items.map { $0["uniqueIdentifier"]?.stringValue },
-                                     results: Array(repeating: nil, count: p.items.count),
-                                     outstanding: [], committed: [], shardOf: [:], started: .now, scope: scope)
+        var pending = WriteTracker.PendingPublish(client: client, requestID: id, batch: p.batch,
+                                                  identifiers: p.items.map { $0["uniqueIdentifier"]?.stringValue },
+                                                  results: Array(repeating: nil, count: p.items.count),
+                                                  started: .now, scope: scope)
         var byShard: [Int: [Int]] = [:]
         var allIDs: [String] = []
         for (i, item) in p.items.enumerated() {
@@ -56,6 +65,7 @@ extension CoordinatorCore {
             allIDs.append(uid)
         }
         pending.shardOf = byShard
+        var sends: [(id: String, write: WriteTracker.ShardWrite, route: [Data], body: Body, sequence: Int)] = []
         for shard in 0..<configuration.shards {
             let indices = byShard[shard] ?? []
             // An item whose domain moved to another shard must leave its old one.
@@ -79,68 +89,42 @@ extension CoordinatorCore {
             let items = indices.map { p.items[$0] }
             let change = sequenced(shard: shard, .write(Body.Write(shard: shard, items: items, evict: evict)))
             for w in replicas {
-                let writeID = makeID("w")
-                shardWrites[writeID] = ShardWrite(publish: publishID, shard: shard, worker: w.id, indices: indices)
-                pending.outstanding.insert(writeID)
-                track(writeID, worker: w.id, shard: shard, sequence: change.sequence)
-                send(.worker(w.route), writeID, change.body)
+                sends.append((makeID("w"), WriteTracker.ShardWrite(publish: publishID, shard: shard, worker: w.id, indices: indices),
+                              w.route, change.body, change.sequence))
             }
         }
-        publishes[publishID] = pending
-        finishPublishIfDone(publishID)
+        writes.beginPublish(publishID, pending)
+        for s in sends {
+            writes.writeSent(s.id, s.write)
+            track(s.id, worker: s.write.worker, shard: s.write.shard, sequence: s.sequence)
+            send(.worker(s.route), s.id, s.body)
+        }
+        perform(writes.publishRouted(publishID))
     }
 
     func writeAcked(writeID: String, ack: Body.WriteAck?, error: WireError?) {
-        guard let w = shardWrites.removeValue(forKey: writeID), var pending = publishes[w.publish] else { return }
-        pending.outstanding.remove(writeID)
-        if let ack {
-            pending.committed.insert(w.shard)
-            for r in ack.results where r.index >= 0 && r.index < w.indices.count {
-                let g = w.indices[r.index]
-                if r.status == .rejected {
-                    var rr = r
-                    rr.index = g
-                    pending.results[g] = rr
-                } else if pending.results[g] == nil {
-                    pending.results[g] = ItemResult(index: g, uniqueIdentifier: r.uniqueIdentifier, status: .stored)
-                }
-            }
-        } else if var error {
-            // One replica failed: the item is not stored on every replica, so
-            // it is not acknowledged as stored, whatever the others said.
-            if error.code == "out_of_sequence" {
-                // The replica missed earlier changes and is being caught up:
-                // nothing wrong with the items, so the producer sends them again.
-                error = WireError(code: "shard_unavailable", message: "a replica of shard \(w.shard) is catching up (\(error.message)); resend")
-            }
-            for g in w.indices where pending.results[g]?.status != .rejected {
-                pending.results[g] = ItemResult(index: g, uniqueIdentifier: pending.identifiers[g], status: .rejected, error: error)
-            }
-        }
-        publishes[w.publish] = pending
-        finishPublishIfDone(w.publish)
+        if let ack { perform(writes.writeAcked(writeID, ack)) }
+        else if let error { perform(writes.writeFailed(writeID, error)) }
     }
 
-    func finishPublishIfDone(_ publishID: String) {
-        guard let pending = publishes[publishID], pending.outstanding.isEmpty else { return }
-        publishes.removeValue(forKey: publishID)
-        defer { startWaitingWrites() }
-        var results: [ItemResult] = []
-        results.reserveCapacity(pending.results.count)
-        for (i, r) in pending.results.enumerated() {
-            if var r {
-                r.uniqueIdentifier = r.uniqueIdentifier.map { pending.scope.unqualify(uid: $0) }
-                results.append(r)
-                continue
+    /// Sends what the write tracker decided (``WriteTracker/Action``).
+    func perform(_ actions: [WriteTracker.Action]) {
+        for action in actions {
+            switch action {
+            case .publishDone(let client, let requestID, let ack, let started):
+                metrics.publishDuration.record(duration: started.duration(to: .now))
+                count(.publishStored, by: ack.stored)
+                count(.publishRejected, by: ack.rejected)
+                send(.client(client), requestID, .publishAck(ack))
+                startWaitingWrites()
+            case .deleteDone(let pending):
+                finishDelete(pending)
+            case .declareRound(let id, let message, let declaring):
+                sendDeclareRound(id, message, declaring: declaring)
+            case .declareDone(let client, let requestID, let error):
+                if let error { sendError(.client(client), requestID, error) }
+                else { send(.client(client), requestID, .declareAck(Body.Empty())) }
             }
-            // Every replica that was asked is gone without answering.
-            results.append(ItemResult(index: i, uniqueIdentifier: pending.identifiers[i].map { pending.scope.unqualify(uid: $0) }, status: .rejected,
-                                      error: WireError(code: "shard_unavailable", message: "the indexer stopped before committing; resend")))
         }
-        let ack = Body.PublishAck(batch: pending.batch, results: results)
-        metrics.publishDuration.record(duration: pending.started.duration(to: .now))
-        count("publish.stored", by: ack.stored)
-        count("publish.rejected", by: ack.rejected)
-        send(.client(pending.client), pending.requestID, .publishAck(ack))
     }
 }

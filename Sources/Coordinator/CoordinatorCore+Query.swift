@@ -12,7 +12,7 @@ extension CoordinatorCore {
 
     /// `scope`: the app whose items the query may see (``TenantScope/restrict(_:)-(Query)``).
     func startQuery(client: [Data], id: String, _ request: Body.QueryRequest, scope: TenantScope = .unscoped) {
-        count("queries")
+        count(.queries)
         // A deadline of 0 or less is a mistake, not a request for no deadline:
         // a client that wants the server's default leaves the field out.
         if let d = request.deadlineMs, d <= 0 {
@@ -29,16 +29,16 @@ extension CoordinatorCore {
         let deadline = request.deadlineMs ?? configuration.defaultDeadlineMs
         let shards = planner.shards(for: query, shardCount: configuration.shards)
         var rq = RunningQuery(key: key, client: client, requestID: id, query: query, planJSON: query.json,
-                              deadlineMs: deadline, outstanding: [:], started: .now)
+                              deadlineMs: deadline, started: .now)
         if !query.sort.isEmpty { rq.merger = ResultMerger(order: SortOrder(keys: query.sort), shards: shards) }
         rq.cursorFingerprint = QueryCursor.fingerprint(of: request)
         rq.scope = scope
         rq.completionInBatch = request.completionInBatch == true
-        queries[key] = rq
-        queryOfRequest[client, default: [:]][id] = key
+        inFlight.begin(rq)
         for shard in shards { dispatch(key, shard: shard) }
-        if deadline > 0 {
-            queries[key]?.deadlineTimer = atDeadline(deadline) { $0.deadlineReached(key) }
+        if deadline > 0, queries[key] != nil {
+            let timer = atDeadline(deadline) { $0.deadlineReached(key) }
+            inFlight.update(key) { $0.deadlineTimer = timer }
         }
         finishQueryIfDone(key)
     }
@@ -55,36 +55,23 @@ extension CoordinatorCore {
     /// The next live query worker of a shard not tried yet, round robin.
     func nextQueryWorker(shard: Int, tried: Set<String>) -> WorkerRecord? {
         // Never a replica behind the shard's committed changes (see ReplicationState).
-        let ids = liveWorkerIDs(.query, shard: shard)
-        func candidate(_ id: String) -> Bool { !tried.contains(id) && isFresh(id, shard: shard) }
-        let count = ids.reduce(0) { $0 + (candidate($1) ? 1 : 0) }
-        guard count > 0 else { return nil }
-        roundRobin &+= 1
-        var k = roundRobin % count
-        for id in ids where candidate(id) {
-            if k == 0 { return workers[id] }
-            k -= 1
-        }
-        return nil
+        let replication = replication
+        return registry.nextQueryWorker(shard: shard, tried: tried) { replication.isFresh($0, shard: shard) }
     }
 
     func nextQueryWorkerExists(shard: Int, tried: Set<String>) -> Bool {
-        liveWorkerIDs(.query, shard: shard).contains { !tried.contains($0) && isFresh($0, shard: shard) }
+        registry.hasQueryWorker(shard: shard, tried: tried) { isFresh($0, shard: shard) }
     }
 
     /// Picks the query worker for a shard's part of a query or search: a
-    /// live, fresh one not yet tried for it, then marked tried and
-    /// outstanding. With none left the shard's failure is recorded, and nil
-    /// returned.
-    func assignQueryWorker(shard: Int, tried: inout [Int: Set<String>], outstanding: inout [Int: String],
-                           failed: inout [ShardFailure]) -> WorkerRecord? {
-        let before = tried[shard] ?? []
-        guard let w = nextQueryWorker(shard: shard, tried: before) else {
-            failed.append(ShardFailure(shard: shard, reason: before.isEmpty ? "no live query worker" : "every query worker for the shard failed"))
+    /// live, fresh one not yet tried for it, then assigned the shard. With
+    /// none left the shard's failure is recorded, and nil returned.
+    func assignQueryWorker(shard: Int, _ scatter: inout ShardScatter) -> WorkerRecord? {
+        guard let w = nextQueryWorker(shard: shard, tried: scatter.tried(shard)) else {
+            scatter.unassignable(shard)
             return nil
         }
-        tried[shard, default: []].insert(w.id)
-        outstanding[shard] = w.id
+        scatter.assign(shard, to: w.id)
         return w
     }
 
@@ -96,9 +83,9 @@ extension CoordinatorCore {
     /// Sends a shard's part of a query to a live query worker not yet tried for it.
     func dispatch(_ key: String, shard: Int) {
         guard var rq = queries[key] else { return }
-        let w = assignQueryWorker(shard: shard, tried: &rq.tried, outstanding: &rq.outstanding, failed: &rq.failed)
+        let w = assignQueryWorker(shard: shard, &rq.scatter)
         if w == nil { rq.merger?.finish(shard: shard) }
-        queries[key] = rq
+        inFlight.store(rq)
         guard let w else { return }
         send(.worker(w.route), key, .shardQuery(Body.ShardQuery(shard: shard, plan: rq.planJSON,
                                                                deadlineMs: remainingMs(rq.deadlineMs, since: rq.started))))
@@ -117,7 +104,7 @@ extension CoordinatorCore {
     /// unsorted query of no app forwards them as they came; a sorted one
     /// (the merge) or an app's (its identifiers are unqualified) decodes them.
     func shardBatch(key: String, from worker: String, _ b: RawShardBatch) {
-        guard let rq = queries[key], rq.outstanding[b.shard] == worker else { return }
+        guard let rq = queries[key], rq.scatter.isRunning(b.shard, on: worker) else { return }
         if rq.merger == nil, rq.scope.app == nil {
             shardBatch(key: key, from: worker, shard: b.shard, doneCount: b.doneCount, hits: .raw(b.hits.map(\.item)))
             return
@@ -130,28 +117,28 @@ extension CoordinatorCore {
     }
 
     func shardBatch(key: String, from worker: String, shard: Int, doneCount: Int?, hits: ShardHits) {
-        guard var rq = queries[key], rq.outstanding[shard] == worker else { return }
+        guard var rq = queries[key], rq.scatter.isRunning(shard, on: worker) else { return }
         defer { flushHeldBatch(key) }
         switch hits {
         case .decoded(let hits) where rq.merger != nil:
             rq.merger!.add(shard: shard, hits: hits)
-            queries[key] = rq
+            inFlight.store(rq)
             releaseMerged(key)
         case .decoded(let hits):
             var items = hits.map(\.item)
             if let limit = rq.query.limit { items = Array(items.prefix(max(0, limit - rq.count))) }
-            rq.delivered[shard, default: 0] += items.count
-            queries[key] = rq
+            rq.scatter.delivered(items.count, of: shard)
+            inFlight.store(rq)
             deliver(key, items)
         case .raw(var items):
             if let limit = rq.query.limit { items = Array(items.prefix(max(0, limit - rq.count))) }
-            rq.delivered[shard, default: 0] += items.count
-            queries[key] = rq
+            rq.scatter.delivered(items.count, of: shard)
+            inFlight.store(rq)
             deliver(key, raw: items)
         }
         if let rq = queries[key], let limit = rq.query.limit, rq.count >= limit {
             // A last batch ended its shard: only the others need a cancel.
-            if doneCount != nil { queries[key]?.outstanding.removeValue(forKey: shard) }
+            if doneCount != nil { inFlight.update(key) { $0.scatter.ended(shard) } }
             stopShards(key, reason: nil)
             complete(key, cancelled: false)
             return
@@ -163,9 +150,9 @@ extension CoordinatorCore {
         guard var rq = queries[key], rq.merger != nil else { return }
         let room = rq.query.limit.map { max(0, $0 - rq.count) } ?? .max
         let released = rq.merger!.drain(max: room)
-        for r in released { rq.delivered[r.shard, default: 0] += 1 }
+        for r in released { rq.scatter.delivered(1, of: r.shard) }
         if let last = released.last { rq.lastSort = last.hit.sort }
-        queries[key] = rq
+        inFlight.store(rq)
         if !released.isEmpty { deliver(key, released.map(\.hit.item)) }
     }
 
@@ -197,63 +184,55 @@ extension CoordinatorCore {
                 send(.client(rq.client), rq.requestID, .resultBatch(batch(range, rq.seq)))
             }
         }
-        if !firstBatchSent.contains(key) {
-            firstBatchSent.insert(key)
+        if inFlight.firstBatch(key) {
             record(&firstBatchLatenciesMs, rq.started.duration(to: .now).milliseconds)
             metrics.queryFirstBatch.record(duration: rq.started.duration(to: .now))
         }
-        queries[key] = rq
+        inFlight.store(rq)
     }
 
     /// Sends the batch a query held back for a completion that did not come
     /// in the same step (see ``RunningQuery/held``).
     func flushHeldBatch(_ key: String) {
         guard let rq = queries[key], let held = rq.held else { return }
-        queries[key]?.held = nil
+        inFlight.update(key) { $0.held = nil }
         send(.client(rq.client), rq.requestID, .resultBatch(held))
     }
 
     func shardDone(key: String, from worker: String, _ d: Body.ShardDone) {
-        guard var rq = queries[key], rq.outstanding[d.shard] == worker else { return }
+        guard var rq = queries[key], rq.scatter.isRunning(d.shard, on: worker) else { return }
         defer { flushHeldBatch(key) }
-        rq.outstanding.removeValue(forKey: d.shard)
         // An overloaded worker ran nothing of the shard: another replica may have room.
-        if let e = d.error, e.code == "busy", (rq.delivered[d.shard] ?? 0) == 0,
-           nextQueryWorkerExists(shard: d.shard, tried: rq.tried[d.shard] ?? []) {
-            count("queries.busyRetried")
+        let outcome = rq.scatter.done(d.shard, by: worker, error: d.error) { nextQueryWorkerExists(shard: d.shard, tried: $0) }
+        if outcome == .retry {
+            count(.queriesBusyRetried)
             rq.merger?.reset(shard: d.shard)
-            queries[key] = rq
+            inFlight.store(rq)
             dispatch(key, shard: d.shard)
             releaseMerged(key)
             finishQueryIfDone(key)
             return
         }
-        if let e = d.error {
-            rq.failed.append(ShardFailure(shard: d.shard, reason: e.message))
-        }
         rq.merger?.finish(shard: d.shard)
-        queries[key] = rq
+        inFlight.store(rq)
         releaseMerged(key)
         finishQueryIfDone(key)
     }
 
     func finishQueryIfDone(_ key: String) {
-        guard let rq = queries[key], rq.outstanding.isEmpty else { return }
+        guard let rq = queries[key], rq.scatter.isDone else { return }
         releaseMerged(key)
         complete(key, cancelled: false)
     }
 
     func complete(_ key: String, cancelled: Bool) {
-        guard let rq = queries.removeValue(forKey: key) else { return }
+        guard let rq = inFlight.end(key) else { return }
         rq.deadlineTimer.map(deadlines.cancel)
-        queryOfRequest[rq.client]?.removeValue(forKey: rq.requestID)
-        if queryOfRequest[rq.client]?.isEmpty == true { queryOfRequest.removeValue(forKey: rq.client) }
-        firstBatchSent.remove(key)
         let elapsed = rq.started.duration(to: .now).milliseconds
         record(&queryLatenciesMs, elapsed)
         metrics.queryDuration.record(duration: rq.started.duration(to: .now))
-        if !rq.failed.isEmpty { count("queries.partial") }
-        let completion = Body.Completion(count: rq.count, failedShards: rq.failed.sorted { $0.shard < $1.shard },
+        if !rq.scatter.failed.isEmpty { count(.queriesPartial) }
+        let completion = Body.Completion(count: rq.count, failedShards: rq.scatter.failed.sorted { $0.shard < $1.shard },
                                          cancelled: cancelled, elapsedMs: (elapsed * 1000).rounded() / 1000,
                                          cursor: cancelled ? nil : nextCursor(rq))
         if var last = rq.held {
@@ -267,18 +246,19 @@ extension CoordinatorCore {
     /// Tells the workers still running a query's shards to stop.
     func stopShards(_ key: String, reason: String?) {
         guard var rq = queries[key] else { return }
-        for (shard, wid) in rq.outstanding {
-            if let w = workers[wid] { send(.worker(w.route), key, .cancel(Body.Cancel(query: key))) }
-            if let reason { rq.failed.append(ShardFailure(shard: shard, reason: reason)) }
+        for s in rq.scatter.stop(reason: reason) {
+            if let w = workers[s.worker] { send(.worker(w.route), key, .cancel(Body.Cancel(query: key))) }
         }
-        rq.outstanding.removeAll()
-        queries[key] = rq
+        inFlight.store(rq)
     }
 
     func cancel(client: [Data], requestID: String) {
-        if cancelSearch(client: client, requestID: requestID) { return }
-        guard let key = queryOfRequest[client]?[requestID] else { return }
-        count("queries.cancelled")
+        guard let cancelled = inFlight.cancelled(client: client, requestID: requestID) else { return }
+        guard case .query(let key) = cancelled else {
+            if case .search(let key) = cancelled { cancelSearch(key) }
+            return
+        }
+        count(.queriesCancelled)
         stopShards(key, reason: nil)
         complete(key, cancelled: true)
     }
@@ -292,9 +272,10 @@ extension CoordinatorCore {
     /// client held another client's query for its whole deadline). They end
     /// as cancelled, like a client's own cancel.
     func abandonQueries(of client: [Data]) {
-        guard let keys = queryOfRequest[client]?.values, !keys.isEmpty else { return }
-        for key in Array(keys) {
-            count("queries.abandoned")
+        let keys = inFlight.queries(of: client)
+        guard !keys.isEmpty else { return }
+        for key in keys {
+            count(.queriesAbandoned)
             stopShards(key, reason: nil)
             complete(key, cancelled: true)
         }
@@ -303,7 +284,7 @@ extension CoordinatorCore {
 
     func deadlineReached(_ key: String) {
         guard let rq = queries[key] else { return }
-        count("queries.timedOut")
+        count(.queriesTimedOut)
         stopShards(key, reason: "no answer within the deadline of \(rq.deadlineMs) ms")
         releaseMergedAfterStop(key)
         complete(key, cancelled: false)
@@ -312,7 +293,7 @@ extension CoordinatorCore {
     func releaseMergedAfterStop(_ key: String) {
         guard var rq = queries[key], rq.merger != nil else { return }
         for s in rq.merger!.running { rq.merger!.finish(shard: s) }
-        queries[key] = rq
+        inFlight.store(rq)
         releaseMerged(key)
     }
 }

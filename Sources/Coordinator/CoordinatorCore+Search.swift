@@ -21,9 +21,8 @@ final class RunningSearch {
     /// it (a worker in this process takes the plan itself).
     var planJSON: JSONValue?
     var deadlineMs: Int
-    var outstanding: [Int: String] = [:]   // shard → worker
-    var tried: [Int: Set<String>] = [:]
-    var failed: [ShardFailure] = []
+    /// Its shards: who runs each, who was tried, which failed.
+    var scatter = ShardScatter()
     var builder: SearchResponseBuilder
     var started: ContinuousClock.Instant
     var deadlineTimer: Deadlines.Token?
@@ -51,7 +50,7 @@ final class RunningSearch {
 
 extension CoordinatorCore {
     func startSearch(client: [Data], id: String, _ s: Body.Search, scope: TenantScope = .unscoped) {
-        count("searches")
+        count(.searches)
         let request: SearchRequest
         do throws(SearchParametersError) { request = try SearchRequest(params: s.params) } catch {
             sendError(.client(client), id, WireError(code: error.code.description, message: error.message,
@@ -82,7 +81,7 @@ extension CoordinatorCore {
                 field: parameter))
             return
         }
-        count("searches.semantic")
+        count(.searchesSemantic)
         launchEmbedded(client: client, id: id, request: request, text: semantic.query, ratio: semantic.ratio,
                        deadlineMs: deadlineMs, mode: .search, scope: scope, ifEmbeddingFails: .refuse(field: parameter))
     }
@@ -136,8 +135,7 @@ extension CoordinatorCore {
         if deadline > 0 {
             rs.deadlineTimer = atDeadline(deadline) { $0.searchDeadlineReached(key) }
         }
-        searches[key] = rs
-        searchOfRequest[client, default: [:]][id] = key
+        inFlight.begin(rs)
         let shards = request.plan.filter == .none ? [] : Array(0..<configuration.shards)
         for shard in shards { dispatchSearch(key, shard: shard) }
         finishSearchIfDone(key)
@@ -146,7 +144,7 @@ extension CoordinatorCore {
     /// Sends a shard's part of a search to a live query worker not yet tried for it.
     func dispatchSearch(_ key: String, shard: Int) {
         guard let rs = searches[key] else { return }
-        let w = assignQueryWorker(shard: shard, tried: &rs.tried, outstanding: &rs.outstanding, failed: &rs.failed)
+        let w = assignQueryWorker(shard: shard, &rs.scatter)
         guard let w else {
             rs.builder.shardFailed()
             return
@@ -164,9 +162,9 @@ extension CoordinatorCore {
     }
 
     func shardSearchAnswered(key: String, from worker: String, _ r: Body.ShardSearchResult) {
-        guard let rs = searches[key], rs.outstanding[r.shard] == worker else { return }
+        guard let rs = searches[key], rs.scatter.isRunning(r.shard, on: worker) else { return }
         let r = rs.scope.unqualify(r)
-        rs.outstanding.removeValue(forKey: r.shard)
+        rs.scatter.ended(r.shard)
         rs.builder.add(r)
         for s in r.suggestions ?? [] { rs.suggestions[s.suggestion, default: 0] += s.count }
         if let groups = r.groups { rs.groups += groups }
@@ -176,66 +174,55 @@ extension CoordinatorCore {
     /// A shard's search failed on its worker: try another replica, or name it.
     func searchShardFailed(key: String, from worker: String, shard: Int?, reason: String) {
         guard let rs = searches[key] else { return }
-        guard let shard = shard ?? rs.outstanding.first(where: { $0.value == worker })?.key, rs.outstanding[shard] == worker else { return }
-        rs.outstanding.removeValue(forKey: shard)
-        if nextQueryWorkerExists(shard: shard, tried: rs.tried[shard] ?? []) {
-            dispatchSearch(key, shard: shard)
-        } else {
-            rs.failed.append(ShardFailure(shard: shard, reason: reason))
-            rs.builder.shardFailed()
+        guard let shard = shard ?? rs.scatter.shard(runBy: worker) else { return }
+        switch rs.scatter.shardFailed(shard, by: worker, reason: reason, another: { nextQueryWorkerExists(shard: shard, tried: $0) }) {
+        case .ignored: return
+        case .retry: dispatchSearch(key, shard: shard)
+        case .finished: rs.builder.shardFailed()
         }
         finishSearchIfDone(key)
     }
 
     /// Retries, elsewhere, the shards a lost worker was searching.
     func searchesLost(worker: String) {
-        for (key, rs) in searches {
-            for (shard, wid) in rs.outstanding where wid == worker {
-                searchShardFailed(key: key, from: worker, shard: shard, reason: "query worker \(worker) was lost")
-            }
+        for (key, shard) in inFlight.searchesRunning(on: worker) {
+            searchShardFailed(key: key, from: worker, shard: shard, reason: "query worker \(worker) was lost")
         }
     }
 
     func finishSearchIfDone(_ key: String) {
-        guard searches[key]?.outstanding.isEmpty == true else { return }
+        guard searches[key]?.scatter.isDone == true else { return }
         completeSearch(key)
     }
 
     func completeSearch(_ key: String) {
-        guard let rs = searches.removeValue(forKey: key) else { return }
+        guard let rs = inFlight.endSearch(key) else { return }
         rs.deadlineTimer.map(deadlines.cancel)
-        searchOfRequest[rs.client]?.removeValue(forKey: rs.requestID)
-        if searchOfRequest[rs.client]?.isEmpty == true { searchOfRequest.removeValue(forKey: rs.client) }
         let elapsed = rs.started.duration(to: .now).milliseconds
         record(&queryLatenciesMs, elapsed)
-        if !rs.failed.isEmpty { count("searches.partial") }
-        let failed = rs.failed.sorted { $0.shard < $1.shard }
+        if !rs.scatter.failed.isEmpty { count(.searchesPartial) }
+        let failed = rs.scatter.failed.sorted { $0.shard < $1.shard }
         send(.client(rs.client), rs.requestID, answer(rs, elapsedMs: elapsed, failed: failed))
     }
 
     func searchDeadlineReached(_ key: String) {
         guard let rs = searches[key] else { return }
-        count("searches.timedOut")
-        for (shard, wid) in rs.outstanding {
-            if let w = workers[wid] { send(.worker(w.route), key, .cancel(Body.Cancel(query: key))) }
-            rs.failed.append(ShardFailure(shard: shard, reason: "no answer within the deadline of \(rs.deadlineMs) ms"))
+        count(.searchesTimedOut)
+        for s in rs.scatter.stop(reason: "no answer within the deadline of \(rs.deadlineMs) ms") {
+            if let w = workers[s.worker] { send(.worker(w.route), key, .cancel(Body.Cancel(query: key))) }
             rs.builder.shardFailed()
         }
-        rs.outstanding.removeAll()
         completeSearch(key)
     }
 
     /// A client's `cancel` of a search: the workers stop, and no answer is sent.
-    func cancelSearch(client: [Data], requestID: String) -> Bool {
-        guard let key = searchOfRequest[client]?[requestID], let rs = searches[key] else { return false }
-        count("searches.cancelled")
-        for (_, wid) in rs.outstanding {
-            if let w = workers[wid] { send(.worker(w.route), key, .cancel(Body.Cancel(query: key))) }
+    func cancelSearch(_ key: String) {
+        guard let rs = searches[key] else { return }
+        count(.searchesCancelled)
+        for s in rs.scatter.stop(reason: nil) {
+            if let w = workers[s.worker] { send(.worker(w.route), key, .cancel(Body.Cancel(query: key))) }
         }
-        rs.outstanding.removeAll()
         rs.deadlineTimer.map(deadlines.cancel)
-        searches.removeValue(forKey: key)
-        searchOfRequest[client]?.removeValue(forKey: requestID)
-        return true
+        _ = inFlight.endSearch(key)
     }
 }

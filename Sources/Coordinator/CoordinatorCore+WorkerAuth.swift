@@ -43,7 +43,7 @@ extension CoordinatorCore {
                 return true
             }
             challenges.removeValue(forKey: route)
-            count("workers.refused")
+            count(.workersRefused)
             logger.warning("refused a worker registration: its proof does not match the cluster secret", metadata: [
                 "worker": "\(r.worker)", "worker.role": "\(r.role.rawValue)", "worker.host": "\(r.host ?? "-")",
             ])
@@ -67,7 +67,7 @@ extension CoordinatorCore {
             }
             challenges[route] = PendingChallenge(nonce: ClusterSecret.newNonce(), issued: now)
         }
-        count("workers.challenged")
+        count(.workersChallenged)
         send(.worker(route), id, .challenge(Body.Challenge(nonce: challenges[route]!.nonce)))
     }
 }

@@ -14,8 +14,7 @@ extension CoordinatorCore {
         // items (RawShardBatch); anything else, or a batch that does not
         // read so, takes the ordinary decode below.
         if let raw = RawShardBatch.read(payload, maxBytes: configuration.maxFrameBytes),
-           let wid = workerByRoute[route], workers[wid] != nil {
-            workers[wid]?.lastSeen = .now
+           let wid = registry.heard(route: route, at: .now) {
             shardBatch(key: raw.id, from: wid, raw)
             return
         }
@@ -33,19 +32,16 @@ extension CoordinatorCore {
             register(route: route, id: envelope.id, r)
             return
         }
-        // The record's `lastSeen` set in place: copied out and stored back,
-        // every field was retained and released at every message.
-        guard let wid = workerByRoute[route], workers[wid] != nil else {
+        guard let wid = registry.heard(route: route, at: .now) else {
             // A worker we have forgotten (we restarted, or declared it dead): ask it to register again.
             sendError(.worker(route), envelope.id, WireError(code: "unregistered", message: "register before sending \(envelope.type.rawValue)"))
             return
         }
-        workers[wid]?.lastSeen = .now
         if copyReply(id: envelope.id, from: wid, envelope.body) { return }
         if sequencedReply(id: envelope.id, from: wid, envelope.body) { return }
         switch envelope.body {
         case .heartbeat(let h):
-            if let status = h.status { workers[wid]?.status = status }
+            if let status = h.status { registry.report(status, of: wid) }
             send(.worker(route), envelope.id, .heartbeat(Body.Heartbeat()))
         case .writeAck(let a): writeAcked(writeID: envelope.id, ack: a, error: nil)
         case .deleteAck(let a): deleteAcked(workerMessageID: envelope.id, deleted: a.deleted, error: nil)
@@ -58,10 +54,13 @@ extension CoordinatorCore {
         case .shardSearchResult(let r): shardSearchAnswered(key: envelope.id, from: wid, r)
         case .error(let e):
             if searches[envelope.id] != nil { searchShardFailed(key: envelope.id, from: wid, shard: nil, reason: e.message) }
-            else if shardWrites[envelope.id] != nil { writeAcked(writeID: envelope.id, ack: nil, error: e) }
-            else if deleteOfRequest[envelope.id] != nil { deleteAcked(workerMessageID: envelope.id, deleted: nil, error: e) }
-            else if declareOfRequest[envelope.id] != nil { declareAcked(workerMessageID: envelope.id, error: e) }
-            else if let rq = queries[envelope.id], let shard = rq.outstanding.first(where: { $0.value == wid })?.key {
+            else if let kind = writes.kind(ofMessage: envelope.id) {
+                switch kind {
+                case .write: perform(writes.writeFailed(envelope.id, e))
+                case .delete: perform(writes.deleteAnswered(envelope.id, deleted: nil, error: e))
+                case .declare: perform(writes.declareAnswered(envelope.id, error: e))
+                }
+            } else if let rq = queries[envelope.id], let shard = rq.scatter.shard(runBy: wid) {
                 shardDone(key: envelope.id, from: wid, Body.ShardDone(shard: shard, count: 0, error: e))
             } else {
                 logger.notice("worker reported an error", metadata: ["worker": "\(wid)", "error": "\(e)"])
@@ -73,25 +72,15 @@ extension CoordinatorCore {
 
     func register(route: [Data], id: String, _ r: Body.Register) {
         guard admitRegistration(route: route, id: id, r) else { return }
-        let bad = r.shards.filter { $0 < 0 || $0 >= configuration.shards }
-        guard !bad.isEmpty || !r.shards.isEmpty else {
-            sendError(.worker(route), id, WireError(code: "invalid_message", message: "a worker must serve at least one shard"))
+        switch registry.admit(r, route: route, shardCount: configuration.shards) {
+        case .refuse(let error):
+            sendError(.worker(route), id, error)
             return
+        case .register(let replaced):
+            if let replaced { forget(replaced.worker, reason: replaced.reason) }
         }
-        guard bad.isEmpty else {
-            sendError(.worker(route), id, WireError(code: "bad_shard",
-                                                     message: "shards \(bad.map(String.init).joined(separator: ",")) do not exist: this cluster has \(configuration.shards) (0-\(configuration.shards - 1))"))
-            return
-        }
-        if let old = workers[r.worker], old.route != route { forget(old.id, reason: "re-registered from a new connection") }
-        // The same id from a new process (restarted at once, before it was
-        // missed): what was in flight to the old one will not be answered.
-        else if let old = workers[r.worker], let pid = r.pid, let was = old.pid, pid != was { forget(old.id, reason: "restarted (pid \(was) → \(pid))") }
-        workers[r.worker] = WorkerRecord(id: r.worker, role: r.role, shards: r.shards, route: route, lastSeen: .now,
-                                         host: r.host, pid: r.pid, registeredAt: Date())
-        workersChanged()
-        workerByRoute[route] = r.worker
-        lostWorkers.removeValue(forKey: r.worker)
+        registry.register(WorkerRecord(id: r.worker, role: r.role, shards: r.shards, route: route, lastSeen: .now,
+                                       host: r.host, pid: r.pid, registeredAt: Date()))
         logger.info("worker registered", metadata: ["worker": "\(r.worker)", "worker.role": "\(r.role.rawValue)",
                                                     "shards": "\(r.shards.map(String.init).joined(separator: ","))"])
         send(.worker(route), id, .registered(Body.Registered(shardCount: configuration.shards, heartbeatMs: configuration.heartbeatMs)))
@@ -100,82 +89,40 @@ extension CoordinatorCore {
 
     /// Declares silent workers dead, and routes their work elsewhere.
     func sweep() {
-        let limit = Duration.milliseconds(configuration.livenessMs)
-        let now = ContinuousClock.now
-        for w in workers.values where w.lastSeen.duration(to: now) > limit && w.route != LocalQueryWorker.route {
-            forget(w.id, reason: "no heartbeat for \(configuration.livenessMs) ms")
+        for id in registry.silent(at: .now, limit: .milliseconds(configuration.livenessMs)) {
+            forget(id, reason: "no heartbeat for \(configuration.livenessMs) ms")
         }
         repairReplicas()
         rates.sample(counters)
     }
 
     func workerUnreachable(route: [Data]) {
-        guard let wid = workerByRoute[route] else { return }
+        guard let wid = registry.byRoute[route] else { return }
         forget(wid, reason: "its connection is gone")
     }
 
     func forget(_ workerID: String, reason: String) {
-        guard let w = workers.removeValue(forKey: workerID) else { return }
-        workersChanged()
-        workerByRoute.removeValue(forKey: w.route)
+        guard let w = registry.forget(workerID, reason: reason, at: Date()) else { return }
         replicaLost(w.id)
-        count("workers.lost")
-        lostWorkers[w.id] = LostWorker(record: w, lostAt: Date(), reason: reason)
-        pruneLostWorkers()
+        count(.workersLost)
         logger.warning("worker lost", metadata: ["worker": "\(w.id)", "worker.role": "\(w.role.rawValue)", "reason": "\(reason)"])
-        // Writes it had not acknowledged are not acknowledged as stored, even
-        // where another replica committed them: the item is not on every
-        // replica it was sent to. The producer resends it (`shard_unavailable`),
-        // and the upsert is idempotent on the replicas that have it.
-        for (wid, sw) in shardWrites where sw.worker == w.id {
-            shardWrites.removeValue(forKey: wid)
-            guard var p = publishes[sw.publish] else { continue }
-            p.outstanding.remove(wid)
-            for g in sw.indices where p.results[g]?.status != .rejected {
-                p.results[g] = ItemResult(index: g, uniqueIdentifier: p.identifiers[g], status: .rejected,
-                                          error: WireError(code: "shard_unavailable", message: "replica \(w.id) of shard \(sw.shard) was lost before committing; resend"))
-            }
-            publishes[sw.publish] = p
-            finishPublishIfDone(sw.publish)
-        }
-        for (did, var d) in deletes {
-            for (mid, entry) in d.outstanding where entry.worker == w.id {
-                d.outstanding.removeValue(forKey: mid)
-                deleteOfRequest.removeValue(forKey: mid)
-                if d.deletedByShard[entry.shard] == nil { d.failed.append(ShardFailure(shard: entry.shard, reason: "indexer lost")) }
-            }
-            deletes[did] = d
-            finishDeleteIfDone(did)
-        }
-        for (kid, var k) in declares {
-            for (mid, wid) in k.outstanding where wid == w.id {
-                k.outstanding.removeValue(forKey: mid)
-                declareOfRequest.removeValue(forKey: mid)
-                k.error = WireError(code: "shard_unavailable", message: "indexer \(w.id) was lost before declaring; declare again")
-            }
-            declares[kid] = k
-            finishDeclareIfDone(kid)
-        }
+        // Its writes, deletes and declarations fail (see ``WriteTracker/workerLost(_:)``).
+        perform(writes.workerLost(w.id))
         searchesLost(worker: w.id)
-        // Queries: retry a shard elsewhere if nothing of it reached the client yet.
-        for (key, rq) in queries {
-            for (shard, wid) in rq.outstanding where wid == w.id {
-                var q = rq
-                q.outstanding.removeValue(forKey: shard)
-                // Nothing of the shard reached the client yet: start it over elsewhere.
-                if (q.delivered[shard] ?? 0) == 0 {
-                    q.merger?.reset(shard: shard)
-                    queries[key] = q
-                    dispatch(key, shard: shard)
-                } else {
-                    q.failed.append(ShardFailure(shard: shard, reason: "query worker \(w.id) was lost mid-stream"))
-                    q.merger?.finish(shard: shard)
-                    queries[key] = q
+        // Queries: a shard of which nothing reached the client starts over
+        // elsewhere; one the client has part of fails (``ShardScatter/lost(_:)``).
+        // Every shard's merge is settled before any retry, so that a query
+        // that ends in the middle releases no merge still waiting for a shard.
+        for (key, shards) in inFlight.queriesLost(w.id) {
+            inFlight.update(key) { rq in
+                for s in shards {
+                    if s.outcome == .retry { rq.merger?.reset(shard: s.shard) } else { rq.merger?.finish(shard: s.shard) }
                 }
-                releaseMerged(key)
-                finishQueryIfDone(key)
-                flushHeldBatch(key)
             }
+            for s in shards where s.outcome == .retry { dispatch(key, shard: s.shard) }
+            releaseMerged(key)
+            finishQueryIfDone(key)
+            flushHeldBatch(key)
         }
     }
 }

@@ -54,7 +54,15 @@ final class UnreachableWorkers: @unchecked Sendable {
     }
 }
 
-/// The coordinator's state machine: everything it knows and decides.
+/// The coordinator: its sockets, and the state that decides what it sends.
+///
+/// The decisions live in value types, each unit-tested without processes:
+/// ``WorkerRegistry`` (who is registered, live, silent, next for a shard),
+/// ``WriteTracker`` (when a publish, delete or declaration is answered, and
+/// how), ``QueryTracker`` and ``ShardScatter`` (a query's or search's shards:
+/// retried elsewhere or named failed, cancels, deadlines). Their methods take
+/// an event and say what to send; this actor mints message ids, sends, and
+/// keeps what is tied to the process (timers, metrics, the replicas' log).
 ///
 /// Handlers never await; they append replies to their peers' ordered
 /// outboxes (``Outlet``), which never suspend either. That keeps every
@@ -68,130 +76,35 @@ actor CoordinatorCore {
     let workerOutlet: Outlet
     let startedAt = Date()
 
-    /// The registered workers. A change of who is in it (not of a record's
-    /// `lastSeen`, which every message updates) must call ``workersChanged()``.
-    var workers: [String: WorkerRecord] = [:]
-    /// ``liveWorkerIDs(_:shard:)``'s answers while `workers` holds the same
-    /// workers (see ``workersChanged()``).
-    var liveWorkerIDsCache: [LiveWorkersKey: [String]] = [:]
-    var workerByRoute: [[Data]: String] = [:]
+    /// The registered and the lost workers (``WorkerRegistry``).
+    var registry = WorkerRegistry()
+    /// The registered workers, by id.
+    var workers: [String: WorkerRecord] { registry.workers }
     /// The query worker in this process, if any (``LocalQueryWorker``).
     var localWorker: LocalQueryWorker?
     /// Registrations waiting for their proof, by connection (CoordinatorCore+WorkerAuth.swift).
     var challenges: [[Data]: PendingChallenge] = [:]
-    var roundRobin = 0
     /// Replicas' sequence numbers and the catch-up log (CoordinatorCore+CatchUp.swift).
     var replication = ReplicationState()
     var nextID = 0
 
-    // Writes in flight.
-    struct ShardWrite: Sendable {
-        var publish: String
-        var shard: Int
-        var worker: String
-        /// Positions in the client's batch of the items sent in this write.
-        var indices: [Int]
-    }
-    struct PendingPublish: Sendable {
-        var client: [Data]
-        var requestID: String
-        var batch: String?
-        /// Each item's identifier, for rejections the coordinator makes itself.
-        var identifiers: [String?]
-        var results: [ItemResult?]
-        var outstanding: Set<String>
-        /// Shards for which at least one replica committed.
-        var committed: Set<Int>
-        var shardOf: [Int: [Int]] // shard → item positions
-        var started: ContinuousClock.Instant
-        /// The app the items were published for (their names are qualified; see `TenantScope`).
-        var scope: TenantScope = .unscoped
-    }
-    var publishes: [String: PendingPublish] = [:]
-    /// Publishes that came while `maxPendingWrites` were in flight, in order
-    /// (at most `maxWaitingWrites`; see ``holdPublish``).
-    var waitingWrites: [(client: [Data], id: String, publish: Body.Publish, rejected: [Int: ItemResult], scope: TenantScope)] = []
+    /// Publishes, deletes and declarations in flight (``WriteTracker``).
+    var writes = WriteTracker()
+    /// Set while ``startWaitingWrites()`` starts the publishes that waited.
     var startingWaitingWrites = false
-    var shardWrites: [String: ShardWrite] = [:]
 
-    // Deletes in flight.
-    struct PendingDelete: Sendable {
-        var client: [Data]
-        var requestID: String
-        var outstanding: [String: (worker: String, shard: Int)]
-        var deletedByShard: [Int: Int]
-        var failed: [ShardFailure]
-        /// Set for entity deletes and associations, which answer `entity_ack`.
-        var entity: EntityOperation? = nil
-    }
-    var deletes: [String: PendingDelete] = [:]
-    var deleteOfRequest: [String: String] = [:]
-
-    // Declarations in flight.
-    struct PendingDeclare: Sendable {
-        var client: [Data]
-        var requestID: String
-        var declaration: Body.Declare
-        /// The first round's message: the declaration with `check` set.
-        var check: Body.Declare
-        /// Every indexer has checked the declaration; the second round declares it.
-        var checked: Bool
-        var outstanding: [String: String] // message → worker
-        var error: WireError?
-    }
-    var declares: [String: PendingDeclare] = [:]
-    var declareOfRequest: [String: String] = [:]
-
-    // Queries in flight.
-    struct RunningQuery: Sendable {
-        var key: String
-        var client: [Data]
-        var requestID: String
-        var query: Query
-        var planJSON: JSONValue
-        var deadlineMs: Int
-        var outstanding: [Int: String]       // shard → worker
-        var delivered: [Int: Int] = [:]      // shard → hits released to the client
-        var tried: [Int: Set<String>] = [:]  // shard → workers tried
-        var failed: [ShardFailure] = []
-        var count = 0
-        var seq = 0
-        var merger: ResultMerger?
-        var started: ContinuousClock.Instant
-        /// Fires the deadline; cancelled when the query completes first.
-        var deadlineTimer: Deadlines.Token?
-        /// Predicate queries: which query a cursor belongs to, and the sort
-        /// values of the last result released (see `QueryCursor`).
-        var cursorFingerprint: String?
-        var lastSort: [JSONValue]?
-        /// Whose query it is: results are given back the names the app published.
-        var scope: TenantScope = .unscoped
-        /// The client reads the completion inside the last batch
-        /// (``Body/QueryRequest/completionInBatch``).
-        var completionInBatch = false
-        /// Such a client's latest batch, held back while the coordinator
-        /// handles the message that produced it, in case the query ends in
-        /// the same step: ``CoordinatorCore/complete(_:cancelled:)`` then
-        /// sends it with the completion inside, and otherwise
-        /// ``CoordinatorCore/flushHeldBatch(_:)`` sends it before the step
-        /// ends, so no batch waits for a later message (streaming is kept).
-        var held: Body.ResultBatch?
-    }
-    var queries: [String: RunningQuery] = [:]
-    var queryOfRequest: [[Data]: [String: String]] = [:]
-    // Parameter searches in flight (CoordinatorCore+Search.swift).
-    var searches: [String: RunningSearch] = [:]
+    /// Queries and parameter searches in flight (``QueryTracker``).
+    var inFlight = QueryTracker()
+    var queries: [String: RunningQuery] { inFlight.queries }
+    var searches: [String: RunningSearch] { inFlight.searches }
     /// The query embedder, loaded by the first semantic search (see ``QueryEmbedder``).
     let queryEmbedder: QueryEmbedder
-    var searchOfRequest: [[Data]: [String: String]] = [:]
 
-    // Counters for the stats endpoint.
+    /// Counters for the stats endpoint, by ``CoordinatorCounter`` name (the
+    /// names `/stats` shows; ``RateWindow`` samples them as they are).
     var counters: [String: Int] = [:]
     var queryLatenciesMs: [Double] = []
     var firstBatchLatenciesMs: [Double] = []
-    var firstBatchSent: Set<String> = []
-    /// Workers declared dead, kept for the stats and metrics (see ClusterStats.swift).
-    var lostWorkers: [String: LostWorker] = [:]
     var rates = RateWindow()
     /// Prometheus figures (GET /metrics); the HTTP endpoint renders them.
     nonisolated let metrics = CoordinatorMetrics()
@@ -232,7 +145,7 @@ actor CoordinatorCore {
         return "\(prefix)\(nextID)"
     }
 
-    func count(_ key: String, by n: Int = 1) { counters[key, default: 0] += n }
+    func count(_ counter: CoordinatorCounter, by n: Int = 1) { counters[counter.rawValue, default: 0] += n }
 
     func send(_ to: Peer, _ id: String, _ body: Body) {
         if sendLocal(to, id, body) { return }
@@ -243,7 +156,7 @@ actor CoordinatorCore {
         case .worker: outlet = workerOutlet
         }
         if case .dropped(let first) = outlet.send(o) {
-            count("outbox.dropped")
+            count(.outboxDropped)
             if first, case .client(let route) = to { abandonQueries(of: route) }
             if first {
                 logger.warning("a peer is not reading its messages: its outbox is full, dropping new ones until it drains", metadata: [
@@ -255,7 +168,7 @@ actor CoordinatorCore {
     }
 
     func sendError(_ to: Peer, _ id: String, _ error: WireError) {
-        count("errors")
+        count(.errors)
         send(to, id, .error(error))
     }
 
@@ -297,42 +210,10 @@ actor CoordinatorCore {
         Body.Pong(shardCount: configuration.shards, servedShards: servedShards())
     }
 
-    func servedShards() -> [Int] {
-        (0..<configuration.shards).filter { !liveWorkers(.indexer, shard: $0).isEmpty && !liveWorkers(.query, shard: $0).isEmpty }
-    }
+    func servedShards() -> [Int] { registry.servedShards(shardCount: configuration.shards) }
 
     func liveWorkers(_ role: Body.Register.Role, shard: Int) -> [WorkerRecord] {
-        liveWorkerIDs(role, shard: shard).compactMap { workers[$0] }
-    }
-
-    struct LiveWorkersKey: Hashable {
-        let role: Body.Register.Role
-        let shard: Int
-    }
-
-    /// The ids of the workers of `role` serving `shard`, sorted, worked out
-    /// once per change of the workers. Why: every search and query picks
-    /// its workers here, and filtering and sorting the records (copies of
-    /// every field) each time was ~5 us of a two-word search's 430 in the
-    /// coordinator (traced through a one-shard cluster, 2026-11-25).
-    func liveWorkerIDs(_ role: Body.Register.Role, shard: Int) -> [String] {
-        let key = LiveWorkersKey(role: role, shard: shard)
-        if let ids = liveWorkerIDsCache[key] {
-            assert(ids == Self.workerIDs(workers, role, shard: shard), "workers changed without workersChanged()")
-            return ids
-        }
-        let ids = Self.workerIDs(workers, role, shard: shard)
-        liveWorkerIDsCache[key] = ids
-        return ids
-    }
-
-    static func workerIDs(_ workers: [String: WorkerRecord], _ role: Body.Register.Role, shard: Int) -> [String] {
-        workers.values.filter { $0.role == role && $0.shards.contains(shard) }.map(\.id).sorted()
-    }
-
-    /// Forgets ``liveWorkerIDs(_:shard:)``'s answers: a worker came or went.
-    func workersChanged() {
-        liveWorkerIDsCache.removeAll()
+        registry.liveWorkers(role, shard: shard)
     }
 }
 

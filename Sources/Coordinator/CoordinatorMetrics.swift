@@ -36,19 +36,19 @@ final class CoordinatorMetrics: Sendable {
     ]
 
     /// The coordinator's counters (`stats.counters`) exported as Prometheus counters.
-    static let mirroredCounters: [(key: String, name: String, help: String)] = [
-        ("publish.batches", "publish_batches", "Publish requests received."),
-        ("publish.items", "publish_items", "Items received in publish requests."),
-        ("publish.stored", "publish_stored_items", "Items stored (acknowledged as stored)."),
-        ("publish.rejected", "publish_rejected_items", "Items rejected, with the reason in the publish acknowledgement."),
-        ("publish.throttled", "publish_throttled", "Times the coordinator stopped reading client messages because too many publishes were in flight."),
-        ("queries", "queries", "Queries received."),
-        ("queries.cancelled", "queries_cancelled", "Queries cancelled by their client."),
-        ("queries.timedOut", "queries_timed_out", "Queries that reached their deadline."),
-        ("queries.partial", "queries_partial", "Queries completed without every shard (named in failedShards)."),
-        ("deletes", "deletes", "Delete requests received."),
-        ("errors", "errors", "Error replies sent to clients and workers."),
-        ("workers.lost", "workers_lost", "Workers declared dead (no heartbeat, or their connection went away)."),
+    static let mirroredCounters: [(counter: CoordinatorCounter, name: String, help: String)] = [
+        (.publishBatches, "publish_batches", "Publish requests received."),
+        (.publishItems, "publish_items", "Items received in publish requests."),
+        (.publishStored, "publish_stored_items", "Items stored (acknowledged as stored)."),
+        (.publishRejected, "publish_rejected_items", "Items rejected, with the reason in the publish acknowledgement."),
+        (.publishThrottled, "publish_throttled", "Times the coordinator stopped reading client messages because too many publishes were in flight."),
+        (.queries, "queries", "Queries received."),
+        (.queriesCancelled, "queries_cancelled", "Queries cancelled by their client."),
+        (.queriesTimedOut, "queries_timed_out", "Queries that reached their deadline."),
+        (.queriesPartial, "queries_partial", "Queries completed without every shard (named in failedShards)."),
+        (.deletes, "deletes", "Delete requests received."),
+        (.errors, "errors", "Error replies sent to clients and workers."),
+        (.workersLost, "workers_lost", "Workers declared dead (no heartbeat, or their connection went away)."),
     ]
 
     let state = Locked(MirrorState())
@@ -78,7 +78,7 @@ final class CoordinatorMetrics: Sendable {
         publishDuration = timer("publish_duration", "Time from a publish request to its acknowledgement (every live replica committed).")
         state.withLockedValue { s in
             for c in Self.mirroredCounters {
-                s.counters[c.key] = registry.makeCounter(descriptor: Self.descriptor(c.name, "total", c.help))
+                s.counters[c.counter.rawValue] = registry.makeCounter(descriptor: Self.descriptor(c.name, "total", c.help))
             }
         }
     }
@@ -98,10 +98,10 @@ final class CoordinatorMetrics: Sendable {
         state.withLockedValue { s in
             // Counters only go up: add what the coordinator counted since the last scrape.
             for c in Self.mirroredCounters {
-                let now = snapshot.counters[c.key] ?? 0
-                let delta = now - (s.counterValues[c.key] ?? 0)
-                if delta > 0 { s.counters[c.key]?.increment(by: Int64(delta)) }
-                s.counterValues[c.key] = now
+                let now = snapshot.counters[c.counter.rawValue] ?? 0
+                let delta = now - (s.counterValues[c.counter.rawValue] ?? 0)
+                if delta > 0 { s.counters[c.counter.rawValue]?.increment(by: Int64(delta)) }
+                s.counterValues[c.counter.rawValue] = now
             }
 
             var seen = Set<String>()

@@ -70,7 +70,8 @@ final class RefusalCounter: @unchecked Sendable {
     }
 
     func refused(_ request: ZAPRequest, reason: String) {
-        let kind = request.domain == CurveServerSettings.workerDomain ? "workers" : "clients"
+        let isWorker = request.domain == CurveServerSettings.workerDomain
+        let kind = isWorker ? "workers" : "clients"
         let key = request.curveKey?.z85 ?? "-"
         let (core, n) = lock.withLock { () -> (CoordinatorCore?, Int) in
             if byKey.count > 10_000 { byKey.removeAll() }
@@ -83,6 +84,7 @@ final class RefusalCounter: @unchecked Sendable {
                 "reason": "\(reason)", "refusals": "\(n)",
             ])
         }
-        if let core { Task { await core.count("connections.refused.\(kind)") } }
+        let counter: CoordinatorCounter = isWorker ? .connectionsRefusedWorkers : .connectionsRefusedClients
+        if let core { Task { await core.count(counter) } }
     }
 }

@@ -1,0 +1,319 @@
+import Foundation
+import WireProtocol
+
+/// What the coordinator knows of each shard's replicas: how far each has
+/// applied the shard's changes, and the recent changes a replica that was
+/// away needs to catch up.
+///
+/// Every change of a shard (write, delete, entity operation) gets the next
+/// number of the shard's sequence (see `ShardSequence`), and each indexer
+/// applies them strictly in order, recording the last one in the shard file.
+/// A replica is *fresh* while it has applied every change some replica has
+/// committed; queries go only to query workers of fresh replicas.
+///
+/// A value: its methods take an event (a registration, an answer to a
+/// numbered message, a lost worker, the sweep, an installed copy) and return
+/// ``Action``s — catch a replica up, copy a shard to it — that the core
+/// carries out (`CoordinatorCore+CatchUp.swift`), so the catch-up rules are
+/// unit-tested without processes (`ReplicationStateTests`).
+struct ReplicationState: Sendable {
+    struct Entry: Sendable {
+        var sequence: Int
+        var body: Body
+        var weight: Int
+    }
+    struct InFlight: Sendable, Equatable {
+        var worker: String
+        var shard: Int
+        var sequence: Int
+        var catchUp: Bool
+    }
+    /// Per shard: the last sequence number given out.
+    var issued: [Int: Int] = [:]
+    /// Per shard: the highest sequence number a replica has committed.
+    var committed: [Int: Int] = [:]
+    /// Per shard: recent changes, oldest first, and their weight in items.
+    var log: [Int: [Entry]] = [:]
+    var logWeight: [Int: Int] = [:]
+    /// Per shard: the first sequence number the log can send (`issued + 1`
+    /// when it holds nothing).
+    var logStart: [Int: Int] = [:]
+    /// Per replica and shard: the last sequence number it has applied.
+    var applied: [String: [Int: Int]] = [:]
+    /// Replicas further behind than the log reaches, per shard: no writes,
+    /// no queries, until they are copied.
+    var detached: [String: Set<Int>] = [:]
+    /// Worker → the replica it writes or reads. Query workers that name none
+    /// are not tracked (always taken as fresh).
+    var replicaOf: [String: String] = [:]
+    /// Numbered messages awaiting their answer, by message id.
+    var inFlight: [String: InFlight] = [:]
+    /// Declarations seen: replayed (they are idempotent) before a catch-up.
+    var declarations: [Body.Declare] = []
+    /// Catch-ups under way: worker → shard → the sequence number it ends at.
+    var catchingUp: [String: [Int: Int]] = [:]
+    /// Per shard: the number this coordinator started numbering from (the
+    /// shard's sequence when it numbered its first change of it). Numbers
+    /// above it are this coordinator's.
+    var base: [Int: Int] = [:]
+    /// Per shard: the replicas that have this coordinator's numbers above
+    /// `base` or none at all, so whose numbers mean the same changes as here.
+    var lineage: [Int: Set<String>] = [:]
+    /// Whole-shard copies to detached replicas (see `ShardCopies`).
+    var copies = ShardCopies()
+
+    /// What the core must do for a replica.
+    enum Action: Equatable, Sendable {
+        /// Send the worker every declaration seen, before its catch-up.
+        case replayDeclarations(worker: String)
+        /// Send the worker the logged changes of the shard after `after`
+        /// (``beginCatchUp(worker:shard:after:)``).
+        case catchUp(worker: String, shard: Int, after: Int)
+        /// The worker's replica of the shard is now detached: count it, say
+        /// why, and copy the shard to it.
+        case detached(worker: String, shard: Int, Detachment)
+        /// Copy the shard to the worker's replica, detached already.
+        case copy(worker: String, shard: Int)
+        /// A catch-up ended: the replica has every change it was sent.
+        case caughtUp(worker: String, shard: Int, sequence: Int)
+        /// A change sent to catch a replica up failed on it.
+        case catchUpChangeFailed(worker: String, shard: Int, sequence: Int, error: String)
+    }
+
+    /// Why a replica was detached.
+    enum Detachment: Equatable, Sendable {
+        /// It reports numbers above this coordinator's first, and got none
+        /// of this coordinator's: the same numbers name other changes.
+        case diverged(have: Int, issued: Int)
+        /// It registered further behind than the log reaches.
+        case tooFarBehind(have: Int, issued: Int, logStart: Int)
+        /// It fell behind the log while connected.
+        case fellBehind
+    }
+
+    func start(_ shard: Int) -> Int { logStart[shard] ?? (issued[shard] ?? 0) + 1 }
+
+    /// The replica a worker writes or reads: the one it names, or itself.
+    func name(of worker: String) -> String { replicaOf[worker] ?? worker }
+
+    // MARK: Numbering
+
+    /// Gives the next sequence number of `shard` to `body`, keeps the change
+    /// for catch-ups (trimming the log to `logLimit` items), and returns the
+    /// numbered body to send to every replica.
+    mutating func number(_ body: Body, shard: Int, logLimit: Int) -> (sequence: Int, body: Body) {
+        let n = (issued[shard] ?? 0) + 1
+        issued[shard] = n
+        if base[shard] == nil { base[shard] = n - 1 }
+        var numbered = body
+        switch body {
+        case .write(var w): w.sequence = n; numbered = .write(w)
+        case .delete(var d): d.sequence = n; numbered = .delete(d)
+        case .entityDelete(var d): d.sequence = n; numbered = .entityDelete(d)
+        case .entityAssociate(var a): a.sequence = n; numbered = .entityAssociate(a)
+        default: break
+        }
+        var weight = 1
+        if case .write(let w) = body { weight = max(1, w.items.count + w.evict.count) }
+        if log[shard] == nil { logStart[shard] = n }
+        log[shard, default: []].append(Entry(sequence: n, body: numbered, weight: weight))
+        logWeight[shard, default: 0] += weight
+        trimLog(shard, limit: logLimit)
+        return (n, numbered)
+    }
+
+    /// Drops the oldest changes while the log holds more than `limit` items
+    /// (always keeping the newest).
+    mutating func trimLog(_ shard: Int, limit: Int) {
+        guard var entries = log[shard], var weight = logWeight[shard], weight > limit else { return }
+        var drop = 0
+        while drop < entries.count - 1, weight > limit {
+            weight -= entries[drop].weight
+            drop += 1
+        }
+        entries.removeFirst(drop)
+        log[shard] = entries
+        logWeight[shard] = weight
+        logStart[shard] = entries.first?.sequence
+    }
+
+    /// Notes that message `id` to `worker` carries change `sequence` of `shard`.
+    mutating func track(_ id: String, worker: String, shard: Int, sequence: Int, catchUp: Bool = false) {
+        inFlight[id] = InFlight(worker: worker, shard: shard, sequence: sequence, catchUp: catchUp)
+    }
+
+    /// Whether a query worker reads a replica that has every change of the
+    /// shard that any replica committed. A query worker whose replica has no
+    /// indexer the coordinator has heard of is taken as fresh: nothing says otherwise.
+    func isFresh(_ worker: String, shard: Int) -> Bool {
+        guard let name = replicaOf[worker] else { return true }
+        if detached[name]?.contains(shard) ?? false { return false }
+        guard let have = applied[name]?[shard] else { return true }
+        return have >= (committed[shard] ?? 0)
+    }
+
+    // MARK: Events
+
+    /// A worker registered: records its replica and, for an indexer, how far
+    /// each of its shards is, and says which shards to catch up (after
+    /// replaying the declarations, once) and which to detach and copy.
+    /// Answers still due from before are dropped: the registration says how
+    /// far the replica is, and the catch-up starts from there.
+    mutating func registered(_ r: Body.Register) -> [Action] {
+        catchingUp.removeValue(forKey: r.worker)
+        for (id, f) in inFlight where f.worker == r.worker { inFlight.removeValue(forKey: id) }
+        guard r.role == .indexer else {
+            if let name = r.replica { replicaOf[r.worker] = name } else { replicaOf.removeValue(forKey: r.worker) }
+            return []
+        }
+        let name = r.replica ?? r.worker
+        replicaOf[r.worker] = name
+        // A worker that reports no sequence numbers predates them: it is
+        // taken as it is, and tracked from its answers on.
+        guard let reported = r.sequences else { return [] }
+        var actions: [Action] = []
+        for shard in r.shards {
+            let have = reported.first { $0.shard == shard }?.sequence ?? 0
+            let issued = issued[shard] ?? 0
+            applied[name, default: [:]][shard] = have
+            detached[name]?.remove(shard)
+            if let base = base[shard], have > base, !(lineage[shard]?.contains(name) ?? false) {
+                // This coordinator (restarted) has numbered changes from a
+                // lower number than this replica reports, and the replica got
+                // none of them: it is left out until it is copied.
+                detached[name, default: []].insert(shard)
+                actions.append(.detached(worker: r.worker, shard: shard, .diverged(have: have, issued: issued)))
+                continue
+            }
+            lineage[shard, default: []].insert(name)
+            if have > issued {
+                // The coordinator knows less than the replica (it restarted
+                // and has numbered nothing of the shard yet): continue the
+                // sequence from the replica's number.
+                self.issued[shard] = have
+                committed[shard] = max(committed[shard] ?? 0, have)
+                log.removeValue(forKey: shard)
+                logWeight.removeValue(forKey: shard)
+                logStart[shard] = have + 1
+                continue
+            }
+            guard have < issued else { continue }
+            guard have + 1 >= start(shard) else {
+                detached[name, default: []].insert(shard)
+                actions.append(.detached(worker: r.worker, shard: shard, .tooFarBehind(have: have, issued: issued, logStart: start(shard))))
+                continue
+            }
+            if !actions.contains(.replayDeclarations(worker: r.worker)) { actions.append(.replayDeclarations(worker: r.worker)) }
+            actions.append(.catchUp(worker: r.worker, shard: shard, after: have))
+        }
+        return actions
+    }
+
+    /// The logged changes of `shard` after `after` that a catch-up sends,
+    /// oldest first; the catch-up is under way until the last is committed.
+    mutating func beginCatchUp(worker: String, shard: Int, after: Int) -> [Entry] {
+        let entries = (log[shard] ?? []).filter { $0.sequence > after }
+        guard let last = entries.last?.sequence else { return [] }
+        catchingUp[worker, default: [:]][shard] = last
+        return entries
+    }
+
+    /// What an answer to message `id` means for replication.
+    struct Answer: Sendable, Equatable {
+        /// The message was a catch-up's (or its declarations'), which
+        /// nothing else awaits.
+        var consumed: Bool
+        var actions: [Action] = []
+    }
+
+    /// Follows the answer to a numbered message: a commit moves the replica's
+    /// sequence on; `out_of_sequence` (it missed changes while it stayed
+    /// connected, e.g. a message lost on the way) starts a catch-up, or a
+    /// copy when the log no longer reaches back; any other error ends the
+    /// catch-up (its later changes will be refused as out of sequence,
+    /// which starts a new one).
+    mutating func answered(_ id: String, by worker: String, _ body: Body) -> Answer {
+        guard let f = inFlight.removeValue(forKey: id) else { return Answer(consumed: id.hasPrefix("c") && body.isDeclareAck) }
+        let name = name(of: worker)
+        var actions: [Action] = []
+        switch body {
+        case .writeAck, .deleteAck, .entityAck:
+            applied[name, default: [:]][f.shard] = max(applied[name]?[f.shard] ?? 0, f.sequence)
+            committed[f.shard] = max(committed[f.shard] ?? 0, f.sequence)
+            if let end = catchingUp[worker]?[f.shard], f.sequence >= end {
+                catchingUp[worker]?.removeValue(forKey: f.shard)
+                actions.append(.caughtUp(worker: worker, shard: f.shard, sequence: f.sequence))
+            }
+        case .error(let e) where e.code == "out_of_sequence":
+            if catchingUp[worker]?[f.shard] == nil {
+                let have = applied[name]?[f.shard] ?? 0
+                if have + 1 >= start(f.shard) {
+                    actions.append(.catchUp(worker: worker, shard: f.shard, after: have))
+                } else {
+                    detached[name, default: []].insert(f.shard)
+                    actions.append(.detached(worker: worker, shard: f.shard, .fellBehind))
+                }
+            }
+        case .error(let e):
+            catchingUp[worker]?.removeValue(forKey: f.shard)
+            if f.catchUp { actions.append(.catchUpChangeFailed(worker: worker, shard: f.shard, sequence: f.sequence, error: e.message)) }
+        default: break
+        }
+        return Answer(consumed: f.catchUp, actions: actions)
+    }
+
+    /// A lost worker's numbered messages will not be answered, nor its catch-up finished.
+    mutating func lost(_ worker: String) {
+        for (id, f) in inFlight where f.worker == worker { inFlight.removeValue(forKey: id) }
+        catchingUp.removeValue(forKey: worker)
+    }
+
+    /// Run by the sweep over the live indexers: a detached replica gets a
+    /// copy, and one that is behind with nothing on the way to it (no change
+    /// in flight, no catch-up: a catch-up that failed, or numbers that moved
+    /// on since it registered) is caught up, or detached and copied when the
+    /// log does not reach back far enough.
+    mutating func repairs(indexers: [(id: String, shards: [Int])]) -> [Action] {
+        var actions: [Action] = []
+        for w in indexers {
+            let name = name(of: w.id)
+            for shard in w.shards {
+                if detached[name]?.contains(shard) ?? false {
+                    actions.append(.copy(worker: w.id, shard: shard))
+                    continue
+                }
+                guard let have = applied[name]?[shard], have < (committed[shard] ?? 0),
+                      catchingUp[w.id]?[shard] == nil,
+                      !inFlight.values.contains(where: { $0.worker == w.id && $0.shard == shard }) else { continue }
+                if have + 1 >= start(shard) {
+                    actions.append(.catchUp(worker: w.id, shard: shard, after: have))
+                } else {
+                    detached[name, default: []].insert(shard)
+                    actions.append(.detached(worker: w.id, shard: shard, .fellBehind))
+                }
+            }
+        }
+        return actions
+    }
+
+    /// A copy's target installed the snapshot, changes 1…`sequence` of this
+    /// coordinator's numbering: it rejoins, and the log sends what came
+    /// since, or, when more came while copying than the log keeps, it is
+    /// copied again.
+    mutating func copyInstalled(_ c: ShardCopies.Copy, sequence: Int) -> [Action] {
+        copies.running.removeValue(forKey: c.id)
+        applied[c.replica, default: [:]][c.shard] = sequence
+        lineage[c.shard, default: []].insert(c.replica)
+        detached[c.replica]?.remove(c.shard)
+        guard sequence < (issued[c.shard] ?? 0) else { return [] }
+        if sequence + 1 >= start(c.shard) {
+            return [.catchUp(worker: c.target, shard: c.shard, after: sequence)]
+        }
+        detached[c.replica, default: []].insert(c.shard)
+        return [.copy(worker: c.target, shard: c.shard)]
+    }
+}
+
+extension Body {
+    var isDeclareAck: Bool { if case .declareAck = self { true } else { false } }
+}
