@@ -16,20 +16,20 @@ import Foundation
 /// processes started by hand read `--cluster-secret-file`, else
 /// ``defaultPath`` (made on first use by the coordinator), so that every
 /// process of one user on one machine agrees without being told.
-public struct ClusterSecret: Sendable {
+package struct ClusterSecret: Sendable {
     let key: SymmetricKey
     /// Where the secret was read from, for messages.
-    public let path: String
+    package let path: String
 
     /// A fault with a secret file, naming it.
-    public struct FileError: Error, CustomStringConvertible {
-        public var description: String
-        public init(description: String) { self.description = description }
+    package struct FileError: Error, CustomStringConvertible {
+        package var description: String
+        package init(description: String) { self.description = description }
     }
 
     /// `$XDG_CONFIG_HOME/limelight/cluster.secret`, else
     /// `$HOME/.config/limelight/cluster.secret`; nil when neither is set.
-    public static func defaultPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
+    package static func defaultPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
         if let xdg = environment["XDG_CONFIG_HOME"], xdg.hasPrefix("/") { return xdg + "/limelight/cluster.secret" }
         if let home = environment["HOME"], !home.isEmpty { return home + "/.config/limelight/cluster.secret" }
         return nil
@@ -37,10 +37,10 @@ public struct ClusterSecret: Sendable {
 
     /// The fewest characters a secret may have: a short one could be guessed
     /// by trying proofs against the coordinator.
-    public static let minimumLength = 16
+    package static let minimumLength = 16
 
     /// The secret of `text` (surrounding white space ignored).
-    public init(text: String, path: String = "-") throws {
+    package init(text: String, path: String = "-") throws {
         let t = text.trimmingCharacters(in: .whitespacesAndNewlines)
         guard t.utf8.count >= Self.minimumLength else {
             throw FileError(description: "the cluster secret in \(path) is \(t.utf8.count) characters long; it needs at least \(Self.minimumLength) (make one with: head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n')")
@@ -50,7 +50,7 @@ public struct ClusterSecret: Sendable {
     }
 
     /// Reads the secret file at `path`.
-    public static func read(path: String) throws -> ClusterSecret {
+    package static func read(path: String) throws -> ClusterSecret {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw FileError(description: "cannot read the cluster secret file \(path)")
         }
@@ -61,7 +61,7 @@ public struct ClusterSecret: Sendable {
     /// hex, mode 0600, its folder 0700) when there is none. Two processes
     /// making it at once agree: the file appears whole, once (a private
     /// temporary file linked into place), and the loser reads the winner's.
-    public static func readOrCreate(path: String) throws -> ClusterSecret {
+    package static func readOrCreate(path: String) throws -> ClusterSecret {
         if FileManager.default.fileExists(atPath: path) { return try read(path: path) }
         let folder = (path as NSString).deletingLastPathComponent
         if !folder.isEmpty {
@@ -84,12 +84,12 @@ public struct ClusterSecret: Sendable {
     }
 
     /// 32 random bytes from the system's secure generator, as 64 hex digits.
-    public static func newSecretText() -> String {
+    package static func newSecretText() -> String {
         randomHex(bytes: 32)
     }
 
     /// A challenge nonce: 32 random bytes as hex.
-    public static func newNonce() -> String {
+    package static func newNonce() -> String {
         randomHex(bytes: 32)
     }
 
@@ -104,13 +104,13 @@ public struct ClusterSecret: Sendable {
     }
 
     /// The proof for a registration answering `nonce`, as hex.
-    public func proof(nonce: String, worker: String, role: String, shards: [Int]) -> String {
+    package func proof(nonce: String, worker: String, role: String, shards: [Int]) -> String {
         let mac = HMAC<SHA256>.authenticationCode(for: Self.message(nonce: nonce, worker: worker, role: role, shards: shards), using: key)
         return mac.map { String(format: "%02x", $0) }.joined()
     }
 
     /// Whether `proof` is right, compared in constant time.
-    public func verify(proof: String, nonce: String, worker: String, role: String, shards: [Int]) -> Bool {
+    package func verify(proof: String, nonce: String, worker: String, role: String, shards: [Int]) -> Bool {
         guard let bytes = Self.bytes(hex: proof), bytes.count == SHA256.byteCount else { return false }
         return HMAC<SHA256>.isValidAuthenticationCode(bytes, authenticating: Self.message(nonce: nonce, worker: worker, role: role, shards: shards), using: key)
     }

@@ -3,55 +3,55 @@ import Foundation
 import ZeroMQ
 
 /// How a coordinator is set up: docs/design.md's required flags and their defaults.
-public struct CoordinatorConfiguration: Sendable {
+package struct CoordinatorConfiguration: Sendable {
     /// Where clients connect (a ROUTER socket). Port 0 picks a free port.
-    public var listen: String = "tcp://127.0.0.1:7700"
+    package var listen: String = "tcp://127.0.0.1:7700"
     /// Where indexers and query workers connect (a ROUTER socket).
-    public var workers: String = "tcp://127.0.0.1:7701"
+    package var workers: String = "tcp://127.0.0.1:7701"
     /// Where the sockets' threads and ZeroMQ's I/O thread run: together, on
     /// the CPU the service starts on (see ``ThreadPlacement``).
-    public var socketPlacement: ThreadPlacement = .here
+    package var socketPlacement: ThreadPlacement = .here
     /// HTTP port of the stats endpoint; 0 picks a free port, `nil` serves none.
-    public var statsPort: Int? = 7780
-    public var statsHost: String = "127.0.0.1"
+    package var statsPort: Int? = 7780
+    package var statsHost: String = "127.0.0.1"
     /// Fixed when the cluster is created.
-    public var shards: Int = 8
+    package var shards: Int = 8
     /// How often workers must say they are alive.
-    public var heartbeatMs: Int = 1000
+    package var heartbeatMs: Int = 1000
     /// A worker silent for this long is taken as dead.
-    public var livenessMs: Int = 3000
+    package var livenessMs: Int = 3000
     /// A query's deadline when the client names none.
-    public var defaultDeadlineMs: Int = 30_000
+    package var defaultDeadlineMs: Int = 30_000
     /// Frames larger than this get a `too_large` error reply.
-    public var maxFrameBytes: Int = 32 * 1024 * 1024
+    package var maxFrameBytes: Int = 32 * 1024 * 1024
     /// Publish batches in flight at once. Past this a batch waits (see
     /// `maxWaitingWrites`); the coordinator keeps reading and answering
     /// other requests meanwhile.
-    public var maxPendingWrites: Int = 256
+    package var maxPendingWrites: Int = 256
     /// Publish batches that may wait for room, in order; past this a batch is
     /// answered `busy` (send it again later).
-    public var maxWaitingWrites: Int = 256
+    package var maxWaitingWrites: Int = 256
     /// Messages queued by the coordinator towards one peer, on top of what
     /// ZeroMQ's high-water mark holds; past this a peer that does not read
     /// loses its new messages (logged and counted), and no other peer waits.
-    public var peerOutboxLimit: Int = 10_000
+    package var peerOutboxLimit: Int = 10_000
     /// Messages a socket may queue towards one peer before sends wait.
-    public var highWaterMark: Int32 = 10_000
+    package var highWaterMark: Int32 = 10_000
     /// The all-MiniLM-L6-v2 folder that semantic searches' query texts are
     /// embedded with (loaded at the first one); nil refuses them with a clear error.
-    public var modelDirectory: String?
+    package var modelDirectory: String?
     /// Workers must prove they hold this secret to register; nil admits any
     /// worker that can connect (then CURVE's worker allow-list must guard the
     /// socket). See docs/security-transport.md.
-    public var clusterSecret: ClusterSecret?
+    package var clusterSecret: ClusterSecret?
     /// CURVE encryption (and key checks) on the client and worker sockets; nil for none.
-    public var curve: CurveServerSettings?
+    package var curve: CurveServerSettings?
     /// Changes kept per shard for catching up a replica that was away,
     /// counted in items (a delete or an entity operation counts one). A
     /// replica further behind than the log reaches is left out of writes and
     /// queries (`detached` in the stats) until a copy of a fresh replica's
     /// files replaces its own (see `ShardCopies`).
-    public var catchUpLogItems: Int = 20_000
+    package var catchUpLogItems: Int = 20_000
     /// How long a coordinator that has numbered no change of a shard yet
     /// (it just started, and the shard has history) waits before numbering
     /// one while a replica it knows of, from a query worker's registration,
@@ -60,22 +60,22 @@ public struct CoordinatorConfiguration: Sendable {
     /// took writes while another replica was down), a diverged replica, to
     /// be copied over and lose them. Writes meanwhile are answered
     /// `shard_unavailable`, and producers resend them.
-    public var replicaWaitMs: Int = 10_000
+    package var replicaWaitMs: Int = 10_000
     /// Replicas of every shard the cluster is meant to have (`limelight up
     /// --replicas`). A restarted coordinator waits (`replicaWaitMs`) until
     /// this many replicas' indexers have reported a shard before numbering
     /// its changes: a replica that registers late may hold acknowledged
     /// changes the others lack, and numbering without it would have it
     /// copied over.
-    public var replicas: Int = 1
+    package var replicas: Int = 1
     /// The API key store (`--keys`), for the stats and logs; the store itself
     /// is opened by whoever starts the service (see `CoordinatorService.init`).
-    public var keyStorePath: String?
+    package var keyStorePath: String?
     /// Refuse requests without a valid key (`--require-keys`); otherwise a
     /// keyless request is served unscoped, as before keys existed.
-    public var requireKeys = false
+    package var requireKeys = false
 
-    public init() {}
+    package init() {}
 }
 
 /// ZeroMQ spells "any free port" as `*`; the command line spells it 0. ZeroMQ

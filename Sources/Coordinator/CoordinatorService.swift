@@ -15,8 +15,8 @@ import ZeroMQ
 /// stats, Prometheus metrics, health); and the `CoordinatorCore` actor that
 /// makes every decision. `limelight-coordinator`
 /// is a thin command over this, and tests build the same thing with port 0.
-public final class CoordinatorService: Sendable {
-    public let configuration: CoordinatorConfiguration
+package final class CoordinatorService: Sendable {
+    package let configuration: CoordinatorConfiguration
     let logger: Logger
     let context: Context
     let clients: AsyncSocket
@@ -27,11 +27,11 @@ public final class CoordinatorService: Sendable {
     let zap: ZAPHandler?
 
     /// The endpoints actually bound (port 0 resolved).
-    public let clientEndpoint: String
-    public let workerEndpoint: String
+    package let clientEndpoint: String
+    package let workerEndpoint: String
 
     /// `keyStore`: the cluster's API keys (docs/security.md); nil for a cluster without keys.
-    public init(configuration: CoordinatorConfiguration, logger: Logger, planner: Planner = Planner(), keyStore: KeyStore? = nil) throws {
+    package init(configuration: CoordinatorConfiguration, logger: Logger, planner: Planner = Planner(), keyStore: KeyStore? = nil) throws {
         precondition(configuration.shards >= 1, "a cluster has at least one shard")
         self.configuration = configuration
         self.logger = logger
@@ -91,7 +91,7 @@ public final class CoordinatorService: Sendable {
     /// The stats URL (`http://HOST:PORT/stats`, port 0 resolved) once the HTTP
     /// endpoint listens; nil when it serves none. Throws when it cannot bind,
     /// and `run` then returns. Call it while `run` is running.
-    public func statsURL() async throws -> String? {
+    package func statsURL() async throws -> String? {
         guard let http else { return nil }
         let port = try await http.bound.wait().get()
         let host = http.host.contains(":") ? "[\(http.host)]" : http.host
@@ -99,7 +99,7 @@ public final class CoordinatorService: Sendable {
     }
 
     /// Serves until the task is cancelled, then closes every socket.
-    public func run() async {
+    package func run() async {
         logger.info("coordinator listening", metadata: [
             "endpoint.clients": "\(clientEndpoint)", "endpoint.workers": "\(workerEndpoint)",
             "process.allocator": "\(ProcessAllocator.name)",
@@ -134,7 +134,7 @@ public final class CoordinatorService: Sendable {
     }
 
     /// Closes the sockets and the context. Safe to call more than once.
-    public func shutdown() {
+    package func shutdown() {
         clients.close()
         workerSocket.close()
         context.shutdown()

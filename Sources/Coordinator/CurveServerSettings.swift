@@ -5,20 +5,20 @@ import ZeroMQ
 /// CURVE on the coordinator's sockets: its key pair, and which peers' keys it accepts.
 ///
 /// Both ROUTER sockets become CURVE servers: every connection is encrypted
-/// and every peer proves it holds the secret half of the public key it
+/// and every peer proves it holds the secret half of the package key it
 /// presents. The ZAP handler then checks that key against the socket's
 /// allow-list — `clientKeys` for the client socket, `workerKeys` for the worker
 /// socket — and refuses the connection of a key not on it. A nil list accepts
 /// any key (encryption without key checks: clients are then told apart by
 /// other means, and workers by the cluster secret).
-public struct CurveServerSettings: Sendable {
-    public var keyPair: CurveKeyPair
-    /// Client public keys allowed, by Z85 text; nil accepts any.
-    public var clientKeys: [String: CurveKey]?
-    /// Worker public keys allowed, by Z85 text; nil accepts any.
-    public var workerKeys: [String: CurveKey]?
+package struct CurveServerSettings: Sendable {
+    package var keyPair: CurveKeyPair
+    /// Client package keys allowed, by Z85 text; nil accepts any.
+    package var clientKeys: [String: CurveKey]?
+    /// Worker package keys allowed, by Z85 text; nil accepts any.
+    package var workerKeys: [String: CurveKey]?
 
-    public init(keyPair: CurveKeyPair, clientKeys: [String: CurveKey]? = nil, workerKeys: [String: CurveKey]? = nil) {
+    package init(keyPair: CurveKeyPair, clientKeys: [String: CurveKey]? = nil, workerKeys: [String: CurveKey]? = nil) {
         self.keyPair = keyPair
         self.clientKeys = clientKeys
         self.workerKeys = workerKeys

@@ -161,11 +161,11 @@ struct ErrorBodies: RouterMiddleware {
 }
 
 /// Why the HTTP endpoint could not start.
-public struct HTTPBindError: Error, CustomStringConvertible {
-    public var host: String
-    public var port: Int
-    public var reason: String
-    public var description: String { "cannot serve HTTP on \(host):\(port): \(reason)" }
+package struct HTTPBindError: Error, CustomStringConvertible {
+    package var host: String
+    package var port: Int
+    package var reason: String
+    package var description: String { "cannot serve HTTP on \(host):\(port): \(reason)" }
 }
 
 /// The port the HTTP server bound, once it has (or why it could not), for

@@ -21,18 +21,18 @@ import WireProtocol
 /// folder holds and is used only while that replica is fresh, and retries,
 /// deadlines, `busy` and cancels go through the same code. It never misses a
 /// heartbeat, so it is never declared dead.
-public struct LocalQueryWorker: Sendable {
-    public var workerID: String
-    public var shards: [Int]
+package struct LocalQueryWorker: Sendable {
+    package var workerID: String
+    package var shards: [Int]
     /// The replica its folder holds (`Body.Register.replica`): the name the
     /// folder's indexer registers with.
-    public var replica: String
+    package var replica: String
     /// Takes a `shard_query`, `shard_search` or `cancel` without blocking or
     /// calling back into the coordinator (it queues the work); false for
     /// any other message.
-    public var take: @Sendable (Envelope) -> Bool
+    package var take: @Sendable (Envelope) -> Bool
 
-    public init(workerID: String, shards: [Int], replica: String, take: @escaping @Sendable (Envelope) -> Bool) {
+    package init(workerID: String, shards: [Int], replica: String, take: @escaping @Sendable (Envelope) -> Bool) {
         self.workerID = workerID
         self.shards = shards
         self.replica = replica
@@ -46,14 +46,14 @@ public struct LocalQueryWorker: Sendable {
 
 extension CoordinatorService {
     /// Registers a query worker in this process (see ``LocalQueryWorker``).
-    public func attach(_ local: LocalQueryWorker) {
+    package func attach(_ local: LocalQueryWorker) {
         let core = self.core
         core.executor.run { core.assumeIsolated { $0.attachLocal(local) } }
     }
 
     /// How the local worker answers from its own threads: the core is taken
     /// on the calling thread, as the sockets' threads take it.
-    public func localReply(_ id: String, _ body: Body) {
+    package func localReply(_ id: String, _ body: Body) {
         let core = self.core
         core.executor.run { core.assumeIsolated { $0.handleWorker(route: LocalQueryWorker.route, envelope: Envelope(id: id, body: body)) } }
     }
@@ -62,14 +62,14 @@ extension CoordinatorService {
     /// messages it read are handled (``AsyncSocket/deferUntilRead(_:)``):
     /// the local worker's way to run a search on the thread that read it
     /// (see ``ShardQueryRunner``'s `inline`). False on any other thread.
-    public func deferUntilClientsRead(_ job: @escaping @Sendable (_ here: Bool) -> Void) -> Bool {
+    package func deferUntilClientsRead(_ job: @escaping @Sendable (_ here: Bool) -> Void) -> Bool {
         clients.deferUntilRead(job)
     }
 
     /// How the local worker answers from the thread that handed it a message
     /// (which holds the core): later, in a task, never re-entering the core
     /// in the middle of a handler.
-    public func localReplyLater(_ id: String, _ body: Body) {
+    package func localReplyLater(_ id: String, _ body: Body) {
         let core = self.core
         Task { await core.handleWorker(route: LocalQueryWorker.route, envelope: Envelope(id: id, body: body)) }
     }

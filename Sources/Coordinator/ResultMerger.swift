@@ -7,36 +7,36 @@ import WireProtocol
 /// A hit can be released once every shard still running has offered a hit
 /// that sorts no earlier, so the client's first batch goes out as soon as each
 /// shard has sent its first batch, not when the slowest shard has finished.
-public struct ResultMerger: Sendable {
+package struct ResultMerger: Sendable {
     let order: SortOrder
     var buffers: [Int: [Hit]] = [:]
     var heads: [Int: Int] = [:]
     var running: Set<Int>
 
-    public init(order: SortOrder, shards: [Int]) {
+    package init(order: SortOrder, shards: [Int]) {
         self.order = order
         self.running = Set(shards)
         for s in shards { buffers[s] = []; heads[s] = 0 }
     }
 
-    public mutating func add(shard: Int, hits: [Hit]) {
+    package mutating func add(shard: Int, hits: [Hit]) {
         buffers[shard, default: []].append(contentsOf: hits)
     }
 
     /// The shard will send nothing more (done, failed or cancelled).
-    public mutating func finish(shard: Int) {
+    package mutating func finish(shard: Int) {
         running.remove(shard)
     }
 
     /// Drops a shard's unreleased hits (it is being retried elsewhere).
-    public mutating func reset(shard: Int) {
+    package mutating func reset(shard: Int) {
         buffers[shard] = []
         heads[shard] = 0
         running.insert(shard)
     }
 
     /// Releases every hit that is now certain of its place.
-    public mutating func drain(max: Int = .max) -> [(shard: Int, hit: Hit)] {
+    package mutating func drain(max: Int = .max) -> [(shard: Int, hit: Hit)] {
         var out: [(shard: Int, hit: Hit)] = []
         while out.count < max {
             var best: Int?

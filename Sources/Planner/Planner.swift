@@ -11,19 +11,19 @@ import WireProtocol
 /// Parsing happens once, at the coordinator: a malformed query is reported
 /// once with its position rather than by every shard, and `$time` values are
 /// resolved against a single clock so all shards agree on "today".
-public struct Planner: Sendable {
-    public var now: @Sendable () -> Date
-    public var timeZone: TimeZone
+package struct Planner: Sendable {
+    package var now: @Sendable () -> Date
+    package var timeZone: TimeZone
 
-    public init(timeZone: TimeZone = TimeZone(identifier: "UTC")!, now: @escaping @Sendable () -> Date = { Date() }) {
+    package init(timeZone: TimeZone = TimeZone(identifier: "UTC")!, now: @escaping @Sendable () -> Date = { Date() }) {
         self.now = now
         self.timeZone = timeZone
     }
 
     /// The largest batch a client may ask for; larger requests are clamped.
-    public static let maxBatchSize = 10_000
+    package static let maxBatchSize = 10_000
 
-    public func plan(_ request: Body.QueryRequest) throws(WireError) -> Query {
+    package func plan(_ request: Body.QueryRequest) throws(WireError) -> Query {
         let predicate: QueryPlan.Predicate
         let language = request.language ?? "spotlight"
         if let dialect = PredicateQueryParser.Dialect(rawValue: language) { return try planPredicate(request, dialect: dialect) }
@@ -77,7 +77,7 @@ public struct Planner: Sendable {
 
     /// Shards that can hold a match. A plan that can match nothing needs none;
     /// otherwise every shard, since a domain's subdomains hash to shards of their own.
-    public func shards(for query: Query, shardCount: Int) -> [Int] {
+    package func shards(for query: Query, shardCount: Int) -> [Int] {
         if query.predicate == .none || query.limit == 0 { return [] }
         return Array(0..<shardCount)
     }

@@ -11,7 +11,7 @@ extension Planner {
     /// The sort always ends with the unique identifier, so results with equal
     /// sort values come in one order on every shard and page, and a cursor —
     /// the last result's sort values — names exactly one place to resume.
-    public func planPredicate(_ request: Body.QueryRequest, dialect: PredicateQueryParser.Dialect) throws(WireError) -> Query {
+    package func planPredicate(_ request: Body.QueryRequest, dialect: PredicateQueryParser.Dialect) throws(WireError) -> Query {
         guard let recordType = request.recordType, !recordType.isEmpty else {
             throw WireError(code: "invalid_query", message: "a \(dialect.rawValue) query needs its record type in 'recordType'", field: "recordType")
         }
@@ -56,9 +56,9 @@ extension Planner {
 /// record type, predicate text, arguments and sort, so a cursor made for one
 /// query is refused for another; the limit, the batch size and the fetched
 /// attributes may change from page to page.
-public enum QueryCursor {
+package enum QueryCursor {
     /// Nil for languages without cursors.
-    public static func fingerprint(of request: Body.QueryRequest) -> String? {
+    package static func fingerprint(of request: Body.QueryRequest) -> String? {
         guard let language = request.language, PredicateQueryParser.Dialect(rawValue: language) != nil else { return nil }
         let identity: JSONValue = .object([
             "language": .string(language),
@@ -75,14 +75,14 @@ public enum QueryCursor {
         return String(hash, radix: 16)
     }
 
-    public static func encode(after: [JSONValue], fingerprint: String) -> String {
+    package static func encode(after: [JSONValue], fingerprint: String) -> String {
         let payload: JSONValue = .object(["v": .number(1), "q": .string(fingerprint), "after": .array(after)])
         return Data(JSONWriter.bytes(payload)).base64EncodedString()
             .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
     }
 
-    public static func decode(_ token: String, fingerprint: String?, sortKeys: Int) throws(WireError) -> [JSONValue] {
+    package static func decode(_ token: String, fingerprint: String?, sortKeys: Int) throws(WireError) -> [JSONValue] {
         func invalid(_ why: String) -> WireError {
             WireError(code: "invalid_cursor", message: why, field: "cursor")
         }

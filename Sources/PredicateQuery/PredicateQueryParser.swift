@@ -119,24 +119,24 @@ import QueryPlan
 /// `ALL tokenize(…) IN allTokens`; `NOT` over `AND`, over a tokenized search,
 /// over the distance function and over `BETWEEN` is an error; a key path
 /// (`employee.name`) is an error. Every error names its offset.
-public struct PredicateQueryParser: Sendable {
-    public enum Dialect: String, Sendable, Hashable, CaseIterable {
+package struct PredicateQueryParser: Sendable {
+    package enum Dialect: String, Sendable, Hashable, CaseIterable {
         /// CloudKit's `CKQuery` rules.
         case cloudkit
         /// The rest of Apple's predicate format too.
         case nspredicate
     }
 
-    public var dialect: Dialect
-    public var now: Date
+    package var dialect: Dialect
+    package var now: Date
 
-    public init(dialect: Dialect = .cloudkit, now: Date = Date()) {
+    package init(dialect: Dialect = .cloudkit, now: Date = Date()) {
         self.dialect = dialect
         self.now = now
     }
 
     /// The plan of a format string with its arguments.
-    public func parse(_ format: String, arguments: [JSONValue] = []) throws(PredicateQueryError) -> QueryPlan.Predicate {
+    package func parse(_ format: String, arguments: [JSONValue] = []) throws(PredicateQueryError) -> QueryPlan.Predicate {
         var lexer = Lexer(format)
         let tokens = try lexer.tokens()
         var parser = Parser(tokens: tokens, dialect: dialect, arguments: arguments)
@@ -146,12 +146,12 @@ public struct PredicateQueryParser: Sendable {
 
     /// The plan of `CKQuery(recordType:predicate:)`: the predicate, over items
     /// whose `contentType` is the record type (exactly, case included).
-    public func parse(recordType: String, _ format: String, arguments: [JSONValue] = []) throws(PredicateQueryError) -> QueryPlan.Predicate {
+    package func parse(recordType: String, _ format: String, arguments: [JSONValue] = []) throws(PredicateQueryError) -> QueryPlan.Predicate {
         let p = try parse(format, arguments: arguments)
         return .and([Self.recordType(recordType), p]).simplified()
     }
 
-    public static func recordType(_ type: String) -> QueryPlan.Predicate {
+    package static func recordType(_ type: String) -> QueryPlan.Predicate {
         .text(TextTest(attribute: .named("contentType"), pattern: TextPattern(literal: type), options: []))
     }
 }

@@ -4,7 +4,7 @@ import QueryPlan
 
 /// One refinement condition, before it becomes a predicate: what a facet UI
 /// adds and removes, and what the `filters` grammar's leaves are.
-public enum FilterCondition: Sendable, Hashable {
+package enum FilterCondition: Sendable, Hashable {
     /// `attr:value`: the attribute has this value (a facet value, matched
     /// ignoring case, as Algolia does, and diacritics; numbers and booleans by value).
     case facet(attribute: String, value: String)
@@ -15,7 +15,7 @@ public enum FilterCondition: Sendable, Hashable {
     /// `attr:lo TO hi`, both ends included.
     case range(attribute: String, lower: Double, upper: Double)
 
-    public var attribute: String {
+    package var attribute: String {
         switch self {
         case .facet(let a, _), .numeric(let a, _, _), .range(let a, _, _): a
         case .tag: "_tags"
@@ -30,7 +30,7 @@ public enum FilterCondition: Sendable, Hashable {
     }
 
     /// The condition as a plan predicate.
-    public var predicate: QueryPlan.Predicate {
+    package var predicate: QueryPlan.Predicate {
         switch self {
         case .facet(let attribute, let value):
             let text = QueryPlan.Predicate.text(TextTest(attribute: .named(attribute), pattern: TextPattern(literal: value),
@@ -69,15 +69,15 @@ public enum FilterCondition: Sendable, Hashable {
 /// negated) conditions. Every refinement parameter — `filters`,
 /// `facetFilters`, `numericFilters` — comes down to this, which is what lets
 /// the coordinator drop one facet's own refinements for its disjunctive counts.
-public struct FilterGroup: Sendable {
-    public var conditions: [(condition: FilterCondition, negated: Bool)] { zip(items, negations).map { ($0, $1) } }
+package struct FilterGroup: Sendable {
+    package var conditions: [(condition: FilterCondition, negated: Bool)] { zip(items, negations).map { ($0, $1) } }
     var items: [FilterCondition]
     var negations: [Bool]
     /// A group that is a predicate already (a geo box), with the attributes it reads.
     var raw: QueryPlan.Predicate?
     var rawAttributes: Set<String> = []
 
-    public init(_ conditions: [(FilterCondition, Bool)]) {
+    package init(_ conditions: [(FilterCondition, Bool)]) {
         items = conditions.map(\.0)
         negations = conditions.map(\.1)
     }
@@ -90,9 +90,9 @@ public struct FilterGroup: Sendable {
     }
 
     /// The attributes the group looks at.
-    public var attributes: Set<String> { raw == nil ? Set(items.map(\.attribute)) : rawAttributes }
+    package var attributes: Set<String> { raw == nil ? Set(items.map(\.attribute)) : rawAttributes }
 
-    public var predicate: QueryPlan.Predicate {
+    package var predicate: QueryPlan.Predicate {
         if let raw { return raw }
         let ps = zip(items, negations).map { c, negated in negated ? QueryPlan.Predicate.not(c.predicate) : c.predicate }
         return ps.count == 1 ? ps[0] : .or(ps)
@@ -111,12 +111,12 @@ public struct FilterGroup: Sendable {
 ///   wrap an AND (`(A AND (B OR C))`); `NOT` negates one filter, never a
 ///   group; and one OR may not mix numeric conditions with facet or tag
 ///   conditions (`price < 10 OR category:Book`).
-public struct FilterExpressionParser {
+package struct FilterExpressionParser {
     let text: [Character]
     var i = 0
     let parameter: String
 
-    public init(_ text: String, parameter: String = "filters") {
+    package init(_ text: String, parameter: String = "filters") {
         self.text = Array(text)
         self.parameter = parameter
     }
@@ -126,7 +126,7 @@ public struct FilterExpressionParser {
     }
 
     /// The groups of an expression (empty text: no filter).
-    public mutating func parse() throws(SearchParametersError) -> [FilterGroup] {
+    package mutating func parse() throws(SearchParametersError) -> [FilterGroup] {
         skipSpaces()
         if i == text.count { return [] }
         var groups: [FilterGroup] = []

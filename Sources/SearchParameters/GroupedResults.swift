@@ -7,7 +7,7 @@ extension SearchResponseBuilder {
     /// Hits rendered as a search response renders them (`objectID`, the
     /// attributes, `domainIdentifier`, `entity`, highlights, `_geoDistance`),
     /// for Spotlight's groups.
-    public func render(_ hits: [Body.RankedHit]) -> [JSONValue] {
+    package func render(_ hits: [Body.RankedHit]) -> [JSONValue] {
         let plan = request.plan
         let highlighter = Highlighter(plan: plan, preTag: request.highlightPreTag, postTag: request.highlightPostTag,
                                       ellipsis: request.snippetEllipsisText)
@@ -17,7 +17,7 @@ extension SearchResponseBuilder {
 
     /// Whether group `a`'s best hit ranks above group `b`'s (an empty group
     /// last); ties go to the larger total, then the domain's name.
-    public func groupPrecedes(_ a: Body.ShardGroup, _ b: Body.ShardGroup) -> Bool {
+    package func groupPrecedes(_ a: Body.ShardGroup, _ b: Body.ShardGroup) -> Bool {
         switch (a.hits.first, b.hits.first) {
         case (let x?, let y?):
             let rx = x.rank, ry = y.rank
@@ -35,25 +35,25 @@ extension SearchResponseBuilder {
 /// domain and the other parameters of the search (a location, say), so that
 /// `continue` resumes exactly that list. It is base64url (no padding) of
 /// that JSON object — opaque to apps, readable when debugging.
-public struct ContinuationToken: Sendable, Hashable {
-    public var text: String
-    public var domain: String
-    public var params: [String: JSONValue]
+package struct ContinuationToken: Sendable, Hashable {
+    package var text: String
+    package var domain: String
+    package var params: [String: JSONValue]
 
-    public init(text: String, domain: String, params: [String: JSONValue] = [:]) {
+    package init(text: String, domain: String, params: [String: JSONValue] = [:]) {
         self.text = text
         self.domain = domain
         self.params = params
     }
 
-    public var encoded: String {
+    package var encoded: String {
         let json = JSONWriter.string(.object(["text": .string(text), "domain": .string(domain), "params": .object(params)]))
         return Data(json.utf8).base64EncodedString()
             .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
     }
 
-    public init(token: String) throws(SearchParametersError) {
+    package init(token: String) throws(SearchParametersError) {
         var b64 = token.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while b64.count % 4 != 0 { b64 += "=" }
         guard let data = Data(base64Encoded: b64), let json = try? JSONValue.parse(data),
@@ -66,7 +66,7 @@ public struct ContinuationToken: Sendable, Hashable {
     /// The search of one page of the group's list: the token's parameters
     /// with the text, page and page size, restricted to exactly the domain
     /// (a subdomain was a group of its own).
-    public func request(page: Int, hitsPerPage: Int) throws(SearchParametersError) -> SearchRequest {
+    package func request(page: Int, hitsPerPage: Int) throws(SearchParametersError) -> SearchRequest {
         var p = params
         p["query"] = .string(text)
         p["page"] = .number(Double(page))

@@ -14,16 +14,16 @@ import QueryPlan
 /// the same marks either way (a randomized test compares the two). Why:
 /// building a `String` and two arrays per token made highlighting a page's
 /// titles 3-4% of a search's CPU.
-public struct Highlighter: Sendable {
-    public let words: [String]
-    public let prefixLast: Bool
-    public let typos: TypoPolicy
-    public var preTag: String
-    public var postTag: String
-    public var ellipsis: String
+package struct Highlighter: Sendable {
+    package let words: [String]
+    package let prefixLast: Bool
+    package let typos: TypoPolicy
+    package var preTag: String
+    package var postTag: String
+    package var ellipsis: String
     let matcher: SearchWordMatcher
 
-    public init(plan: SearchPlan, preTag: String = "<em>", postTag: String = "</em>", ellipsis: String = "…") {
+    package init(plan: SearchPlan, preTag: String = "<em>", postTag: String = "</em>", ellipsis: String = "…") {
         words = plan.words
         prefixLast = plan.prefixLast
         typos = plan.typos
@@ -34,13 +34,13 @@ public struct Highlighter: Sendable {
     }
 
     /// Algolia's `matchLevel`: no word, some words, or every word matched.
-    public enum MatchLevel: String, Sendable { case none, partial, full }
+    package enum MatchLevel: String, Sendable { case none, partial, full }
 
-    public struct Result: Sendable, Hashable {
-        public var value: String
-        public var matchLevel: String
-        public var matchedWords: [String]
-        public var fullyHighlighted: Bool
+    package struct Result: Sendable, Hashable {
+        package var value: String
+        package var matchLevel: String
+        package var matchedWords: [String]
+        package var fullyHighlighted: Bool
     }
 
     /// A value's tokens and what the query's words match in it, as UTF-8
@@ -145,7 +145,7 @@ public struct Highlighter: Sendable {
         }
     }
 
-    public func highlight(_ value: String) -> Result { highlight(value, fast: true) }
+    package func highlight(_ value: String) -> Result { highlight(value, fast: true) }
 
     func highlight(_ value: String, fast: Bool) -> Result {
         let m = matches(value, fast: fast)
@@ -168,7 +168,7 @@ public struct Highlighter: Sendable {
     /// no marked `String`, no word list, and the token lists and matcher rows
     /// of `scratch` reused from one value to the next. Why: highlighting a
     /// page's titles is about a third of building its response.
-    public func writeResult(_ value: String, _ scratch: HighlightScratch, into out: inout [UInt8]) {
+    package func writeResult(_ value: String, _ scratch: HighlightScratch, into out: inout [UInt8]) {
         var copy = value
         copy.withUTF8 { writeResult(utf8: $0, scratch, into: &out) }
     }
@@ -178,7 +178,7 @@ public struct Highlighter: Sendable {
     /// text with no escapes, whose inside is those bytes (parsing the text
     /// into a string only to read its bytes again would cost a sixth of a
     /// hit's highlight).
-    public func writeResult(utf8 bytes: UnsafeBufferPointer<UInt8>, _ scratch: HighlightScratch, into out: inout [UInt8]) {
+    package func writeResult(utf8 bytes: UnsafeBufferPointer<UInt8>, _ scratch: HighlightScratch, into out: inout [UInt8]) {
         fill(utf8: bytes, fast: true, scratch)
         let m = scratch.matches
         Self.writeEntry(fully: fullyHighlighted(m), level: level(m.matched),
@@ -198,7 +198,7 @@ public struct Highlighter: Sendable {
     /// One `_highlightResult` entry in ``JSONWriter``'s form (keys sorted:
     /// `fullyHighlighted`, `matchLevel`, `matchedWords`, `value`); `value`
     /// writes the inside of the value's string, escaped.
-    public static func writeEntry(fully: Bool, level: MatchLevel, words: some Sequence<String>, into out: inout [UInt8],
+    package static func writeEntry(fully: Bool, level: MatchLevel, words: some Sequence<String>, into out: inout [UInt8],
                                   value: (inout [UInt8]) -> Void) {
         out += #"{"fullyHighlighted":"#.utf8
         out += (fully ? "true" : "false").utf8
@@ -236,7 +236,7 @@ public struct Highlighter: Sendable {
 
     /// About `count` words of `value` around its first match (its start when
     /// nothing matches), with the ellipsis where text was cut.
-    public func snippet(_ value: String, words count: Int) -> (value: String, matchLevel: String) {
+    package func snippet(_ value: String, words count: Int) -> (value: String, matchLevel: String) {
         snippet(value, words: count, fast: true)
     }
 
@@ -264,7 +264,7 @@ public struct Highlighter: Sendable {
 /// content (escaped at their first use: ``Highlighter/matches(_:fast:)``
 /// makes a scratch for one value and writes no tags). One per response, on
 /// one thread.
-public final class HighlightScratch {
+package final class HighlightScratch {
     var matches = Highlighter.Matches(matched: [])
     var ranges: [Range<Int>] = []
     var lowered: [UInt8] = []
@@ -273,7 +273,7 @@ public final class HighlightScratch {
     private(set) lazy var preTag: [UInt8] = Self.escaped(tags.pre)
     private(set) lazy var postTag: [UInt8] = Self.escaped(tags.post)
 
-    public init(_ highlighter: Highlighter) {
+    package init(_ highlighter: Highlighter) {
         tags = (highlighter.preTag, highlighter.postTag)
     }
 

@@ -17,36 +17,36 @@ import QueryPlan
 ///   Core Spotlight's queries use for dates.
 /// - `facetFilters`' negation is Algolia's `attr:-value` (and `attr:\-value`
 ///   for a value that starts with a minus).
-public struct SearchRequest: Sendable {
-    public var query: String
-    public var plan: SearchPlan
-    public var page: Int
-    public var hitsPerPage: Int
+package struct SearchRequest: Sendable {
+    package var query: String
+    package var plan: SearchPlan
+    package var page: Int
+    package var hitsPerPage: Int
     /// The first hit of the answer (from `offset`, or `page` × `hitsPerPage`).
-    public var offset: Int
-    public var length: Int
+    package var offset: Int
+    package var length: Int
     /// Whether `offset`/`length` were given (the answer then echoes them).
-    public var usesOffset: Bool
-    public var attributesToRetrieve: [String]?
-    public var attributesToHighlight: [String]?
+    package var usesOffset: Bool
+    package var attributesToRetrieve: [String]?
+    package var attributesToHighlight: [String]?
     /// Attribute → words of context around the first match.
-    public var attributesToSnippet: [(String, Int)] { zip(snippetNames, snippetWords).map { ($0, $1) } }
+    package var attributesToSnippet: [(String, Int)] { zip(snippetNames, snippetWords).map { ($0, $1) } }
     var snippetNames: [String] = []
     var snippetWords: [Int] = []
-    public var highlightPreTag: String
-    public var highlightPostTag: String
-    public var snippetEllipsisText: String
-    public var getRankingInfo: Bool
-    public var aroundRadius: Double?
+    package var highlightPreTag: String
+    package var highlightPostTag: String
+    package var snippetEllipsisText: String
+    package var getRankingInfo: Bool
+    package var aroundRadius: Double?
     /// The parameters as received, for the answer's `params`.
-    public var params: JSONValue
+    package var params: JSONValue
     /// Hits past this many are not served (Algolia's `paginationLimitedTo`).
-    public var paginationLimitedTo: Int
+    package var paginationLimitedTo: Int
     /// `semantic` or `hybrid`: the text to embed and its weight. The plan's
     /// ``SearchPlan/semantic`` is set once the text is embedded (by the coordinator).
-    public var semantic: SemanticParameters?
+    package var semantic: SemanticParameters?
 
-    public static let knownParameters: Set<String> = [
+    package static let knownParameters: Set<String> = [
         "query", "page", "hitsPerPage", "offset", "length", "attributesToRetrieve", "facets", "maxValuesPerFacet",
         "facetFilters", "numericFilters", "tagFilters", "filters", "disjunctiveFacets", "aroundLatLng", "aroundRadius",
         "insideBoundingBox", "attributesToHighlight", "attributesToSnippet", "highlightPreTag", "highlightPostTag",
@@ -57,7 +57,7 @@ public struct SearchRequest: Sendable {
         "enableRules", "ruleContexts",
     ]
 
-    public init(params: JSONValue) throws(SearchParametersError) {
+    package init(params: JSONValue) throws(SearchParametersError) {
         guard case .object(let o) = params else {
             throw SearchParametersError(.invalidParameter, "the parameters must be a JSON object", parameter: "params")
         }

@@ -9,8 +9,8 @@ import WireProtocol
 /// ``SearchRanking``; the merge ranks their union by the same comparison and
 /// keeps the page. Match counts, facet counts and facet sums add up exactly,
 /// because every shard counts over its whole matching set.
-public struct SearchResponseBuilder: Sendable {
-    public let request: SearchRequest
+package struct SearchResponseBuilder: Sendable {
+    package let request: SearchRequest
     var hits: [(id: String, item: JSONValue, rank: SearchRank)] = []
     /// Per hit, its item as JSON text when the shard sent it so
     /// (``Body/RankedHit/rawItem``; its `item` is then `null`).
@@ -22,10 +22,10 @@ public struct SearchResponseBuilder: Sendable {
     var exhaustiveHits = true
 
 
-    public init(request: SearchRequest) { self.request = request }
+    package init(request: SearchRequest) { self.request = request }
 
     /// Adds one shard's answer.
-    public mutating func add(_ r: Body.ShardSearchResult) {
+    package mutating func add(_ r: Body.ShardSearchResult) {
         nbHits += r.nbHits
         exhaustiveFacets = exhaustiveFacets && r.exhaustiveFacetsCount
         hits.reserveCapacity(hits.count + r.hits.count)
@@ -42,7 +42,7 @@ public struct SearchResponseBuilder: Sendable {
     }
 
     /// A shard that did not answer: the counts are then not exhaustive.
-    public mutating func shardFailed() { exhaustiveHits = false; exhaustiveFacets = false }
+    package mutating func shardFailed() { exhaustiveHits = false; exhaustiveFacets = false }
 
     /// The response object, with `processingTimeMS`, written directly as
     /// the bytes ``JSONWriter`` would give for its tree (sorted keys): the
@@ -52,7 +52,7 @@ public struct SearchResponseBuilder: Sendable {
     /// Why: building the hits and their highlights as trees of small
     /// dictionaries, which the writer then walks and sorts again, cost an
     /// eighth of a two-word search through a one-shard cluster.
-    public func responseBytes(processingTimeMS: Int) -> [UInt8] {
+    package func responseBytes(processingTimeMS: Int) -> [UInt8] {
         let plan = request.plan
         // A local: the sort's closure then holds the hits, not a copy of
         // the whole builder (request, plan, facets) made for it.

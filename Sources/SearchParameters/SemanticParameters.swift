@@ -12,12 +12,12 @@ import Items
 ///
 /// The ratio is Meilisearch's `semanticRatio`: 0 ranks by words alone (the
 /// scores are still reported), 1 by meaning alone, between fuses both.
-public struct SemanticParameters: Sendable, Hashable {
+package struct SemanticParameters: Sendable, Hashable {
     /// The text that is embedded (once, by the coordinator).
-    public var query: String
-    public var ratio: Double
+    package var query: String
+    package var ratio: Double
 
-    public static let defaultRatio = 0.5
+    package static let defaultRatio = 0.5
 
     /// Reads `semantic` or `hybrid` from the request's parameters; nil when neither is there.
     static func parse(_ o: [String: JSONValue], query: String) throws(SearchParametersError) -> SemanticParameters? {

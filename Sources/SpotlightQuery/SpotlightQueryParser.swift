@@ -92,20 +92,20 @@ import QueryPlan
 ///
 /// ## Special values
 /// `attr == "*"` means the attribute exists; `attr != "*"` that it does not.
-public struct SpotlightQueryParser: Sendable {
+package struct SpotlightQueryParser: Sendable {
     /// The moment `$time` expressions are resolved against.
-    public let now: Date
+    package let now: Date
     /// The time zone in which days, weeks, months and years begin.
-    public let timeZone: TimeZone
+    package let timeZone: TimeZone
     /// The first day of the week, 1 = Sunday … 7 = Saturday (`Calendar`'s numbering).
-    public let firstWeekday: Int
+    package let firstWeekday: Int
 
     /// - Parameters:
     ///   - now: fixed in tests so that `$time` periods are predictable.
     ///   - timeZone: where "today" begins and ends; UTC unless the caller knows the user's zone.
     ///   - firstWeekday: 1 = Sunday (the default, as in the US), 2 = Monday, …;
     ///     values outside 1…7 wrap around.
-    public init(now: Date = Date(), timeZone: TimeZone = .gmt, firstWeekday: Int = 1) {
+    package init(now: Date = Date(), timeZone: TimeZone = .gmt, firstWeekday: Int = 1) {
         self.now = now
         self.timeZone = timeZone
         self.firstWeekday = ((firstWeekday - 1) % 7 + 7) % 7 + 1
@@ -113,7 +113,7 @@ public struct SpotlightQueryParser: Sendable {
 
     /// The same, with the first weekday labelled `calendar:` as in the
     /// original design sketch.
-    public init(now: Date = Date(), timeZone: TimeZone = .gmt, calendar firstWeekday: Int) {
+    package init(now: Date = Date(), timeZone: TimeZone = .gmt, calendar firstWeekday: Int) {
         self.init(now: now, timeZone: timeZone, firstWeekday: firstWeekday)
     }
 
@@ -121,7 +121,7 @@ public struct SpotlightQueryParser: Sendable {
     ///
     /// Never traps: any input either parses or throws an error whose
     /// `offset` lies within `0...text.count`.
-    public func parse(_ text: String) throws(SpotlightQueryError) -> QueryPlan.Predicate {
+    package func parse(_ text: String) throws(SpotlightQueryError) -> QueryPlan.Predicate {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = timeZone
         calendar.firstWeekday = firstWeekday

@@ -3,23 +3,23 @@ import QueryPlan
 
 /// Who a request comes from, as its key says: the scope its searches and
 /// writes are confined to, what it may do, and the limits it runs under.
-public struct Access: Sendable {
+package struct Access: Sendable {
     /// Nil for a keyless request to a cluster that does not require keys.
-    public var role: KeyRole?
-    public var scope: TenantScope
+    package var role: KeyRole?
+    package var scope: TenantScope
     /// The key (the parent, for a secured key): its id names it in errors and its limits apply.
-    public var record: KeyRecord?
+    package var record: KeyRecord?
     /// Whether it came through a secured key.
-    public var secured: Bool
+    package var secured: Bool
     /// Requests are counted per bucket: the key's id, and the user token of a secured key.
-    public var rateBucket: String?
+    package var rateBucket: String?
 
-    public static let open = Access(role: nil, scope: .unscoped, record: nil, secured: false, rateBucket: nil)
+    package static let open = Access(role: nil, scope: .unscoped, record: nil, secured: false, rateBucket: nil)
 
-    public var canWrite: Bool { role == nil || role == .admin }
-    public var canSearch: Bool { role == nil || role == .admin || role == .search }
+    package var canWrite: Bool { role == nil || role == .admin }
+    package var canSearch: Bool { role == nil || role == .admin || role == .search }
     /// Key management and cluster stats.
-    public var isOperator: Bool { role == nil || role == .master }
+    package var isOperator: Bool { role == nil || role == .master }
 
     /// Checks the key of a request.
     ///
@@ -29,7 +29,7 @@ public struct Access: Sendable {
     ///   checked with the parent's signing secret, then its `validUntil`;
     ///   refused when the parent is revoked. Its restrictions become the
     ///   scope's restriction.
-    public static func resolve(key: String?, store: KeyStore?, requireKeys: Bool, now: Date = Date()) throws(TenancyError) -> Access {
+    package static func resolve(key: String?, store: KeyStore?, requireKeys: Bool, now: Date = Date()) throws(TenancyError) -> Access {
         guard let key, !key.isEmpty else {
             if requireKeys {
                 throw TenancyError(.keyRequired, "this cluster requires an API key: pass --key KEY (or set LIMELIGHT_KEY), or the 'key' field of the request")
@@ -68,14 +68,14 @@ public struct Access: Sendable {
 /// Requests per second per key: a token bucket per bucket name, holding at
 /// most one second of requests (a key limited to 5 may make 5 at once, then
 /// one every 200 ms).
-public struct RateLimiter: Sendable {
+package struct RateLimiter: Sendable {
     struct Bucket: Sendable { var tokens: Double; var at: Double }
     var buckets: [String: Bucket] = [:]
 
-    public init() {}
+    package init() {}
 
     /// Takes one request from the bucket; false when it is empty.
-    public mutating func allow(_ name: String, perSecond rate: Double, now: Double = ProcessInfo.processInfo.systemUptime) -> Bool {
+    package mutating func allow(_ name: String, perSecond rate: Double, now: Double = ProcessInfo.processInfo.systemUptime) -> Bool {
         var b = buckets[name] ?? Bucket(tokens: max(1, rate), at: now)
         b.tokens = min(max(1, rate), b.tokens + (now - b.at) * rate)
         b.at = now

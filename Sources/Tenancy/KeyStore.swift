@@ -3,26 +3,26 @@ import Items
 import SQLite
 
 /// One stored key: never its value, only its hash.
-public struct KeyRecord: Sendable, Hashable {
+package struct KeyRecord: Sendable, Hashable {
     /// The first 16 hex digits of the hash: public, shown by `keys list`.
-    public var id: String
-    public var hash: String
+    package var id: String
+    package var hash: String
     /// Nil for a master key, which belongs to no app.
-    public var app: String?
-    public var role: KeyRole
+    package var app: String?
+    package var role: KeyRole
     /// Requests per second the key may make (secured keys made from it
     /// share it per user token); nil for no limit.
-    public var rateLimit: Double?
+    package var rateLimit: Double?
     /// Items one publish (or entity donation) may carry; nil for no limit.
-    public var maxItemsPerPublish: Int?
-    public var description: String?
-    public var created: Date
-    public var revoked: Date?
+    package var maxItemsPerPublish: Int?
+    package var description: String?
+    package var created: Date
+    package var revoked: Date?
     /// Search keys: the secret their secured keys are signed with (see ``SecuredKey``).
-    public var signingSecret: String?
+    package var signingSecret: String?
 
     /// The listing form (`keys_reply`): no hash, no secret.
-    public var json: JSONValue {
+    package var json: JSONValue {
         func date(_ d: Date?) -> JSONValue { d.map { .string(ISODate.format($0)) } ?? .null }
         return .object(["id": .string(id), "app": app.map(JSONValue.string) ?? .null, "role": .string(role.rawValue),
                         "rateLimit": rateLimit.map(JSONValue.number) ?? .null,
@@ -47,13 +47,13 @@ public struct KeyRecord: Sendable, Hashable {
 /// `@unchecked Sendable`: it holds a SQLite connection (a C handle) and its
 /// in-memory copy of the keys, used only from the coordinator's actor (or
 /// before the actor starts).
-public final class KeyStore: @unchecked Sendable {
+package final class KeyStore: @unchecked Sendable {
     let db: Database
-    public let path: String
+    package let path: String
     private(set) var byHash: [String: KeyRecord] = [:]
     private(set) var byID: [String: KeyRecord] = [:]
 
-    public init(path: String) throws(TenancyError) {
+    package init(path: String) throws(TenancyError) {
         self.path = path
         // Made 0600 before SQLite opens it: SQLite gives its journal the
         // database file's mode, so no copy of the keys is ever readable by others.
@@ -98,7 +98,7 @@ public final class KeyStore: @unchecked Sendable {
     }
 
     /// Makes a key; returns its value, which is nowhere else: the store keeps its hash.
-    public func create(app: String?, role: KeyRole, rateLimit: Double? = nil, maxItemsPerPublish: Int? = nil,
+    package func create(app: String?, role: KeyRole, rateLimit: Double? = nil, maxItemsPerPublish: Int? = nil,
                        description: String? = nil) throws(TenancyError) -> (key: String, record: KeyRecord) {
         if role == .master {
             guard app == nil else { throw TenancyError(.invalidParameter, "a master key belongs to no app", field: "app") }
@@ -138,17 +138,17 @@ public final class KeyStore: @unchecked Sendable {
         return (key, rec)
     }
 
-    public func record(hash: String) -> KeyRecord? { byHash[hash] }
-    public func record(id: String) -> KeyRecord? { byID[id] }
+    package func record(hash: String) -> KeyRecord? { byHash[hash] }
+    package func record(id: String) -> KeyRecord? { byID[id] }
 
     /// Keys of one app (nil: every key), oldest first.
-    public func list(app: String?) -> [KeyRecord] {
+    package func list(app: String?) -> [KeyRecord] {
         byID.values.filter { app == nil || $0.app == app }.sorted { ($0.created, $0.id) < ($1.created, $1.id) }
     }
 
     /// Revokes a key named by its value or its id. Revoking is for good: the
     /// key, and every secured key made from it, is refused from now on.
-    public func revoke(_ keyOrID: String) throws(TenancyError) -> KeyRecord {
+    package func revoke(_ keyOrID: String) throws(TenancyError) -> KeyRecord {
         guard var rec = byHash[APIKey.hash(keyOrID)] ?? byID[keyOrID] else {
             throw TenancyError(.notFound, "no key has this value or id", field: "target")
         }
@@ -170,7 +170,7 @@ public final class KeyStore: @unchecked Sendable {
     /// `limelight up` gives its user a master key and the default app's admin
     /// key without ever printing them.
     @discardableResult
-    public func ensureKeyFile(_ file: String, app: String?, role: KeyRole) throws(TenancyError) -> String {
+    package func ensureKeyFile(_ file: String, app: String?, role: KeyRole) throws(TenancyError) -> String {
         if let data = FileManager.default.contents(atPath: file) {
             let key = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             if let rec = byHash[APIKey.hash(key)], rec.revoked == nil, rec.role == role, rec.app == app { return key }
@@ -182,7 +182,7 @@ public final class KeyStore: @unchecked Sendable {
 
     /// Writes a file only its owner can read, creating it with mode 0600 (never
     /// readable by others, even for an instant).
-    public static func writeSecret(_ text: String, to file: String) throws(TenancyError) {
+    package static func writeSecret(_ text: String, to file: String) throws(TenancyError) {
         _ = unlink(file)
         let fd = open(file, O_WRONLY | O_CREAT | O_EXCL, 0o600)
         guard fd >= 0 else { throw TenancyError(.storeFailed, "cannot create \(file): \(String(cString: strerror(errno)))") }

@@ -5,19 +5,19 @@ import SearchParameters
 
 /// What a secured key narrows its parent to (Algolia's `generateSecuredApiKey`
 /// restrictions, with Limelight's domains for Algolia's indices).
-public struct KeyRestrictions: Sendable, Hashable {
+package struct KeyRestrictions: Sendable, Hashable {
     /// An Algolia `filters` expression every search of the key is ANDed with,
     /// in every query language (see ``TenantScope``).
-    public var filters: String?
+    package var filters: String?
     /// The key is refused from this instant on (Algolia's `validUntil`, Unix seconds).
-    public var validUntil: Date?
+    package var validUntil: Date?
     /// Only items of these domains (and their subdomains) are visible.
-    public var restrictDomains: [String]?
+    package var restrictDomains: [String]?
     /// Whose key it is (Algolia's `userToken`): requests per second are
     /// counted per user token, so one user cannot use up a shared limit.
-    public var userToken: String?
+    package var userToken: String?
 
-    public init(filters: String? = nil, validUntil: Date? = nil, restrictDomains: [String]? = nil, userToken: String? = nil) {
+    package init(filters: String? = nil, validUntil: Date? = nil, restrictDomains: [String]? = nil, userToken: String? = nil) {
         self.filters = filters
         self.validUntil = validUntil
         self.restrictDomains = restrictDomains
@@ -25,7 +25,7 @@ public struct KeyRestrictions: Sendable, Hashable {
     }
 
     /// Checks what the server would refuse, so that `keys secure` fails at once.
-    public func validate() throws(TenancyError) {
+    package func validate() throws(TenancyError) {
         if let filters {
             var parser = FilterExpressionParser(filters)
             do throws(SearchParametersError) { _ = try parser.parse() } catch {
@@ -59,17 +59,17 @@ public struct KeyRestrictions: Sendable, Hashable {
 /// Whoever can read the key store could therefore forge secured keys of the
 /// app's search keys (no more than search rights: admin keys cannot be parents
 /// and have no secret), but cannot recover any key. `parent` is the parent's
-/// public id, so the server finds the secret without trying every key.
-public enum SecuredKey {
+/// package id, so the server finds the secret without trying every key.
+package enum SecuredKey {
     static let context = "limelight secured key v1"
 
     /// The secret a search key signs its secured keys with (stored by the server).
-    public static func signingSecret(parentKey: String) -> String {
+    package static func signingSecret(parentKey: String) -> String {
         let mac = HMAC<SHA256>.authenticationCode(for: Data(context.utf8), using: SymmetricKey(data: Data(parentKey.utf8)))
         return APIKey.hex(mac)
     }
 
-    public static func generate(parentKey: String, _ r: KeyRestrictions) throws(TenancyError) -> String {
+    package static func generate(parentKey: String, _ r: KeyRestrictions) throws(TenancyError) -> String {
         guard APIKey.isPlain(parentKey) else {
             throw TenancyError(.invalidParameter, "the parent must be a search key (llk_…), not a secured key", field: "parent")
         }
@@ -80,14 +80,14 @@ public enum SecuredKey {
     }
 
     /// A secured key taken apart, its signature not yet checked.
-    public struct Parsed: Sendable, Hashable {
-        public var signature: String
-        public var params: String
-        public var parent: String
-        public var restrictions: KeyRestrictions
+    package struct Parsed: Sendable, Hashable {
+        package var signature: String
+        package var params: String
+        package var parent: String
+        package var restrictions: KeyRestrictions
     }
 
-    public static func parse(_ key: String) throws(TenancyError) -> Parsed {
+    package static func parse(_ key: String) throws(TenancyError) -> Parsed {
         let invalid = TenancyError(.invalidKey, "the key is neither a key of this cluster nor a secured key made from one")
         var b64 = key.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while b64.count % 4 != 0 { b64 += "=" }
@@ -117,7 +117,7 @@ public enum SecuredKey {
     }
 
     /// Whether the signature is the one `secret` makes (constant time).
-    public static func verify(_ p: Parsed, secret: String) -> Bool {
+    package static func verify(_ p: Parsed, secret: String) -> Bool {
         let expected = Array(sign(p.params, secret: secret).utf8), got = Array(p.signature.utf8)
         guard expected.count == got.count else { return false }
         var diff: UInt8 = 0

@@ -31,48 +31,48 @@ import SearchParameters
 /// coordinator returns, so clients never see the reserved forms. Clients that
 /// send no key to a cluster running without `--require-keys` are unscoped:
 /// they see and write the whole store, every app's items unrewritten.
-public struct TenantScope: Sendable, Hashable {
+package struct TenantScope: Sendable, Hashable {
     /// Nil: unscoped, no rewriting and no restriction.
-    public let app: String?
+    package let app: String?
     /// A secured key's restrictions, over the app's own names (not yet qualified).
-    public let restriction: QueryPlan.Predicate
+    package let restriction: QueryPlan.Predicate
 
-    public static let unscoped = TenantScope(app: nil)
+    package static let unscoped = TenantScope(app: nil)
 
-    public init(app: String?, restriction: QueryPlan.Predicate = .all) {
+    package init(app: String?, restriction: QueryPlan.Predicate = .all) {
         self.app = app
         self.restriction = restriction
     }
 
     /// A domain label no client may start a domain with while scoped: it
     /// begins every app's reserved domain.
-    public static let reservedMark = "@"
+    package static let reservedMark = "@"
 
     /// The app's reserved domain, `@APP`.
-    public var root: String? { app.map { Self.reservedMark + $0 } }
+    package var root: String? { app.map { Self.reservedMark + $0 } }
 
     // MARK: Names
 
-    public func qualify(domain: String) -> String {
+    package func qualify(domain: String) -> String {
         guard let root else { return domain }
         return domain.isEmpty ? root : root + "." + domain
     }
 
-    public func unqualify(domain: String) -> String {
+    package func unqualify(domain: String) -> String {
         guard let root else { return domain }
         if domain == root { return "" }
         if domain.hasPrefix(root + ".") { return String(domain.dropFirst(root.count + 1)) }
         return domain
     }
 
-    public func qualify(uid: String) -> String {
+    package func qualify(uid: String) -> String {
         guard let app else { return uid }
         let tag = Self.reservedMark + app + "/"
         if uid.hasPrefix(AppEntity.identifierPrefix) { return AppEntity.identifierPrefix + tag + uid.dropFirst(AppEntity.identifierPrefix.count) }
         return tag + uid
     }
 
-    public func unqualify(uid: String) -> String {
+    package func unqualify(uid: String) -> String {
         guard let app else { return uid }
         let tag = Self.reservedMark + app + "/"
         if uid.hasPrefix(AppEntity.identifierPrefix + tag) { return AppEntity.identifierPrefix + uid.dropFirst(AppEntity.identifierPrefix.count + tag.count) }
@@ -82,13 +82,13 @@ public struct TenantScope: Sendable, Hashable {
 
     /// An entity type as the store must see it, so that `entity:TYPE:` — the
     /// range an entity delete removes — is the app's own.
-    public func qualify(entityType: String) -> String {
+    package func qualify(entityType: String) -> String {
         guard let app else { return entityType }
         return Self.reservedMark + app + "/" + entityType
     }
 
     /// An item about to be published: its identifier and domain in the app's reserved forms.
-    public func qualify(item: JSONValue) -> JSONValue {
+    package func qualify(item: JSONValue) -> JSONValue {
         guard app != nil, case .object(var o) = item else { return item }
         if let uid = o["uniqueIdentifier"]?.stringValue { o["uniqueIdentifier"] = .string(qualify(uid: uid)) }
         switch o["domainIdentifier"] {
@@ -100,7 +100,7 @@ public struct TenantScope: Sendable, Hashable {
     }
 
     /// An item on its way back to the client: the names it was published with.
-    public func unqualify(item: JSONValue) -> JSONValue {
+    package func unqualify(item: JSONValue) -> JSONValue {
         guard app != nil, case .object(var o) = item else { return item }
         if let uid = o["uniqueIdentifier"]?.stringValue { o["uniqueIdentifier"] = .string(unqualify(uid: uid)) }
         if let d = o["domainIdentifier"]?.stringValue { o["domainIdentifier"] = .string(unqualify(domain: d)) }
@@ -111,7 +111,7 @@ public struct TenantScope: Sendable, Hashable {
 
     /// The client's domain and identifier tests, in the app's reserved forms.
     /// `domain("")` — items without a domain — becomes the app's exact root.
-    public func qualify(_ p: QueryPlan.Predicate) -> QueryPlan.Predicate {
+    package func qualify(_ p: QueryPlan.Predicate) -> QueryPlan.Predicate {
         guard app != nil else { return p }
         switch p {
         case .all, .none, .exists, .text, .range, .textRange, .geo, .regex: return p
@@ -130,12 +130,12 @@ public struct TenantScope: Sendable, Hashable {
 
     /// The plan a shard runs for this scope: the app's items only, within the
     /// secured key's restrictions, and among those what the client asked for.
-    public func restrict(_ p: QueryPlan.Predicate) -> QueryPlan.Predicate {
+    package func restrict(_ p: QueryPlan.Predicate) -> QueryPlan.Predicate {
         guard let root else { return p }
         return QueryPlan.Predicate.and([.domain([root]), qualify(restriction), qualify(p)]).simplified()
     }
 
-    public func restrict(_ q: Query) -> Query {
+    package func restrict(_ q: Query) -> Query {
         var q = q
         q.predicate = restrict(q.predicate)
         return q
@@ -143,7 +143,7 @@ public struct TenantScope: Sendable, Hashable {
 
     /// A search plan's filter and every disjunctive facet's filter (facet
     /// counts are computed with those, so each must be confined too).
-    public func restrict(_ plan: SearchPlan) -> SearchPlan {
+    package func restrict(_ plan: SearchPlan) -> SearchPlan {
         guard app != nil else { return plan }
         var plan = plan
         plan.filter = restrict(plan.filter)
@@ -152,7 +152,7 @@ public struct TenantScope: Sendable, Hashable {
     }
 
     /// A secured key's restrictions as one predicate over the app's names.
-    public static func predicate(of r: KeyRestrictions) throws(TenancyError) -> QueryPlan.Predicate {
+    package static func predicate(of r: KeyRestrictions) throws(TenancyError) -> QueryPlan.Predicate {
         var parts: [QueryPlan.Predicate] = []
         if let f = r.filters {
             var parser = FilterExpressionParser(f)
