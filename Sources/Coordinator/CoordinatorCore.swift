@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Items
 import Logging
 import Planner
@@ -44,8 +45,11 @@ struct WorkerRecord: Sendable {
 /// Carries a worker that ZeroMQ found gone from the worker socket's thread
 /// to the core, which forgets it at once so its work is retried on a replica
 /// without waiting for the heartbeat to lapse.
+///
+/// `@unchecked Sendable`: `core` is a weak reference (which a `Mutex` cannot
+/// hold as such), set once in CoordinatorCore.init before any message is
+/// sent, and only read afterwards.
 final class UnreachableWorkers: @unchecked Sendable {
-    // `core` is set once, in CoordinatorCore.init, before any message is sent.
     weak var core: CoordinatorCore?
 
     func report(_ route: [Data]) {

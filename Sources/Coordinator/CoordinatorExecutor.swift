@@ -19,6 +19,10 @@ import Synchronization
 /// under the same lock. ``checkIsolated()`` lets the runtime confirm that
 /// code running under the lock is on the actor, which `assumeIsolated`
 /// asks.
+///
+/// `@unchecked Sendable`: an executor the runtime hands jobs to from any
+/// thread; its state is the `Exclusion` and the `JobQueue`, each guarded by
+/// its own Foundation `NSCondition` (a thread waits on it for its turn).
 final class CoordinatorExecutor: SerialExecutor, @unchecked Sendable {
     private let exclusion = Exclusion()
     private let jobs = JobQueue()
@@ -68,7 +72,8 @@ final class CoordinatorExecutor: SerialExecutor, @unchecked Sendable {
 /// take the lock back again and again before the client socket's thread
 /// woke, so another client's query waited for the whole flood (the
 /// head-of-line test caught it); an actor's queue is first come, first
-/// served, and so is this.
+/// served, and so is this. `@unchecked Sendable`: its state is guarded by a
+/// Foundation `NSCondition`, which waiting threads need (a `Mutex` has none).
 private final class Exclusion: @unchecked Sendable {
     // `nextTicket` and `serving` are guarded by `condition`; `holder` is
     // written only by the thread whose ticket is being served.
@@ -104,7 +109,8 @@ private final class Exclusion: @unchecked Sendable {
     var isHeldByCurrentThread: Bool { holder.load(ordering: .relaxed) == Self.currentThread }
 }
 
-/// Jobs waiting for the executor's thread, in order.
+/// Jobs waiting for the executor's thread, in order. `@unchecked Sendable`:
+/// guarded by a Foundation `NSCondition`, on which the thread waits for work.
 private final class JobQueue: @unchecked Sendable {
     // `queue` and `stopped` are guarded by `condition`.
     private let condition = NSCondition()

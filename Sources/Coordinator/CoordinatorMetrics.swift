@@ -1,5 +1,6 @@
 import CoreMetrics
 import Foundation
+import Synchronization
 import Metrics
 import Prometheus
 
@@ -176,14 +177,11 @@ final class CoordinatorMetrics: Sendable {
     }
 }
 
-/// A value behind a lock, for state shared by concurrent HTTP requests.
-final class Locked<Value>: @unchecked Sendable {
-    // `value` is only touched inside `withLockedValue`, holding `lock`.
-    private let lock = NSLock()
-    private var value: Value
-    init(_ value: Value) { self.value = value }
-    func withLockedValue<T>(_ body: (inout Value) throws -> T) rethrows -> T {
-        lock.lock(); defer { lock.unlock() }
-        return try body(&value)
+/// A value behind a mutex, for state shared by concurrent HTTP requests.
+final class Locked<Value: Sendable>: Sendable {
+    private let value: Mutex<Value>
+    init(_ value: Value) { self.value = Mutex(value) }
+    func withLockedValue<T: Sendable>(_ body: (inout Value) throws -> T) rethrows -> T {
+        try value.withLock { try body(&$0) }
     }
 }

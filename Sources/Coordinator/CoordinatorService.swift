@@ -1,6 +1,7 @@
 import Allocator
 import ClusterAuth
 import Foundation
+import Synchronization
 import Items
 import Logging
 import Planner
@@ -152,16 +153,15 @@ package final class CoordinatorService: Sendable {
 /// Hands each received message to the core on the socket's own thread, as
 /// the core's actor (``CoordinatorExecutor/run(_:)``): no stream, no task,
 /// no hop to another thread before the message is handled.
-final class InboundRouter: @unchecked Sendable {
-    // `core` is set once, before the service is returned; read under `lock`.
-    private let lock = NSLock()
-    private var core: CoordinatorCore?
+final class InboundRouter: Sendable {
+    /// Set once, before the service is returned.
+    private let core = Mutex<CoordinatorCore?>(nil)
 
-    func set(_ core: CoordinatorCore) { lock.lock(); self.core = core; lock.unlock() }
+    func set(_ core: CoordinatorCore) { self.core.withLock { $0 = core } }
 
     /// False (the message goes to the socket's stream) until the core is set.
     func take(_ frames: [Data], isClient: Bool) -> Bool {
-        guard let core = lock.withLock({ core }) else { return false }
+        guard let core = self.core.withLock({ $0 }) else { return false }
         core.executor.run {
             core.assumeIsolated { $0.receive(frames, isClient: isClient) }
         }

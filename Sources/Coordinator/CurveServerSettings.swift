@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Logging
 import ZeroMQ
 
@@ -55,28 +56,29 @@ package struct CurveServerSettings: Sendable {
 /// hundred milliseconds, so each key is logged on its 1st, 100th, 200th …
 /// refusal rather than every time. The handler runs before the core exists,
 /// so the core is set afterwards.
-final class RefusalCounter: @unchecked Sendable {
-    // `_core` and `byKey` are guarded by `lock`.
-    private let lock = NSLock()
-    private var _core: CoordinatorCore?
-    private var byKey: [String: Int] = [:]
+final class RefusalCounter: Sendable {
+    private struct State {
+        var core: CoordinatorCore?
+        var byKey: [String: Int] = [:]
+    }
+    private let state = Mutex(State())
     let logger: Logger
 
     init(logger: Logger) { self.logger = logger }
 
     var core: CoordinatorCore? {
-        get { lock.withLock { _core } }
-        set { lock.withLock { _core = newValue } }
+        get { state.withLock { $0.core } }
+        set { state.withLock { $0.core = newValue } }
     }
 
     func refused(_ request: ZAPRequest, reason: String) {
         let isWorker = request.domain == CurveServerSettings.workerDomain
         let kind = isWorker ? "workers" : "clients"
         let key = request.curveKey?.z85 ?? "-"
-        let (core, n) = lock.withLock { () -> (CoordinatorCore?, Int) in
-            if byKey.count > 10_000 { byKey.removeAll() }
-            byKey[kind + key, default: 0] += 1
-            return (_core, byKey[kind + key]!)
+        let (core, n) = state.withLock { state -> (CoordinatorCore?, Int) in
+            if state.byKey.count > 10_000 { state.byKey.removeAll() }
+            state.byKey[kind + key, default: 0] += 1
+            return (state.core, state.byKey[kind + key]!)
         }
         if n == 1 || n % 100 == 0 {
             logger.warning("refused a connection: its CURVE key is not allowed", metadata: [

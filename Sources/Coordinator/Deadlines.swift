@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Every query's and search's deadline, on one timer thread.
 ///
@@ -40,7 +41,9 @@ final class Deadlines: Sendable {
     var pendingCount: Int { state.pendingCount }
 }
 
-/// The timer thread's state. Every field is guarded by `condition`.
+/// The timer thread's state. `@unchecked Sendable`: every field is guarded by
+/// a Foundation `NSCondition`, on which the timer thread waits for the next
+/// deadline (a `Mutex` has no timed wait).
 private final class TimerState: @unchecked Sendable {
     private let condition = NSCondition()
     private var heap = MinHeap()

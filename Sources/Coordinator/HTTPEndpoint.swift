@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Hummingbird
 import HummingbirdCore
 import Items
@@ -170,27 +171,28 @@ package struct HTTPBindError: Error, CustomStringConvertible {
 
 /// The port the HTTP server bound, once it has (or why it could not), for
 /// whoever must print the URL before serving begins.
-final class BoundAddress: @unchecked Sendable {
-    // `result` and `waiters` are guarded by `lock`.
-    private let lock = NSLock()
-    private var result: Result<Int, HTTPBindError>?
-    private var waiters: [CheckedContinuation<Result<Int, HTTPBindError>, Never>] = []
+final class BoundAddress: Sendable {
+    private struct State {
+        var result: Result<Int, HTTPBindError>?
+        var waiters: [CheckedContinuation<Result<Int, HTTPBindError>, Never>] = []
+    }
+    private let state = Mutex(State())
 
     func set(_ r: Result<Int, HTTPBindError>) {
-        let toResume: [CheckedContinuation<Result<Int, HTTPBindError>, Never>] = lock.withLock {
-            guard result == nil else { return [] }
-            result = r
-            defer { waiters.removeAll() }
-            return waiters
+        let toResume = state.withLock { state -> [CheckedContinuation<Result<Int, HTTPBindError>, Never>] in
+            guard state.result == nil else { return [] }
+            state.result = r
+            defer { state.waiters.removeAll() }
+            return state.waiters
         }
         toResume.forEach { $0.resume(returning: r) }
     }
 
     func wait() async -> Result<Int, HTTPBindError> {
         await withCheckedContinuation { c in
-            let ready: Result<Int, HTTPBindError>? = lock.withLock {
-                if let result { return result }
-                waiters.append(c)
+            let ready = state.withLock { state -> Result<Int, HTTPBindError>? in
+                if let result = state.result { return result }
+                state.waiters.append(c)
                 return nil
             }
             if let ready { c.resume(returning: ready) }

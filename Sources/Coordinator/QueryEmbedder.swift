@@ -1,6 +1,7 @@
 import Dispatch
 import Embedder
 import Foundation
+import Synchronization
 import Logging
 
 /// Embeds semantic searches' query texts, once per search, in the coordinator:
@@ -45,20 +46,19 @@ final class QueryEmbedder: Sendable {
 }
 
 /// The loaded model, behind a lock so that concurrent first searches load it once.
-final class LockedEmbedder: @unchecked Sendable {
-    // `loaded` is guarded by `lock`.
-    private let lock = NSLock()
-    private var loaded: Embedder?
+final class LockedEmbedder: Sendable {
+    private let loaded = Mutex<Embedder?>(nil)
 
     func embedder(modelDirectory: String, logger: Logger) throws -> Embedder {
-        lock.lock(); defer { lock.unlock() }
-        if let loaded { return loaded }
-        let started = ContinuousClock.now
-        // One thread: a query is one short pass, and the coordinator's other work needs the other core.
-        let e = try Embedder(modelDirectory: modelDirectory, threads: 1)
-        logger.info("loaded the query embedder", metadata: ["model.path": "\(modelDirectory)",
-                                                           "model.load": "\(started.duration(to: .now))"])
-        loaded = e
-        return e
+        try loaded.withLock { loaded throws -> Embedder in
+            if let loaded { return loaded }
+            let started = ContinuousClock.now
+            // One thread: a query is one short pass, and the coordinator's other work needs the other core.
+            let e = try Embedder(modelDirectory: modelDirectory, threads: 1)
+            logger.info("loaded the query embedder", metadata: ["model.path": "\(modelDirectory)",
+                                                               "model.load": "\(started.duration(to: .now))"])
+            loaded = e
+            return e
+        }
     }
 }

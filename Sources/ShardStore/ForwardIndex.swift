@@ -31,6 +31,10 @@ import SQLite
 /// All flat arrays (no array per item or value): ~4 bytes a token. Read in
 /// the same transaction as the posting lists, it is exactly as current as
 /// they are, and used only while they are.
+///
+/// `@unchecked Sendable`: immutable once built, but it holds a
+/// ``Vocabulary``, a class that is built by appending and never changed
+/// after, which the compiler cannot know.
 final class ForwardIndex: @unchecked Sendable {
     /// Item `i`'s values are `itemStart[i]..<itemStart[i + 1]` (none past the end).
     private let itemStart: [UInt32]

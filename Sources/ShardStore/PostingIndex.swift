@@ -34,6 +34,10 @@ import SQLite
 /// by term again, and searches query FTS5, until a new index is built in
 /// the background (by the first suggestion that found none, or search on a
 /// shard of ``ShardStore/searchIndexMinTerms`` terms or more).
+///
+/// `@unchecked Sendable`: immutable once read, but it holds a
+/// ``Vocabulary``, a class built by appending and never changed after, which
+/// the compiler cannot know.
 final class PostingIndex: @unchecked Sendable {
     /// The word index it was read from (see ``key(_:)``).
     let key: [UInt8]
@@ -310,6 +314,9 @@ final class PostingIndex: @unchecked Sendable {
 /// current data. Under steady writes every index is soon stale, so a build
 /// starts at most once per four times the last one's duration after it ended
 /// (a fifth of a core at most), and files are held at most ``maxFiles`` at a time.
+///
+/// `@unchecked Sendable`: the entries (each a ``PostingIndex``, see there)
+/// are read and written only under `lock`.
 final class PostingIndexes: @unchecked Sendable {
     static let shared = PostingIndexes()
 

@@ -26,8 +26,11 @@ import VectorKernels
 /// only when the table then holds fewer rows than memory are deleted ones
 /// looked for (one scan of the ids). A write therefore costs a reader the
 /// rows it changed, not a reload.
+///
+/// `@unchecked Sendable`: every field is read and written only under `lock`;
+/// a search scans the matrix in place while holding it, which a `Mutex`'s
+/// closure over a copy-on-write array would make no safer and no faster.
 package final class VectorIndex: @unchecked Sendable {
-    // Everything below is guarded by `lock`.
     private let lock = NSLock()
     private(set) var dimension = 0
     private var matrix: [Float] = []
