@@ -82,17 +82,21 @@ let package = Package(
         .target(name: "Planner", dependencies: ["QueryPlan", "SpotlightQuery", "PredicateQuery", "WireProtocol", "Items"]),
 
         // One SQLite file per shard, evaluating query plans.
-        .target(name: "ShardStore", dependencies: [
-            "SQLite", "Items", "QueryPlan", "COpenBLAS", "VectorKernels",
-            .product(name: "Logging", package: "swift-log"),
-        ], swiftSettings: hot),
+        .target(
+            name: "ShardStore",
+            dependencies: [
+                "SQLite", "Items", "QueryPlan", "COpenBLAS", "VectorKernels",
+                .product(name: "Logging", package: "swift-log"),
+            ], swiftSettings: hot),
 
         // Apps and API keys: the key store, secured keys, and the scope that
         // confines a request to its app's items (docs/security.md).
-        .target(name: "Tenancy", dependencies: [
-            "SQLite", "Items", "QueryPlan", "SearchParameters",
-            .product(name: "Crypto", package: "swift-crypto"),
-        ], swiftSettings: hot),
+        .target(
+            name: "Tenancy",
+            dependencies: [
+                "SQLite", "Items", "QueryPlan", "SearchParameters",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ], swiftSettings: hot),
 
         // JSON messages on ZeroMQ frames, and the processes that exchange them.
         .target(name: "WireProtocol", dependencies: ["Items", "QueryPlan"], swiftSettings: hot),
@@ -100,53 +104,67 @@ let package = Package(
         .target(name: "ClusterAuth", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         // Which malloc the process runs on (the executables link mimalloc).
         .target(name: "Allocator"),
-        .target(name: "Workers", dependencies: [
-            "LimelightConcurrency", "Allocator", "ZeroMQ", "WireProtocol", "ShardStore", "SpotlightQuery", "QueryPlan", "Items", "Embedder", "ClusterAuth",
-            .product(name: "Logging", package: "swift-log"),
-        ], swiftSettings: hot),
-        .target(name: "Coordinator", dependencies: [
-            "Allocator", "ZeroMQ", "WireProtocol", "Planner", "QueryPlan", "Items", "SearchParameters", "Embedder", "ClusterAuth", "Tenancy",
-            .product(name: "Logging", package: "swift-log"),
-            .product(name: "Hummingbird", package: "hummingbird"),
-            .product(name: "HummingbirdCore", package: "hummingbird"),
-            .product(name: "Metrics", package: "swift-metrics"),
-            .product(name: "Prometheus", package: "swift-prometheus"),
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-        ], swiftSettings: hot),
+        .target(
+            name: "Workers",
+            dependencies: [
+                "LimelightConcurrency", "Allocator", "ZeroMQ", "WireProtocol", "ShardStore", "SpotlightQuery", "QueryPlan", "Items", "Embedder",
+                "ClusterAuth",
+                .product(name: "Logging", package: "swift-log"),
+            ], swiftSettings: hot),
+        .target(
+            name: "Coordinator",
+            dependencies: [
+                "Allocator", "ZeroMQ", "WireProtocol", "Planner", "QueryPlan", "Items", "SearchParameters", "Embedder", "ClusterAuth", "Tenancy",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ], swiftSettings: hot),
         .target(name: "LimelightClient", dependencies: ["ZeroMQ", "WireProtocol", "Items", "QueryPlan"], swiftSettings: hot),
-        .target(name: "LimelightCLI", dependencies: [
-            "LimelightClient", "WireProtocol", "SpotlightQuery", "PredicateQuery", "Items", "QueryPlan",
-            "Coordinator", "Workers", "Embedder", "ShardStore", "ClusterAuth", "ZeroMQ", "Tenancy",
-            .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            .product(name: "Logging", package: "swift-log"),
-        ]),
+        .target(
+            name: "LimelightCLI",
+            dependencies: [
+                "LimelightClient", "WireProtocol", "SpotlightQuery", "PredicateQuery", "Items", "QueryPlan",
+                "Coordinator", "Workers", "Embedder", "ShardStore", "ClusterAuth", "ZeroMQ", "Tenancy",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
 
         // Thin executables.
         // The executables run on mimalloc (see ``ProcessAllocator``); the
         // libraries leave an app its own allocator.
-        .executableTarget(name: "limelight", dependencies: ["LimelightCLI"],
-                          path: "Sources/Executables/limelight", linkerSettings: mimalloc),
-        .executableTarget(name: "limelight-coordinator", dependencies: ["LimelightCLI"],
-                          path: "Sources/Executables/limelight-coordinator", linkerSettings: mimalloc),
-        .executableTarget(name: "limelight-indexer", dependencies: ["LimelightCLI"],
-                          path: "Sources/Executables/limelight-indexer", linkerSettings: mimalloc),
-        .executableTarget(name: "limelight-query", dependencies: ["LimelightCLI"],
-                          path: "Sources/Executables/limelight-query", linkerSettings: mimalloc),
-        .executableTarget(name: "limelight-bench", dependencies: [
-            "ShardStore", "SpotlightQuery", "Items", "QueryPlan", "LimelightClient", "WireProtocol", "SearchParameters", "Embedder", "ZeroMQ",
-            "Allocator",
-            .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            .product(name: "Logging", package: "swift-log"),
-        ], path: "Sources/Executables/limelight-bench", swiftSettings: hot, linkerSettings: mimalloc),
+        .executableTarget(
+            name: "limelight", dependencies: ["LimelightCLI"],
+            path: "Sources/Executables/limelight", linkerSettings: mimalloc),
+        .executableTarget(
+            name: "limelight-coordinator", dependencies: ["LimelightCLI"],
+            path: "Sources/Executables/limelight-coordinator", linkerSettings: mimalloc),
+        .executableTarget(
+            name: "limelight-indexer", dependencies: ["LimelightCLI"],
+            path: "Sources/Executables/limelight-indexer", linkerSettings: mimalloc),
+        .executableTarget(
+            name: "limelight-query", dependencies: ["LimelightCLI"],
+            path: "Sources/Executables/limelight-query", linkerSettings: mimalloc),
+        .executableTarget(
+            name: "limelight-bench",
+            dependencies: [
+                "ShardStore", "SpotlightQuery", "Items", "QueryPlan", "LimelightClient", "WireProtocol", "SearchParameters", "Embedder", "ZeroMQ",
+                "Allocator",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ], path: "Sources/Executables/limelight-bench", swiftSettings: hot, linkerSettings: mimalloc),
 
         // Tests.
         .testTarget(name: "ItemsTests", dependencies: ["Items"]),
         .testTarget(name: "AllocatorTests", dependencies: ["Allocator"]),
         .testTarget(name: "SpotlightQueryTests", dependencies: ["SpotlightQuery", "QueryPlan"]),
         // GNUstepOracle/ is the Objective-C reference the differential test builds and runs.
-        .testTarget(name: "PredicateQueryTests", dependencies: ["PredicateQuery", "QueryPlan", "ShardStore", "Items"],
-                    exclude: ["GNUstepOracle"]),
+        .testTarget(
+            name: "PredicateQueryTests", dependencies: ["PredicateQuery", "QueryPlan", "ShardStore", "Items"],
+            exclude: ["GNUstepOracle"]),
         .testTarget(name: "SearchParametersTests", dependencies: ["SearchParameters", "QueryPlan", "Items", "WireProtocol"]),
         .testTarget(name: "ShardStoreTests", dependencies: ["ShardStore", "SpotlightQuery", "SQLite"]),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),

@@ -8,10 +8,10 @@ let package = Package(
     name: "ClientApp",
     platforms: [.macOS(.v15)],
     dependencies: [
-        .package(name: "Limelight", path: "../.."),
+        .package(name: "Limelight", path: "../..")
     ],
     targets: [
-        .executableTarget(name: "ClientApp", dependencies: [.product(name: "LimelightClient", package: "Limelight")]),
+        .executableTarget(name: "ClientApp", dependencies: [.product(name: "LimelightClient", package: "Limelight")])
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Which `malloc` this process runs on.
@@ -22,17 +22,17 @@ package enum ProcessAllocator {
     /// "mimalloc 2.0.9" when `malloc` is mimalloc's, else "system malloc".
     package static let name: String = {
         #if canImport(Glibc)
-        // RTLD_DEFAULT: the symbols as the process resolves them.
-        let handle = UnsafeMutableRawPointer(bitPattern: 0)
-        guard let malloc = dlsym(handle, "malloc"), let mi = dlsym(handle, "mi_malloc"), malloc == mi else {
-            return "system malloc"
-        }
-        typealias Version = @convention(c) () -> Int32
-        guard let v = dlsym(handle, "mi_version") else { return "mimalloc" }
-        let n = Int(unsafeBitCast(v, to: Version.self)())
-        return "mimalloc \(n / 100).\(n / 10 % 10).\(n % 10)"
+            // RTLD_DEFAULT: the symbols as the process resolves them.
+            let handle = UnsafeMutableRawPointer(bitPattern: 0)
+            guard let malloc = dlsym(handle, "malloc"), let mi = dlsym(handle, "mi_malloc"), malloc == mi else {
+                return "system malloc"
+            }
+            typealias Version = @convention(c) () -> Int32
+            guard let v = dlsym(handle, "mi_version") else { return "mimalloc" }
+            let n = Int(unsafeBitCast(v, to: Version.self)())
+            return "mimalloc \(n / 100).\(n / 10 % 10).\(n % 10)"
         #else
-        return "system malloc"
+            return "system malloc"
         #endif
     }()
 

@@ -43,7 +43,10 @@ package struct ClusterSecret: Sendable {
     package init(text: String, path: String = "-") throws {
         let t = text.trimmingCharacters(in: .whitespacesAndNewlines)
         guard t.utf8.count >= Self.minimumLength else {
-            throw FileError(description: "the cluster secret in \(path) is \(t.utf8.count) characters long; it needs at least \(Self.minimumLength) (make one with: head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n')")
+            throw FileError(
+                description:
+                    "the cluster secret in \(path) is \(t.utf8.count) characters long; it needs at least \(Self.minimumLength) (make one with: head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n')"
+            )
         }
         key = SymmetricKey(data: Array(t.utf8))
         self.path = path
@@ -65,8 +68,9 @@ package struct ClusterSecret: Sendable {
         if FileManager.default.fileExists(atPath: path) { return try read(path: path) }
         let folder = (path as NSString).deletingLastPathComponent
         if !folder.isEmpty {
-            try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true,
-                                                     attributes: [.posixPermissions: 0o700])
+            try? FileManager.default.createDirectory(
+                atPath: folder, withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
         }
         let temporary = path + ".\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL, 0o600)
@@ -112,7 +116,8 @@ package struct ClusterSecret: Sendable {
     /// Whether `proof` is right, compared in constant time.
     package func verify(proof: String, nonce: String, worker: String, role: String, shards: [Int]) -> Bool {
         guard let bytes = Self.bytes(hex: proof), bytes.count == SHA256.byteCount else { return false }
-        return HMAC<SHA256>.isValidAuthenticationCode(bytes, authenticating: Self.message(nonce: nonce, worker: worker, role: role, shards: shards), using: key)
+        return HMAC<SHA256>.isValidAuthenticationCode(
+            bytes, authenticating: Self.message(nonce: nonce, worker: worker, role: role, shards: shards), using: key)
     }
 
     static func bytes(hex: String) -> [UInt8]? {

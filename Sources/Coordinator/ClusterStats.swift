@@ -118,17 +118,20 @@ extension CoordinatorCore {
         inFlight.outstanding(into: &depth)
 
         let live = workers.values.sorted { $0.id < $1.id }.map { w in
-            ClusterSnapshot.Worker(record: w, live: true, lastSeenMsAgo: Int(w.lastSeen.duration(to: now).milliseconds),
-                                   queueDepth: depth[w.id] ?? 0)
+            ClusterSnapshot.Worker(
+                record: w, live: true, lastSeenMsAgo: Int(w.lastSeen.duration(to: now).milliseconds),
+                queueDepth: depth[w.id] ?? 0)
         }
         let lost = registry.lost.values.sorted { $0.record.id < $1.record.id }.map { l in
-            ClusterSnapshot.Worker(record: l.record, live: false, lastSeenMsAgo: Int(l.record.lastSeen.duration(to: now).milliseconds),
-                                   queueDepth: 0, lostAt: l.lostAt, lostReason: l.reason)
+            ClusterSnapshot.Worker(
+                record: l.record, live: false, lastSeenMsAgo: Int(l.record.lastSeen.duration(to: now).milliseconds),
+                queueDepth: 0, lostAt: l.lostAt, lostReason: l.reason)
         }
         let shards = (0..<configuration.shards).map { s -> ClusterSnapshot.Shard in
             let indexers = liveWorkers(.indexer, shard: s)
-            var shard = ClusterSnapshot.Shard(shard: s, indexers: indexers.map(\.id),
-                                              queryWorkers: liveWorkers(.query, shard: s).map(\.id))
+            var shard = ClusterSnapshot.Shard(
+                shard: s, indexers: indexers.map(\.id),
+                queryWorkers: liveWorkers(.query, shard: s).map(\.id))
             for r in indexers.compactMap({ $0.status?.shards?.first { $0.shard == s } }) {
                 shard.items = max(shard.items ?? 0, r.items)
                 shard.databaseBytes = max(shard.databaseBytes ?? 0, r.databaseBytes)
@@ -156,9 +159,11 @@ extension CoordinatorCore {
         // What a query leaves behind until it completes: all zero when idle,
         // whether its client stayed to the end or went away mid-stream.
         let state = inFlight.state
-        o["queryState"] = .object(["running": .number(Double(state.running)), "searches": .number(Double(state.searches)),
-                                   "clients": .number(Double(state.clients)),
-                                   "firstBatchPending": .number(Double(state.firstBatchPending))])
+        o["queryState"] = .object([
+            "running": .number(Double(state.running)), "searches": .number(Double(state.searches)),
+            "clients": .number(Double(state.clients)),
+            "firstBatchPending": .number(Double(state.firstBatchPending)),
+        ])
         return .object(o)
     }
 }
@@ -199,13 +204,15 @@ extension ClusterSnapshot {
             return .object(o)
         }
         let shardList: [JSONValue] = shards.map { s in
-            .object(["shard": int(s.shard),
-                     "indexers": .array(s.indexers.map(JSONValue.string)),
-                     "queryWorkers": .array(s.queryWorkers.map(JSONValue.string)),
-                     "served": .bool(s.served),
-                     "items": s.items.map(int) ?? .null,
-                     "databaseBytes": s.databaseBytes.map { num(Double($0)) } ?? .null,
-                     "lastWrite": s.lastWrite.map { .string(ISODate.format($0)) } ?? .null])
+            .object([
+                "shard": int(s.shard),
+                "indexers": .array(s.indexers.map(JSONValue.string)),
+                "queryWorkers": .array(s.queryWorkers.map(JSONValue.string)),
+                "served": .bool(s.served),
+                "items": s.items.map(int) ?? .null,
+                "databaseBytes": s.databaseBytes.map { num(Double($0)) } ?? .null,
+                "lastWrite": s.lastWrite.map { .string(ISODate.format($0)) } ?? .null,
+            ])
         }
         let items = shards.compactMap(\.items)
         return .object([
@@ -218,16 +225,24 @@ extension ClusterSnapshot {
             "workers": .array(workers.filter(\.live).map(worker)),
             "lostWorkers": .array(workers.filter { !$0.live }.map(worker)),
             "counters": .object(counters.mapValues(int)),
-            "inFlight": .object(["queries": int(queriesInFlight), "publishes": int(publishesInFlight),
-                                 "deletes": int(deletesInFlight)]),
-            "rates": .object(["publishItemsPerSecond": num(publishItemsPerSecond),
-                              "publishBatchesPerSecond": num(publishBatchesPerSecond),
-                              "queriesPerSecond": num(queriesPerSecond),
-                              "windowSeconds": num(RateWindow.windowSeconds)]),
-            "queryLatencyMs": .object(["p50": pct(queryLatencyMs, 50), "p95": pct(queryLatencyMs, 95),
-                                       "p99": pct(queryLatencyMs, 99), "samples": int(queryLatencyMs.count)]),
-            "firstBatchLatencyMs": .object(["p50": pct(firstBatchLatencyMs, 50), "p95": pct(firstBatchLatencyMs, 95),
-                                            "p99": pct(firstBatchLatencyMs, 99)]),
+            "inFlight": .object([
+                "queries": int(queriesInFlight), "publishes": int(publishesInFlight),
+                "deletes": int(deletesInFlight),
+            ]),
+            "rates": .object([
+                "publishItemsPerSecond": num(publishItemsPerSecond),
+                "publishBatchesPerSecond": num(publishBatchesPerSecond),
+                "queriesPerSecond": num(queriesPerSecond),
+                "windowSeconds": num(RateWindow.windowSeconds),
+            ]),
+            "queryLatencyMs": .object([
+                "p50": pct(queryLatencyMs, 50), "p95": pct(queryLatencyMs, 95),
+                "p99": pct(queryLatencyMs, 99), "samples": int(queryLatencyMs.count),
+            ]),
+            "firstBatchLatencyMs": .object([
+                "p50": pct(firstBatchLatencyMs, 50), "p95": pct(firstBatchLatencyMs, 95),
+                "p99": pct(firstBatchLatencyMs, 99),
+            ]),
         ])
     }
 }

@@ -42,7 +42,8 @@ extension CoordinatorCore {
     /// a change.
     func awaitedReplicas(shard: Int) -> [String] {
         guard replication.base[shard] == nil, (replication.issued[shard] ?? 0) > 0,
-              Date().timeIntervalSince(startedAt) * 1000 < Double(configuration.replicaWaitMs) else { return [] }
+            Date().timeIntervalSince(startedAt) * 1000 < Double(configuration.replicaWaitMs)
+        else { return [] }
         let reported = Set(liveWorkers(.indexer, shard: shard).map(replicaName).filter { replication.applied[$0]?[shard] != nil })
         let known = Set(liveWorkers(.query, shard: shard).compactMap { replication.replicaOf[$0.id] })
         var awaited = known.subtracting(reported).sorted()
@@ -82,15 +83,19 @@ extension CoordinatorCore {
                 let name = replication.name(of: worker)
                 switch why {
                 case .diverged(let have, let issued):
-                    logger.warning("replica ahead of the numbers given since a restart; left out of writes and queries", metadata: [
-                        "replica": "\(name)", "worker": "\(worker)", "shard": "\(shard)",
-                        "replica.sequence": "\(have)", "shard.sequence": "\(issued)",
-                    ])
+                    logger.warning(
+                        "replica ahead of the numbers given since a restart; left out of writes and queries",
+                        metadata: [
+                            "replica": "\(name)", "worker": "\(worker)", "shard": "\(shard)",
+                            "replica.sequence": "\(have)", "shard.sequence": "\(issued)",
+                        ])
                 case .tooFarBehind(let have, let issued, let logStart):
-                    logger.warning("replica too far behind to catch up; left out of writes and queries", metadata: [
-                        "replica": "\(name)", "worker": "\(worker)", "shard": "\(shard)",
-                        "replica.sequence": "\(have)", "shard.sequence": "\(issued)", "log.start": "\(logStart)",
-                    ])
+                    logger.warning(
+                        "replica too far behind to catch up; left out of writes and queries",
+                        metadata: [
+                            "replica": "\(name)", "worker": "\(worker)", "shard": "\(shard)",
+                            "replica.sequence": "\(have)", "shard.sequence": "\(issued)", "log.start": "\(logStart)",
+                        ])
                 case .fellBehind:
                     break
                 }
@@ -98,11 +103,19 @@ extension CoordinatorCore {
             case .copy(let worker, let shard):
                 startCopy(to: worker, shard: shard)
             case .caughtUp(let worker, let shard, let sequence):
-                logger.info("replica caught up", metadata: ["worker": "\(worker)", "replica": "\(replication.name(of: worker))", "shard": "\(shard)",
-                                                            "replica.sequence": "\(sequence)"])
+                logger.info(
+                    "replica caught up",
+                    metadata: [
+                        "worker": "\(worker)", "replica": "\(replication.name(of: worker))", "shard": "\(shard)",
+                        "replica.sequence": "\(sequence)",
+                    ])
             case .catchUpChangeFailed(let worker, let shard, let sequence, let error):
-                logger.warning("a catch-up change failed", metadata: ["worker": "\(worker)", "shard": "\(shard)",
-                                                                      "sequence": "\(sequence)", "error": "\(error)"])
+                logger.warning(
+                    "a catch-up change failed",
+                    metadata: [
+                        "worker": "\(worker)", "shard": "\(shard)",
+                        "sequence": "\(sequence)", "error": "\(error)",
+                    ])
             }
         }
     }
@@ -114,8 +127,12 @@ extension CoordinatorCore {
         guard let last = entries.last?.sequence else { return }
         count(.catchUpStarted)
         count(.catchUpMessages, by: entries.count)
-        logger.info("catching up a replica", metadata: ["worker": "\(worker)", "replica": "\(replicaName(w))", "shard": "\(shard)",
-                                                        "replica.sequence": "\(after)", "shard.sequence": "\(last)", "changes": "\(entries.count)"])
+        logger.info(
+            "catching up a replica",
+            metadata: [
+                "worker": "\(worker)", "replica": "\(replicaName(w))", "shard": "\(shard)",
+                "replica.sequence": "\(after)", "shard.sequence": "\(last)", "changes": "\(entries.count)",
+            ])
         for e in entries {
             let id = makeID("c")
             track(id, worker: worker, shard: shard, sequence: e.sequence, catchUp: true)
@@ -149,18 +166,22 @@ extension CoordinatorCore {
             let replicas: [JSONValue] = replication.applied.keys.sorted().compactMap { name in
                 guard let have = replication.applied[name]?[s] else { return nil }
                 let detached = replication.detached[name]?.contains(s) ?? false
-                var o: [String: JSONValue] = ["replica": .string(name), "sequence": int(have),
-                                              "fresh": .bool(!detached && have >= committed), "detached": .bool(detached),
-                                              "live": .bool(indexerOf[name] != nil)]
+                var o: [String: JSONValue] = [
+                    "replica": .string(name), "sequence": int(have),
+                    "fresh": .bool(!detached && have >= committed), "detached": .bool(detached),
+                    "live": .bool(indexerOf[name] != nil),
+                ]
                 if let w = indexerOf[name], let end = replication.catchingUp[w]?[s] { o["catchingUpTo"] = int(end) }
                 if let c = replication.copies.running.values.first(where: { $0.replica == name && $0.shard == s }) {
                     o["copying"] = .object(["copy": .string(c.id), "from": .string(c.source), "received": int(c.received), "size": int(c.size)])
                 }
                 return .object(o)
             }
-            return .object(["shard": int(s), "issued": int(replication.issued[s] ?? 0), "committed": int(committed),
-                            "logStart": int(replication.start(s)), "logEntries": int(replication.log[s]?.count ?? 0),
-                            "replicas": .array(replicas)])
+            return .object([
+                "shard": int(s), "issued": int(replication.issued[s] ?? 0), "committed": int(committed),
+                "logStart": int(replication.start(s)), "logEntries": int(replication.log[s]?.count ?? 0),
+                "replicas": .array(replicas),
+            ])
         }
         return .object(["shards": .array(shards)])
     }

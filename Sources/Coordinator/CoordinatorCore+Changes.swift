@@ -31,18 +31,28 @@ extension CoordinatorCore {
             let missing = only.filter { $0 < 0 || $0 >= configuration.shards }
             guard missing.isEmpty else {
                 let names = missing.map(String.init).joined(separator: ", ")
-                sendError(.client(client), id, WireError(code: "bad_shard", message: "the cluster has shards 0-\(configuration.shards - 1); "
-                    + "no shard \(names); nothing was deleted", field: "shards"))
+                sendError(
+                    .client(client), id,
+                    WireError(
+                        code: "bad_shard",
+                        message: "the cluster has shards 0-\(configuration.shards - 1); "
+                            + "no shard \(names); nothing was deleted", field: "shards"))
                 return
             }
             guard !only.isEmpty else {
-                sendError(.client(client), id, WireError(code: "invalid_message", message: "'shards' is empty: name at least one shard, or leave it out for every shard", field: "shards"))
+                sendError(
+                    .client(client), id,
+                    WireError(
+                        code: "invalid_message", message: "'shards' is empty: name at least one shard, or leave it out for every shard",
+                        field: "shards"))
                 return
             }
             targets = Array(Set(only)).sorted()
         }
-        fanOut(WriteTracker.PendingDelete(client: client, requestID: id), id: makeID("d"),
-               to: targets) { shard in .delete(Body.Delete(ids: d.ids, domains: d.domains, all: d.all, shards: [shard])) }
+        fanOut(
+            WriteTracker.PendingDelete(client: client, requestID: id), id: makeID("d"),
+            to: targets
+        ) { shard in .delete(Body.Delete(ids: d.ids, domains: d.domains, all: d.all, shards: [shard])) }
     }
 
     /// Sends one message per shard to each of its live indexers, tracked as
@@ -80,8 +90,9 @@ extension CoordinatorCore {
         }
         if !pending.failed.isEmpty {
             let names = pending.failed.map { "shard \($0.shard) (\($0.reason))" }.joined(separator: ", ")
-            sendError(.client(pending.client), pending.requestID,
-                      WireError(code: "shard_unavailable", message: "deleted \(total) items, but not on \(names)"))
+            sendError(
+                .client(pending.client), pending.requestID,
+                WireError(code: "shard_unavailable", message: "deleted \(total) items, but not on \(names)"))
             return
         }
         send(.client(pending.client), pending.requestID, .deleteAck(Body.DeleteAck(deleted: total)))
@@ -94,8 +105,11 @@ extension CoordinatorCore {
     func declare(client: [Data], id: String, _ d: Body.Declare, scope: TenantScope) {
         let missing = (0..<configuration.shards).filter { liveWorkers(.indexer, shard: $0).isEmpty }
         if !missing.isEmpty {
-            sendError(.client(client), id, WireError(code: "shard_unavailable",
-                                                      message: "shards \(missing.map(String.init).joined(separator: ",")) have no live indexer; declare again when they do"))
+            sendError(
+                .client(client), id,
+                WireError(
+                    code: "shard_unavailable",
+                    message: "shards \(missing.map(String.init).joined(separator: ",")) have no live indexer; declare again when they do"))
             return
         }
         var declaration = d

@@ -45,7 +45,8 @@ extension CoordinatorCore {
         guard let t = workers[target], t.role == .indexer else { return }
         let name = replicaName(t)
         guard replication.detached[name]?.contains(shard) ?? false,
-              !replication.copies.copying(replica: name, shard: shard) else { return }
+            !replication.copies.copying(replica: name, shard: shard)
+        else { return }
         let committed = replication.committed[shard] ?? 0
         let source = writeReplicas(shard: shard).first { w in
             let n = replicaName(w)
@@ -56,16 +57,20 @@ extension CoordinatorCore {
         let copy = ShardCopies.Copy(id: makeID("copy-"), shard: shard, source: source.id, target: target, replica: name)
         replication.copies.running[copy.id] = copy
         count(.copyStarted)
-        logger.info("copying a shard to a replica that cannot be caught up", metadata: [
-            "copy": "\(copy.id)", "shard": "\(shard)", "replica": "\(name)", "worker": "\(target)",
-            "source": "\(replicaName(source))", "source.worker": "\(source.id)",
-            "replica.sequence": "\(replication.applied[name]?[shard] ?? 0)", "shard.sequence": "\(committed)",
-        ])
+        logger.info(
+            "copying a shard to a replica that cannot be caught up",
+            metadata: [
+                "copy": "\(copy.id)", "shard": "\(shard)", "replica": "\(name)", "worker": "\(target)",
+                "source": "\(replicaName(source))", "source.worker": "\(source.id)",
+                "replica.sequence": "\(replication.applied[name]?[shard] ?? 0)", "shard.sequence": "\(committed)",
+            ])
         requestChunk(copy.id, offset: 0)
     }
 
     func requestChunk(_ copyID: String, offset: Int) {
-        guard let c = replication.copies.running[copyID], let source = workers[c.source] else { return abandonCopy(copyID, reason: "its source is gone") }
+        guard let c = replication.copies.running[copyID], let source = workers[c.source] else {
+            return abandonCopy(copyID, reason: "its source is gone")
+        }
         let id = makeID("y")
         replication.copies.ofMessage[id] = copyID
         send(.worker(source.route), id, .copyRequest(Body.CopyRequest(shard: c.shard, copy: c.id, offset: offset, maxBytes: Self.copyChunkBytes)))
@@ -111,8 +116,12 @@ extension CoordinatorCore {
         let ms = Int(c.started.duration(to: .now) / .milliseconds(1))
         count(.copyFinished)
         count(.copyMs, by: ms)
-        logger.info("shard copied", metadata: ["copy": "\(c.id)", "shard": "\(c.shard)", "replica": "\(c.replica)",
-                                               "replica.sequence": "\(sequence)", "copy.bytes": "\(c.received)", "copy.ms": "\(ms)"])
+        logger.info(
+            "shard copied",
+            metadata: [
+                "copy": "\(c.id)", "shard": "\(c.shard)", "replica": "\(c.replica)",
+                "replica.sequence": "\(sequence)", "copy.bytes": "\(c.received)", "copy.ms": "\(ms)",
+            ])
         perform(replication.copyInstalled(c, sequence: sequence))
     }
 
@@ -120,8 +129,11 @@ extension CoordinatorCore {
         guard let c = replication.copies.running.removeValue(forKey: copyID) else { return }
         for (id, owner) in replication.copies.ofMessage where owner == copyID { replication.copies.ofMessage.removeValue(forKey: id) }
         count(.copyAbandoned)
-        logger.warning("shard copy abandoned; it starts again when a source and the target are live", metadata: [
-            "copy": "\(c.id)", "shard": "\(c.shard)", "replica": "\(c.replica)", "reason": "\(reason)"])
+        logger.warning(
+            "shard copy abandoned; it starts again when a source and the target are live",
+            metadata: [
+                "copy": "\(c.id)", "shard": "\(c.shard)", "replica": "\(c.replica)", "reason": "\(reason)",
+            ])
     }
 
     /// A lost worker's copies stop (the sweep starts them again).

@@ -38,7 +38,9 @@ extension CoordinatorCore {
             do throws(ItemError) {
                 items.append(try AppEntity(json: json).itemJSON(priority: d.priority))
             } catch {
-                let uid: String? = json["type"]?.stringValue.flatMap { t in json["id"]?.stringValue.map { AppEntity.uniqueIdentifier(type: t, id: $0) } }
+                let uid: String? = json["type"]?.stringValue.flatMap { t in
+                    json["id"]?.stringValue.map { AppEntity.uniqueIdentifier(type: t, id: $0) }
+                }
                 rejected[i] = ItemResult(index: i, uniqueIdentifier: uid, status: .rejected, error: WireError(error))
                 items.append(.null)
             }
@@ -52,7 +54,9 @@ extension CoordinatorCore {
             return
         }
         if let ids = d.ids, ids.isEmpty || ids.contains(where: \.isEmpty) {
-            sendError(.client(client), id, WireError(code: "invalid_message", message: "'ids' must list non-empty entity ids (omit it to delete the whole type)", field: "ids"))
+            sendError(
+                .client(client), id,
+                WireError(code: "invalid_message", message: "'ids' must list non-empty entity ids (omit it to delete the whole type)", field: "ids"))
             return
         }
         broadcastEntityOperation(client: client, id: id, .delete(type: d.entityType)) { shard in
@@ -64,7 +68,8 @@ extension CoordinatorCore {
     /// so every shard is asked, and the one that holds the item updates it.
     func associateEntity(client: [Data], id: String, _ a: Body.EntityAssociate, scope: TenantScope = .unscoped) {
         guard !a.uniqueIdentifier.isEmpty else {
-            sendError(.client(client), id, WireError(code: "invalid_message", message: "uniqueIdentifier must not be empty", field: "uniqueIdentifier"))
+            sendError(
+                .client(client), id, WireError(code: "invalid_message", message: "uniqueIdentifier must not be empty", field: "uniqueIdentifier"))
             return
         }
         guard !a.entity.type.isEmpty, !a.entity.id.isEmpty else {
@@ -79,20 +84,23 @@ extension CoordinatorCore {
     /// Sends one operation per shard to each of its live indexers, tracked as
     /// a delete is (each replica answers; a shard counts once).
     func broadcastEntityOperation(client: [Data], id: String, _ op: EntityOperation, body: (Int) -> Body) {
-        fanOut(WriteTracker.PendingDelete(client: client, requestID: id, entity: op),
-               id: makeID("e"), to: Array(0..<configuration.shards), body)
+        fanOut(
+            WriteTracker.PendingDelete(client: client, requestID: id, entity: op),
+            id: makeID("e"), to: Array(0..<configuration.shards), body)
     }
 
     func finishEntityOperation(_ op: EntityOperation, _ pending: WriteTracker.PendingDelete, total: Int) {
         if !pending.failed.isEmpty {
             let names = pending.failed.map { "shard \($0.shard) (\($0.reason))" }.joined(separator: ", ")
-            sendError(.client(pending.client), pending.requestID,
-                      WireError(code: "shard_unavailable", message: "affected \(total) items, but could not reach \(names)"))
+            sendError(
+                .client(pending.client), pending.requestID,
+                WireError(code: "shard_unavailable", message: "affected \(total) items, but could not reach \(names)"))
             return
         }
         if case .associate(let uid) = op, total == 0 {
-            sendError(.client(pending.client), pending.requestID,
-                      WireError(code: "not_found", message: "no item has the uniqueIdentifier '\(uid)'", field: "uniqueIdentifier"))
+            sendError(
+                .client(pending.client), pending.requestID,
+                WireError(code: "not_found", message: "no item has the uniqueIdentifier '\(uid)'", field: "uniqueIdentifier"))
             return
         }
         send(.client(pending.client), pending.requestID, .entityAck(Body.EntityAck(count: total)))
@@ -102,8 +110,11 @@ extension CoordinatorCore {
 
     func searchRequest(client: [Data], id: String, _ build: () throws(SearchParametersError) -> SearchRequest) -> SearchRequest? {
         do throws(SearchParametersError) { return try build() } catch {
-            sendError(.client(client), id, WireError(code: error.code.description, message: error.message,
-                                                     position: error.position, field: error.parameter))
+            sendError(
+                .client(client), id,
+                WireError(
+                    code: error.code.description, message: error.message,
+                    position: error.position, field: error.parameter))
             return nil
         }
     }
@@ -113,7 +124,9 @@ extension CoordinatorCore {
         var p: [String: JSONValue] = [:]
         if let extra, extra != .null {
             guard case .object(let o) = extra else {
-                sendError(.client(client), id, WireError(code: "invalid_parameter", message: "params must be an object of search parameters", field: "params"))
+                sendError(
+                    .client(client), id,
+                    WireError(code: "invalid_parameter", message: "params must be an object of search parameters", field: "params"))
                 return nil
             }
             p = o
@@ -132,7 +145,8 @@ extension CoordinatorCore {
         }
         guard var p = params(text: s.text, s.params, client: client, id: id) else { return }
         p["hitsPerPage"] = .number(Double(hits))
-        guard let request = searchRequest(client: client, id: id, { () throws(SearchParametersError) in try SearchRequest(params: .object(p)) }) else { return }
+        guard let request = searchRequest(client: client, id: id, { () throws(SearchParametersError) in try SearchRequest(params: .object(p)) })
+        else { return }
         let mode = SearchMode.suggest(limit: limit, withResults: hits > 0)
         // Since iOS 18 a typed query's results are semantic: with a model, the
         // text is embedded (once, here) and its results fuse words and meaning
@@ -141,10 +155,12 @@ extension CoordinatorCore {
         // are the lexical ones, as before. (A `semantic` or `hybrid` in the
         // typed query's params is not embedded: the results are then lexical.)
         if hits > 0, request.semantic == nil, queryEmbedder.isAvailable,
-           !s.text.allSatisfy({ $0.isWhitespace || $0.isPunctuation }) {
+            !s.text.allSatisfy({ $0.isWhitespace || $0.isPunctuation })
+        {
             count(.suggestsSemantic)
-            launchEmbedded(client: client, id: id, request: request, text: s.text, ratio: Self.typedQuerySemanticRatio,
-                           deadlineMs: s.deadlineMs, mode: mode, scope: scope, ifEmbeddingFails: .lexical)
+            launchEmbedded(
+                client: client, id: id, request: request, text: s.text, ratio: Self.typedQuerySemanticRatio,
+                deadlineMs: s.deadlineMs, mode: mode, scope: scope, ifEmbeddingFails: .lexical)
             return
         }
         launchSearch(client: client, id: id, request: request, deadlineMs: s.deadlineMs, mode: mode, scope: scope)
@@ -161,18 +177,24 @@ extension CoordinatorCore {
             return
         }
         guard let p = params(text: s.text, s.params, client: client, id: id) else { return }
-        guard let request = searchRequest(client: client, id: id, { () throws(SearchParametersError) in try SearchRequest(params: .object(p)) }) else { return }
+        guard let request = searchRequest(client: client, id: id, { () throws(SearchParametersError) in try SearchRequest(params: .object(p)) })
+        else { return }
         var carried = p
         carried.removeValue(forKey: "query")
-        launchSearch(client: client, id: id, request: request, deadlineMs: s.deadlineMs,
-                     mode: .spotlight(perDomain: perDomain, text: s.text, params: carried), scope: scope)
+        launchSearch(
+            client: client, id: id, request: request, deadlineMs: s.deadlineMs,
+            mode: .spotlight(perDomain: perDomain, text: s.text, params: carried), scope: scope)
     }
 
     func startContinue(client: [Data], id: String, _ c: Body.Continue, scope: TenantScope = .unscoped) {
         count(.continuations)
-        guard let request = searchRequest(client: client, id: id, { () throws(SearchParametersError) in
-            try ContinuationToken(token: c.token).request(page: c.page ?? 0, hitsPerPage: c.hitsPerPage ?? 20)
-        }) else { return }
+        guard
+            let request = searchRequest(
+                client: client, id: id,
+                { () throws(SearchParametersError) in
+                    try ContinuationToken(token: c.token).request(page: c.page ?? 0, hitsPerPage: c.hitsPerPage ?? 20)
+                })
+        else { return }
         launchSearch(client: client, id: id, request: request, deadlineMs: c.deadlineMs, mode: .search, scope: scope)
     }
 
@@ -191,8 +213,9 @@ extension CoordinatorCore {
         case .spotlight(_, let text, let params):
             let ordered = rs.groups.sorted { rs.builder.groupPrecedes($0, $1) }
             let groups = ordered.map { g in
-                Body.SpotlightGroup(domainIdentifier: g.domainIdentifier, total: g.total, items: rs.builder.render(g.hits),
-                                    continuation: ContinuationToken(text: text, domain: g.domainIdentifier, params: params).encoded)
+                Body.SpotlightGroup(
+                    domainIdentifier: g.domainIdentifier, total: g.total, items: rs.builder.render(g.hits),
+                    continuation: ContinuationToken(text: text, domain: g.domainIdentifier, params: params).encoded)
             }
             return .spotlightResult(Body.SpotlightResult(groups: groups, failedShards: failed))
         case .search:

@@ -42,20 +42,28 @@ extension CoordinatorCore {
         }
         if let limit = access.record?.rateLimit, let bucket = access.rateBucket, !rateLimiter.allow(bucket, perSecond: limit) {
             count(.keysRateLimited)
-            sendError(.client(route), envelope.id, WireError(code: TenancyError.Code.rateLimited.rawValue,
-                message: "API key \(access.record!.id) allows \(Self.number(limit)) requests per second; this one came too soon: wait and retry"))
+            sendError(
+                .client(route), envelope.id,
+                WireError(
+                    code: TenancyError.Code.rateLimited.rawValue,
+                    message: "API key \(access.record!.id) allows \(Self.number(limit)) requests per second; this one came too soon: wait and retry"))
             return nil
         }
         if let max = access.record?.maxItemsPerPublish {
-            let n: Int? = switch envelope.body {
-            case .publish(let p): p.items.count
-            case .entityDonate(let d): d.entities.count
-            default: nil
-            }
+            let n: Int? =
+                switch envelope.body {
+                case .publish(let p): p.items.count
+                case .entityDonate(let d): d.entities.count
+                default: nil
+                }
             if let n, n > max {
                 count(.keysTooManyItems)
-                sendError(.client(route), envelope.id, WireError(code: TenancyError.Code.tooManyItems.rawValue,
-                    message: "API key \(access.record!.id) allows at most \(max) items per publish; this batch has \(n): split it", field: "items"))
+                sendError(
+                    .client(route), envelope.id,
+                    WireError(
+                        code: TenancyError.Code.tooManyItems.rawValue,
+                        message: "API key \(access.record!.id) allows at most \(max) items per publish; this batch has \(n): split it", field: "items"
+                    ))
                 return nil
             }
         }
@@ -87,15 +95,22 @@ extension CoordinatorCore {
 
     func manageKeys(client: [Data], id: String, _ k: Body.Keys, access: Access) {
         guard let store = keyStore else {
-            sendError(.client(client), id, WireError(TenancyError(.keysDisabled,
-                "this cluster has no key store: start the coordinator with --keys FILE (limelight up does)")))
+            sendError(
+                .client(client), id,
+                WireError(
+                    TenancyError(
+                        .keysDisabled,
+                        "this cluster has no key store: start the coordinator with --keys FILE (limelight up does)")))
             return
         }
         // An admin key's reach is its own app: naming another is refused, not ignored.
         let ownApp = access.role == .admin ? access.scope.app : nil
         if let own = ownApp, let asked = k.app, asked != own {
-            sendError(.client(client), id, WireError(code: TenancyError.Code.forbidden.rawValue,
-                message: "an admin key of app '\(own)' manages only that app's keys, not app '\(asked)'", field: "app"))
+            sendError(
+                .client(client), id,
+                WireError(
+                    code: TenancyError.Code.forbidden.rawValue,
+                    message: "an admin key of app '\(own)' manages only that app's keys, not app '\(asked)'", field: "app"))
             return
         }
         do throws(TenancyError) {
@@ -103,15 +118,21 @@ extension CoordinatorCore {
             case "create":
                 guard let roleName = k.role else { throw TenancyError(.invalidParameter, "create needs a role: admin or search", field: "role") }
                 guard let role = KeyRole(rawValue: roleName) else {
-                    throw TenancyError(.invalidParameter, "unknown role '\(roleName)': use admin or search (or master, with a master key)", field: "role")
+                    throw TenancyError(
+                        .invalidParameter, "unknown role '\(roleName)': use admin or search (or master, with a master key)", field: "role")
                 }
                 if role == .master && ownApp != nil {
                     throw TenancyError(.forbidden, "only a master key can create master keys", field: "role")
                 }
-                let made = try store.create(app: role == .master ? k.app : (ownApp ?? k.app), role: role, rateLimit: k.rateLimit,
-                                            maxItemsPerPublish: k.maxItemsPerPublish, description: k.description)
-                logger.notice("created an API key", metadata: ["key.id": "\(made.record.id)", "key.app": "\(made.record.app ?? "-")",
-                                                               "key.role": "\(role.rawValue)"])
+                let made = try store.create(
+                    app: role == .master ? k.app : (ownApp ?? k.app), role: role, rateLimit: k.rateLimit,
+                    maxItemsPerPublish: k.maxItemsPerPublish, description: k.description)
+                logger.notice(
+                    "created an API key",
+                    metadata: [
+                        "key.id": "\(made.record.id)", "key.app": "\(made.record.app ?? "-")",
+                        "key.role": "\(role.rawValue)",
+                    ])
                 send(.client(client), id, .keysReply(Body.KeysReply(apiKey: made.key, keys: [made.record.json])))
             case "list":
                 send(.client(client), id, .keysReply(Body.KeysReply(keys: store.list(app: ownApp ?? k.app).map(\.json))))

@@ -14,8 +14,10 @@ extension CoordinatorCore {
     /// not valid donations), answered in place with their reason.
     /// `scope`: the app the items are for; they arrive with their names qualified already.
     func publish(client: [Data], id: String, _ p: Body.Publish, rejected: [Int: ItemResult] = [:], scope: TenantScope = .unscoped) {
-        switch writes.admit(WriteTracker.WaitingPublish(client: client, requestID: id, publish: p, rejected: rejected, scope: scope),
-                            maxPending: configuration.maxPendingWrites, maxWaiting: configuration.maxWaitingWrites, draining: startingWaitingWrites) {
+        switch writes.admit(
+            WriteTracker.WaitingPublish(client: client, requestID: id, publish: p, rejected: rejected, scope: scope),
+            maxPending: configuration.maxPendingWrites, maxWaiting: configuration.maxWaitingWrites, draining: startingWaitingWrites)
+        {
         case .start:
             break
         case .held:
@@ -23,17 +25,23 @@ extension CoordinatorCore {
             return
         case .busy:
             count(.publishBusy)
-            sendError(.client(client), id, WireError(code: "busy", message: "the coordinator has \(writes.publishes.count) publish batches in flight "
-                + "and \(writes.waiting.count) waiting (the limits are \(configuration.maxPendingWrites) and \(configuration.maxWaitingWrites)); send this batch again later"))
+            sendError(
+                .client(client), id,
+                WireError(
+                    code: "busy",
+                    message: "the coordinator has \(writes.publishes.count) publish batches in flight "
+                        + "and \(writes.waiting.count) waiting (the limits are \(configuration.maxPendingWrites) and \(configuration.maxWaitingWrites)); send this batch again later"
+                ))
             return
         }
         count(.publishBatches)
         count(.publishItems, by: p.items.count)
         let publishID = makeID("p")
-        var pending = WriteTracker.PendingPublish(client: client, requestID: id, batch: p.batch,
-                                                  identifiers: p.items.map { $0["uniqueIdentifier"]?.stringValue },
-                                                  results: Array(repeating: nil, count: p.items.count),
-                                                  started: .now, scope: scope)
+        var pending = WriteTracker.PendingPublish(
+            client: client, requestID: id, batch: p.batch,
+            identifiers: p.items.map { $0["uniqueIdentifier"]?.stringValue },
+            results: Array(repeating: nil, count: p.items.count),
+            started: .now, scope: scope)
         var byShard: [Int: [Int]] = [:]
         var allIDs: [String] = []
         for (i, item) in p.items.enumerated() {
@@ -42,20 +50,24 @@ extension CoordinatorCore {
                 continue
             }
             guard case .object(let o) = item else {
-                pending.results[i] = ItemResult(index: i, uniqueIdentifier: nil, status: .rejected,
-                                                error: WireError(ItemError(.notAnObject, "an item must be a JSON object, found \(item.kindName)")))
+                pending.results[i] = ItemResult(
+                    index: i, uniqueIdentifier: nil, status: .rejected,
+                    error: WireError(ItemError(.notAnObject, "an item must be a JSON object, found \(item.kindName)")))
                 continue
             }
             guard let uid = o["uniqueIdentifier"]?.stringValue, !uid.isEmpty else {
-                pending.results[i] = ItemResult(index: i, uniqueIdentifier: nil, status: .rejected,
-                                                error: WireError(ItemError(.missingIdentifier, "uniqueIdentifier is missing or not text", field: "uniqueIdentifier")))
+                pending.results[i] = ItemResult(
+                    index: i, uniqueIdentifier: nil, status: .rejected,
+                    error: WireError(ItemError(.missingIdentifier, "uniqueIdentifier is missing or not text", field: "uniqueIdentifier")))
                 continue
             }
             var domain = ""
             if let d = o["domainIdentifier"], d != .null {
                 guard let s = d.stringValue, DomainIdentifier.isValid(s) else {
-                    pending.results[i] = ItemResult(index: i, uniqueIdentifier: uid, status: .rejected,
-                                                    error: WireError(ItemError(.invalidDomain, "domainIdentifier must be dot-separated names without spaces", field: "domainIdentifier")))
+                    pending.results[i] = ItemResult(
+                        index: i, uniqueIdentifier: uid, status: .rejected,
+                        error: WireError(
+                            ItemError(.invalidDomain, "domainIdentifier must be dot-separated names without spaces", field: "domainIdentifier")))
                     continue
                 }
                 domain = s
@@ -78,8 +90,9 @@ extension CoordinatorCore {
             let replicas = writeReplicas(shard: shard)
             if replicas.isEmpty {
                 for i in indices {
-                    pending.results[i] = ItemResult(index: i, uniqueIdentifier: p.items[i]["uniqueIdentifier"]?.stringValue, status: .rejected,
-                                                    error: WireError(code: "shard_unavailable", message: unavailableReason(shard: shard) + "; nothing was stored, resend later"))
+                    pending.results[i] = ItemResult(
+                        index: i, uniqueIdentifier: p.items[i]["uniqueIdentifier"]?.stringValue, status: .rejected,
+                        error: WireError(code: "shard_unavailable", message: unavailableReason(shard: shard) + "; nothing was stored, resend later"))
                 }
                 if !evict.isEmpty {
                     logger.warning("could not evict moved items from a shard with no live indexer", metadata: ["shard": "\(shard)"])
@@ -89,8 +102,11 @@ extension CoordinatorCore {
             let items = indices.map { p.items[$0] }
             let change = sequenced(shard: shard, .write(Body.Write(shard: shard, items: items, evict: evict)))
             for w in replicas {
-                sends.append((makeID("w"), WriteTracker.ShardWrite(publish: publishID, shard: shard, worker: w.id, indices: indices),
-                              w.route, change.body, change.sequence))
+                sends.append(
+                    (
+                        makeID("w"), WriteTracker.ShardWrite(publish: publishID, shard: shard, worker: w.id, indices: indices),
+                        w.route, change.body, change.sequence
+                    ))
             }
         }
         writes.beginPublish(publishID, pending)
@@ -103,8 +119,7 @@ extension CoordinatorCore {
     }
 
     func writeAcked(writeID: String, ack: Body.WriteAck?, error: WireError?) {
-        if let ack { perform(writes.writeAcked(writeID, ack)) }
-        else if let error { perform(writes.writeFailed(writeID, error)) }
+        if let ack { perform(writes.writeAcked(writeID, ack)) } else if let error { perform(writes.writeFailed(writeID, error)) }
     }
 
     /// Sends what the write tracker decided (``WriteTracker/Action``).
@@ -122,8 +137,7 @@ extension CoordinatorCore {
             case .declareRound(let id, let message, let declaring):
                 sendDeclareRound(id, message, declaring: declaring)
             case .declareDone(let client, let requestID, let error):
-                if let error { sendError(.client(client), requestID, error) }
-                else { send(.client(client), requestID, .declareAck(Body.Empty())) }
+                if let error { sendError(.client(client), requestID, error) } else { send(.client(client), requestID, .declareAck(Body.Empty())) }
             }
         }
     }

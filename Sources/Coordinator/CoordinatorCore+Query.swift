@@ -16,8 +16,11 @@ extension CoordinatorCore {
         // A deadline of 0 or less is a mistake, not a request for no deadline:
         // a client that wants the server's default leaves the field out.
         if let d = request.deadlineMs, d <= 0 {
-            sendError(.client(client), id, WireError(code: "invalid_parameter",
-                                                     message: "deadlineMs must be a positive number of milliseconds, found \(d)", field: "deadlineMs"))
+            sendError(
+                .client(client), id,
+                WireError(
+                    code: "invalid_parameter",
+                    message: "deadlineMs must be a positive number of milliseconds, found \(d)", field: "deadlineMs"))
             return
         }
         let query: Query
@@ -28,8 +31,9 @@ extension CoordinatorCore {
         let key = makeID("q")
         let deadline = request.deadlineMs ?? configuration.defaultDeadlineMs
         let shards = planner.shards(for: query, shardCount: configuration.shards)
-        var rq = RunningQuery(key: key, client: client, requestID: id, query: query, planJSON: query.json,
-                              deadlineMs: deadline, started: .now)
+        var rq = RunningQuery(
+            key: key, client: client, requestID: id, query: query, planJSON: query.json,
+            deadlineMs: deadline, started: .now)
         if !query.sort.isEmpty { rq.merger = ResultMerger(order: SortOrder(keys: query.sort), shards: shards) }
         rq.cursorFingerprint = QueryCursor.fingerprint(of: request)
         rq.scope = scope
@@ -87,8 +91,12 @@ extension CoordinatorCore {
         if w == nil { rq.merger?.finish(shard: shard) }
         inFlight.store(rq)
         guard let w else { return }
-        send(.worker(w.route), key, .shardQuery(Body.ShardQuery(shard: shard, plan: rq.planJSON,
-                                                               deadlineMs: remainingMs(rq.deadlineMs, since: rq.started))))
+        send(
+            .worker(w.route), key,
+            .shardQuery(
+                Body.ShardQuery(
+                    shard: shard, plan: rq.planJSON,
+                    deadlineMs: remainingMs(rq.deadlineMs, since: rq.started))))
     }
 
     func shardBatch(key: String, from worker: String, _ b: Body.ShardBatch) {
@@ -111,8 +119,11 @@ extension CoordinatorCore {
         }
         do { shardBatch(key: key, from: worker, try b.decoded()) } catch {
             // Checked well-formed when read; kept as a failure of the shard, not a crash.
-            shardDone(key: key, from: worker, Body.ShardDone(shard: b.shard, count: 0,
-                                                             error: WireError(code: "bad_batch", message: "an item of the shard's batch did not decode: \(error)")))
+            shardDone(
+                key: key, from: worker,
+                Body.ShardDone(
+                    shard: b.shard, count: 0,
+                    error: WireError(code: "bad_batch", message: "an item of the shard's batch did not decode: \(error)")))
         }
     }
 
@@ -232,9 +243,10 @@ extension CoordinatorCore {
         record(&queryLatenciesMs, elapsed)
         metrics.queryDuration.record(duration: rq.started.duration(to: .now))
         if !rq.scatter.failed.isEmpty { count(.queriesPartial) }
-        let completion = Body.Completion(count: rq.count, failedShards: rq.scatter.failed.sorted { $0.shard < $1.shard },
-                                         cancelled: cancelled, elapsedMs: (elapsed * 1000).rounded() / 1000,
-                                         cursor: cancelled ? nil : nextCursor(rq))
+        let completion = Body.Completion(
+            count: rq.count, failedShards: rq.scatter.failed.sorted { $0.shard < $1.shard },
+            cancelled: cancelled, elapsedMs: (elapsed * 1000).rounded() / 1000,
+            cursor: cancelled ? nil : nextCursor(rq))
         if var last = rq.held {
             last.completion = completion
             send(.client(rq.client), rq.requestID, .resultBatch(last))

@@ -35,8 +35,10 @@ final class RunningSearch {
     /// Whose search it is: hits are given back the names the app published.
     var scope: TenantScope = .unscoped
 
-    init(key: String, client: [Data], requestID: String, request: SearchRequest, planJSON: JSONValue?,
-         deadlineMs: Int, builder: SearchResponseBuilder, started: ContinuousClock.Instant) {
+    init(
+        key: String, client: [Data], requestID: String, request: SearchRequest, planJSON: JSONValue?,
+        deadlineMs: Int, builder: SearchResponseBuilder, started: ContinuousClock.Instant
+    ) {
         self.key = key
         self.client = client
         self.requestID = requestID
@@ -53,8 +55,11 @@ extension CoordinatorCore {
         count(.searches)
         let request: SearchRequest
         do throws(SearchParametersError) { request = try SearchRequest(params: s.params) } catch {
-            sendError(.client(client), id, WireError(code: error.code.description, message: error.message,
-                                                     position: error.position, field: error.parameter))
+            sendError(
+                .client(client), id,
+                WireError(
+                    code: error.code.description, message: error.message,
+                    position: error.position, field: error.parameter))
             return
         }
         if let d = s.deadlineMs, d <= 0 {
@@ -71,19 +76,25 @@ extension CoordinatorCore {
     /// Embeds a semantic search's text once, here, then scatters the plan
     /// with the vector in it (see ``QueryEmbedder``). Without a model the
     /// search is refused, naming the parameter; everything else still works.
-    func startSemanticSearch(client: [Data], id: String, request: SearchRequest, semantic: SemanticParameters, deadlineMs: Int?,
-                             scope: TenantScope = .unscoped) {
+    func startSemanticSearch(
+        client: [Data], id: String, request: SearchRequest, semantic: SemanticParameters, deadlineMs: Int?,
+        scope: TenantScope = .unscoped
+    ) {
         let parameter = request.params["hybrid"] != nil ? "hybrid" : "semantic"
         guard queryEmbedder.isAvailable else {
-            sendError(.client(client), id, WireError(
-                code: "semantic_unavailable",
-                message: "semantic search needs the all-MiniLM-L6-v2 model: start the coordinator (or limelight up) with --model DIR or LIMELIGHT_MODEL (scripts/install-model prints the folder)",
-                field: parameter))
+            sendError(
+                .client(client), id,
+                WireError(
+                    code: "semantic_unavailable",
+                    message:
+                        "semantic search needs the all-MiniLM-L6-v2 model: start the coordinator (or limelight up) with --model DIR or LIMELIGHT_MODEL (scripts/install-model prints the folder)",
+                    field: parameter))
             return
         }
         count(.searchesSemantic)
-        launchEmbedded(client: client, id: id, request: request, text: semantic.query, ratio: semantic.ratio,
-                       deadlineMs: deadlineMs, mode: .search, scope: scope, ifEmbeddingFails: .refuse(field: parameter))
+        launchEmbedded(
+            client: client, id: id, request: request, text: semantic.query, ratio: semantic.ratio,
+            deadlineMs: deadlineMs, mode: .search, scope: scope, ifEmbeddingFails: .refuse(field: parameter))
     }
 
     /// What a search does when its text cannot be embedded.
@@ -97,8 +108,10 @@ extension CoordinatorCore {
     /// Embeds `text` once, here (off the actor, see ``QueryEmbedder``), puts
     /// the vector in the plan with `ratio`, then scatters it as ``launchSearch``
     /// does: the one way semantic searches and typed queries get their vector.
-    func launchEmbedded(client: [Data], id: String, request: SearchRequest, text: String, ratio: Double, deadlineMs: Int?,
-                        mode: SearchMode, scope: TenantScope, ifEmbeddingFails failure: EmbeddingFailure) {
+    func launchEmbedded(
+        client: [Data], id: String, request: SearchRequest, text: String, ratio: Double, deadlineMs: Int?,
+        mode: SearchMode, scope: TenantScope, ifEmbeddingFails failure: EmbeddingFailure
+    ) {
         let embedder = queryEmbedder
         Task {
             var request = request
@@ -108,7 +121,8 @@ extension CoordinatorCore {
                 switch failure {
                 case .refuse(let field):
                     self.logger.error("cannot embed a query", metadata: ["error": "\(error)"])
-                    self.sendError(.client(client), id, WireError(code: "semantic_unavailable", message: "cannot embed the query: \(error)", field: field))
+                    self.sendError(
+                        .client(client), id, WireError(code: "semantic_unavailable", message: "cannot embed the query: \(error)", field: field))
                     return
                 case .lexical:
                     self.logger.warning("cannot embed a typed query; its results are lexical", metadata: ["error": "\(error)"])
@@ -122,14 +136,17 @@ extension CoordinatorCore {
     ///
     /// Every search, typed query, Spotlight group and continuation passes
     /// here, and here its plan is confined to `scope`'s app (``TenantScope``).
-    func launchSearch(client: [Data], id: String, request: SearchRequest, deadlineMs: Int?, mode: SearchMode,
-                      scope: TenantScope = .unscoped) {
+    func launchSearch(
+        client: [Data], id: String, request: SearchRequest, deadlineMs: Int?, mode: SearchMode,
+        scope: TenantScope = .unscoped
+    ) {
         var request = request
         request.plan = scope.restrict(request.plan)
         let key = makeID("s")
         let deadline = deadlineMs ?? configuration.defaultDeadlineMs
-        let rs = RunningSearch(key: key, client: client, requestID: id, request: request, planJSON: nil,
-                               deadlineMs: deadline, builder: SearchResponseBuilder(request: request), started: .now)
+        let rs = RunningSearch(
+            key: key, client: client, requestID: id, request: request, planJSON: nil,
+            deadlineMs: deadline, builder: SearchResponseBuilder(request: request), started: .now)
         rs.mode = mode
         rs.scope = scope
         if deadline > 0 {
@@ -155,8 +172,9 @@ extension CoordinatorCore {
             message = .typed(shard: shard, plan: rs.request.plan, deadlineMs: deadline, suggest: rs.mode.suggestLimit, perDomain: rs.mode.perDomain)
         } else {
             if rs.planJSON == nil { rs.planJSON = rs.request.plan.json }
-            message = Body.ShardSearch(shard: shard, plan: rs.planJSON!, deadlineMs: deadline,
-                                       suggest: rs.mode.suggestLimit, perDomain: rs.mode.perDomain)
+            message = Body.ShardSearch(
+                shard: shard, plan: rs.planJSON!, deadlineMs: deadline,
+                suggest: rs.mode.suggestLimit, perDomain: rs.mode.perDomain)
         }
         send(.worker(w.route), key, .shardSearch(message))
     }

@@ -44,11 +44,18 @@ extension CoordinatorCore {
             }
             challenges.removeValue(forKey: route)
             count(.workersRefused)
-            logger.warning("refused a worker registration: its proof does not match the cluster secret", metadata: [
-                "worker": "\(r.worker)", "worker.role": "\(r.role.rawValue)", "worker.host": "\(r.host ?? "-")",
-            ])
-            sendError(.worker(route), id, WireError(code: "unauthorized",
-                message: "the registration's proof does not match this cluster's secret: start the worker with the coordinator's --cluster-secret-file"))
+            logger.warning(
+                "refused a worker registration: its proof does not match the cluster secret",
+                metadata: [
+                    "worker": "\(r.worker)", "worker.role": "\(r.role.rawValue)", "worker.host": "\(r.host ?? "-")",
+                ])
+            sendError(
+                .worker(route), id,
+                WireError(
+                    code: "unauthorized",
+                    message:
+                        "the registration's proof does not match this cluster's secret: start the worker with the coordinator's --cluster-secret-file"
+                ))
             return false
         }
         issueChallenge(route: route, id: id, now: now)
@@ -61,7 +68,8 @@ extension CoordinatorCore {
             if challenges.count >= Self.maxPendingChallenges {
                 challenges = challenges.filter { $0.value.issued.duration(to: now) < Self.challengeLifetime }
                 while challenges.count >= Self.maxPendingChallenges,
-                      let oldest = challenges.min(by: { $0.value.issued < $1.value.issued })?.key {
+                    let oldest = challenges.min(by: { $0.value.issued < $1.value.issued })?.key
+                {
                     challenges.removeValue(forKey: oldest)
                 }
             }

@@ -14,7 +14,8 @@ extension CoordinatorCore {
         // items (RawShardBatch); anything else, or a batch that does not
         // read so, takes the ordinary decode below.
         if let raw = RawShardBatch.read(payload, maxBytes: configuration.maxFrameBytes),
-           let wid = registry.heard(route: route, at: .now) {
+            let wid = registry.heard(route: route, at: .now)
+        {
             shardBatch(key: raw.id, from: wid, raw)
             return
         }
@@ -53,8 +54,9 @@ extension CoordinatorCore {
         case .shardDone(let d): shardDone(key: envelope.id, from: wid, d)
         case .shardSearchResult(let r): shardSearchAnswered(key: envelope.id, from: wid, r)
         case .error(let e):
-            if searches[envelope.id] != nil { searchShardFailed(key: envelope.id, from: wid, shard: nil, reason: e.message) }
-            else if let kind = writes.kind(ofMessage: envelope.id) {
+            if searches[envelope.id] != nil {
+                searchShardFailed(key: envelope.id, from: wid, shard: nil, reason: e.message)
+            } else if let kind = writes.kind(ofMessage: envelope.id) {
                 switch kind {
                 case .write: perform(writes.writeFailed(envelope.id, e))
                 case .delete: perform(writes.deleteAnswered(envelope.id, deleted: nil, error: e))
@@ -66,7 +68,9 @@ extension CoordinatorCore {
                 logger.notice("worker reported an error", metadata: ["worker": "\(wid)", "error": "\(e)"])
             }
         default:
-            sendError(.worker(route), envelope.id, WireError(code: "unexpected_type", message: "'\(envelope.type.rawValue)' is not a message a worker sends"))
+            sendError(
+                .worker(route), envelope.id,
+                WireError(code: "unexpected_type", message: "'\(envelope.type.rawValue)' is not a message a worker sends"))
         }
     }
 
@@ -79,10 +83,16 @@ extension CoordinatorCore {
         case .register(let replaced):
             if let replaced { forget(replaced.worker, reason: replaced.reason) }
         }
-        registry.register(WorkerRecord(id: r.worker, role: r.role, shards: r.shards, route: route, lastSeen: .now,
-                                       host: r.host, pid: r.pid, registeredAt: Date()))
-        logger.info("worker registered", metadata: ["worker": "\(r.worker)", "worker.role": "\(r.role.rawValue)",
-                                                    "shards": "\(r.shards.map(String.init).joined(separator: ","))"])
+        registry.register(
+            WorkerRecord(
+                id: r.worker, role: r.role, shards: r.shards, route: route, lastSeen: .now,
+                host: r.host, pid: r.pid, registeredAt: Date()))
+        logger.info(
+            "worker registered",
+            metadata: [
+                "worker": "\(r.worker)", "worker.role": "\(r.role.rawValue)",
+                "shards": "\(r.shards.map(String.init).joined(separator: ","))",
+            ])
         send(.worker(route), id, .registered(Body.Registered(shardCount: configuration.shards, heartbeatMs: configuration.heartbeatMs)))
         replicaRegistered(r)
     }

@@ -1,9 +1,9 @@
 import Foundation
-import Synchronization
 import Items
 import Logging
 import Planner
 import QueryPlan
+import Synchronization
 import Tenancy
 import WireProtocol
 import ZeroMQ
@@ -122,9 +122,11 @@ actor CoordinatorCore {
     /// Queries' and searches' deadlines, on a timer thread of their own.
     nonisolated let deadlines = Deadlines()
 
-    init(configuration: CoordinatorConfiguration, logger: Logger, planner: Planner,
-         clients: AsyncSocket, workers workerSocket: AsyncSocket, keyStore: KeyStore? = nil,
-         executor: CoordinatorExecutor = CoordinatorExecutor()) {
+    init(
+        configuration: CoordinatorConfiguration, logger: Logger, planner: Planner,
+        clients: AsyncSocket, workers workerSocket: AsyncSocket, keyStore: KeyStore? = nil,
+        executor: CoordinatorExecutor = CoordinatorExecutor()
+    ) {
         self.executor = executor
         self.keyStore = keyStore
         self.configuration = configuration
@@ -163,10 +165,13 @@ actor CoordinatorCore {
             count(.outboxDropped)
             if first, case .client(let route) = to { abandonQueries(of: route) }
             if first {
-                logger.warning("a peer is not reading its messages: its outbox is full, dropping new ones until it drains", metadata: [
-                    "peer": "\(to.kind)", "peer.route": "\(to.route.map { $0.map { String(format: "%02x", $0) }.joined() }.joined(separator: "/"))",
-                    "outbox.limit": "\(configuration.peerOutboxLimit)", "message.type": "\(o.envelope.type.rawValue)",
-                ])
+                logger.warning(
+                    "a peer is not reading its messages: its outbox is full, dropping new ones until it drains",
+                    metadata: [
+                        "peer": "\(to.kind)",
+                        "peer.route": "\(to.route.map { $0.map { String(format: "%02x", $0) }.joined() }.joined(separator: "/"))",
+                        "outbox.limit": "\(configuration.peerOutboxLimit)", "message.type": "\(o.envelope.type.rawValue)",
+                    ])
             }
         }
     }
@@ -205,8 +210,9 @@ actor CoordinatorCore {
         case .ping: send(.client(route), envelope.id, .pong(pong()))
         case .stats: send(.client(route), envelope.id, .statsReply(Body.Stats(stats: stats())))
         default:
-            sendError(.client(route), envelope.id,
-                      WireError(code: "unexpected_type", message: "'\(envelope.type.rawValue)' is not a request a client can send"))
+            sendError(
+                .client(route), envelope.id,
+                WireError(code: "unexpected_type", message: "'\(envelope.type.rawValue)' is not a request a client can send"))
         }
     }
 

@@ -1,8 +1,8 @@
 import CoreMetrics
 import Foundation
-import Synchronization
 import Metrics
 import Prometheus
+import Synchronization
 
 /// The coordinator's Prometheus figures, served by `GET /metrics`.
 ///
@@ -70,8 +70,9 @@ final class CoordinatorMetrics: Sendable {
         factory.defaultDurationHistogramBuckets = Self.latencyBuckets
         self.factory = factory
         func timer(_ name: String, _ help: String) -> CoreMetrics.Timer {
-            let h = registry.makeDurationHistogram(descriptor: Self.descriptor(name, "seconds", help),
-                                                   labels: [], buckets: Self.latencyBuckets)
+            let h = registry.makeDurationHistogram(
+                descriptor: Self.descriptor(name, "seconds", help),
+                labels: [], buckets: Self.latencyBuckets)
             return CoreMetrics.Timer(label: "limelight_\(name)_seconds", dimensions: [], handler: h, factory: factory)
         }
         queryDuration = timer("query_duration", "Time from a client's query to its completion.")
@@ -113,8 +114,9 @@ final class CoordinatorMetrics: Sendable {
                 s.gauges[key] = g
                 g.set(to: value)
             }
-            gauge("start_time", "seconds", "When the coordinator started, in seconds since 1970.", [],
-                  (Date().timeIntervalSince1970 - snapshot.uptimeSeconds).rounded())
+            gauge(
+                "start_time", "seconds", "When the coordinator started, in seconds since 1970.", [],
+                (Date().timeIntervalSince1970 - snapshot.uptimeSeconds).rounded())
             gauge("shards", "", "Shards in the cluster (fixed when it is created).", [], Double(snapshot.shardCount))
             gauge("queries_in_flight", "", "Queries running now.", [], Double(snapshot.queriesInFlight))
             gauge("publishes_in_flight", "", "Publish batches waiting for their acknowledgement.", [], Double(snapshot.publishesInFlight))
@@ -128,13 +130,15 @@ final class CoordinatorMetrics: Sendable {
                     gauge("shard_database", "bytes", "Size of the shard's SQLite file and write-ahead log.", l, Double(b))
                 }
                 if let t = sh.lastWrite {
-                    gauge("shard_last_write", "timestamp_seconds", "When an indexer last committed a write to the shard.", l,
-                          t.timeIntervalSince1970)
+                    gauge(
+                        "shard_last_write", "timestamp_seconds", "When an indexer last committed a write to the shard.", l,
+                        t.timeIntervalSince1970)
                 }
             }
             for role in ["indexer", "query"] {
-                gauge("workers", "", "Live workers by role.", [("role", role)],
-                      Double(snapshot.workers.filter { $0.live && $0.record.role.rawValue == role }.count))
+                gauge(
+                    "workers", "", "Live workers by role.", [("role", role)],
+                    Double(snapshot.workers.filter { $0.live && $0.record.role.rawValue == role }.count))
             }
             var seenWorkerCounters = Set<String>()
             for w in snapshot.workers {
@@ -151,8 +155,10 @@ final class CoordinatorMetrics: Sendable {
                     gauge("worker_disk_size", "bytes", "Size of the file system holding the worker's data folder.", l, Double(t))
                 }
                 // Counts a worker reports since it started: a lower figure means it restarted.
-                for (name, help, value) in [("worker_batches", "Requests the worker finished (writes, deletes, shard queries).", st.handled),
-                                            ("worker_errors", "Requests the worker failed as a whole.", st.errors)] {
+                for (name, help, value) in [
+                    ("worker_batches", "Requests the worker finished (writes, deletes, shard queries).", st.handled),
+                    ("worker_errors", "Requests the worker failed as a whole.", st.errors),
+                ] {
                     let key = name + "|" + w.record.id
                     seenWorkerCounters.insert(key)
                     let c = s.workerCounters[key] ?? registry.makeCounter(descriptor: Self.descriptor(name, "total", help), labels: l)

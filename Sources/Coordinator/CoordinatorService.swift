@@ -1,10 +1,10 @@
 import Allocator
 import ClusterAuth
 import Foundation
-import Synchronization
 import Items
 import Logging
 import Planner
+import Synchronization
 import Tenancy
 import WireProtocol
 import ZeroMQ
@@ -57,8 +57,10 @@ package final class CoordinatorService: Sendable {
                 return decision
             }
         }
-        clients = try AsyncSocket(context: context, type: .router, name: "coordinator-clients",
-                                  intercept: { inbound.take($0, isClient: true) }) { s in
+        clients = try AsyncSocket(
+            context: context, type: .router, name: "coordinator-clients",
+            intercept: { inbound.take($0, isClient: true) }
+        ) { s in
             if let curve { try s.set(curve.socketOptions(domain: CurveServerSettings.clientDomain)) }
             try s.set(.routerMandatory(true))
             try s.set(.sendHighWaterMark(hwm))
@@ -68,8 +70,10 @@ package final class CoordinatorService: Sendable {
             try s.bind(listen)
         }
         let workersAt = zmqEndpoint(configuration.workers)
-        workerSocket = try AsyncSocket(context: context, type: .router, name: "coordinator-workers",
-                                       intercept: { inbound.take($0, isClient: false) }) { s in
+        workerSocket = try AsyncSocket(
+            context: context, type: .router, name: "coordinator-workers",
+            intercept: { inbound.take($0, isClient: false) }
+        ) { s in
             if let curve { try s.set(curve.socketOptions(domain: CurveServerSettings.workerDomain)) }
             try s.set(.routerMandatory(true))
             try s.set(.routerHandover(true))
@@ -81,8 +85,9 @@ package final class CoordinatorService: Sendable {
         }
         clientEndpoint = clients.endpoint ?? configuration.listen
         workerEndpoint = workerSocket.endpoint ?? configuration.workers
-        let core = CoordinatorCore(configuration: configuration, logger: logger, planner: planner,
-                                   clients: clients, workers: workerSocket, keyStore: keyStore)
+        let core = CoordinatorCore(
+            configuration: configuration, logger: logger, planner: planner,
+            clients: clients, workers: workerSocket, keyStore: keyStore)
         self.core = core
         refusals.core = core
         inbound.set(core)
@@ -101,13 +106,17 @@ package final class CoordinatorService: Sendable {
 
     /// Serves until the task is cancelled, then closes every socket.
     package func run() async {
-        logger.info("coordinator listening", metadata: [
-            "endpoint.clients": "\(clientEndpoint)", "endpoint.workers": "\(workerEndpoint)",
-            "process.allocator": "\(ProcessAllocator.name)",
-            "http.listen": "\(http.map { "\($0.host):\($0.port)" } ?? "-")", "shards": "\(configuration.shards)",
-            "workers.auth": "\(configuration.clusterSecret.map { "cluster secret \($0.path)" } ?? (configuration.curve?.workerKeys != nil ? "CURVE keys" : "none"))",
-            "curve": "\(configuration.curve.map { "on, clients: \($0.clientKeys.map { "\($0.count) keys" } ?? "any key"), workers: \($0.workerKeys.map { "\($0.count) keys" } ?? "any key")" } ?? "off")",
-        ])
+        logger.info(
+            "coordinator listening",
+            metadata: [
+                "endpoint.clients": "\(clientEndpoint)", "endpoint.workers": "\(workerEndpoint)",
+                "process.allocator": "\(ProcessAllocator.name)",
+                "http.listen": "\(http.map { "\($0.host):\($0.port)" } ?? "-")", "shards": "\(configuration.shards)",
+                "workers.auth":
+                    "\(configuration.clusterSecret.map { "cluster secret \($0.path)" } ?? (configuration.curve?.workerKeys != nil ? "CURVE keys" : "none"))",
+                "curve":
+                    "\(configuration.curve.map { "on, clients: \($0.clientKeys.map { "\($0.count) keys" } ?? "any key"), workers: \($0.workerKeys.map { "\($0.count) keys" } ?? "any key")" } ?? "off")",
+            ])
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.pump(self.clients, isClient: true) }
             group.addTask { await self.pump(self.workerSocket, isClient: false) }

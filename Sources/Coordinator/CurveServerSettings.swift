@@ -1,6 +1,6 @@
 import Foundation
-import Synchronization
 import Logging
+import Synchronization
 import ZeroMQ
 
 /// CURVE on the coordinator's sockets: its key pair, and which peers' keys it accepts.
@@ -81,10 +81,12 @@ final class RefusalCounter: Sendable {
             return (state.core, state.byKey[kind + key]!)
         }
         if n == 1 || n % 100 == 0 {
-            logger.warning("refused a connection: its CURVE key is not allowed", metadata: [
-                "peer.kind": "\(kind)", "peer.address": "\(request.address)", "peer.key": "\(key)",
-                "reason": "\(reason)", "refusals": "\(n)",
-            ])
+            logger.warning(
+                "refused a connection: its CURVE key is not allowed",
+                metadata: [
+                    "peer.kind": "\(kind)", "peer.address": "\(request.address)", "peer.key": "\(key)",
+                    "reason": "\(reason)", "refusals": "\(n)",
+                ])
         }
         let counter: CoordinatorCounter = isWorker ? .connectionsRefusedWorkers : .connectionsRefusedClients
         if let core { Task { await core.count(counter) } }

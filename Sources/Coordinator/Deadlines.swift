@@ -83,7 +83,7 @@ private final class TimerState: @unchecked Sendable {
                 continue
             }
             if actions[first.id] == nil {
-                _ = heap.pop()   // cancelled: its entry goes when it reaches the top
+                _ = heap.pop()  // cancelled: its entry goes when it reaches the top
                 continue
             }
             let now = DispatchTime.now().uptimeNanoseconds

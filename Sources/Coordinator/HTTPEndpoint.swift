@@ -1,11 +1,11 @@
 import Foundation
-import Synchronization
 import Hummingbird
 import HummingbirdCore
 import Items
 import Logging
 import NIOCore
 import ServiceLifecycle
+import Synchronization
 
 /// The coordinator's HTTP endpoint: the status page, `/stats`, `/metrics`, `/healthz`, `/readyz`.
 ///
@@ -82,8 +82,10 @@ struct HTTPEndpoint: Sendable {
             try Self.refuseParameters(request, allowed: [])
             let pong = await core.pong()
             let healthy = pong.servedShards.count == pong.shardCount
-            let body = JSONValue.object(["healthy": .bool(healthy), "servedShards": .number(Double(pong.servedShards.count)),
-                                         "shardCount": .number(Double(pong.shardCount))]).serialized()
+            let body = JSONValue.object([
+                "healthy": .bool(healthy), "servedShards": .number(Double(pong.servedShards.count)),
+                "shardCount": .number(Double(pong.shardCount)),
+            ]).serialized()
             return Self.response(healthy ? .ok : .serviceUnavailable, "application/json", String(decoding: body, as: UTF8.self))
         }
 
@@ -153,8 +155,9 @@ struct ErrorBodies: RouterMiddleware {
             default:
                 message = error.body ?? error.status.reasonPhrase
             }
-            var r = HTTPEndpoint.response(error.status, "application/json",
-                                          String(decoding: JSONValue.object(["error": .string(message)]).serialized(), as: UTF8.self))
+            var r = HTTPEndpoint.response(
+                error.status, "application/json",
+                String(decoding: JSONValue.object(["error": .string(message)]).serialized(), as: UTF8.self))
             if error.status == .methodNotAllowed { r.headers[.allow] = "GET, HEAD" }
             return r
         }

@@ -80,10 +80,16 @@ extension CoordinatorCore {
         localWorker = local
         var r = Body.Register(role: .query, worker: local.workerID, shards: local.shards, host: "local", pid: Int(getpid()))
         r.replica = local.replica
-        registry.register(WorkerRecord(id: local.workerID, role: .query, shards: local.shards, route: LocalQueryWorker.route,
-                                       lastSeen: .now, host: "local", pid: r.pid, registeredAt: Date()))
-        logger.info("local query worker attached", metadata: ["worker": "\(local.workerID)", "replica": "\(local.replica)",
-                                                             "shards": "\(local.shards.map(String.init).joined(separator: ","))"])
+        registry.register(
+            WorkerRecord(
+                id: local.workerID, role: .query, shards: local.shards, route: LocalQueryWorker.route,
+                lastSeen: .now, host: "local", pid: r.pid, registeredAt: Date()))
+        logger.info(
+            "local query worker attached",
+            metadata: [
+                "worker": "\(local.workerID)", "replica": "\(local.replica)",
+                "shards": "\(local.shards.map(String.init).joined(separator: ","))",
+            ])
         replicaRegistered(r)
     }
 

@@ -10,7 +10,8 @@ extension CoordinatorCore {
     /// full is the last and has none.
     func nextCursor(_ rq: RunningQuery) -> String? {
         guard let fingerprint = rq.cursorFingerprint, let limit = rq.query.limit, limit > 0, rq.count >= limit,
-              let last = rq.lastSort else { return nil }
+            let last = rq.lastSort
+        else { return nil }
         return QueryCursor.encode(after: last, fingerprint: fingerprint)
     }
 }

@@ -1,8 +1,8 @@
 import Dispatch
 import Embedder
 import Foundation
-import Synchronization
 import Logging
+import Synchronization
 
 /// Embeds semantic searches' query texts, once per search, in the coordinator:
 /// every shard then ranks by the same vector, so an item scores the same
@@ -55,8 +55,12 @@ final class LockedEmbedder: Sendable {
             let started = ContinuousClock.now
             // One thread: a query is one short pass, and the coordinator's other work needs the other core.
             let e = try Embedder(modelDirectory: modelDirectory, threads: 1)
-            logger.info("loaded the query embedder", metadata: ["model.path": "\(modelDirectory)",
-                                                               "model.load": "\(started.duration(to: .now))"])
+            logger.info(
+                "loaded the query embedder",
+                metadata: [
+                    "model.path": "\(modelDirectory)",
+                    "model.load": "\(started.duration(to: .now))",
+                ])
             loaded = e
             return e
         }

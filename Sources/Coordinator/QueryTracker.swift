@@ -151,8 +151,10 @@ struct RunningQuery: Sendable {
     /// ends, so no batch waits for a later message (streaming is kept).
     var held: Body.ResultBatch?
 
-    init(key: String, client: [Data], requestID: String, query: Query, planJSON: JSONValue, deadlineMs: Int,
-         started: ContinuousClock.Instant) {
+    init(
+        key: String, client: [Data], requestID: String, query: Query, planJSON: JSONValue, deadlineMs: Int,
+        started: ContinuousClock.Instant
+    ) {
         self.key = key
         self.client = client
         self.requestID = requestID

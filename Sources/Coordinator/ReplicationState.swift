@@ -283,8 +283,9 @@ struct ReplicationState: Sendable {
                     continue
                 }
                 guard let have = applied[name]?[shard], have < (committed[shard] ?? 0),
-                      catchingUp[w.id]?[shard] == nil,
-                      !inFlight.values.contains(where: { $0.worker == w.id && $0.shard == shard }) else { continue }
+                    catchingUp[w.id]?[shard] == nil,
+                    !inFlight.values.contains(where: { $0.worker == w.id && $0.shard == shard })
+                else { continue }
                 if have + 1 >= start(shard) {
                     actions.append(.catchUp(worker: w.id, shard: shard, after: have))
                 } else {

@@ -54,8 +54,11 @@ struct WorkerRegistry: Sendable {
             return .refuse(WireError(code: "invalid_message", message: "a worker must serve at least one shard"))
         }
         guard bad.isEmpty else {
-            return .refuse(WireError(code: "bad_shard",
-                                     message: "shards \(bad.map(String.init).joined(separator: ",")) do not exist: this cluster has \(shardCount) (0-\(shardCount - 1))"))
+            return .refuse(
+                WireError(
+                    code: "bad_shard",
+                    message:
+                        "shards \(bad.map(String.init).joined(separator: ",")) do not exist: this cluster has \(shardCount) (0-\(shardCount - 1))"))
         }
         guard let old = workers[r.worker] else { return .register(replacing: nil) }
         if old.route != route { return .register(replacing: Replaced(worker: old.id, reason: "re-registered from a new connection")) }

@@ -36,7 +36,7 @@ struct WriteTracker: Sendable {
         var outstanding: Set<String> = []
         /// Shards for which at least one replica committed.
         var committed: Set<Int> = []
-        var shardOf: [Int: [Int]] = [:] // shard → item positions
+        var shardOf: [Int: [Int]] = [:]  // shard → item positions
         var started: ContinuousClock.Instant
         /// The app the items were published for (their names are qualified; see `TenantScope`).
         var scope: TenantScope = .unscoped
@@ -60,7 +60,7 @@ struct WriteTracker: Sendable {
         var check: Body.Declare
         /// Every indexer has checked the declaration; the second round declares it.
         var checked = false
-        var outstanding: [String: String] = [:] // message → worker
+        var outstanding: [String: String] = [:]  // message → worker
         var error: WireError?
     }
 
@@ -215,11 +215,16 @@ struct WriteTracker: Sendable {
                 continue
             }
             // Every replica that was asked is gone without answering.
-            results.append(ItemResult(index: i, uniqueIdentifier: pending.identifiers[i].map { pending.scope.unqualify(uid: $0) }, status: .rejected,
-                                      error: WireError(code: "shard_unavailable", message: "the indexer stopped before committing; resend")))
+            results.append(
+                ItemResult(
+                    index: i, uniqueIdentifier: pending.identifiers[i].map { pending.scope.unqualify(uid: $0) }, status: .rejected,
+                    error: WireError(code: "shard_unavailable", message: "the indexer stopped before committing; resend")))
         }
-        return [.publishDone(client: pending.client, requestID: pending.requestID,
-                             ack: Body.PublishAck(batch: pending.batch, results: results), started: pending.started)]
+        return [
+            .publishDone(
+                client: pending.client, requestID: pending.requestID,
+                ack: Body.PublishAck(batch: pending.batch, results: results), started: pending.started)
+        ]
     }
 
     // MARK: Deletes and entity operations
@@ -248,7 +253,8 @@ struct WriteTracker: Sendable {
     /// (they hold the same items); an error names the shard as failed.
     mutating func deleteAnswered(_ messageID: String, deleted: Int?, error: WireError?) -> [Action] {
         guard let id = deleteOfMessage.removeValue(forKey: messageID), var pending = deletes[id],
-              let (_, shard) = pending.outstanding.removeValue(forKey: messageID) else { return [] }
+            let (_, shard) = pending.outstanding.removeValue(forKey: messageID)
+        else { return [] }
         if let deleted {
             pending.deletedByShard[shard] = max(pending.deletedByShard[shard] ?? 0, deleted)
         } else if let error {
@@ -321,8 +327,9 @@ struct WriteTracker: Sendable {
             guard var p = publishes[sw.publish] else { continue }
             p.outstanding.remove(writeID)
             for g in sw.indices where p.results[g]?.status != .rejected {
-                p.results[g] = ItemResult(index: g, uniqueIdentifier: p.identifiers[g], status: .rejected,
-                                          error: WireError(code: "shard_unavailable", message: "replica \(worker) of shard \(sw.shard) was lost before committing; resend"))
+                p.results[g] = ItemResult(
+                    index: g, uniqueIdentifier: p.identifiers[g], status: .rejected,
+                    error: WireError(code: "shard_unavailable", message: "replica \(worker) of shard \(sw.shard) was lost before committing; resend"))
             }
             publishes[sw.publish] = p
             actions += finishPublishIfDone(sw.publish)

@@ -9,14 +9,17 @@ enum BLAS {
     /// `transposeB`, which is how PyTorch's `Linear` stores weights (out × in), so
     /// they are used as loaded, never copied into another layout.
     @inline(__always)
-    static func gemm(m: Int, n: Int, k: Int,
-                     _ a: UnsafePointer<Float>, lda: Int,
-                     _ b: UnsafePointer<Float>, ldb: Int, transposeB: Bool,
-                     _ c: UnsafeMutablePointer<Float>, ldc: Int,
-                     alpha: Float = 1, beta: Float = 0) {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, transposeB ? CblasTrans : CblasNoTrans,
-                    blasint(m), blasint(n), blasint(k), alpha, a, blasint(lda), b, blasint(ldb),
-                    beta, c, blasint(ldc))
+    static func gemm(
+        m: Int, n: Int, k: Int,
+        _ a: UnsafePointer<Float>, lda: Int,
+        _ b: UnsafePointer<Float>, ldb: Int, transposeB: Bool,
+        _ c: UnsafeMutablePointer<Float>, ldc: Int,
+        alpha: Float = 1, beta: Float = 0
+    ) {
+        cblas_sgemm(
+            CblasRowMajor, CblasNoTrans, transposeB ? CblasTrans : CblasNoTrans,
+            blasint(m), blasint(n), blasint(k), alpha, a, blasint(lda), b, blasint(ldb),
+            beta, c, blasint(ldc))
     }
 
     /// OpenBLAS's worker threads for large products. Process-wide in OpenBLAS.
@@ -35,8 +38,10 @@ package enum MatrixRate {
     /// sgemm GFLOP/s over about `seconds` of repeated layer-shaped products, one
     /// product at a time with OpenBLAS on `threads` threads (the process-wide
     /// setting is restored after): OpenBLAS's own parallel rate.
-    package static func sgemmGFLOPS(rows: Int, threads: Int, hidden: Int = 384, intermediate: Int = 1536,
-                                   seconds: Double = 2) -> Double {
+    package static func sgemmGFLOPS(
+        rows: Int, threads: Int, hidden: Int = 384, intermediate: Int = 1536,
+        seconds: Double = 2
+    ) -> Double {
         let previous = BLAS.threads
         BLAS.threads = threads
         defer { BLAS.threads = previous }
@@ -54,8 +59,10 @@ package enum MatrixRate {
 
     /// The same products run as the embedder runs them: `workers` threads side by
     /// side, each with its own `rows`-row matrices and OpenBLAS on one thread.
-    package static func parallelSGEMM(rows: Int, workers: Int, hidden: Int = 384, intermediate: Int = 1536,
-                                     seconds: Double = 2) -> Rate {
+    package static func parallelSGEMM(
+        rows: Int, workers: Int, hidden: Int = 384, intermediate: Int = 1536,
+        seconds: Double = 2
+    ) -> Rate {
         let previous = BLAS.threads
         BLAS.threads = 1
         defer { BLAS.threads = previous }
@@ -64,8 +71,9 @@ package enum MatrixRate {
             totals.store(layerProducts(rows: rows, hidden: hidden, intermediate: intermediate, seconds: seconds), at: w)
         }
         let all = totals.values
-        return Rate(gflops: all.reduce(0) { $0 + $1.0 / $1.1 } / 1e9,
-                    gflopsPerCPUSecond: all.reduce(0) { $0 + $1.0 } / all.reduce(0) { $0 + $1.2 } / 1e9)
+        return Rate(
+            gflops: all.reduce(0) { $0 + $1.0 / $1.1 } / 1e9,
+            gflopsPerCPUSecond: all.reduce(0) { $0 + $1.0 } / all.reduce(0) { $0 + $1.2 } / 1e9)
     }
 
     /// Repeats one layer's four products until `seconds` have passed; returns the
@@ -97,8 +105,9 @@ package enum MatrixRate {
                 repeat {
                     for (i, (k, n)) in shapes.enumerated() {
                         weights[i].withUnsafeBufferPointer { wp in
-                            BLAS.gemm(m: rows, n: n, k: k, xp.baseAddress!, lda: k, wp.baseAddress!, ldb: k,
-                                      transposeB: true, op.baseAddress!, ldc: n)
+                            BLAS.gemm(
+                                m: rows, n: n, k: k, xp.baseAddress!, lda: k, wp.baseAddress!, ldb: k,
+                                transposeB: true, op.baseAddress!, ldc: n)
                         }
                     }
                     rounds += 1

@@ -45,8 +45,9 @@ package final class Embedder: Sendable {
         }
         let folder = URL(fileURLWithPath: modelDirectory)
         let config = try BertConfig(path: folder.appendingPathComponent("config.json").path)
-        tokenizer = try WordPieceTokenizer(vocabularyFile: folder.appendingPathComponent("vocab.txt").path,
-                                           maxLength: min(Self.maxSequenceLength, config.maxPositions))
+        tokenizer = try WordPieceTokenizer(
+            vocabularyFile: folder.appendingPathComponent("vocab.txt").path,
+            maxLength: min(Self.maxSequenceLength, config.maxPositions))
         let weights = try SafeTensors(path: folder.appendingPathComponent("model.safetensors").path)
         model = try BertModel(weights: weights, config: config)
         workers = max(1, threads ?? ProcessInfo.processInfo.activeProcessorCount)
@@ -56,8 +57,10 @@ package final class Embedder: Sendable {
     /// The folder named by `explicit` (`--model DIR`), else by `$LIMELIGHT_MODEL`.
     /// Nothing is searched for or downloaded: with neither, a clear error says how
     /// to get the model.
-    package static func modelDirectory(explicit: String?,
-                                      environment: [String: String] = ProcessInfo.processInfo.environment) throws -> String {
+    package static func modelDirectory(
+        explicit: String?,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws -> String {
         if let explicit, !explicit.isEmpty { return explicit }
         if let env = environment[environmentVariable], !env.isEmpty { return env }
         throw EmbedderError(.noModel, "no model: pass --model DIR or set \(environmentVariable) to the folder that scripts/install-model prints")
@@ -88,8 +91,9 @@ package final class Embedder: Sendable {
     package func embed(tokenized: [[Int]]) -> [[Float]] {
         let vocabulary = model.config.vocabulary, positions = model.config.maxPositions
         for (i, ids) in tokenized.enumerated() {
-            precondition(!ids.isEmpty && ids.count <= positions,
-                         "sequence \(i) has \(ids.count) tokens; 1 to \(positions) are allowed (use tokenize)")
+            precondition(
+                !ids.isEmpty && ids.count <= positions,
+                "sequence \(i) has \(ids.count) tokens; 1 to \(positions) are allowed (use tokenize)")
             precondition(ids.allSatisfy { $0 >= 0 && $0 < vocabulary }, "sequence \(i) has a token id outside 0..<\(vocabulary)")
         }
         // Consecutive texts up to `tokensPerPass` tokens (at least one text) per pass.

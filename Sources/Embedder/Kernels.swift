@@ -18,9 +18,11 @@ enum Kernels {
     /// of 8). `x` already holds residual + product (the sgemm added onto it), so
     /// the dense layer's bias and the normalisation take one pass over memory.
     /// `bias` is nil for the embeddings.
-    static func addLayerNorm(rows: Int, width: Int, x: UnsafeMutablePointer<Float>,
-                             bias: UnsafePointer<Float>?,
-                             gamma: UnsafePointer<Float>, beta: UnsafePointer<Float>, epsilon: Float) {
+    static func addLayerNorm(
+        rows: Int, width: Int, x: UnsafeMutablePointer<Float>,
+        bias: UnsafePointer<Float>?,
+        gamma: UnsafePointer<Float>, beta: UnsafePointer<Float>, epsilon: Float
+    ) {
         precondition(width % 8 == 0)
         let inverseWidth = 1 / Float(width)
         for r in 0..<rows {

@@ -40,7 +40,10 @@ struct BertConfig: Sendable {
             throw EmbedderError(.unsupportedConfig, "position_embedding_type \(p) is not supported (only absolute)", path: path)
         }
         guard hidden % heads == 0, hidden % 8 == 0, intermediate % 8 == 0 else {
-            throw EmbedderError(.unsupportedConfig, "hidden_size \(hidden), \(heads) heads, intermediate_size \(intermediate): sizes must be multiples of 8 and of the head count", path: path)
+            throw EmbedderError(
+                .unsupportedConfig,
+                "hidden_size \(hidden), \(heads) heads, intermediate_size \(intermediate): sizes must be multiples of 8 and of the head count",
+                path: path)
         }
     }
 }
@@ -123,10 +126,10 @@ final class BertModel: Sendable {
         var offset = 0
         for s in sequences { starts.append(offset); offset += s.count }
 
-        var x = [Float](repeating: 0, count: total * h)          // the hidden states
-        var qkv = [Float](repeating: 0, count: total * 3 * h)    // query | key | value per token
-        var context = [Float](repeating: 0, count: total * h)    // attention's output
-        var wide = [Float](repeating: 0, count: total * inter)   // the feed-forward's intermediate
+        var x = [Float](repeating: 0, count: total * h)  // the hidden states
+        var qkv = [Float](repeating: 0, count: total * 3 * h)  // query | key | value per token
+        var context = [Float](repeating: 0, count: total * h)  // attention's output
+        var wide = [Float](repeating: 0, count: total * inter)  // the feed-forward's intermediate
         var scores = [Float](repeating: 0, count: longest * longest)
         let scale = 1 / Float(d).squareRoot()
 
@@ -149,21 +152,26 @@ final class BertModel: Sendable {
             }
             embeddingNormWeight.withUnsafeBufferPointer { g in
                 embeddingNormBias.withUnsafeBufferPointer { b in
-                    Kernels.addLayerNorm(rows: total, width: h, x: x, bias: nil,
-                                         gamma: g.baseAddress!, beta: b.baseAddress!, epsilon: config.epsilon)
+                    Kernels.addLayerNorm(
+                        rows: total, width: h, x: x, bias: nil,
+                        gamma: g.baseAddress!, beta: b.baseAddress!, epsilon: config.epsilon)
                 }
             }
             qkv.withUnsafeMutableBufferPointer { qb in
-            context.withUnsafeMutableBufferPointer { cb in
-            wide.withUnsafeMutableBufferPointer { wb in
-            scores.withUnsafeMutableBufferPointer { sb in
-                let qkv = qb.baseAddress!, context = cb.baseAddress!, wide = wb.baseAddress!, scores = sb.baseAddress!
-                for layer in layers {
-                    layer.run(total: total, h: h, inter: inter, heads: heads, d: d, scale: scale, epsilon: config.epsilon,
-                              starts: starts, lengths: sequences.map(\.count),
-                              x: x, qkv: qkv, context: context, wide: wide, scores: scores)
+                context.withUnsafeMutableBufferPointer { cb in
+                    wide.withUnsafeMutableBufferPointer { wb in
+                        scores.withUnsafeMutableBufferPointer { sb in
+                            let qkv = qb.baseAddress!, context = cb.baseAddress!, wide = wb.baseAddress!, scores = sb.baseAddress!
+                            for layer in layers {
+                                layer.run(
+                                    total: total, h: h, inter: inter, heads: heads, d: d, scale: scale, epsilon: config.epsilon,
+                                    starts: starts, lengths: sequences.map(\.count),
+                                    x: x, qkv: qkv, context: context, wide: wide, scores: scores)
+                            }
+                        }
+                    }
                 }
-            }}}}
+            }
         }
         // Mean pooling over each sequence's tokens, then unit length.
         return sequences.indices.map { s in
@@ -187,11 +195,13 @@ final class BertModel: Sendable {
 
 extension EncoderLayer {
     /// One encoder layer over `total` packed tokens, in place on `x`.
-    func run(total: Int, h: Int, inter: Int, heads: Int, d: Int, scale: Float, epsilon: Float,
-             starts: [Int], lengths: [Int],
-             x: UnsafeMutablePointer<Float>, qkv: UnsafeMutablePointer<Float>,
-             context: UnsafeMutablePointer<Float>, wide: UnsafeMutablePointer<Float>,
-             scores: UnsafeMutablePointer<Float>) {
+    func run(
+        total: Int, h: Int, inter: Int, heads: Int, d: Int, scale: Float, epsilon: Float,
+        starts: [Int], lengths: [Int],
+        x: UnsafeMutablePointer<Float>, qkv: UnsafeMutablePointer<Float>,
+        context: UnsafeMutablePointer<Float>, wide: UnsafeMutablePointer<Float>,
+        scores: UnsafeMutablePointer<Float>
+    ) {
         let h3 = 3 * h
         // Query, key, value for every token at once, added onto their biases.
         qkvBias.withUnsafeBufferPointer { b in Kernels.fillRows(rows: total, width: h3, x: qkv, with: b.baseAddress!) }
@@ -205,8 +215,9 @@ extension EncoderLayer {
                 let q = base + head * d, k = base + h + head * d, v = base + 2 * h + head * d
                 BLAS.gemm(m: n, n: n, k: d, q, lda: h3, k, ldb: h3, transposeB: true, scores, ldc: n, alpha: scale)
                 Kernels.softmaxRows(rows: n, width: n, stride: n, x: scores)
-                BLAS.gemm(m: n, n: d, k: n, scores, lda: n, v, ldb: h3, transposeB: false,
-                          context + starts[s] * h + head * d, ldc: h)
+                BLAS.gemm(
+                    m: n, n: d, k: n, scores, lda: n, v, ldb: h3, transposeB: false,
+                    context + starts[s] * h + head * d, ldc: h)
             }
         }
         // Attention output projection added straight onto the residual (beta = 1),
@@ -215,11 +226,14 @@ extension EncoderLayer {
             BLAS.gemm(m: total, n: h, k: h, context, lda: h, w.baseAddress!, ldb: h, transposeB: true, x, ldc: h, beta: 1)
         }
         outputBias.withUnsafeBufferPointer { b in
-        attentionNormWeight.withUnsafeBufferPointer { g in
-        attentionNormBias.withUnsafeBufferPointer { beta in
-            Kernels.addLayerNorm(rows: total, width: h, x: x, bias: b.baseAddress!,
-                                 gamma: g.baseAddress!, beta: beta.baseAddress!, epsilon: epsilon)
-        }}}
+            attentionNormWeight.withUnsafeBufferPointer { g in
+                attentionNormBias.withUnsafeBufferPointer { beta in
+                    Kernels.addLayerNorm(
+                        rows: total, width: h, x: x, bias: b.baseAddress!,
+                        gamma: g.baseAddress!, beta: beta.baseAddress!, epsilon: epsilon)
+                }
+            }
+        }
         // Feed-forward: expand onto the bias, GELU, contract onto the residual, LayerNorm.
         intermediateBias.withUnsafeBufferPointer { b in Kernels.fillRows(rows: total, width: inter, x: wide, with: b.baseAddress!) }
         intermediateWeight.withUnsafeBufferPointer { w in
@@ -230,10 +244,13 @@ extension EncoderLayer {
             BLAS.gemm(m: total, n: h, k: inter, wide, lda: inter, w.baseAddress!, ldb: inter, transposeB: true, x, ldc: h, beta: 1)
         }
         ffnOutputBias.withUnsafeBufferPointer { b in
-        outputNormWeight.withUnsafeBufferPointer { g in
-        outputNormBias.withUnsafeBufferPointer { beta in
-            Kernels.addLayerNorm(rows: total, width: h, x: x, bias: b.baseAddress!,
-                                 gamma: g.baseAddress!, beta: beta.baseAddress!, epsilon: epsilon)
-        }}}
+            outputNormWeight.withUnsafeBufferPointer { g in
+                outputNormBias.withUnsafeBufferPointer { beta in
+                    Kernels.addLayerNorm(
+                        rows: total, width: h, x: x, bias: b.baseAddress!,
+                        gamma: g.baseAddress!, beta: beta.baseAddress!, epsilon: epsilon)
+                }
+            }
+        }
     }
 }

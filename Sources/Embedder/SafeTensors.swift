@@ -42,9 +42,9 @@ struct SafeTensors {
         var entries: [String: Entry] = [:]
         for (name, value) in object where name != "__metadata__" {
             guard let info = value as? [String: Any], let dtype = info["dtype"] as? String,
-                  let shape = info["shape"] as? [Int], let offsets = info["data_offsets"] as? [Int],
-                  offsets.count == 2, offsets[0] >= 0, offsets[0] <= offsets[1],
-                  offsets[1] <= data.count - dataStart
+                let shape = info["shape"] as? [Int], let offsets = info["data_offsets"] as? [Int],
+                offsets.count == 2, offsets[0] >= 0, offsets[0] <= offsets[1],
+                offsets[1] <= data.count - dataStart
             else {
                 throw EmbedderError(.invalidSafetensors, "tensor \(name): malformed header entry", path: path)
             }

@@ -81,9 +81,13 @@ package struct WordPieceTokenizer: Sendable {
             }
             ascii = false
             if s.value == 0xFFFD || Self.isControl(s) { continue }
-            if s.properties.isWhitespace { cleaned.append(" ") }
-            else if Self.isCJK(s.value) { cleaned.append(" "); cleaned.append(s); cleaned.append(" ") }
-            else { cleaned.append(s) }
+            if s.properties.isWhitespace {
+                cleaned.append(" ")
+            } else if Self.isCJK(s.value) {
+                cleaned.append(" "); cleaned.append(s); cleaned.append(" ")
+            } else {
+                cleaned.append(s)
+            }
         }
         // Strip accents: canonical decomposition, then drop nonspacing marks.
         // ASCII text has neither, so it skips Foundation's normaliser.
@@ -143,7 +147,7 @@ package struct WordPieceTokenizer: Sendable {
             var found: Int32?
             while start < end {
                 key.removeAll(keepingCapacity: true)
-                if start > 0 { key.append(0x23); key.append(0x23) } // "##"
+                if start > 0 { key.append(0x23); key.append(0x23) }  // "##"
                 key.append(contentsOf: bytes[boundaries[start]..<boundaries[end]])
                 if let id = vocabulary[key] { found = id; break }
                 end -= 1
@@ -181,7 +185,8 @@ package struct WordPieceTokenizer: Sendable {
         }
         switch s.properties.generalCategory {
         case .connectorPunctuation, .dashPunctuation, .openPunctuation, .closePunctuation,
-             .initialPunctuation, .finalPunctuation, .otherPunctuation: return true
+            .initialPunctuation, .finalPunctuation, .otherPunctuation:
+            return true
         default: return false
         }
     }

@@ -73,10 +73,13 @@ public struct AppEntity: Sendable, Hashable {
         let image = try optionalText(display["image"], "displayRepresentation.image")
         var properties: [String: JSONValue] = [:]
         if let p = o["properties"], p != .null {
-            guard case .object(let po) = p else { throw ItemError(.invalidEntity, "'properties' must be an object of indexing keys", field: "properties") }
+            guard case .object(let po) = p else {
+                throw ItemError(.invalidEntity, "'properties' must be an object of indexing keys", field: "properties")
+            }
             for reserved in ["title", "displayName", "thumbnailURL", Self.typeAttribute] where po[reserved] != nil {
-                throw ItemError(.invalidEntity, "'\(reserved)' comes from the display representation or the type, not from properties",
-                                field: "properties.\(reserved)")
+                throw ItemError(
+                    .invalidEntity, "'\(reserved)' comes from the display representation or the type, not from properties",
+                    field: "properties.\(reserved)")
             }
             properties = po
         }
@@ -89,12 +92,15 @@ public struct AppEntity: Sendable, Hashable {
         guard DomainIdentifier.isValid(domain) else {
             throw ItemError(.invalidDomain, "domainIdentifier must be dot-separated names without spaces", field: "domainIdentifier")
         }
-        self.init(type: type, id: id, title: title, subtitle: subtitle, image: image, properties: properties,
-                  priority: priority, domainIdentifier: domain)
+        self.init(
+            type: type, id: id, title: title, subtitle: subtitle, image: image, properties: properties,
+            priority: priority, domainIdentifier: domain)
     }
 
-    public init(type: String, id: String, title: String, subtitle: String? = nil, image: String? = nil,
-                properties: [String: JSONValue] = [:], priority: Double = 0, domainIdentifier: String = "") {
+    public init(
+        type: String, id: String, title: String, subtitle: String? = nil, image: String? = nil,
+        properties: [String: JSONValue] = [:], priority: Double = 0, domainIdentifier: String = ""
+    ) {
         self.type = type
         self.id = id
         self.title = title

@@ -27,8 +27,10 @@ public struct AttributeSpec: Sendable, Hashable, Codable {
     /// Core Spotlight, where the flag only lets the index save space.
     public var unique: Bool
 
-    public init(name: String, type: ValueType, multiValued: Bool = false, searchable: Bool = true,
-                searchableByDefault: Bool = true, unique: Bool = false) {
+    public init(
+        name: String, type: ValueType, multiValued: Bool = false, searchable: Bool = true,
+        searchableByDefault: Bool = true, unique: Bool = false
+    ) {
         self.name = name
         self.type = type
         self.multiValued = multiValued
@@ -118,8 +120,10 @@ public enum StandardAttributes {
         add(booleans, .boolean)
         add(locations, .location)
         // Identifiers, not prose (see `AttributeSpec.unique`).
-        for n in ["contentURL", "url", "path", "identifier", "containerIdentifier", "uniformTypeIdentifier",
-                  "accountIdentifier", "actionIdentifier", "domainIdentifier", "mailboxIdentifier"] {
+        for n in [
+            "contentURL", "url", "path", "identifier", "containerIdentifier", "uniformTypeIdentifier",
+            "accountIdentifier", "actionIdentifier", "domainIdentifier", "mailboxIdentifier",
+        ] {
             table[n]?.unique = true
         }
         return table

@@ -28,11 +28,11 @@ public enum ISODate {
             return true
         }
         guard let year = digits(4), expect(45), let month = digits(2), expect(45), let day = digits(2),
-              (1...12).contains(month), day >= 1, day <= daysIn(month: month, year: year)
+            (1...12).contains(month), day >= 1, day <= daysIn(month: month, year: year)
         else { return nil }
         var hour = 0, minute = 0, second = 0.0, offset = 0
         if i < u.count {
-            guard u[i] == 84 || u[i] == 116 || u[i] == 32 else { return nil } // T, t or space
+            guard u[i] == 84 || u[i] == 116 || u[i] == 32 else { return nil }  // T, t or space
             i += 1
             guard let h = digits(2), expect(58), let m = digits(2), h < 24, m < 60 else { return nil }
             hour = h; minute = m
@@ -53,7 +53,9 @@ public enum ISODate {
                 }
             }
             if i < u.count {
-                if u[i] == 90 || u[i] == 122 { i += 1 } // Z
+                if u[i] == 90 || u[i] == 122 {
+                    i += 1
+                }  // Z
                 else if u[i] == 43 || u[i] == 45 {
                     let sign = u[i] == 45 ? -1 : 1
                     i += 1
@@ -65,7 +67,9 @@ public enum ISODate {
                         om = m
                     }
                     offset = sign * (oh * 3600 + om * 60)
-                } else { return nil }
+                } else {
+                    return nil
+                }
             }
         }
         guard i == u.count else { return nil }

@@ -72,8 +72,10 @@ public struct Item: Sendable, Hashable {
     public var attributes: [String: AttributeValue]
     public var entity: EntityAssociation?
 
-    public init(uniqueIdentifier: String, domainIdentifier: String = "", expirationDate: Date? = nil,
-                attributes: [String: AttributeValue] = [:], entity: EntityAssociation? = nil) {
+    public init(
+        uniqueIdentifier: String, domainIdentifier: String = "", expirationDate: Date? = nil,
+        attributes: [String: AttributeValue] = [:], entity: EntityAssociation? = nil
+    ) {
         self.uniqueIdentifier = uniqueIdentifier
         self.domainIdentifier = domainIdentifier
         self.expirationDate = expirationDate

@@ -48,7 +48,8 @@ public struct ItemDecoder: Sendable {
                 throw ItemError(.invalidDomain, "domainIdentifier must be text, found \(d.kindName)", field: "domainIdentifier")
             }
             guard DomainIdentifier.isValid(s) else {
-                throw ItemError(.invalidDomain, "domainIdentifier '\(s)' must be dot-separated names without spaces or empty parts", field: "domainIdentifier")
+                throw ItemError(
+                    .invalidDomain, "domainIdentifier '\(s)' must be dot-separated names without spaces or empty parts", field: "domainIdentifier")
             }
             domain = s
         }
@@ -67,14 +68,17 @@ public struct ItemDecoder: Sendable {
             for (name, raw) in attrs where raw != .null {
                 let field = "attributes." + name
                 guard AttributeName.isValid(name) else {
-                    throw ItemError(.invalidAttributeName, "'\(name)' is not a valid attribute name (a letter, then letters, digits, '_', '.', '-'; at most 128)", field: field)
+                    throw ItemError(
+                        .invalidAttributeName, "'\(name)' is not a valid attribute name (a letter, then letters, digits, '_', '.', '-'; at most 128)",
+                        field: field)
                 }
                 attributes[name] = try attributeValue(raw, spec: schema.spec(for: name), field: field)
             }
         }
         // latitude and longitude together also give the item its `location`.
         if attributes["location"] == nil, case .number(let lat)? = attributes["latitude"],
-           case .number(let lon)? = attributes["longitude"] {
+            case .number(let lon)? = attributes["longitude"]
+        {
             attributes["location"] = .location(Location(latitude: lat, longitude: lon))
         }
         var entity: EntityAssociation?
@@ -97,8 +101,9 @@ public struct ItemDecoder: Sendable {
             }
             entity = EntityAssociation(type: type, id: id, priority: priority)
         }
-        return Item(uniqueIdentifier: uid, domainIdentifier: domain, expirationDate: expiration,
-                    attributes: attributes, entity: entity)
+        return Item(
+            uniqueIdentifier: uid, domainIdentifier: domain, expirationDate: expiration,
+            attributes: attributes, entity: entity)
     }
 
     func attributeValue(_ raw: JSONValue, spec: AttributeSpec?, field: String) throws(ItemError) -> AttributeValue {
@@ -165,7 +170,8 @@ public struct ItemDecoder: Sendable {
                     throw ItemError(.wrongType, "lists of lists are not attribute values", field: "\(field)[\(i)]")
                 }
                 if let first = out.first, first.type != v.type {
-                    throw ItemError(.wrongType, "list mixes \(first.type?.rawValue ?? "?") and \(v.type?.rawValue ?? "?") values", field: "\(field)[\(i)]")
+                    throw ItemError(
+                        .wrongType, "list mixes \(first.type?.rawValue ?? "?") and \(v.type?.rawValue ?? "?") values", field: "\(field)[\(i)]")
                 }
                 out.append(v)
             }

@@ -65,12 +65,19 @@ public enum JSONValue: Sendable, Hashable {
 extension JSONValue: Codable {
     public init(from decoder: any Decoder) throws {
         let c = try decoder.singleValueContainer()
-        if c.decodeNil() { self = .null }
-        else if let b = try? c.decode(Bool.self) { self = .bool(b) }
-        else if let d = try? c.decode(Double.self) { self = .number(d) }
-        else if let s = try? c.decode(String.self) { self = .string(s) }
-        else if let a = try? c.decode([JSONValue].self) { self = .array(a) }
-        else { self = .object(try c.decode([String: JSONValue].self)) }
+        if c.decodeNil() {
+            self = .null
+        } else if let b = try? c.decode(Bool.self) {
+            self = .bool(b)
+        } else if let d = try? c.decode(Double.self) {
+            self = .number(d)
+        } else if let s = try? c.decode(String.self) {
+            self = .string(s)
+        } else if let a = try? c.decode([JSONValue].self) {
+            self = .array(a)
+        } else {
+            self = .object(try c.decode([String: JSONValue].self))
+        }
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -99,7 +106,9 @@ extension JSONValue {
         if let fast = data.withUnsafeBytes({ raw -> JSONValue? in
             let bytes = raw.bindMemory(to: UInt8.self)
             return StrictJSONReader.isASCII(bytes) ? StrictJSONReader.parse(bytes) : nil
-        }) { return fast }
+        }) {
+            return fast
+        }
         if let text = String(validating: data, as: UTF8.self) { return try parse(text) }
         return try parseWithFoundation(data)
     }

@@ -58,7 +58,7 @@ private final class Node {
         if case .object(var o) = kind {
             if let c = o[key] { return c }
             let c = Node()
-            kind = .empty   // one reference to the dictionary while it changes
+            kind = .empty  // one reference to the dictionary while it changes
             o[key] = c
             kind = .object(o)
             return c

@@ -20,9 +20,13 @@ public enum JSONWriter {
         case .null: out += "null".utf8
         case .bool(let b): out += (b ? "true" : "false").utf8
         case .number(let d):
-            if d.rounded() == d, abs(d) < 9.0e15 { writeInteger(Int64(d), into: &out) }
-            else if d.isFinite { out += String(d).utf8 }
-            else { out += "null".utf8 } // JSON has no infinities; items never hold them
+            if d.rounded() == d, abs(d) < 9.0e15 {
+                writeInteger(Int64(d), into: &out)
+            } else if d.isFinite {
+                out += String(d).utf8
+            } else {
+                out += "null".utf8
+            }  // JSON has no infinities; items never hold them
         case .string(let s): writeString(s, into: &out)
         case .array(let a):
             out.append(UInt8(ascii: "["))
@@ -51,7 +55,7 @@ public enum JSONWriter {
         if n < 0 { out.append(UInt8(ascii: "-")) }
         var m = n.magnitude
         if m < 10 { out.append(UInt8(ascii: "0") + UInt8(m)); return }
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)   // 24 bytes: room for 20 digits
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: room for 20 digits
         var count = 0
         withUnsafeMutableBytes(of: &digits) { buffer in
             while m > 0 {
@@ -130,7 +134,7 @@ public struct JSONObjectWriter {
                 var first = true
                 for i in 0..<members.count {
                     let k = order[i]
-                    if i + 1 < members.count, members[order[i + 1]].key == members[k].key { continue }   // set again later
+                    if i + 1 < members.count, members[order[i + 1]].key == members[k].key { continue }  // set again later
                     if !first { out.append(UInt8(ascii: ",")) }
                     first = false
                     JSONWriter.writeString(members[k].key, into: &out)

@@ -85,7 +85,7 @@ package struct StrictJSONReader {
             // member less (those made up a fifth of reading a search response).
             while members.count > base {
                 let (key, value) = members.removeLast()
-                guard object.updateValue(value, forKey: key) == nil else { return nil } // duplicate key
+                guard object.updateValue(value, forKey: key) == nil else { return nil }  // duplicate key
             }
             return .object(object)
         case UInt8(ascii: "["):
@@ -322,7 +322,7 @@ package struct StrictJSONReader {
             while i < bytes.count {
                 switch bytes[i] {
                 case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "+"), UInt8(ascii: "."),
-                     UInt8(ascii: "e"), UInt8(ascii: "E"):
+                    UInt8(ascii: "e"), UInt8(ascii: "E"):
                     i += 1
                 default:
                     return i > start

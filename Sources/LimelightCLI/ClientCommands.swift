@@ -28,8 +28,9 @@ struct QueryCommand: AsyncParsableCommand {
 
     @Argument(help: "The query string (CSSearchQuery syntax).") var query: String
     @Flag(help: "Print one JSON object per item per line, and nothing else on standard output.") var json = false
-    @Option(name: [.customLong("fetch"), .customLong("fetch-attributes")],
-            help: "Attributes to return, comma-separated (default: all).") var fetch: String?
+    @Option(
+        name: [.customLong("fetch"), .customLong("fetch-attributes")],
+        help: "Attributes to return, comma-separated (default: all).") var fetch: String?
     @Option(help: "Sort by an attribute: NAME or NAME:desc; repeatable.") var sort: [String] = []
     @Option(help: "At most this many results.") var limit: Int?
     @Option(help: "Results per batch.") var batchSize: Int?
@@ -49,12 +50,16 @@ struct QueryCommand: AsyncParsableCommand {
             let desc = parts.count == 2 && parts[1].lowercased().hasPrefix("desc")
             return .object(["attribute": .string(String(parts[0])), "ascending": .bool(!desc)])
         }
-        let handle = client.query(Body.QueryRequest(language: "spotlight", query: query, fetchAttributes: fetchList,
-                                                    sort: sortKeys.isEmpty ? nil : sortKeys, limit: limit,
-                                                    batchSize: batchSize, deadlineMs: deadlineMs))
+        let handle = client.query(
+            Body.QueryRequest(
+                language: "spotlight", query: query, fetchAttributes: fetchList,
+                sort: sortKeys.isEmpty ? nil : sortKeys, limit: limit,
+                batchSize: batchSize, deadlineMs: deadlineMs))
         guard let completion = try await Self.stream(handle, json: json, fetch: fetchList, text: query) else { return }
         if !json {
-            printError("\(completion.count) item\(completion.count == 1 ? "" : "s") in \(completion.elapsedMs) ms\(completion.cancelled ? " (cancelled)" : "")")
+            printError(
+                "\(completion.count) item\(completion.count == 1 ? "" : "s") in \(completion.elapsedMs) ms\(completion.cancelled ? " (cancelled)" : "")"
+            )
         }
         if !completion.failedShards.isEmpty {
             for f in completion.failedShards { printError("limelight: shard \(f.shard) missing from the result: \(f.reason)") }
@@ -78,8 +83,10 @@ struct QueryCommand: AsyncParsableCommand {
     /// error names (when it names no field: a position in a field's value
     /// is not one in `text`); a refused key exits 6, any other server error
     /// 1, and a client error (unreachable, timed out) 3.
-    static func stream(_ handle: QueryHandle, json: Bool, fetch: [String]?, text: String,
-                       rejected: Set<String> = ["bad_query", "invalid_query", "unsupported_language"]) async throws -> Body.Completion? {
+    static func stream(
+        _ handle: QueryHandle, json: Bool, fetch: [String]?, text: String,
+        rejected: Set<String> = ["bad_query", "invalid_query", "unsupported_language"]
+    ) async throws -> Body.Completion? {
         let cancel = SignalWatcher(signals: [SIGINT]) { Task { await handle.cancel() } }
         defer { _ = cancel }
         do {
@@ -161,8 +168,9 @@ struct QueryCommand: AsyncParsableCommand {
 
 /// `limelight delete`.
 struct DeleteCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "delete",
-                                                    abstract: "Delete items by identifier, by domain (with its subdomains), or all.")
+    static let configuration = CommandConfiguration(
+        commandName: "delete",
+        abstract: "Delete items by identifier, by domain (with its subdomains), or all.")
 
     @Option(help: "Unique identifiers, comma-separated.") var ids: String?
     @Option(help: "Domain identifiers, comma-separated; subdomains go too.") var domains: String?
@@ -189,8 +197,9 @@ struct DeleteCommand: AsyncParsableCommand {
 
 /// `limelight declare`: a custom attribute, as `CSCustomAttributeKey` declares it.
 struct DeclareCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "declare",
-                                                    abstract: "Declare a custom attribute's type (needed for dates) and flags.")
+    static let configuration = CommandConfiguration(
+        commandName: "declare",
+        abstract: "Declare a custom attribute's type (needed for dates) and flags.")
 
     @Argument(help: "Attribute name.") var name: String
     @Option(help: "text, number, date, boolean or location (a standard attribute's own type when omitted).") var type: String?
@@ -198,15 +207,19 @@ struct DeclareCommand: AsyncParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Searched when a query names every attribute (*).") var searchableByDefault = true
     @Flag(help: "An identifier: matched whole, not word by word.") var unique = false
     @Flag(help: "A list of values.") var multiValued = false
-    @Flag(inversion: .prefixedNo, help: "Embedded for semantic search (text attributes, standard ones too), in the order declared; --no-semantic stops it.")
+    @Flag(
+        inversion: .prefixedNo,
+        help: "Embedded for semantic search (text attributes, standard ones too), in the order declared; --no-semantic stops it.")
     var semantic: Bool?
     @OptionGroup var endpoint: EndpointOptions
 
     func run() async throws {
         let standard = StandardAttributes.all[name]
         guard let t = type.map({ ValueType(rawValue: $0) }) ?? standard?.type else {
-            printError(type == nil ? "limelight: --type is needed for a custom attribute (text, number, date, boolean or location)"
-                                   : "limelight: --type must be one of text, number, date, boolean, location")
+            printError(
+                type == nil
+                    ? "limelight: --type is needed for a custom attribute (text, number, date, boolean or location)"
+                    : "limelight: --type must be one of text, number, date, boolean, location")
             throw ExitCode(ExitCodes.badInput)
         }
         if standard != nil, semantic == nil {
@@ -215,8 +228,11 @@ struct DeclareCommand: AsyncParsableCommand {
         }
         let client = try await connect(endpoint)
         defer { client.close() }
-        let spec = standard ?? AttributeSpec(name: name, type: t, multiValued: multiValued, searchable: searchable,
-                                             searchableByDefault: searchableByDefault, unique: unique)
+        let spec =
+            standard
+            ?? AttributeSpec(
+                name: name, type: t, multiValued: multiValued, searchable: searchable,
+                searchableByDefault: searchableByDefault, unique: unique)
         do { try await client.declare([AttributeDeclaration(spec, semantic: semantic)]) } catch let e as ClientError {
             throw failure(e)
         }

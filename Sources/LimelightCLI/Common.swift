@@ -1,8 +1,8 @@
 import ArgumentParser
 import Foundation
-import Synchronization
 import LimelightClient
 import Logging
+import Synchronization
 
 /// Exit codes of docs/design.md's command line.
 package enum ExitCodes {
@@ -59,7 +59,11 @@ struct EndpointOptions: ParsableArguments {
     @Option(name: .long, help: "API key (default: $LIMELIGHT_KEY, else the key file; see --key-file).")
     var key: String?
 
-    @Option(name: .long, help: "File holding the API key (default: $LIMELIGHT_KEY_FILE, else limelight.key in $LIMELIGHT_DATA or ./limelight-data, which limelight up writes).")
+    @Option(
+        name: .long,
+        help:
+            "File holding the API key (default: $LIMELIGHT_KEY_FILE, else limelight.key in $LIMELIGHT_DATA or ./limelight-data, which limelight up writes)."
+    )
     var keyFile: String?
 
     var resolved: String { endpoint ?? ClientDefaults.endpoint }
@@ -82,7 +86,8 @@ struct ServerLogOptions: ParsableArguments {
     var logLevel: String = "info"
     @Option(name: .long, help: "Log lines as text, or as one JSON object each (json).")
     var logFormat: LogFormat = .text
-    @Option(name: .long, help: "JSON configuration file (also $LIMELIGHT_CONFIG); flags and LIMELIGHT_* variables override it. See docs/operations.md.")
+    @Option(
+        name: .long, help: "JSON configuration file (also $LIMELIGHT_CONFIG); flags and LIMELIGHT_* variables override it. See docs/operations.md.")
     var config: String?
 
     func logger(_ label: String) -> Logger {

@@ -10,10 +10,10 @@ struct CurveKeysCommand: AsyncParsableCommand {
         commandName: "curve",
         abstract: "Make a CURVE key pair: print it, or write NAME.key (public) and NAME.key_secret (mode 0600).",
         discussion: """
-        The files are ZeroMQ certificates, as CZMQ's zcert and pyzmq's zmq.auth write them. \
-        Give NAME.key_secret to the process that owns the pair (--curve-secret-key), and copy NAME.key \
-        into the coordinator's --client-keys or --worker-keys folder. See docs/security-transport.md.
-        """)
+            The files are ZeroMQ certificates, as CZMQ's zcert and pyzmq's zmq.auth write them. \
+            Give NAME.key_secret to the process that owns the pair (--curve-secret-key), and copy NAME.key \
+            into the coordinator's --client-keys or --worker-keys folder. See docs/security-transport.md.
+            """)
 
     @Argument(help: "Write NAME.key and NAME.key_secret (NAME may include a folder) instead of printing; existing files are never overwritten.")
     var name: String?

@@ -51,7 +51,9 @@ struct EntitiesCommand: AsyncParsableCommand {
                 let t = line.trimmingCharacters(in: .whitespaces)
                 if t.isEmpty { continue }
                 do { entities.append(try JSONValue.parse(t)) } catch {
-                    printError("limelight: \(file):\(n + 1): not valid JSON\(JSONSyntaxError.find(in: t).map { " (column \($0.column): \($0.message))" } ?? "")")
+                    printError(
+                        "limelight: \(file):\(n + 1): not valid JSON\(JSONSyntaxError.find(in: t).map { " (column \($0.column): \($0.message))" } ?? "")"
+                    )
                     throw ExitCode(ExitCodes.badInput)
                 }
             }
@@ -65,8 +67,10 @@ struct EntitiesCommand: AsyncParsableCommand {
                 for r in ack.results {
                     let index = start + r.index
                     if json {
-                        var o: [String: JSONValue] = ["index": .number(Double(index)), "status": .string(r.status.rawValue),
-                                                      "uniqueIdentifier": r.uniqueIdentifier.map(JSONValue.string) ?? .null]
+                        var o: [String: JSONValue] = [
+                            "index": .number(Double(index)), "status": .string(r.status.rawValue),
+                            "uniqueIdentifier": r.uniqueIdentifier.map(JSONValue.string) ?? .null,
+                        ]
                         if let e = r.error { o["error"] = .string(e.description) }
                         printLine(JSONValue.object(o).serializedString())
                     }
@@ -148,8 +152,10 @@ struct TypedQueryOptions: ParsableArguments {
 
     /// Connects and runs a typed-text request with these options'
     /// parameters, exiting as ``runRequest(_:_:)`` says on an error.
-    func request<T>(_ what: String, _ endpoint: EndpointOptions,
-                    _ body: (LimelightClient, JSONValue?) async throws -> T) async throws -> T {
+    func request<T>(
+        _ what: String, _ endpoint: EndpointOptions,
+        _ body: (LimelightClient, JSONValue?) async throws -> T
+    ) async throws -> T {
         let params = try value()
         let client = try await connect(endpoint)
         defer { client.close() }
@@ -170,8 +176,10 @@ struct SuggestCommand: AsyncParsableCommand {
     func run() async throws {
         let r = try await options.request("suggest", endpoint) { client, params in try await client.suggest(text, limit: limit, params: params) }
         for s in r.suggestions {
-            printLine(json ? JSONValue.object(["suggestion": .string(s.suggestion), "count": .number(Double(s.count))]).serializedString()
-                      : "\(s.suggestion)\t\(s.count)")
+            printLine(
+                json
+                    ? JSONValue.object(["suggestion": .string(s.suggestion), "count": .number(Double(s.count))]).serializedString()
+                    : "\(s.suggestion)\t\(s.count)")
         }
         try reportMissing(r.failedShards)
     }
@@ -183,7 +191,8 @@ struct SpotlightCommand: AsyncParsableCommand {
         commandName: "spotlight", abstract: "Search typed text as Spotlight shows it: the best few of each domain, best group first.")
     @Argument(help: "The typed text.") var text: String
     @Option(help: "Results per group.") var perDomain = 3
-    @Flag(help: "Print one {\"domainIdentifier\", \"total\", \"items\", \"continuation\"} per line and nothing else on standard output.") var json = false
+    @Flag(help: "Print one {\"domainIdentifier\", \"total\", \"items\", \"continuation\"} per line and nothing else on standard output.") var json =
+        false
     @OptionGroup var options: TypedQueryOptions
     @OptionGroup var endpoint: EndpointOptions
 
@@ -193,8 +202,11 @@ struct SpotlightCommand: AsyncParsableCommand {
         }
         for g in r.groups {
             if json {
-                printLine(JSONValue.object(["domainIdentifier": .string(g.domainIdentifier), "total": .number(Double(g.total)),
-                                            "items": .array(g.items), "continuation": .string(g.continuation)]).serializedString())
+                printLine(
+                    JSONValue.object([
+                        "domainIdentifier": .string(g.domainIdentifier), "total": .number(Double(g.total)),
+                        "items": .array(g.items), "continuation": .string(g.continuation),
+                    ]).serializedString())
             } else {
                 printLine("\(g.domainIdentifier.isEmpty ? "(no domain)" : g.domainIdentifier) — \(g.total)")
                 for item in g.items {

@@ -30,8 +30,10 @@ struct JSONLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    func log(level: Logger.Level, message: Logger.Message, metadata explicit: Logger.Metadata?, source: String,
-             file: String, function: String, line: UInt) {
+    func log(
+        level: Logger.Level, message: Logger.Message, metadata explicit: Logger.Metadata?, source: String,
+        file: String, function: String, line: UInt
+    ) {
         var fields: [String: JSONValue] = [
             "time": .string(ISODate.format(Date())), "level": .string(level.rawValue),
             "logger": .string(label), "message": .string(message.description),

@@ -15,14 +15,17 @@ import WireProtocol
 struct KeysCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keys", abstract: "Create, list, revoke and secure API keys; make CURVE key pairs.",
-        subcommands: [KeysCreateCommand.self, KeysSecureCommand.self, KeysListCommand.self, KeysRevokeCommand.self,
-                      CurveKeysCommand.self])
+        subcommands: [
+            KeysCreateCommand.self, KeysSecureCommand.self, KeysListCommand.self, KeysRevokeCommand.self,
+            CurveKeysCommand.self,
+        ])
 }
 
 /// Connects with the key that manages keys: `--key` and the like, else the
 /// data folder's master key, else its admin key.
 func connectForKeys(_ options: EndpointOptions) async throws -> LimelightClient {
-    let explicit = options.key != nil || options.keyFile != nil
+    let explicit =
+        options.key != nil || options.keyFile != nil
         || ProcessInfo.processInfo.environment["LIMELIGHT_KEY"] != nil || ProcessInfo.processInfo.environment["LIMELIGHT_KEY_FILE"] != nil
     if !explicit, try options.resolvedKey(defaultFile: "master.key") != nil {
         return try await connect(options, defaultKeyFile: "master.key")
@@ -54,14 +57,19 @@ struct KeysCreateCommand: AsyncParsableCommand {
     @OptionGroup var endpoint: EndpointOptions
 
     func run() async throws {
-        let reply = try await keysRequest(endpoint, Body.Keys(action: "create", app: app, role: role, rateLimit: rateLimit,
-                                                              maxItemsPerPublish: maxItems, description: description))
+        let reply = try await keysRequest(
+            endpoint,
+            Body.Keys(
+                action: "create", app: app, role: role, rateLimit: rateLimit,
+                maxItemsPerPublish: maxItems, description: description))
         guard let key = reply.apiKey else {
             printError("limelight: the server answered without a key")
             throw ExitCode(1)
         }
         printLine(key)
-        if let id = reply.keys.first?["id"]?.stringValue { printError("created key \(id) (\(role) of app \(reply.keys.first?["app"]?.stringValue ?? "-"))") }
+        if let id = reply.keys.first?["id"]?.stringValue {
+            printError("created key \(id) (\(role) of app \(reply.keys.first?["app"]?.stringValue ?? "-"))")
+        }
     }
 }
 
@@ -85,7 +93,9 @@ struct KeysSecureCommand: ParsableCommand {
             }
             r.validUntil = date
         }
-        if let d = domains { r.restrictDomains = d.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) } }
+        if let d = domains {
+            r.restrictDomains = d.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        }
         do throws(TenancyError) {
             printLine(try SecuredKey.generate(parentKey: parent.trimmingCharacters(in: .whitespacesAndNewlines), r))
         } catch {

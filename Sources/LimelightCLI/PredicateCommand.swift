@@ -11,11 +11,11 @@ struct PredicateCommand: AsyncParsableCommand {
         commandName: "predicate",
         abstract: "Run a CloudKit-style predicate query, e.g. --record-type Employee 'favoriteColor == %@' --arg red.",
         discussion: """
-        The next page's cursor, when there is one, is the last line of standard error: `cursor TOKEN`; \
-        pass it back with --cursor and the same record type, predicate, arguments and sort. \
-        Arguments are read as JSON when they parse as JSON and as text otherwise: red, 5, \
-        '{"latitude": 37.33, "longitude": -122.03}' (a location), '{"recordName": "e1"}' (a reference).
-        """)
+            The next page's cursor, when there is one, is the last line of standard error: `cursor TOKEN`; \
+            pass it back with --cursor and the same record type, predicate, arguments and sort. \
+            Arguments are read as JSON when they parse as JSON and as text otherwise: red, 5, \
+            '{"latitude": 37.33, "longitude": -122.03}' (a location), '{"recordName": "e1"}' (a reference).
+            """)
 
     @Argument(help: "The predicate format string (NSPredicate syntax, CloudKit's subset unless --dialect nspredicate).")
     var predicate: String
@@ -27,8 +27,9 @@ struct PredicateCommand: AsyncParsableCommand {
     var sort: String?
     @Option(help: "At most this many results (CKQueryOperation's resultsLimit).") var limit: Int?
     @Option(help: "Resume after the last result of a previous page: its cursor.") var cursor: String?
-    @Option(name: [.customLong("fetch"), .customLong("fetch-attributes")],
-            help: "Attributes to return, comma-separated (default: all).") var fetch: String?
+    @Option(
+        name: [.customLong("fetch"), .customLong("fetch-attributes")],
+        help: "Attributes to return, comma-separated (default: all).") var fetch: String?
     @Option(name: .customLong("arg"), help: "A value for %@ or %K, in order; repeatable.") var arguments: [String] = []
     @Flag(help: "Print one JSON object per item per line, and nothing else on standard output.") var json = false
     @Option(help: "Deadline in milliseconds.") var deadlineMs: Int?
@@ -66,15 +67,20 @@ struct PredicateCommand: AsyncParsableCommand {
         let client = try await connect(endpoint)
         defer { client.close() }
         let fetchList = fetch.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
-        let request = Body.QueryRequest(language: dialect, fetchAttributes: fetchList, sort: Self.sortKeys(sort), limit: limit,
-                                        deadlineMs: deadlineMs, recordType: recordType, predicate: predicate,
-                                        arguments: arguments.map(Self.argument), cursor: cursor)
+        let request = Body.QueryRequest(
+            language: dialect, fetchAttributes: fetchList, sort: Self.sortKeys(sort), limit: limit,
+            deadlineMs: deadlineMs, recordType: recordType, predicate: predicate,
+            arguments: arguments.map(Self.argument), cursor: cursor)
         let handle = client.query(request)
-        guard let completion = try await QueryCommand.stream(handle, json: json, fetch: fetchList, text: predicate,
-                                                             rejected: ["bad_query", "invalid_query", "invalid_cursor", "unsupported_language"])
+        guard
+            let completion = try await QueryCommand.stream(
+                handle, json: json, fetch: fetchList, text: predicate,
+                rejected: ["bad_query", "invalid_query", "invalid_cursor", "unsupported_language"])
         else { return }
         if !json {
-            printError("\(completion.count) record\(completion.count == 1 ? "" : "s") in \(completion.elapsedMs) ms\(completion.cancelled ? " (cancelled)" : "")")
+            printError(
+                "\(completion.count) record\(completion.count == 1 ? "" : "s") in \(completion.elapsedMs) ms\(completion.cancelled ? " (cancelled)" : "")"
+            )
         }
         for f in completion.failedShards { printError("limelight: shard \(f.shard) missing from the result: \(f.reason)") }
         if let next = completion.cursor { printError("cursor \(next)") }

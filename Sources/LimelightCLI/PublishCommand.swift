@@ -1,8 +1,8 @@
 import ArgumentParser
 import Foundation
-import Synchronization
 import Items
 import LimelightClient
+import Synchronization
 import WireProtocol
 
 /// `limelight publish`: reads items as JSON Lines and publishes them in batches.
@@ -28,8 +28,9 @@ import WireProtocol
 /// item was acknowledged as stored; 1 when some were rejected; 5 when some
 /// were never acknowledged (each named on standard error with its line).
 struct PublishCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "publish",
-                                                    abstract: "Publish items from JSON Lines files (or - for standard input).")
+    static let configuration = CommandConfiguration(
+        commandName: "publish",
+        abstract: "Publish items from JSON Lines files (or - for standard input).")
 
     @Argument(help: "JSONL files; - reads standard input.") var files: [String] = ["-"]
     @Option(help: "Items per batch.") var batchSize = 1000
@@ -75,87 +76,96 @@ struct PublishCommand: AsyncParsableCommand {
         let ackTimeout = Duration.milliseconds(Int(self.ackTimeout * 1000)), retryFor = Duration.milliseconds(Int(self.retryFor * 1000))
         // A refusal of a whole batch (a refused key, a malformed message) is
         // the same for every batch: said once, and the publish stops.
-        do { try await withThrowingTaskGroup(of: (PublishOutcome, [Source], [JSONValue]).self) { group in
-            var inFlight = 0
-            func collect(_ outcome: PublishOutcome, _ src: [Source], _ items: [JSONValue]) {
-                stored += outcome.stored
-                resent += outcome.resentItems
-                for r in outcome.rejected {
-                    rejected += 1
-                    let s = r.index < src.count ? src[r.index] : Source(file: "?", line: 0)
-                    printError("\(s.file):\(s.line): rejected \(r.uniqueIdentifier ?? "item"): \(r.error?.description ?? "unknown reason")")
-                }
-                for i in outcome.unacknowledged {
-                    unacknowledged += 1
-                    let uid = items[i]["uniqueIdentifier"]?.stringValue ?? "item"
-                    printError("\(src[i].file):\(src[i].line): not acknowledged \(uid) after \(outcome.attempts) attempts in \(Int(self.retryFor)) s: \(outcome.lastFailure ?? "no answer")")
-                }
-                progress.update(items: stored + rejected, read: linesRead, bytes: bytesRead)
-            }
-            func flush() async throws {
-                guard !batch.isEmpty else { return }
-                if inFlight >= window, let (outcome, src, sent) = try await group.next() {
-                    inFlight -= 1
-                    collect(outcome, src, sent)
-                }
-                let items = batch, src = sources
-                let batchID = UUID().uuidString
-                group.addTask {
-                    (try await client.publishUntilAcknowledged(items, batch: batchID, retryFor: retryFor, attemptTimeout: ackTimeout), src, items)
-                }
-                inFlight += 1
-                batch = []
-                batchLineBytes = 0
-                sources = []
-            }
-            for file in files {
-                let name = file == "-" ? "stdin" : file
-                var lineNo = 0
-                for try await read in LineReader(path: file, limit: maxItemBytes) {
-                    lineNo += 1
-                    linesRead += 1
-                    bytesRead += read.fileBytes
-                    guard case .text(let line) = read else {
+        do {
+            try await withThrowingTaskGroup(of: (PublishOutcome, [Source], [JSONValue]).self) { group in
+                var inFlight = 0
+                func collect(_ outcome: PublishOutcome, _ src: [Source], _ items: [JSONValue]) {
+                    stored += outcome.stored
+                    resent += outcome.resentItems
+                    for r in outcome.rejected {
                         rejected += 1
-                        printError("\(name):\(lineNo): rejected: item is \(read.fileBytes - 1) bytes, more than the limit of \(maxItemBytes) (--max-item-bytes)")
-                        continue
+                        let s = r.index < src.count ? src[r.index] : Source(file: "?", line: 0)
+                        printError("\(s.file):\(s.line): rejected \(r.uniqueIdentifier ?? "item"): \(r.error?.description ?? "unknown reason")")
                     }
-                    if line.allSatisfy(\.isWhitespace) { continue }
-                    let value: JSONValue
-                    do { value = try JSONValue.parse(line) } catch {
-                        rejected += 1
-                        printError("\(name):\(lineNo): rejected: not valid JSON\(JSONSyntaxError.find(in: line).map { " (column \($0.column): \($0.message))" } ?? "")")
-                        continue
+                    for i in outcome.unacknowledged {
+                        unacknowledged += 1
+                        let uid = items[i]["uniqueIdentifier"]?.stringValue ?? "item"
+                        printError(
+                            "\(src[i].file):\(src[i].line): not acknowledged \(uid) after \(outcome.attempts) attempts in \(Int(self.retryFor)) s: \(outcome.lastFailure ?? "no answer")"
+                        )
                     }
-                    if let decl = value["customAttributeKey"] {
-                        try await flush()
-                        while inFlight > 0, let (outcome, src, sent) = try await group.next() { inFlight -= 1; collect(outcome, src, sent) }
-                        do {
-                            let d = try JSONDecoder().decode(AttributeDeclaration.self, from: decl.serialized())
-                            try await client.declare([d])
-                        } catch {
+                    progress.update(items: stored + rejected, read: linesRead, bytes: bytesRead)
+                }
+                func flush() async throws {
+                    guard !batch.isEmpty else { return }
+                    if inFlight >= window, let (outcome, src, sent) = try await group.next() {
+                        inFlight -= 1
+                        collect(outcome, src, sent)
+                    }
+                    let items = batch, src = sources
+                    let batchID = UUID().uuidString
+                    group.addTask {
+                        (try await client.publishUntilAcknowledged(items, batch: batchID, retryFor: retryFor, attemptTimeout: ackTimeout), src, items)
+                    }
+                    inFlight += 1
+                    batch = []
+                    batchLineBytes = 0
+                    sources = []
+                }
+                for file in files {
+                    let name = file == "-" ? "stdin" : file
+                    var lineNo = 0
+                    for try await read in LineReader(path: file, limit: maxItemBytes) {
+                        lineNo += 1
+                        linesRead += 1
+                        bytesRead += read.fileBytes
+                        guard case .text(let line) = read else {
                             rejected += 1
-                            printError("\(name):\(lineNo): rejected declaration: \(error)")
+                            printError(
+                                "\(name):\(lineNo): rejected: item is \(read.fileBytes - 1) bytes, more than the limit of \(maxItemBytes) (--max-item-bytes)"
+                            )
+                            continue
                         }
-                        continue
+                        if line.allSatisfy(\.isWhitespace) { continue }
+                        let value: JSONValue
+                        do { value = try JSONValue.parse(line) } catch {
+                            rejected += 1
+                            printError(
+                                "\(name):\(lineNo): rejected: not valid JSON\(JSONSyntaxError.find(in: line).map { " (column \($0.column): \($0.message))" } ?? "")"
+                            )
+                            continue
+                        }
+                        if let decl = value["customAttributeKey"] {
+                            try await flush()
+                            while inFlight > 0, let (outcome, src, sent) = try await group.next() { inFlight -= 1; collect(outcome, src, sent) }
+                            do {
+                                let d = try JSONDecoder().decode(AttributeDeclaration.self, from: decl.serialized())
+                                try await client.declare([d])
+                            } catch {
+                                rejected += 1
+                                printError("\(name):\(lineNo): rejected declaration: \(error)")
+                            }
+                            continue
+                        }
+                        if !batch.isEmpty, batchLineBytes + line.utf8.count > batchBytes { try await flush() }
+                        batch.append(value)
+                        batchLineBytes += line.utf8.count
+                        sources.append(Source(file: name, line: lineNo))
+                        if batch.count >= batchSize { try await flush() }
                     }
-                    if !batch.isEmpty, batchLineBytes + line.utf8.count > batchBytes { try await flush() }
-                    batch.append(value)
-                    batchLineBytes += line.utf8.count
-                    sources.append(Source(file: name, line: lineNo))
-                    if batch.count >= batchSize { try await flush() }
                 }
+                try await flush()
+                while let (outcome, src, sent) = try await group.next() { collect(outcome, src, sent) }
             }
-            try await flush()
-            while let (outcome, src, sent) = try await group.next() { collect(outcome, src, sent) }
-        } } catch let e as ClientError {
+        } catch let e as ClientError {
             progress.finish()
             printError("published \(stored) item\(stored == 1 ? "" : "s") before the server refused a batch")
             throw failure(e, "publish", refused: ExitCodes.rejected)
         }
         progress.finish()
-        printError("published \(stored) item\(stored == 1 ? "" : "s")\(rejected > 0 ? ", rejected \(rejected)" : "")"
-            + (unacknowledged > 0 ? ", not acknowledged \(unacknowledged)" : "") + (resent > 0 ? " (\(resent) resent)" : ""))
+        printError(
+            "published \(stored) item\(stored == 1 ? "" : "s")\(rejected > 0 ? ", rejected \(rejected)" : "")"
+                + (unacknowledged > 0 ? ", not acknowledged \(unacknowledged)" : "") + (resent > 0 ? " (\(resent) resent)" : ""))
         if unacknowledged > 0 { throw ExitCode(ExitCodes.unacknowledged) }
         if rejected > 0 { throw ExitCode(ExitCodes.rejected) }
     }
@@ -176,11 +186,13 @@ final class Progress: Sendable {
     /// `items` acknowledged so far; `read` lines and `bytes` read so far, from
     /// which the total number of items is estimated (acknowledgements trail reading).
     func update(items: Int, read: Int, bytes: Int) {
-        guard enabled, lastDraw.withLock({ last in
-            guard Date().timeIntervalSince(last) > 0.1 else { return false }
-            last = Date()
-            return true
-        }) else { return }
+        guard enabled,
+            lastDraw.withLock({ last in
+                guard Date().timeIntervalSince(last) > 0.1 else { return false }
+                last = Date()
+                return true
+            })
+        else { return }
         let estimatedTotal = bytes > 0 ? Double(read) * Double(totalBytes) / Double(bytes) : 0
         let fraction = estimatedTotal > 0 ? min(1, Double(items) / estimatedTotal) : 0
         let width = 30

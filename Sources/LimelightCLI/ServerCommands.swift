@@ -17,7 +17,8 @@ package struct CoordinatorCommand: AsyncParsableCommand {
 
     @Option(help: "Client endpoint (ROUTER). Port 0 picks a free port.") var listen = "tcp://127.0.0.1:7700"
     @Option(help: "Worker endpoint (ROUTER) where indexers and query workers connect.") var workers = "tcp://127.0.0.1:7701"
-    @Option(help: "HOST:PORT of the HTTP endpoint (status page, /stats, /metrics, /healthz, /readyz); port 0 picks a free port. Default 127.0.0.1:7780.")
+    @Option(
+        help: "HOST:PORT of the HTTP endpoint (status page, /stats, /metrics, /healthz, /readyz); port 0 picks a free port. Default 127.0.0.1:7780.")
     var statsListen: String?
     @Option(help: "HTTP port on 127.0.0.1 (or --stats-host): the same as --stats-listen 127.0.0.1:N.") var statsPort: Int?
     @Flag(help: "Serve no HTTP endpoint.") var noStats = false
@@ -35,16 +36,28 @@ package struct CoordinatorCommand: AsyncParsableCommand {
     @OptionGroup var security: CoordinatorSecurityOptions
     @Option(help: "Items of changes kept per shard to catch up a replica that was away; one further behind is copied from a fresh replica.")
     var catchUpLog = 20_000
-    @Option(help: "After a start, milliseconds to wait for the indexer of a replica known from its query workers before numbering a shard's changes without it.")
+    @Option(
+        help:
+            "After a start, milliseconds to wait for the indexer of a replica known from its query workers before numbering a shard's changes without it."
+    )
     var replicaWaitMs = 10_000
-    @Option(help: "Replicas every shard is meant to have: after a start, a shard's changes are numbered only once this many replicas' indexers reported it (or --replica-wait-ms ran out).")
+    @Option(
+        help:
+            "Replicas every shard is meant to have: after a start, a shard's changes are numbered only once this many replicas' indexers reported it (or --replica-wait-ms ran out)."
+    )
     var replicas = 1
-    @Option(help: "Answer the shard queries of this data folder in the coordinator's own process (a query worker inside it: no message hops, for single-host clusters); its indexers must write there.")
+    @Option(
+        help:
+            "Answer the shard queries of this data folder in the coordinator's own process (a query worker inside it: no message hops, for single-host clusters); its indexers must write there."
+    )
     var localData: String?
     @Option(help: "With --local-data: the shards answered locally (0,1,2 or 0-3; default all).") var localShards: String?
     @Option(help: "With --local-data: the folder's replica name, as its indexer registers it (default HOST:DATA-FOLDER).") var localReplica: String?
     @Option(help: "With --local-data: shard queries run at once (default: the cores, at least 2).") var localConcurrency: Int?
-    @Option(help: "Where the sockets' threads and ZeroMQ's I/O thread run, together: here (the CPU the process starts on), a CPU's number, or anywhere (see docs/operations.md).")
+    @Option(
+        help:
+            "Where the sockets' threads and ZeroMQ's I/O thread run, together: here (the CPU the process starts on), a CPU's number, or anywhere (see docs/operations.md)."
+    )
     var socketCpu: ThreadPlacement = .here
     @Option(help: "API key store (a SQLite file, made mode 0600 if missing; see docs/security.md). Without it the cluster has no keys.")
     var keys: String?
@@ -125,12 +138,15 @@ package struct CoordinatorCommand: AsyncParsableCommand {
             l[metadataKey: "worker"] = "\(id)"
             // A query worker's own defaults (threads, queue bound), so the two stay alike.
             let defaults = QueryWorkerConfiguration(data: localData, shards: shards, workerID: id)
-            let r = ShardQueryRunner(data: localData, shards: shards, workerID: id,
-                                     concurrency: localConcurrency ?? defaults.concurrency, maxQueued: defaults.maxQueued,
-                                     logger: l, reply: { service.localReply($0, $1) }, replyNow: { service.localReplyLater($0, $1) },
-                                     inline: { service.deferUntilClientsRead($0) }, repliesInProcess: true)
-            service.attach(LocalQueryWorker(workerID: id, shards: shards, replica: localReplica ?? defaultReplicaName(data: localData),
-                                            take: { r.take($0) }))
+            let r = ShardQueryRunner(
+                data: localData, shards: shards, workerID: id,
+                concurrency: localConcurrency ?? defaults.concurrency, maxQueued: defaults.maxQueued,
+                logger: l, reply: { service.localReply($0, $1) }, replyNow: { service.localReplyLater($0, $1) },
+                inline: { service.deferUntilClientsRead($0) }, repliesInProcess: true)
+            service.attach(
+                LocalQueryWorker(
+                    workerID: id, shards: shards, replica: localReplica ?? defaultReplicaName(data: localData),
+                    take: { r.take($0) }))
             runner = r
         }
         defer { runner?.stop() }
@@ -160,9 +176,15 @@ struct WorkerOptions: ParsableArguments {
     @Option(help: "Shards: 0,1,2 or 0-3.") var shards: String
     @Option(help: "Worker id (default: ROLE-HOST-PID).") var id: String?
     @OptionGroup var security: WorkerSecurityOptions
-    @Option(help: "Name of the copy of the shard files this worker serves (default: HOST:DATA-FOLDER). An indexer and a query worker with the same name share files.")
+    @Option(
+        help:
+            "Name of the copy of the shard files this worker serves (default: HOST:DATA-FOLDER). An indexer and a query worker with the same name share files."
+    )
     var replica: String?
-    @Option(help: "Where the socket's thread and ZeroMQ's I/O thread run, together: here (the CPU the process starts on), a CPU's number, or anywhere (see docs/operations.md).")
+    @Option(
+        help:
+            "Where the socket's thread and ZeroMQ's I/O thread run, together: here (the CPU the process starts on), a CPU's number, or anywhere (see docs/operations.md)."
+    )
     var socketCpu: ThreadPlacement = .here
 
     func shardList() throws -> [Int] {
@@ -186,7 +208,10 @@ package struct IndexerCommand: AsyncParsableCommand {
 
     @OptionGroup var worker: WorkerOptions
     @Option(help: "Seconds between purges of expired items.") var purgeInterval = 60.0
-    @Option(help: "What an acknowledged write survives: process (a crash of the process; WAL, synchronous=NORMAL) or power (a power cut too; synchronous=FULL, one fsync per batch).")
+    @Option(
+        help:
+            "What an acknowledged write survives: process (a crash of the process; WAL, synchronous=NORMAL) or power (a power cut too; synchronous=FULL, one fsync per batch)."
+    )
     var durability: Durability = .process
     @OptionGroup var model: ModelOptions
     @OptionGroup var log: ServerLogOptions

@@ -86,8 +86,11 @@ package enum ServerSettings {
             let name = String(token.split(separator: "=", maxSplits: 1).first ?? "")
             if let s = byFlag[name] { strongest.insert(s.key) }
             if name == "--config" {
-                if token.contains("=") { configPath = String(token.dropFirst("--config=".count)) }
-                else if i + 1 < commandLine.count { configPath = commandLine[i + 1]; i += 1 }
+                if token.contains("=") {
+                    configPath = String(token.dropFirst("--config=".count))
+                } else if i + 1 < commandLine.count {
+                    configPath = commandLine[i + 1]; i += 1
+                }
             }
             i += 1
         }
@@ -149,7 +152,8 @@ package enum ServerSettings {
             let byKey = Dictionary(uniqueKeysWithValues: settings.map { (String($0.key.dropFirst(prefix.count)).lowercasedFirst, $0) })
             for (key, v) in fields.sorted(by: { $0.key < $1.key }) {
                 guard let s = byKey[key] else {
-                    throw SettingsError(description: "\(path): \(section).\(key) is not a setting (known: \(byKey.keys.sorted().joined(separator: ", ")))")
+                    throw SettingsError(
+                        description: "\(path): \(section).\(key) is not a setting (known: \(byKey.keys.sorted().joined(separator: ", ")))")
                 }
                 out.append((s, try arguments(s, v, where: "\(path): \(section).\(key)")))
             }
@@ -173,7 +177,13 @@ package enum ServerSettings {
         default:
             let expected = ["text", "an integer", "a number", "true or false", "a shard list (\"0-3\" or [0, 1])"]
             let k: Int
-            switch s.kind { case .text: k = 0; case .integer: k = 1; case .number: k = 2; case .flag: k = 3; case .shardList: k = 4 }
+            switch s.kind {
+            case .text: k = 0;
+            case .integer: k = 1;
+            case .number: k = 2;
+            case .flag: k = 3;
+            case .shardList: k = 4
+            }
             throw SettingsError(description: "\(place) must be \(expected[k]), not \(v.kindName)")
         }
     }
@@ -194,8 +204,9 @@ extension ConfigurableServerCommand {
     package static func mainWithSettings() async {
         let args: [String]
         do {
-            args = try ServerSettings.arguments(role: role, commandLine: Array(CommandLine.arguments.dropFirst()),
-                                                environment: ProcessInfo.processInfo.environment)
+            args = try ServerSettings.arguments(
+                role: role, commandLine: Array(CommandLine.arguments.dropFirst()),
+                environment: ProcessInfo.processInfo.environment)
         } catch {
             printError("Error: \(error)")
             Foundation.exit(64)

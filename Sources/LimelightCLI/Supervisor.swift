@@ -28,8 +28,10 @@ final class Supervisor: @unchecked Sendable {
         }
 
         static func signalName(_ s: Int32) -> String? {
-            [SIGKILL: "SIGKILL", SIGTERM: "SIGTERM", SIGINT: "SIGINT", SIGSEGV: "SIGSEGV", SIGABRT: "SIGABRT",
-             SIGILL: "SIGILL", SIGBUS: "SIGBUS", SIGTRAP: "SIGTRAP", SIGHUP: "SIGHUP", SIGQUIT: "SIGQUIT"][s]
+            [
+                SIGKILL: "SIGKILL", SIGTERM: "SIGTERM", SIGINT: "SIGINT", SIGSEGV: "SIGSEGV", SIGABRT: "SIGABRT",
+                SIGILL: "SIGILL", SIGBUS: "SIGBUS", SIGTRAP: "SIGTRAP", SIGHUP: "SIGHUP", SIGQUIT: "SIGQUIT",
+            ][s]
         }
     }
 
@@ -118,7 +120,9 @@ final class Supervisor: @unchecked Sendable {
         let name = spec.name
         p.terminationHandler = { [weak self] proc in
             guard let self else { return }
-            let exit = Exit(name: name, pid: proc.processIdentifier, status: proc.terminationStatus, signalled: proc.terminationReason == .uncaughtSignal, at: Date())
+            let exit = Exit(
+                name: name, pid: proc.processIdentifier, status: proc.terminationStatus, signalled: proc.terminationReason == .uncaughtSignal,
+                at: Date())
             self.lock.lock()
             if !self.stopping, self.running[name] === proc { self.exits.append(exit) }
             self.lock.unlock()

@@ -3,8 +3,8 @@ import ClusterAuth
 import Foundation
 import LimelightClient
 import ShardStore
-import ZeroMQ
 import Tenancy
+import ZeroMQ
 
 /// `limelight up`: a whole cluster on one machine, as child processes.
 ///
@@ -25,9 +25,15 @@ struct UpCommand: AsyncParsableCommand {
 
     @Option(help: "Folder for shard files and logs.") var data = "limelight-data"
     @Option(help: "Client endpoint. Port 0 picks a free port.") var listen = "tcp://127.0.0.1:7700"
-    @Option(help: "Worker endpoint (default: 127.0.0.1 and the client port + 1, or a free port when --listen uses 0). Only workers of this machine reach the default; give an address to let other hosts' workers in.")
+    @Option(
+        help:
+            "Worker endpoint (default: 127.0.0.1 and the client port + 1, or a free port when --listen uses 0). Only workers of this machine reach the default; give an address to let other hosts' workers in."
+    )
     var workersEndpoint: String?
-    @Option(help: "The coordinator's CURVE key pair (NAME.key_secret from `limelight keys curve`): encrypts the client and worker sockets; clients need its package key.")
+    @Option(
+        help:
+            "The coordinator's CURVE key pair (NAME.key_secret from `limelight keys curve`): encrypts the client and worker sockets; clients need its package key."
+    )
     var curveSecretKey: String?
     @Option(help: "HTTP port of the stats endpoint on 127.0.0.1 (0 picks a free port).") var statsPort = 7780
     @Option(help: "HOST:PORT of the coordinator's HTTP endpoint, instead of --stats-port (0.0.0.0:7780 in a container).")
@@ -35,9 +41,15 @@ struct UpCommand: AsyncParsableCommand {
     @Option(help: "Number of shards (fixed when the data folder is first used).") var shards = 8
     @Option(help: "Indexer processes.") var indexers = 2
     @Option(help: "Query worker processes.") var queryWorkers = 2
-    @Option(help: "Copies of every shard, each with its own indexers and query workers (--indexers and --query-workers per copy) and its own folder (the first in --data, the others in --data/replica-N). A write is acknowledged once every live copy has it; a copy that comes back is caught up before it serves queries.")
+    @Option(
+        help:
+            "Copies of every shard, each with its own indexers and query workers (--indexers and --query-workers per copy) and its own folder (the first in --data, the others in --data/replica-N). A write is acknowledged once every live copy has it; a copy that comes back is caught up before it serves queries."
+    )
     var replicas = 1
-    @Flag(help: "The coordinator answers the first copy's shard queries itself (a query worker inside its process: no message hops between them, the fastest on one host); no limelight-query processes are started for that copy.")
+    @Flag(
+        help:
+            "The coordinator answers the first copy's shard queries itself (a query worker inside its process: no message hops between them, the fastest on one host); no limelight-query processes are started for that copy."
+    )
     var localQueries = false
     @Option(help: "Seconds to wait for every shard to be served.") var readyTimeout = 60.0
     @Option(help: "Log level of the children.") var logLevel = "info"
@@ -48,14 +60,21 @@ struct UpCommand: AsyncParsableCommand {
     var restartLimit = 5
     @Option(help: "Seconds over which --restart-limit counts a child's failures.") var restartWindow = 60.0
     @OptionGroup var model: ModelOptions
-    @Option(help: "Where every process's socket threads and ZeroMQ's I/O thread run: here (the CPU limelight up starts on, the same for every process, so that a request's hops between them stay on one CPU), a CPU's number, or anywhere (default: here, or $LIMELIGHT_SOCKET_CPU, which the children read).")
+    @Option(
+        help:
+            "Where every process's socket threads and ZeroMQ's I/O thread run: here (the CPU limelight up starts on, the same for every process, so that a request's hops between them stay on one CPU), a CPU's number, or anywhere (default: here, or $LIMELIGHT_SOCKET_CPU, which the children read)."
+    )
     var socketCpu: ThreadPlacement?
     /// On by default: a cluster someone can reach must not serve every
     /// app's items to anyone, and `up` writes the keys where the command
     /// line finds them (DATA/limelight.key, DATA/master.key), so a new user
     /// copies nothing. `--no-require-keys` serves keyless requests unscoped,
     /// seeing every app's items (tests of other features, trusted loopback use).
-    @Flag(inversion: .prefixedNo, help: "Refuse requests without an API key (the CLI finds DATA/limelight.key itself when $LIMELIGHT_DATA or ./limelight-data names the data folder; see docs/security.md). --no-require-keys serves keyless requests unscoped.")
+    @Flag(
+        inversion: .prefixedNo,
+        help:
+            "Refuse requests without an API key (the CLI finds DATA/limelight.key itself when $LIMELIGHT_DATA or ./limelight-data names the data folder; see docs/security.md). --no-require-keys serves keyless requests unscoped."
+    )
     var requireKeys = true
 
     func validate() throws {
@@ -110,8 +129,9 @@ struct UpCommand: AsyncParsableCommand {
         }
         let children = Supervisor(restartLimit: restartLimit, restartWindow: restartWindow)
 
-        let placement = Self.socketArguments(option: socketCpu, environment: ProcessInfo.processInfo.environment,
-                                             currentCPU: ThreadPlacement.currentCPU())
+        let placement = Self.socketArguments(
+            option: socketCpu, environment: ProcessInfo.processInfo.environment,
+            currentCPU: ThreadPlacement.currentCPU())
         let workers = workersEndpoint ?? Self.defaultWorkerEndpoint(listen)
         let statsArguments = statsListen.map { ["--stats-listen", $0] } ?? ["--stats-port", String(statsPort)]
         func coordinatorArguments(listen: String, workers: String, stats: [String]) -> [String] {
@@ -120,9 +140,10 @@ struct UpCommand: AsyncParsableCommand {
                 "--keys", keyStore, "--replicas", String(replicas),
             ] + (localQueries ? ["--local-data", dataDir] : []) + modelArguments + security + (requireKeys ? ["--require-keys"] : []) + placement
         }
-        let coordinator = try children.spawn(Supervisor.Spec(
-            name: "coordinator", executable: bin + "/limelight-coordinator",
-            arguments: coordinatorArguments(listen: listen, workers: workers, stats: statsArguments), logs: logs), captureOutput: true)
+        let coordinator = try children.spawn(
+            Supervisor.Spec(
+                name: "coordinator", executable: bin + "/limelight-coordinator",
+                arguments: coordinatorArguments(listen: listen, workers: workers, stats: statsArguments), logs: logs), captureOutput: true)
         // The coordinator prints its bound endpoints first: "listening CLIENT WORKERS STATS".
         guard let line = coordinator.firstLine(timeout: 20), line.hasPrefix("listening ") else {
             children.stopAll()
@@ -146,10 +167,13 @@ struct UpCommand: AsyncParsableCommand {
                 for i in 0..<count {
                     let mine = (0..<shards).filter { $0 % count == i }
                     guard !mine.isEmpty else { continue }
-                    try children.spawn(Supervisor.Spec(name: "\(prefix)\(role)-\(i)", executable: bin + "/limelight-\(role)", arguments: [
-                        "--coordinator", workerEndpoint, "--data", folder, "--shards", mine.map(String.init).joined(separator: ","),
-                        "--id", "\(prefix)\(role)-\(i)", "--log-level", logLevel, "--log-format", logFormat.rawValue,
-                    ] + workerSecurity + placement + (role == "indexer" ? indexerArguments : []), logs: logs))
+                    try children.spawn(
+                        Supervisor.Spec(
+                            name: "\(prefix)\(role)-\(i)", executable: bin + "/limelight-\(role)",
+                            arguments: [
+                                "--coordinator", workerEndpoint, "--data", folder, "--shards", mine.map(String.init).joined(separator: ","),
+                                "--id", "\(prefix)\(role)-\(i)", "--log-level", logLevel, "--log-format", logFormat.rawValue,
+                            ] + workerSecurity + placement + (role == "indexer" ? indexerArguments : []), logs: logs))
                 }
             }
         }
@@ -222,8 +246,10 @@ struct UpCommand: AsyncParsableCommand {
             guard let delay = children.schedule(exit) else {
                 return "\(exit.name) \(exit) and has failed \(children.restartLimit) times within \(Int(children.restartWindow)) s"
             }
-            printError("limelight: \(exit.name) (pid \(exit.pid)) \(exit); restarting it in \(delay) s "
-                + "(failure \(children.recentFailures(of: exit.name)) of \(children.restartLimit) within \(Int(children.restartWindow)) s; log \(logs)/\(exit.name).log)")
+            printError(
+                "limelight: \(exit.name) (pid \(exit.pid)) \(exit); restarting it in \(delay) s "
+                    + "(failure \(children.recentFailures(of: exit.name)) of \(children.restartLimit) within \(Int(children.restartWindow)) s; log \(logs)/\(exit.name).log)"
+            )
         }
         return children.restartDue()
     }
@@ -233,7 +259,8 @@ struct UpCommand: AsyncParsableCommand {
     func checkShardCount(_ dir: String) throws {
         let marker = (dir as NSString).appendingPathComponent("cluster.json")
         if let data = FileManager.default.contents(atPath: marker),
-           let o = try? JSONSerialization.jsonObject(with: data) as? [String: Any], let n = o["shards"] as? Int {
+            let o = try? JSONSerialization.jsonObject(with: data) as? [String: Any], let n = o["shards"] as? Int
+        {
             guard n == shards else {
                 printError("limelight: \(dir) was created with \(n) shards; run with --shards \(n) or use another --data folder")
                 throw ExitCode(ExitCodes.badInput)

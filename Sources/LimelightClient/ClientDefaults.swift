@@ -28,8 +28,10 @@ public enum ClientDefaults {
     /// The key to send (see the type's comment). A key file that was named
     /// (`keyFile` or `$LIMELIGHT_KEY_FILE`) and cannot be read is an error; the
     /// data folder's file is only looked for.
-    public static func key(_ given: String? = nil, keyFile: String? = nil,
-                           dataFolderFile: String = "limelight.key") throws(ClientError) -> String? {
+    public static func key(
+        _ given: String? = nil, keyFile: String? = nil,
+        dataFolderFile: String = "limelight.key"
+    ) throws(ClientError) -> String? {
         let env = ProcessInfo.processInfo.environment
         if let given { return given }
         if let k = env["LIMELIGHT_KEY"], !k.isEmpty { return k }

@@ -1,6 +1,6 @@
 import Foundation
-import Synchronization
 import Items
+import Synchronization
 import WireProtocol
 import ZeroMQ
 
@@ -71,8 +71,10 @@ public final class LimelightClient: Sendable {
     ///     on, so that handing each message between them is no wake-up of
     ///     another CPU (see ``ThreadPlacement``); `.anywhere` leaves them to
     ///     the kernel.
-    public init(endpoint: String, key: String? = nil, curve: CurveClientKeys? = nil,
-                placement: ThreadPlacement = .here) throws {
+    public init(
+        endpoint: String, key: String? = nil, curve: CurveClientKeys? = nil,
+        placement: ThreadPlacement = .here
+    ) throws {
         self.endpoint = endpoint
         self.key = key
         context = try Context(ioThreads: 1, placement: placement)
@@ -80,11 +82,13 @@ public final class LimelightClient: Sendable {
         // Replies are read and handed to their waiting request or query on
         // the socket's own thread (``AsyncSocket`` `intercept`), without a
         // hop through a receiving task.
-        socket = try AsyncSocket(context: context, type: .dealer, name: "limelight-client",
-                                 intercept: { [endpoint] frames in
-                                     Self.receive(frames, pending: pending, endpoint: endpoint)
-                                     return true
-                                 }) { s in
+        socket = try AsyncSocket(
+            context: context, type: .dealer, name: "limelight-client",
+            intercept: { [endpoint] frames in
+                Self.receive(frames, pending: pending, endpoint: endpoint)
+                return true
+            }
+        ) { s in
             if let curve { try s.set(curve.socketOptions) }
             try s.set(.linger(milliseconds: 0))
             try s.set(.sendHighWaterMark(1000))
@@ -199,7 +203,8 @@ public final class LimelightClient: Sendable {
     /// Deletes by ids, by domains (subdomains too) or all items; on every
     /// shard, or only on `shards` (a shard the cluster lacks is an error).
     public func delete(ids: [String]? = nil, domains: [String]? = nil, all: Bool = false, shards: [Int]? = nil) async throws -> Int {
-        guard case .deleteAck(let a) = try await request(.delete(Body.Delete(ids: ids, domains: domains, all: all ? true : nil, shards: shards))) else {
+        guard case .deleteAck(let a) = try await request(.delete(Body.Delete(ids: ids, domains: domains, all: all ? true : nil, shards: shards)))
+        else {
             throw ClientError(.unexpectedReply, "expected delete_ack")
         }
         return a.deleted
@@ -241,7 +246,8 @@ public final class LimelightClient: Sendable {
                 // Ended (the watch is cancelled when the stream ends), or not begun.
                 guard !Task.isCancelled, let quiet = pending.silence(of: id) else { return }
                 if quiet >= limit {
-                    pending.fail(id, ClientError(.timeout, "no message about query \(id) from \(endpoint) for \(limit): the server is down or unreachable"))
+                    pending.fail(
+                        id, ClientError(.timeout, "no message about query \(id) from \(endpoint) for \(limit): the server is down or unreachable"))
                     await self?.cancel(queryID: id)
                     return
                 }
@@ -323,8 +329,10 @@ final class PendingReplies: Sendable {
         }
     }
 
-    func expect(_ id: String, _ c: CheckedContinuation<Envelope, Error>, until deadline: ContinuousClock.Instant,
-                waiting: Duration, on endpoint: String) {
+    func expect(
+        _ id: String, _ c: CheckedContinuation<Envelope, Error>, until deadline: ContinuousClock.Instant,
+        waiting: Duration, on endpoint: String
+    ) {
         state.withLock { $0.single[id] = Single(continuation: c, deadline: deadline, waiting: waiting, endpoint: endpoint) }
     }
 

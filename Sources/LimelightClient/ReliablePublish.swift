@@ -40,8 +40,10 @@ extension LimelightClient {
     /// their content are not resent: the answer would be the same. Throws
     /// for a reply that is neither a `publish_ack` nor a retryable error, and
     /// when the client is closed.
-    public func publishUntilAcknowledged(_ items: [JSONValue], batch: String? = nil, retryFor: Duration = .seconds(300),
-                                         attemptTimeout: Duration = .seconds(30)) async throws -> PublishOutcome {
+    public func publishUntilAcknowledged(
+        _ items: [JSONValue], batch: String? = nil, retryFor: Duration = .seconds(300),
+        attemptTimeout: Duration = .seconds(30)
+    ) async throws -> PublishOutcome {
         let clock = ContinuousClock()
         let deadline = clock.now + retryFor
         var outcome = PublishOutcome(results: Array(repeating: nil, count: items.count), lastFailure: nil, attempts: 0)
@@ -58,8 +60,9 @@ extension LimelightClient {
             }
             outcome.attempts += 1
             do {
-                let ack = try await publish(open.map { items[$0] }, batch: batch,
-                                            timeout: outcome.attempts == 1 ? attemptTimeout : min(attemptTimeout, left))
+                let ack = try await publish(
+                    open.map { items[$0] }, batch: batch,
+                    timeout: outcome.attempts == 1 ? attemptTimeout : min(attemptTimeout, left))
                 var retry: [String] = []
                 for r in ack.results where r.index >= 0 && r.index < open.count {
                     let original = open[r.index]
@@ -73,8 +76,10 @@ extension LimelightClient {
                 }
                 if retry.isEmpty { continue }
                 outcome.lastFailure = "\(retry.count) item\(retry.count == 1 ? "" : "s") \(retry[0])"
-            } catch let error as ClientError where error.code == .timeout
-                        || (error.code == .server && Self.retryableCodes.contains(error.server?.code ?? "")) {
+            } catch let error as ClientError
+                where error.code == .timeout
+                || (error.code == .server && Self.retryableCodes.contains(error.server?.code ?? ""))
+            {
                 outcome.lastFailure = error.server?.code ?? "\(error.code): \(error.message)"
             }
             let pause = min(backoff, max(.zero, deadline - clock.now))

@@ -113,8 +113,11 @@ public struct SearchParams: Sendable, Hashable {
 
     /// Adds the refinement when absent, removes it when present.
     public mutating func toggleFacetRefinement(name: String, value: String) {
-        if hasFacetRefinement(name: name, value: value) { removeFacetRefinement(name: name, value: value) }
-        else { addFacetRefinement(name: name, value: value) }
+        if hasFacetRefinement(name: name, value: value) {
+            removeFacetRefinement(name: name, value: value)
+        } else {
+            addFacetRefinement(name: name, value: value)
+        }
     }
 
     public mutating func clearFacetRefinements(name: String? = nil) {
@@ -179,8 +182,11 @@ public struct SearchParams: Sendable, Hashable {
         var numericFilters: [JSONValue] = []
         for name in numericRefinements.keys.sorted() {
             let rs = numericRefinements[name]!
-            if disjunctiveNumerics.contains(name) { numericFilters.append(.array(rs.map { .string($0.filter) })) }
-            else { numericFilters += rs.map { .string($0.filter) } }
+            if disjunctiveNumerics.contains(name) {
+                numericFilters.append(.array(rs.map { .string($0.filter) }))
+            } else {
+                numericFilters += rs.map { .string($0.filter) }
+            }
         }
         if !numericFilters.isEmpty { o["numericFilters"] = .array(numericFilters) }
         return .object(o)

@@ -174,8 +174,7 @@ public actor Searcher {
             lastAnswered = id
             let pageHits = answer.response["hits"]?.arrayValue ?? []
             var r = SearchResults(response: answer.response, hits: pageHits, failedShards: answer.failedShards)
-            if loadMore, let shown = results { r.hits = shown.hits + pageHits }
-            else { shownRequest = id }
+            if loadMore, let shown = results { r.hits = shown.hits + pageHits } else { shownRequest = id }
             if loadMore { params.page = p.page }
             results = r
             for h in resultHandlers { h(r, userInfo) }

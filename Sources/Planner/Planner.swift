@@ -1,7 +1,7 @@
 import Foundation
 import Items
-import QueryPlan
 import PredicateQuery
+import QueryPlan
 import SpotlightQuery
 import WireProtocol
 
@@ -54,9 +54,10 @@ package struct Planner: Sendable {
                 throw WireError(code: "bad_query", message: error.message, field: error.path)
             }
         default:
-            throw WireError(code: "unsupported_language",
-                            message: "query language '\(language)' is not supported (use 'spotlight', 'plan', 'cloudkit' or 'nspredicate')",
-                            field: "language")
+            throw WireError(
+                code: "unsupported_language",
+                message: "query language '\(language)' is not supported (use 'spotlight', 'plan', 'cloudkit' or 'nspredicate')",
+                field: "language")
         }
         var sort: [SortKey] = request.sort == nil ? (fromPlan?.sort ?? []) : []
         for (i, s) in (request.sort ?? []).enumerated() {
@@ -70,9 +71,10 @@ package struct Planner: Sendable {
         if let b = request.batchSize, b < 1 {
             throw WireError(code: "invalid_query", message: "batchSize must be at least 1", field: "batchSize")
         }
-        return Query(predicate: predicate.simplified(), fetchAttributes: request.fetchAttributes ?? fromPlan?.fetchAttributes,
-                     sort: sort, limit: request.limit ?? fromPlan?.limit,
-                     batchSize: min(request.batchSize ?? fromPlan?.batchSize ?? Query.defaultBatchSize, Self.maxBatchSize))
+        return Query(
+            predicate: predicate.simplified(), fetchAttributes: request.fetchAttributes ?? fromPlan?.fetchAttributes,
+            sort: sort, limit: request.limit ?? fromPlan?.limit,
+            batchSize: min(request.batchSize ?? fromPlan?.batchSize ?? Query.defaultBatchSize, Self.maxBatchSize))
     }
 
     /// Shards that can hold a match. A plan that can match nothing needs none;

@@ -16,7 +16,8 @@ extension Planner {
             throw WireError(code: "invalid_query", message: "a \(dialect.rawValue) query needs its record type in 'recordType'", field: "recordType")
         }
         guard let format = request.predicate else {
-            throw WireError(code: "invalid_query", message: "a \(dialect.rawValue) query needs its predicate format string in 'predicate'", field: "predicate")
+            throw WireError(
+                code: "invalid_query", message: "a \(dialect.rawValue) query needs its predicate format string in 'predicate'", field: "predicate")
         }
         let predicate: QueryPlan.Predicate
         do throws(PredicateQueryError) {
@@ -42,9 +43,10 @@ extension Planner {
         if let token = request.cursor {
             after = try QueryCursor.decode(token, fingerprint: QueryCursor.fingerprint(of: request), sortKeys: sort.count)
         }
-        return Query(predicate: predicate.simplified(), fetchAttributes: request.fetchAttributes, sort: sort,
-                     limit: request.limit, batchSize: min(request.batchSize ?? Query.defaultBatchSize, Self.maxBatchSize),
-                     after: after)
+        return Query(
+            predicate: predicate.simplified(), fetchAttributes: request.fetchAttributes, sort: sort,
+            limit: request.limit, batchSize: min(request.batchSize ?? Query.defaultBatchSize, Self.maxBatchSize),
+            after: after)
     }
 }
 
@@ -89,11 +91,13 @@ package enum QueryCursor {
         var base64 = token.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while base64.count % 4 != 0 { base64 += "=" }
         guard let data = Data(base64Encoded: base64), let payload = try? JSONValue.parse(data),
-              payload["v"]?.intValue == 1, let q = payload["q"]?.stringValue, let after = payload["after"]?.arrayValue else {
+            payload["v"]?.intValue == 1, let q = payload["q"]?.stringValue, let after = payload["after"]?.arrayValue
+        else {
             throw invalid("the cursor is not one this service issued (it is opaque: pass back a completion's 'cursor' unchanged)")
         }
         guard q == fingerprint else {
-            throw invalid("the cursor was made for another query: a cursor resumes only the query (record type, predicate, arguments, sort) that returned it")
+            throw invalid(
+                "the cursor was made for another query: a cursor resumes only the query (record type, predicate, arguments, sort) that returned it")
         }
         guard after.count == sortKeys else { throw invalid("the cursor does not fit the query's sort") }
         return after

@@ -49,7 +49,8 @@ struct Lexer {
             if c == "\"" || c == "'" {
                 out.append(Token(kind: .string(try string(quote: c)), offset: start))
             } else if c.isNumber || (c == "." && i + 1 < chars.count && chars[i + 1].isNumber)
-                        || (c == "-" && i + 1 < chars.count && (chars[i + 1].isNumber || chars[i + 1] == ".") && !Self.endsOperand(out.last)) {
+                || (c == "-" && i + 1 < chars.count && (chars[i + 1].isNumber || chars[i + 1] == ".") && !Self.endsOperand(out.last))
+            {
                 out.append(Token(kind: .number(try number()), offset: start))
             } else if Self.isWordStart(c) || c == "#" {
                 let escaped = c == "#"
@@ -70,7 +71,9 @@ struct Lexer {
                 i += 1
                 let s = i
                 while i < chars.count, chars[i] != "]" {
-                    guard chars[i].isLetter else { throw PredicateQueryError(.badOption, "option letters go between [ and ], such as [cd]", offset: i) }
+                    guard chars[i].isLetter else {
+                        throw PredicateQueryError(.badOption, "option letters go between [ and ], such as [cd]", offset: i)
+                    }
                     i += 1
                 }
                 guard i < chars.count else { throw PredicateQueryError(.badOption, "'[' of the operator's options is never closed", offset: start) }
@@ -133,7 +136,7 @@ struct Lexer {
                     }
                     out.unicodeScalars.append(scalar)
                     i += 4
-                default: out.append(e) // \" \' \\ and any other character stand for themselves
+                default: out.append(e)  // \" \' \\ and any other character stand for themselves
                 }
                 continue
             }

@@ -61,7 +61,9 @@ struct Lowering {
     func comparison(_ c: Comparison) throws(PredicateQueryError) -> QueryPlan.Predicate {
         if let (q, offset) = c.quantifier, q == .all, dialect == .cloudkit {
             guard case .function("tokenize", _, _) = c.lhs else {
-                throw PredicateQueryError(.allNotSupported, "CloudKit queries do not support ALL (only ALL tokenize(…) IN allTokens); the nspredicate dialect has it", offset: offset)
+                throw PredicateQueryError(
+                    .allNotSupported, "CloudKit queries do not support ALL (only ALL tokenize(…) IN allTokens); the nspredicate dialect has it",
+                    offset: offset)
             }
         }
         // Tokenized search, the three spellings.
@@ -81,7 +83,8 @@ struct Lowering {
             throw mismatch("TOKENMATCHES applies to allTokens: allTokens TOKENMATCHES[cdl] 'words'", c.opOffset)
         }
         if case .function("tokenize", let args, let offset) = c.lhs {
-            guard c.op == .in, case .key("allTokens", _) = c.rhs, let first = args.first, case .value(.string(let text), _) = first, args.count <= 2 else {
+            guard c.op == .in, case .key("allTokens", _) = c.rhs, let first = args.first, case .value(.string(let text), _) = first, args.count <= 2
+            else {
                 throw mismatch("tokenize takes a text and options, and is used as ANY|ALL tokenize(%@, 'cdl') IN allTokens", offset)
             }
             return Self.tokens(text, all: c.quantifier?.0 == .all)
@@ -160,8 +163,10 @@ struct Lowering {
     /// Applies `ANY`/`SOME` (some value passes), `ALL` (every value) or
     /// `NONE` (no value) to a test of one key; `make(true)` gives the test of
     /// one value, `make(false)` the comparison without a quantifier.
-    func quantified(_ q: (Quantifier, offset: Int)?, key: String, offset: Int,
-                    _ make: (_ element: Bool) throws(PredicateQueryError) -> QueryPlan.Predicate) throws(PredicateQueryError) -> QueryPlan.Predicate {
+    func quantified(
+        _ q: (Quantifier, offset: Int)?, key: String, offset: Int,
+        _ make: (_ element: Bool) throws(PredicateQueryError) -> QueryPlan.Predicate
+    ) throws(PredicateQueryError) -> QueryPlan.Predicate {
         guard let (quantifier, qOffset) = q else { return try make(false) }
         let p = try make(true)
         guard Self.isValueTest(p) else {
@@ -220,7 +225,8 @@ struct Lowering {
 
     /// The comparison of `k` with `value`; with `element`, of one value of
     /// `k` (under a quantifier), which is never nil.
-    func leaf(_ k: String, _ c: Comparison, _ value: Value, _ vOffset: Int, element: Bool = false) throws(PredicateQueryError) -> QueryPlan.Predicate {
+    func leaf(_ k: String, _ c: Comparison, _ value: Value, _ vOffset: Int, element: Bool = false) throws(PredicateQueryError) -> QueryPlan.Predicate
+    {
         switch c.op {
         case .eq:
             if value == .null, element { return .none }
@@ -309,8 +315,10 @@ struct Lowering {
     /// numbers and dates. `BETWEEN` takes its bounds in either order, as
     /// Foundation's does; a text and a number as its bounds are refused, as
     /// no value orders against both.
-    func ordering(_ k: String, lower: (Value, Bool)?, upper: (Value, Bool)?, _ c: Comparison, _ vOffset: Int,
-                  between: Bool = false) throws(PredicateQueryError) -> QueryPlan.Predicate {
+    func ordering(
+        _ k: String, lower: (Value, Bool)?, upper: (Value, Bool)?, _ c: Comparison, _ vOffset: Int,
+        between: Bool = false
+    ) throws(PredicateQueryError) -> QueryPlan.Predicate {
         let ends = [lower?.0, upper?.0].compactMap { $0 }
         let texts = ends.compactMap { if case .string(let s) = $0 { s } else { nil } }
         if texts.isEmpty {
@@ -324,7 +332,9 @@ struct Lowering {
         }
         guard texts.count == ends.count else {
             let other = ends.first { if case .string = $0 { false } else { true } }!
-            throw mismatch("BETWEEN's bounds are a text and \(other.kindName): a value is ordered against bounds of its own kind, so none lies between these", vOffset)
+            throw mismatch(
+                "BETWEEN's bounds are a text and \(other.kindName): a value is ordered against bounds of its own kind, so none lies between these",
+                vOffset)
         }
         func textBound(_ end: (Value, Bool)?) -> TextBound? {
             guard let (value, inclusive) = end, case .string(let s) = value else { return nil }
@@ -407,8 +417,11 @@ struct Lowering {
         for word in Words.split(text, camelCase: false) {
             let folded = Fold.fold(String(word))
             guard !stopWords.contains(folded), seen.insert(folded).inserted else { continue }
-            tests.append(.text(TextTest(attribute: .allText, pattern: TextPattern(literal: String(word)),
-                                        options: [.caseInsensitive, .diacriticInsensitive, .tokenized])))
+            tests.append(
+                .text(
+                    TextTest(
+                        attribute: .allText, pattern: TextPattern(literal: String(word)),
+                        options: [.caseInsensitive, .diacriticInsensitive, .tokenized])))
         }
         if tests.isEmpty { return .none }
         return all ? .and(tests) : .or(tests)

@@ -29,10 +29,13 @@ struct Parser {
             throw PredicateQueryError(.unbalancedParentheses, "')' closes no '('", offset: token.offset)
         }
         guard token.kind == .end else {
-            throw PredicateQueryError(.unexpectedToken, "expected AND\(dialect == .nspredicate ? ", OR" : "") or the end of the predicate, found \(describe(token))", offset: token.offset)
+            throw PredicateQueryError(
+                .unexpectedToken, "expected AND\(dialect == .nspredicate ? ", OR" : "") or the end of the predicate, found \(describe(token))",
+                offset: token.offset)
         }
         guard argument == arguments.count else {
-            throw PredicateQueryError(.argumentCount, "\(arguments.count) arguments were given but the predicate uses \(argument)", offset: token.offset)
+            throw PredicateQueryError(
+                .argumentCount, "\(arguments.count) arguments were given but the predicate uses \(argument)", offset: token.offset)
         }
         return s
     }
@@ -66,7 +69,9 @@ struct Parser {
             if t.isSymbol("!"), dialect == .cloudkit { throw notInCloudKit("'!' (write NOT)", t.offset) }
             depth += 1
             defer { depth -= 1 }
-            guard depth <= Self.maxDepth else { throw PredicateQueryError(.nestingTooDeep, "NOT and parentheses nest more than \(Self.maxDepth) deep", offset: t.offset) }
+            guard depth <= Self.maxDepth else {
+                throw PredicateQueryError(.nestingTooDeep, "NOT and parentheses nest more than \(Self.maxDepth) deep", offset: t.offset)
+            }
             next += 1
             return .not(try unary(), offset: t.offset)
         }
@@ -78,7 +83,9 @@ struct Parser {
         if t.isSymbol("(") {
             depth += 1
             defer { depth -= 1 }
-            guard depth <= Self.maxDepth else { throw PredicateQueryError(.nestingTooDeep, "NOT and parentheses nest more than \(Self.maxDepth) deep", offset: t.offset) }
+            guard depth <= Self.maxDepth else {
+                throw PredicateQueryError(.nestingTooDeep, "NOT and parentheses nest more than \(Self.maxDepth) deep", offset: t.offset)
+            }
             next += 1
             let inner = try or()
             guard token.isSymbol(")") else {
@@ -136,7 +143,9 @@ struct Parser {
             let allowed = op == .tokenMatches ? "cdl" : "cdln"
             if dialect == .cloudkit, op != .tokenMatches { throw notInCloudKit("options such as [\(letters)] on \(op.rawValue)", token.offset) }
             for ch in letters where !allowed.contains(ch.lowercased()) {
-                throw PredicateQueryError(.badOption, "'\(ch)' is not an option of \(op.rawValue) (use \(allowed.map { "[\($0)]" }.joined(separator: ", ")))", offset: token.offset)
+                throw PredicateQueryError(
+                    .badOption, "'\(ch)' is not an option of \(op.rawValue) (use \(allowed.map { "[\($0)]" }.joined(separator: ", ")))",
+                    offset: token.offset)
             }
             options = letters.lowercased()
             next += 1
@@ -147,7 +156,9 @@ struct Parser {
 
     func expectedOperator(_ t: Token) -> PredicateQueryError {
         if let k = t.keyword, dialect == .cloudkit, ["ENDSWITH", "LIKE", "MATCHES"].contains(k) { return notInCloudKit(k, t.offset) }
-        return PredicateQueryError(.expectedOperator, "expected a comparison operator (==, !=, <, <=, >, >=, BEGINSWITH, CONTAINS, IN, BETWEEN…), found \(describe(t))", offset: t.offset)
+        return PredicateQueryError(
+            .expectedOperator, "expected a comparison operator (==, !=, <, <=, >, >=, BEGINSWITH, CONTAINS, IN, BETWEEN…), found \(describe(t))",
+            offset: t.offset)
     }
 
     func describe(_ t: Token) -> String {
@@ -211,8 +222,10 @@ struct Parser {
                     if token.isSymbol("("), next + 1 < tokens.count, tokens[next + 1].isSymbol(")") { next += 2 }
                     return .function("now", [], offset: t.offset)
                 case "AND", "OR", "NOT", "IN", "BETWEEN", "CONTAINS", "BEGINSWITH", "ENDSWITH", "LIKE", "MATCHES",
-                     "ANY", "SOME", "ALL", "NONE", "TRUEPREDICATE", "FALSEPREDICATE", "TOKENMATCHES":
-                    throw PredicateQueryError(.expectedExpression, "expected a key or a value, found the keyword \(w) (write #\(w) for a key of that name)", offset: t.offset)
+                    "ANY", "SOME", "ALL", "NONE", "TRUEPREDICATE", "FALSEPREDICATE", "TOKENMATCHES":
+                    throw PredicateQueryError(
+                        .expectedExpression, "expected a key or a value, found the keyword \(w) (write #\(w) for a key of that name)",
+                        offset: t.offset)
                 default: break
                 }
             }
@@ -227,7 +240,8 @@ struct Parser {
                         if token.isSymbol(",") { next += 1; continue }
                         if token.isSymbol(")") { break }
                         if token.kind == .end { throw PredicateQueryError(.unbalancedParentheses, "the '(' here is never closed", offset: open) }
-                        throw PredicateQueryError(.unexpectedToken, "expected ',' or ')' after a function argument, found \(describe(token))", offset: token.offset)
+                        throw PredicateQueryError(
+                            .unexpectedToken, "expected ',' or ')' after a function argument, found \(describe(token))", offset: token.offset)
                     }
                 }
                 next += 1
@@ -237,7 +251,8 @@ struct Parser {
                 case "tokenize", "tokenize:using:": name = "tokenize"
                 case "now": name = "now"
                 default:
-                    throw PredicateQueryError(.unknownFunction, "unknown function '\(w)' (known: distanceToLocation:fromLocation:, tokenize:using:, now)", offset: t.offset)
+                    throw PredicateQueryError(
+                        .unknownFunction, "unknown function '\(w)' (known: distanceToLocation:fromLocation:, tokenize:using:, now)", offset: t.offset)
                 }
                 return .function(name, args, offset: t.offset)
             }
@@ -254,10 +269,13 @@ struct Parser {
             throw PredicateQueryError(.unknownFunction, "'\(name)' looks like a function but has no '(' after it", offset: offset)
         }
         if dialect == .cloudkit, name.contains(".") {
-            throw PredicateQueryError(.keyPathNotSupported, "'\(name)' is a key path into a related record; CloudKit queries can only name fields of the record itself", offset: offset)
+            throw PredicateQueryError(
+                .keyPathNotSupported, "'\(name)' is a key path into a related record; CloudKit queries can only name fields of the record itself",
+                offset: offset)
         }
         guard AttributeName.isValid(name) else {
-            throw PredicateQueryError(.unexpectedToken, "'\(name)' is not a valid key (a letter, then letters, digits, '_', '.', '-')", offset: offset)
+            throw PredicateQueryError(
+                .unexpectedToken, "'\(name)' is not a valid key (a letter, then letters, digits, '_', '.', '-')", offset: offset)
         }
         return .key(name, offset: offset)
     }
@@ -288,7 +306,8 @@ struct Parser {
                 }
                 return .date(date.timeIntervalSinceReferenceDate)
             }
-            throw PredicateQueryError(.badArgument, "an object argument is a location {latitude, longitude}, a reference {recordName} or a date {date}", offset: offset)
+            throw PredicateQueryError(
+                .badArgument, "an object argument is a location {latitude, longitude}, a reference {recordName} or a date {date}", offset: offset)
         }
     }
 }

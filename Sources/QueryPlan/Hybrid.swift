@@ -96,8 +96,10 @@ public enum HybridRanking {
             guard l != nil || s != nil else { continue }
             let score = (l.map { (1 - ratio) / (k + Double($0)) } ?? 0) + (s.map { ratio / (k + Double($0)) } ?? 0)
             let navigational = l != nil && plan.words.count > 0 && ranks[i].exactAttribute != SearchRank.noExactAttribute
-            placements.append(Placement(index: i, lexicalRank: lexicalRank[i], semanticRank: semanticRank[i],
-                                        score: score, navigational: navigational))
+            placements.append(
+                Placement(
+                    index: i, lexicalRank: lexicalRank[i], semanticRank: semanticRank[i],
+                    score: score, navigational: navigational))
         }
         placements.sort { a, b in
             if a.navigational != b.navigational { return a.navigational }

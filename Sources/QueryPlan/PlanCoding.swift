@@ -41,16 +41,20 @@ extension Predicate {
         case .not(let p): return .object(["op": .string("not"), "of": .array([p.json])])
         case .exists(let s): return .object(["op": .string("exists"), "attribute": .string(s.wire)])
         case .text(let t):
-            return .object(["op": .string("text"), "attribute": .string(t.attribute.wire),
-                            "pattern": .string(t.pattern.wire), "options": .string(t.options.letters)])
+            return .object([
+                "op": .string("text"), "attribute": .string(t.attribute.wire),
+                "pattern": .string(t.pattern.wire), "options": .string(t.options.letters),
+            ])
         case .range(let r):
             var o: [String: JSONValue] = ["op": .string("range"), "attribute": .string(r.attribute)]
             if let l = r.lower { o["min"] = .number(l.value); o["minInclusive"] = .bool(l.inclusive) }
             if let u = r.upper { o["max"] = .number(u.value); o["maxInclusive"] = .bool(u.inclusive) }
             return .object(o)
         case .textRange(let r):
-            var o: [String: JSONValue] = ["op": .string("textRange"), "attribute": .string(r.attribute),
-                                          "options": .string(r.options.letters)]
+            var o: [String: JSONValue] = [
+                "op": .string("textRange"), "attribute": .string(r.attribute),
+                "options": .string(r.options.letters),
+            ]
             if let l = r.lower { o["min"] = .string(l.value); o["minInclusive"] = .bool(l.inclusive) }
             if let u = r.upper { o["max"] = .string(u.value); o["maxInclusive"] = .bool(u.inclusive) }
             return .object(o)
@@ -67,8 +71,10 @@ extension Predicate {
             }
             return .object(o)
         case .regex(let r):
-            return .object(["op": .string("regex"), "attribute": .string(r.attribute.wire),
-                            "pattern": .string(r.pattern), "options": .string(r.options.letters)])
+            return .object([
+                "op": .string("regex"), "attribute": .string(r.attribute.wire),
+                "pattern": .string(r.pattern), "options": .string(r.options.letters),
+            ])
         case .identifier(let ids): return .object(["op": .string("identifier"), "ids": .array(ids.map { .string($0) })])
         case .every(let p): return .object(["op": .string("every"), "of": .array([p.json])])
         }
@@ -107,11 +113,15 @@ extension Predicate {
             guard let options = TextOptions(letters: letters) else {
                 throw PlanDecodingError(path: "\(path).options", message: "'\(letters)' is not a combination of c, d, w and t")
             }
-            self = .text(TextTest(attribute: AttributeSelector(wire: try string("attribute")),
-                                  pattern: TextPattern(wire: try string("pattern")), options: options))
+            self = .text(
+                TextTest(
+                    attribute: AttributeSelector(wire: try string("attribute")),
+                    pattern: TextPattern(wire: try string("pattern")), options: options))
         case "range":
             let attribute = try string("attribute")
-            guard attribute != "*" && attribute != "**" else { throw PlanDecodingError(path: "\(path).attribute", message: "a range needs one attribute") }
+            guard attribute != "*" && attribute != "**" else {
+                throw PlanDecodingError(path: "\(path).attribute", message: "a range needs one attribute")
+            }
             var r = RangeTest(attribute: attribute)
             if let v = o["min"] {
                 guard let d = v.doubleValue else { throw PlanDecodingError(path: "\(path).min", message: "expected a number") }
@@ -124,7 +134,9 @@ extension Predicate {
             self = .range(r)
         case "textRange":
             let attribute = try string("attribute")
-            guard attribute != "*" && attribute != "**" else { throw PlanDecodingError(path: "\(path).attribute", message: "a text range needs one attribute") }
+            guard attribute != "*" && attribute != "**" else {
+                throw PlanDecodingError(path: "\(path).attribute", message: "a text range needs one attribute")
+            }
             let letters = o["options"]?.stringValue ?? ""
             guard let options = TextOptions(letters: letters), options.isSubset(of: [.caseInsensitive, .diacriticInsensitive]) else {
                 throw PlanDecodingError(path: "\(path).options", message: "'\(letters)' is not a combination of c and d")
@@ -164,8 +176,9 @@ extension Predicate {
             let c = try children()
             guard c.count == 1 else { throw PlanDecodingError(path: "\(path).of", message: "'every' takes exactly one predicate") }
             guard Self.testsValues(c[0]), c[0].attributeNames.count == 1 else {
-                throw PlanDecodingError(path: "\(path).of[0]",
-                                        message: "'every' takes text, textRange, regex, range and geo tests of one named attribute, with and, or and not")
+                throw PlanDecodingError(
+                    path: "\(path).of[0]",
+                    message: "'every' takes text, textRange, regex, range and geo tests of one named attribute, with and, or and not")
             }
             self = .every(c[0])
         default:
@@ -218,11 +231,13 @@ extension GeoTest {
             guard let a = box.arrayValue, a.count == 4 else {
                 throw PlanDecodingError(path: "\(path).box", message: "expected four numbers: lat1, lng1, lat2, lng2")
             }
-            self.init(attribute: attribute, area: .box(
-                lat1: try coordinate(a[0], 90, "\(path).box[0]", "latitude"),
-                lng1: try coordinate(a[1], 180, "\(path).box[1]", "longitude"),
-                lat2: try coordinate(a[2], 90, "\(path).box[2]", "latitude"),
-                lng2: try coordinate(a[3], 180, "\(path).box[3]", "longitude")))
+            self.init(
+                attribute: attribute,
+                area: .box(
+                    lat1: try coordinate(a[0], 90, "\(path).box[0]", "latitude"),
+                    lng1: try coordinate(a[1], 180, "\(path).box[1]", "longitude"),
+                    lat2: try coordinate(a[2], 90, "\(path).box[2]", "latitude"),
+                    lng2: try coordinate(a[3], 180, "\(path).box[3]", "longitude")))
         default:
             throw PlanDecodingError(path: path, message: "a geo test takes either 'around' with 'radius', or 'box'")
         }
@@ -275,7 +290,9 @@ extension Query {
         let batch = o["batchSize"]?.intValue ?? Query.defaultBatchSize
         var after: [JSONValue]?
         if let a = o["after"] {
-            guard let values = a.arrayValue else { throw PlanDecodingError(path: "plan.after", message: "expected the list of sort values to resume after") }
+            guard let values = a.arrayValue else {
+                throw PlanDecodingError(path: "plan.after", message: "expected the list of sort values to resume after")
+            }
             guard values.count == sort.count else {
                 throw PlanDecodingError(path: "plan.after", message: "expected \(sort.count) sort values, one per sort key, found \(values.count)")
             }

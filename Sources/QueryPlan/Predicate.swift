@@ -91,10 +91,15 @@ public struct TextPattern: Sendable, Hashable, CustomStringConvertible {
         var lit = ""
         var escaped = false
         for ch in wire {
-            if escaped { lit.append(ch); escaped = false }
-            else if ch == "\\" { escaped = true }
-            else if ch == "*" { parts.append(.literal(lit)); lit = ""; parts.append(.anyRun) }
-            else { lit.append(ch) }
+            if escaped {
+                lit.append(ch); escaped = false
+            } else if ch == "\\" {
+                escaped = true
+            } else if ch == "*" {
+                parts.append(.literal(lit)); lit = ""; parts.append(.anyRun)
+            } else {
+                lit.append(ch)
+            }
         }
         if escaped { lit.append("\\") }
         parts.append(.literal(lit))
@@ -289,8 +294,10 @@ public struct Query: Sendable, Hashable {
 
     public static let defaultBatchSize = 100
 
-    public init(predicate: Predicate, fetchAttributes: [String]? = nil, sort: [SortKey] = [],
-                limit: Int? = nil, batchSize: Int = Query.defaultBatchSize, after: [JSONValue]? = nil) {
+    public init(
+        predicate: Predicate, fetchAttributes: [String]? = nil, sort: [SortKey] = [],
+        limit: Int? = nil, batchSize: Int = Query.defaultBatchSize, after: [JSONValue]? = nil
+    ) {
         self.after = after
         self.predicate = predicate
         self.fetchAttributes = fetchAttributes

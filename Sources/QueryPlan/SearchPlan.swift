@@ -15,8 +15,10 @@ public struct CustomRank: Sendable, Hashable {
     /// The pseudo-attribute naming an item's entity priority.
     public static let entityPriority = "entity.priority"
     /// Without a `customRanking` parameter: entity priority, then `rankingHint`, both higher first.
-    public static let defaults = [CustomRank(attribute: entityPriority, ascending: false),
-                                  CustomRank(attribute: "rankingHint", ascending: false)]
+    public static let defaults = [
+        CustomRank(attribute: entityPriority, ascending: false),
+        CustomRank(attribute: "rankingHint", ascending: false),
+    ]
 }
 
 /// Parameter search (Algolia's `SearchParameters`) as every shard evaluates
@@ -62,11 +64,13 @@ public struct SearchPlan: Sendable, Hashable {
     /// nil for words alone.
     public var semantic: SemanticPlan?
 
-    public init(words: [String] = [], prefixLast: Bool = true, typos: TypoPolicy = TypoPolicy(),
-                filter: Predicate = .all, facets: [String] = [], disjunctiveFilters: [String: Predicate] = [:],
-                maxValuesPerFacet: Int = 100, searchableAttributes: [String] = [],
-                customRanking: [CustomRank] = CustomRank.defaults, around: Location? = nil,
-                window: Int = 20, fetchAttributes: [String]? = nil) {
+    public init(
+        words: [String] = [], prefixLast: Bool = true, typos: TypoPolicy = TypoPolicy(),
+        filter: Predicate = .all, facets: [String] = [], disjunctiveFilters: [String: Predicate] = [:],
+        maxValuesPerFacet: Int = 100, searchableAttributes: [String] = [],
+        customRanking: [CustomRank] = CustomRank.defaults, around: Location? = nil,
+        window: Int = 20, fetchAttributes: [String]? = nil
+    ) {
         self.words = words
         self.prefixLast = prefixLast
         self.typos = typos
@@ -148,8 +152,10 @@ public struct SearchRank: Sendable, Hashable {
 
     public static let noExactAttribute = 1_000
 
-    public init(words: Int = 0, typos: Int = 0, proximity: Int = 0, attribute: Int = 0, exactAttribute: Int = noExactAttribute,
-                exactWords: Int = 0, custom: [JSONValue] = [], geoDistance: Double? = nil) {
+    public init(
+        words: Int = 0, typos: Int = 0, proximity: Int = 0, attribute: Int = 0, exactAttribute: Int = noExactAttribute,
+        exactWords: Int = 0, custom: [JSONValue] = [], geoDistance: Double? = nil
+    ) {
         self.words = words
         self.typos = typos
         self.proximity = proximity
@@ -179,9 +185,11 @@ public struct SearchRank: Sendable, Hashable {
             lexical = o["lexical"]?.boolValue ?? true
         }
         func int(_ k: String) -> Int { o[k]?.intValue ?? 0 }
-        self.init(words: int("words"), typos: int("typos"), proximity: int("proximity"), attribute: int("attribute"),
-                  exactAttribute: o["exactAttribute"]?.intValue ?? SearchRank.noExactAttribute, exactWords: int("exactWords"), custom: o["custom"]?.arrayValue ?? [],
-                  geoDistance: o["geoDistance"]?.doubleValue)
+        self.init(
+            words: int("words"), typos: int("typos"), proximity: int("proximity"), attribute: int("attribute"),
+            exactAttribute: o["exactAttribute"]?.intValue ?? SearchRank.noExactAttribute, exactWords: int("exactWords"),
+            custom: o["custom"]?.arrayValue ?? [],
+            geoDistance: o["geoDistance"]?.doubleValue)
     }
 }
 
@@ -261,9 +269,10 @@ extension SearchPlan {
             "disjunctiveFilters": .object(disjunctiveFilters.mapValues(\.json)),
             "maxValuesPerFacet": .number(Double(maxValuesPerFacet)),
             "searchableAttributes": .array(searchableAttributes.map { .string($0) }),
-            "customRanking": .array(customRanking.map {
-                .object(["attribute": .string($0.attribute), "ascending": .bool($0.ascending)])
-            }),
+            "customRanking": .array(
+                customRanking.map {
+                    .object(["attribute": .string($0.attribute), "ascending": .bool($0.ascending)])
+                }),
             "window": .number(Double(window)),
         ]
         if let aroundRadius { o["aroundRadius"] = .number(aroundRadius) }
@@ -291,16 +300,18 @@ extension SearchPlan {
         if let a = o["around"], let lat = a["latitude"]?.doubleValue, let lon = a["longitude"]?.doubleValue {
             around = Location(latitude: lat, longitude: lon)
         }
-        self.init(words: strings("words"), prefixLast: o["prefixLast"]?.boolValue ?? true,
-                  typos: TypoPolicy(enabled: o["typoTolerance"]?.boolValue ?? true,
-                                    minWordSizeForOneTypo: o["minWordSizefor1Typo"]?.intValue ?? TypoPolicy.algolia.minWordSizeForOneTypo,
-                                    minWordSizeForTwoTypos: o["minWordSizefor2Typos"]?.intValue ?? TypoPolicy.algolia.minWordSizeForTwoTypos),
-                  filter: try o["filter"].map { v throws(PlanDecodingError) in try Predicate(json: v, path: "search.filter") } ?? .all,
-                  facets: strings("facets"), disjunctiveFilters: disjunctive,
-                  maxValuesPerFacet: o["maxValuesPerFacet"]?.intValue ?? 100,
-                  searchableAttributes: strings("searchableAttributes"), customRanking: custom, around: around,
-                  window: max(0, o["window"]?.intValue ?? 20),
-                  fetchAttributes: o["fetchAttributes"]?.arrayValue?.compactMap(\.stringValue))
+        self.init(
+            words: strings("words"), prefixLast: o["prefixLast"]?.boolValue ?? true,
+            typos: TypoPolicy(
+                enabled: o["typoTolerance"]?.boolValue ?? true,
+                minWordSizeForOneTypo: o["minWordSizefor1Typo"]?.intValue ?? TypoPolicy.algolia.minWordSizeForOneTypo,
+                minWordSizeForTwoTypos: o["minWordSizefor2Typos"]?.intValue ?? TypoPolicy.algolia.minWordSizeForTwoTypos),
+            filter: try o["filter"].map { v throws(PlanDecodingError) in try Predicate(json: v, path: "search.filter") } ?? .all,
+            facets: strings("facets"), disjunctiveFilters: disjunctive,
+            maxValuesPerFacet: o["maxValuesPerFacet"]?.intValue ?? 100,
+            searchableAttributes: strings("searchableAttributes"), customRanking: custom, around: around,
+            window: max(0, o["window"]?.intValue ?? 20),
+            fetchAttributes: o["fetchAttributes"]?.arrayValue?.compactMap(\.stringValue))
         aroundRadius = o["aroundRadius"]?.doubleValue
         if let s = o["semantic"], s != .null { semantic = try SemanticPlan(json: s) }
     }

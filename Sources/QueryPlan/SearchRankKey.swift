@@ -12,8 +12,9 @@ extension SearchRanking {
     /// Only candidates equal on all six go on to ``compareAfterPrimary(_:_:plan:)``.
     public static func primaryKey(_ r: SearchRank) -> UInt64? {
         guard r.words >= 0, r.words < 256, r.typos >= 0, r.typos < 256, r.proximity >= 0, r.proximity < 256,
-              r.attribute >= 0, r.attribute < 65_536, r.exactAttribute >= 0, r.exactAttribute < 65_536,
-              r.exactWords >= 0, r.exactWords < 256 else { return nil }
+            r.attribute >= 0, r.attribute < 65_536, r.exactAttribute >= 0, r.exactAttribute < 65_536,
+            r.exactWords >= 0, r.exactWords < 256
+        else { return nil }
         return UInt64(255 - r.words) << 56 | UInt64(r.typos) << 48 | UInt64(r.proximity) << 40
             | UInt64(r.attribute) << 24 | UInt64(r.exactAttribute) << 8 | UInt64(255 - r.exactWords)
     }

@@ -218,8 +218,10 @@ public struct SearchWordMatcher: Sendable {
 
     /// ``scanASCII(_:_:)`` with buffers the caller keeps from one value to
     /// the next (ranking scans thousands of values a query).
-    public func scanASCII(_ bytes: UnsafeBufferPointer<UInt8>, lowered: inout [UInt8], rows: inout [Int],
-                          _ found: (Int, Int) -> Void) -> Bool? {
+    public func scanASCII(
+        _ bytes: UnsafeBufferPointer<UInt8>, lowered: inout [UInt8], rows: inout [Int],
+        _ found: (Int, Int) -> Void
+    ) -> Bool? {
         for b in bytes where b >= 128 { return nil }
         if rows.count < 3 * 64 { rows = [Int](repeating: 0, count: 3 * 64) }
         var whole = true
@@ -239,8 +241,10 @@ public struct SearchWordMatcher: Sendable {
     /// same function, so its positions are the scan's by construction.
     /// `bytes` must be ASCII.
     @inline(__always)
-    public static func forEachASCIIToken(_ bytes: UnsafeBufferPointer<UInt8>, lowered: inout [UInt8],
-                                         _ body: (UnsafeBufferPointer<UInt8>, UInt64, Int, Bool) -> Void) -> Int {
+    public static func forEachASCIIToken(
+        _ bytes: UnsafeBufferPointer<UInt8>, lowered: inout [UInt8],
+        _ body: (UnsafeBufferPointer<UInt8>, UInt64, Int, Bool) -> Void
+    ) -> Int {
         forEachASCIIToken(bytes, lowered: &lowered) { token, mask, position, isPart, _ in body(token, mask, position, isPart) }
     }
 
@@ -248,8 +252,10 @@ public struct SearchWordMatcher: Sendable {
     /// offset in `bytes` (its last argument), for callers that mark tokens
     /// where they lie (highlights).
     @inline(__always)
-    public static func forEachASCIIToken(_ bytes: UnsafeBufferPointer<UInt8>, lowered: inout [UInt8],
-                                         _ body: (UnsafeBufferPointer<UInt8>, UInt64, Int, Bool, Int) -> Void) -> Int {
+    public static func forEachASCIIToken(
+        _ bytes: UnsafeBufferPointer<UInt8>, lowered: inout [UInt8],
+        _ body: (UnsafeBufferPointer<UInt8>, UInt64, Int, Bool, Int) -> Void
+    ) -> Int {
         let n = bytes.count
         var position = 0
         if lowered.count < n { lowered = [UInt8](repeating: 0, count: max(n, 2 * lowered.count)) }
@@ -344,7 +350,8 @@ public struct SearchWordMatcher: Sendable {
             }
             let b = bytes!
             guard abs(b.count - words[w].count) <= k, (masks[w] & ~mask).nonzeroBitCount <= k,
-                  (mask & ~masks[w]).nonzeroBitCount <= k else { continue }
+                (mask & ~masks[w]).nonzeroBitCount <= k
+            else { continue }
             if Typos.distance(words[w], b[...], max: k, rows: &rows) != nil { bits |= 1 << UInt64(w) }
         }
         return bits
@@ -389,7 +396,8 @@ public struct SearchWordMatcher: Sendable {
         for (w, word) in words.enumerated() {
             if token.count == word.count, token.elementsEqual(word) { found(w, position); continue }
             if prefixLast, w == words.count - 1, token.count > word.count,
-               UnsafeBufferPointer(rebasing: token[..<word.count]).elementsEqual(word) {
+                UnsafeBufferPointer(rebasing: token[..<word.count]).elementsEqual(word)
+            {
                 found(w, position); continue
             }
             let k = allowed[w]

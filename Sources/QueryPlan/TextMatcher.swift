@@ -326,7 +326,9 @@ public struct TextMatcher: Sendable {
             if let r = copy.withUTF8({ bytes -> Bool? in
                 for b in bytes where b >= 128 || b == 13 { return nil }
                 return Self.asciiGlob(pw[j], bytes, 0, bytes.count, lower: lower)
-            }) { return r }
+            }) {
+                return r
+            }
             if folded[t] == nil { folded[t] = Array(Self.fold(String(token), options)) }
             return Self.glob(words[j], folded[t]!)
         }

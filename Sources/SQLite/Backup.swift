@@ -12,11 +12,13 @@ extension Database {
     /// (files this project creates all do); otherwise it fails with
     /// `.readOnly` and nothing changes.
     package func replaceContent(withFileAt path: String) throws(SQLiteError) {
-        let source = try Database(path: path, mode: .readOnly, configuration: {
-            var c = Configuration()
-            c.walJournal = false
-            return c
-        }())
+        let source = try Database(
+            path: path, mode: .readOnly,
+            configuration: {
+                var c = Configuration()
+                c.walJournal = false
+                return c
+            }())
         guard let backup = sqlite3_backup_init(handle, "main", source.handle, "main") else {
             throw SQLiteError(connection: handle, result: sqlite3_errcode(handle), sql: nil)
         }

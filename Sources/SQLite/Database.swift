@@ -128,7 +128,8 @@ package final class Database {
         self.path = path
         self.mode = mode
         self.configuration = configuration
-        let millis = configuration.busyTimeout.components.seconds * 1000
+        let millis =
+            configuration.busyTimeout.components.seconds * 1000
             + configuration.busyTimeout.components.attoseconds / 1_000_000_000_000_000
         sqlite3_busy_timeout(raw, Int32(clamping: millis))
         if let kib = configuration.cacheSizeKiB {
@@ -262,11 +263,13 @@ package final class Database {
         }
         let box = ProgressBox(handler)
         progressBox = box
-        sqlite3_progress_handler(handle, Int32(clamping: max(1, instructions)), { context in
-            guard let context else { return 0 }
-            let box = Unmanaged<ProgressBox>.fromOpaque(context).takeUnretainedValue()
-            return box.handler() ? 1 : 0
-        }, Unmanaged.passUnretained(box).toOpaque())
+        sqlite3_progress_handler(
+            handle, Int32(clamping: max(1, instructions)),
+            { context in
+                guard let context else { return 0 }
+                let box = Unmanaged<ProgressBox>.fromOpaque(context).takeUnretainedValue()
+                return box.handler() ? 1 : 0
+            }, Unmanaged.passUnretained(box).toOpaque())
     }
 
     // MARK: Functions
@@ -276,8 +279,10 @@ package final class Database {
     /// `deterministic` lets SQLite use the function in indexes and factor it
     /// out of loops; say so only when the result depends on the arguments alone.
     /// A thrown error becomes an SQL error that names the function.
-    package func createFunction(_ name: String, argumentCount: Int, deterministic: Bool = true,
-                               _ body: @escaping ([SQLValue]) throws -> SQLValue) throws(SQLiteError) {
+    package func createFunction(
+        _ name: String, argumentCount: Int, deterministic: Bool = true,
+        _ body: @escaping ([SQLValue]) throws -> SQLValue
+    ) throws(SQLiteError) {
         let box = FunctionBox(name: name, body: body)
         var flags = SQLITE_UTF8
         if deterministic { flags |= SQLITE_DETERMINISTIC }

@@ -57,7 +57,8 @@ package final class Statement {
 
     package func bind(_ value: Data, at index: Int) throws(SQLiteError) {
         let rc = value.withUnsafeBytes { bytes in
-            sqlite3_bind_blob(handle, Int32(index + 1), bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(bytes.count), limelight_sqlite_transient())
+            sqlite3_bind_blob(
+                handle, Int32(index + 1), bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(bytes.count), limelight_sqlite_transient())
         }
         try check(rc)
     }

@@ -33,8 +33,10 @@ package enum FilterCondition: Sendable, Hashable {
     package var predicate: QueryPlan.Predicate {
         switch self {
         case .facet(let attribute, let value):
-            let text = QueryPlan.Predicate.text(TextTest(attribute: .named(attribute), pattern: TextPattern(literal: value),
-                                               options: [.caseInsensitive, .diacriticInsensitive]))
+            let text = QueryPlan.Predicate.text(
+                TextTest(
+                    attribute: .named(attribute), pattern: TextPattern(literal: value),
+                    options: [.caseInsensitive, .diacriticInsensitive]))
             // A facet value that reads as a number or a boolean also matches
             // the attribute's numeric or boolean value (`inStock:true`, `year:2024`).
             if let n = Double(value), n.isFinite {
@@ -274,7 +276,9 @@ package struct FilterExpressionParser {
 /// `facetFilters` and `numericFilters`: a string, or a list whose elements
 /// are ANDed and whose inner lists are ORed.
 enum FilterLists {
-    static func groups(_ value: JSONValue, parameter: String, parseOne: (String, String) throws(SearchParametersError) -> (FilterCondition, Bool)) throws(SearchParametersError) -> [FilterGroup] {
+    static func groups(
+        _ value: JSONValue, parameter: String, parseOne: (String, String) throws(SearchParametersError) -> (FilterCondition, Bool)
+    ) throws(SearchParametersError) -> [FilterGroup] {
         switch value {
         case .string(let s): return [FilterGroup([try parseOne(s, parameter)])]
         case .array(let elements):
@@ -286,7 +290,8 @@ enum FilterLists {
                     var conditions: [(FilterCondition, Bool)] = []
                     for (m, x) in inner.enumerated() {
                         guard case .string(let s) = x else {
-                            throw SearchParametersError(.badFilter, "expected text: an OR group holds conditions, not lists", parameter: "\(parameter)[\(k)][\(m)]")
+                            throw SearchParametersError(
+                                .badFilter, "expected text: an OR group holds conditions, not lists", parameter: "\(parameter)[\(k)][\(m)]")
                         }
                         conditions.append(try parseOne(s, "\(parameter)[\(k)][\(m)]"))
                     }
@@ -309,8 +314,7 @@ enum FilterLists {
         let attribute = String(s[..<colon]).trimmingCharacters(in: .whitespaces)
         var value = String(s[s.index(after: colon)...])
         var negated = false
-        if value.hasPrefix("-") { negated = true; value.removeFirst() }
-        else if value.hasPrefix("\\-") { value.removeFirst() }
+        if value.hasPrefix("-") { negated = true; value.removeFirst() } else if value.hasPrefix("\\-") { value.removeFirst() }
         guard !attribute.isEmpty else { throw SearchParametersError(.badFilter, "'\(s)' names no attribute", parameter: parameter) }
         return (attribute == "_tags" ? .tag(value) : .facet(attribute: attribute, value: value), negated)
     }
@@ -320,9 +324,9 @@ enum FilterLists {
         var p = FilterExpressionParser(s, parameter: parameter)
         let groups = try p.parse()
         guard groups.count == 1, groups[0].items.count == 1, !groups[0].negations[0], groups[0].items[0].isNumeric else {
-            throw SearchParametersError(.badFilter, "'\(s)' is not 'attribute op number' or 'attribute:low TO high' (no AND, OR or NOT here)", parameter: parameter)
+            throw SearchParametersError(
+                .badFilter, "'\(s)' is not 'attribute op number' or 'attribute:low TO high' (no AND, OR or NOT here)", parameter: parameter)
         }
         return (groups[0].items[0], false)
     }
 }
-

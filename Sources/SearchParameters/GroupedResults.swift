@@ -9,8 +9,9 @@ extension SearchResponseBuilder {
     /// for Spotlight's groups.
     package func render(_ hits: [Body.RankedHit]) -> [JSONValue] {
         let plan = request.plan
-        let highlighter = Highlighter(plan: plan, preTag: request.highlightPreTag, postTag: request.highlightPostTag,
-                                      ellipsis: request.snippetEllipsisText)
+        let highlighter = Highlighter(
+            plan: plan, preTag: request.highlightPreTag, postTag: request.highlightPostTag,
+            ellipsis: request.snippetEllipsisText)
         let retrieved = request.attributesToRetrieve.map(Set.init)
         return hits.map { h in hit(h.id, h.tree, h.rank, highlighter, retrieved: retrieved) }
     }
@@ -57,7 +58,8 @@ package struct ContinuationToken: Sendable, Hashable {
         var b64 = token.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while b64.count % 4 != 0 { b64 += "=" }
         guard let data = Data(base64Encoded: b64), let json = try? JSONValue.parse(data),
-              let text = json["text"]?.stringValue, let domain = json["domain"]?.stringValue else {
+            let text = json["text"]?.stringValue, let domain = json["domain"]?.stringValue
+        else {
             throw SearchParametersError(.invalidParameter, "not a continuation token from a spotlight result", parameter: "token")
         }
         self.init(text: text, domain: domain, params: json["params"]?.objectValue ?? [:])

@@ -103,8 +103,9 @@ package struct Highlighter: Sendable {
             let value = String(decoding: bytes, as: UTF8.self)
             let utf8 = value.utf8
             for token in SearchTokens.tokens(value) {
-                let range = utf8.distance(from: utf8.startIndex, to: token.range.lowerBound)
-                    ..< utf8.distance(from: utf8.startIndex, to: token.range.upperBound)
+                let range =
+                    utf8.distance(
+                        from: utf8.startIndex, to: token.range.lowerBound)..<utf8.distance(from: utf8.startIndex, to: token.range.upperBound)
                 record(range, token.position) { w in
                     WordMatch.of(word: words[w], token: token.folded, isLast: prefixLast && w == words.count - 1, policy: typos) != nil
                 }
@@ -149,10 +150,11 @@ package struct Highlighter: Sendable {
 
     func highlight(_ value: String, fast: Bool) -> Result {
         let m = matches(value, fast: fast)
-        return Result(value: mark(value, m.ranges, in: 0..<value.utf8.count),
-                      matchLevel: level(m.matched).rawValue,
-                      matchedWords: words.indices.filter { m.matched[$0] }.map { words[$0] },
-                      fullyHighlighted: fullyHighlighted(m))
+        return Result(
+            value: mark(value, m.ranges, in: 0..<value.utf8.count),
+            matchLevel: level(m.matched).rawValue,
+            matchedWords: words.indices.filter { m.matched[$0] }.map { words[$0] },
+            fullyHighlighted: fullyHighlighted(m))
     }
 
     /// Whether the marks cover the whole value: every position marked, and
@@ -181,8 +183,10 @@ package struct Highlighter: Sendable {
     package func writeResult(utf8 bytes: UnsafeBufferPointer<UInt8>, _ scratch: HighlightScratch, into out: inout [UInt8]) {
         fill(utf8: bytes, fast: true, scratch)
         let m = scratch.matches
-        Self.writeEntry(fully: fullyHighlighted(m), level: level(m.matched),
-                        words: words.indices.lazy.filter { m.matched[$0] }.map { words[$0] }, into: &out) { out in
+        Self.writeEntry(
+            fully: fullyHighlighted(m), level: level(m.matched),
+            words: words.indices.lazy.filter { m.matched[$0] }.map { words[$0] }, into: &out
+        ) { out in
             var at = 0
             for r in m.ranges {
                 JSONWriter.writeEscaped(UnsafeBufferPointer(rebasing: bytes[at..<r.lowerBound]), into: &out)
@@ -198,8 +202,10 @@ package struct Highlighter: Sendable {
     /// One `_highlightResult` entry in ``JSONWriter``'s form (keys sorted:
     /// `fullyHighlighted`, `matchLevel`, `matchedWords`, `value`); `value`
     /// writes the inside of the value's string, escaped.
-    package static func writeEntry(fully: Bool, level: MatchLevel, words: some Sequence<String>, into out: inout [UInt8],
-                                  value: (inout [UInt8]) -> Void) {
+    package static func writeEntry(
+        fully: Bool, level: MatchLevel, words: some Sequence<String>, into out: inout [UInt8],
+        value: (inout [UInt8]) -> Void
+    ) {
         out += #"{"fullyHighlighted":"#.utf8
         out += (fully ? "true" : "false").utf8
         out += #","matchLevel":""#.utf8
@@ -220,7 +226,7 @@ package struct Highlighter: Sendable {
     /// or one of its camel-case parts). A token's parts follow it at its
     /// position, so positions come in runs: one pass, no sets.
     func everyPositionMarked(_ m: Matches) -> Bool {
-        var next = 0   // the next marked token, in m.marked
+        var next = 0  // the next marked token, in m.marked
         var k = 0
         while k < m.tokens.count {
             let position = m.tokens[k].position

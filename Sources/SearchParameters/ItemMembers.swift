@@ -30,7 +30,8 @@ struct ItemMembers {
         /// escapes: the bytes between its quotes, which are the string's.
         var plainText: ArraySlice<UInt8>? {
             guard case .raw(let bytes) = self, bytes.count >= 2, bytes.first == UInt8(ascii: "\""),
-                  bytes.last == UInt8(ascii: "\""), !bytes.contains(UInt8(ascii: "\\")) else { return nil }
+                bytes.last == UInt8(ascii: "\""), !bytes.contains(UInt8(ascii: "\\"))
+            else { return nil }
             return bytes.dropFirst().dropLast()
         }
 

@@ -120,7 +120,9 @@ package struct SearchRequest: Sendable {
         for (i, spec) in (try strings("attributesToSnippet") ?? []).enumerated() {
             let parts = spec.split(separator: ":", maxSplits: 1)
             let words = parts.count == 2 ? Int(parts[1]) : 10
-            guard let words, words > 0 else { throw invalid("attributesToSnippet[\(i)]", "expected attribute or attribute:words, e.g. contentDescription:20") }
+            guard let words, words > 0 else {
+                throw invalid("attributesToSnippet[\(i)]", "expected attribute or attribute:words, e.g. contentDescription:20")
+            }
             snippetNames.append(String(parts[0]))
             snippetWords.append(words)
         }
@@ -134,12 +136,17 @@ package struct SearchRequest: Sendable {
         default: throw invalid("queryType", "'\(queryType)' is not supported: use prefixLast or prefixNone")
         }
         if let t = o["typoTolerance"] {
-            if let b = t.boolValue { plan.typos.enabled = b }
-            else if t.stringValue == "true" || t.stringValue == "false" { plan.typos.enabled = t.stringValue == "true" }
-            else { throw invalid("typoTolerance", "expected true or false") }
+            if let b = t.boolValue {
+                plan.typos.enabled = b
+            } else if t.stringValue == "true" || t.stringValue == "false" {
+                plan.typos.enabled = t.stringValue == "true"
+            } else {
+                throw invalid("typoTolerance", "expected true or false")
+            }
         }
         plan.typos.minWordSizeForOneTypo = try int("minWordSizefor1Typo", TypoPolicy.algolia.minWordSizeForOneTypo, min: 1, max: 100)
-        plan.typos.minWordSizeForTwoTypos = try int("minWordSizefor2Typos", TypoPolicy.algolia.minWordSizeForTwoTypos, min: plan.typos.minWordSizeForOneTypo, max: 100)
+        plan.typos.minWordSizeForTwoTypos = try int(
+            "minWordSizefor2Typos", TypoPolicy.algolia.minWordSizeForTwoTypos, min: plan.typos.minWordSizeForOneTypo, max: 100)
         plan.searchableAttributes = try strings("restrictSearchableAttributes") ?? []
         if let c = try strings("customRanking") {
             plan.customRanking = []
@@ -181,7 +188,8 @@ package struct SearchRequest: Sendable {
             }
             plan.around = p
             if let r = o["aroundRadius"] {
-                if r.stringValue == "all" {} else {
+                if r.stringValue == "all" {
+                } else {
                     guard let m = r.doubleValue, m > 0 else { throw invalid("aroundRadius", "expected metres (a positive number) or \"all\"") }
                     aroundRadius = m
                     plan.aroundRadius = m
@@ -233,7 +241,8 @@ package struct SearchRequest: Sendable {
     static func boxPredicate(around p: Location, metres: Double) -> QueryPlan.Predicate {
         let dLat = metres / Geo.earthRadius * 180 / .pi
         let lat1 = max(-90, p.latitude - dLat), lat2 = min(90, p.latitude + dLat)
-        let latRange = QueryPlan.Predicate.range(RangeTest(attribute: "latitude", lower: Bound(lat1, inclusive: true), upper: Bound(lat2, inclusive: true)))
+        let latRange = QueryPlan.Predicate.range(
+            RangeTest(attribute: "latitude", lower: Bound(lat1, inclusive: true), upper: Bound(lat2, inclusive: true)))
         // Near a pole, or when the circle spans half the globe, every longitude.
         let maxLat = max(abs(lat1), abs(lat2))
         guard maxLat < 89.9 else { return latRange }
@@ -243,10 +252,14 @@ package struct SearchRequest: Sendable {
     }
 
     static func boxPredicate(lat1: Double, lng1: Double, lat2: Double, lng2: Double) -> QueryPlan.Predicate {
-        let latRange = QueryPlan.Predicate.range(RangeTest(attribute: "latitude", lower: Bound(min(lat1, lat2), inclusive: true),
-                                                 upper: Bound(max(lat1, lat2), inclusive: true)))
+        let latRange = QueryPlan.Predicate.range(
+            RangeTest(
+                attribute: "latitude", lower: Bound(min(lat1, lat2), inclusive: true),
+                upper: Bound(max(lat1, lat2), inclusive: true)))
         // Algolia's boxes run from the first corner's longitude eastwards to the second's.
-        let lon: QueryPlan.Predicate = lng1 <= lng2 ? longitudeRange(lng1, lng2)
+        let lon: QueryPlan.Predicate =
+            lng1 <= lng2
+            ? longitudeRange(lng1, lng2)
             : .or([longitudeRange(lng1, 180), longitudeRange(-180, lng2)])
         return .and([latRange, lon])
     }

@@ -21,7 +21,6 @@ package struct SearchResponseBuilder: Sendable {
     var exhaustiveFacets = true
     var exhaustiveHits = true
 
-
     package init(request: SearchRequest) { self.request = request }
 
     /// Adds one shard's answer.
@@ -115,7 +114,8 @@ package struct SearchResponseBuilder: Sendable {
         }
         if !plan.facets.isEmpty {
             // `*`: every facet with a value on some shard, beside those named.
-            let facetNames = plan.facets.contains("*")
+            let facetNames =
+                plan.facets.contains("*")
                 ? Array(Set(plan.facets.filter { $0 != "*" }).union(facets.filter { !$0.value.isEmpty }.keys)).sorted()
                 : plan.facets
             var f: [String: JSONValue] = [:]
@@ -128,8 +128,10 @@ package struct SearchResponseBuilder: Sendable {
             var fs: [String: JSONValue] = [:]
             for facet in facetNames {
                 guard let s = stats[facet], s.count > 0 else { continue }
-                fs[facet] = .object(["min": .number(s.min), "max": .number(s.max), "sum": .number(s.sum),
-                                     "avg": .number(s.sum / Double(s.count))])
+                fs[facet] = .object([
+                    "min": .number(s.min), "max": .number(s.max), "sum": .number(s.sum),
+                    "avg": .number(s.sum / Double(s.count)),
+                ])
             }
             o.set("facets_stats", .object(fs))
         }
@@ -144,11 +146,14 @@ package struct SearchResponseBuilder: Sendable {
 
     /// The page's hits, comma-separated, with one highlighter and its
     /// buffers for all of them (made only when there are hits to write).
-    func writeHits(_ page: [(index: Int, fusion: HybridRanking.Placement?)],
-                   _ hits: [(id: String, item: JSONValue, rank: SearchRank)], _ rawItems: [RawJSON?], _ plan: SearchPlan,
-                   into out: inout [UInt8]) {
-        let highlighter = Highlighter(plan: plan, preTag: request.highlightPreTag, postTag: request.highlightPostTag,
-                                      ellipsis: request.snippetEllipsisText)
+    func writeHits(
+        _ page: [(index: Int, fusion: HybridRanking.Placement?)],
+        _ hits: [(id: String, item: JSONValue, rank: SearchRank)], _ rawItems: [RawJSON?], _ plan: SearchPlan,
+        into out: inout [UInt8]
+    ) {
+        let highlighter = Highlighter(
+            plan: plan, preTag: request.highlightPreTag, postTag: request.highlightPostTag,
+            ellipsis: request.snippetEllipsisText)
         let retrieved = request.attributesToRetrieve.map(Set.init)
         let toHighlight = Self.highlighted(request)
         let scratch = HighlightScratch(highlighter)
@@ -156,8 +161,9 @@ package struct SearchResponseBuilder: Sendable {
         for (i, p) in page.enumerated() {
             if i > 0 { out.append(UInt8(ascii: ",")) }
             let h = hits[p.index]
-            writeHit(h.id, h.item, h.rank, highlighter, retrieved: retrieved, toHighlight: toHighlight, fusion: p.fusion,
-                     scratch: scratch, rawItem: p.index < rawItems.count ? rawItems[p.index] : nil, into: &out)
+            writeHit(
+                h.id, h.item, h.rank, highlighter, retrieved: retrieved, toHighlight: toHighlight, fusion: p.fusion,
+                scratch: scratch, rawItem: p.index < rawItems.count ? rawItems[p.index] : nil, into: &out)
         }
     }
 
@@ -176,9 +182,11 @@ package struct SearchResponseBuilder: Sendable {
     /// `scratch`: the response's highlight buffers (one is made when nil).
     /// `rawItem`: the item as JSON text (then `item` is not read), its
     /// values copied as they are (``ItemMembers``).
-    func writeHit(_ id: String, _ item: JSONValue, _ rank: SearchRank, _ highlighter: Highlighter,
-                  retrieved: Set<String>?, toHighlight named: [String]?, fusion: HybridRanking.Placement? = nil,
-                  scratch: HighlightScratch? = nil, rawItem: RawJSON? = nil, into out: inout [UInt8]) {
+    func writeHit(
+        _ id: String, _ item: JSONValue, _ rank: SearchRank, _ highlighter: Highlighter,
+        retrieved: Set<String>?, toHighlight named: [String]?, fusion: HybridRanking.Placement? = nil,
+        scratch: HighlightScratch? = nil, rawItem: RawJSON? = nil, into out: inout [UInt8]
+    ) {
         let members = rawItem.flatMap(ItemMembers.init(raw:)) ?? ItemMembers(tree: rawItem.flatMap { try? $0.decoded() } ?? item)
         // Room for every member at once (the attributes, `objectID`, the
         // domain, the entity, the results): grown from empty, the list would
@@ -276,8 +284,10 @@ package struct SearchResponseBuilder: Sendable {
     }
 
     /// One hit as a tree (Spotlight's groups): ``writeHit`` read back.
-    func hit(_ id: String, _ item: JSONValue, _ rank: SearchRank, _ highlighter: Highlighter,
-             retrieved: Set<String>?) -> JSONValue {
+    func hit(
+        _ id: String, _ item: JSONValue, _ rank: SearchRank, _ highlighter: Highlighter,
+        retrieved: Set<String>?
+    ) -> JSONValue {
         var out: [UInt8] = []
         writeHit(id, item, rank, highlighter, retrieved: retrieved, toHighlight: Self.highlighted(request), into: &out)
         return try! JSONValue.parse(Data(out))
@@ -307,7 +317,13 @@ package struct SearchResponseBuilder: Sendable {
             h.writeResult(s, scratch, into: &out)
         default:
             let text: String
-            if case .number(let d) = value { text = canonicalText(d) } else if case .bool(let b) = value { text = b ? "true" : "false" } else { text = "" }
+            if case .number(let d) = value {
+                text = canonicalText(d)
+            } else if case .bool(let b) = value {
+                text = b ? "true" : "false"
+            } else {
+                text = ""
+            }
             Highlighter.writeEntry(fully: false, level: .none, words: [String](), into: &out) { out in
                 var text = text
                 text.withUTF8 { JSONWriter.writeEscaped($0, into: &out) }
@@ -355,7 +371,7 @@ package struct SearchResponseBuilder: Sendable {
         for b in value.utf8 {
             switch b {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
                 out.append(b)
             default:
                 out.append(UInt8(ascii: "%"))

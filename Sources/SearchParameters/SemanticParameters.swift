@@ -32,12 +32,16 @@ package struct SemanticParameters: Sendable, Hashable {
         func object(_ name: String, known: Set<String>) throws(SearchParametersError) -> [String: JSONValue]? {
             guard let v = o[name] else { return nil }
             guard case .object(let fields) = v else {
-                throw invalid(name, name == "semantic" ? "expected an object: {\"query\": \"…\", \"ratio\": 0.5}"
-                                                       : "expected an object: {\"semanticRatio\": 0.5}")
+                throw invalid(
+                    name,
+                    name == "semantic"
+                        ? "expected an object: {\"query\": \"…\", \"ratio\": 0.5}"
+                        : "expected an object: {\"semanticRatio\": 0.5}")
             }
             for key in fields.keys.sorted() where !known.contains(key) {
-                throw SearchParametersError(.unknownParameter, "'\(key)' is not a field of \(name) (known: \(known.sorted().joined(separator: ", ")))",
-                                            parameter: "\(name).\(key)")
+                throw SearchParametersError(
+                    .unknownParameter, "'\(key)' is not a field of \(name) (known: \(known.sorted().joined(separator: ", ")))",
+                    parameter: "\(name).\(key)")
             }
             return fields
         }
@@ -61,8 +65,9 @@ package struct SemanticParameters: Sendable, Hashable {
             return nil
         }
         guard !text.allSatisfy(\.isWhitespace) else {
-            throw invalid(parameter == "semantic" ? "semantic.query" : "query",
-                          "a semantic search needs text: give semantic.query or query")
+            throw invalid(
+                parameter == "semantic" ? "semantic.query" : "query",
+                "a semantic search needs text: give semantic.query or query")
         }
         return SemanticParameters(query: text, ratio: r)
     }

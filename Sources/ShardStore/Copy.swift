@@ -37,7 +37,8 @@ extension ShardStore {
             _ = try copy.sequence()
             let format = try copy.db.prepare("SELECT value FROM meta WHERE key = 'format'").scalar()?.string
             guard format == String(Layout.format) else {
-                throw StoreError(.incompatibleFormat, "the copy at \(path) has store format \(format ?? "none"); this build writes format \(Layout.format)")
+                throw StoreError(
+                    .incompatibleFormat, "the copy at \(path) has store format \(format ?? "none"); this build writes format \(Layout.format)")
             }
             // A new `items.epoch` goes in with the content: its item ids
             // mean nothing against a watermark read before (see

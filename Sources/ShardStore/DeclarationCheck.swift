@@ -24,12 +24,16 @@ extension ShardStore {
         for spec in specs {
             if let declared = schema.custom[spec.name] {
                 if declared.type != spec.type {
-                    throw StoreError(.invalidDeclaration,
-                                     "'\(spec.name)' is declared \(declared.type.rawValue); declaring it \(spec.type.rawValue) conflicts with that declaration and with the values stored under it")
+                    throw StoreError(
+                        .invalidDeclaration,
+                        "'\(spec.name)' is declared \(declared.type.rawValue); declaring it \(spec.type.rawValue) conflicts with that declaration and with the values stored under it"
+                    )
                 }
                 if declared.multiValued != spec.multiValued {
-                    throw StoreError(.invalidDeclaration,
-                                     "'\(spec.name)' is declared \(declared.multiValued ? "multi-valued" : "single-valued"); declaring it \(spec.multiValued ? "multi-valued" : "single-valued") conflicts with that declaration")
+                    throw StoreError(
+                        .invalidDeclaration,
+                        "'\(spec.name)' is declared \(declared.multiValued ? "multi-valued" : "single-valued"); declaring it \(spec.multiValued ? "multi-valued" : "single-valued") conflicts with that declaration"
+                    )
                 }
                 continue
             }
@@ -37,7 +41,8 @@ extension ShardStore {
             let allowed = Self.kinds(of: spec.type).map { String($0.rawValue) }.joined(separator: ", ")
             var conflict: (kind: Int64, count: Int64, uid: String?)?
             do {
-                let s = try db.prepare("""
+                let s = try db.prepare(
+                    """
                     SELECT kind, count(*) FROM attrs WHERE name = ? AND kind NOT IN (\(allowed))
                     GROUP BY kind ORDER BY count(*) DESC LIMIT 1
                     """)
@@ -45,7 +50,8 @@ extension ShardStore {
                 var found: (kind: Int64, count: Int64)?
                 try s.forEachRow { row in found = (row.int64(at: 0), row.int64(at: 1)) }
                 if let found {
-                    let u = try db.prepare("""
+                    let u = try db.prepare(
+                        """
                         SELECT i.uid FROM attrs a JOIN items i ON i.id = a.item
                         WHERE a.name = ? AND a.kind = ? AND substr(i.uid, 1, ?) = ? LIMIT 1
                         """)
@@ -59,8 +65,10 @@ extension ShardStore {
             if let conflict {
                 let kind = ValueKind(rawValue: conflict.kind).map(Self.typeName) ?? "other"
                 let example = conflict.uid.map { " (item '\($0)' among them)" } ?? ""
-                throw StoreError(.invalidDeclaration,
-                                 "'\(spec.name)' holds \(conflict.count) \(kind) value\(conflict.count == 1 ? "" : "s")\(example); declaring it \(spec.type.rawValue) conflicts with them: delete or rewrite those items first")
+                throw StoreError(
+                    .invalidDeclaration,
+                    "'\(spec.name)' holds \(conflict.count) \(kind) value\(conflict.count == 1 ? "" : "s")\(example); declaring it \(spec.type.rawValue) conflicts with them: delete or rewrite those items first"
+                )
             }
         }
     }

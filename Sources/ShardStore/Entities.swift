@@ -15,7 +15,7 @@ extension ShardStore {
         try requireWritable("delete entities")
         do {
             return try db.transaction(.immediate) {
-                try reloadIfChanged()   // the identifier filter must know of other writers' commits
+                try reloadIfChanged()  // the identifier filter must know of other writers' commits
                 if let ids {
                     var n = 0
                     for id in ids where try removeItem(uid: AppEntity.uniqueIdentifier(type: type, id: id)) { n += 1 }

@@ -52,15 +52,17 @@ extension ShardStore {
                 let terms = vocabulary.mostFrequent(prefix: last, prefixLast: plan.prefixLast, Self.filteredSuggestionBudget)
                 if shared == nil {
                     let likely = Set(terms.prefix(want).map(\.term))
-                    try readPostings(vocabulary.range(prefix: last).map { i in
-                        let term = vocabulary.term(i)
-                        return (term, Int(vocabulary.docs[i]), likely.contains(term))
-                    })
+                    try readPostings(
+                        vocabulary.range(prefix: last).map { i in
+                            let term = vocabulary.term(i)
+                            return (term, Int(vocabulary.docs[i]), likely.contains(term))
+                        })
                 }
                 var out: [Suggestion] = []
                 for t in terms {
                     if out.count >= want, t.docs <= out[want - 1].count { break }
-                    let n = try shared.map { s in s.withList(t.i) { holding.count(in: $0) } }
+                    let n =
+                        try shared.map { s in s.withList(t.i) { holding.count(in: $0) } }
                         ?? completionCount(t.term, docs: t.docs, earlier: earlier, holding: holding)
                     if n > 0 {
                         out.insertSorted(Suggestion(text: prefix + t.term, count: n))
@@ -91,8 +93,10 @@ extension ShardStore {
             return filteredWordCounts(word, prefixLast: prefixLast, allowed: allowed, in: shared)
         }
         try db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.words_vocab USING fts5vocab(main, 'words', 'row')")
-        let s = try db.prepare(prefixLast ? "SELECT term, doc FROM temp.words_vocab WHERE term >= ?1"
-                                          : "SELECT term, doc FROM temp.words_vocab WHERE term = ?1")
+        let s = try db.prepare(
+            prefixLast
+                ? "SELECT term, doc FROM temp.words_vocab WHERE term >= ?1"
+                : "SELECT term, doc FROM temp.words_vocab WHERE term = ?1")
         try s.bind(word, at: 0)
         var terms: [(term: String, docs: Int)] = []
         do {
@@ -111,7 +115,7 @@ extension ShardStore {
         // count cannot beat its last entry is past the cut, and so is every rarer one.
         terms.sort { $0.docs != $1.docs ? $0.docs > $1.docs : $0.term < $1.term }
         var out: [Suggestion] = []
-        var least = Int.max   // the smallest count kept, once the list is full
+        var least = Int.max  // the smallest count kept, once the list is full
         let allowedSet = ItemSet(allowed)
         for t in terms {
             if out.count >= Self.maxShardSuggestions {

@@ -119,13 +119,14 @@ final class ForwardIndex: @unchecked Sendable {
             while itemStart.count <= Int(item) { itemStart.append(UInt32(valueName.count)) }
             lastItem = item
             valueName.append(UInt32(name))
-            let ascii = s.withUTF8(at: 2) { bytes -> Bool in
-                guard !bytes.contains(where: { $0 >= 128 }) else { return false }
-                _ = SearchWordMatcher.forEachASCIIToken(bytes, lowered: &lowered) { token, _, _, isPart in
-                    tokens.append(terms.intern(token, folded: false) << 1 | (isPart ? 1 : 0))
-                }
-                return true
-            } ?? true   // NULL: no tokens, as the scan reads it ("").
+            let ascii =
+                s.withUTF8(at: 2) { bytes -> Bool in
+                    guard !bytes.contains(where: { $0 >= 128 }) else { return false }
+                    _ = SearchWordMatcher.forEachASCIIToken(bytes, lowered: &lowered) { token, _, _, isPart in
+                        tokens.append(terms.intern(token, folded: false) << 1 | (isPart ? 1 : 0))
+                    }
+                    return true
+                } ?? true  // NULL: no tokens, as the scan reads it ("").
             if !ascii {
                 let text = s.string(at: 2) ?? ""
                 var previous: Int?
@@ -228,7 +229,7 @@ final class ForwardIndex: @unchecked Sendable {
 /// Distinct terms, interned in one flat byte buffer by an open-addressing
 /// hash table (a `Dictionary` keyed by arrays cost an allocation a token).
 struct TermInterner {
-    private var table = [UInt32](repeating: 0, count: 1 << 16)   // term id + 1, 0 empty
+    private var table = [UInt32](repeating: 0, count: 1 << 16)  // term id + 1, 0 empty
     private(set) var bytes: [UInt8] = []
     private(set) var starts: [UInt32] = [0]
     private(set) var folded: [Bool] = []

@@ -53,7 +53,8 @@ extension ShardStore {
         let s = try db.prepare("SELECT json FROM items WHERE id = ?")
         try s.bind(id, at: 0)
         guard let text = try s.scalar()?.string, let json = try? JSONValue.parse(text),
-              case .object(let attributes)? = json["attributes"] else { return }
+            case .object(let attributes)? = json["attributes"]
+        else { return }
         for (nameID, values) in item.values where values.contains(where: { $0.kind == .location && $0.location == nil }) {
             guard let name = names[nameID], let raw = attributes[name] else { continue }
             let elements: [JSONValue] = raw.arrayValue ?? [raw]

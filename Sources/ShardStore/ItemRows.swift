@@ -90,15 +90,23 @@ struct ItemRows: Sendable {
 
     /// Calls `body` with item `id`'s identifier, JSON and the layout of its
     /// attributes (nil when the row has none); nil when it is not held.
-    func withRow<T>(_ id: Int64, _ body: (_ uid: UnsafeBufferPointer<UInt8>, _ json: UnsafeBufferPointer<UInt8>,
-                                          _ layout: AttributesLayout?) throws -> T) rethrows -> T? {
+    func withRow<T>(
+        _ id: Int64,
+        _ body: (
+            _ uid: UnsafeBufferPointer<UInt8>, _ json: UnsafeBufferPointer<UInt8>,
+            _ layout: AttributesLayout?
+        ) throws -> T
+    ) rethrows -> T? {
         guard id >= 0, id < Int64(row.count) else { return nil }
         let r = Int(row[Int(id)])
         guard r != Int(Self.absent) else { return nil }
         let uid = Int(start[2 * r])..<Int(start[2 * r + 1]), json = Int(start[2 * r + 1])..<Int(start[2 * r + 2])
-        let layout = attributesAt[r] == Self.absent ? nil
-            : AttributesLayout(start: Int(attributesAt[r]), end: Int(attributesEnd[r]),
-                               keys: keys[Int(keyStart[r])..<Int(keyStart[r + 1])])
+        let layout =
+            attributesAt[r] == Self.absent
+            ? nil
+            : AttributesLayout(
+                start: Int(attributesAt[r]), end: Int(attributesEnd[r]),
+                keys: keys[Int(keyStart[r])..<Int(keyStart[r + 1])])
         return try bytes.withUnsafeBufferPointer { all in
             try body(UnsafeBufferPointer(rebasing: all[uid]), UnsafeBufferPointer(rebasing: all[json]), layout)
         }

@@ -26,8 +26,10 @@ extension StrictJSONReader {
     /// `layout`: where the item's `attributes` and their keys are (see
     /// ``AttributesLayout``): the kept ones are then read where they are,
     /// and the others not stepped over. The same value either way.
-    static func parseItem(_ bytes: UnsafeBufferPointer<UInt8>, keepingAttributes keep: FetchList, uid: String? = nil,
-                          layout: AttributesLayout? = nil) -> JSONValue? {
+    static func parseItem(
+        _ bytes: UnsafeBufferPointer<UInt8>, keepingAttributes keep: FetchList, uid: String? = nil,
+        layout: AttributesLayout? = nil
+    ) -> JSONValue? {
         var reader = StrictJSONReader(bytes: bytes)
         var object = [String: JSONValue](minimumCapacity: 4)
         let read = reader.members { reader in
@@ -66,7 +68,8 @@ extension StrictJSONReader {
             for (n, name) in keep.utf8.enumerated() where keep.plain[n] {
                 let close = at + 1 + name.count
                 guard close < layout.end, bytes[close] == UInt8(ascii: "\""),
-                      name.withUnsafeBufferPointer({ $0.isEmpty || memcmp($0.baseAddress!, base + at + 1, $0.count) == 0 }) else { continue }
+                    name.withUnsafeBufferPointer({ $0.isEmpty || memcmp($0.baseAddress!, base + at + 1, $0.count) == 0 })
+                else { continue }
                 i = close + 1
                 skipSpace()
                 guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { return nil }
@@ -139,10 +142,13 @@ extension StrictJSONReader {
     /// the item instead.
     /// Why: walking stepped over every value of the item (a package's long
     /// description) to copy a title (see ``SearchHit/rawItem``).
-    static func projectItem(_ bytes: UnsafeBufferPointer<UInt8>, keepingAttributes keep: FetchList,
-                            layout: AttributesLayout) -> [UInt8]? {
+    static func projectItem(
+        _ bytes: UnsafeBufferPointer<UInt8>, keepingAttributes keep: FetchList,
+        layout: AttributesLayout
+    ) -> [UInt8]? {
         guard let base = bytes.baseAddress, layout.start > 0, layout.end <= bytes.count, layout.end > layout.start + 1,
-              bytes[layout.start] == UInt8(ascii: "{"), bytes[layout.end - 1] == UInt8(ascii: "}") else { return nil }
+            bytes[layout.start] == UInt8(ascii: "{"), bytes[layout.end - 1] == UInt8(ascii: "}")
+        else { return nil }
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count - (layout.end - layout.start) + 64)
         out += UnsafeBufferPointer(rebasing: bytes[0...layout.start])
@@ -153,11 +159,13 @@ extension StrictJSONReader {
             let next = k + 1
             let end = next < layout.keys.endIndex ? Int(layout.keys[next]) - 1 : layout.end - 1
             guard at < end, end < bytes.count, !Self.isSpace(bytes[end - 1]),
-                  bytes[end] == (next < layout.keys.endIndex ? UInt8(ascii: ",") : UInt8(ascii: "}")) else { return nil }
+                bytes[end] == (next < layout.keys.endIndex ? UInt8(ascii: ",") : UInt8(ascii: "}"))
+            else { return nil }
             for (n, name) in keep.utf8.enumerated() where keep.plain[n] {
                 let close = at + 1 + name.count
                 guard close < end, bytes[close] == UInt8(ascii: "\""),
-                      name.withUnsafeBufferPointer({ $0.isEmpty || memcmp($0.baseAddress!, base + at + 1, $0.count) == 0 }) else { continue }
+                    name.withUnsafeBufferPointer({ $0.isEmpty || memcmp($0.baseAddress!, base + at + 1, $0.count) == 0 })
+                else { continue }
                 guard close + 2 < end, bytes[close + 1] == UInt8(ascii: ":"), !Self.isSpace(bytes[close + 2]) else { return nil }
                 if !first { out.append(UInt8(ascii: ",")) }
                 first = false

@@ -252,20 +252,20 @@ enum IDs {
     static func common(_ a: [Int64], _ b: [Int64], _ body: (Int, Int) -> Void) {
         if a.count > 4 * b.count { return common(b, a) { j, i in body(i, j) } }
         a.withUnsafeBufferPointer { a in
-        b.withUnsafeBufferPointer { b in
-            var i = 0, j = 0
-            if b.count > 4 * a.count {
-                while i < a.count, j < b.count {
-                    j = gallop(b, from: j, to: a[i])
-                    if j < b.count, b[j] == a[i] { body(i, j); j += 1 }
-                    i += 1
+            b.withUnsafeBufferPointer { b in
+                var i = 0, j = 0
+                if b.count > 4 * a.count {
+                    while i < a.count, j < b.count {
+                        j = gallop(b, from: j, to: a[i])
+                        if j < b.count, b[j] == a[i] { body(i, j); j += 1 }
+                        i += 1
+                    }
+                    return
                 }
-                return
+                while i < a.count, j < b.count {
+                    if a[i] < b[j] { i += 1 } else if a[i] > b[j] { j += 1 } else { body(i, j); i += 1; j += 1 }
+                }
             }
-            while i < a.count, j < b.count {
-                if a[i] < b[j] { i += 1 } else if a[i] > b[j] { j += 1 } else { body(i, j); i += 1; j += 1 }
-            }
-        }
         }
     }
 
@@ -298,23 +298,23 @@ enum IDs {
         return [Int64](unsafeUninitializedCapacity: a.count + b.count) { out, written in
             var k = 0
             a.withUnsafeBufferPointer { a in
-            b.withUnsafeBufferPointer { b in
-                var i = 0, j = 0
-                while i < a.count, j < b.count {
-                    let x = a[i], y = b[j]
-                    if x <= y {
-                        out[k] = x
-                        i += 1
-                        if x == y { j += 1 }
-                    } else {
-                        out[k] = y
-                        j += 1
+                b.withUnsafeBufferPointer { b in
+                    var i = 0, j = 0
+                    while i < a.count, j < b.count {
+                        let x = a[i], y = b[j]
+                        if x <= y {
+                            out[k] = x
+                            i += 1
+                            if x == y { j += 1 }
+                        } else {
+                            out[k] = y
+                            j += 1
+                        }
+                        k += 1
                     }
-                    k += 1
+                    while i < a.count { out[k] = a[i]; i += 1; k += 1 }
+                    while j < b.count { out[k] = b[j]; j += 1; k += 1 }
                 }
-                while i < a.count { out[k] = a[i]; i += 1; k += 1 }
-                while j < b.count { out[k] = b[j]; j += 1; k += 1 }
-            }
             }
             written = k
         }

@@ -118,8 +118,10 @@ final class PostingIndex: @unchecked Sendable {
     init?(db: Database, maxEntries: Int = PostingIndex.maxEntries, termsWithInstances: Bool = false, forward: Bool = true) throws {
         key = try Self.key(db)
         try db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.words_instances USING fts5vocab(main, 'words', 'instance')")
-        guard let read = try termsWithInstances ? Self.readWithTerms(db, maxEntries: maxEntries)
-                                                : Self.readByCounts(db, maxEntries: maxEntries) ?? Self.readWithTerms(db, maxEntries: maxEntries)
+        guard
+            let read = try termsWithInstances
+                ? Self.readWithTerms(db, maxEntries: maxEntries)
+                : Self.readByCounts(db, maxEntries: maxEntries) ?? Self.readWithTerms(db, maxEntries: maxEntries)
         else { return nil }
         (terms, offsets, ids, masks) = read
         // Searches look misspelt forms up in these terms from every
@@ -161,15 +163,19 @@ final class PostingIndex: @unchecked Sendable {
     /// fts5vocab gives it) and whether it is the column's first token. Nil
     /// for a column past 15 (no mask could hold it).
     private static func bit(_ s: Statement, column: Int, offset: Int) -> UInt32? {
-        guard let c = s.withUTF8(at: column, { b -> Int? in
-            guard b.count >= 2, b[0] == UInt8(ascii: "c") else { return nil }
-            var n = 0
-            for d in b.dropFirst() {
-                guard d >= UInt8(ascii: "0"), d <= UInt8(ascii: "9") else { return nil }
-                n = n * 10 + Int(d - UInt8(ascii: "0"))
-            }
-            return n < 16 ? n : nil
-        }), let c else { return nil }
+        guard
+            let c = s.withUTF8(
+                at: column,
+                { b -> Int? in
+                    guard b.count >= 2, b[0] == UInt8(ascii: "c") else { return nil }
+                    var n = 0
+                    for d in b.dropFirst() {
+                        guard d >= UInt8(ascii: "0"), d <= UInt8(ascii: "9") else { return nil }
+                        n = n * 10 + Int(d - UInt8(ascii: "0"))
+                    }
+                    return n < 16 ? n : nil
+                }), let c
+        else { return nil }
         return s.int64(at: offset) == 0 ? (1 << c) | (1 << (16 + c)) : 1 << c
     }
 
@@ -289,8 +295,9 @@ final class PostingIndex: @unchecked Sendable {
     func withPostings<T>(_ i: Int, _ body: (UnsafeBufferPointer<UInt32>, UnsafeBufferPointer<UInt32>) -> T) -> T {
         ids.withUnsafeBufferPointer { ids in
             masks.withUnsafeBufferPointer { masks in
-                body(UnsafeBufferPointer(rebasing: ids[offsets[i]..<offsets[i + 1]]),
-                     UnsafeBufferPointer(rebasing: masks[offsets[i]..<offsets[i + 1]]))
+                body(
+                    UnsafeBufferPointer(rebasing: ids[offsets[i]..<offsets[i + 1]]),
+                    UnsafeBufferPointer(rebasing: masks[offsets[i]..<offsets[i + 1]]))
             }
         }
     }
@@ -368,7 +375,8 @@ final class PostingIndexes: @unchecked Sendable {
             // Never the one just read (with many reads in flight, it could be
             // the only one finished).
             while entries.count > Self.maxFiles,
-                  let oldest = entries.filter({ !$0.value.building && $0.key != path }).min(by: { $0.value.used < $1.value.used })?.key {
+                let oldest = entries.filter({ !$0.value.building && $0.key != path }).min(by: { $0.value.used < $1.value.used })?.key
+            {
                 entries[oldest] = nil
             }
         }
@@ -380,7 +388,8 @@ final class PostingIndexes: @unchecked Sendable {
             entries[path, default: Entry()].index = index
             entries[path]?.used = .now
             while entries.count > Self.maxFiles,
-                  let oldest = entries.filter({ !$0.value.building && $0.key != path }).min(by: { $0.value.used < $1.value.used })?.key {
+                let oldest = entries.filter({ !$0.value.building && $0.key != path }).min(by: { $0.value.used < $1.value.used })?.key
+            {
                 entries[oldest] = nil
             }
         }
@@ -401,16 +410,20 @@ extension ShardStore {
     /// the CPU seconds its read took (zeros when there is none); and the
     /// bytes of its ``ItemRows``.
     @discardableResult
-    package func buildSuggestionIndex() throws -> (terms: Int, ids: Int, bytes: Int,
-                                                  forwardTokens: Int, forwardTerms: Int, forwardBytes: Int, forwardSeconds: Double,
-                                                  rowsBytes: Int) {
+    package func buildSuggestionIndex() throws -> (
+        terms: Int, ids: Int, bytes: Int,
+        forwardTokens: Int, forwardTerms: Int, forwardBytes: Int, forwardSeconds: Double,
+        rowsBytes: Int
+    ) {
         do {
             guard let index = try db.transaction(.deferred, { try PostingIndex(db: db) }) else { return (0, 0, 0, 0, 0, 0, 0, 0) }
             PostingIndexes.shared.publish(path: path, index: index)
             let f = index.forward
-            return (index.terms.count, index.entries, index.memoryBytes,
-                    f?.tokenCount ?? 0, f?.termCount ?? 0, f?.memoryBytes ?? 0, f?.readSeconds ?? 0,
-                    index.rows?.memoryBytes ?? 0)
+            return (
+                index.terms.count, index.entries, index.memoryBytes,
+                f?.tokenCount ?? 0, f?.termCount ?? 0, f?.memoryBytes ?? 0, f?.readSeconds ?? 0,
+                index.rows?.memoryBytes ?? 0
+            )
         } catch {
             throw StoreError.wrap(error, "cannot read the suggestion index")
         }
@@ -465,10 +478,13 @@ extension ShardStore {
                 logger.warning("cannot read the suggestion index", metadata: ["error": "\(error)"])
             }
             let took = start.duration(to: .now)
-            logger.debug("suggestion index read", metadata: [
-                "index.terms": "\(index?.terms.count ?? 0)", "index.ids": "\(index?.entries ?? 0)",
-                "index.forward.tokens": "\(index?.forward?.tokenCount ?? 0)",
-                "index.ms": "\(took.components.seconds * 1000 + took.components.attoseconds / 1_000_000_000_000_000)"])
+            logger.debug(
+                "suggestion index read",
+                metadata: [
+                    "index.terms": "\(index?.terms.count ?? 0)", "index.ids": "\(index?.entries ?? 0)",
+                    "index.forward.tokens": "\(index?.forward?.tokenCount ?? 0)",
+                    "index.ms": "\(took.components.seconds * 1000 + took.components.attoseconds / 1_000_000_000_000_000)",
+                ])
             PostingIndexes.shared.finish(path: path, index: index, took: took)
         }
     }

@@ -58,11 +58,17 @@ struct PostingSearch {
         if terms.isEmpty { return IDBits() }
         return IDBits(maxID: index.maxID) { bits in
             for t in terms {
-                if columns == nil, index.withBitmap(t, { dense in
-                    guard let dense else { return false }
-                    for w in 0..<min(dense.count, bits.count) { bits[w] |= dense[w] }
-                    return true
-                }) { continue }
+                if columns == nil,
+                    index.withBitmap(
+                        t,
+                        { dense in
+                            guard let dense else { return false }
+                            for w in 0..<min(dense.count, bits.count) { bits[w] |= dense[w] }
+                            return true
+                        })
+                {
+                    continue
+                }
                 index.withPostings(t) { ids, masks in
                     if let columns {
                         for k in 0..<ids.count where masks[k] & columns != 0 {

@@ -62,8 +62,10 @@ extension ShardStore {
     /// (``StoredResult/rawItem``) rather than as a tree, for a caller that
     /// only writes them out (a query worker).
     @discardableResult
-    package func run(_ query: Query, rawItems: Bool = false, isCancelled: @escaping () -> Bool = { false },
-                    onBatch: ([StoredResult]) throws -> Void) throws -> Int {
+    package func run(
+        _ query: Query, rawItems: Bool = false, isCancelled: @escaping () -> Bool = { false },
+        onBatch: ([StoredResult]) throws -> Void
+    ) throws -> Int {
         rawResults = rawItems
         defer { rawResults = false }
         guard query.batchSize >= 1 else { throw StoreError(.invalidQuery, "batchSize must be at least 1, not \(query.batchSize)") }
@@ -87,8 +89,10 @@ extension ShardStore {
                 // the top) is settled by the domain index, once, rather than
                 // checked item by item.
                 let (scope, node) = try scoped(whole, context)
-                if query.sort.isEmpty, let delivered = try streamWordMatches(node, query, context, within: scope, onBatch: onBatch)
-                    ?? streamSubstringMatches(node, query, context, within: scope, onBatch: onBatch) {
+                if query.sort.isEmpty,
+                    let delivered = try streamWordMatches(node, query, context, within: scope, onBatch: onBatch)
+                        ?? streamSubstringMatches(node, query, context, within: scope, onBatch: onBatch)
+                {
                     return delivered
                 }
                 let found = try candidates(node, exact: false, context)
@@ -157,9 +161,11 @@ extension ShardStore {
                 }
                 return try batcher.finish(onBatch: onBatch)
             }
-            logger.debug("ran query", metadata: [
-                "query.results": "\(delivered)", "query.duration": "\(ContinuousClock.now - started)",
-            ])
+            logger.debug(
+                "ran query",
+                metadata: [
+                    "query.results": "\(delivered)", "query.duration": "\(ContinuousClock.now - started)",
+                ])
             return delivered
         } catch {
             let wrapped = StoreError.wrap(error, "query failed")
@@ -179,8 +185,10 @@ extension ShardStore {
     /// last result instead of first collecting every match of a common word.
     /// Nil when this does not apply (the caller takes the general path, which
     /// gives the same results).
-    func streamWordMatches(_ node: Node, _ query: Query, _ context: QueryContext, within scope: [Int64]?,
-                           onBatch: ([StoredResult]) throws -> Void) throws -> Int? {
+    func streamWordMatches(
+        _ node: Node, _ query: Query, _ context: QueryContext, within scope: [Int64]?,
+        onBatch: ([StoredResult]) throws -> Void
+    ) throws -> Int? {
         let leaves: [TextLeaf]
         switch node {
         case .text(let leaf): leaves = [leaf]
@@ -204,8 +212,10 @@ extension ShardStore {
         let trusted = hasWordCheck ? leaves.map { WordCheck.trustedTerm($0.test, schema: schema) } : []
         let trustedTerms = trusted.contains { $0 == nil } ? [] : trusted.compactMap { $0 }
         // One read gives what decides the check and the result.
-        let row = try db.prepare(trustedTerms.isEmpty ? "SELECT json FROM items WHERE id = ?"
-                                 : "SELECT json, wordcheck FROM items WHERE id = ?")
+        let row = try db.prepare(
+            trustedTerms.isEmpty
+                ? "SELECT json FROM items WHERE id = ?"
+                : "SELECT json, wordcheck FROM items WHERE id = ?")
         defer { try? row.reset() }
         let fetch = query.fetchAttributes.map(FetchList.init)
         var batcher = ResultBatcher(limit: query.limit, batchSize: query.batchSize)
@@ -335,8 +345,10 @@ extension ShardStore {
 
     /// What `slot` holds while the data is the one it was read from;
     /// otherwise `read()`, kept there with the data it is of.
-    func heldWhileTheDataIsSame<T>(_ slot: ReferenceWritableKeyPath<UniverseCache, (UniverseCache.Version, T)?>,
-                                   _ read: () throws -> T) rethrows -> T {
+    func heldWhileTheDataIsSame<T>(
+        _ slot: ReferenceWritableKeyPath<UniverseCache, (UniverseCache.Version, T)?>,
+        _ read: () throws -> T
+    ) rethrows -> T {
         let version = dataSeen
         if let (held, value) = universeCache[keyPath: slot], held == version { return value }
         let value = try read()
@@ -398,7 +410,8 @@ extension ShardStore {
                 guard let cids = c.ids else {
                     if c.exact { return .everything }
                     // A universe that isn't exact still has to be checked item by item.
-                    return needExact ? Candidates(ids: try exactly(node, in: universe(context), context), exact: true)
+                    return needExact
+                        ? Candidates(ids: try exactly(node, in: universe(context), context), exact: true)
                         : Candidates(ids: nil, exact: false)
                 }
                 exact = exact && c.exact
@@ -411,7 +424,9 @@ extension ShardStore {
             return Candidates(ids: IDs.subtract(try universe(context), cids), exact: true)
         case .exists(let names):
             var ids: [Int64] = []
-            let sql = names.isAllText ? "SELECT item FROM attrs WHERE name = ? AND key IS NOT NULL"
+            let sql =
+                names.isAllText
+                ? "SELECT item FROM attrs WHERE name = ? AND key IS NOT NULL"
                 : "SELECT item FROM attrs WHERE name = ?"
             for name in names.ids {
                 let s = try db.prepare(sql)
@@ -461,7 +476,8 @@ extension ShardStore {
             return Candidates(ids: IDs.sortedUnique(ids), exact: true)
         case .every:
             // Items without the attribute match too: no index narrows this down.
-            return needExact ? Candidates(ids: try exactly(node, in: universe(context), context), exact: true)
+            return needExact
+                ? Candidates(ids: try exactly(node, in: universe(context), context), exact: true)
                 : Candidates(ids: nil, exact: false)
         case .geo(let name, let test):
             guard let name else { return .nothing }
@@ -494,8 +510,9 @@ extension ShardStore {
         func read(_ s: Statement) throws {
             while try s.step() {
                 guard let kind = ValueKind(rawValue: s.int64(at: 1)) else { continue }
-                var value = LoadedValue(kind: kind, text: kind.isText ? s.string(at: 2) : nil,
-                                        num: kind.isNumeric ? s.double(at: 3) : nil)
+                var value = LoadedValue(
+                    kind: kind, text: kind.isText ? s.string(at: 2) : nil,
+                    num: kind.isNumeric ? s.double(at: 3) : nil)
                 if kind == .location {
                     value.location = Self.storedLocation(latitude: s.isNull(at: 3) ? nil : s.double(at: 3), longitude: s.string(at: 2))
                     if value.location == nil { legacyLocations = true }
@@ -542,17 +559,22 @@ extension ShardStore {
     /// ``fetchResult(_:attributes:)`` with the item's unique identifier, in
     /// one lookup: from `rows` when it holds the item (see ``ItemRows``).
     func fetchResultAndUID(_ id: Int64, attributes: FetchList?, rows: ItemRows? = nil) throws -> (String, StoredResult)? {
-        if let held = try rows?.withRow(id, { uidBytes, json, layout -> (String, StoredResult)? in
-            let uid = String(decoding: uidBytes, as: UTF8.self)
-            return try storedResult(json: json, attributes: attributes, uid: uid, layout: layout).map { (uid, $0) }
-        }) {
+        if let held = try rows?.withRow(
+            id,
+            { uidBytes, json, layout -> (String, StoredResult)? in
+                let uid = String(decoding: uidBytes, as: UTF8.self)
+                return try storedResult(json: json, attributes: attributes, uid: uid, layout: layout).map { (uid, $0) }
+            })
+        {
             searchCache.rowsServed += 1
             return held
         }
         let s = try db.prepare("SELECT uid, json FROM items WHERE id = ?")
         try s.bind(id, at: 0)
         defer { try? s.reset() }
-        guard try s.step(), let uid = s.string(at: 0), let stored = try storedResult(s, column: 1, attributes: attributes, uid: uid) else { return nil }
+        guard try s.step(), let uid = s.string(at: 0), let stored = try storedResult(s, column: 1, attributes: attributes, uid: uid) else {
+            return nil
+        }
         return (uid, stored)
     }
 
@@ -566,13 +588,16 @@ extension ShardStore {
     /// given. `uid`: the row's identifier, when read already (see
     /// ``StrictJSONReader/parseItem(_:keepingAttributes:uid:)``).
     /// `layout`: the JSON's ``AttributesLayout``, when known.
-    func storedResult(json: UnsafeBufferPointer<UInt8>, attributes: FetchList?, uid: String? = nil,
-                      layout: AttributesLayout? = nil) throws -> StoredResult? {
+    func storedResult(
+        json: UnsafeBufferPointer<UInt8>, attributes: FetchList?, uid: String? = nil,
+        layout: AttributesLayout? = nil
+    ) throws -> StoredResult? {
         if rawResults {
-            let bytes = attributes.map { keep in
-                layout.flatMap { StrictJSONReader.projectItem(json, keepingAttributes: keep, layout: $0) }
-                    ?? StrictJSONReader.projectItem(json, keepingAttributes: keep)
-            } ?? Array(json)
+            let bytes =
+                attributes.map { keep in
+                    layout.flatMap { StrictJSONReader.projectItem(json, keepingAttributes: keep, layout: $0) }
+                        ?? StrictJSONReader.projectItem(json, keepingAttributes: keep)
+                } ?? Array(json)
             if let bytes { return StoredResult(rawItem: bytes) }
             rawResults = false
             defer { rawResults = true }
@@ -605,8 +630,9 @@ extension ShardStore {
             // Numbers straight from the covering (name, num) index; text rows
             // need the row itself for the exact text that breaks ties.
             let wanted = Set(ids)
-            let numbers = try db.prepare("SELECT item, num FROM attrs WHERE name = ? AND num IS NOT NULL AND pos = 0"
-                                         + (try holdsLocations(name) ? " AND kind != 4" : ""))
+            let numbers = try db.prepare(
+                "SELECT item, num FROM attrs WHERE name = ? AND num IS NOT NULL AND pos = 0"
+                    + (try holdsLocations(name) ? " AND kind != 4" : ""))
             try numbers.bind(name, at: 0)
             while try numbers.step() {
                 try context.checkCancelled()

@@ -95,8 +95,10 @@ struct ResultBatcher {
     /// Adds a result, handing a full batch to `onBatch` (after a last check
     /// for cancellation); true once the limit is reached and the caller
     /// should stop.
-    mutating func add(_ result: StoredResult, isCancelled: () -> Bool,
-                      onBatch: ([StoredResult]) throws -> Void) throws -> Bool {
+    mutating func add(
+        _ result: StoredResult, isCancelled: () -> Bool,
+        onBatch: ([StoredResult]) throws -> Void
+    ) throws -> Bool {
         batch.append(result)
         delivered += 1
         let done = limit.map { delivered >= $0 } ?? false

@@ -130,13 +130,15 @@ enum Layout {
     /// (a reader answers from the word index either way, so an old file not
     /// yet upgraded answers the same).
     static let migrations: [String: [String]] = [
-        "1": ["DROP TABLE IF EXISTS grams", "DROP INDEX IF EXISTS attrs_long"],
+        "1": ["DROP TABLE IF EXISTS grams", "DROP INDEX IF EXISTS attrs_long"]
     ]
     /// Text values longer than this many UTF-8 bytes are kind 5 (long text).
     static let longTextBytes = 256
     /// Attributes with a word-index column of their own; the rest share the last.
-    static let wordColumns = ["title", "displayName", "contentDescription", "keywords", "authorNames",
-                              "alternateNames", "textContent", "contentType"]
+    static let wordColumns = [
+        "title", "displayName", "contentDescription", "keywords", "authorNames",
+        "alternateNames", "textContent", "contentType",
+    ]
     static var wordColumnCount: Int { wordColumns.count + 1 }
     static let wordColumnIndex: [String: Int] = Dictionary(uniqueKeysWithValues: wordColumns.enumerated().map { ($1, $0) })
     static func wordColumn(_ name: String) -> Int { wordColumnIndex[name] ?? wordColumns.count }
@@ -190,13 +192,13 @@ enum Layout {
     /// Columns added since format 1, with the statement that adds each to an
     /// older shard when it is opened for writing.
     static let addedColumns: [(table: String, column: String, sql: String)] = [
-        ("items", "wordcheck", "ALTER TABLE items ADD COLUMN wordcheck TEXT DEFAULT '*'"),
+        ("items", "wordcheck", "ALTER TABLE items ADD COLUMN wordcheck TEXT DEFAULT '*'")
     ]
 
     /// Settings made once, when a shard is created (they live in the FTS5
     /// config tables, so running them at every open would write each time).
     static let creationStatements: [String] = [
-        "INSERT INTO words(words, rank) VALUES('automerge', 8)",
+        "INSERT INTO words(words, rank) VALUES('automerge', 8)"
     ]
 }
 

@@ -36,8 +36,10 @@ package struct ShardSearchResult: Sendable, Hashable {
     /// False when a facet had more distinct values than a shard sends
     /// (``ShardStore/maxFacetValues``): its counts then omit the rarest.
     package var exhaustiveFacetsCount: Bool
-    package init(hits: [SearchHit] = [], nbHits: Int = 0, facets: [String: [String: Int]] = [:],
-                facetStats: [String: FacetStats] = [:], exhaustiveFacetsCount: Bool = true) {
+    package init(
+        hits: [SearchHit] = [], nbHits: Int = 0, facets: [String: [String: Int]] = [:],
+        facetStats: [String: FacetStats] = [:], exhaustiveFacetsCount: Bool = true
+    ) {
         self.hits = hits
         self.nbHits = nbHits
         self.facets = facets
@@ -180,7 +182,8 @@ extension ShardStore {
     func vocabulary() throws -> Vocabulary {
         let cache = searchCache
         if let v = cache.vocabulary,
-           cache.vocabularyVersion == dataVersion || cache.vocabularyBuilt.duration(to: .now) < Self.vocabularyMaxAge {
+            cache.vocabularyVersion == dataVersion || cache.vocabularyBuilt.duration(to: .now) < Self.vocabularyMaxAge
+        {
             return v
         }
         let v = try Vocabulary(db: db)
@@ -311,9 +314,10 @@ final class SearchRun {
         var result: ShardSearchResult
         if let semantic, semantic.counts {
             result = ShardSearchResult(nbHits: IDs.union(matched, semantic.ids).count)
-            try countFacets(matched: IDs.union(matched, semantic.ids), restrict: restrict,
-                            alsoMatching: { try self.withinRadius(IDs.subtract(IDs.intersect(semantic.all, $0 ?? semantic.all), expired)) },
-                            into: &result)
+            try countFacets(
+                matched: IDs.union(matched, semantic.ids), restrict: restrict,
+                alsoMatching: { try self.withinRadius(IDs.subtract(IDs.intersect(semantic.all, $0 ?? semantic.all), expired)) },
+                into: &result)
         } else {
             result = ShardSearchResult(nbHits: matched.count)
             try countFacets(matched: matched, restrict: restrict, into: &result)
@@ -332,19 +336,21 @@ final class SearchRun {
     /// `exactWords` where it holds the word itself. Through buffers: as
     /// arrays, every `+=` checked its array's uniqueness (a call) and every
     /// test went through a set's array (two-word searches hold ~500 matches).
-    static func addTypos(of p: WordPostings, _ matched: [Int64],
-                         _ typos: UnsafeMutableBufferPointer<Int>, _ exactWords: UnsafeMutableBufferPointer<Int>) {
+    static func addTypos(
+        of p: WordPostings, _ matched: [Int64],
+        _ typos: UnsafeMutableBufferPointer<Int>, _ exactWords: UnsafeMutableBufferPointer<Int>
+    ) {
         p.byTypos[0].withWords { zero in
-        p.byTypos[1].withWords { one in
-        p.byTypos[2].withWords { two in
-        p.exact.withWords { exact in
-            for (k, id) in matched.enumerated() {
-                typos[k] += zero.contains(id) ? 0 : one.contains(id) ? 1 : two.contains(id) ? 2 : 0
-                if exact.contains(id) { exactWords[k] += 1 }
+            p.byTypos[1].withWords { one in
+                p.byTypos[2].withWords { two in
+                    p.exact.withWords { exact in
+                        for (k, id) in matched.enumerated() {
+                            typos[k] += zero.contains(id) ? 0 : one.contains(id) ? 1 : two.contains(id) ? 2 : 0
+                            if exact.contains(id) { exactWords[k] += 1 }
+                        }
+                    }
+                }
             }
-        }
-        }
-        }
         }
     }
 
@@ -378,7 +384,7 @@ final class SearchRun {
             // `^`, the first token of the column) and the others; an item takes
             // the first group it is found in.
             let groups = Dictionary(grouping: columns, by: \.rank).sorted { $0.key < $1.key }
-            var before = 0   // matches at better typo levels
+            var before = 0  // matches at better typo levels
             for level in 0..<needed where perLevel[level] > 0 {
                 defer { before += perLevel[level] }
                 let forms = p.formsByTypos[level]
@@ -406,8 +412,9 @@ final class SearchRun {
                     if levelMasks != nil {
                         assign(columns: groupMask << 16, SearchRank.attribute(rank, atStart: true))
                     } else {
-                        assign(try ftsIDs(filter + "(" + forms.map { "^" + $0 }.joined(separator: " OR ") + ")"),
-                               SearchRank.attribute(rank, atStart: true))
+                        assign(
+                            try ftsIDs(filter + "(" + forms.map { "^" + $0 }.joined(separator: " OR ") + ")"),
+                            SearchRank.attribute(rank, atStart: true))
                     }
                     if before + count >= plan.window { break groups }
                     if g == groups.count - 1 {
@@ -431,7 +438,8 @@ final class SearchRun {
         // be worked out (several words), by every cheap criterion otherwise.
         // One integer per item orders by the cheap criteria (each is small).
         let keys: [Int] = (0..<n).map { k in
-            plan.words.count > 1 ? typos[k]
+            plan.words.count > 1
+                ? typos[k]
                 : typos[k] << 48 | min(attribute[k], 65535) << 32 | min(exactAttribute[k], 65535) << 16 | (1023 - min(exactWords[k], 1023))
         }
         // The buckets wanted are every item whose key is at most the window's
@@ -446,16 +454,19 @@ final class SearchRun {
         let ids = chosen.map { matched[$0] }
 
         var ranks: [SearchRank] = chosen.map { k in
-            SearchRank(words: plan.words.count, typos: typos[k], proximity: 0, attribute: attribute[k],
-                       exactAttribute: exactAttribute[k], exactWords: exactWords[k])
+            SearchRank(
+                words: plan.words.count, typos: typos[k], proximity: 0, attribute: attribute[k],
+                exactAttribute: exactAttribute[k], exactWords: exactWords[k])
         }
         if plan.words.count > 1 {
             // From the forward index all at once (see
             // ``indexedTextMatches(_:_:always:)``), else item by item.
-            let found = try forward.map { indexedTextMatches(ids, $0) } ?? ids.map { id in
-                try context.checkCancelled()
-                return try textMatch(id)
-            }
+            let found =
+                try forward.map { indexedTextMatches(ids, $0) }
+                ?? ids.map { id in
+                    try context.checkCancelled()
+                    return try textMatch(id)
+                }
             for (i, m) in found.enumerated() {
                 if let m {
                     ranks[i].proximity = m.proximity

@@ -21,7 +21,8 @@ struct FacetColumn {
     /// of its items many times falls back to merging).
     mutating func index() {
         guard let first = items.first, first >= 0, let last = items.last,
-              last < Int64(8 * items.count + 65_536), items.count < Int(Int32.max) else { return }
+            last < Int64(8 * items.count + 65_536), items.count < Int(Int32.max)
+        else { return }
         var offsets = [Int32](repeating: 0, count: Int(last) + 2)
         var e = 0
         for id in 0..<offsets.count {
@@ -58,7 +59,9 @@ extension ShardStore {
             case .location: continue
             }
             let id: Int32
-            if let known = index[value] { id = known } else {
+            if let known = index[value] {
+                id = known
+            } else {
                 id = Int32(column.names.count)
                 index[value] = id
                 column.names.append(value)
@@ -98,43 +101,43 @@ extension FacetColumn {
         }
         if !offsets.isEmpty {
             offsets.withUnsafeBufferPointer { offsets in
-            values.withUnsafeBufferPointer { values in
-                for (i, item) in set.enumerated() where item >= 0 && item < offsets.count - 1 {
-                    let stamp = Int32(truncatingIfNeeded: i + 1)
-                    for e in Int(offsets[Int(item)])..<Int(offsets[Int(item) + 1]) { count(Int(values[e]), stamp) }
+                values.withUnsafeBufferPointer { values in
+                    for (i, item) in set.enumerated() where item >= 0 && item < offsets.count - 1 {
+                        let stamp = Int32(truncatingIfNeeded: i + 1)
+                        for e in Int(offsets[Int(item)])..<Int(offsets[Int(item) + 1]) { count(Int(values[e]), stamp) }
+                    }
                 }
-            }
             }
         } else {
-        items.withUnsafeBufferPointer { items in
-        values.withUnsafeBufferPointer { values in
-        set.withUnsafeBufferPointer { set in
-            var i = 0, j = 0
-            while i < set.count, j < items.count {
-                if set[i] < items[j] {
-                    i += 1
-                } else if set[i] > items[j] {
-                    // Gallop: the matching set is usually far smaller than the column.
-                    var step = 1, hi = j
-                    while hi < items.count, items[hi] < set[i] { j = hi + 1; hi = j + step; step &<<= 1 }
-                    hi = min(hi, items.count)
-                    while j < hi {
-                        let mid = (j + hi) >> 1
-                        if items[mid] < set[i] { j = mid + 1 } else { hi = mid }
+            items.withUnsafeBufferPointer { items in
+                values.withUnsafeBufferPointer { values in
+                    set.withUnsafeBufferPointer { set in
+                        var i = 0, j = 0
+                        while i < set.count, j < items.count {
+                            if set[i] < items[j] {
+                                i += 1
+                            } else if set[i] > items[j] {
+                                // Gallop: the matching set is usually far smaller than the column.
+                                var step = 1, hi = j
+                                while hi < items.count, items[hi] < set[i] { j = hi + 1; hi = j + step; step &<<= 1 }
+                                hi = min(hi, items.count)
+                                while j < hi {
+                                    let mid = (j + hi) >> 1
+                                    if items[mid] < set[i] { j = mid + 1 } else { hi = mid }
+                                }
+                            } else {
+                                let item = set[i]
+                                let stamp = Int32(truncatingIfNeeded: i + 1)
+                                while j < items.count, items[j] == item {
+                                    count(Int(values[j]), stamp)
+                                    j += 1
+                                }
+                                i += 1
+                            }
+                        }
                     }
-                } else {
-                    let item = set[i]
-                    let stamp = Int32(truncatingIfNeeded: i + 1)
-                    while j < items.count, items[j] == item {
-                        count(Int(values[j]), stamp)
-                        j += 1
-                    }
-                    i += 1
                 }
             }
-        }
-        }
-        }
         }
         return (counts, stats)
     }
@@ -145,8 +148,10 @@ extension SearchRun {
     /// over the matches of the filter without its own refinements.
     /// `alsoMatching` adds, for a disjunctive facet's filter, the items that
     /// match it otherwise than by words (a semantic search's vector matches).
-    func countFacets(matched: [Int64], restrict: ([Int64]?) throws -> [Int64],
-                     alsoMatching: (([Int64]?) throws -> [Int64])? = nil, into result: inout ShardSearchResult) throws {
+    func countFacets(
+        matched: [Int64], restrict: ([Int64]?) throws -> [Int64],
+        alsoMatching: (([Int64]?) throws -> [Int64])? = nil, into result: inout ShardSearchResult
+    ) throws {
         var disjunctiveSets: [String: [Int64]] = [:]
         var facets = plan.facets
         if let star = facets.firstIndex(of: "*") {
@@ -157,7 +162,9 @@ extension SearchRun {
             try context.checkCancelled()
             var set = matched
             if let filter = plan.disjunctiveFilters[facet] {
-                if let known = disjunctiveSets[facet] { set = known } else {
+                if let known = disjunctiveSets[facet] {
+                    set = known
+                } else {
                     let node = try store.compile(filter.simplified())
                     set = try restrict(try store.candidates(node, exact: true, context).ids)
                     if mustVerify, !plan.words.isEmpty { set = try set.filter { try textMatch($0) != nil } }

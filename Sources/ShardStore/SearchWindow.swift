@@ -23,8 +23,10 @@ extension SearchRun {
     /// identifiers order them, and only the few that complete the window are
     /// picked (a page 10 can leave thousands tied: sorting them all with
     /// every criterion compared was a third of its time).
-    static func windowOrder(_ candidates: [Int], last: Int?, ranks: [SearchRank], uids: [String],
-                            window: Int, plan: SearchPlan) -> [Int] {
+    static func windowOrder(
+        _ candidates: [Int], last: Int?, ranks: [SearchRank], uids: [String],
+        window: Int, plan: SearchPlan
+    ) -> [Int] {
         func full(_ a: Int, _ b: Int) -> Bool { SearchRanking.precedes(ranks[a], uids[a], ranks[b], uids[b], plan: plan) }
         guard let last else { return Array(candidates.sorted(by: full).prefix(window)) }
         var better: [Int] = [], tied: [Int] = []

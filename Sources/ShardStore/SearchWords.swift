@@ -110,7 +110,8 @@ extension SearchRun {
                 let level = found.filter { $0.typos == t }
                 guard !level.isEmpty else { continue }
                 if let search = postingSearch, vocabulary === search.index.terms,
-                   level.allSatisfy({ f in vocabulary.withTerm(f.term, PostingSearch.isPlain) }) {
+                    level.allSatisfy({ f in vocabulary.withTerm(f.term, PostingSearch.isPlain) })
+                {
                     // The forms are the index's own terms: their lists at
                     // once, with no text made of them (FTS5 is not asked).
                     let held = level.map(\.term)

@@ -104,8 +104,9 @@ package final class ShardStore {
             configuration.mmapSizeBytes = 1 << 30
         }
         do {
-            db = try Database(path: path, mode: mode == .readWrite ? .readWrite(create: true) : .readOnly,
-                              configuration: configuration)
+            db = try Database(
+                path: path, mode: mode == .readWrite ? .readWrite(create: true) : .readOnly,
+                configuration: configuration)
             if mode == .readWrite {
                 // Checkpoint every ~40 MB of log rather than SQLite's 4 MB: an
                 // indexing batch rewrites the same FTS and index pages many
@@ -118,7 +119,9 @@ package final class ShardStore {
                     }
                     let format = try db.prepare("SELECT value FROM meta WHERE key = 'format'").scalar()?.string
                     if let format, !Layout.readableFormats.contains(format) {
-                        throw StoreError(.incompatibleFormat, "\(path) has store format \(format); this build reads formats \(Layout.readableFormats.sorted().joined(separator: ", "))")
+                        throw StoreError(
+                            .incompatibleFormat,
+                            "\(path) has store format \(format); this build reads formats \(Layout.readableFormats.sorted().joined(separator: ", "))")
                     }
                     if let format, format != String(Layout.format) {
                         for sql in Layout.migrations[format] ?? [] { try db.execute(sql) }
@@ -164,7 +167,8 @@ package final class ShardStore {
             }
         }
         if let text = try db.prepare("SELECT value FROM meta WHERE key = 'semantic'").scalar()?.string,
-           let names = try? decoder.decode([String].self, from: Data(text.utf8)) {
+            let names = try? decoder.decode([String].self, from: Data(text.utf8))
+        {
             for name in names { try? schema.setSemantic(name, true) }
         }
         self.schema = schema
@@ -228,8 +232,12 @@ package final class ShardStore {
             throw StoreError.wrap(error, "cannot save attribute declarations")
         }
         schema = updated
-        logger.info("declared attributes", metadata: ["store.attributes": "\(specs.map(\.name).joined(separator: ","))",
-                                                      "store.semantic": "\(updated.semantic.joined(separator: ","))"])
+        logger.info(
+            "declared attributes",
+            metadata: [
+                "store.attributes": "\(specs.map(\.name).joined(separator: ","))",
+                "store.semantic": "\(updated.semantic.joined(separator: ","))",
+            ])
     }
 
     // MARK: Counting

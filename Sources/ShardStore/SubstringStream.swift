@@ -17,12 +17,15 @@ extension ShardStore {
     /// gives the same results): other shapes, patterns without a selective
     /// run, and a named attribute that holds numbers (they are checked as
     /// text but are not in the word index).
-    func streamSubstringMatches(_ node: Node, _ query: Query, _ context: QueryContext, within scope: [Int64]?,
-                                onBatch: ([StoredResult]) throws -> Void) throws -> Int? {
+    func streamSubstringMatches(
+        _ node: Node, _ query: Query, _ context: QueryContext, within scope: [Int64]?,
+        onBatch: ([StoredResult]) throws -> Void
+    ) throws -> Int? {
         guard case .text(let leaf) = node else { return nil }
         let options = leaf.test.options
         guard !options.contains(.wordBased), !options.contains(.tokenized),
-              case .anyRun? = leaf.test.pattern.parts.first, !leaf.names.ids.isEmpty else { return nil }
+            case .anyRun? = leaf.test.pattern.parts.first, !leaf.names.ids.isEmpty
+        else { return nil }
         if case .one(let name?) = leaf.names {
             let numbers = try db.prepare("SELECT 1 FROM attrs WHERE name = ? AND num IS NOT NULL AND kind = 1 LIMIT 1")
             try numbers.bind(name, at: 0)

@@ -92,10 +92,11 @@ extension ShardStore {
                 let candidates = vocabulary.mostFrequent(prefix: last, prefixLast: plan.prefixLast, max(limit, Self.countedCompletions))
                 if shared == nil {
                     let wanted = Set(candidates.map(\.term))
-                    try readPostings(vocabulary.range(prefix: last).map { i in
-                        let term = vocabulary.term(i)
-                        return (term, Int(vocabulary.docs[i]), wanted.contains(term))
-                    })
+                    try readPostings(
+                        vocabulary.range(prefix: last).map { i in
+                            let term = vocabulary.term(i)
+                            return (term, Int(vocabulary.docs[i]), wanted.contains(term))
+                        })
                 }
                 var out: [Suggestion] = []
                 for t in candidates {
@@ -103,7 +104,8 @@ extension ShardStore {
                     // next one's document count cannot beat the limit-th best
                     // count, no later (rarer) one can either.
                     if out.count >= limit, t.docs <= out[limit - 1].count { break }
-                    let n = try shared.map { s in s.withList(t.i) { holding.count(in: $0) } }
+                    let n =
+                        try shared.map { s in s.withList(t.i) { holding.count(in: $0) } }
                         ?? completionCount(t.term, docs: t.docs, earlier: earlier, holding: holding)
                     if n > 0 {
                         out.insertSorted(Suggestion(text: prefix + t.term, count: n))

@@ -296,9 +296,11 @@ extension ShardStore {
         let epoch = try itemsEpoch()
         let watermark = try db.prepare("SELECT max(id) FROM items").scalar()?.int64 ?? 0
         let grams = try TermGrams(db: db)
-        logger.debug("read the vocabulary's trigrams", metadata: [
-            "store.terms": "\(grams.vocabulary.count)", "store.ms": "\((ContinuousClock.now - started) / .milliseconds(1))",
-        ])
+        logger.debug(
+            "read the vocabulary's trigrams",
+            metadata: [
+                "store.terms": "\(grams.vocabulary.count)", "store.ms": "\((ContinuousClock.now - started) / .milliseconds(1))",
+            ])
         cache.grams = grams
         cache.reads += 1
         cache.watermark = watermark

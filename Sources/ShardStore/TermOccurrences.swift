@@ -100,7 +100,8 @@ struct TermOccurrences: Sendable {
                     }
                     let slot = Int(fill[t])
                     fill[t] = UInt32(slot + 1)
-                    let place = UInt32(min(local, Self.maxValues - 1)) << Self.valueShift | UInt32(min(name, Self.maxNames - 1)) << Self.nameShift
+                    let place =
+                        UInt32(min(local, Self.maxValues - 1)) << Self.valueShift | UInt32(min(name, Self.maxNames - 1)) << Self.nameShift
                         | UInt32(min(max(position, 0), Self.maxPosition - 1)) << 2
                         | UInt32(e & 1) << 1 | (e & 1 == 0 && position == lastWord ? 1 : 0)
                     entries[slot] = UInt64(i) << 32 | UInt64(place)
@@ -134,8 +135,11 @@ extension SearchRun {
     /// occurrences tell (see ``TermOccurrences/entries``).
     ///
     /// `always`: take the occurrences whatever the cost (for tests).
-    func indexedTextMatches(_ ids: [Int64], _ forward: ForwardIndex, always: Bool = false)
-        -> [(proximity: Int, attribute: Int, exactAttribute: Int)?] {
+    func indexedTextMatches(
+        _ ids: [Int64], _ forward: ForwardIndex, always: Bool = false
+    )
+        -> [(proximity: Int, attribute: Int, exactAttribute: Int)?]
+    {
         let cache = store.searchCache.forwardTokens
         cache.lookUp(store)
         let occurrences = forward.occurrences
@@ -171,46 +175,46 @@ extension SearchRun {
         var hitCandidate: [UInt32] = [], hitKey: [UInt64] = []
         let candidates = ids.map { UInt32(truncatingIfNeeded: max(0, min($0, Int64(UInt32.max)))) }
         occurrences.entries.withUnsafeBufferPointer { entries in
-        candidates.withUnsafeBufferPointer { candidates in
-            var bases = [Int](repeating: 0, count: n)
-            for (index, t) in terms.enumerated() {
-                var o = Int(occurrences.start[t])
-                let end = Int(occurrences.start[t + 1])
-                // A list over twice as long as the candidates: their
-                // entries are found by binary searches in lockstep (see
-                // ``lowerBounds``), whose loads wait on memory together,
-                // rather than by galloping, where each probe waits for the
-                // one before (the term loop's p50 26.5 → 22.6 us through a
-                // one-shard cluster, two-word searches, 2026-11-25).
-                if end - o > 2 * n {
-                    Self.lowerBounds(entries, from: o, to: end, candidates, &bases)
-                    for c in 0..<n {
-                        var k = bases[c]
-                        let want = candidates[c]
-                        while k < end, UInt32(truncatingIfNeeded: entries[k] >> 32) == want {
-                            hitCandidate.append(UInt32(c))
-                            hitKey.append(entries[k] << 32 | UInt64(index))
-                            k += 1
+            candidates.withUnsafeBufferPointer { candidates in
+                var bases = [Int](repeating: 0, count: n)
+                for (index, t) in terms.enumerated() {
+                    var o = Int(occurrences.start[t])
+                    let end = Int(occurrences.start[t + 1])
+                    // A list over twice as long as the candidates: their
+                    // entries are found by binary searches in lockstep (see
+                    // ``lowerBounds``), whose loads wait on memory together,
+                    // rather than by galloping, where each probe waits for the
+                    // one before (the term loop's p50 26.5 → 22.6 us through a
+                    // one-shard cluster, two-word searches, 2026-11-25).
+                    if end - o > 2 * n {
+                        Self.lowerBounds(entries, from: o, to: end, candidates, &bases)
+                        for c in 0..<n {
+                            var k = bases[c]
+                            let want = candidates[c]
+                            while k < end, UInt32(truncatingIfNeeded: entries[k] >> 32) == want {
+                                hitCandidate.append(UInt32(c))
+                                hitKey.append(entries[k] << 32 | UInt64(index))
+                                k += 1
+                            }
                         }
+                        continue
                     }
-                    continue
-                }
-                var c = 0
-                while o < end, c < n {
-                    let entry = entries[o]
-                    let x = UInt32(truncatingIfNeeded: entry >> 32), want = candidates[c]
-                    if x < want {
-                        o = Self.gallop(entries, from: o, to: end, atLeast: UInt64(want) << 32)
-                    } else if x > want {
-                        c = Self.gallop(candidates, from: c, to: n, atLeast: x)
-                    } else {
-                        hitCandidate.append(UInt32(c))
-                        hitKey.append(entry << 32 | UInt64(index))
-                        o += 1
+                    var c = 0
+                    while o < end, c < n {
+                        let entry = entries[o]
+                        let x = UInt32(truncatingIfNeeded: entry >> 32), want = candidates[c]
+                        if x < want {
+                            o = Self.gallop(entries, from: o, to: end, atLeast: UInt64(want) << 32)
+                        } else if x > want {
+                            c = Self.gallop(candidates, from: c, to: n, atLeast: x)
+                        } else {
+                            hitCandidate.append(UInt32(c))
+                            hitKey.append(entry << 32 | UInt64(index))
+                            o += 1
+                        }
                     }
                 }
             }
-        }
         }
         // Each matched term's masks, read here once: read in the loop below,
         // the cache's array was an access check and a likely cache miss a
@@ -292,8 +296,10 @@ extension SearchRun {
     /// is not below it: binary searches over the whole range, every
     /// candidate a step at a time, without branches, so that their loads
     /// are independent and wait on memory together.
-    static func lowerBounds(_ entries: UnsafeBufferPointer<UInt64>, from: Int, to end: Int,
-                            _ candidates: UnsafeBufferPointer<UInt32>, _ bases: inout [Int]) {
+    static func lowerBounds(
+        _ entries: UnsafeBufferPointer<UInt64>, from: Int, to end: Int,
+        _ candidates: UnsafeBufferPointer<UInt32>, _ bases: inout [Int]
+    ) {
         let n = candidates.count
         bases.withUnsafeMutableBufferPointer { bases in
             for c in 0..<n { bases[c] = from }

@@ -80,8 +80,9 @@ extension ShardStore {
                 exact = try substringCandidates(leaf, literals: literals, into: &ids, context) && exact
             }
         } else if pattern.parts.count == 1, case .literal(let whole) = pattern.parts[0],
-                  options.isSuperset(of: [.caseInsensitive, .diacriticInsensitive]),
-                  Fold.fold(whole).count <= Fold.prefixCharacters {
+            options.isSuperset(of: [.caseInsensitive, .diacriticInsensitive]),
+            Fold.fold(whole).count <= Fold.prefixCharacters
+        {
             // A whole value compared with `cd` (a facet filter): the folded key
             // is the comparison itself. A key is the fold of the value's first
             // 64 characters, so a key equal to a folded pattern of at most 32
@@ -139,7 +140,9 @@ extension ShardStore {
     func wordIndexCandidates(_ terms: [WordTerm], names: NameSet, _ context: QueryContext) throws -> [Int64]? {
         let scoring = context.scores != nil
         let weights = Layout.wordWeights.map { String($0) }.joined(separator: ", ")
-        let sql = scoring ? "SELECT rowid, bm25(words, \(weights)) FROM words WHERE words MATCH ?"
+        let sql =
+            scoring
+            ? "SELECT rowid, bm25(words, \(weights)) FROM words WHERE words MATCH ?"
             : "SELECT rowid FROM words WHERE words MATCH ?"
         var match = "(" + terms.map(\.fts).joined(separator: " AND ") + ")"
         if case .one(let id?) = names {

@@ -207,71 +207,71 @@ extension SearchRun {
         var tracker = ProximityTracker(words: words, scratch.proximityBuffer(words: words))
         var attribute = noRank, exact = SearchRank.noExactAttribute
         var valueIndex = 0
-        let rankByName = self.rankByName   // (read once: the property retains its array at every read)
+        let rankByName = self.rankByName  // (read once: the property retains its array at every read)
         // Buffers, not arrays, in the loop over tokens: no bounds or
         // exclusivity checks on the cache's arrays at every token.
         forward.tokens.withUnsafeBufferPointer { tokens in
-        cache.masks.withUnsafeMutableBufferPointer { masks in
-            for v in forward.values(of: id) {
-                let name = Int(forward.valueName[v])
-                guard name < rankByName.count, rankByName[name] >= 0 else { continue }
-                let rank = rankByName[name]
-                let value = valueIndex
-                valueIndex += 1
-                var any = false, atStart = false
-                var whole = true
-                var wholeTokens = 0
-                var position = -1
-                var k = Int(forward.valueStart[v])
-                let end = Int(forward.valueStart[v + 1])
-                while k < end {
-                    // Most tokens' terms match no word and are none (their
-                    // mask is ``ForwardTokenCache/known`` alone): they only
-                    // move the position and, unless camel-case parts, end the
-                    // whole-value test (which never starts again). A loop of
-                    // its own takes them with nothing kept off registers;
-                    // the whole loop was a third of a two-word search.
-                    var plain: UInt32 = 0
+            cache.masks.withUnsafeMutableBufferPointer { masks in
+                for v in forward.values(of: id) {
+                    let name = Int(forward.valueName[v])
+                    guard name < rankByName.count, rankByName[name] >= 0 else { continue }
+                    let rank = rankByName[name]
+                    let value = valueIndex
+                    valueIndex += 1
+                    var any = false, atStart = false
+                    var whole = true
+                    var wholeTokens = 0
+                    var position = -1
+                    var k = Int(forward.valueStart[v])
+                    let end = Int(forward.valueStart[v + 1])
                     while k < end {
+                        // Most tokens' terms match no word and are none (their
+                        // mask is ``ForwardTokenCache/known`` alone): they only
+                        // move the position and, unless camel-case parts, end the
+                        // whole-value test (which never starts again). A loop of
+                        // its own takes them with nothing kept off registers;
+                        // the whole loop was a third of a two-word search.
+                        var plain: UInt32 = 0
+                        while k < end {
+                            let entry = tokens[k]
+                            if masks[Int(entry >> 1)] != ForwardTokenCache.known { break }
+                            plain |= ~entry & 1
+                            position &+= Int(~entry & 1)
+                            k &+= 1
+                        }
+                        if plain != 0 { whole = false }
+                        if k == end { break }
                         let entry = tokens[k]
-                        if masks[Int(entry >> 1)] != ForwardTokenCache.known { break }
-                        plain |= ~entry & 1
-                        position &+= Int(~entry & 1)
                         k &+= 1
-                    }
-                    if plain != 0 { whole = false }
-                    if k == end { break }
-                    let entry = tokens[k]
-                    k &+= 1
-                    let term = Int(entry >> 1)
-                    let isPart = entry & 1 != 0
-                    if !isPart { position += 1 }
-                    var mask = masks[term]
-                    if mask == 0 {
-                        mask = termMask(term, forward, cache) | ForwardTokenCache.known
-                        masks[term] = mask
-                        cache.decided.append(UInt32(term))
-                    }
-                    if !isPart, whole, mask & ForwardTokenCache.skipsWhole == 0 {
-                        whole = wholeTokens < words && mask & (1 << (ForwardTokenCache.equalsShift + UInt32(wholeTokens))) != 0
-                        wholeTokens += 1
-                    }
-                    var matches = mask & ForwardTokenCache.matchBits
-                    if matches != 0 {
-                        any = true
-                        if position == 0 { atStart = true }
-                        while matches != 0 {
-                            tracker.met(matches.trailingZeroBitCount, value: value, position: position)
-                            matches &= matches - 1
+                        let term = Int(entry >> 1)
+                        let isPart = entry & 1 != 0
+                        if !isPart { position += 1 }
+                        var mask = masks[term]
+                        if mask == 0 {
+                            mask = termMask(term, forward, cache) | ForwardTokenCache.known
+                            masks[term] = mask
+                            cache.decided.append(UInt32(term))
+                        }
+                        if !isPart, whole, mask & ForwardTokenCache.skipsWhole == 0 {
+                            whole = wholeTokens < words && mask & (1 << (ForwardTokenCache.equalsShift + UInt32(wholeTokens))) != 0
+                            wholeTokens += 1
+                        }
+                        var matches = mask & ForwardTokenCache.matchBits
+                        if matches != 0 {
+                            any = true
+                            if position == 0 { atStart = true }
+                            while matches != 0 {
+                                tracker.met(matches.trailingZeroBitCount, value: value, position: position)
+                                matches &= matches - 1
+                            }
                         }
                     }
-                }
-                if any {
-                    attribute = min(attribute, SearchRank.attribute(rank, atStart: atStart))
-                    if whole, wholeTokens == words { exact = min(exact, rank) }
+                    if any {
+                        attribute = min(attribute, SearchRank.attribute(rank, atStart: atStart))
+                        if whole, wholeTokens == words { exact = min(exact, rank) }
+                    }
                 }
             }
-        }
         }
         return tracker.proximity.map { ($0, attribute, exact) }
     }

@@ -75,7 +75,7 @@ package final class VectorIndex: @unchecked Sendable {
         let before = (ids.count, loadedSeq)
         defer { if (ids.count, loadedSeq) != before { sortedIDs = nil } }
         let seq = Int64(try db.prepare("SELECT value FROM meta WHERE key = 'vectors.seq'").scalar()?.string ?? "0") ?? 0
-        if seq < loadedSeq { // a shard emptied and written again, or an older snapshot: start over
+        if seq < loadedSeq {  // a shard emptied and written again, or an older snapshot: start over
             matrix = []; codes = []; scales = []; errors = []; norms = []; ids = []; slot = [:]; loadedSeq = 0; dimension = 0
         }
         if seq > loadedSeq {

@@ -339,16 +339,24 @@ final class Vocabulary {
         }
         var siblings: [UInt8] = []
         for p in 0..<h1 {
-            walkProbe { $0.append(contentsOf: a[..<p]); $0.append(contentsOf: a[(p + 1)...]) }       // deleted
+            walkProbe {
+                $0.append(contentsOf: a[..<p]); $0.append(contentsOf: a[(p + 1)...])
+            }  // deleted
             if p + 1 < h1, a[p] != a[p + 1] {
-                walkProbe { $0.append(contentsOf: a); $0.swapAt(p, p + 1) }                           // swapped
+                walkProbe {
+                    $0.append(contentsOf: a); $0.swapAt(p, p + 1)
+                }  // swapped
             }
             children(of: a[..<p], into: &siblings)
             for x in siblings {
                 if x != a[p] {
-                    walkProbe { $0.append(contentsOf: a); $0[p] = x }                                 // substituted
+                    walkProbe {
+                        $0.append(contentsOf: a); $0[p] = x
+                    }  // substituted
                 }
-                walkProbe { $0.append(contentsOf: a[..<p]); $0.append(x); $0.append(contentsOf: a[p...]) }  // inserted
+                walkProbe {
+                    $0.append(contentsOf: a[..<p]); $0.append(x); $0.append(contentsOf: a[p...])
+                }  // inserted
             }
         }
         return found.map { (term: $0.key, typos: $0.value) }.sorted { $0.term < $1.term }
@@ -386,7 +394,8 @@ final class Vocabulary {
     private func term(_ w: [UInt8], maxTypos k: Int, equalTo candidate: [UInt8], into found: inout [Int: Int]) {
         let t = start(ofPrefix: candidate[...])
         guard t < count, found[t] == nil, length(t) == candidate.count, comparePrefix(t, candidate[...]) == 0,
-              let d = Typos.distance(w, candidate, max: k) else { return }
+            let d = Typos.distance(w, candidate, max: k)
+        else { return }
         found[t] = d
     }
 
@@ -409,8 +418,9 @@ final class Vocabulary {
                 let s = Int(starts[t]), e = Int(starts[t + 1])
                 if e - s > w.count + k { break }
                 guard e - s >= suffix.count, found[t] == nil,
-                      UnsafeBufferPointer(rebasing: b[(e - suffix.count)..<e]).elementsEqual(suffix),
-                      let d = Typos.distance(w, UnsafeBufferPointer(rebasing: b[s..<e]), max: k, rows: &rows) else { continue }
+                    UnsafeBufferPointer(rebasing: b[(e - suffix.count)..<e]).elementsEqual(suffix),
+                    let d = Typos.distance(w, UnsafeBufferPointer(rebasing: b[s..<e]), max: k, rows: &rows)
+                else { continue }
                 found[t] = d
             }
         }
@@ -427,91 +437,91 @@ final class Vocabulary {
         var rows = [Int](repeating: 0, count: (maxDepth + 1) * width)
         for j in 0...m { rows[j] = j }
         var path = [UInt8](repeating: 0, count: maxDepth + 1)
-        var pathCount = 0   // the bytes the valid rows were computed for
+        var pathCount = 0  // the bytes the valid rows were computed for
         bytes.withUnsafeBufferPointer { bytes in
-        rows.withUnsafeMutableBufferPointer { rows in
-        path.withUnsafeMutableBufferPointer { path in
-        w.withUnsafeBufferPointer { w in
-        starts.withUnsafeBufferPointer { starts in
-            var i = range.lowerBound
-            while i < end {
-                let s = Int(starts[i]), e = Int(starts[i + 1])
-                let len = e - s
-                // Rows 0...lcp are still valid for this term.
-                var lcp = 0
-                while lcp < pathCount, lcp < len, path[lcp] == bytes[s + lcp] { lcp += 1 }
-                pathCount = lcp
-                var pruned = false
-                var d = lcp
-                while d < len {
-                    let c = bytes[s + d]
-                    path[d] = c
-                    pathCount = d + 1
-                    let prev = d * width, cur = (d + 1) * width
-                    var rowMin = d + 1
-                    if d + 1 <= maxDepth - 1 {
-                        // Only cells within k of the diagonal can be within k;
-                        // the others hold k + 1, written where neighbours read them.
-                        let r = d + 1
-                        let lo = max(1, r - k), hi = min(m, r + k)
-                        rows[cur] = min(r, k + 1)
-                        if lo > 1 { rows[cur + lo - 1] = k + 1 }
-                        if lo <= hi {
-                            for j in lo...hi {
-                                let cost = w[j - 1] == c ? 0 : 1
-                                var v = min(min(rows[prev + j], rows[cur + j - 1]) + 1, rows[prev + j - 1] + cost)
-                                if d > 0, j > 1, w[j - 1] == path[d - 1], w[j - 2] == c {
-                                    v = min(v, rows[(d - 1) * width + j - 2] + 1)
+            rows.withUnsafeMutableBufferPointer { rows in
+                path.withUnsafeMutableBufferPointer { path in
+                    w.withUnsafeBufferPointer { w in
+                        starts.withUnsafeBufferPointer { starts in
+                            var i = range.lowerBound
+                            while i < end {
+                                let s = Int(starts[i]), e = Int(starts[i + 1])
+                                let len = e - s
+                                // Rows 0...lcp are still valid for this term.
+                                var lcp = 0
+                                while lcp < pathCount, lcp < len, path[lcp] == bytes[s + lcp] { lcp += 1 }
+                                pathCount = lcp
+                                var pruned = false
+                                var d = lcp
+                                while d < len {
+                                    let c = bytes[s + d]
+                                    path[d] = c
+                                    pathCount = d + 1
+                                    let prev = d * width, cur = (d + 1) * width
+                                    var rowMin = d + 1
+                                    if d + 1 <= maxDepth - 1 {
+                                        // Only cells within k of the diagonal can be within k;
+                                        // the others hold k + 1, written where neighbours read them.
+                                        let r = d + 1
+                                        let lo = max(1, r - k), hi = min(m, r + k)
+                                        rows[cur] = min(r, k + 1)
+                                        if lo > 1 { rows[cur + lo - 1] = k + 1 }
+                                        if lo <= hi {
+                                            for j in lo...hi {
+                                                let cost = w[j - 1] == c ? 0 : 1
+                                                var v = min(min(rows[prev + j], rows[cur + j - 1]) + 1, rows[prev + j - 1] + cost)
+                                                if d > 0, j > 1, w[j - 1] == path[d - 1], w[j - 2] == c {
+                                                    v = min(v, rows[(d - 1) * width + j - 2] + 1)
+                                                }
+                                                if v > k { v = k + 1 }
+                                                rows[cur + j] = v
+                                                if v < rowMin { rowMin = v }
+                                            }
+                                        }
+                                        if hi < m { rows[cur + hi + 1] = k + 1 }
+                                    }
+                                    if rowMin > k {
+                                        // No term below this prefix can come within k: skip to
+                                        // the first term past it. Galloping from here, then
+                                        // halving: the next subtree is usually near, and a
+                                        // binary search over the whole list missed the cache
+                                        // at every step (it was most of a walk's time).
+                                        let plen = d + 1
+                                        // Whether term `x` sorts at or before the last term with this prefix.
+                                        func within(_ x: Int) -> Bool {
+                                            let ms = Int(starts[x]), me = Int(starts[x + 1])
+                                            var q = 0
+                                            while q < plen {
+                                                if ms + q >= me { return true }
+                                                let b = bytes[ms + q], p = path[q]
+                                                if b != p { return b < p }
+                                                q += 1
+                                            }
+                                            return true
+                                        }
+                                        var lo = i + 1, hi = i + 1, step = 1
+                                        while hi < end, within(hi) { lo = hi + 1; hi = lo + step; step &<<= 1 }
+                                        hi = min(hi, end)
+                                        while lo < hi {
+                                            let mid = (lo + hi) &>> 1
+                                            if within(mid) { lo = mid + 1 } else { hi = mid }
+                                        }
+                                        i = lo
+                                        pruned = true
+                                        break
+                                    }
+                                    d += 1
                                 }
-                                if v > k { v = k + 1 }
-                                rows[cur + j] = v
-                                if v < rowMin { rowMin = v }
+                                if pruned { continue }
+                                // Cells off the band are not kept: a length more than k away is no match.
+                                let dist = abs(len - m) <= k ? rows[len * width + m] : k + 1
+                                if dist <= k { out.append((i, dist)) }
+                                i += 1
                             }
                         }
-                        if hi < m { rows[cur + hi + 1] = k + 1 }
                     }
-                    if rowMin > k {
-                        // No term below this prefix can come within k: skip to
-                        // the first term past it. Galloping from here, then
-                        // halving: the next subtree is usually near, and a
-                        // binary search over the whole list missed the cache
-                        // at every step (it was most of a walk's time).
-                        let plen = d + 1
-                        // Whether term `x` sorts at or before the last term with this prefix.
-                        func within(_ x: Int) -> Bool {
-                            let ms = Int(starts[x]), me = Int(starts[x + 1])
-                            var q = 0
-                            while q < plen {
-                                if ms + q >= me { return true }
-                                let b = bytes[ms + q], p = path[q]
-                                if b != p { return b < p }
-                                q += 1
-                            }
-                            return true
-                        }
-                        var lo = i + 1, hi = i + 1, step = 1
-                        while hi < end, within(hi) { lo = hi + 1; hi = lo + step; step &<<= 1 }
-                        hi = min(hi, end)
-                        while lo < hi {
-                            let mid = (lo + hi) &>> 1
-                            if within(mid) { lo = mid + 1 } else { hi = mid }
-                        }
-                        i = lo
-                        pruned = true
-                        break
-                    }
-                    d += 1
                 }
-                if pruned { continue }
-                // Cells off the band are not kept: a length more than k away is no match.
-                let dist = abs(len - m) <= k ? rows[len * width + m] : k + 1
-                if dist <= k { out.append((i, dist)) }
-                i += 1
             }
-        }
-        }
-        }
-        }
         }
     }
 }

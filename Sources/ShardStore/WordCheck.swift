@@ -165,9 +165,11 @@ enum WordCheck {
         case 2 where parts[1] == .anyRun: prefix = true
         default: return nil
         }
-        let isWord = !word.isEmpty && word.utf8.allSatisfy { b in
-            (b >= 48 && b <= 57) || (b >= 65 && b <= 90) || (b >= 97 && b <= 122)
-        }
+        let isWord =
+            !word.isEmpty
+            && word.utf8.allSatisfy { b in
+                (b >= 48 && b <= 57) || (b >= 65 && b <= 90) || (b >= 97 && b <= 122)
+            }
         guard isWord, !hasCamelCase(word) else { return nil }
         let hidden = schema.custom.values.contains { $0.type == .text && $0.searchable && !$0.searchableByDefault }
         guard !hidden else { return nil }

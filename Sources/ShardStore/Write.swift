@@ -57,16 +57,18 @@ extension ShardStore {
                 }
             }
         } catch {
-            dataVersion = -1 // names added inside the rolled-back transaction are gone
+            dataVersion = -1  // names added inside the rolled-back transaction are gone
             logger.error("write failed; nothing of the batch was stored", metadata: ["store.batch": "\(items.count)", "error": "\(error)"])
             throw StoreError.wrap(error, "cannot write \(items.count) items")
         }
         let rejected = items.count - stored
         logger.debug("wrote items", metadata: ["store.stored": "\(stored)", "store.rejected": "\(rejected)", "store.evicted": "\(evicted)"])
         if rejected > 0, case .rejected(let uid, let error)? = outcomes.first(where: { !$0.isStored }) {
-            logger.info("rejected items of a batch", metadata: [
-                "store.rejected": "\(rejected)", "item.id": "\(uid ?? "?")", "item.error": "\(error)",
-            ])
+            logger.info(
+                "rejected items of a batch",
+                metadata: [
+                    "store.rejected": "\(rejected)", "item.id": "\(uid ?? "?")", "item.error": "\(error)",
+                ])
         }
         return outcomes
     }
@@ -82,7 +84,7 @@ extension ShardStore {
         try requireWritable("delete items")
         do {
             return try db.transaction(.immediate) {
-                try reloadIfChanged()   // the identifier filter must know of other writers' commits
+                try reloadIfChanged()  // the identifier filter must know of other writers' commits
                 var n = 0
                 for uid in ids where try removeItem(uid: uid) { n += 1 }
                 logger.debug("deleted items by identifier", metadata: ["store.deleted": "\(n)"])
@@ -126,7 +128,8 @@ extension ShardStore {
         do {
             return try db.transaction(.immediate) {
                 let n = Int(try db.prepare("SELECT count(*) FROM items").scalar()?.int64 ?? 0)
-                try db.execute("""
+                try db.execute(
+                    """
                     DELETE FROM attrs; DELETE FROM items; DELETE FROM vectors;
                     INSERT INTO words(words) VALUES('delete-all');
                     """)
@@ -219,7 +222,8 @@ extension ShardStore {
     static func wordsSQL(delete: Bool) -> String {
         let columns = (0..<Layout.wordColumnCount).map { "c\($0)" }.joined(separator: ", ")
         let marks = Array(repeating: "?", count: Layout.wordColumnCount).joined(separator: ", ")
-        return delete ? "INSERT INTO words(words, rowid, \(columns)) VALUES('delete', ?, \(marks))"
+        return delete
+            ? "INSERT INTO words(words, rowid, \(columns)) VALUES('delete', ?, \(marks))"
             : "INSERT INTO words(rowid, \(columns)) VALUES (?, \(marks))"
     }
 
@@ -323,7 +327,7 @@ extension ShardStore {
                     row.kind = .location
                     row.num = l.latitude
                     row.text = String(l.longitude)
-                case .list: continue // lists of lists are rejected by the decoder
+                case .list: continue  // lists of lists are rejected by the decoder
                 }
                 rows.append(row)
             }

@@ -246,9 +246,10 @@ struct QueryStringParser {
             pos += text.count
             return (op, text)
         }
-        throw error(.expectedOperator,
-                    "expected an operator (==, !=, <, >, <=, >=) after '\(attribute.spelling)', found \(found(at: pos))",
-                    at: pos)
+        throw error(
+            .expectedOperator,
+            "expected an operator (==, !=, <, >, <=, >=) after '\(attribute.spelling)', found \(found(at: pos))",
+            at: pos)
     }
 
     /// `==[cd]`: the `mdfind` placement of modifiers.
@@ -366,8 +367,9 @@ struct QueryStringParser {
                 return Value(kind: .number(n, word: literal), offset: start, modifiers: [], spelling: spelling)
             }
             if let d = ISODate.parse(literal) {
-                return Value(kind: .date(.instant(d.timeIntervalSinceReferenceDate), word: literal),
-                             offset: start, modifiers: [], spelling: spelling)
+                return Value(
+                    kind: .date(.instant(d.timeIntervalSinceReferenceDate), word: literal),
+                    offset: start, modifiers: [], spelling: spelling)
             }
         }
         return Value(kind: .text(TextPattern(parts: parts)), offset: start, modifiers: [], spelling: spelling)
@@ -417,7 +419,8 @@ struct QueryStringParser {
         }
         guard !u.isEmpty else { return nil }
         if u.count > 2, u.first == UInt8(ascii: "0"),
-           u.dropFirst().first == UInt8(ascii: "x") || u.dropFirst().first == UInt8(ascii: "X") {
+            u.dropFirst().first == UInt8(ascii: "x") || u.dropFirst().first == UInt8(ascii: "X")
+        {
             var v = 0.0
             for c in u.dropFirst(2) {
                 let d: Int
@@ -461,7 +464,7 @@ struct QueryStringParser {
 
     mutating func parseTimeExpression() throws(SpotlightQueryError) -> TimeValue {
         let start = pos
-        pos += 1 // $
+        pos += 1  // $
         while pos < chars.count, Self.isNameChar(chars[pos]) { pos += 1 }
         let name = String(chars[(start + 1)..<pos])
         let known = TimeResolver.allNames.map { "$time.\($0)" }.joined(separator: ", ")
@@ -491,9 +494,10 @@ struct QueryStringParser {
             }
             pos += 1
             guard let date = ISODate.parse(text) else {
-                throw error(.badTimeExpression,
-                            "'\(text)' is not an ISO-8601 date (such as 2026-11-01 or 2026-11-01T12:00:00Z)",
-                            at: argumentStart)
+                throw error(
+                    .badTimeExpression,
+                    "'\(text)' is not an ISO-8601 date (such as 2026-11-01 or 2026-11-01T12:00:00Z)",
+                    at: argumentStart)
             }
             return .instant(date.timeIntervalSinceReferenceDate)
         case "now":
@@ -503,7 +507,13 @@ struct QueryStringParser {
             guard let v = TimeResolver.variables[variable] else {
                 throw error(.badTimeExpression, "unknown time variable '$\(name)'; expected one of \(known)", at: start)
             }
-            let unit = switch v.unit { case .day: "days"; case .week: "weeks"; case .month: "months"; case .year: "years" }
+            let unit =
+                switch v.unit {
+                case .day: "days";
+                case .week: "weeks";
+                case .month: "months";
+                case .year: "years"
+                }
             let n = try parseOffset(of: name, unit: unit, whole: true)
             guard let period = time.period(v, offset: Int(n)) else {
                 throw error(.badTimeExpression, "'$\(name)' with offset \(Int(n)) is outside the calendar", at: start)
@@ -528,9 +538,10 @@ struct QueryStringParser {
         let limit = Double(TimeResolver.maximumOffset)
         if whole {
             guard let n = Int(text), (-TimeResolver.maximumOffset...TimeResolver.maximumOffset).contains(n) else {
-                throw error(.badTimeExpression,
-                            "expected a whole number of \(unit) (at most \(TimeResolver.maximumOffset) either way) in '$\(name)(…)', found '\(text)'",
-                            at: argumentStart)
+                throw error(
+                    .badTimeExpression,
+                    "expected a whole number of \(unit) (at most \(TimeResolver.maximumOffset) either way) in '$\(name)(…)', found '\(text)'",
+                    at: argumentStart)
             }
             return Double(n)
         }
@@ -544,12 +555,13 @@ struct QueryStringParser {
 
     mutating func parseInRange() throws(SpotlightQueryError) -> Predicate {
         let open = pos
-        pos += 1 // (
+        pos += 1  // (
         let attribute = try parseAttribute(after: "'InRange('", context: "an attribute name")
         guard case .named(let name) = attribute.selector else {
-            throw error(.allTextNeedsText,
-                        "InRange compares one numeric or date attribute; '\(attribute.spelling)' names every text attribute",
-                        at: attribute.offset)
+            throw error(
+                .allTextNeedsText,
+                "InRange compares one numeric or date attribute; '\(attribute.spelling)' names every text attribute",
+                at: attribute.offset)
         }
         try expectComma(after: "'\(attribute.spelling)'")
         let minimum = try parseValue(after: "',' in InRange")
@@ -596,9 +608,10 @@ struct QueryStringParser {
     /// One end of `InRange`: inclusive, except that a period's end is exclusive.
     func rangeEnd(_ v: Value, isLower: Bool, what: String) throws(SpotlightQueryError) -> Bound {
         guard let t = orderingValue(v) else {
-            throw error(.orderingNeedsNumberOrDate,
-                        "\(what) compares numbers and dates only; found \(v.spelling), which is neither",
-                        at: v.offset)
+            throw error(
+                .orderingNeedsNumberOrDate,
+                "\(what) compares numbers and dates only; found \(v.spelling), which is neither",
+                at: v.offset)
         }
         switch t {
         case .instant(let x): return Bound(x, inclusive: true)
@@ -622,15 +635,17 @@ struct QueryStringParser {
             case .number(_, let word) where !op.isOrdering, .date(_, let word?) where !op.isOrdering:
                 return textTest(TextPattern(literal: word))
             default:
-                throw error(.allTextNeedsText,
-                            "'\(a.spelling)' names every text attribute and compares with text only; \(opText) \(v.spelling) needs one numeric or date attribute",
-                            at: a.offset)
+                throw error(
+                    .allTextNeedsText,
+                    "'\(a.spelling)' names every text attribute and compares with text only; \(opText) \(v.spelling) needs one numeric or date attribute",
+                    at: a.offset)
             }
         }
         guard let t = orderingValue(v) else {
-            throw error(.orderingNeedsNumberOrDate,
-                        "\(opText) compares numbers and dates only; found \(v.spelling), which is neither",
-                        at: v.offset)
+            throw error(
+                .orderingNeedsNumberOrDate,
+                "\(opText) compares numbers and dates only; found \(v.spelling), which is neither",
+                at: v.offset)
         }
         let (s, e): (Double, Double?)
         switch t {

@@ -70,8 +70,8 @@ struct TimeResolver {
         }
         let n = variable.shift + offset
         guard let current = calendar.dateInterval(of: component, for: now),
-              let start = calendar.date(byAdding: addUnit, value: n, to: current.start),
-              let end = calendar.date(byAdding: addUnit, value: n + 1, to: current.start)
+            let start = calendar.date(byAdding: addUnit, value: n, to: current.start),
+            let end = calendar.date(byAdding: addUnit, value: n + 1, to: current.start)
         else { return nil }
         return .period(start: start.timeIntervalSinceReferenceDate, end: end.timeIntervalSinceReferenceDate)
     }

@@ -32,7 +32,8 @@ package struct Access: Sendable {
     package static func resolve(key: String?, store: KeyStore?, requireKeys: Bool, now: Date = Date()) throws(TenancyError) -> Access {
         guard let key, !key.isEmpty else {
             if requireKeys {
-                throw TenancyError(.keyRequired, "this cluster requires an API key: pass --key KEY (or set LIMELIGHT_KEY), or the 'key' field of the request")
+                throw TenancyError(
+                    .keyRequired, "this cluster requires an API key: pass --key KEY (or set LIMELIGHT_KEY), or the 'key' field of the request")
             }
             return .open
         }
@@ -53,15 +54,17 @@ package struct Access: Sendable {
             throw TenancyError(.invalidKey, "invalid secured key: its signature does not match any search key of this cluster")
         }
         if let at = parent.revoked {
-            throw TenancyError(.keyRevoked, "the parent key \(parent.id) of this secured key was revoked at \(ISO8601DateFormatter().string(from: at))")
+            throw TenancyError(
+                .keyRevoked, "the parent key \(parent.id) of this secured key was revoked at \(ISO8601DateFormatter().string(from: at))")
         }
         if let until = parsed.restrictions.validUntil, until <= now {
             throw TenancyError(.keyExpired, "this secured key expired at \(ISO8601DateFormatter().string(from: until)) (its validUntil)")
         }
         let restriction = try TenantScope.predicate(of: parsed.restrictions)
         let bucket = parent.id + (parsed.restrictions.userToken.map { "/" + $0 } ?? "")
-        return Access(role: .search, scope: TenantScope(app: parent.app, restriction: restriction), record: parent,
-                      secured: true, rateBucket: bucket)
+        return Access(
+            role: .search, scope: TenantScope(app: parent.app, restriction: restriction), record: parent,
+            secured: true, rateBucket: bucket)
     }
 }
 

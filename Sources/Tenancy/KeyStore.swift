@@ -24,11 +24,13 @@ package struct KeyRecord: Sendable, Hashable {
     /// The listing form (`keys_reply`): no hash, no secret.
     package var json: JSONValue {
         func date(_ d: Date?) -> JSONValue { d.map { .string(ISODate.format($0)) } ?? .null }
-        return .object(["id": .string(id), "app": app.map(JSONValue.string) ?? .null, "role": .string(role.rawValue),
-                        "rateLimit": rateLimit.map(JSONValue.number) ?? .null,
-                        "maxItemsPerPublish": maxItemsPerPublish.map { .number(Double($0)) } ?? .null,
-                        "description": description.map(JSONValue.string) ?? .null,
-                        "created": date(created), "revoked": date(revoked)])
+        return .object([
+            "id": .string(id), "app": app.map(JSONValue.string) ?? .null, "role": .string(role.rawValue),
+            "rateLimit": rateLimit.map(JSONValue.number) ?? .null,
+            "maxItemsPerPublish": maxItemsPerPublish.map { .number(Double($0)) } ?? .null,
+            "description": description.map(JSONValue.string) ?? .null,
+            "created": date(created), "revoked": date(revoked),
+        ])
     }
 }
 
@@ -66,7 +68,8 @@ package final class KeyStore: @unchecked Sendable {
             config.walJournal = false
             config.synchronous = .full
             db = try Database(path: path, configuration: config)
-            try db.execute("""
+            try db.execute(
+                """
                 CREATE TABLE IF NOT EXISTS keys(
                     hash TEXT PRIMARY KEY, id TEXT NOT NULL UNIQUE, app TEXT, role TEXT NOT NULL,
                     rate_limit REAL, max_items INTEGER, description TEXT,
@@ -83,12 +86,13 @@ package final class KeyStore: @unchecked Sendable {
             let s = try db.prepare("SELECT hash, id, app, role, rate_limit, max_items, description, created, revoked, secret FROM keys")
             try s.forEachRow { r in
                 guard let hash = r.string(at: 0), let id = r.string(at: 1), let role = KeyRole(rawValue: r.string(at: 3) ?? "") else { return }
-                let rec = KeyRecord(id: id, hash: hash, app: r.string(at: 2), role: role,
-                                    rateLimit: r.isNull(at: 4) ? nil : r.double(at: 4),
-                                    maxItemsPerPublish: r.isNull(at: 5) ? nil : r.int(at: 5),
-                                    description: r.string(at: 6), created: Date(timeIntervalSince1970: r.double(at: 7)),
-                                    revoked: r.isNull(at: 8) ? nil : Date(timeIntervalSince1970: r.double(at: 8)),
-                                    signingSecret: r.string(at: 9))
+                let rec = KeyRecord(
+                    id: id, hash: hash, app: r.string(at: 2), role: role,
+                    rateLimit: r.isNull(at: 4) ? nil : r.double(at: 4),
+                    maxItemsPerPublish: r.isNull(at: 5) ? nil : r.int(at: 5),
+                    description: r.string(at: 6), created: Date(timeIntervalSince1970: r.double(at: 7)),
+                    revoked: r.isNull(at: 8) ? nil : Date(timeIntervalSince1970: r.double(at: 8)),
+                    signingSecret: r.string(at: 9))
                 byHash[hash] = rec
                 byID[id] = rec
             }
@@ -98,15 +102,18 @@ package final class KeyStore: @unchecked Sendable {
     }
 
     /// Makes a key; returns its value, which is nowhere else: the store keeps its hash.
-    package func create(app: String?, role: KeyRole, rateLimit: Double? = nil, maxItemsPerPublish: Int? = nil,
-                       description: String? = nil) throws(TenancyError) -> (key: String, record: KeyRecord) {
+    package func create(
+        app: String?, role: KeyRole, rateLimit: Double? = nil, maxItemsPerPublish: Int? = nil,
+        description: String? = nil
+    ) throws(TenancyError) -> (key: String, record: KeyRecord) {
         if role == .master {
             guard app == nil else { throw TenancyError(.invalidParameter, "a master key belongs to no app", field: "app") }
         } else {
             guard let app else { throw TenancyError(.invalidParameter, "an \(role.rawValue) key needs an app", field: "app") }
             guard APIKey.isValidApp(app) else {
-                throw TenancyError(.invalidParameter,
-                                   "app '\(app)' is not a valid name: 1-64 of a-z, 0-9, '_' and '-', starting with a letter or digit", field: "app")
+                throw TenancyError(
+                    .invalidParameter,
+                    "app '\(app)' is not a valid name: 1-64 of a-z, 0-9, '_' and '-', starting with a letter or digit", field: "app")
             }
         }
         if let r = rateLimit, !(r > 0 && r.isFinite) {
@@ -117,19 +124,23 @@ package final class KeyStore: @unchecked Sendable {
         }
         let key = APIKey.generate()
         let hash = APIKey.hash(key)
-        let rec = KeyRecord(id: APIKey.id(ofHash: hash), hash: hash, app: app, role: role, rateLimit: rateLimit,
-                            maxItemsPerPublish: maxItemsPerPublish, description: description,
-                            created: Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down)), revoked: nil,
-                            signingSecret: role == .search ? SecuredKey.signingSecret(parentKey: key) : nil)
+        let rec = KeyRecord(
+            id: APIKey.id(ofHash: hash), hash: hash, app: app, role: role, rateLimit: rateLimit,
+            maxItemsPerPublish: maxItemsPerPublish, description: description,
+            created: Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down)), revoked: nil,
+            signingSecret: role == .search ? SecuredKey.signingSecret(parentKey: key) : nil)
         do {
-            let s = try db.prepare("""
+            let s = try db.prepare(
+                """
                 INSERT INTO keys(hash, id, app, role, rate_limit, max_items, description, created, revoked, secret)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)
                 """)
-            try s.run([.text(hash), .text(rec.id), app.map(SQLValue.text) ?? .null, .text(role.rawValue),
-                       rateLimit.map(SQLValue.real) ?? .null, maxItemsPerPublish.map { .integer(Int64($0)) } ?? .null,
-                       description.map(SQLValue.text) ?? .null, .real(rec.created.timeIntervalSince1970),
-                       rec.signingSecret.map(SQLValue.text) ?? .null])
+            try s.run([
+                .text(hash), .text(rec.id), app.map(SQLValue.text) ?? .null, .text(role.rawValue),
+                rateLimit.map(SQLValue.real) ?? .null, maxItemsPerPublish.map { .integer(Int64($0)) } ?? .null,
+                description.map(SQLValue.text) ?? .null, .real(rec.created.timeIntervalSince1970),
+                rec.signingSecret.map(SQLValue.text) ?? .null,
+            ])
         } catch {
             throw TenancyError(.storeFailed, "cannot store the new key in \(path): \(error)")
         }

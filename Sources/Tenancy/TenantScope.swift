@@ -75,7 +75,9 @@ package struct TenantScope: Sendable, Hashable {
     package func unqualify(uid: String) -> String {
         guard let app else { return uid }
         let tag = Self.reservedMark + app + "/"
-        if uid.hasPrefix(AppEntity.identifierPrefix + tag) { return AppEntity.identifierPrefix + uid.dropFirst(AppEntity.identifierPrefix.count + tag.count) }
+        if uid.hasPrefix(AppEntity.identifierPrefix + tag) {
+            return AppEntity.identifierPrefix + uid.dropFirst(AppEntity.identifierPrefix.count + tag.count)
+        }
         if uid.hasPrefix(tag) { return String(uid.dropFirst(tag.count)) }
         return uid
     }
@@ -94,7 +96,7 @@ package struct TenantScope: Sendable, Hashable {
         switch o["domainIdentifier"] {
         case nil, .null?: o["domainIdentifier"] = .string(qualify(domain: ""))
         case .string(let d)?: o["domainIdentifier"] = .string(qualify(domain: d))
-        default: break // not text: the publish rejects it, naming the field
+        default: break  // not text: the publish rejects it, naming the field
         }
         return .object(o)
     }

@@ -8,8 +8,10 @@ import CVectorKernels
 /// embedder is): unoptimised, this loop runs some thirty times slower.
 package enum Int8Dot {
     /// `out[r] = Σⱼ codes[r·d + j] · query[j]` for every row `r`.
-    package static func dots(_ codes: UnsafeBufferPointer<Int8>, dimension d: Int,
-                            _ query: UnsafeBufferPointer<Int8>, into out: UnsafeMutableBufferPointer<Int32>) {
+    package static func dots(
+        _ codes: UnsafeBufferPointer<Int8>, dimension d: Int,
+        _ query: UnsafeBufferPointer<Int8>, into out: UnsafeMutableBufferPointer<Int32>
+    ) {
         precondition(query.count == d && codes.count == out.count * d)
         guard let c = codes.baseAddress, let q = query.baseAddress, let o = out.baseAddress else { return }
         // In C, for its AVX2 version chosen at run time (see int8_dots.c).

@@ -89,8 +89,9 @@ public struct Envelope: Sendable, Hashable {
     /// Reads a frame. Every failure names what was wrong, so the peer can be told.
     public static func decode(_ data: Data, maxBytes: Int = defaultMaxFrameBytes) throws(ProtocolError) -> Envelope {
         guard data.count <= maxBytes else {
-            throw ProtocolError(.tooLarge, "message of \(data.count) bytes exceeds the limit of \(maxBytes) bytes",
-                                id: sniffID(data))
+            throw ProtocolError(
+                .tooLarge, "message of \(data.count) bytes exceeds the limit of \(maxBytes) bytes",
+                id: sniffID(data))
         }
         let head: JSONValue
         do { head = try JSONValue.parse(data) } catch {

@@ -180,7 +180,9 @@ extension Envelope {
             if let n = b.perDomain { o["perDomain"] = .number(Double(n)) }
             return o
         case .shardSearchResult(let b):
-            func hits(_ hs: [Body.RankedHit]) -> JSONValue { .array(hs.map { .object(["id": .string($0.id), "item": $0.item, "rank": $0.rank.json]) }) }
+            func hits(_ hs: [Body.RankedHit]) -> JSONValue {
+                .array(hs.map { .object(["id": .string($0.id), "item": $0.item, "rank": $0.rank.json]) })
+            }
             var o: [String: JSONValue] = [
                 "shard": .number(Double(b.shard)), "nbHits": .number(Double(b.nbHits)),
                 "exhaustiveFacetsCount": .bool(b.exhaustiveFacetsCount),
@@ -192,8 +194,13 @@ extension Envelope {
                 o["suggestions"] = .array(s.map { .object(["suggestion": .string($0.suggestion), "count": .number(Double($0.count))]) })
             }
             if let g = b.groups {
-                o["groups"] = .array(g.map { .object(["domainIdentifier": .string($0.domainIdentifier), "total": .number(Double($0.total)),
-                                                      "hits": hits($0.hits)]) })
+                o["groups"] = .array(
+                    g.map {
+                        .object([
+                            "domainIdentifier": .string($0.domainIdentifier), "total": .number(Double($0.total)),
+                            "hits": hits($0.hits),
+                        ])
+                    })
             }
             return o
         default:
@@ -267,8 +274,10 @@ extension Envelope {
             return .searchResult(Body.SearchResult(response: response, failedShards: failed))
         case .shardSearch:
             guard let plan = o["plan"] else { throw fail("missing field 'plan'") }
-            return .shardSearch(Body.ShardSearch(shard: try int("shard"), plan: plan, deadlineMs: try optionalInt("deadlineMs"),
-                                                 suggest: try optionalInt("suggest"), perDomain: try optionalInt("perDomain")))
+            return .shardSearch(
+                Body.ShardSearch(
+                    shard: try int("shard"), plan: plan, deadlineMs: try optionalInt("deadlineMs"),
+                    suggest: try optionalInt("suggest"), perDomain: try optionalInt("perDomain")))
         case .shardSearchResult:
             func rankedHits(_ list: [JSONValue], _ path: String) throws(ProtocolError) -> [Body.RankedHit] {
                 var hits: [Body.RankedHit] = []
@@ -324,10 +333,12 @@ extension Envelope {
                 }
                 stats[name] = a
             }
-            return .shardSearchResult(Body.ShardSearchResult(shard: try int("shard"), hits: hits, nbHits: try int("nbHits"),
-                                                             facets: facets, facetStats: stats,
-                                                             exhaustiveFacetsCount: o["exhaustiveFacetsCount"]?.boolValue ?? true,
-                                                             suggestions: suggestions, groups: groups))
+            return .shardSearchResult(
+                Body.ShardSearchResult(
+                    shard: try int("shard"), hits: hits, nbHits: try int("nbHits"),
+                    facets: facets, facetStats: stats,
+                    exhaustiveFacetsCount: o["exhaustiveFacetsCount"]?.boolValue ?? true,
+                    suggestions: suggestions, groups: groups))
         default:
             return nil
         }

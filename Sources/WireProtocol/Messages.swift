@@ -115,8 +115,9 @@ public struct AttributeDeclaration: Sendable, Hashable, Codable {
     }
 
     public var spec: AttributeSpec {
-        AttributeSpec(name: name, type: type, multiValued: multiValued ?? false, searchable: searchable ?? true,
-                      searchableByDefault: searchableByDefault ?? true, unique: unique ?? false)
+        AttributeSpec(
+            name: name, type: type, multiValued: multiValued ?? false, searchable: searchable ?? true,
+            searchableByDefault: searchableByDefault ?? true, unique: unique ?? false)
     }
 }
 
@@ -226,11 +227,13 @@ public enum Body: Sendable, Hashable {
         /// client instead of two. Opt-in, so a client written to the
         /// protocol's first form (batches, then a `completion`) keeps working.
         public var completionInBatch: Bool?
-        public init(language: String? = "spotlight", query: String? = nil, plan: JSONValue? = nil,
-                    fetchAttributes: [String]? = nil, sort: [JSONValue]? = nil, limit: Int? = nil,
-                    batchSize: Int? = nil, deadlineMs: Int? = nil, recordType: String? = nil,
-                    predicate: String? = nil, arguments: [JSONValue]? = nil, cursor: String? = nil,
-                    completionInBatch: Bool? = nil) {
+        public init(
+            language: String? = "spotlight", query: String? = nil, plan: JSONValue? = nil,
+            fetchAttributes: [String]? = nil, sort: [JSONValue]? = nil, limit: Int? = nil,
+            batchSize: Int? = nil, deadlineMs: Int? = nil, recordType: String? = nil,
+            predicate: String? = nil, arguments: [JSONValue]? = nil, cursor: String? = nil,
+            completionInBatch: Bool? = nil
+        ) {
             self.language = language; self.query = query; self.plan = plan; self.fetchAttributes = fetchAttributes
             self.sort = sort; self.limit = limit; self.batchSize = batchSize; self.deadlineMs = deadlineMs
             self.recordType = recordType; self.predicate = predicate; self.arguments = arguments; self.cursor = cursor
@@ -318,8 +321,10 @@ public enum Body: Sendable, Hashable {
         /// An indexer's last applied write sequence number per shard, read
         /// from its shard files: the coordinator sends it what it missed.
         public var sequences: [ShardSequence]?
-        public init(role: Role, worker: String, shards: [Int], host: String? = nil, pid: Int? = nil,
-                    proof: String? = nil, nonce: String? = nil) {
+        public init(
+            role: Role, worker: String, shards: [Int], host: String? = nil, pid: Int? = nil,
+            proof: String? = nil, nonce: String? = nil
+        ) {
             self.role = role; self.worker = worker; self.shards = shards; self.host = host; self.pid = pid
             self.proof = proof; self.nonce = nonce
         }
@@ -405,8 +410,10 @@ public enum Body: Sendable, Hashable {
         public var description: String?
         /// `revoke`: the key, or its id as `list` shows it.
         public var target: String?
-        public init(action: String, app: String? = nil, role: String? = nil, rateLimit: Double? = nil,
-                    maxItemsPerPublish: Int? = nil, description: String? = nil, target: String? = nil) {
+        public init(
+            action: String, app: String? = nil, role: String? = nil, rateLimit: Double? = nil,
+            maxItemsPerPublish: Int? = nil, description: String? = nil, target: String? = nil
+        ) {
             self.action = action; self.app = app; self.role = role; self.rateLimit = rateLimit
             self.maxItemsPerPublish = maxItemsPerPublish; self.description = description; self.target = target
         }

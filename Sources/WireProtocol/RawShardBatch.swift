@@ -57,8 +57,9 @@ public struct RawShardBatch: Sendable, Hashable {
 
     /// The batch as ``Envelope/decode(_:maxBytes:)`` would give it.
     public func decoded() throws -> Body.ShardBatch {
-        Body.ShardBatch(shard: shard, seq: seq, hits: try hits.map { Hit(item: try $0.item.decoded(), sort: $0.sort, score: $0.score) },
-                        doneCount: doneCount)
+        Body.ShardBatch(
+            shard: shard, seq: seq, hits: try hits.map { Hit(item: try $0.item.decoded(), sort: $0.sort, score: $0.score) },
+            doneCount: doneCount)
     }
 
     /// Nil unless `data` is a well-formed `shard_batch` (see the type's notes).
@@ -162,7 +163,7 @@ struct Skimmer {
             i += 1
             switch e {
             case UInt8(ascii: "n"), UInt8(ascii: "t"), UInt8(ascii: "r"), UInt8(ascii: "b"), UInt8(ascii: "f"),
-                 UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"):
+                UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"):
                 continue
             case UInt8(ascii: "u"):
                 guard reader.hex4() != nil else { return false }
@@ -193,7 +194,8 @@ struct Skimmer {
         }
         reader.skipSpace()
         guard ok, i == bytes.count, version == protocolVersion, type == MessageType.shardBatch.rawValue,
-              let id, let shard, let seq, let hits else { return nil }
+            let id, let shard, let seq, let hits
+        else { return nil }
         return RawShardBatch(id: id, shard: shard, seq: seq, hits: hits, doneCount: doneCount)
     }
 

@@ -133,9 +133,11 @@ extension Body {
         public var suggestions: [SuggestionCount]?
         /// Asked for with `perDomain`: the shard's domain groups.
         public var groups: [ShardGroup]?
-        public init(shard: Int, hits: [RankedHit], nbHits: Int, facets: [String: [String: Int]],
-                    facetStats: [String: [Double]], exhaustiveFacetsCount: Bool,
-                    suggestions: [SuggestionCount]? = nil, groups: [ShardGroup]? = nil) {
+        public init(
+            shard: Int, hits: [RankedHit], nbHits: Int, facets: [String: [String: Int]],
+            facetStats: [String: [Double]], exhaustiveFacetsCount: Bool,
+            suggestions: [SuggestionCount]? = nil, groups: [ShardGroup]? = nil
+        ) {
             self.shard = shard; self.hits = hits; self.nbHits = nbHits; self.facets = facets
             self.facetStats = facetStats; self.exhaustiveFacetsCount = exhaustiveFacetsCount
             self.suggestions = suggestions; self.groups = groups

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Which shard holds a domain's items.
 ///
 /// The shard count is fixed when a cluster is created; the hash must never
@@ -34,5 +36,3 @@ public enum Sharding {
         return out.isEmpty ? nil : Array(Set(out)).sorted()
     }
 }
-
-import Foundation

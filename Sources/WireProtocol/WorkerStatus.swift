@@ -21,8 +21,10 @@ public struct WorkerStatus: Sendable, Hashable, Codable {
     /// An indexer's shards (a query worker reports none: the indexer beside it does).
     public var shards: [ShardStatus]?
 
-    public init(uptimeSeconds: Double, handled: Int, errors: Int, diskFreeBytes: Int64? = nil,
-                diskSizeBytes: Int64? = nil, shards: [ShardStatus]? = nil) {
+    public init(
+        uptimeSeconds: Double, handled: Int, errors: Int, diskFreeBytes: Int64? = nil,
+        diskSizeBytes: Int64? = nil, shards: [ShardStatus]? = nil
+    ) {
         self.uptimeSeconds = uptimeSeconds
         self.handled = handled
         self.errors = errors

@@ -1,6 +1,6 @@
 import Foundation
-import Synchronization
 import ShardStore
+import Synchronization
 import WireProtocol
 
 /// The files of shard copies under way on one indexer: the snapshot it sends
@@ -41,8 +41,12 @@ extension IndexerService {
                 let size = (try FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue ?? 0
                 out = CopyFiles.Outgoing(copy: r.copy, sequence: sequence, size: size)
                 copies.setOutgoing(r.shard, out)
-                logger.info("took a snapshot to copy", metadata: ["shard": "\(r.shard)", "copy": "\(r.copy)",
-                                                                   "shard.sequence": "\(sequence)", "copy.bytes": "\(size)"])
+                logger.info(
+                    "took a snapshot to copy",
+                    metadata: [
+                        "shard": "\(r.shard)", "copy": "\(r.copy)",
+                        "shard.sequence": "\(sequence)", "copy.bytes": "\(size)",
+                    ])
             }
             guard let out else { return }
             let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
@@ -53,8 +57,12 @@ extension IndexerService {
                 copies.setOutgoing(r.shard, nil)
                 try? FileManager.default.removeItem(atPath: path)
             }
-            await link.send(id, .copyChunk(Body.CopyChunk(shard: r.shard, copy: r.copy, sequence: out.sequence, offset: r.offset,
-                                                          size: out.size, data: data.base64EncodedString())))
+            await link.send(
+                id,
+                .copyChunk(
+                    Body.CopyChunk(
+                        shard: r.shard, copy: r.copy, sequence: out.sequence, offset: r.offset,
+                        size: out.size, data: data.base64EncodedString())))
         } catch let e as WireError {
             await link.send(id, .error(e))
         } catch {
@@ -81,8 +89,10 @@ extension IndexerService {
                 copies.setIncoming(c.shard, CopyFiles.Incoming(copy: c.copy, received: 0))
             }
             guard let have = copies.incoming(c.shard), have.copy == c.copy, have.received == c.offset else {
-                throw WireError(code: "unknown_copy", message: "copy \(c.copy) of shard \(c.shard): expected a chunk at offset "
-                    + "\(copies.incoming(c.shard).map { String($0.received) } ?? "0 of a new copy"), got \(c.offset)")
+                throw WireError(
+                    code: "unknown_copy",
+                    message: "copy \(c.copy) of shard \(c.shard): expected a chunk at offset "
+                        + "\(copies.incoming(c.shard).map { String($0.received) } ?? "0 of a new copy"), got \(c.offset)")
             }
             let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
             try handle.seek(toOffset: UInt64(c.offset))
@@ -98,8 +108,12 @@ extension IndexerService {
             defer { try? FileManager.default.removeItem(atPath: path) }
             let sequence = try await exec.run { try box.store.replaceContent(withCopyAt: path) }
             tally.changed(shard: c.shard, wrote: true)
-            logger.info("shard replaced by a copy", metadata: ["shard": "\(c.shard)", "copy": "\(c.copy)",
-                                                                "shard.sequence": "\(sequence)", "copy.bytes": "\(received)"])
+            logger.info(
+                "shard replaced by a copy",
+                metadata: [
+                    "shard": "\(c.shard)", "copy": "\(c.copy)",
+                    "shard.sequence": "\(sequence)", "copy.bytes": "\(received)",
+                ])
             await link.send(id, .copyAck(Body.CopyAck(shard: c.shard, copy: c.copy, received: received, installed: true, sequence: sequence)))
         } catch let e as WireError {
             await link.send(id, .error(e))

@@ -1,9 +1,9 @@
 import Embedder
 import Foundation
-import Synchronization
 import Items
 import Logging
 import ShardStore
+import Synchronization
 
 /// The indexer's side of semantic search: each written item's semantic text
 /// (see `SemanticText`) is embedded before its batch is committed, and the
@@ -56,7 +56,9 @@ final class IndexerEmbedding: Sendable {
             guard let modelDirectory else {
                 if !state.warned {
                     state.warned = true
-                    logger.warning("items have semantic text but this indexer has no model (--model or \(Embedder.environmentVariable)); they are stored without vectors")
+                    logger.warning(
+                        "items have semantic text but this indexer has no model (--model or \(Embedder.environmentVariable)); they are stored without vectors"
+                    )
                 }
                 return nil
             }

@@ -18,8 +18,10 @@ extension IndexerService {
     /// refused (the coordinator sends the missing ones first), and the next
     /// one is applied with its number recorded in the same transaction.
     /// Changes without a number (an older coordinator) are applied as they come.
-    func applySequenced<T: Sendable>(_ box: StoreBox, _ exec: DedicatedThread, sequence: Int?,
-                                     _ change: @escaping @Sendable (ShardStore) throws -> T) async throws -> Applied<T> {
+    func applySequenced<T: Sendable>(
+        _ box: StoreBox, _ exec: DedicatedThread, sequence: Int?,
+        _ change: @escaping @Sendable (ShardStore) throws -> T
+    ) async throws -> Applied<T> {
         try await exec.run { () throws -> Applied<T> in
             let store = box.store
             if let sequence {
@@ -45,8 +47,9 @@ extension IndexerService {
     }
 
     static func outOfSequence(shard: Int, sequence: Int, have: Int) -> WireError {
-        WireError(code: "out_of_sequence",
-                  message: "shard \(shard) has applied changes up to \(have); change \(sequence) must wait for \(have + 1)-\(sequence - 1)")
+        WireError(
+            code: "out_of_sequence",
+            message: "shard \(shard) has applied changes up to \(have); change \(sequence) must wait for \(have + 1)-\(sequence - 1)")
     }
 }
 

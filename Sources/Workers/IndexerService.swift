@@ -1,7 +1,7 @@
 import Allocator
 import Foundation
-import LimelightConcurrency
 import Items
+import LimelightConcurrency
 import Logging
 import ShardStore
 import WireProtocol
@@ -79,8 +79,9 @@ package final class IndexerService: Sendable {
         for shard in configuration.shards {
             var l = logger
             l[metadataKey: "shard"] = "\(shard)"
-            let store = try ShardStore(path: shardPath(data: configuration.data, shard: shard), mode: .readWrite,
-                                        durability: configuration.durability, logger: l)
+            let store = try ShardStore(
+                path: shardPath(data: configuration.data, shard: shard), mode: .readWrite,
+                durability: configuration.durability, logger: l)
             // Read back from SQLite, so the log shows what is in force, not what was asked.
             l.info("opened shard", metadata: ["store.durability": "\((try? store.durabilityInForce())?.rawValue ?? "unknown")"])
             stores[shard] = (StoreBox(store), DedicatedThread(label: "limelight.indexer.shard-\(shard)"))
@@ -99,17 +100,25 @@ package final class IndexerService: Sendable {
     package var refusal: String? { link.refusal }
 
     package func run() async {
-        logger.info("indexer serving", metadata: ["shards": "\(configuration.shards.map(String.init).joined(separator: ","))",
-                                                  "data": "\(configuration.data)", "process.allocator": "\(ProcessAllocator.name)"])
+        logger.info(
+            "indexer serving",
+            metadata: [
+                "shards": "\(configuration.shards.map(String.init).joined(separator: ","))",
+                "data": "\(configuration.data)", "process.allocator": "\(ProcessAllocator.name)",
+            ])
         link.reportStatus { await self.status() }
         link.reportSequences { await self.sequences() }
-        await link.serve(handle: { envelope in await self.handle(envelope) }, alongside: [{
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .seconds(self.configuration.purgeIntervalSeconds))
-                if Task.isCancelled { break }
-                await self.purge()
-            }
-        }])
+        await link.serve(
+            handle: { envelope in await self.handle(envelope) },
+            alongside: [
+                {
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: .seconds(self.configuration.purgeIntervalSeconds))
+                        if Task.isCancelled { break }
+                        await self.purge()
+                    }
+                }
+            ])
     }
 
     package func shutdown() {
@@ -218,7 +227,8 @@ package final class IndexerService: Sendable {
         case .copyRequest(let r): await serveCopy(envelope.id, r)
         case .copyChunk(let c): await receiveCopy(envelope.id, c)
         default:
-            await link.send(envelope.id, .error(WireError(code: "unexpected_type", message: "an indexer does not handle '\(envelope.type.rawValue)'")))
+            await link.send(
+                envelope.id, .error(WireError(code: "unexpected_type", message: "an indexer does not handle '\(envelope.type.rawValue)'")))
         }
     }
 }
@@ -243,8 +253,10 @@ extension IndexerService {
                     tally.setCount(n, shard: shard, generation: known.generation)
                 }
             }
-            shards.append(ShardStatus(shard: shard, items: items ?? 0,
-                                      databaseBytes: databaseBytes(path: shardPath(data: configuration.data, shard: shard))))
+            shards.append(
+                ShardStatus(
+                    shard: shard, items: items ?? 0,
+                    databaseBytes: databaseBytes(path: shardPath(data: configuration.data, shard: shard))))
         }
         return tally.status(shards: shards, dataFolder: configuration.data)
     }

@@ -1,10 +1,10 @@
 import Allocator
 import Foundation
-import Synchronization
 import Items
 import Logging
 import QueryPlan
 import ShardStore
+import Synchronization
 import WireProtocol
 import ZeroMQ
 
@@ -97,10 +97,11 @@ package final class QueryWorkerService: Sendable {
         // from the socket's thread. A lone search runs on the socket's thread
         // (`inline`), as the coordinator's local worker does, and its answer's
         // `post` then never waits.
-        runner = ShardQueryRunner(data: configuration.data, shards: configuration.shards, workerID: configuration.workerID,
-                                  concurrency: configuration.concurrency, maxQueued: configuration.maxQueued, logger: logger,
-                                  reply: { link.post($0, $1) }, replyNow: { link.sendNow($0, $1) },
-                                  inline: { link.deferUntilRead($0) })
+        runner = ShardQueryRunner(
+            data: configuration.data, shards: configuration.shards, workerID: configuration.workerID,
+            concurrency: configuration.concurrency, maxQueued: configuration.maxQueued, logger: logger,
+            reply: { link.post($0, $1) }, replyNow: { link.sendNow($0, $1) },
+            inline: { link.deferUntilRead($0) })
     }
 
     package var isRegistered: Bool { link.isRegistered }
@@ -108,8 +109,12 @@ package final class QueryWorkerService: Sendable {
     package var refusal: String? { link.refusal }
 
     package func run() async {
-        logger.info("query worker serving", metadata: ["shards": "\(configuration.shards.map(String.init).joined(separator: ","))",
-                                                       "data": "\(configuration.data)", "process.allocator": "\(ProcessAllocator.name)"])
+        logger.info(
+            "query worker serving",
+            metadata: [
+                "shards": "\(configuration.shards.map(String.init).joined(separator: ","))",
+                "data": "\(configuration.data)", "process.allocator": "\(ProcessAllocator.name)",
+            ])
         link.reportStatus { self.runner.tally.status(shards: nil, dataFolder: self.configuration.data) }
         // Shard queries, searches and cancels are taken on the socket's
         // thread and handed straight to the worker's own threads.
@@ -125,7 +130,8 @@ package final class QueryWorkerService: Sendable {
     /// What reaches the link's task: anything the runner did not take.
     func handle(_ envelope: Envelope) async {
         if runner.take(envelope) { return }
-        await link.send(envelope.id, .error(WireError(code: "unexpected_type", message: "a query worker does not handle '\(envelope.type.rawValue)'")))
+        await link.send(
+            envelope.id, .error(WireError(code: "unexpected_type", message: "a query worker does not handle '\(envelope.type.rawValue)'")))
     }
 }
 

@@ -14,8 +14,10 @@ struct SearchExtras: Sendable {
     /// groups replace the ranked list (their hits are in `groups`).
     /// `rawItems`: the hits carry their items as JSON text (for an answer
     /// that stays in the coordinator's process, see ``Body/RankedHit/rawItem``).
-    func answer(_ store: ShardStore, plan: SearchPlan, rawItems: Bool = false,
-                isCancelled: @escaping () -> Bool) throws -> Body.ShardSearchResult {
+    func answer(
+        _ store: ShardStore, plan: SearchPlan, rawItems: Bool = false,
+        isCancelled: @escaping () -> Bool
+    ) throws -> Body.ShardSearchResult {
         var out = Body.ShardSearchResult(shard: 0, hits: [], nbHits: 0, facets: [:], facetStats: [:], exhaustiveFacetsCount: true)
         if let perDomain {
             let groups = try store.searchGrouped(plan, perDomain: perDomain, isCancelled: isCancelled)

@@ -1,6 +1,6 @@
 import Foundation
-import LimelightConcurrency
 import Items
+import LimelightConcurrency
 import Logging
 import QueryPlan
 import ShardStore
@@ -62,9 +62,11 @@ package final class ShardQueryRunner: Sendable {
     /// lets readers run while the indexer writes). `concurrency`: shard
     /// queries run at once; `maxQueued`: those that may wait for a thread,
     /// past which one is answered `busy`.
-    package init(data: String, shards: [Int], workerID: String, concurrency: Int, maxQueued: Int, logger: Logger,
-                reply: @escaping @Sendable (String, Body) -> Void, replyNow: @escaping @Sendable (String, Body) -> Void,
-                inline: (@Sendable (@escaping @Sendable (_ here: Bool) -> Void) -> Bool)? = nil, repliesInProcess: Bool = false) {
+    package init(
+        data: String, shards: [Int], workerID: String, concurrency: Int, maxQueued: Int, logger: Logger,
+        reply: @escaping @Sendable (String, Body) -> Void, replyNow: @escaping @Sendable (String, Body) -> Void,
+        inline: (@Sendable (@escaping @Sendable (_ here: Bool) -> Void) -> Bool)? = nil, repliesInProcess: Bool = false
+    ) {
         self.workerID = workerID
         self.repliesInProcess = repliesInProcess
         self.inline = inline
@@ -87,26 +89,37 @@ package final class ShardQueryRunner: Sendable {
         switch envelope.body {
         case .shardQuery(let q):
             let key = envelope.id
-            guard let (query, flag) = accept(key, shard: q.shard, deadlineMs: q.deadlineMs, { () throws(PlanDecodingError) in
-                try Query(json: q.plan)
-            }) else { return true }
+            guard
+                let (query, flag) = accept(
+                    key, shard: q.shard, deadlineMs: q.deadlineMs,
+                    { () throws(PlanDecodingError) in
+                        try Query(json: q.plan)
+                    })
+            else { return true }
             if !threads.trySubmit(limit: maxQueued, { self.execute(key: key, shard: q.shard, query: query, flag: flag) }) {
                 refuseBusy(key, shard: q.shard)
             }
             return true
         case .shardSearch(let q):
             let key = envelope.id
-            guard let (plan, flag) = accept(key, shard: q.shard, deadlineMs: q.deadlineMs, { () throws(PlanDecodingError) in
-                if let typed = q.typedPlan { return typed }
-                return try SearchPlan(json: q.plan)
-            }) else { return true }
+            guard
+                let (plan, flag) = accept(
+                    key, shard: q.shard, deadlineMs: q.deadlineMs,
+                    { () throws(PlanDecodingError) in
+                        if let typed = q.typedPlan { return typed }
+                        return try SearchPlan(json: q.plan)
+                    })
+            else { return true }
             let extras = SearchExtras(suggest: q.suggest, perDomain: q.perDomain)
             let job: @Sendable () -> Void = { self.executeSearch(key: key, shard: q.shard, plan: plan, extras: extras, flag: flag) }
             let queue: @Sendable () -> Void = {
                 if !self.threads.trySubmit(limit: self.maxQueued, job) { self.refuseBusy(key, shard: q.shard) }
             }
             if let inline, pace.allowsInline, threads.isIdle,
-               inline({ here in here ? job() : queue() }) { return true }
+                inline({ here in here ? job() : queue() })
+            {
+                return true
+            }
             queue()
             return true
         case .cancel(let c):
@@ -120,11 +133,17 @@ package final class ShardQueryRunner: Sendable {
     /// Checks a shard's part of a query or search before it is run: the shard
     /// must be this worker's and the plan must decode; otherwise the shard is
     /// answered as failed. Registers the cancel flag of an accepted one.
-    func accept<Plan>(_ key: String, shard: Int, deadlineMs: Int?,
-                      _ decode: () throws(PlanDecodingError) -> Plan) -> (Plan, CancelFlag)? {
+    func accept<Plan>(
+        _ key: String, shard: Int, deadlineMs: Int?,
+        _ decode: () throws(PlanDecodingError) -> Plan
+    ) -> (Plan, CancelFlag)? {
         guard shards.contains(shard) else {
-            replyNow(key, .shardDone(Body.ShardDone(shard: shard, count: 0,
-                                                          error: WireError(code: "bad_shard", message: "this worker does not serve shard \(shard)"))))
+            replyNow(
+                key,
+                .shardDone(
+                    Body.ShardDone(
+                        shard: shard, count: 0,
+                        error: WireError(code: "bad_shard", message: "this worker does not serve shard \(shard)"))))
             return nil
         }
         let plan: Plan
@@ -136,7 +155,6 @@ package final class ShardQueryRunner: Sendable {
         running.add(key, shard: shard, flag)
         return (plan, flag)
     }
-
 
     /// Runs on one of the worker's own threads: blocking is fine here.
     func execute(key: String, shard: Int, query: Query, flag: CancelFlag) {
@@ -170,8 +188,12 @@ package final class ShardQueryRunner: Sendable {
             tally.finished()
             if flag.isCancelled {
                 if let h = held { reply(key, .shardBatch(h)) }
-                reply(key, .shardDone(Body.ShardDone(shard: shard, count: count,
-                                                       error: WireError(code: "cancelled", message: "cancelled or past its deadline"))))
+                reply(
+                    key,
+                    .shardDone(
+                        Body.ShardDone(
+                            shard: shard, count: count,
+                            error: WireError(code: "cancelled", message: "cancelled or past its deadline"))))
             } else if var last = held {
                 last.doneCount = count
                 reply(key, .shardBatch(last))
@@ -183,7 +205,11 @@ package final class ShardQueryRunner: Sendable {
             tally.finished(failed: !flag.isCancelled)
             logger.notice("query failed on a shard", metadata: ["query.id": "\(key)", "shard": "\(shard)", "error": "\(error)"])
             let message = flag.isCancelled ? "cancelled or past its deadline" : "\(error)"
-            reply(key, .shardDone(Body.ShardDone(shard: shard, count: 0, error: WireError(code: flag.isCancelled ? "cancelled" : "query_failed", message: message))))
+            reply(
+                key,
+                .shardDone(
+                    Body.ShardDone(shard: shard, count: 0, error: WireError(code: flag.isCancelled ? "cancelled" : "query_failed", message: message)))
+            )
         }
     }
 
@@ -204,7 +230,11 @@ package final class ShardQueryRunner: Sendable {
         } catch {
             logger.notice("search failed on a shard", metadata: ["query.id": "\(key)", "shard": "\(shard)", "error": "\(error)"])
             let message = flag.isCancelled ? "cancelled or past its deadline" : "\(error)"
-            reply(key, .shardDone(Body.ShardDone(shard: shard, count: 0, error: WireError(code: flag.isCancelled ? "cancelled" : "search_failed", message: message))))
+            reply(
+                key,
+                .shardDone(
+                    Body.ShardDone(shard: shard, count: 0, error: WireError(code: flag.isCancelled ? "cancelled" : "search_failed", message: message))
+                ))
         }
     }
 
@@ -215,9 +245,18 @@ package final class ShardQueryRunner: Sendable {
     func refuseBusy(_ key: String, shard: Int) {
         running.remove(key, shard: shard)
         tally.finished(failed: true)
-        logger.notice("query refused: the job queue is full", metadata: ["query.id": "\(key)", "shard": "\(shard)",
-                                                                          "queue.limit": "\(maxQueued)"])
-        replyNow(key, .shardDone(Body.ShardDone(shard: shard, count: 0, error: WireError(
-            code: "busy", message: "query worker \(workerID) is overloaded: \(maxQueued) shard queries already wait; try again later"))))
+        logger.notice(
+            "query refused: the job queue is full",
+            metadata: [
+                "query.id": "\(key)", "shard": "\(shard)",
+                "queue.limit": "\(maxQueued)",
+            ])
+        replyNow(
+            key,
+            .shardDone(
+                Body.ShardDone(
+                    shard: shard, count: 0,
+                    error: WireError(
+                        code: "busy", message: "query worker \(workerID) is overloaded: \(maxQueued) shard queries already wait; try again later"))))
     }
 }

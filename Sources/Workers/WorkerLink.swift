@@ -1,7 +1,7 @@
 import ClusterAuth
 import Foundation
-import Synchronization
 import Logging
+import Synchronization
 import WireProtocol
 import ZeroMQ
 
@@ -48,17 +48,21 @@ package final class WorkerLink: Sendable {
 
     /// Connects as `role` with what a worker's configuration says.
     package convenience init(role: Body.Register.Role, configuration c: some WorkerLinkConfiguration, logger: Logger) throws {
-        try self.init(coordinator: c.coordinator, role: role, workerID: c.workerID, shards: c.shards, logger: logger,
-                      heartbeatMs: c.heartbeatMs, livenessMs: c.livenessMs, credentials: c.credentials,
-                      replica: c.replica ?? defaultReplicaName(data: c.data), placement: c.socketPlacement)
+        try self.init(
+            coordinator: c.coordinator, role: role, workerID: c.workerID, shards: c.shards, logger: logger,
+            heartbeatMs: c.heartbeatMs, livenessMs: c.livenessMs, credentials: c.credentials,
+            replica: c.replica ?? defaultReplicaName(data: c.data), placement: c.socketPlacement)
     }
 
     /// Connects as `role` serving `shards`; the link owns its ZeroMQ context.
-    package init(coordinator: String, role: Body.Register.Role, workerID: String, shards: [Int], logger: Logger,
-                heartbeatMs: Int = 1000, livenessMs: Int = 3000, credentials: WorkerCredentials = WorkerCredentials(),
-                replica: String? = nil, placement: ThreadPlacement = .anywhere) throws {
-        var registration = Body.Register(role: role, worker: workerID, shards: shards,
-                                         host: ProcessInfo.processInfo.hostName, pid: Int(getpid()))
+    package init(
+        coordinator: String, role: Body.Register.Role, workerID: String, shards: [Int], logger: Logger,
+        heartbeatMs: Int = 1000, livenessMs: Int = 3000, credentials: WorkerCredentials = WorkerCredentials(),
+        replica: String? = nil, placement: ThreadPlacement = .anywhere
+    ) throws {
+        var registration = Body.Register(
+            role: role, worker: workerID, shards: shards,
+            host: ProcessInfo.processInfo.hostName, pid: Int(getpid()))
         registration.replica = replica
         let context = try Context(ioThreads: 1, placement: placement)
         self.context = context
@@ -73,17 +77,21 @@ package final class WorkerLink: Sendable {
         let inline = InlineHandler()
         self.state = state
         self.inline = inline
-        socket = try AsyncSocket(context: context, type: .dealer, name: "worker-\(registration.worker)", intercept: { frames in
-            // The coordinator is heard when its message arrives, not when the
-            // link's loop gets to it: an indexer's loop waits for each write
-            // to commit, and long writes on a loaded machine made the worker
-            // take the coordinator for silent, stop heartbeating to register
-            // again, and be declared dead by the coordinator in turn.
-            state.touch()
-            guard inline.isSet, let payload = frames.last,
-                  let envelope = try? Envelope.decode(payload) else { return false }
-            return inline.handle(envelope)
-        }) { s in
+        socket = try AsyncSocket(
+            context: context, type: .dealer, name: "worker-\(registration.worker)",
+            intercept: { frames in
+                // The coordinator is heard when its message arrives, not when the
+                // link's loop gets to it: an indexer's loop waits for each write
+                // to commit, and long writes on a loaded machine made the worker
+                // take the coordinator for silent, stop heartbeating to register
+                // again, and be declared dead by the coordinator in turn.
+                state.touch()
+                guard inline.isSet, let payload = frames.last,
+                    let envelope = try? Envelope.decode(payload)
+                else { return false }
+                return inline.handle(envelope)
+            }
+        ) { s in
             if let curve = credentials.curve { try s.set(curve.socketOptions) }
             try s.set(.routingID(id))
             try s.set(.linger(milliseconds: 0))
@@ -185,7 +193,8 @@ package final class WorkerLink: Sendable {
                     case .heartbeat: continue
                     case .registered(let r):
                         self.state.setRegistered(true, heartbeatMs: r.heartbeatMs)
-                        self.logger.info("registered with the coordinator", metadata: ["worker": "\(self.workerID)", "shards.total": "\(r.shardCount)"])
+                        self.logger.info(
+                            "registered with the coordinator", metadata: ["worker": "\(self.workerID)", "shards.total": "\(r.shardCount)"])
                     case .challenge(let c):
                         await self.answer(c, id: envelope.id)
                     case .error(let e) where e.code == "unregistered":
@@ -229,8 +238,10 @@ package final class WorkerLink: Sendable {
     /// Serves until the task is cancelled: the link's own loops, `handle` for
     /// each request, and `alongside` (periodic work such as purging); then
     /// closes the socket and the context.
-    package func serve(handle: @escaping @Sendable (Envelope) async -> Void,
-                      alongside: [@Sendable () async -> Void] = []) async {
+    package func serve(
+        handle: @escaping @Sendable (Envelope) async -> Void,
+        alongside: [@Sendable () async -> Void] = []
+    ) async {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.run(handle: handle) }
             for work in alongside { group.addTask { await work() } }

@@ -73,8 +73,9 @@ final class WorkerTally: Sendable {
             return s
         }
         let up = started.duration(to: .now)
-        return WorkerStatus(uptimeSeconds: Double(up.components.seconds) + Double(up.components.attoseconds) / 1e18,
-                            handled: h, errors: e, diskFreeBytes: disk?.free, diskSizeBytes: disk?.size, shards: withWrites)
+        return WorkerStatus(
+            uptimeSeconds: Double(up.components.seconds) + Double(up.components.attoseconds) / 1e18,
+            handled: h, errors: e, diskFreeBytes: disk?.free, diskSizeBytes: disk?.size, shards: withWrites)
     }
 }
 

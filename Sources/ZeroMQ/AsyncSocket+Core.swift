@@ -270,8 +270,10 @@ final class Core: Sendable {
             if state.closing { return ([Outgoing](), [CheckedContinuation<[Data]?, Never>](), false) }
             state.closing = true
             state.inboundFinished = true
-            return (state.outbound.removeAll(), state.consumers.removeAll().map(\.continuation),
-                    state.claimWake())
+            return (
+                state.outbound.removeAll(), state.consumers.removeAll().map(\.continuation),
+                state.claimWake()
+            )
         }
         for send in sends { send.complete(ZMQError.closed("send")) }
         for consumer in consumers { consumer.resume(returning: nil) }
@@ -409,7 +411,7 @@ final class Core: Sendable {
     /// Hands a received message to a waiting iterator or buffers it.
     func deliver(_ message: [Data]) {
         let consumer: CheckedContinuation<[Data]?, Never>? = state.withLock { state in
-            if state.inboundFinished { return nil }   // closed meanwhile: discard
+            if state.inboundFinished { return nil }  // closed meanwhile: discard
             if let consumer = state.consumers.popFirst() { return consumer.continuation }
             state.inbound.append(message)
             return nil

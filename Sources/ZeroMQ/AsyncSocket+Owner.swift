@@ -44,8 +44,10 @@ struct Owner {
     /// Sends taken from the shared queue, in order, not yet accepted by ZeroMQ.
     var pending: [Outgoing] = []
 
-    static func run(core: Core, context: Context, type: SocketType, startup: Startup,
-                    configure: ConfigureHandOff) {
+    static func run(
+        core: Core, context: Context, type: SocketType, startup: Startup,
+        configure: ConfigureHandOff
+    ) {
         // Beside the context's I/O threads (``ThreadPlacement``); a kernel
         // that refuses (a CPU taken away since) leaves it anywhere.
         context.placement.pinCurrentThread()
@@ -108,7 +110,7 @@ struct Owner {
         var socketReadable = true
         var socketWritable = true
         var sendState = SendState.idle
-        var retryDelay = 1   // milliseconds, doubled while ROUTER peers stay full
+        var retryDelay = 1  // milliseconds, doubled while ROUTER peers stay full
 
         while true {
             // Tasks that prefer this thread first, so that what they send is
@@ -220,7 +222,7 @@ struct Owner {
             }
             let peer = routed ? item.frames.first : nil
             if let peer, blockedPeers.contains(peer) {
-                kept.append(item)   // keeps per-peer order behind the blocked one
+                kept.append(item)  // keeps per-peer order behind the blocked one
                 continue
             }
             do {

@@ -73,10 +73,12 @@ public final class AsyncSocket: Sendable {
     ///   - configure: options, `bind` and `connect`; runs on the owner thread.
     /// - Throws: whatever `configure` throws, or a ``ZMQError`` if the socket
     ///   cannot be created; no thread is left behind then.
-    public init(context: Context, type: SocketType, name: String = "zmq",
-                outboundCapacity: Int = 1024, inboundCapacity: Int = 1024,
-                intercept: (@Sendable ([Data]) -> Bool)? = nil,
-                configure: @Sendable (Socket) throws -> Void) throws {
+    public init(
+        context: Context, type: SocketType, name: String = "zmq",
+        outboundCapacity: Int = 1024, inboundCapacity: Int = 1024,
+        intercept: (@Sendable ([Data]) -> Bool)? = nil,
+        configure: @Sendable (Socket) throws -> Void
+    ) throws {
         precondition(outboundCapacity > 0 && inboundCapacity > 0, "capacities must be positive")
         let core = try Core(outboundCapacity: outboundCapacity, inboundCapacity: inboundCapacity, intercept: intercept)
         let startup = Startup()

@@ -1,6 +1,7 @@
 import CZeroMQ
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A ZeroMQ context: the I/O threads and the registry of `inproc://` endpoints.
@@ -111,8 +112,9 @@ public enum ThreadPlacement: Sendable, Hashable, CustomStringConvertible {
             return Self.currentCPU().map { .cpu($0) } ?? .anywhere
         case .cpu(let cpu):
             guard limelight_thread_may_run_on(Int32(clamping: cpu)) != 0 else {
-                throw ZMQError(code: .invalidArgument, errno: EINVAL,
-                               message: "CPU \(cpu) is not one this process may run on (see its affinity: taskset -p \(getpid()))")
+                throw ZMQError(
+                    code: .invalidArgument, errno: EINVAL,
+                    message: "CPU \(cpu) is not one this process may run on (see its affinity: taskset -p \(getpid()))")
             }
             return self
         }

@@ -43,7 +43,9 @@ public enum CurveCertificate {
                 pub = k
             }
         }
-        guard pub != nil || sec != nil else { throw FileError(description: "\(path) holds no CURVE key (expected public-key = \"…\" lines, as `limelight keys curve` writes)") }
+        guard pub != nil || sec != nil else {
+            throw FileError(description: "\(path) holds no CURVE key (expected public-key = \"…\" lines, as `limelight keys curve` writes)")
+        }
         return (pub, sec)
     }
 
@@ -97,7 +99,8 @@ public enum CurveCertificate {
 
     /// The text of a certificate: public only, or with the secret key.
     public static func text(_ pair: CurveKeyPair, includeSecret: Bool, comment: String = "limelight keys curve") -> String {
-        var s = includeSecret
+        var s =
+            includeSecret
             ? "#   ZeroMQ CURVE **Secret** Certificate (\(comment))\n#   DO NOT PROVIDE THIS FILE TO OTHER USERS nor change its permissions.\n\n"
             : "#   ZeroMQ CURVE Public Certificate (\(comment))\n#   Exchange securely, or use a secure mechanism to verify the contents\n\n"
         s += "metadata\ncurve\n    public-key = \"\(pair.publicKey.z85)\"\n"

@@ -87,11 +87,15 @@ public struct Poller {
         for item in items {
             switch item.source {
             case .socket(let socket):
-                raw.append(zmq_pollitem_t(socket: try socket.live("poll"), fd: 0,
-                                          events: item.events.rawValue, revents: 0))
+                raw.append(
+                    zmq_pollitem_t(
+                        socket: try socket.live("poll"), fd: 0,
+                        events: item.events.rawValue, revents: 0))
             case .fileDescriptor(let fd):
-                raw.append(zmq_pollitem_t(socket: nil, fd: zmq_fd_t(fd),
-                                          events: item.events.rawValue, revents: 0))
+                raw.append(
+                    zmq_pollitem_t(
+                        socket: nil, fd: zmq_fd_t(fd),
+                        events: item.events.rawValue, revents: 0))
             }
         }
         let count = try raw.withUnsafeMutableBufferPointer { buffer in

@@ -65,7 +65,7 @@ public final class ZAPHandler: Sendable {
             } catch let e as ZMQError where e.code == .interrupted {
                 continue
             } catch {
-                return // terminated: the context is shutting down
+                return  // terminated: the context is shutting down
             }
             // version, request id, domain, address, identity, mechanism, credentials…
             guard frames.count >= 6 else {
@@ -75,9 +75,10 @@ public final class ZAPHandler: Sendable {
             }
             let text = { (d: Data) in String(decoding: d, as: UTF8.self) }
             let mechanism = text(frames[5])
-            let request = ZAPRequest(domain: text(frames[2]), address: text(frames[3]), routingID: Array(frames[4]),
-                                     mechanism: mechanism,
-                                     curveKey: mechanism == "CURVE" && frames.count > 6 ? CurveKey(bytes: Array(frames[6])) : nil)
+            let request = ZAPRequest(
+                domain: text(frames[2]), address: text(frames[3]), routingID: Array(frames[4]),
+                mechanism: mechanism,
+                curveKey: mechanism == "CURVE" && frames.count > 6 ? CurveKey(bytes: Array(frames[6])) : nil)
             let reply: [Data]
             if text(frames[0]) != "1.0" {
                 reply = [Data("1.0".utf8), frames[1], Data("500".utf8), Data("unsupported ZAP version".utf8), Data(), Data()]

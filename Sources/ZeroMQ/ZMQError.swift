@@ -1,10 +1,11 @@
 import CZeroMQ
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The one error type of this module.
@@ -101,8 +102,9 @@ public struct ZMQError: Error, Sendable, Hashable, CustomStringConvertible {
 
     /// Builds the error from an errno value, with ZeroMQ's own text for it.
     public init(errno value: Int32, operation: String? = nil) {
-        self.init(code: .from(errno: value), errno: value,
-                  message: String(cString: zmq_strerror(value)), operation: operation)
+        self.init(
+            code: .from(errno: value), errno: value,
+            message: String(cString: zmq_strerror(value)), operation: operation)
     }
 
     /// The error this module throws for any use of a closed socket: ZeroMQ

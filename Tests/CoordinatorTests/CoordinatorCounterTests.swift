@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Coordinator
 
 /// Counters are typed, but operators, dashboards and alerts read their
@@ -7,12 +8,13 @@ import Testing
 struct CoordinatorCounterTests {
     @Test func theMirroredCountersKeepTheirStatsAndPrometheusNames() {
         let names = Dictionary(uniqueKeysWithValues: CoordinatorMetrics.mirroredCounters.map { ($0.counter.rawValue, $0.name) })
-        #expect(names == [
-            "publish.batches": "publish_batches", "publish.items": "publish_items", "publish.stored": "publish_stored_items",
-            "publish.rejected": "publish_rejected_items", "publish.throttled": "publish_throttled", "queries": "queries",
-            "queries.cancelled": "queries_cancelled", "queries.timedOut": "queries_timed_out", "queries.partial": "queries_partial",
-            "deletes": "deletes", "errors": "errors", "workers.lost": "workers_lost",
-        ])
+        #expect(
+            names == [
+                "publish.batches": "publish_batches", "publish.items": "publish_items", "publish.stored": "publish_stored_items",
+                "publish.rejected": "publish_rejected_items", "publish.throttled": "publish_throttled", "queries": "queries",
+                "queries.cancelled": "queries_cancelled", "queries.timedOut": "queries_timed_out", "queries.partial": "queries_partial",
+                "deletes": "deletes", "errors": "errors", "workers.lost": "workers_lost",
+            ])
     }
 
     @Test func namesAreTheOnesStatsHasAlwaysShown() {

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+
 @testable import Coordinator
 
 /// An actor on the coordinator's executor, as ``CoordinatorCore`` is.

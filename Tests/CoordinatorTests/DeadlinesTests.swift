@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+
 @testable import Coordinator
 
 @Suite("Deadlines (one timer thread for every query)")

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Coordinator
 
 /// The stats' latency series: whatever the number of queries, the last

@@ -2,6 +2,7 @@ import Foundation
 import QueryPlan
 import Testing
 import WireProtocol
+
 @testable import Coordinator
 
 /// The query and search tracker's decisions, without processes: a worker
@@ -46,8 +47,11 @@ struct QueryTrackerTests {
         s.assign(1, to: "q1")
         _ = s.lost("q1")
         s.unassignable(1)
-        #expect(s.failed == [ShardFailure(shard: 0, reason: "no live query worker"),
-                             ShardFailure(shard: 1, reason: "every query worker for the shard failed")])
+        #expect(
+            s.failed == [
+                ShardFailure(shard: 0, reason: "no live query worker"),
+                ShardFailure(shard: 1, reason: "every query worker for the shard failed"),
+            ])
         #expect(s.isDone)
     }
 
@@ -59,7 +63,12 @@ struct QueryTrackerTests {
         var s = Self.scatter()
         #expect(s.done(0, by: "q2", error: nil, another: Self.anyone) == .ignored)
         var asked: Set<String> = []
-        #expect(s.done(0, by: "q1", error: busy, another: { asked = $0; return true }) == .retry)
+        #expect(
+            s.done(
+                0, by: "q1", error: busy,
+                another: {
+                    asked = $0; return true
+                }) == .retry)
         #expect(asked == ["q1"])
         #expect(s.failed.isEmpty)
 

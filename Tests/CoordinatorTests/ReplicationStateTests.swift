@@ -2,6 +2,7 @@ import Foundation
 import Items
 import Testing
 import WireProtocol
+
 @testable import Coordinator
 
 /// Replication's decisions, without processes: numbering and the log, a
@@ -74,8 +75,9 @@ struct ReplicationStateTests {
     @Test func aReplicaBehindTheLogIsDetachedAndCopied() {
         var r = Self.numbered(5, logLimit: 2)
         #expect(r.start(0) == 4)
-        #expect(r.registered(Self.indexer("ib", replica: "b", at: 2))
-            == [.detached(worker: "ib", shard: 0, .tooFarBehind(have: 2, issued: 5, logStart: 4))])
+        #expect(
+            r.registered(Self.indexer("ib", replica: "b", at: 2))
+                == [.detached(worker: "ib", shard: 0, .tooFarBehind(have: 2, issued: 5, logStart: 4))])
         #expect(r.detached["b"] == [0])
         #expect(!r.isFresh("ib", shard: 0))
         #expect(r.registered(Self.indexer("ia", replica: "a", at: 5)).isEmpty)
@@ -93,8 +95,9 @@ struct ReplicationStateTests {
         var fresh = ReplicationState()
         _ = fresh.registered(Self.indexer("ia", replica: "a", at: 0))
         _ = fresh.number(Self.write(1), shard: 0, logLimit: 10)
-        #expect(fresh.registered(Self.indexer("ib", replica: "b", at: 4))
-            == [.detached(worker: "ib", shard: 0, .diverged(have: 4, issued: 1))])
+        #expect(
+            fresh.registered(Self.indexer("ib", replica: "b", at: 4))
+                == [.detached(worker: "ib", shard: 0, .diverged(have: 4, issued: 1))])
     }
 
     /// An indexer that missed a change while connected answers
@@ -106,12 +109,14 @@ struct ReplicationStateTests {
         let (n, _) = r.number(Self.write(1), shard: 0, logLimit: 100)
         r.track("w9", worker: "ib", shard: 0, sequence: n)
         let refused = Body.error(WireError(code: "out_of_sequence", message: "expected 4"))
-        #expect(r.answered("w9", by: "ib", refused) == ReplicationState.Answer(consumed: false, actions: [.catchUp(worker: "ib", shard: 0, after: 3)]))
+        #expect(
+            r.answered("w9", by: "ib", refused) == ReplicationState.Answer(consumed: false, actions: [.catchUp(worker: "ib", shard: 0, after: 3)]))
 
         _ = r.beginCatchUp(worker: "ib", shard: 0, after: 3)
         r.track("c1", worker: "ib", shard: 0, sequence: 4, catchUp: true)
-        #expect(r.answered("c1", by: "ib", .error(WireError(code: "store_failed", message: "disk")))
-            == ReplicationState.Answer(consumed: true, actions: [.catchUpChangeFailed(worker: "ib", shard: 0, sequence: 4, error: "disk")]))
+        #expect(
+            r.answered("c1", by: "ib", .error(WireError(code: "store_failed", message: "disk")))
+                == ReplicationState.Answer(consumed: true, actions: [.catchUpChangeFailed(worker: "ib", shard: 0, sequence: 4, error: "disk")]))
         #expect(r.catchingUp["ib"]?[0] == nil)
 
         var short = Self.numbered(5, logLimit: 1)
@@ -132,8 +137,9 @@ struct ReplicationStateTests {
         r.applied["b"]?[0] = 2
         r.detached["c"] = [0]
         r.replicaOf["ic"] = "c"
-        #expect(r.repairs(indexers: [("ib", [0]), ("ic", [0]), ("ia", [0])])
-            == [.catchUp(worker: "ib", shard: 0, after: 2), .copy(worker: "ic", shard: 0)])
+        #expect(
+            r.repairs(indexers: [("ib", [0]), ("ic", [0]), ("ia", [0])])
+                == [.catchUp(worker: "ib", shard: 0, after: 2), .copy(worker: "ic", shard: 0)])
         r.track("x", worker: "ib", shard: 0, sequence: 5)
         #expect(r.repairs(indexers: [("ib", [0])]).isEmpty)
         // A lost worker's messages are forgotten: the sweep sees it behind again.

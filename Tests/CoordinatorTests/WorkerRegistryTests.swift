@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import WireProtocol
+
 @testable import Coordinator
 
 /// The worker registry's decisions, without processes: who may register,
@@ -13,8 +14,10 @@ struct WorkerRegistryTests {
 
     static func route(_ name: String) -> [Data] { [Data(name.utf8)] }
 
-    static func record(_ id: String, _ role: Body.Register.Role, shards: [Int], route: String? = nil, pid: Int? = nil,
-                       at: ContinuousClock.Instant = t0) -> WorkerRecord {
+    static func record(
+        _ id: String, _ role: Body.Register.Role, shards: [Int], route: String? = nil, pid: Int? = nil,
+        at: ContinuousClock.Instant = t0
+    ) -> WorkerRecord {
         WorkerRecord(id: id, role: role, shards: shards, route: Self.route(route ?? id), lastSeen: at, host: nil, pid: pid, registeredAt: d0)
     }
 
@@ -22,14 +25,18 @@ struct WorkerRegistryTests {
         let registry = WorkerRegistry()
         let none = registry.admit(Body.Register(role: .indexer, worker: "i1", shards: []), route: Self.route("i1"), shardCount: 4)
         #expect(none == .refuse(WireError(code: "invalid_message", message: "a worker must serve at least one shard")))
-        guard case .refuse(let e) = registry.admit(Body.Register(role: .indexer, worker: "i1", shards: [1, 4, -1]), route: Self.route("i1"), shardCount: 4) else {
+        guard
+            case .refuse(let e) = registry.admit(
+                Body.Register(role: .indexer, worker: "i1", shards: [1, 4, -1]), route: Self.route("i1"), shardCount: 4)
+        else {
             Issue.record("a shard the cluster lacks was admitted")
             return
         }
         #expect(e.code == "bad_shard")
         #expect(e.message.hasPrefix("shards 4,-1 do not exist"))
-        #expect(registry.admit(Body.Register(role: .indexer, worker: "i1", shards: [0, 3]), route: Self.route("i1"), shardCount: 4)
-            == .register(replacing: nil))
+        #expect(
+            registry.admit(Body.Register(role: .indexer, worker: "i1", shards: [0, 3]), route: Self.route("i1"), shardCount: 4)
+                == .register(replacing: nil))
     }
 
     /// The same id from a new connection or a new process replaces the old
@@ -39,11 +46,13 @@ struct WorkerRegistryTests {
         registry.register(Self.record("i1", .indexer, shards: [0], pid: 10))
         let again = Body.Register(role: .indexer, worker: "i1", shards: [0], pid: 10)
         #expect(registry.admit(again, route: Self.route("i1"), shardCount: 2) == .register(replacing: nil))
-        #expect(registry.admit(again, route: Self.route("elsewhere"), shardCount: 2)
-            == .register(replacing: WorkerRegistry.Replaced(worker: "i1", reason: "re-registered from a new connection")))
+        #expect(
+            registry.admit(again, route: Self.route("elsewhere"), shardCount: 2)
+                == .register(replacing: WorkerRegistry.Replaced(worker: "i1", reason: "re-registered from a new connection")))
         let restarted = Body.Register(role: .indexer, worker: "i1", shards: [0], pid: 11)
-        #expect(registry.admit(restarted, route: Self.route("i1"), shardCount: 2)
-            == .register(replacing: WorkerRegistry.Replaced(worker: "i1", reason: "restarted (pid 10 → 11)")))
+        #expect(
+            registry.admit(restarted, route: Self.route("i1"), shardCount: 2)
+                == .register(replacing: WorkerRegistry.Replaced(worker: "i1", reason: "restarted (pid 10 → 11)")))
     }
 
     @Test func liveWorkersPerShardFollowRegistrationsAndLosses() {
@@ -87,8 +96,10 @@ struct WorkerRegistryTests {
         var registry = WorkerRegistry()
         registry.register(Self.record("i1", .indexer, shards: [0]))
         registry.register(Self.record("q1", .query, shards: [0]))
-        registry.register(WorkerRecord(id: "local", role: .query, shards: [0], route: LocalQueryWorker.route, lastSeen: Self.t0,
-                                       host: "local", pid: nil, registeredAt: Self.d0))
+        registry.register(
+            WorkerRecord(
+                id: "local", role: .query, shards: [0], route: LocalQueryWorker.route, lastSeen: Self.t0,
+                host: "local", pid: nil, registeredAt: Self.d0))
         let later = Self.t0 + .seconds(5)
         #expect(registry.heard(route: Self.route("q1"), at: later) == "q1")
         #expect(registry.heard(route: Self.route("stranger"), at: later) == nil)

@@ -2,6 +2,7 @@ import Foundation
 import Items
 import Testing
 import WireProtocol
+
 @testable import Coordinator
 
 /// The write tracker's decisions, without processes: when a publish, a
@@ -14,8 +15,11 @@ struct WriteTrackerTests {
     /// sent to `replicas` of shard 0 as writes `w-<replica>`.
     static func publishing(_ ids: [String], to replicas: [String]) -> WriteTracker {
         var t = WriteTracker()
-        t.beginPublish("p1", WriteTracker.PendingPublish(client: client, requestID: "r1", batch: "b", identifiers: ids,
-                                                         results: Array(repeating: nil, count: ids.count), started: .now))
+        t.beginPublish(
+            "p1",
+            WriteTracker.PendingPublish(
+                client: client, requestID: "r1", batch: "b", identifiers: ids,
+                results: Array(repeating: nil, count: ids.count), started: .now))
         for r in replicas {
             t.writeSent("w-\(r)", WriteTracker.ShardWrite(publish: "p1", shard: 0, worker: r, indices: Array(ids.indices)))
         }
@@ -29,7 +33,8 @@ struct WriteTrackerTests {
 
     static func ack(_ actions: [WriteTracker.Action]) -> Body.PublishAck? {
         guard actions.count == 1, case .publishDone(let client, let requestID, let ack, _) = actions[0],
-              client == Self.client, requestID == "r1" else { return nil }
+            client == Self.client, requestID == "r1"
+        else { return nil }
         return ack
     }
 
@@ -49,8 +54,12 @@ struct WriteTrackerTests {
         var t = Self.publishing(["a", "b"], to: ["i1", "i2"])
         _ = t.writeAcked("w-i1", Self.stored(["a", "b"]))
         let refusal = WireError(code: "invalid_value", message: "bad title")
-        let partial = Body.WriteAck(shard: 0, results: [ItemResult(index: 0, uniqueIdentifier: "a", status: .stored),
-                                                        ItemResult(index: 1, uniqueIdentifier: "b", status: .rejected, error: refusal)])
+        let partial = Body.WriteAck(
+            shard: 0,
+            results: [
+                ItemResult(index: 0, uniqueIdentifier: "a", status: .stored),
+                ItemResult(index: 1, uniqueIdentifier: "b", status: .rejected, error: refusal),
+            ])
         let ack = try #require(Self.ack(t.writeAcked("w-i2", partial)))
         #expect(ack.results.map(\.status) == [.stored, .rejected])
         #expect(ack.results[1].error == refusal)
@@ -92,8 +101,11 @@ struct WriteTrackerTests {
     @Test func aPublishWithNothingToSendIsAnsweredAtOnce() throws {
         var t = WriteTracker()
         let refused = ItemResult(index: 0, uniqueIdentifier: nil, status: .rejected, error: WireError(code: "missing_identifier", message: "no id"))
-        t.beginPublish("p1", WriteTracker.PendingPublish(client: Self.client, requestID: "r1", batch: nil, identifiers: [nil, "b"],
-                                                         results: [refused, nil], started: .now))
+        t.beginPublish(
+            "p1",
+            WriteTracker.PendingPublish(
+                client: Self.client, requestID: "r1", batch: nil, identifiers: [nil, "b"],
+                results: [refused, nil], started: .now))
         let ack = try #require(Self.ack(t.publishRouted("p1")))
         #expect(ack.results[0] == refused)
         #expect(ack.results[1].uniqueIdentifier == "b" && ack.results[1].error?.code == "shard_unavailable")
@@ -224,7 +236,8 @@ struct WriteTrackerTests {
     @Test func publishesPastTheLimitWaitInOrderThenAreRefused() {
         var t = Self.publishing(["a"], to: ["i1"])
         #expect(t.admit(Self.waiting("r2"), maxPending: 2, maxWaiting: 2, draining: false) == .start)
-        t.beginPublish("p2", WriteTracker.PendingPublish(client: Self.client, requestID: "r2", batch: nil, identifiers: ["b"], results: [nil], started: .now))
+        t.beginPublish(
+            "p2", WriteTracker.PendingPublish(client: Self.client, requestID: "r2", batch: nil, identifiers: ["b"], results: [nil], started: .now))
         t.writeSent("w-p2", WriteTracker.ShardWrite(publish: "p2", shard: 0, worker: "i1", indices: [0]))
         #expect(t.admit(Self.waiting("r3"), maxPending: 2, maxWaiting: 2, draining: false) == .held)
         #expect(t.admit(Self.waiting("r4"), maxPending: 2, maxWaiting: 2, draining: false) == .held)

@@ -1,6 +1,7 @@
-@testable import Embedder
 import Foundation
 import Testing
+
+@testable import Embedder
 
 /// The polynomial `exp` and `erf` against libm, over the ranges the network feeds them.
 @Suite struct KernelTests {

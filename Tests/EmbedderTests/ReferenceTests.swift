@@ -15,7 +15,9 @@ import Testing
             let ids = embedder.tokenize(r.text)
             if ids != r.inputIDs {
                 let at = (0..<min(ids.count, r.inputIDs.count)).first { ids[$0] != r.inputIDs[$0] } ?? min(ids.count, r.inputIDs.count)
-                mismatches.append("\(r.id): first difference at token \(at) of \(r.inputIDs.count): got \(ids[at...].prefix(5)), expected \(r.inputIDs[at...].prefix(5))")
+                mismatches.append(
+                    "\(r.id): first difference at token \(at) of \(r.inputIDs.count): got \(ids[at...].prefix(5)), expected \(r.inputIDs[at...].prefix(5))"
+                )
             }
         }
         #expect(mismatches.isEmpty, "\(mismatches.count) texts tokenised differently:\n\(mismatches.prefix(10).joined(separator: "\n"))")

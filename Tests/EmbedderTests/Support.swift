@@ -32,8 +32,8 @@ enum Fixtures {
         let text = try run(["gzip", "-dc", referencePath])
         return try text.split(separator: "\n").map { line in
             guard let o = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-                  let kind = o["kind"] as? String, let id = o["id"] as? String, let text = o["text"] as? String,
-                  let ids = o["input_ids"] as? [Int], let e = o["embedding"] as? [Double]
+                let kind = o["kind"] as? String, let id = o["id"] as? String, let text = o["text"] as? String,
+                let ids = o["input_ids"] as? [Int], let e = o["embedding"] as? [Double]
             else { throw FixtureMissing(description: "malformed reference line: \(line.prefix(80))") }
             return Reference(kind: kind, id: id, text: text, inputIDs: ids, embedding: e.map(Float.init))
         }

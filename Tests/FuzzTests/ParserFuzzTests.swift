@@ -15,8 +15,10 @@ import WireProtocol
         "[1, 2.0, 0, 0.5, 1E2, 1e-2, 123456789012345]", #"{"k": "line\r\nnext", "n": -0.0}"#,
         String(repeating: "[", count: 40) + String(repeating: "]", count: 40),
     ]
-    static let jsonTokens = ["{", "}", "[", "]", ",", ":", "\"", "\\", "\\u", "\\ud800", "1e999", "-", "0", ".", "e+",
-                             "true", "null", "fals", "\u{0}", "é", "\u{FEFF}", String(repeating: "[", count: 700)]
+    static let jsonTokens = [
+        "{", "}", "[", "]", ",", ":", "\"", "\\", "\\u", "\\ud800", "1e999", "-", "0", ".", "e+",
+        "true", "null", "fals", "\u{0}", "é", "\u{FEFF}", String(repeating: "[", count: 700),
+    ]
 
     @Test func strictJSONReaderAgreesWithFoundationOrFails() {
         fuzz("json", seeds: Self.jsonSeeds.map { Array($0.utf8) }, dictionary: Self.jsonTokens) { bytes in
@@ -51,8 +53,10 @@ import WireProtocol
         #"{"v":1,"type":"register","id":"r","role":"indexer","worker":"i","shards":[0,1]}"#,
         #"{"v":1,"type":"ping","id":"p"}"#, #"{"v":1,"type":"error","id":"e","code":"bad","message":"m","position":3}"#,
     ]
-    static let envelopeTokens = [#""v":1"#, #""v":2"#, #""type":"#, #""id":"#, #""ping""#, #""publish""#, #""items":"#,
-                                 #""shards":[9]"#, "null", "[]", "{}", "-1", "1e308", "\"\"", ",", "}", "{", "\u{0}"]
+    static let envelopeTokens = [
+        #""v":1"#, #""v":2"#, #""type":"#, #""id":"#, #""ping""#, #""publish""#, #""items":"#,
+        #""shards":[9]"#, "null", "[]", "{}", "-1", "1e308", "\"\"", ",", "}", "{", "\u{0}",
+    ]
 
     @Test func envelopeDecodeThrowsItsOwnErrorOrRoundTrips() {
         fuzz("envelope", seeds: Self.envelopeSeeds.map { Array($0.utf8) }, dictionary: Self.envelopeTokens) { bytes in
@@ -75,8 +79,10 @@ import WireProtocol
         #"$time.this_week(-1) < addedDate || rating > 3.5 || * == "vim*"cdw"#,
         "title = 'single' && (a == 1 || b == 2)",
     ]
-    static let queryTokens = ["(", ")", "&&", "||", "!", "==", "!=", "<=", ">", "\"", "'", "\\", "*", "$time.", "today",
-                              "InRange(", ",", "cdwt", "w", "-", "1e9", "\u{301}", "🌍", String(repeating: "(", count: 300)]
+    static let queryTokens = [
+        "(", ")", "&&", "||", "!", "==", "!=", "<=", ">", "\"", "'", "\\", "*", "$time.", "today",
+        "InRange(", ",", "cdwt", "w", "-", "1e9", "\u{301}", "🌍", String(repeating: "(", count: 300),
+    ]
 
     @Test func spotlightParserAnswersOrNamesAPositionInside() {
         let parser = SpotlightQueryParser(now: Date(timeIntervalSince1970: 1_795_000_000))

@@ -22,8 +22,10 @@ enum ChildProcess {
     /// Runs `executable` with `arguments`, `input` on its standard input
     /// (closed at once when nil), `environment` replacing the test's own when
     /// given.
-    static func run(_ executable: String, _ arguments: [String], input: Data? = nil,
-                    environment: [String: String]? = nil, limit: TimeInterval = 120) throws -> Finished {
+    static func run(
+        _ executable: String, _ arguments: [String], input: Data? = nil,
+        environment: [String: String]? = nil, limit: TimeInterval = 120
+    ) throws -> Finished {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: executable)
         p.arguments = arguments

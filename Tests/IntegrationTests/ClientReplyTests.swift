@@ -1,9 +1,10 @@
 import Foundation
 import Synchronization
-@testable import LimelightClient
 import Testing
 import WireProtocol
 import ZeroMQ
+
+@testable import LimelightClient
 
 /// The Swift client against a server that answers badly: a ROUTER socket of
 /// the test's own, on loopback, standing in for the coordinator.
@@ -38,8 +39,9 @@ import ZeroMQ
             Thread { [self] in
                 defer { done.signal() }
                 guard let frames = try? socket.receive(), frames.count >= 2,
-                      let request = try? JSONSerialization.jsonObject(with: frames.last!) as? [String: Any],
-                      let id = request["id"] as? String else { return }
+                    let request = try? JSONSerialization.jsonObject(with: frames.last!) as? [String: Any],
+                    let id = request["id"] as? String
+                else { return }
                 serve(socket, frames[0], id, request)
             }.start()
         }
@@ -78,7 +80,7 @@ import ZeroMQ
     /// other suites running on two cores, the sweeper waited up to 4.7 s
     /// for a thread of the pool, as a timer task would.)
     @Test func anUnansweredRequestTimesOut() async throws {
-        let server = try OneShotServer(serve: { _, _, _, _ in })   // reads the request, never answers
+        let server = try OneShotServer(serve: { _, _, _, _ in })  // reads the request, never answers
         defer { server.close() }
         let client = try LimelightClient(endpoint: server.endpoint)
         defer { client.close() }
@@ -87,7 +89,9 @@ import ZeroMQ
             group.addTask {
                 do { _ = try await client.ping(timeout: .milliseconds(300)); return nil } catch { return error as? ClientError }
             }
-            group.addTask { try? await Task.sleep(for: .seconds(30)); client.close(); return nil }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(30)); client.close(); return nil
+            }
             defer { group.cancelAll() }
             return await group.next() ?? nil
         }
@@ -104,7 +108,9 @@ import ZeroMQ
         let asked = Mutex(false)
         let server = try OneShotServer { id, request in
             asked.withLock { $0 = request["completionInBatch"] as? Bool == true }
-            return Data(#"{"v":1,"type":"result_batch","id":"\#(id)","seq":1,"items":[{"uniqueIdentifier":"a"}],"completion":{"count":1,"failedShards":[{"shard":2,"reason":"gone"}],"cancelled":false,"elapsedMs":0.5}}"#.utf8)
+            return Data(
+                #"{"v":1,"type":"result_batch","id":"\#(id)","seq":1,"items":[{"uniqueIdentifier":"a"}],"completion":{"count":1,"failedShards":[{"shard":2,"reason":"gone"}],"cancelled":false,"elapsedMs":0.5}}"#
+                    .utf8)
         }
         defer { server.close() }
         let client = try LimelightClient(endpoint: server.endpoint)
@@ -138,15 +144,22 @@ import ZeroMQ
     /// A server that answers a query with `batches` result batches, one every
     /// `every`, then the completion if `complete`; then keeps the type of the
     /// next message it receives within `listen` (a cancel) in `heard`.
-    static func scriptedQueryServer(batches: Int, every: Duration, complete: Bool, listen: Duration = .zero,
-                                    heard: Heard = Heard()) throws -> OneShotServer {
+    static func scriptedQueryServer(
+        batches: Int, every: Duration, complete: Bool, listen: Duration = .zero,
+        heard: Heard = Heard()
+    ) throws -> OneShotServer {
         try OneShotServer { socket, route, id, _ in
             for seq in stride(from: 1, through: batches, by: 1) {
-                _ = try? socket.send([route, Data(#"{"v":1,"type":"result_batch","id":"\#(id)","seq":\#(seq),"items":[{"uniqueIdentifier":"i\#(seq)"}]}"#.utf8)])
+                _ = try? socket.send([
+                    route, Data(#"{"v":1,"type":"result_batch","id":"\#(id)","seq":\#(seq),"items":[{"uniqueIdentifier":"i\#(seq)"}]}"#.utf8),
+                ])
                 Thread.sleep(forTimeInterval: Double(every.components.seconds) + Double(every.components.attoseconds) / 1e18)
             }
             if complete {
-                _ = try? socket.send([route, Data(#"{"v":1,"type":"completion","id":"\#(id)","count":\#(batches),"failedShards":[],"cancelled":false,"elapsedMs":1}"#.utf8)])
+                _ = try? socket.send([
+                    route,
+                    Data(#"{"v":1,"type":"completion","id":"\#(id)","count":\#(batches),"failedShards":[],"cancelled":false,"elapsedMs":1}"#.utf8),
+                ])
             }
             // The first message after, if one comes within `listen` (a client
             // starved of threads by the synchronous tests running beside it
@@ -170,7 +183,9 @@ import ZeroMQ
                     return .success(events)
                 } catch { return .failure(error) }
             }
-            group.addTask { try? await Task.sleep(for: limit); return nil }
+            group.addTask {
+                try? await Task.sleep(for: limit); return nil
+            }
             defer { group.cancelAll() }
             return await group.next() ?? nil
         }

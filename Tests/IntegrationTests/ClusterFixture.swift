@@ -79,11 +79,13 @@ final class ClusterFixture: @unchecked Sendable {
     /// dead. Only a test that waits for a death needs it short: 1 s declared
     /// busy workers dead when the whole suite ran in parallel.
     func startCoordinator(extra: [String] = [], livenessMs: Int = 5000) throws {
-        let line = try start("coordinator", "limelight-coordinator", [
-            "--listen", "tcp://127.0.0.1:0", "--workers", "tcp://127.0.0.1:0", "--stats-port", "0",
-            "--shards", String(shards), "--heartbeat-ms", "200", "--liveness-ms", String(livenessMs), "--log-level", "debug",
-            "--cluster-secret-file", secretFile,
-        ] + extra, captureFirstLine: true)
+        let line = try start(
+            "coordinator", "limelight-coordinator",
+            [
+                "--listen", "tcp://127.0.0.1:0", "--workers", "tcp://127.0.0.1:0", "--stats-port", "0",
+                "--shards", String(shards), "--heartbeat-ms", "200", "--liveness-ms", String(livenessMs), "--log-level", "debug",
+                "--cluster-secret-file", secretFile,
+            ] + extra, captureFirstLine: true)
         guard let line, line.hasPrefix("listening ") else {
             throw FixtureError("coordinator did not report its endpoints: \(line ?? "nothing")")
         }
@@ -94,15 +96,23 @@ final class ClusterFixture: @unchecked Sendable {
     }
 
     func startIndexer(_ name: String, shards: [Int], data: String? = nil, extra: [String]? = nil) throws {
-        try start(name, "limelight-indexer", ["--coordinator", workerEndpoint, "--data", data ?? self.data,
-                                              "--shards", shards.map(String.init).joined(separator: ","), "--id", name,
-                                              "--log-level", "debug"] + (extra ?? ["--cluster-secret-file", secretFile]))
+        try start(
+            name, "limelight-indexer",
+            [
+                "--coordinator", workerEndpoint, "--data", data ?? self.data,
+                "--shards", shards.map(String.init).joined(separator: ","), "--id", name,
+                "--log-level", "debug",
+            ] + (extra ?? ["--cluster-secret-file", secretFile]))
     }
 
     func startQueryWorker(_ name: String, shards: [Int], data: String? = nil, extra: [String]? = nil) throws {
-        try start(name, "limelight-query", ["--coordinator", workerEndpoint, "--data", data ?? self.data,
-                                            "--shards", shards.map(String.init).joined(separator: ","), "--id", name,
-                                            "--log-level", "debug"] + (extra ?? ["--cluster-secret-file", secretFile]))
+        try start(
+            name, "limelight-query",
+            [
+                "--coordinator", workerEndpoint, "--data", data ?? self.data,
+                "--shards", shards.map(String.init).joined(separator: ","), "--id", name,
+                "--log-level", "debug",
+            ] + (extra ?? ["--cluster-secret-file", secretFile]))
     }
 
     /// A coordinator, one indexer and one query worker serving every shard.
@@ -181,10 +191,13 @@ func collect(_ handle: QueryHandle) async throws -> (items: [JSONValue], batches
     return (items, batches, completion)
 }
 
-func spotlight(_ q: String, fetch: [String]? = nil, sort: [JSONValue]? = nil, limit: Int? = nil,
-               batchSize: Int? = nil, deadlineMs: Int? = nil) -> Body.QueryRequest {
-    Body.QueryRequest(language: "spotlight", query: q, fetchAttributes: fetch, sort: sort, limit: limit,
-                      batchSize: batchSize, deadlineMs: deadlineMs)
+func spotlight(
+    _ q: String, fetch: [String]? = nil, sort: [JSONValue]? = nil, limit: Int? = nil,
+    batchSize: Int? = nil, deadlineMs: Int? = nil
+) -> Body.QueryRequest {
+    Body.QueryRequest(
+        language: "spotlight", query: q, fetchAttributes: fetch, sort: sort, limit: limit,
+        batchSize: batchSize, deadlineMs: deadlineMs)
 }
 
 func item(_ uid: String, domain: String, _ attrs: [String: JSONValue]) -> JSONValue {

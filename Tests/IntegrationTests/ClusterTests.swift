@@ -15,8 +15,8 @@ struct ClusterTests {
             item("a", domain: "com.example.ui", ["title": .string("MyWindowClass")]),
             item("b", domain: "com.example.glass", ["title": .string("Broken Window")]),
             item("c", domain: "com.example.ui", ["title": .string("NSWindow")]),
-            .object(["domainIdentifier": .string("x")]),                                       // no identifier
-            item("d", domain: "com.example.ui", ["completionDate": .string("yesterday")]),    // not ISO-8601
+            .object(["domainIdentifier": .string("x")]),  // no identifier
+            item("d", domain: "com.example.ui", ["completionDate": .string("yesterday")]),  // not ISO-8601
         ])
         #expect(ack.stored == 3)
         #expect(ack.rejected == 2)
@@ -98,8 +98,10 @@ struct ClusterTests {
         let items = titles.enumerated().map { i, t in item("t\(i)", domain: "org.fruit\(i)", ["title": .string(t)]) }
         _ = try await client.publish(items)
         let r = try await collect(client.query(spotlight(#"title == "*""#, sort: [.object(["attribute": .string("title")])], batchSize: 1)))
-        #expect(r.items.compactMap { $0["attributes"]?["title"]?.stringValue } ==
-                ["apple", "Banana", "cherry", "date", "éclair", "Élan", "Fig", "Grape", "kiwi", "Lemon", "mango", "Nectarine"])
+        #expect(
+            r.items.compactMap { $0["attributes"]?["title"]?.stringValue } == [
+                "apple", "Banana", "cherry", "date", "éclair", "Élan", "Fig", "Grape", "kiwi", "Lemon", "mango", "Nectarine",
+            ])
     }
 
     @Test func manyConcurrentPublishesAreThrottledNotDropped() async throws {
@@ -189,7 +191,7 @@ struct ClusterTests {
         defer { cluster.stopAll(); cluster.removeData() }
         try cluster.startCoordinator()
         try cluster.startIndexer("indexer-0", shards: [0, 1])
-        try cluster.startQueryWorker("query-0", shards: [0])   // nobody serves shard 1
+        try cluster.startQueryWorker("query-0", shards: [0])  // nobody serves shard 1
         let client = try LimelightClient(endpoint: cluster.clientEndpoint)
         defer { client.close() }
         let end = Date().addingTimeInterval(10)

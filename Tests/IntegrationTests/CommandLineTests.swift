@@ -1,8 +1,8 @@
 import Foundation
 import Items
 import LimelightClient
-import ZeroMQ
 import Testing
+import ZeroMQ
 
 /// The `limelight` command as a user runs it: real processes, real exit codes.
 @Suite(.serialized)
@@ -31,15 +31,15 @@ struct CommandLineTests {
         defer { client.close(); cluster.stopAll(); cluster.removeData() }
         let ep = ["--endpoint", cluster.clientEndpoint]
         let lines = """
-        {"uniqueIdentifier": "w1", "domainIdentifier": "com.example", "attributes": {"title": "MyWindowClass", "size": 5}}
-        {"uniqueIdentifier": "w2", "domainIdentifier": "com.example.sub", "attributes": {"title": "Broken Window", "size": 7}}
-        {"uniqueIdentifier": "w3", "domainIdentifier": "org.other", "attributes": {"title": "NSWindow", "size": 9}}
-        {"domainIdentifier": "org.other", "attributes": {"title": "no identifier"}}
-        not json at all
-        """
+            {"uniqueIdentifier": "w1", "domainIdentifier": "com.example", "attributes": {"title": "MyWindowClass", "size": 5}}
+            {"uniqueIdentifier": "w2", "domainIdentifier": "com.example.sub", "attributes": {"title": "Broken Window", "size": 7}}
+            {"uniqueIdentifier": "w3", "domainIdentifier": "org.other", "attributes": {"title": "NSWindow", "size": 9}}
+            {"domainIdentifier": "org.other", "attributes": {"title": "no identifier"}}
+            not json at all
+            """
         let pub = try Self.limelight(["publish", "-"] + ep, input: lines)
-        #expect(pub.status == 1)                              // some items were rejected
-        #expect(pub.stderr.contains("stdin:4"))                // each rejection names its line
+        #expect(pub.status == 1)  // some items were rejected
+        #expect(pub.stderr.contains("stdin:4"))  // each rejection names its line
         #expect(pub.stderr.contains("stdin:5"))
         #expect(pub.stderr.contains("published 3 items"))
 
@@ -93,8 +93,10 @@ struct CommandLineTests {
     @Test func upPrintsReadyAndStopsItsChildrenOnSIGTERM() async throws {
         let data = NSTemporaryDirectory() + "limelight-up-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: data) }
-        let (p, parts) = try ClusterFixture.startUp(["up", "--data", data, "--listen", "tcp://127.0.0.1:0", "--stats-port", "0",
-                                                      "--shards", "4", "--no-require-keys"])
+        let (p, parts) = try ClusterFixture.startUp([
+            "up", "--data", data, "--listen", "tcp://127.0.0.1:0", "--stats-port", "0",
+            "--shards", "4", "--no-require-keys",
+        ])
         #expect(parts.count == 3 && parts[0] == "ready")
         #expect(parts.count == 3 && parts[2].hasPrefix("http://127.0.0.1:") && parts[2].hasSuffix("/stats"))
         let client = try LimelightClient(endpoint: parts[1])
@@ -110,7 +112,7 @@ struct CommandLineTests {
         kill(p.processIdentifier, SIGTERM)
         p.waitUntilExit()
         #expect(p.terminationStatus == 0)
-        #expect(children.allSatisfy { kill($0, 0) != 0 })   // every child is gone
+        #expect(children.allSatisfy { kill($0, 0) != 0 })  // every child is gone
     }
 
     /// Z85 has '-' in its alphabet: `up` must hand its workers a coordinator
@@ -123,9 +125,11 @@ struct CommandLineTests {
         var pair = try CurveKeyPair.generate()
         while !pair.publicKey.z85.hasPrefix("-") { pair = try CurveKeyPair.generate() }
         try CurveCertificate.write(pair, base: data + "/coordinator")
-        let (p, parts) = try ClusterFixture.startUp(["up", "--data", data + "/cluster", "--listen", "tcp://127.0.0.1:0", "--stats-port", "0",
-                                                      "--shards", "1", "--indexers", "1", "--query-workers", "1",
-                                                      "--curve-secret-key", data + "/coordinator.key_secret", "--no-require-keys"])
+        let (p, parts) = try ClusterFixture.startUp([
+            "up", "--data", data + "/cluster", "--listen", "tcp://127.0.0.1:0", "--stats-port", "0",
+            "--shards", "1", "--indexers", "1", "--query-workers", "1",
+            "--curve-secret-key", data + "/coordinator.key_secret", "--no-require-keys",
+        ])
         defer { kill(p.processIdentifier, SIGTERM); p.waitUntilExit() }
         try #require(parts.count == 3 && parts[0] == "ready", "limelight up never became ready: \(parts)")
         let client = try LimelightClient(endpoint: parts[1], curve: CurveClientKeys(serverKey: pair.publicKey, keyPair: try CurveKeyPair.generate()))
@@ -137,7 +141,8 @@ struct CommandLineTests {
         let procs = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
         return procs.compactMap(Int32.init).filter { pid in
             guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-                  let close = stat.lastIndex(of: ")") else { return false }
+                let close = stat.lastIndex(of: ")")
+            else { return false }
             let fields = stat[stat.index(after: close)...].split(separator: " ")
             return fields.count > 2 && Int32(fields[1]) == parent
         }

@@ -35,7 +35,9 @@ import Testing
 
     static func output(_ arguments: [String]) throws -> String {
         let r = try ChildProcess.run("/usr/bin/env", arguments)
-        guard r.status == 0, !r.timedOut else { throw Missing(description: "\(arguments[0]) exited with \(r.status)\(r.timedOut ? " (timed out)" : "")") }
+        guard r.status == 0, !r.timedOut else {
+            throw Missing(description: "\(arguments[0]) exited with \(r.status)\(r.timedOut ? " (timed out)" : "")")
+        }
         return String(decoding: r.stdout, as: UTF8.self)
     }
 
@@ -44,8 +46,10 @@ import Testing
         // Accents and an emoji, through argv and the tokenizer's Unicode paths.
         let ref = try Self.reference("accents_emoji")
         #expect(ref.text == "Crème brûlée 🍮 recipe")
-        for run in [try CommandLineTests.limelight(["embed", "--model", model, ref.text]),
-                    try CommandLineTests.limelight(["embed", ref.text], environment: ["LIMELIGHT_MODEL": model])] {
+        for run in [
+            try CommandLineTests.limelight(["embed", "--model", model, ref.text]),
+            try CommandLineTests.limelight(["embed", ref.text], environment: ["LIMELIGHT_MODEL": model]),
+        ] {
             #expect(run.status == 0, "stderr: \(run.stderr)")
             // Nothing but the array on standard output.
             #expect(run.stdout.hasPrefix("[") && run.stdout.hasSuffix("]\n"))

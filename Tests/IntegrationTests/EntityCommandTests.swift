@@ -43,7 +43,8 @@ struct EntityCommandTests {
         #expect(try jsonLines(predicate.stdout).compactMap { $0["entity"]?["id"]?.stringValue } == ["r1"])
 
         // Associate, then delete by ids and by type.
-        let associated = try run(["entities", "associate", "--item", "deb:emacs", "--type", "AppEntity", "--id", "emacs", "--priority", "3", "--json"] + ep, nil, [:])
+        let associated = try run(
+            ["entities", "associate", "--item", "deb:emacs", "--type", "AppEntity", "--id", "emacs", "--priority", "3", "--json"] + ep, nil, [:])
         #expect(associated.status == 0)
         #expect(try jsonLines(associated.stdout).first?["associated"]?.stringValue == "deb:emacs")
         let emacs = try await client.search(.object(["query": .string("emacs")])).response

@@ -4,12 +4,16 @@ import LimelightClient
 import Testing
 import WireProtocol
 
-func entity(_ type: String, _ id: String, title: String, subtitle: String? = nil, priority: Double? = nil,
-            domain: String = "com.example.places", properties: [String: JSONValue] = [:]) -> JSONValue {
+func entity(
+    _ type: String, _ id: String, title: String, subtitle: String? = nil, priority: Double? = nil,
+    domain: String = "com.example.places", properties: [String: JSONValue] = [:]
+) -> JSONValue {
     var display: [String: JSONValue] = ["title": .string(title)]
     if let subtitle { display["subtitle"] = .string(subtitle) }
-    var o: [String: JSONValue] = ["type": .string(type), "id": .string(id), "displayRepresentation": .object(display),
-                                  "domainIdentifier": .string(domain), "properties": .object(properties)]
+    var o: [String: JSONValue] = [
+        "type": .string(type), "id": .string(id), "displayRepresentation": .object(display),
+        "domainIdentifier": .string(domain), "properties": .object(properties),
+    ]
     if let priority { o["priority"] = .number(priority) }
     return .object(o)
 }
@@ -22,18 +26,23 @@ struct EntityClusterTests {
         defer { client.close(); cluster.stopAll(); cluster.removeData() }
 
         let ack = try await client.donateEntities([
-            entity("LandmarkEntity", "1", title: "Golden Gate Bridge", subtitle: "Suspension bridge",
-                   properties: ["contentDescription": .string("orange towers over the strait"), "city": .string("San Francisco"),
-                                "visitors": .number(10_000_000)]),
+            entity(
+                "LandmarkEntity", "1", title: "Golden Gate Bridge", subtitle: "Suspension bridge",
+                properties: [
+                    "contentDescription": .string("orange towers over the strait"), "city": .string("San Francisco"),
+                    "visitors": .number(10_000_000),
+                ]),
             entity("LandmarkEntity", "2", title: "Bay Bridge", subtitle: "Double-decker bridge"),
             // Same text, different priority: the ids are chosen so that, without priority, "a-low" would rank first.
             entity("LandmarkEntity", "a-low", title: "Quokka lookout", priority: 1),
             entity("LandmarkEntity", "b-high", title: "Quokka lookout", priority: 10),
             entity("LandmarkEntityX", "1", title: "Unrelated bridge lookalike"),
-            entity("TrailEntity", "t1", title: "Lands End trail", domain: "com.example.trails",
-                   properties: ["contentType": .string("com.example.trail")]),
-            entity("TrailEntity", "t2", title: "Coastal bridge trail", domain: "com.example.trails",
-                   properties: ["contentType": .string("com.example.trail")]),
+            entity(
+                "TrailEntity", "t1", title: "Lands End trail", domain: "com.example.trails",
+                properties: ["contentType": .string("com.example.trail")]),
+            entity(
+                "TrailEntity", "t2", title: "Coastal bridge trail", domain: "com.example.trails",
+                properties: ["contentType": .string("com.example.trail")]),
             .object(["type": .string("LandmarkEntity"), "id": .string("bad"), "displayRepresentation": .object([:])]),
         ])
         #expect(ack.stored == 7, "\(ack.firstRejection)")
@@ -54,8 +63,11 @@ struct EntityClusterTests {
         let q = try await collect(client.query(spotlight("title == \"Golden*\"cd")))
         #expect(q.items.count == 1)
         #expect(q.items.first?["entity"]?["id"]?.stringValue == "1")
-        let p = try await collect(client.query(Body.QueryRequest(language: "cloudkit", recordType: "com.example.trail",
-                                                                  predicate: "entityType == %@", arguments: [.string("TrailEntity")])))
+        let p = try await collect(
+            client.query(
+                Body.QueryRequest(
+                    language: "cloudkit", recordType: "com.example.trail",
+                    predicate: "entityType == %@", arguments: [.string("TrailEntity")])))
         #expect(Set(p.items.compactMap { $0["entity"]?["id"]?.stringValue }) == ["t1", "t2"])
 
         // Priority ranks the same text.
@@ -63,8 +75,10 @@ struct EntityClusterTests {
         #expect(objectIDs(quokka) == ["entity:LandmarkEntity:b-high", "entity:LandmarkEntity:a-low"])
 
         // Association: an existing item's results then carry the entity; its priority ranks it.
-        _ = try await client.publish([item("store:1", domain: "com.example.stores", ["title": .string("Corner bridge shop")]),
-                                      item("store:2", domain: "com.example.stores", ["title": .string("Corner bridge shop")])])
+        _ = try await client.publish([
+            item("store:1", domain: "com.example.stores", ["title": .string("Corner bridge shop")]),
+            item("store:2", domain: "com.example.stores", ["title": .string("Corner bridge shop")]),
+        ])
         let before = try await client.search(.object(["query": .string("corner shop")])).response
         #expect(objectIDs(before) == ["store:1", "store:2"])
         try await client.associateEntity(item: "store:2", EntityAssociation(type: "StoreEntity", id: "s2", priority: 5))
@@ -107,8 +121,12 @@ struct EntityClusterTests {
         #expect(r.suggestions.map(\.count) == r.suggestions.map(\.count).sorted(by: >))
         #expect(r.response == nil)
         for s in r.suggestions {
-            let exact = try await client.search(.object(["query": .string(s.suggestion + " "), "typoTolerance": .bool(false),
-                                                         "hitsPerPage": .number(0)])).response
+            let exact = try await client.search(
+                .object([
+                    "query": .string(s.suggestion + " "), "typoTolerance": .bool(false),
+                    "hitsPerPage": .number(0),
+                ])
+            ).response
             #expect(exact["nbHits"]?.intValue == s.count, "count of \(s.suggestion)")
         }
         // Counted independently: items whose text holds "python" as a whole word (case-insensitive).
@@ -125,8 +143,12 @@ struct EntityClusterTests {
         #expect(!two.suggestions.isEmpty)
         for s in two.suggestions {
             #expect(s.suggestion.hasPrefix("python modu"))
-            let exact = try await client.search(.object(["query": .string(s.suggestion + " "), "typoTolerance": .bool(false),
-                                                         "hitsPerPage": .number(0)])).response
+            let exact = try await client.search(
+                .object([
+                    "query": .string(s.suggestion + " "), "typoTolerance": .bool(false),
+                    "hitsPerPage": .number(0),
+                ])
+            ).response
             #expect(exact["nbHits"]?.intValue == s.count, "count of \(s.suggestion)")
         }
 
@@ -146,8 +168,10 @@ struct EntityClusterTests {
         let (cluster, client) = try await SearchClusterTests.cluster(shards: 3)
         defer { client.close(); cluster.stopAll(); cluster.removeData() }
         // A subdomain is a group of its own.
-        _ = try await client.publish([item("sub:1", domain: "org.debian.python.extra", ["title": .string("python extra one")]),
-                                      item("sub:2", domain: "org.debian.python.extra", ["title": .string("python extra two")])])
+        _ = try await client.publish([
+            item("sub:1", domain: "org.debian.python.extra", ["title": .string("python extra one")]),
+            item("sub:2", domain: "org.debian.python.extra", ["title": .string("python extra two")]),
+        ])
 
         let full = try await client.search(.object(["query": .string("python"), "hitsPerPage": .number(1000)])).response
         let hits = full["hits"]?.arrayValue ?? []
@@ -206,19 +230,29 @@ struct EntityClusterTests {
         }
         #expect(stored == cities.count)
         _ = try await client.publish([
-            item("store:mulberry", domain: "com.example.stores", [
-                "title": .string("Corner Grocery"), "thoroughfare": .string("Mulberry Street"), "postalCode": .string("10013"),
-                "city": .string("New York"), "stateOrProvince": .string("NY"), "country": .string("United States"),
-                "namedLocation": .string("Little Italy"), "latitude": .number(40.7193), "longitude": .number(-73.9973)]),
-            item("store:elm", domain: "com.example.stores", [
-                "title": .string("Corner Bakery"), "thoroughfare": .string("Elm Street"), "postalCode": .string("10013"),
-                "city": .string("New York"), "latitude": .number(40.7170), "longitude": .number(-74.0030)]),
+            item(
+                "store:mulberry", domain: "com.example.stores",
+                [
+                    "title": .string("Corner Grocery"), "thoroughfare": .string("Mulberry Street"), "postalCode": .string("10013"),
+                    "city": .string("New York"), "stateOrProvince": .string("NY"), "country": .string("United States"),
+                    "namedLocation": .string("Little Italy"), "latitude": .number(40.7193), "longitude": .number(-73.9973),
+                ]),
+            item(
+                "store:elm", domain: "com.example.stores",
+                [
+                    "title": .string("Corner Bakery"), "thoroughfare": .string("Elm Street"), "postalCode": .string("10013"),
+                    "city": .string("New York"), "latitude": .number(40.7170), "longitude": .number(-74.0030),
+                ]),
         ])
 
         let street = try await client.search(.object(["query": .string("Mulberry Street")])).response
         #expect(objectIDs(street) == ["store:mulberry"])
-        let postal = try await client.search(.object(["query": .string("10013"), "hitsPerPage": .number(10),
-                                                      "restrictSearchableAttributes": .array([.string("postalCode")])])).response
+        let postal = try await client.search(
+            .object([
+                "query": .string("10013"), "hitsPerPage": .number(10),
+                "restrictSearchableAttributes": .array([.string("postalCode")]),
+            ])
+        ).response
         #expect(Set(objectIDs(postal)) == ["store:mulberry", "store:elm"])
         let grouped = try await client.spotlight("Mulberry Street")
         #expect(grouped.groups.first?.domainIdentifier == "com.example.stores")
@@ -231,10 +265,14 @@ struct EntityClusterTests {
             return haversine(center.lat, center.lng, a["latitude"]!.doubleValue!, a["longitude"]!.doubleValue!)
         }
         let inside = cities.filter { distance($0) <= radius }
-        let expected = inside.filter { abs(distance($0) - radius) > 1 }   // leave out the undecidable border
+        let expected = inside.filter { abs(distance($0) - radius) > 1 }  // leave out the undecidable border
         #expect(expected.count > 20)
-        let around = try await client.search(.object(["aroundLatLng": .string("\(center.lat),\(center.lng)"),
-                                                      "aroundRadius": .number(radius), "hitsPerPage": .number(1000)])).response
+        let around = try await client.search(
+            .object([
+                "aroundLatLng": .string("\(center.lat),\(center.lng)"),
+                "aroundRadius": .number(radius), "hitsPerPage": .number(1000),
+            ])
+        ).response
         let aroundHits = around["hits"]?.arrayValue ?? []
         let aroundIDs = Set(objectIDs(around))
         let expectedIDs = Set(expected.compactMap { $0["uniqueIdentifier"]?.stringValue })
@@ -251,8 +289,11 @@ struct EntityClusterTests {
             last = d
         }
         // The same through Spotlight's view: every group's items are within the radius.
-        let near = try await client.spotlight("", perDomain: 2, params: .object([
-            "aroundLatLng": .string("\(center.lat),\(center.lng)"), "aroundRadius": .number(radius)]))
+        let near = try await client.spotlight(
+            "", perDomain: 2,
+            params: .object([
+                "aroundLatLng": .string("\(center.lat),\(center.lng)"), "aroundRadius": .number(radius),
+            ]))
         #expect(near.groups.reduce(0) { $0 + $1.total } == around["nbHits"]?.intValue)
 
         // Box: exactly the cities inside, computed here.
@@ -263,9 +304,12 @@ struct EntityClusterTests {
             return lat >= box.lat1 && lat <= box.lat2 && lng >= box.lng1 && lng <= box.lng2
         }
         #expect(inBox.count > 20)
-        let boxed = try await client.search(.object([
-            "insideBoundingBox": .array([.array([.number(box.lat1), .number(box.lng1), .number(box.lat2), .number(box.lng2)])]),
-            "hitsPerPage": .number(1000)])).response
+        let boxed = try await client.search(
+            .object([
+                "insideBoundingBox": .array([.array([.number(box.lat1), .number(box.lng1), .number(box.lat2), .number(box.lng2)])]),
+                "hitsPerPage": .number(1000),
+            ])
+        ).response
         let boxedIDs = Set(objectIDs(boxed)), inBoxIDs = Set(inBox.compactMap { $0["uniqueIdentifier"]?.stringValue })
         #expect(boxedIDs.count == inBoxIDs.count)
         #expect(boxedIDs.symmetricDifference(inBoxIDs).isEmpty, "box differs from the cities computed inside it")
@@ -287,7 +331,8 @@ func geonamesCities(size: String, limit: Int) throws -> [JSONValue] {
     guard FileManager.default.fileExists(atPath: script) else { throw FixtureError("the test data \(script) is missing") }
     let r = try ChildProcess.run("/usr/bin/env", ["python3", script, "--size", size, "--limit", String(limit)])
     guard r.status == 0, !r.timedOut else {
-        throw FixtureError("\(script) failed with status \(r.status)\(r.timedOut ? " (timed out)" : ""): \(String(decoding: r.stderr, as: UTF8.self).suffix(400))")
+        throw FixtureError(
+            "\(script) failed with status \(r.status)\(r.timedOut ? " (timed out)" : ""): \(String(decoding: r.stderr, as: UTF8.self).suffix(400))")
     }
     return String(decoding: r.stdout, as: UTF8.self).split(separator: "\n").compactMap { try? JSONValue.parse(String($0)) }
 }

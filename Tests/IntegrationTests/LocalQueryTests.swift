@@ -11,13 +11,15 @@ import WireProtocol
 struct LocalQueryTests {
     static func items() -> [JSONValue] {
         (0..<240).map { i in
-            item("lq\(i)", domain: "org.local.d\(i % 7)", [
-                // Quotes, a backslash, a tab and letters past ASCII: the
-                // unsorted query's items reach the client as the store wrote them.
-                "title": .string(["python \"tools\" \\ \(i)", "rust crate \(i)", "pyramid sch\u{e9}me\t\u{1F600} \(i)"][i % 3]),
-                "rank": .number(Double((i * 37) % 240)),
-                "keywords": .array([.string(["alpha", "beta", "gamma", "delta"][i % 4])]),
-            ])
+            item(
+                "lq\(i)", domain: "org.local.d\(i % 7)",
+                [
+                    // Quotes, a backslash, a tab and letters past ASCII: the
+                    // unsorted query's items reach the client as the store wrote them.
+                    "title": .string(["python \"tools\" \\ \(i)", "rust crate \(i)", "pyramid sch\u{e9}me\t\u{1F600} \(i)"][i % 3]),
+                    "rank": .number(Double((i * 37) % 240)),
+                    "keywords": .array([.string(["alpha", "beta", "gamma", "delta"][i % 4])]),
+                ])
         }
     }
 
@@ -25,9 +27,10 @@ struct LocalQueryTests {
     static func answers(_ client: LimelightClient) async throws -> [String] {
         let sorted = try await collect(client.query(spotlight(#"title == "py*"cd"#, sort: [.object(["attribute": .string("rank")])], batchSize: 9)))
         #expect(sorted.completion?.failedShards == [])
-        let search = try await client.search(.object([
-            "query": .string("python"), "facets": .array([.string("keywords")]), "hitsPerPage": .number(5),
-        ]))
+        let search = try await client.search(
+            .object([
+                "query": .string("python"), "facets": .array([.string("keywords")]), "hitsPerPage": .number(5),
+            ]))
         #expect(search.failedShards == [])
         let suggest = try await client.suggest("py", limit: 5)
         // Unsorted: forwarded without being decoded in the coordinator.
@@ -71,7 +74,7 @@ struct LocalQueryTests {
         let ack = try await client.publish(Self.items())
         #expect(ack.stored == 240, "\(ack.firstRejection)")
         let here = try await Self.answers(client)
-        #expect(here[1].split(separator: ",").count == 160)   // "python…" and "pyramid…" titles
+        #expect(here[1].split(separator: ",").count == 160)  // "python…" and "pyramid…" titles
         #expect(here[2] == "80")
         #expect(here[5].hasPrefix("py"))
         // The same for a caller running on the client's socket thread
@@ -109,9 +112,12 @@ struct LocalQueryTests {
     @Test func badLocalFlagsAreNamed() async throws {
         let f = try ClusterFixture(shards: 2)
         defer { f.stopAll(); f.removeData() }
-        let r = try ChildProcess.run(ClusterFixture.binDirectory + "/limelight-coordinator", [
-            "--listen", "tcp://127.0.0.1:0", "--workers", "tcp://127.0.0.1:0", "--no-stats", "--shards", "2",
-            "--local-data", f.data, "--local-shards", "0,5"], limit: 30)
+        let r = try ChildProcess.run(
+            ClusterFixture.binDirectory + "/limelight-coordinator",
+            [
+                "--listen", "tcp://127.0.0.1:0", "--workers", "tcp://127.0.0.1:0", "--no-stats", "--shards", "2",
+                "--local-data", f.data, "--local-shards", "0,5",
+            ], limit: 30)
         let text = String(decoding: r.stderr, as: UTF8.self)
         #expect(r.status != 0 && !r.timedOut)
         #expect(text.contains("--local-shards: '0,5'"), "\(text)")

@@ -40,8 +40,12 @@ struct SearchClusterTests {
         // Facet counts over the whole set equal counts made here from the file.
         var sections: [String: Int] = [:]
         for p in samplePackages { sections[p["attributes"]?["section"]?.stringValue ?? "", default: 0] += 1 }
-        let all = try await client.search(.object(["facets": .array([.string("section"), .string("installedSize")]),
-                                                   "maxValuesPerFacet": .number(1000), "hitsPerPage": .number(0)])).response
+        let all = try await client.search(
+            .object([
+                "facets": .array([.string("section"), .string("installedSize")]),
+                "maxValuesPerFacet": .number(1000), "hitsPerPage": .number(0),
+            ])
+        ).response
         #expect(all["nbHits"]?.intValue == 300)
         #expect(all["facets"]?["section"]?.objectValue?.compactMapValues(\.intValue) == sections)
         let sizes = samplePackages.compactMap { $0["attributes"]?["installedSize"]?.doubleValue }
@@ -50,18 +54,23 @@ struct SearchClusterTests {
 
         // A disjunctive facet keeps the counts of the values not picked.
         let top = sections.max { $0.value < $1.value }!.key
-        let refined = try await client.search(.object([
-            "facets": .array([.string("section")]), "disjunctiveFacets": .array([.string("section")]),
-            "facetFilters": .array([.array([.string("section:\(top)")])]), "hitsPerPage": .number(0),
-        ])).response
+        let refined = try await client.search(
+            .object([
+                "facets": .array([.string("section")]), "disjunctiveFacets": .array([.string("section")]),
+                "facetFilters": .array([.array([.string("section:\(top)")])]), "hitsPerPage": .number(0),
+            ])
+        ).response
         #expect(refined["nbHits"]?.intValue == sections[top])
         #expect(refined["facets"]?["section"]?.objectValue?.count == sections.count)
 
         // Numeric filters, counted here too.
         let big = sizes.filter { $0 > 1000 }.count
-        let numeric = try await client.search(.object(["numericFilters": .array([.string("installedSize > 1000")]), "hitsPerPage": .number(0)])).response
+        let numeric = try await client.search(.object(["numericFilters": .array([.string("installedSize > 1000")]), "hitsPerPage": .number(0)]))
+            .response
         #expect(numeric["nbHits"]?.intValue == big)
-        let filters = try await client.search(.object(["filters": .string("installedSize > 1000 AND NOT section:\(top)"), "hitsPerPage": .number(0)])).response
+        let filters = try await client.search(
+            .object(["filters": .string("installedSize > 1000 AND NOT section:\(top)"), "hitsPerPage": .number(0)])
+        ).response
         let bigElsewhere = samplePackages.filter {
             ($0["attributes"]?["installedSize"]?.doubleValue ?? 0) > 1000 && $0["attributes"]?["section"]?.stringValue != top
         }.count
@@ -71,8 +80,12 @@ struct SearchClusterTests {
         var seen: [String] = []
         var page = 0
         while true {
-            let r = try await client.search(.object(["page": .number(Double(page)), "hitsPerPage": .number(23),
-                                                     "attributesToRetrieve": .array([.string("title")])])).response
+            let r = try await client.search(
+                .object([
+                    "page": .number(Double(page)), "hitsPerPage": .number(23),
+                    "attributesToRetrieve": .array([.string("title")]),
+                ])
+            ).response
             let ids = objectIDs(r)
             if ids.isEmpty { break }
             seen += ids
@@ -87,14 +100,16 @@ struct SearchClusterTests {
     @Test func highlightsAndSnippetsMarkTheMatchedWords() async throws {
         let (cluster, client) = try await Self.cluster(shards: 2)
         defer { client.close(); cluster.stopAll(); cluster.removeData() }
-        let r = try await client.search(.object([
-            "query": .string("intrusion detection"), "attributesToSnippet": .array([.string("contentDescription:6")]),
-            "attributesToRetrieve": .array([.string("title"), .string("displayName")]),
-            "highlightPreTag": .string("["), "highlightPostTag": .string("]"),
-        ])).response
+        let r = try await client.search(
+            .object([
+                "query": .string("intrusion detection"), "attributesToSnippet": .array([.string("contentDescription:6")]),
+                "attributesToRetrieve": .array([.string("title"), .string("displayName")]),
+                "highlightPreTag": .string("["), "highlightPostTag": .string("]"),
+            ])
+        ).response
         let hit = try #require(r["hits"]?.arrayValue?.first)
         #expect(hit["objectID"]?.stringValue == "deb:aide")
-        #expect(hit["contentDescription"] == nil)   // not retrieved, only snippeted
+        #expect(hit["contentDescription"] == nil)  // not retrieved, only snippeted
         let display = hit["_highlightResult"]?["displayName"]
         #expect(display?["value"]?.stringValue == "Advanced [Intrusion] [Detection] Environment - dynamic binary")
         #expect(display?["matchLevel"]?.stringValue == "full")
@@ -111,8 +126,12 @@ struct SearchClusterTests {
             let (cluster, client) = try await Self.cluster(shards: shards)
             var perQuery: [[String: JSONValue]] = []
             for q in queries {
-                let r = try await client.search(.object(["query": .string(q), "hitsPerPage": .number(50), "getRankingInfo": .bool(true),
-                                                         "attributesToRetrieve": .array([.string("title")])])).response
+                let r = try await client.search(
+                    .object([
+                        "query": .string(q), "hitsPerPage": .number(50), "getRankingInfo": .bool(true),
+                        "attributesToRetrieve": .array([.string("title")]),
+                    ])
+                ).response
                 var ranks: [String: JSONValue] = [:]
                 for h in r["hits"]?.arrayValue ?? [] { ranks[h["objectID"]?.stringValue ?? ""] = h["_rankingInfo"] }
                 ranks["order"] = .array(objectIDs(r).map { .string($0) })
@@ -176,7 +195,7 @@ struct SearcherTests {
         }
         #expect(r.hits.count == 300)
         #expect(Set(r.hits.compactMap { $0["objectID"]?.stringValue }).count == 300)
-        await searcher.loadMore()   // nothing more: no change
+        await searcher.loadMore()  // nothing more: no change
         #expect(await searcher.results?.hits.count == 300)
     }
 
@@ -194,7 +213,7 @@ struct SearcherTests {
         await searcher.search(userInfo: ["from": "test"])
         var r = try #require(await searcher.results)
         #expect(r.nbHits == sections[two[0]]! + sections[two[1]]!)
-        #expect(r.facets["section"] == sections)     // disjunctive: every value still counted
+        #expect(r.facets["section"] == sections)  // disjunctive: every value still counted
         await searcher.toggleFacetRefinement(name: "section", value: two[1])
         await searcher.search()
         r = try #require(await searcher.results)
@@ -268,7 +287,6 @@ struct SearcherTests {
     }
 }
 
-
 /// `limelight search` as a user runs it.
 @Suite(.serialized)
 struct SearchCommandTests {
@@ -279,7 +297,7 @@ struct SearchCommandTests {
         let ok = try CommandLineTests.limelight(["search", "--params", #"{"query": "emacs", "hitsPerPage": 2}"#] + ep)
         #expect(ok.status == 0)
         let lines = ok.stdout.split(separator: "\n")
-        #expect(lines.count == 1)    // the response object, and nothing else
+        #expect(lines.count == 1)  // the response object, and nothing else
         let response = try JSONValue.parse(String(lines[0]))
         #expect(objectIDs(response).first == "deb:emacs")
         #expect(response["hitsPerPage"]?.intValue == 2)

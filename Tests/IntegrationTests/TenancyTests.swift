@@ -24,8 +24,10 @@ import WireProtocol
         return (f, master)
     }
 
-    static func makeKey(_ f: ClusterFixture, with key: String, app: String?, role: String, rateLimit: Double? = nil,
-                        maxItems: Int? = nil) async throws -> String {
+    static func makeKey(
+        _ f: ClusterFixture, with key: String, app: String?, role: String, rateLimit: Double? = nil,
+        maxItems: Int? = nil
+    ) async throws -> String {
         let c = try LimelightClient(endpoint: f.clientEndpoint, key: key)
         defer { c.close() }
         let r = try await c.keys(Body.Keys(action: "create", app: app, role: role, rateLimit: rateLimit, maxItemsPerPublish: maxItems))
@@ -92,9 +94,11 @@ import WireProtocol
             #expect(ack.stored == Self.perApp && ack.rejected == 0)
             #expect(ack.results.allSatisfy { !($0.uniqueIdentifier ?? "").contains("@") })
             let entities: [JSONValue] = (0..<3).map { i in
-                .object(["type": .string("Landmark"), "id": .string("\(i)"),
-                         "displayRepresentation": .object(["title": .string("\(app) landmark \(i)")]),
-                         "properties": .object(["owner": .string(app)]), "domainIdentifier": .string("org.example")])
+                .object([
+                    "type": .string("Landmark"), "id": .string("\(i)"),
+                    "displayRepresentation": .object(["title": .string("\(app) landmark \(i)")]),
+                    "properties": .object(["owner": .string(app)]), "domainIdentifier": .string("org.example"),
+                ])
             }
             #expect(try await admin[app]!.donateEntities(entities).stored == 3)
         }
@@ -121,10 +125,12 @@ import WireProtocol
             let language = ["spotlight", "cloudkit", "plan", "search", "suggest", "spotlight-groups"][round % 6]
             switch language {
             case "spotlight":
-                let q = pick([#"title == "*""#, #"title == "\#(w)*"cd"#, #"** == "\#(w)"cdw"#, "price > \(n)",
-                              "InRange(price, \(n), \(n + 10))", #"owner == "\#(other)""#,
-                              #"category == "fruit" || owner == "\#(other)""#, #"!(title == "\#(w)*"c)"#,
-                              #"keywords == "\#(w)"cd && price < \#(n)"#])
+                let q = pick([
+                    #"title == "*""#, #"title == "\#(w)*"cd"#, #"** == "\#(w)"cdw"#, "price > \(n)",
+                    "InRange(price, \(n), \(n + 10))", #"owner == "\#(other)""#,
+                    #"category == "fruit" || owner == "\#(other)""#, #"!(title == "\#(w)*"c)"#,
+                    #"keywords == "\#(w)"cd && price < \#(n)"#,
+                ])
                 let r = try await collect(c.query(spotlight(q)))
                 seen = r.items
                 if q.hasPrefix("owner") { #expect(r.items.isEmpty, "\(app): \(q)") }
@@ -139,8 +145,11 @@ import WireProtocol
                 // Page through with cursors: every page is the app's.
                 var cursor: String?
                 repeat {
-                    let r = try await collect(c.query(Body.QueryRequest(language: dialect, limit: 7, recordType: "Product",
-                                                                        predicate: format, arguments: args, cursor: cursor)))
+                    let r = try await collect(
+                        c.query(
+                            Body.QueryRequest(
+                                language: dialect, limit: 7, recordType: "Product",
+                                predicate: format, arguments: args, cursor: cursor)))
                     seen += r.items
                     cursor = r.completion?.cursor
                 } while cursor != nil
@@ -157,8 +166,10 @@ import WireProtocol
                 seen = r.items
                 if p["op"] == .string("identifier") { #expect(uids(r.items) == ["item-\(n)"]) }
             case "search":
-                var params: [String: JSONValue] = ["query": .string(pick([w, "", String(w.prefix(3))])), "hitsPerPage": .number(1000),
-                                                   "facets": .array([.string("owner"), .string("category")])]
+                var params: [String: JSONValue] = [
+                    "query": .string(pick([w, "", String(w.prefix(3))])), "hitsPerPage": .number(1000),
+                    "facets": .array([.string("owner"), .string("category")]),
+                ]
                 switch round % 4 {
                 case 0: params["filters"] = .string("owner:\(other)")
                 case 1: params["facetFilters"] = .array([.array([.string("category:fruit"), .string("owner:\(other)")])])
@@ -198,8 +209,13 @@ import WireProtocol
         // An association names the app's own item; the other app's item of the same identifier is untouched.
         try await admin["alpha"]!.associateEntity(item: "item-5", EntityAssociation(type: "Shelf", id: "s1", priority: 3))
         for app in Self.apps {
-            let five = try await collect(search[app]!.query(Body.QueryRequest(language: "plan", plan:
-                .object(["op": .string("identifier"), "ids": .array([.string("item-5")])])))).items
+            let five = try await collect(
+                search[app]!.query(
+                    Body.QueryRequest(
+                        language: "plan",
+                        plan:
+                            .object(["op": .string("identifier"), "ids": .array([.string("item-5")])])))
+            ).items
             #expect(five.count == 1 && five.first?["entity"]?["type"] == (app == "alpha" ? .string("Shelf") : nil), "\(app): \(five)")
         }
         // The stats say how much, never what.
@@ -209,7 +225,7 @@ import WireProtocol
         // Writes stay in their app: alpha's deletes leave beta's items alone.
         #expect(try await admin["alpha"]!.deleteEntities(type: "Landmark") == 3)
         #expect(try await admin["alpha"]!.delete(ids: ["item-0"]) == 1)
-        #expect(try await admin["alpha"]!.delete(domains: ["com.shop"]) == Self.perApp / 4)   // item-0 is in org.example
+        #expect(try await admin["alpha"]!.delete(domains: ["com.shop"]) == Self.perApp / 4)  // item-0 is in org.example
         let betaAll = try await collect(search["beta"]!.query(spotlight(#"title == "*""#)))
         #expect(betaAll.items.count == total)
         #expect(try await admin["alpha"]!.delete(all: true) == total - 3 - 1 - Self.perApp / 4)
@@ -246,7 +262,7 @@ import WireProtocol
         #expect(await Self.refusal { _ = try await stranger.search(.object([:])) } == "invalid_key")
         #expect(await Self.refusal { _ = try await boss.publish(one) } == "forbidden")
         #expect(await Self.refusal { _ = try await boss.search(.object([:])) } == "forbidden")
-        #expect(try await nobody.ping().shardCount == 2)   // health checks need no key
+        #expect(try await nobody.ping().shardCount == 2)  // health checks need no key
         #expect(try await searcher.search(.object(["query": .string("one")])).response["nbHits"] == .number(1))
         _ = try await admin.stats()
 
@@ -287,10 +303,18 @@ import WireProtocol
         let fruits = Set((0..<Self.perApp).filter { $0 % 3 == 0 }.map { "item-\($0)" })
         // The filter holds whatever the language, and cannot be widened.
         #expect(Set(uids(try await collect(c.query(spotlight(#"title == "*" || category == "herb""#))).items)) == fruits)
-        #expect(Set(uids(try await collect(c.query(Body.QueryRequest(language: "cloudkit", recordType: "Product",
-                                                                     predicate: "TRUEPREDICATE"))).items)) == fruits)
+        #expect(
+            Set(
+                uids(
+                    try await collect(
+                        c.query(
+                            Body.QueryRequest(
+                                language: "cloudkit", recordType: "Product",
+                                predicate: "TRUEPREDICATE"))
+                    ).items)) == fruits)
         #expect(Set(uids(try await collect(c.query(Body.QueryRequest(language: "plan", plan: .object(["op": .string("all")])))).items)) == fruits)
-        let s = try await c.search(.object(["query": .string(""), "hitsPerPage": .number(1000), "filters": .string("category:herb OR category:fruit")]))
+        let s = try await c.search(
+            .object(["query": .string(""), "hitsPerPage": .number(1000), "filters": .string("category:herb OR category:fruit")]))
         #expect(Set(s.response["hits"]?.arrayValue?.compactMap { $0["objectID"]?.stringValue } ?? []) == fruits)
         let sug = try await c.suggest("a", limit: 10, hitsPerPage: 100)
         #expect(sug.response?["hits"]?.arrayValue?.allSatisfy { $0["category"] == .string("fruit") } == true)
@@ -326,8 +350,9 @@ import WireProtocol
     @Test func keyLimitsAreEnforcedWithClearErrors() async throws {
         let (f, master) = try await Self.cluster(shards: 2)
         defer { f.stopAll(); f.removeData() }
-        let limited = try LimelightClient(endpoint: f.clientEndpoint,
-                                          key: try await Self.makeKey(f, with: master, app: "alpha", role: "admin", rateLimit: 3, maxItems: 5))
+        let limited = try LimelightClient(
+            endpoint: f.clientEndpoint,
+            key: try await Self.makeKey(f, with: master, app: "alpha", role: "admin", rateLimit: 3, maxItems: 5))
         defer { limited.close() }
         let six = (0..<6).map { item("i\($0)", domain: "d", ["title": .string("t")]) }
         do {
@@ -358,8 +383,10 @@ import WireProtocol
     @Test func theCommandLineManagesKeysAndFindsTheKeysUpWrote() async throws {
         let data = NSTemporaryDirectory() + "limelight-keys-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: data) }
-        let (up, parts) = try ClusterFixture.startUp(["up", "--data", data, "--listen", "tcp://127.0.0.1:0", "--stats-port", "0",
-                                                       "--shards", "2", "--indexers", "1", "--query-workers", "1"])   // keys required by default
+        let (up, parts) = try ClusterFixture.startUp([
+            "up", "--data", data, "--listen", "tcp://127.0.0.1:0", "--stats-port", "0",
+            "--shards", "2", "--indexers", "1", "--query-workers", "1",
+        ])  // keys required by default
         defer { kill(up.processIdentifier, SIGTERM); up.waitUntilExit() }
         try #require(parts.count == 3 && parts[0] == "ready")
         let ep = ["--endpoint", parts[1]]
@@ -375,7 +402,7 @@ import WireProtocol
         let mine = try CommandLineTests.limelight(["query", #"title == "*""#, "--json"] + ep, environment: found)
         #expect(mine.status == 0 && mine.stdout.split(separator: "\n").count == 1 && mine.stdout.contains(#""uniqueIdentifier":"k1""#))
         let predicate = try CommandLineTests.limelight(["predicate", "TRUEPREDICATE", "--record-type", "Fruit", "--json"] + ep, environment: found)
-        #expect(predicate.status == 0 && predicate.stdout.isEmpty, "\(predicate.stderr)")   // k1 has no contentType
+        #expect(predicate.status == 0 && predicate.stdout.isEmpty, "\(predicate.stderr)")  // k1 has no contentType
         let search = try CommandLineTests.limelight(["search", "--params", #"{"query": "kiwi"}"#] + ep, environment: found)
         #expect(search.status == 0 && search.stdout.contains(#""nbHits":1"#), "\(search.stdout) \(search.stderr)")
         let keyless = try CommandLineTests.limelight(["query", #"title == "*""#, "--json"] + ep)
@@ -387,7 +414,7 @@ import WireProtocol
         let key = made.stdout.trimmingCharacters(in: .newlines)
         #expect(made.stdout == key + "\n" && key.hasPrefix("llk_") && key.count == 68)
         let theirs = try CommandLineTests.limelight(["query", #"title == "*""#, "--json", "--key", key] + ep)
-        #expect(theirs.status == 0 && theirs.stdout.isEmpty)   // app "shop" has no items; "default"'s stay apart
+        #expect(theirs.status == 0 && theirs.stdout.isEmpty)  // app "shop" has no items; "default"'s stay apart
         let theirSearch = try CommandLineTests.limelight(["search", "--params", #"{"query": "kiwi"}"#, "--key", key] + ep)
         #expect(theirSearch.status == 0 && theirSearch.stdout.contains(#""nbHits":0"#), "\(theirSearch.stdout)")
         let viaEnv = try CommandLineTests.limelight(["publish", "-"] + ep, input: line + "\n", environment: ["LIMELIGHT_KEY": key])

@@ -252,16 +252,26 @@ struct WorkerAuthTests {
         // Existing files are never overwritten.
         #expect(try CommandLineTests.limelight(["keys", "curve", "\(keys)/clients/app"]).status == 2)
 
-        try f.startCoordinator(extra: ["--curve-secret-key", "\(keys)/coordinator.key_secret",
-                                       "--client-keys", "\(keys)/clients", "--worker-keys", "\(keys)/workers"])
+        try f.startCoordinator(extra: [
+            "--curve-secret-key", "\(keys)/coordinator.key_secret",
+            "--client-keys", "\(keys)/clients", "--worker-keys", "\(keys)/workers",
+        ])
         let serverKey = ["--curve-server-key", "\(keys)/coordinator.key"]
-        try f.startIndexer("indexer-0", shards: [0, 1], extra: ["--cluster-secret-file", f.secretFile] + serverKey
-                           + ["--curve-secret-key", "\(keys)/workers/indexer.key_secret"])
-        try f.startQueryWorker("query-0", shards: [0, 1], extra: ["--cluster-secret-file", f.secretFile, "--curve-server-key=\(server.publicKey.z85)",
-                                                                  "--curve-secret-key", "\(keys)/workers/query.key_secret"])
+        try f.startIndexer(
+            "indexer-0", shards: [0, 1],
+            extra: ["--cluster-secret-file", f.secretFile] + serverKey
+                + ["--curve-secret-key", "\(keys)/workers/indexer.key_secret"])
+        try f.startQueryWorker(
+            "query-0", shards: [0, 1],
+            extra: [
+                "--cluster-secret-file", f.secretFile, "--curve-server-key=\(server.publicKey.z85)",
+                "--curve-secret-key", "\(keys)/workers/query.key_secret",
+            ])
         // A worker whose key is not on the list never gets in, even with the secret.
-        try f.startIndexer("indexer-stranger", shards: [0, 1], extra: ["--cluster-secret-file", f.secretFile] + serverKey
-                           + ["--curve-secret-key", "\(keys)/others/stranger.key_secret"])
+        try f.startIndexer(
+            "indexer-stranger", shards: [0, 1],
+            extra: ["--cluster-secret-file", f.secretFile] + serverKey
+                + ["--curve-secret-key", "\(keys)/others/stranger.key_secret"])
 
         // A known client: publish and query end to end.
         let client = try LimelightClient(endpoint: f.clientEndpoint, curve: CurveClientKeys(serverKey: server.publicKey, keyPair: clientPair))
@@ -274,8 +284,10 @@ struct WorkerAuthTests {
         #expect(Set(uids(found.items)) == ["curve-0", "curve-1", "curve-2", "curve-3"])
 
         // The command line with the client's key file works too.
-        let ok = try CommandLineTests.limelight(["query", "title == \"Sealed*\"", "--json", "--endpoint", f.clientEndpoint,
-                                                 "--curve-server-key", "\(keys)/coordinator.key", "--curve-secret-key", "\(keys)/clients/app.key_secret"])
+        let ok = try CommandLineTests.limelight([
+            "query", "title == \"Sealed*\"", "--json", "--endpoint", f.clientEndpoint,
+            "--curve-server-key", "\(keys)/coordinator.key", "--curve-secret-key", "\(keys)/clients/app.key_secret",
+        ])
         #expect(ok.status == 0 && ok.stdout.split(separator: "\n").count == 4, "\(ok.stderr)")
 
         // An unknown client key, and a client without CURVE, are refused.
@@ -285,8 +297,10 @@ struct WorkerAuthTests {
         let plain = try LimelightClient(endpoint: f.clientEndpoint)
         defer { plain.close() }
         await #expect(throws: (any Error).self) { _ = try await plain.ping(timeout: .seconds(1)) }
-        let refused = try CommandLineTests.limelight(["query", "title == \"Sealed*\"", "--endpoint", f.clientEndpoint, "--timeout", "2",
-                                                      "--curve-server-key=\(server.publicKey.z85)", "--curve-secret-key", "\(keys)/others/stranger.key_secret"])
+        let refused = try CommandLineTests.limelight([
+            "query", "title == \"Sealed*\"", "--endpoint", f.clientEndpoint, "--timeout", "2",
+            "--curve-server-key=\(server.publicKey.z85)", "--curve-secret-key", "\(keys)/others/stranger.key_secret",
+        ])
         #expect(refused.status == 3 && refused.stderr.contains("allows this client's key"), "\(refused.stderr)")
         #expect(try await Self.counter(client, "connections.refused.clients") >= 1)
 
@@ -297,8 +311,9 @@ struct WorkerAuthTests {
         // A raw DEALER with an unknown key cannot even say register. Whether
         // ZeroMQ takes the message (queued before the handshake failed, then
         // dropped) or never does (no peer left), nothing comes back.
-        let rogue = try RogueWorker(endpoint: f.workerEndpoint, routingID: "rogue",
-                                    curve: CurveClientKeys(serverKey: server.publicKey, keyPair: try CurveKeyPair.generate()))
+        let rogue = try RogueWorker(
+            endpoint: f.workerEndpoint, routingID: "rogue",
+            curve: CurveClientKeys(serverKey: server.publicKey, keyPair: try CurveKeyPair.generate()))
         defer { rogue.close() }
         rogue.offer("reg-rogue", .register(Body.Register(role: .query, worker: "query-0", shards: [0])))
         try await Task.sleep(for: .seconds(1))

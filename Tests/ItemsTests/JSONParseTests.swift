@@ -80,11 +80,13 @@ import Testing
         func strict(_ text: String) -> JSONValue? {
             Array(text.utf8).withUnsafeBufferPointer { StrictJSONReader.parse($0) }
         }
-        #expect(strict(#"{"a":{"b":1,"c":{"d":[{"e":2},{}],"f":{}}},"g":[{"h":true,"i":null}],"j":"k"}"#) == .object([
-            "a": .object(["b": .number(1), "c": .object(["d": .array([.object(["e": .number(2)]), .object([:])]), "f": .object([:])])]),
-            "g": .array([.object(["h": .bool(true), "i": .null])]),
-            "j": .string("k"),
-        ]))
+        #expect(
+            strict(#"{"a":{"b":1,"c":{"d":[{"e":2},{}],"f":{}}},"g":[{"h":true,"i":null}],"j":"k"}"#)
+                == .object([
+                    "a": .object(["b": .number(1), "c": .object(["d": .array([.object(["e": .number(2)]), .object([:])]), "f": .object([:])])]),
+                    "g": .array([.object(["h": .bool(true), "i": .null])]),
+                    "j": .string("k"),
+                ]))
         #expect(strict(#"{"a":1,"a":2}"#) == nil)
         #expect(strict(#"{"x":{"a":1,"b":{"c":1},"a":2}}"#) == nil)
         #expect(strict(#"[{"a":1},{"b":{"a":1,"a":1}}]"#) == nil)

@@ -34,7 +34,8 @@ import Testing
             var writer = JSONObjectWriter()
             var dictionary: [String: JSONValue] = [:]
             for k in 0..<count {
-                let key = k < keys.count && Bool.random(using: &rng) ? keys[k] : keys.randomElement(using: &rng)! + "\(Int.random(in: 0..<4, using: &rng))"
+                let key =
+                    k < keys.count && Bool.random(using: &rng) ? keys[k] : keys.randomElement(using: &rng)! + "\(Int.random(in: 0..<4, using: &rng))"
                 let value = JSONValue.number(Double(k))
                 if Bool.random(using: &rng) {
                     writer.set(key, value)
@@ -65,7 +66,9 @@ import Testing
     @Test func wholeNumbersAsSwiftWritesThem() throws {
         var values: [Int64] = [0, 1, -1, 9, 10, -10, 99, 100, 12345, -987654321, 8_999_999_999_999_999, -8_999_999_999_999_999]
         var rng = SystemRandomNumberGenerator()
-        for _ in 0..<2000 { values.append(Int64.random(in: -8_999_999_999_999_999...8_999_999_999_999_999, using: &rng) >> Int64.random(in: 0...60, using: &rng)) }
+        for _ in 0..<2000 {
+            values.append(Int64.random(in: -8_999_999_999_999_999...8_999_999_999_999_999, using: &rng) >> Int64.random(in: 0...60, using: &rng))
+        }
         for v in values {
             #expect(JSONWriter.string(.number(Double(v))) == String(Int64(Double(v))), "\(v)")
         }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import LimelightCLI
 
 /// The publish command's line reader: a line over the limit comes back as

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-@testable import LimelightCLI
 import ZeroMQ
+
+@testable import LimelightCLI
 
 /// The configuration layers of the server commands: which flags a file, the
 /// environment and the command line become, and in which order.
@@ -14,16 +15,24 @@ import ZeroMQ
 
     @Test func fileThenEnvironmentThenCommandLine() throws {
         let path = try file(#"{"log": {"format": "json"}, "coordinator": {"shards": 3, "noStats": true, "listen": "tcp://0.0.0.0:7700"}}"#)
-        let args = try ServerSettings.arguments(role: .coordinator, commandLine: ["--config", path, "--shards", "6"],
-                                                environment: ["LIMELIGHT_SHARDS": "5", "LIMELIGHT_LOG_LEVEL": "debug"])
+        let args = try ServerSettings.arguments(
+            role: .coordinator, commandLine: ["--config", path, "--shards", "6"],
+            environment: ["LIMELIGHT_SHARDS": "5", "LIMELIGHT_LOG_LEVEL": "debug"])
         // The file's settings, then the environment's, then the command line; a key a stronger source sets
         // is dropped from the weaker ones (the file's and the environment's --shards here).
-        #expect(args == ["--log-format", "json", "--listen", "tcp://0.0.0.0:7700", "--no-stats",
-                         "--log-level", "debug", "--config", path, "--shards", "6"])
-        let withoutFlag = try ServerSettings.arguments(role: .coordinator, commandLine: ["--config", path],
-                                                       environment: ["LIMELIGHT_SHARDS": "5"])
-        #expect(withoutFlag == ["--log-format", "json", "--listen", "tcp://0.0.0.0:7700", "--no-stats",
-                                "--shards", "5", "--config", path])
+        #expect(
+            args == [
+                "--log-format", "json", "--listen", "tcp://0.0.0.0:7700", "--no-stats",
+                "--log-level", "debug", "--config", path, "--shards", "6",
+            ])
+        let withoutFlag = try ServerSettings.arguments(
+            role: .coordinator, commandLine: ["--config", path],
+            environment: ["LIMELIGHT_SHARDS": "5"])
+        #expect(
+            withoutFlag == [
+                "--log-format", "json", "--listen", "tcp://0.0.0.0:7700", "--no-stats",
+                "--shards", "5", "--config", path,
+            ])
     }
 
     @Test func theEnvironmentNamesTheConfigurationFile() throws {
@@ -36,11 +45,14 @@ import ZeroMQ
     /// the command checks (a CPU's number, here, anywhere).
     @Test func theSocketCPUIsASettingOfEveryServer() throws {
         let path = try file(#"{"coordinator": {"socketCpu": "1"}, "query": {"socketCpu": "anywhere"}}"#)
-        #expect(try ServerSettings.arguments(role: .coordinator, commandLine: ["--config", path], environment: [:])
+        #expect(
+            try ServerSettings.arguments(role: .coordinator, commandLine: ["--config", path], environment: [:])
                 == ["--socket-cpu", "1", "--config", path])
-        #expect(try ServerSettings.arguments(role: .query, commandLine: ["--config", path], environment: [:])
+        #expect(
+            try ServerSettings.arguments(role: .query, commandLine: ["--config", path], environment: [:])
                 == ["--socket-cpu", "anywhere", "--config", path])
-        #expect(try ServerSettings.arguments(role: .indexer, commandLine: [], environment: ["LIMELIGHT_SOCKET_CPU": "0"])
+        #expect(
+            try ServerSettings.arguments(role: .indexer, commandLine: [], environment: ["LIMELIGHT_SOCKET_CPU": "0"])
                 == ["--socket-cpu", "0"])
         #expect(throws: (any Error).self) { try QueryWorkerCommand.parse(["--data", "/d", "--shards", "0", "--socket-cpu", "fast"]) }
         let parsed = try QueryWorkerCommand.parse(["--data", "/d", "--shards", "0", "--socket-cpu", "1"])
@@ -50,11 +62,13 @@ import ZeroMQ
 
     @Test func aStrongerStatsSettingDropsTheOther() throws {
         let path = try file(#"{"coordinator": {"statsPort": 7000}}"#)
-        var args = try ServerSettings.arguments(role: .coordinator, commandLine: ["--config=\(path)", "--stats-listen", "0.0.0.0:1"],
-                                                environment: ["LIMELIGHT_STATS_PORT": "7001"])
+        var args = try ServerSettings.arguments(
+            role: .coordinator, commandLine: ["--config=\(path)", "--stats-listen", "0.0.0.0:1"],
+            environment: ["LIMELIGHT_STATS_PORT": "7001"])
         #expect(args == ["--config=\(path)", "--stats-listen", "0.0.0.0:1"])
-        args = try ServerSettings.arguments(role: .coordinator, commandLine: ["--config", path],
-                                            environment: ["LIMELIGHT_STATS_LISTEN": "0.0.0.0:2"])
+        args = try ServerSettings.arguments(
+            role: .coordinator, commandLine: ["--config", path],
+            environment: ["LIMELIGHT_STATS_LISTEN": "0.0.0.0:2"])
         #expect(args == ["--stats-listen", "0.0.0.0:2", "--config", path])
     }
 

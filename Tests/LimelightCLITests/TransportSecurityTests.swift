@@ -2,6 +2,7 @@ import ClusterAuth
 import Foundation
 import Testing
 import ZeroMQ
+
 @testable import LimelightCLI
 
 /// The pieces of docs/security-transport.md that need no cluster: the worker

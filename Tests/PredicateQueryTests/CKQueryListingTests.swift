@@ -35,7 +35,7 @@ import Testing
 
     @Test func matchingAFieldValueFourWays() throws {
         let s = try RecordStore(Self.records)
-        let expected: Set<String> = ["e1", "e5"] // "Red" and "RED": CloudKit's == ignores case
+        let expected: Set<String> = ["e1", "e5"]  // "Red" and "RED": CloudKit's == ignores case
         #expect(s.ids("Employee", "favoriteColor == 'red'") == expected)
         #expect(s.ids("Employee", "favoriteColor == %@", [.string("red")]) == expected)
         #expect(s.ids("Employee", "%K == %@", [.string("favoriteColor"), .string("red")]) == expected)
@@ -91,15 +91,16 @@ import Testing
         #expect(s.ids("Employee", "TRUEPREDICATE") == ["e1", "e2", "e3", "e4", "e5", "e6"])
         #expect(s.ids("Task", "TRUEPREDICATE") == ["t1", "t2", "t3", "t4"])
         #expect(s.ids("Employee", "FALSEPREDICATE").isEmpty)
-        #expect(s.ids("employee", "TRUEPREDICATE").isEmpty) // record types are exact
+        #expect(s.ids("employee", "TRUEPREDICATE").isEmpty)  // record types are exact
     }
 
     @Test func comparisonsAndDates() throws {
-        let s = try RecordStore([
-            #"{"uniqueIdentifier": "a", "attributes": {"contentType": "Event", "rating": 3, "start": "2026-11-01T00:00:00Z", "done": true}}"#,
-            #"{"uniqueIdentifier": "b", "attributes": {"contentType": "Event", "rating": 5, "start": "2026-12-01T00:00:00Z", "done": false}}"#,
-            #"{"uniqueIdentifier": "c", "attributes": {"contentType": "Event", "rating": 1}}"#,
-        ].map { $0.replacingOccurrences(of: #""start": "#, with: #""startDate": "#) })
+        let s = try RecordStore(
+            [
+                #"{"uniqueIdentifier": "a", "attributes": {"contentType": "Event", "rating": 3, "start": "2026-11-01T00:00:00Z", "done": true}}"#,
+                #"{"uniqueIdentifier": "b", "attributes": {"contentType": "Event", "rating": 5, "start": "2026-12-01T00:00:00Z", "done": false}}"#,
+                #"{"uniqueIdentifier": "c", "attributes": {"contentType": "Event", "rating": 1}}"#,
+            ].map { $0.replacingOccurrences(of: #""start": "#, with: #""startDate": "#) })
         #expect(s.ids("Event", "rating >= 3") == ["a", "b"])
         #expect(s.ids("Event", "rating => 3 && rating =< 4") == ["a"])
         #expect(s.ids("Event", "rating > 1 AND rating < 5") == ["a"])
@@ -116,7 +117,7 @@ import Testing
         #expect(s.ids("Event", "done == TRUE OR done == FALSE", dialect: .nspredicate) == ["a", "b"])
         #expect(s.ids("Event", "startDate == nil") == ["c"])
         #expect(s.ids("Event", "startDate != NULL") == ["a", "b"])
-        #expect(s.ids("Event", "rating == %@", [.null]) .isEmpty)
+        #expect(s.ids("Event", "rating == %@", [.null]).isEmpty)
         #expect(s.ids("Event", #"rating == 3 aNd NoT rating == 5"#) == ["a"])
     }
 

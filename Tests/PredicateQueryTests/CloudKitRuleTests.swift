@@ -24,9 +24,12 @@ import Testing
         Case(format: "NOT (name == 'a' AND name == 'b')", code: .negationNotSupported, offset: 0, mentions: ["NOT", "AND"]),
         Case(format: "NOT self CONTAINS 'bob'", code: .negationNotSupported, offset: 0, mentions: ["tokenized"]),
         Case(format: "NOT allTokens TOKENMATCHES[cdl] 'bob'", code: .negationNotSupported, offset: 0, mentions: ["tokenized"]),
-        Case(format: "NOT (ANY tokenize(%@, 'cdl') IN allTokens)", arguments: [.string("bob")], code: .negationNotSupported, offset: 0, mentions: ["tokenized"]),
-        Case(format: "name == 'x' AND NOT distanceToLocation:fromLocation:(location, %@) < 5", arguments: [here],
-             code: .negationNotSupported, offset: 16, mentions: ["distanceToLocation:fromLocation:"]),
+        Case(
+            format: "NOT (ANY tokenize(%@, 'cdl') IN allTokens)", arguments: [.string("bob")], code: .negationNotSupported, offset: 0,
+            mentions: ["tokenized"]),
+        Case(
+            format: "name == 'x' AND NOT distanceToLocation:fromLocation:(location, %@) < 5", arguments: [here],
+            code: .negationNotSupported, offset: 16, mentions: ["distanceToLocation:fromLocation:"]),
         Case(format: "NOT rating BETWEEN {1, 5}", code: .negationNotSupported, offset: 0, mentions: ["BETWEEN"]),
         Case(format: "name ENDSWITH 'son'", code: .notInCloudKit, offset: 5, mentions: ["ENDSWITH", "nspredicate"]),
         Case(format: "name LIKE 'J*'", code: .notInCloudKit, offset: 5, mentions: ["LIKE", "nspredicate"]),
@@ -37,7 +40,9 @@ import Testing
         Case(format: "NONE tags == 'x'", code: .notInCloudKit, offset: 0, mentions: ["NONE", "nspredicate"]),
         Case(format: "name BEGINSWITH[c] 'jo'", code: .notInCloudKit, offset: 15, mentions: ["[c]", "nspredicate"]),
         Case(format: "employee.name == 'Bob'", code: .keyPathNotSupported, offset: 0, mentions: ["employee.name", "related"]),
-        Case(format: "rating > 1 AND %K == 'Bob'", arguments: [.string("manager.name")], code: .keyPathNotSupported, offset: 15, mentions: ["manager.name"]),
+        Case(
+            format: "rating > 1 AND %K == 'Bob'", arguments: [.string("manager.name")], code: .keyPathNotSupported, offset: 15,
+            mentions: ["manager.name"]),
     ]
 
     @Test(arguments: cases)
@@ -58,8 +63,12 @@ import Testing
     /// NOT over a single comparison is allowed, in CloudKit too.
     @Test func negatingOneComparisonIsAllowed() throws {
         let p = try PredicateQueryParser(now: fixedNow).parse("NOT name == 'a' AND NOT (rating > 3)")
-        #expect(p == .and([.not(.text(TextTest(attribute: .named("name"), pattern: TextPattern(literal: "a"), options: .caseInsensitive))),
-                           .not(.range(RangeTest(attribute: "rating", lower: Bound(3, inclusive: false))))]))
+        #expect(
+            p
+                == .and([
+                    .not(.text(TextTest(attribute: .named("name"), pattern: TextPattern(literal: "a"), options: .caseInsensitive))),
+                    .not(.range(RangeTest(attribute: "rating", lower: Bound(3, inclusive: false)))),
+                ]))
     }
 
     struct Malformed: Sendable, CustomTestStringConvertible {
@@ -107,6 +116,7 @@ import Testing
         #expect(try parser.parse("name beginswith 'J' and ANY tags = 'x'") == parser.parse("name BEGINSWITH 'J' AND any tags = 'x'"))
         #expect(try parser.parse("tags contains 'x'") == parser.parse("tags CONTAINS 'x'"))
         // A keyword as a key needs '#'.
-        #expect(try parser.parse("#in == 1") == .range(RangeTest(attribute: "in", lower: Bound(1, inclusive: true), upper: Bound(1, inclusive: true))))
+        #expect(
+            try parser.parse("#in == 1") == .range(RangeTest(attribute: "in", lower: Bound(1, inclusive: true), upper: Bound(1, inclusive: true))))
     }
 }

@@ -39,9 +39,11 @@ final class GNUstepOracle {
         let script = "gcc -std=gnu11 -w $(gnustep-config --objc-flags) '\(source)' -o '\(binary)' $(gnustep-config --base-libs)"
         let (status, log) = run("/bin/sh", ["-c", script])
         guard status == 0 else {
-            return .failure(Failure(description: """
-                the GNUstep oracle did not build (install gobjc and libgnustep-base-dev: scripts/install-deps --tests): \(log)
-                """))
+            return .failure(
+                Failure(
+                    description: """
+                        the GNUstep oracle did not build (install gobjc and libgnustep-base-dev: scripts/install-deps --tests): \(log)
+                        """))
         }
         return .success(binary)
     }

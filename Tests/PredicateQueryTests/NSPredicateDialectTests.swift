@@ -39,14 +39,14 @@ import Testing
         #expect(try ids("name LIKE 'J?n'") == ["3"])
         #expect(try ids("name LIKE 'J??n'").isEmpty)
         #expect(try ids("name LIKE '?ohn*'") == ["1"])
-        #expect(try ids("name LIKE 'Jean?Luc'") == ["4"]) // ? takes a line break too
+        #expect(try ids("name LIKE 'Jean?Luc'") == ["4"])  // ? takes a line break too
         #expect(try ids("name LIKE '*'") == ["1", "2", "3", "4"])
         #expect(try ids(#"city LIKE[cd] 's?o *'"#) == ["2", "3"])
     }
 
     @Test func matchesIsAWholeICURegularExpression() throws {
         #expect(try ids("name MATCHES 'J[a-z]+son'") == ["1"])
-        #expect(try ids("name MATCHES 'son'").isEmpty) // anchored: the whole value
+        #expect(try ids("name MATCHES 'son'").isEmpty)  // anchored: the whole value
         #expect(try ids("name MATCHES[c] 'j.*son'") == ["1", "2"])
         #expect(try ids(#"city MATCHES[cd] 'sao\\s+paulo'"#) == ["2", "3"])
         #expect(try ids(#"city MATCHES 'S\\w+ Paulo|Paris'"#) == ["1", "2"])
@@ -67,7 +67,7 @@ import Testing
     }
 
     @Test func allAndNone() throws {
-        #expect(try ids("ALL tags == 'a'") == ["2", "4"]) // 4 has no tags: ALL holds over nothing
+        #expect(try ids("ALL tags == 'a'") == ["2", "4"])  // 4 has no tags: ALL holds over nothing
         #expect(try ids("ALL tags IN {'a', 'b'}") == ["1", "2", "4"])
         #expect(try ids("NONE tags == 'a'") == ["3", "4"])
         #expect(try ids("ANY tags == 'a'") == ["1", "2"])

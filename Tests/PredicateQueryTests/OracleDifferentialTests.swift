@@ -72,13 +72,13 @@ import Testing
         var a: [String: Value] = [:]
         switch roll() {
         case 0..<13: a["name"] = .text(pick(names))
-        case 13: a["name"] = .number(pick([42, 7]))            // text stored as a number
+        case 13: a["name"] = .number(pick([42, 7]))  // text stored as a number
         case 14, 15: a["name"] = .null
         default: break
         }
         switch roll() {
         case 0..<12: a["rank"] = .number(Bool.random(using: &rng) ? Double(Int.random(in: 0...9, using: &rng)) : 2.5)
-        case 12, 13: a["rank"] = .text(pick(["5", "12", "2.5"]))   // numbers stored as text
+        case 12, 13: a["rank"] = .text(pick(["5", "12", "2.5"]))  // numbers stored as text
         case 14: a["rank"] = .bool(Bool.random(using: &rng))
         case 15: a["rank"] = .null
         default: break
@@ -92,7 +92,7 @@ import Testing
         case 0..<8: a["colors"] = .list((0..<Int.random(in: 1...3, using: &rng)).map { _ in .text(pick(colors)) })
         case 8..<11: a["colors"] = .list([])
         case 11..<14: a["colors"] = .list((0..<Int.random(in: 1...3, using: &rng)).map { _ in .number(Double(Int.random(in: 0...9, using: &rng))) })
-        case 14: a["colors"] = .text(pick(colors))                 // not a list: aggregates raise in Foundation
+        case 14: a["colors"] = .text(pick(colors))  // not a list: aggregates raise in Foundation
         case 15: a["colors"] = .null
         default: break
         }
@@ -139,8 +139,13 @@ import Testing
         /// A text to order against: the records' own texts, single letters
         /// of either case, folded spellings and numbers written as text.
         mutating func textBound() -> Value {
-            chance(2) ? text() : .text(pick(["a", "B", "b", "c", "C", "j", "m", "M", "r", "Z", "z", "zoe", "Zoe", "cafe", "Cafe", "CAFÉ",
-                                             "Cafz", "grun", "GRUN", "bob", "Bob", "5", "12", "2", "3", "2.5"]))
+            chance(2)
+                ? text()
+                : .text(
+                    pick([
+                        "a", "B", "b", "c", "C", "j", "m", "M", "r", "Z", "z", "zoe", "Zoe", "cafe", "Cafe", "CAFÉ",
+                        "Cafz", "grun", "GRUN", "bob", "Bob", "5", "12", "2", "3", "2.5",
+                    ]))
         }
 
         /// BETWEEN over two text bounds, in either order.
@@ -151,7 +156,9 @@ import Testing
         }
 
         mutating func number() -> Value { .number(pick([0, 1, 2, 2.5, 3, 5, 7, 9, 12])) }
-        mutating func date() -> Value { .date(OracleDifferentialTests.day0 + OracleDifferentialTests.day * Double(Int.random(in: -1...10, using: &rng))) }
+        mutating func date() -> Value {
+            .date(OracleDifferentialTests.day0 + OracleDifferentialTests.day * Double(Int.random(in: -1...10, using: &rng)))
+        }
 
         mutating func pattern(_ op: String) -> Value {
             switch op {
@@ -164,22 +171,22 @@ import Testing
         /// `(limelight, oracle)`.
         mutating func leaf() -> (String, String) {
             switch Int.random(in: 0..<15, using: &rng) {
-            case 0: // text equality, with options
+            case 0:  // text equality, with options
                 let v: Value = chance(8) ? number() : chance(10) ? .null : text()
                 let s = "\(key("name")) \(pick(["==", "=", "!=", "<>"]))\(options()) \(literal(v))"
                 return (s, s)
-            case 1: // text operators on a single value
+            case 1:  // text operators on a single value
                 let op = pick(["BEGINSWITH", "ENDSWITH", "CONTAINS", "LIKE", "MATCHES"])
                 let s = "\(key("name")) \(op)\(options(op == "MATCHES" ? ["", "c"] : ["", "", "c", "d", "cd"])) \(literal(pattern(op)))"
                 return (s, s)
-            case 2: // numbers, every comparison
+            case 2:  // numbers, every comparison
                 let v: Value = chance(10) ? .bool(Bool.random(using: &rng)) : number()
                 let s = "\(key("rank")) \(pick(["==", "=", "!=", "<>", "<", "<=", "=<", ">", ">=", "=>"])) \(literal(v))"
                 return (s, s)
-            case 3: // dates
+            case 3:  // dates
                 let s = "\(key("due")) \(pick(["==", "!=", "<", "<=", ">", ">="])) \(literal(date()))"
                 return (s, s)
-            case 4: // BETWEEN over numbers and dates
+            case 4:  // BETWEEN over numbers and dates
                 let k = chance(2) ? "rank" : "due"
                 var ends = k == "rank" ? [number(), number()] : [date(), date()]
                 if chance(4) { ends.reverse() }
@@ -187,7 +194,7 @@ import Testing
                 if chance(2) { arguments.append(.list(ends)); bounds = "%@" } else { bounds = literal(.list(ends)) }
                 let s = "\(key(k)) BETWEEN \(bounds)"
                 return (s, s)
-            case 5: // IN
+            case 5:  // IN
                 if chance(2) {
                     let s = "\(key("name")) IN\(options()) \(literal(.list((0..<Int.random(in: 1...3, using: &rng)).map { _ in text() })))"
                     return (s, s)
@@ -198,20 +205,20 @@ import Testing
                 }
                 let s = "\(literal(.text(pick(OracleDifferentialTests.colors)))) IN \(key("colors"))"
                 return (s, s)
-            case 6: // nil
+            case 6:  // nil
                 let s = "\(key(pick(["name", "rank", "due"]))) \(pick(["==", "!="])) \(literal(.null))"
                 return (s, s)
-            case 7: // booleans
+            case 7:  // booleans
                 let s = "\(key("done")) \(pick(["==", "!="])) \(literal(.bool(Bool.random(using: &rng))))"
                 return (s, s)
             case 8:
                 let s = pick(["TRUEPREDICATE", "FALSEPREDICATE"])
                 return (s, s)
-            case 12, 13: // text ordering, over text, numbers stored as text, text stored as numbers
+            case 12, 13:  // text ordering, over text, numbers stored as text, text stored as numbers
                 let k = key(pick(["name", "name", "rank"]))
                 let s = "\(k) \(pick(["<", "<=", "=<", ">", ">=", "=>"]))\(options()) \(literal(textBound()))"
                 return (s, s)
-            case 14: // BETWEEN over text
+            case 14:  // BETWEEN over text
                 let s = "\(key(pick(["name", "name", "rank"]))) \(textBetween())"
                 return (s, s)
             default: return aggregate()
@@ -227,7 +234,8 @@ import Testing
             switch op {
             case "==", "!=", "<>": rhs = options() + " " + literal(chance(3) ? number() : .text(pick(OracleDifferentialTests.colors)))
             case "<", "<=", ">", ">=": rhs = chance(2) ? " " + literal(number()) : options() + " " + literal(textBound())
-            case "IN": rhs = options() + " " + literal(.list(chance(3) ? [number(), number()] : [text(), .text(pick(OracleDifferentialTests.colors))]))
+            case "IN":
+                rhs = options() + " " + literal(.list(chance(3) ? [number(), number()] : [text(), .text(pick(OracleDifferentialTests.colors))]))
             case "BETWEEN":
                 if chance(2) { rhs = " " + String(textBetween().dropFirst("BETWEEN ".count)); break }
                 let ends = [number(), number()]
@@ -280,13 +288,16 @@ import Testing
         let store = try ShardStore(path: dir.path("shard.db"), logger: quietLogger)
         try store.declare([AttributeSpec(name: "due", type: .date)])
         let items: [JSONValue] = records.map { r in
-            .object(["uniqueIdentifier": .string(r.id), "domainIdentifier": .string("org.x"),
-                     "attributes": .object(r.attributes.mapValues(\.item))])
+            .object([
+                "uniqueIdentifier": .string(r.id), "domainIdentifier": .string("org.x"),
+                "attributes": .object(r.attributes.mapValues(\.item)),
+            ])
         }
         for outcome in try store.write(items) where !outcome.isStored { Issue.record("rejected: \(outcome)") }
-        let oracle = try GNUstepOracle(records: records.map { r in
-            .object(["id": .string(r.id), "attributes": .object(r.attributes.mapValues(\.oracle))])
-        })
+        let oracle = try GNUstepOracle(
+            records: records.map { r in
+                .object(["id": .string(r.id), "attributes": .object(r.attributes.mapValues(\.oracle))])
+            })
         let parser = PredicateQueryParser(dialect: .nspredicate, now: fixedNow)
         let clock = ContinuousClock.now
         var differences: [String] = []
@@ -321,7 +332,9 @@ import Testing
             }
         }
         let elapsed = ContinuousClock.now - clock
-        print("oracle differential (seed \(seed)): \(compared) predicates compared in \(elapsed) (\(textOrdered) ordering text), \(bothRefuse) refused by both, \(raisedPairs) record evaluations raised in Foundation, \(differences.count) differences")
+        print(
+            "oracle differential (seed \(seed)): \(compared) predicates compared in \(elapsed) (\(textOrdered) ordering text), \(bothRefuse) refused by both, \(raisedPairs) record evaluations raised in Foundation, \(differences.count) differences"
+        )
         for d in differences.prefix(15) { Issue.record(Comment(rawValue: d)) }
         #expect(differences.isEmpty)
         #expect(compared >= Self.perSeed * 9 / 10, "most predicates should be compared")

@@ -10,8 +10,10 @@ import Testing
 /// written out directly over the items (own folding, own LIKE matcher, Swift's
 /// Regex for MATCHES, own haversine, own tokenizer).
 @Suite struct PredicateDifferentialTests {
-    static let names = ["Bob Smith", "bob", "Zoë Jones", "zoe", "Joanna", "John Appleseed", "Café Noir", "cafe noir",
-                        "École", "Jon", "Grün", "the Bobbins", "Smith and Sons", "x11 Tool"]
+    static let names = [
+        "Bob Smith", "bob", "Zoë Jones", "zoe", "Joanna", "John Appleseed", "Café Noir", "cafe noir",
+        "École", "Jon", "Grün", "the Bobbins", "Smith and Sons", "x11 Tool",
+    ]
     static let colors = ["red", "Red", "RED", "green", "blue", "Grün", "grün"]
     static let bios = ["Bob builds bridges", "likes the red café", "smith of the year", "über cool", "into data", "TOOL time"]
     static let cities: [(Double, Double)] = [(48.8566, 2.3522), (51.5074, -0.1278), (37.783, -122.404), (-33.87, 151.21)]
@@ -95,9 +97,11 @@ import Testing
         return 2 * r * asin(min(1, sqrt(h)))
     }
 
-    static let stopWords: Set<String> = ["a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no",
-                                         "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these", "they",
-                                         "this", "to", "was", "will", "with"]
+    static let stopWords: Set<String> = [
+        "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no",
+        "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these", "they",
+        "this", "to", "was", "will", "with",
+    ]
 
     static func tokens(_ s: String) -> [String] {
         s.split { !($0.isLetter || $0.isNumber) }.map { transform(String($0), "cd") }
@@ -107,13 +111,13 @@ import Testing
 
     enum Leaf {
         case textEq(String, String, negated: Bool, options: String)
-        case textOp(String, String, String, options: String)   // key, BEGINSWITH|ENDSWITH|CONTAINS|LIKE|MATCHES, pattern
-        case number(String, String, Double)                    // key, operator, value
+        case textOp(String, String, String, options: String)  // key, BEGINSWITH|ENDSWITH|CONTAINS|LIKE|MATCHES, pattern
+        case number(String, String, Double)  // key, operator, value
         case between(Double, Double)
         case numberIn([Double])
         case textIn([String])
-        case member(String, form: Int)                         // colors holds the color
-        case quantified(String, String, String)                // ALL|NONE, ==|BEGINSWITH, value
+        case member(String, form: Int)  // colors holds the color
+        case quantified(String, String, String)  // ALL|NONE, ==|BEGINSWITH, value
         case isNil(String, negated: Bool)
         case bool(Bool)
         case tokens(String, form: Int)
@@ -133,20 +137,28 @@ import Testing
         let textKeys = ["name", "color", "bio"]
         let word = (names + colors).randomElement(using: &rng)!
         switch Int.random(in: 0..<(dialect == .nspredicate ? 14 : 11), using: &rng) {
-        case 0: return .textEq(textKeys.randomElement(using: &rng)!, Bool.random(using: &rng) ? word : word.uppercased(),
-                               negated: Bool.random(using: &rng), options: options)
-        case 1: return .textOp(textKeys.randomElement(using: &rng)!, "BEGINSWITH", String(word.prefix(Int.random(in: 1...3, using: &rng))),
-                               options: options)
-        case 2: return .number("rank", ["==", "!=", "<", "<=", ">", ">=", "=>", "=<", "<>"].randomElement(using: &rng)!,
-                               Double(Int.random(in: 0...9, using: &rng)))
+        case 0:
+            return .textEq(
+                textKeys.randomElement(using: &rng)!, Bool.random(using: &rng) ? word : word.uppercased(),
+                negated: Bool.random(using: &rng), options: options)
+        case 1:
+            return .textOp(
+                textKeys.randomElement(using: &rng)!, "BEGINSWITH", String(word.prefix(Int.random(in: 1...3, using: &rng))),
+                options: options)
+        case 2:
+            return .number(
+                "rank", ["==", "!=", "<", "<=", ">", ">=", "=>", "=<", "<>"].randomElement(using: &rng)!,
+                Double(Int.random(in: 0...9, using: &rng)))
         case 3:
             let lo = Double(Int.random(in: 0...9, using: &rng))
             return .between(lo, lo + Double(Int.random(in: 0...4, using: &rng)))
         case 4: return .numberIn((0..<Int.random(in: 1...3, using: &rng)).map { _ in Double(Int.random(in: 0...9, using: &rng)) })
         case 5: return .textIn((0..<Int.random(in: 1...3, using: &rng)).map { _ in colors.randomElement(using: &rng)! })
         case 6: return .member(colors.randomElement(using: &rng)!, form: Int.random(in: 0..<4, using: &rng))
-        case 7: return Bool.random(using: &rng) ? .isNil(["rank", "color", "location", "bio"].randomElement(using: &rng)!, negated: Bool.random(using: &rng))
-                                                : .bool(Bool.random(using: &rng))
+        case 7:
+            return Bool.random(using: &rng)
+                ? .isNil(["rank", "color", "location", "bio"].randomElement(using: &rng)!, negated: Bool.random(using: &rng))
+                : .bool(Bool.random(using: &rng))
         case 8:
             let pool = ["bob", "smith", "the", "cafe", "Café", "zoe", "RED", "tool", "the and", "bob smith", "employee", "Grun", "x11 data"]
             return .tokens(pool.randomElement(using: &rng)!, form: Int.random(in: 0..<4, using: &rng))
@@ -162,8 +174,9 @@ import Testing
             }
             return .textOp(textKeys.randomElement(using: &rng)!, op, pattern, options: options)
         default:
-            return .quantified(["ALL", "NONE"].randomElement(using: &rng)!, Bool.random(using: &rng) ? "==" : "BEGINSWITH",
-                               Bool.random(using: &rng) ? colors.randomElement(using: &rng)! : "r")
+            return .quantified(
+                ["ALL", "NONE"].randomElement(using: &rng)!, Bool.random(using: &rng) ? "==" : "BEGINSWITH",
+                Bool.random(using: &rng) ? colors.randomElement(using: &rng)! : "r")
         }
     }
 
@@ -203,7 +216,8 @@ import Testing
 
         mutating func text(_ s: String) -> String {
             if Bool.random(using: &rng) { arguments.append(.string(s)); return "%@" }
-            return Bool.random(using: &rng) ? "'\(s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'"))'"
+            return Bool.random(using: &rng)
+                ? "'\(s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'"))'"
                 : "\"\(s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\""))\""
         }
 
@@ -247,7 +261,9 @@ import Testing
                 }
             case .quantified(let q, let op, let v): return "\(q) \(key("colors")) \(op) \(text(v))"
             case .isNil(let k, let negated): return "\(key(k)) \(negated ? "!=" : "==") \(["nil", "NULL", "Nil"].randomElement(using: &rng)!)"
-            case .bool(let b): return "\(key("done")) == \(b ? ["YES", "TRUE", "true"].randomElement(using: &rng)! : ["NO", "FALSE", "no"].randomElement(using: &rng)!)"
+            case .bool(let b):
+                return
+                    "\(key("done")) == \(b ? ["YES", "TRUE", "true"].randomElement(using: &rng)! : ["NO", "FALSE", "no"].randomElement(using: &rng)!)"
             case .tokens(let t, let form):
                 switch form {
                 case 0: return "self CONTAINS \(text(t))"

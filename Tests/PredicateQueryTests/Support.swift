@@ -40,8 +40,10 @@ final class RecordStore {
     }
 
     /// The unique identifiers matching `CKQuery(recordType:predicate:)`.
-    func ids(_ recordType: String, _ format: String, _ arguments: [JSONValue] = [],
-             dialect: PredicateQueryParser.Dialect = .cloudkit, sourceLocation: SourceLocation = #_sourceLocation) -> Set<String> {
+    func ids(
+        _ recordType: String, _ format: String, _ arguments: [JSONValue] = [],
+        dialect: PredicateQueryParser.Dialect = .cloudkit, sourceLocation: SourceLocation = #_sourceLocation
+    ) -> Set<String> {
         let parser = PredicateQueryParser(dialect: dialect, now: fixedNow)
         do {
             let plan = try parser.parse(recordType: recordType, format, arguments: arguments)
@@ -58,8 +60,10 @@ final class RecordStore {
 }
 
 /// The error a predicate raises, or nil (recorded as a failure) when it parses.
-func parseError(_ format: String, _ arguments: [JSONValue] = [], dialect: PredicateQueryParser.Dialect = .cloudkit,
-                sourceLocation: SourceLocation = #_sourceLocation) -> PredicateQueryError? {
+func parseError(
+    _ format: String, _ arguments: [JSONValue] = [], dialect: PredicateQueryParser.Dialect = .cloudkit,
+    sourceLocation: SourceLocation = #_sourceLocation
+) -> PredicateQueryError? {
     do {
         let p = try PredicateQueryParser(dialect: dialect, now: fixedNow).parse(format, arguments: arguments)
         Issue.record("'\(format)' parsed as \(p), expected an error", sourceLocation: sourceLocation)

@@ -61,10 +61,17 @@ import Testing
     /// in order.
     @Test func thePlans() throws {
         let ns = PredicateQueryParser(dialect: .nspredicate, now: fixedNow)
-        #expect(try ns.parse("name <=[cd] 'M'") == .textRange(TextRangeTest(attribute: "name", upper: TextBound("M", inclusive: true),
-                                                                           options: [.caseInsensitive, .diacriticInsensitive])))
-        #expect(try ns.parse("name BETWEEN {'m', 'a'}") == .textRange(TextRangeTest(
-            attribute: "name", lower: TextBound("a", inclusive: true), upper: TextBound("m", inclusive: true))))
+        #expect(
+            try ns.parse("name <=[cd] 'M'")
+                == .textRange(
+                    TextRangeTest(
+                        attribute: "name", upper: TextBound("M", inclusive: true),
+                        options: [.caseInsensitive, .diacriticInsensitive])))
+        #expect(
+            try ns.parse("name BETWEEN {'m', 'a'}")
+                == .textRange(
+                    TextRangeTest(
+                        attribute: "name", lower: TextBound("a", inclusive: true), upper: TextBound("m", inclusive: true))))
         #expect(try ns.parse("ALL name > 'a'") == .every(.textRange(TextRangeTest(attribute: "name", lower: TextBound("a", inclusive: false)))))
     }
 
@@ -72,8 +79,10 @@ import Testing
     /// quantifiers make: `ALL k IN {…}` (an `or`) and `ANY k != v` (a `not`).
     @Test func plansSurviveTheWire() throws {
         let ns = PredicateQueryParser(dialect: .nspredicate, now: fixedNow)
-        for format in ["name BETWEEN {'a', 'm'}", "name >[d] 'é'", "name < 'z' AND name >=[cd] ''", "ALL colors IN {'red', 'blue'}",
-                       "ANY colors != 'red'", "NONE colors <[c] 'm'", "ALL colors BETWEEN {'a', 'm'}"] {
+        for format in [
+            "name BETWEEN {'a', 'm'}", "name >[d] 'é'", "name < 'z' AND name >=[cd] ''", "ALL colors IN {'red', 'blue'}",
+            "ANY colors != 'red'", "NONE colors <[c] 'm'", "ALL colors BETWEEN {'a', 'm'}",
+        ] {
             let plan = try ns.parse(format).simplified()
             #expect(try QueryPlan.Predicate(json: plan.json) == plan, "\(format)")
         }

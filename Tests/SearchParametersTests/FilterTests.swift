@@ -1,6 +1,7 @@
 import Items
 import QueryPlan
 import Testing
+
 @testable import SearchParameters
 
 /// Algolia's documented filter examples, verbatim, and its combination rules.
@@ -11,7 +12,8 @@ import Testing
         #expect(plan.typos.minWordSizeForOneTypo == 4 && plan.typos.minWordSizeForTwoTypos == 8)
         #expect(plan.typos.allowed(for: "vim") == 0 && plan.typos.allowed(for: "curl") == 1)
         #expect(plan.typos.allowed(for: "postgres") == 2 && plan.typos.allowed(for: "inkscap") == 1)
-        let set = try SearchRequest(params: .object(["query": .string("x"), "minWordSizefor1Typo": .number(6), "minWordSizefor2Typos": .number(10)])).plan
+        let set = try SearchRequest(params: .object(["query": .string("x"), "minWordSizefor1Typo": .number(6), "minWordSizefor2Typos": .number(10)]))
+            .plan
         #expect(set.typos.minWordSizeForOneTypo == 6 && set.typos.minWordSizeForTwoTypos == 10)
     }
 
@@ -31,23 +33,28 @@ import Testing
 
     @Test func documentedBasicFilters() throws {
         #expect(try groups("price > 12.99").map(\.predicate) == [.range(RangeTest(attribute: "price", lower: Bound(12.99, inclusive: false)))])
-        #expect(try groups("price:5.99 TO 100").map(\.predicate)
+        #expect(
+            try groups("price:5.99 TO 100").map(\.predicate)
                 == [.range(RangeTest(attribute: "price", lower: Bound(5.99, inclusive: true), upper: Bound(100, inclusive: true)))])
         #expect(try groups("category:Book").map(\.predicate) == [facet("category", "Book")])
-        #expect(try groups("_tags:published").map(\.predicate)
+        #expect(
+            try groups("_tags:published").map(\.predicate)
                 == [.text(TextTest(attribute: .named("_tags"), pattern: TextPattern(literal: "published")))])
         #expect(try groups("author:\"Stephen King\"").map(\.predicate) == [facet("author", "Stephen King")])
-        #expect(try groups("NOT _tags:non-fiction").map(\.predicate)
+        #expect(
+            try groups("NOT _tags:non-fiction").map(\.predicate)
                 == [.not(.text(TextTest(attribute: .named("_tags"), pattern: TextPattern(literal: "non-fiction"))))])
         // Tags without an attribute.
         #expect(try groups("public OR user_42").first?.items == [.tag("public"), .tag("user_42")])
     }
 
     @Test func documentedValidCombinations() throws {
-        for valid in ["A AND (B OR C)", "(A OR B) AND C", "A AND (B OR C) AND (D OR E)",
-                      "A AND B AND (C OR D) AND (E OR F)", "(A OR B) AND (C OR D) AND E",
-                      "price < 10 AND (category:Book OR NOT category:Ebook)",
-                      "(\"county:Maricopa\" OR \"county:Pima\")"] {
+        for valid in [
+            "A AND (B OR C)", "(A OR B) AND C", "A AND (B OR C) AND (D OR E)",
+            "A AND B AND (C OR D) AND (E OR F)", "(A OR B) AND (C OR D) AND E",
+            "price < 10 AND (category:Book OR NOT category:Ebook)",
+            "(\"county:Maricopa\" OR \"county:Pima\")",
+        ] {
             #expect(failure(valid) == nil, "\(valid)")
         }
         let g = try groups("price < 10 AND (category:Book OR NOT category:Ebook)")
@@ -84,37 +91,52 @@ import Testing
     }
 
     @Test func facetFilterListsAndNegation() throws {
-        let r = try SearchRequest(params: .object([
-            "facetFilters": .array([.array([.string("category:Book"), .string("category:Movie")]), .string("author:John Doe"),
-                                    .string("genre:-comedy"), .string("count:\\-12")]),
-        ]))
-        #expect(r.plan.filter == .and([.or([facet("category", "Book"), facet("category", "Movie")]), facet("author", "John Doe"),
-                                       facet("genre", "comedy", negated: true), facet("count", "-12")]))
+        let r = try SearchRequest(
+            params: .object([
+                "facetFilters": .array([
+                    .array([.string("category:Book"), .string("category:Movie")]), .string("author:John Doe"),
+                    .string("genre:-comedy"), .string("count:\\-12"),
+                ])
+            ]))
+        #expect(
+            r.plan.filter
+                == .and([
+                    .or([facet("category", "Book"), facet("category", "Movie")]), facet("author", "John Doe"),
+                    facet("genre", "comedy", negated: true), facet("count", "-12"),
+                ]))
     }
 
     @Test func numericFilterLists() throws {
-        let r = try SearchRequest(params: .object([
-            "numericFilters": .array([.string("price < 1000"), .array([.string("inStock = 1"), .string("deliveryDate < 1441755506")])]),
-        ]))
-        #expect(r.plan.filter == .and([
-            .range(RangeTest(attribute: "price", upper: Bound(1000, inclusive: false))),
-            .or([.range(RangeTest(attribute: "inStock", lower: Bound(1, inclusive: true), upper: Bound(1, inclusive: true))),
-                 .range(RangeTest(attribute: "deliveryDate", upper: Bound(1441755506, inclusive: false)))]),
-        ]))
+        let r = try SearchRequest(
+            params: .object([
+                "numericFilters": .array([.string("price < 1000"), .array([.string("inStock = 1"), .string("deliveryDate < 1441755506")])])
+            ]))
+        #expect(
+            r.plan.filter
+                == .and([
+                    .range(RangeTest(attribute: "price", upper: Bound(1000, inclusive: false))),
+                    .or([
+                        .range(RangeTest(attribute: "inStock", lower: Bound(1, inclusive: true), upper: Bound(1, inclusive: true))),
+                        .range(RangeTest(attribute: "deliveryDate", upper: Bound(1441755506, inclusive: false))),
+                    ]),
+                ]))
         #expect(throws: SearchParametersError.self) { try SearchRequest(params: .object(["numericFilters": .string("a > 1 AND b < 2")])) }
     }
 
     @Test func disjunctiveFacetsDropOnlyTheirOwnRefinements() throws {
-        let r = try SearchRequest(params: .object([
-            "facets": .array([.string("section")]), "disjunctiveFacets": .array([.string("architecture")]),
-            "facetFilters": .array([.array([.string("architecture:amd64"), .string("architecture:all")]), .string("section:utils")]),
-        ]))
+        let r = try SearchRequest(
+            params: .object([
+                "facets": .array([.string("section")]), "disjunctiveFacets": .array([.string("architecture")]),
+                "facetFilters": .array([.array([.string("architecture:amd64"), .string("architecture:all")]), .string("section:utils")]),
+            ]))
         #expect(r.plan.facets == ["section", "architecture"])
         #expect(r.plan.disjunctiveFilters["architecture"] == facet("section", "utils"))
     }
 
     @Test func unknownAndInvalidParametersAreNamed() {
-        #expect(throws: SearchParametersError(.unknownParameter, "'hitsPerPages' is not a search parameter Limelight knows", parameter: "hitsPerPages")) {
+        #expect(
+            throws: SearchParametersError(.unknownParameter, "'hitsPerPages' is not a search parameter Limelight knows", parameter: "hitsPerPages")
+        ) {
             try SearchRequest(params: .object(["hitsPerPages": .number(3)]))
         }
         do throws(SearchParametersError) {
@@ -143,9 +165,12 @@ import Testing
 /// Python's `urllib.parse.quote(v, safe="-._~")` gives), non-text values as JSON.
 @Suite struct ParamsEchoTests {
     @Test func paramsAreURLEncodedBytes() {
-        let params: JSONValue = .object(["query": .string("café vim~x/y&z=1+2%"), "hitsPerPage": .number(20),
-                                         "facets": .array([.string("a b"), .string("c")]), "getRankingInfo": .bool(true)])
-        #expect(SearchResponseBuilder.urlEncoded(params)
+        let params: JSONValue = .object([
+            "query": .string("café vim~x/y&z=1+2%"), "hitsPerPage": .number(20),
+            "facets": .array([.string("a b"), .string("c")]), "getRankingInfo": .bool(true),
+        ])
+        #expect(
+            SearchResponseBuilder.urlEncoded(params)
                 == "facets=%5B%22a%20b%22%2C%22c%22%5D&getRankingInfo=true&hitsPerPage=20&query=caf%C3%A9%20vim~x%2Fy%26z%3D1%2B2%25")
         #expect(SearchResponseBuilder.urlEncoded(.object([:])) == "")
     }
@@ -186,7 +211,7 @@ import Testing
             for _ in 0..<Int.random(in: 1...3, using: &rng) {
                 var w = tokens.randomElement(using: &rng) ?? "window"
                 switch Int.random(in: 0..<4, using: &rng) {
-                case 0 where w.count > 2: w.removeLast()                       // a prefix, or a deletion
+                case 0 where w.count > 2: w.removeLast()  // a prefix, or a deletion
                 case 1 where !w.isEmpty: w.insert("e", at: w.index(w.startIndex, offsetBy: Int.random(in: 0...w.count, using: &rng)))
                 case 2: w = String((0..<Int.random(in: 1...6, using: &rng)).map { _ in alphabet.randomElement(using: &rng)! })
                 default: break
@@ -204,8 +229,10 @@ import Testing
             var written: [UInt8] = []
             tagged.writeResult(value, HighlightScratch(tagged), into: &written)
             let r = tagged.highlight(value, fast: false)
-            let tree: JSONValue = .object(["value": .string(r.value), "matchLevel": .string(r.matchLevel),
-                                           "matchedWords": .array(r.matchedWords.map(JSONValue.string)), "fullyHighlighted": .bool(r.fullyHighlighted)])
+            let tree: JSONValue = .object([
+                "value": .string(r.value), "matchLevel": .string(r.matchLevel),
+                "matchedWords": .array(r.matchedWords.map(JSONValue.string)), "fullyHighlighted": .bool(r.fullyHighlighted),
+            ])
             #expect(written == JSONWriter.bytes(tree), "\(value.debugDescription) for \(query.debugDescription)")
             let n = Int.random(in: 1...5, using: &rng)
             let fs = h.snippet(value, words: n, fast: true), gs = h.snippet(value, words: n, fast: false)

@@ -2,6 +2,7 @@ import Foundation
 import Items
 import QueryPlan
 import Testing
+
 @testable import SearchParameters
 
 /// The `semantic` / `hybrid` parameters, and the fusion of lexical and semantic ranks.
@@ -17,7 +18,8 @@ import Testing
         let s = try request(#"{"query": "vim", "semantic": {"query": "text editor", "ratio": 0.25}}"#).semantic
         #expect(s == SemanticParameters(query: "text editor", ratio: 0.25))
         #expect(try request(#"{"query": "vim", "semantic": {}}"#).semantic == SemanticParameters(query: "vim", ratio: 0.5))
-        #expect(try request(#"{"query": "vim", "hybrid": {"semanticRatio": 1, "embedder": "default"}}"#).semantic
+        #expect(
+            try request(#"{"query": "vim", "hybrid": {"semanticRatio": 1, "embedder": "default"}}"#).semantic
                 == SemanticParameters(query: "vim", ratio: 1))
         #expect(try request(#"{"query": "vim"}"#).semantic == nil)
     }
@@ -79,7 +81,7 @@ import Testing
         let order = HybridRanking.fuse(ranks: ranks, ids: ids, plan: plan)
         #expect(order.map { ids[$0.index] } == ["gimp", "krita", "mypaint"])
         #expect(order[0].navigational)
-        plan.semantic?.ratio = 1 // meaning alone ignores names
+        plan.semantic?.ratio = 1  // meaning alone ignores names
         #expect(HybridRanking.fuse(ranks: ranks, ids: ids, plan: plan).map { ids[$0.index] } == ["krita", "mypaint", "gimp"])
     }
 

@@ -2,6 +2,7 @@ import Foundation
 import Items
 import QueryPlan
 import Testing
+
 @testable import SearchParameters
 @testable import WireProtocol
 
@@ -12,13 +13,14 @@ import Testing
 /// the tree.
 @Suite struct ResponseWriterTests {
     static func builder() throws -> SearchResponseBuilder {
-        let request = try SearchRequest(params: .object([
-            "query": .string("vim editor"),
-            "facets": .array([.string("section")]),
-            "getRankingInfo": .bool(true),
-            "attributesToHighlight": .array([.string("title"), .string("keywords"), .string("size"), .string("contentDescription")]),
-            "attributesToSnippet": .array([.string("contentDescription:3")]),
-        ]))
+        let request = try SearchRequest(
+            params: .object([
+                "query": .string("vim editor"),
+                "facets": .array([.string("section")]),
+                "getRankingInfo": .bool(true),
+                "attributesToHighlight": .array([.string("title"), .string("keywords"), .string("size"), .string("contentDescription")]),
+                "attributesToSnippet": .array([.string("contentDescription:3")]),
+            ]))
         var b = SearchResponseBuilder(request: request)
         func item(_ title: String, _ extra: [String: JSONValue] = [:]) -> JSONValue {
             var attributes: [String: JSONValue] = [
@@ -30,14 +32,22 @@ import Testing
                 "Zeta": .bool(true), "_under": .null, "é": .string("past ASCII"),
             ]
             attributes.merge(extra) { $1 }
-            return .object(["attributes": .object(attributes), "domainIdentifier": .string("org.debian.editors"),
-                            "entity": .object(["type": .string("PackageEntity"), "id": .string(title)])])
+            return .object([
+                "attributes": .object(attributes), "domainIdentifier": .string("org.debian.editors"),
+                "entity": .object(["type": .string("PackageEntity"), "id": .string(title)]),
+            ])
         }
-        b.add(Body.ShardSearchResult(
-            shard: 0,
-            hits: [Body.RankedHit(id: "deb:vim", item: item("vim"), rank: SearchRank(words: 2, typos: 0, proximity: 1, custom: [.number(9)])),
-                   Body.RankedHit(id: "deb:neovim", item: item("neovim", ["title": .string("neovim \u{1}"), "contentDescription": .string("Vim, l’éditeur de texte")]), rank: SearchRank(words: 2, typos: 1, proximity: 3))],
-            nbHits: 2, facets: ["section": ["editors": 2]], facetStats: [:], exhaustiveFacetsCount: true))
+        b.add(
+            Body.ShardSearchResult(
+                shard: 0,
+                hits: [
+                    Body.RankedHit(id: "deb:vim", item: item("vim"), rank: SearchRank(words: 2, typos: 0, proximity: 1, custom: [.number(9)])),
+                    Body.RankedHit(
+                        id: "deb:neovim",
+                        item: item("neovim", ["title": .string("neovim \u{1}"), "contentDescription": .string("Vim, l’éditeur de texte")]),
+                        rank: SearchRank(words: 2, typos: 1, proximity: 3)),
+                ],
+                nbHits: 2, facets: ["section": ["editors": 2]], facetStats: [:], exhaustiveFacetsCount: true))
         return b
     }
 
@@ -49,10 +59,14 @@ import Testing
         func order(_ hits: [(String, Double)]) throws -> [String] {
             var b = SearchResponseBuilder(request: try SearchRequest(params: .object(["query": .string("corner shop")])))
             for (shard, half) in [hits.prefix(2), hits.dropFirst(2)].enumerated() {
-                b.add(Body.ShardSearchResult(shard: shard, hits: half.map { id, priority in
-                    Body.RankedHit(id: id, item: .object(["attributes": .object(["title": .string("corner shop")])]),
-                                   rank: SearchRank(words: 2, proximity: 1, custom: [.number(priority), .null]))
-                }, nbHits: half.count, facets: [:], facetStats: [:], exhaustiveFacetsCount: true))
+                b.add(
+                    Body.ShardSearchResult(
+                        shard: shard,
+                        hits: half.map { id, priority in
+                            Body.RankedHit(
+                                id: id, item: .object(["attributes": .object(["title": .string("corner shop")])]),
+                                rank: SearchRank(words: 2, proximity: 1, custom: [.number(priority), .null]))
+                        }, nbHits: half.count, facets: [:], facetStats: [:], exhaustiveFacetsCount: true))
             }
             let response = try JSONValue.parse(Data(b.responseBytes(processingTimeMS: 1)))
             return response["hits"]?.arrayValue?.compactMap { $0["objectID"]?.stringValue } ?? []
@@ -72,29 +86,39 @@ import Testing
         let tree = try Self.builder()
         func raw(_ b: SearchResponseBuilder) -> SearchResponseBuilder {
             var r = SearchResponseBuilder(request: b.request)
-            r.add(Body.ShardSearchResult(shard: 0, hits: b.hits.map { Body.RankedHit(id: $0.id, item: .null, rank: $0.rank, rawItem: RawJSON($0.item)) },
-                                         nbHits: b.nbHits, facets: b.facets, facetStats: [:], exhaustiveFacetsCount: true))
+            r.add(
+                Body.ShardSearchResult(
+                    shard: 0, hits: b.hits.map { Body.RankedHit(id: $0.id, item: .null, rank: $0.rank, rawItem: RawJSON($0.item)) },
+                    nbHits: b.nbHits, facets: b.facets, facetStats: [:], exhaustiveFacetsCount: true))
             return r
         }
         #expect(raw(tree).rawItems.allSatisfy { $0 != nil })
         #expect(raw(tree).responseBytes(processingTimeMS: 7) == tree.responseBytes(processingTimeMS: 7))
-        for params: JSONValue in [.object(["query": .string("editor vim")]),
-                                  .object(["query": .string("text"), "attributesToRetrieve": .array([.string("title"), .string("keywords")])]),
-                                  .object(["query": .string("quoted"), "attributesToSnippet": .array([.string("contentDescription:2")])])] {
+        for params: JSONValue in [
+            .object(["query": .string("editor vim")]),
+            .object(["query": .string("text"), "attributesToRetrieve": .array([.string("title"), .string("keywords")])]),
+            .object(["query": .string("quoted"), "attributesToSnippet": .array([.string("contentDescription:2")])]),
+        ] {
             var other = SearchResponseBuilder(request: try SearchRequest(params: params))
-            other.add(Body.ShardSearchResult(shard: 0, hits: zip(tree.hits.indices, tree.hits).map { Body.RankedHit(id: $1.id, item: $1.item, rank: $1.rank) },
-                                             nbHits: tree.nbHits, facets: [:], facetStats: [:], exhaustiveFacetsCount: true))
+            other.add(
+                Body.ShardSearchResult(
+                    shard: 0, hits: zip(tree.hits.indices, tree.hits).map { Body.RankedHit(id: $1.id, item: $1.item, rank: $1.rank) },
+                    nbHits: tree.nbHits, facets: [:], facetStats: [:], exhaustiveFacetsCount: true))
             let bytes = other.responseBytes(processingTimeMS: 1)
             #expect(raw(other).responseBytes(processingTimeMS: 1) == bytes, "\(params)")
             #expect(String(decoding: bytes, as: UTF8.self).contains("<em>"))
         }
         // Text that is not an item object is read whole, as its tree.
         var odd = SearchResponseBuilder(request: tree.request)
-        odd.add(Body.ShardSearchResult(shard: 0, hits: [Body.RankedHit(id: "x", item: .null, rank: SearchRank(words: 2), rawItem: RawJSON(.array([])))],
-                                       nbHits: 1, facets: [:], facetStats: [:], exhaustiveFacetsCount: true))
+        odd.add(
+            Body.ShardSearchResult(
+                shard: 0, hits: [Body.RankedHit(id: "x", item: .null, rank: SearchRank(words: 2), rawItem: RawJSON(.array([])))],
+                nbHits: 1, facets: [:], facetStats: [:], exhaustiveFacetsCount: true))
         var same = SearchResponseBuilder(request: tree.request)
-        same.add(Body.ShardSearchResult(shard: 0, hits: [Body.RankedHit(id: "x", item: .array([]), rank: SearchRank(words: 2))],
-                                        nbHits: 1, facets: [:], facetStats: [:], exhaustiveFacetsCount: true))
+        same.add(
+            Body.ShardSearchResult(
+                shard: 0, hits: [Body.RankedHit(id: "x", item: .array([]), rank: SearchRank(words: 2))],
+                nbHits: 1, facets: [:], facetStats: [:], exhaustiveFacetsCount: true))
         #expect(odd.responseBytes(processingTimeMS: 1) == same.responseBytes(processingTimeMS: 1))
     }
 
@@ -110,8 +134,12 @@ import Testing
         #expect(hits[0]["_highlightResult"]?["title"]?["fullyHighlighted"] == .bool(true))
         #expect(hits[0]["_highlightResult"]?["keywords"]?.arrayValue?.count == 3)
         #expect(hits[0]["_highlightResult"]?["keywords"]?.arrayValue?.first?["matchedWords"] == .array([.string("editor")]))
-        #expect(hits[0]["_highlightResult"]?["size"] == .object(["value": .string("1234"), "matchLevel": .string("none"),
-                                                                   "matchedWords": .array([]), "fullyHighlighted": .bool(false)]))
+        #expect(
+            hits[0]["_highlightResult"]?["size"]
+                == .object([
+                    "value": .string("1234"), "matchLevel": .string("none"),
+                    "matchedWords": .array([]), "fullyHighlighted": .bool(false),
+                ]))
         #expect(hits[0]["_snippetResult"]?["contentDescription"]?["matchLevel"] == .string("partial"))
         #expect(hits[0]["_rankingInfo"]?["proximityDistance"] == .number(1))
         #expect(tree["facets"] == .object(["section": .object(["editors": .number(2)])]))
@@ -132,8 +160,10 @@ import Testing
             var params: [String: JSONValue] = ["query": .string("vim editor")]
             if let retrieve { params["attributesToRetrieve"] = .array(retrieve.map(JSONValue.string)) }
             var b = SearchResponseBuilder(request: try SearchRequest(params: .object(params)))
-            b.add(Body.ShardSearchResult(shard: 0, hits: [Body.RankedHit(id: "deb:vim", item: item, rank: SearchRank(words: 2))],
-                                         nbHits: 1, facets: [:], facetStats: [:], exhaustiveFacetsCount: true))
+            b.add(
+                Body.ShardSearchResult(
+                    shard: 0, hits: [Body.RankedHit(id: "deb:vim", item: item, rank: SearchRank(words: 2))],
+                    nbHits: 1, facets: [:], facetStats: [:], exhaustiveFacetsCount: true))
             let hit = try #require(try JSONValue.parse(Data(b.responseBytes(processingTimeMS: 1)))["hits"]?.arrayValue?.first)
             let expected = Set(attributes.keys.filter { (retrieve?.contains($0) ?? true) && SearchResponseBuilder.isText(attributes[$0]!) })
             #expect(Set(hit["_highlightResult"]?.objectValue?.keys ?? [:].keys) == expected, "\(String(describing: retrieve))")
@@ -163,9 +193,14 @@ import Testing
         let suggestions = [Body.SuggestionCount(suggestion: "vim", count: 2), Body.SuggestionCount(suggestion: "vim \"tiny\"", count: 1)]
         let failed = [ShardFailure(shard: 0, reason: "gone")]
         for key in [nil, "k1"] as [String?] {
-            let written = Envelope(id: "s-1", body: .suggestResult(.written(suggestions: suggestions, response: RawJSON(trusted: ArraySlice(bytes)),
-                                                                             failedShards: failed)), key: key)
-            let built = Envelope(id: "s-1", body: .suggestResult(Body.SuggestResult(suggestions: suggestions, response: tree, failedShards: failed)), key: key)
+            let written = Envelope(
+                id: "s-1",
+                body: .suggestResult(
+                    .written(
+                        suggestions: suggestions, response: RawJSON(trusted: ArraySlice(bytes)),
+                        failedShards: failed)), key: key)
+            let built = Envelope(
+                id: "s-1", body: .suggestResult(Body.SuggestResult(suggestions: suggestions, response: tree, failedShards: failed)), key: key)
             #expect(written.encoded() == built.encoded())
             #expect(try Envelope.decode(written.encoded()).body == built.body)
             // The Codable form is the reference for the fast one.

@@ -32,7 +32,7 @@ struct BenchmarkTests {
 
         func cpuSeconds() -> Double {
             var usage = rusage()
-            getrusage(__rusage_who_t(0), &usage) // RUSAGE_SELF
+            getrusage(__rusage_who_t(0), &usage)  // RUSAGE_SELF
             return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
                 + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
         }
@@ -45,9 +45,14 @@ struct BenchmarkTests {
         let indexSeconds = Date().timeIntervalSince(t0)
         let indexCPU = cpuSeconds() - cpu0
         let stats = try store.stats()
-        if !reuse { print(String(format: "limelight-store: %d items (%d stored) indexed at %.0f items/s (%.0f per CPU-second); %.1f MB file + %.1f MB WAL; %d values, %d words",
-                     items.count, stored, Double(items.count) / indexSeconds, Double(items.count) / indexCPU, Double(stats.fileBytes) / 1e6,
-                     Double(stats.walBytes) / 1e6, stats.valueCount, stats.wordCount)) }
+        if !reuse {
+            print(
+                String(
+                    format:
+                        "limelight-store: %d items (%d stored) indexed at %.0f items/s (%.0f per CPU-second); %.1f MB file + %.1f MB WAL; %d values, %d words",
+                    items.count, stored, Double(items.count) / indexSeconds, Double(items.count) / indexCPU, Double(stats.fileBytes) / 1e6,
+                    Double(stats.walBytes) / 1e6, stats.valueCount, stats.wordCount))
+        }
 
         // Query words as peers.py picks them: from display names and descriptions.
         var rng = SplitMix64(state: 7)
@@ -73,8 +78,10 @@ struct BenchmarkTests {
                 hits += try store.run(Query(predicate: p, sort: sort, limit: 20, batchSize: 20)) { _ in }
                 latencies.append(Date().timeIntervalSince(t) * 1000)
             }
-            print(String(format: "  %@: p50 %.3f ms, p99 %.3f ms (%d queries, %.1f hits avg)", name,
-                         Self.percentile(latencies, 50), Self.percentile(latencies, 99), n, Double(hits) / Double(n)))
+            print(
+                String(
+                    format: "  %@: p50 %.3f ms, p99 %.3f ms (%d queries, %.1f hits avg)", name,
+                    Self.percentile(latencies, 50), Self.percentile(latencies, 99), n, Double(hits) / Double(n)))
         }
         let n = Int(env["LIMELIGHT_BENCH_QUERIES"] ?? "400")!
         guard n > 0 else { return }
@@ -112,8 +119,11 @@ struct BenchmarkTests {
                 _ = try reader.run(Query(predicate: wildcard(), limit: 20, batchSize: 20)) { _ in }
                 latencies.append(Date().timeIntervalSince(t) * 1000)
             }
-            print(String(format: "  wildcard after a 10-item commit (title == \"*abcd*\"c, a reader, first 20): first query (reads the vocabulary) %.1f ms; then p50 %.3f ms, p99 %.3f ms (%d commits)",
-                         first, Self.percentile(latencies, 50), Self.percentile(latencies, 99), commits))
+            print(
+                String(
+                    format:
+                        "  wildcard after a 10-item commit (title == \"*abcd*\"c, a reader, first 20): first query (reads the vocabulary) %.1f ms; then p50 %.3f ms, p99 %.3f ms (%d commits)",
+                    first, Self.percentile(latencies, 50), Self.percentile(latencies, 99), commits))
         }
         try timed("InRange(installedSize), first 20", n) { _ in
             let lo = Double(Int.random(in: 0..<5000, using: &rng))

@@ -1,7 +1,7 @@
 import Foundation
 import Items
-import ShardStore
 import SQLite
+import ShardStore
 import Testing
 
 /// A shard copied to another replica (the coordinator streams a snapshot of
@@ -10,8 +10,10 @@ import Testing
 /// changes gone, and a reader of the target's file sees the copy.
 @Suite struct CopyTests {
     func item(_ uid: String) -> JSONValue {
-        .object(["uniqueIdentifier": .string(uid), "domainIdentifier": .string("org.copy"),
-                 "attributes": .object(["title": .string("copy \(uid)"), "shelfLife": .number(4)])])
+        .object([
+            "uniqueIdentifier": .string(uid), "domainIdentifier": .string("org.copy"),
+            "attributes": .object(["title": .string("copy \(uid)"), "shelfLife": .number(4)]),
+        ])
     }
 
     func uids(_ path: String) throws -> [String] {

@@ -23,8 +23,10 @@ import Testing
     @Test func storedValuesOfAnotherTypeRefuseADeclarationNamingThem() throws {
         let dir = try TempDir()
         let store = try openStore(dir)
-        try store.put([item("@acme/one", #"{"size": "big"}"#), item("@acme/two", #"{"size": "small"}"#),
-                       item("@other/three", #"{"flag": true}"#)])
+        try store.put([
+            item("@acme/one", #"{"size": "big"}"#), item("@acme/two", #"{"size": "small"}"#),
+            item("@other/three", #"{"flag": true}"#),
+        ])
         let error = #expect(throws: StoreError.self) { try store.declare([AttributeSpec(name: "size", type: .number)]) }
         #expect(error?.message.contains("'size' holds 2 text values (item '@acme/one' among them)") == true, "\(String(describing: error))")
         // Checked for one app: nothing changes, and another app's items are counted, never named;

@@ -158,8 +158,10 @@ enum Reference {
     }
 
     /// Places the geo leaves are drawn around, so that circles and boxes catch some items.
-    static let cities: [(Double, Double)] = [(48.8566, 2.3522), (51.5074, -0.1278), (52.52, 13.405), (-33.8688, 151.2093),
-                                             (40.7128, -74.006), (0, 179.95), (89.5, 10)]
+    static let cities: [(Double, Double)] = [
+        (48.8566, 2.3522), (51.5074, -0.1278), (52.52, 13.405), (-33.8688, 151.2093),
+        (40.7128, -74.006), (0, 179.95), (89.5, 10),
+    ]
 
     static func location(_ rng: inout SplitMix64) -> JSONValue {
         let (lat, lng) = cities.randomElement(using: &rng)!
@@ -177,9 +179,13 @@ enum Reference {
             return .geo(GeoTest(attribute: attribute, area: .circle(center: Location(latitude: lat, longitude: lng), radius: radius)))
         }
         let h = [0.02, 1, 5, 30].randomElement(using: &rng)!
-        return .geo(GeoTest(attribute: attribute, area: .box(lat1: min(90, lat + h), lng1: max(-180, lng - h),
-                                                             lat2: max(-90, lat - Double.random(in: 0...h, using: &rng)),
-                                                             lng2: min(180, lng + h))))
+        return .geo(
+            GeoTest(
+                attribute: attribute,
+                area: .box(
+                    lat1: min(90, lat + h), lng1: max(-180, lng - h),
+                    lat2: max(-90, lat - Double.random(in: 0...h, using: &rng)),
+                    lng2: min(180, lng + h))))
     }
 
     static func pattern(_ rng: inout SplitMix64) -> String {
@@ -204,10 +210,13 @@ enum Reference {
         case 10: return geoLeaf(&rng)
         case 11:
             let patterns = ["caf.*", ".*indow.*", "[a-z]+", "K.*L", "x\\d+", ".*", "(?:Über|über).*", "\\d+(\\.5)?", "ecole"]
-            return .regex(RegexTest(attribute: ["title", "keywords", "tag", "rating", "*"].randomElement(using: &rng)! == "*" ? .allText
-                                        : .named(["title", "keywords", "tag", "rating"].randomElement(using: &rng)!),
-                                    pattern: patterns.randomElement(using: &rng)!,
-                                    options: TextOptions(letters: ["", "c", "d", "cd"].randomElement(using: &rng)!)!))
+            return .regex(
+                RegexTest(
+                    attribute: ["title", "keywords", "tag", "rating", "*"].randomElement(using: &rng)! == "*"
+                        ? .allText
+                        : .named(["title", "keywords", "tag", "rating"].randomElement(using: &rng)!),
+                    pattern: patterns.randomElement(using: &rng)!,
+                    options: TextOptions(letters: ["", "c", "d", "cd"].randomElement(using: &rng)!)!))
         case 12: return .identifier((0..<Int.random(in: 0...3, using: &rng)).map { _ in "item\(Int.random(in: 0..<170, using: &rng))" })
         case 13:
             switch Int.random(in: 0..<4, using: &rng) {
@@ -217,12 +226,16 @@ enum Reference {
             default: return .every(geoLeaf(&rng))
             }
         case 14, 15:
-            return textRange(&rng, attribute: ["title", "displayName", "contentDescription", "keywords", "tag", "url", "installedSize"]
-                .randomElement(using: &rng)!)
+            return textRange(
+                &rng,
+                attribute: ["title", "displayName", "contentDescription", "keywords", "tag", "url", "installedSize"]
+                    .randomElement(using: &rng)!)
         case 0: return .exists(Bool.random(using: &rng) ? .allText : .named(attributes.randomElement(using: &rng)!))
-        case 1: return range(["rating", "installedSize", "supportsNavigation"].randomElement(using: &rng)!,
-                             Double(Int.random(in: 0...3, using: &rng)), Bool.random(using: &rng) ? nil : 4,
-                             inclusive: Bool.random(using: &rng))
+        case 1:
+            return range(
+                ["rating", "installedSize", "supportsNavigation"].randomElement(using: &rng)!,
+                Double(Int.random(in: 0...3, using: &rng)), Bool.random(using: &rng) ? nil : 4,
+                inclusive: Bool.random(using: &rng))
         case 2: return .domain([["org.a", "org.ab", "org.c", "org"].randomElement(using: &rng)!])
         case 3: return text("installedSize", ["1*", "*5", "*0*", "12345"].randomElement(using: &rng)!)
         default:
@@ -306,9 +319,11 @@ enum Reference {
         let dir = TempDir()
         let store = try openStore(dir)
         try store.put(DifferentialTests.corpus(&rng))
-        for sort in [[SortKey.attribute("rating", ascending: false), .identifier],
-                     [.attribute("title", ascending: true), .attribute("rating", ascending: true), .identifier],
-                     [.identifier]] {
+        for sort in [
+            [SortKey.attribute("rating", ascending: false), .identifier],
+            [.attribute("title", ascending: true), .attribute("rating", ascending: true), .identifier],
+            [.identifier],
+        ] {
             let predicate = QueryPlan.Predicate.not(text("title", "kernel", "c"))
             var whole: [String] = []
             try store.run(Query(predicate: predicate, sort: sort)) { whole += $0.map { $0.item["uniqueIdentifier"]?.stringValue ?? "?" } }
@@ -368,15 +383,17 @@ extension CursorTests {
             #expect(Words.indexText(s) == Words.indexTextGeneral(s), "\(s.debugDescription)")
         }
         // The scalar loop that serves other text against the Character-based definition.
-        let unicode: [String] = Array("aZbYzA09 -_.,/\t\r\nMyWindowNS'").map(String.init) + [
-            "é", "e\u{301}", "É", "E\u{301}", "\u{301}", "日", "テ", "Ω", "ω", "ß", "İ", "ǅ", "\u{200D}",
-            "👍🏽", "🇫🇷", "한", "क्षि", "ก", "Ⅻ", "½", "٣", "\u{00A0}", "—", "’", "ﬁ", "\r\n",
-        ]
+        let unicode: [String] =
+            Array("aZbYzA09 -_.,/\t\r\nMyWindowNS'").map(String.init) + [
+                "é", "e\u{301}", "É", "E\u{301}", "\u{301}", "日", "テ", "Ω", "ω", "ß", "İ", "ǅ", "\u{200D}",
+                "👍🏽", "🇫🇷", "한", "क्षि", "ก", "Ⅻ", "½", "٣", "\u{00A0}", "—", "’", "ﬁ", "\r\n",
+            ]
         for _ in 0..<5000 {
             let s = (0..<Int.random(in: 0...16, using: &rng)).map { _ in unicode.randomElement(using: &rng)! }.joined()
             for camel in [false, true] {
-                #expect(Words.split(s, camelCase: camel) == Words.splitByCharacters(s, camelCase: camel),
-                        "\(s.debugDescription) camelCase: \(camel)")
+                #expect(
+                    Words.split(s, camelCase: camel) == Words.splitByCharacters(s, camelCase: camel),
+                    "\(s.debugDescription) camelCase: \(camel)")
             }
         }
         #expect(Words.split("Le Café crème", camelCase: true) == ["Le", "Café", "crème"])
@@ -409,8 +426,9 @@ extension CursorTests {
                 let piece = String(Array(value)[a..<b])
                 patternText = Bool.random(using: &rng) ? piece : "*" + piece.lowercased() + (Bool.random(using: &rng) ? "*" : "")
             }
-            let pattern = TextPattern(parts: patternText.split(separator: "*", omittingEmptySubsequences: false)
-                .enumerated().flatMap { i, lit in (i > 0 ? [TextPattern.Part.anyRun] : []) + [.literal(String(lit))] })
+            let pattern = TextPattern(
+                parts: patternText.split(separator: "*", omittingEmptySubsequences: false)
+                    .enumerated().flatMap { i, lit in (i > 0 ? [TextPattern.Part.anyRun] : []) + [.literal(String(lit))] })
             for raw in UInt8(0)..<16 {
                 let matcher = TextMatcher(pattern: pattern, options: TextOptions(rawValue: raw))
                 let fast = matcher.matches(value)
@@ -419,9 +437,10 @@ extension CursorTests {
                 checked += fast ? 1 : 0
             }
         }
-        #expect(checked > 1000) // the inputs do produce matches
+        #expect(checked > 1000)  // the inputs do produce matches
         // Non-ASCII values and patterns take the general path.
-        #expect(TextMatcher(pattern: TextPattern(literal: "cafe"), options: [.caseInsensitive, .diacriticInsensitive, .wordBased]).matches("Le Café"))
+        #expect(
+            TextMatcher(pattern: TextPattern(literal: "cafe"), options: [.caseInsensitive, .diacriticInsensitive, .wordBased]).matches("Le Café"))
         #expect(!TextMatcher(pattern: TextPattern(literal: "cafe"), options: [.caseInsensitive, .wordBased]).matches("Le Café"))
         #expect(TextMatcher(pattern: TextPattern(literal: "window"), options: [.caseInsensitive, .wordBased]).matches("MyWindowClass"))
         #expect(!TextMatcher(pattern: TextPattern(literal: "window"), options: [.caseInsensitive, .wordBased]).matches("NSWindow"))

@@ -1,6 +1,6 @@
 import Foundation
-import ShardStore
 import SQLite
+import ShardStore
 import Testing
 
 /// `--durability` reaches SQLite: the setting is read back from the

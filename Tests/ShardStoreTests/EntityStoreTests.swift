@@ -2,6 +2,7 @@ import Foundation
 import Items
 import QueryPlan
 import Testing
+
 @testable import ShardStore
 
 /// Entities, exact domains, suggestions and groups in one shard.
@@ -9,8 +10,10 @@ import Testing
     @Test func exactDomainLeavesSubdomainsOut() throws {
         let dir = try TempDir()
         let s = try openStore(dir)
-        try s.put([item("a", domain: "org.x", #"{"title": "one"}"#), item("b", domain: "org.x.y", #"{"title": "two"}"#),
-                   item("c", domain: "org.x.y.z", #"{"title": "three"}"#), item("d", domain: "org.xy", #"{"title": "four"}"#)])
+        try s.put([
+            item("a", domain: "org.x", #"{"title": "one"}"#), item("b", domain: "org.x.y", #"{"title": "two"}"#),
+            item("c", domain: "org.x.y.z", #"{"title": "three"}"#), item("d", domain: "org.xy", #"{"title": "four"}"#),
+        ])
         #expect(try s.idSet(.exactDomain(["org.x"])) == ["a"])
         #expect(try s.idSet(.exactDomain(["org.x.y"])) == ["b"])
         #expect(try s.idSet(.exactDomain(["org.x", "org.x.y.z"])) == ["a", "c"])
@@ -24,8 +27,10 @@ import Testing
     @Test func deletingATypeIsExact() throws {
         let dir = try TempDir()
         let s = try openStore(dir)
-        let entities = [AppEntity(type: "Land", id: "1", title: "one"), AppEntity(type: "Land", id: "2:with:colons", title: "two"),
-                        AppEntity(type: "LandX", id: "1", title: "three"), AppEntity(type: "Lan", id: "1", title: "four")]
+        let entities = [
+            AppEntity(type: "Land", id: "1", title: "one"), AppEntity(type: "Land", id: "2:with:colons", title: "two"),
+            AppEntity(type: "LandX", id: "1", title: "three"), AppEntity(type: "Lan", id: "1", title: "four"),
+        ]
         try s.put(entities.map { $0.itemJSON() } + [item("entity-like", #"{"title": "five", "entityType": "Land"}"#)])
         #expect(try s.deleteEntities(type: "Land", ids: ["9"]) == 0)
         #expect(try s.deleteEntities(type: "Land") == 2)
@@ -73,9 +78,11 @@ import Testing
     @Test func groupsPerExactDomainWithTotals() throws {
         let dir = try TempDir()
         let s = try openStore(dir)
-        try s.put([item("a1", domain: "org.a", #"{"title": "kiwi one"}"#), item("a2", domain: "org.a", #"{"title": "kiwi two"}"#),
-                   item("a3", domain: "org.a", #"{"title": "kiwi"}"#), item("b1", domain: "org.a.b", #"{"title": "kiwi three"}"#),
-                   item("c1", domain: "org.c", #"{"title": "mango"}"#)])
+        try s.put([
+            item("a1", domain: "org.a", #"{"title": "kiwi one"}"#), item("a2", domain: "org.a", #"{"title": "kiwi two"}"#),
+            item("a3", domain: "org.a", #"{"title": "kiwi"}"#), item("b1", domain: "org.a.b", #"{"title": "kiwi three"}"#),
+            item("c1", domain: "org.c", #"{"title": "mango"}"#),
+        ])
         let groups = try s.searchGrouped(SearchPlan(words: ["kiwi"]), perDomain: 2)
         #expect(groups.map(\.domain) == ["org.a", "org.a.b"])
         #expect(groups.map(\.total) == [3, 1])

@@ -1,6 +1,7 @@
 import Foundation
 import QueryPlan
 import Testing
+
 @testable import ShardStore
 
 /// Suggestions under a filter (an app's scope, docs/security.md): counted over

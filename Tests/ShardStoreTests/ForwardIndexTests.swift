@@ -3,6 +3,7 @@ import Items
 import QueryPlan
 import SQLite
 import Testing
+
 @testable import ShardStore
 
 /// The ``ForwardIndex``: proximity, attribute and whole-value exactness
@@ -15,12 +16,14 @@ import Testing
     /// not, other scripts, a ligature, a Kelvin sign, combining marks on
     /// their own (a token that folds to nothing), camel case, digits,
     /// punctuation inside a word.
-    static let words = ["pa", "pal", "palm", "panda", "pandas", "parking", "parkings", "pathfinder", "pathfinders",
-                        "python", "python3", "table", "tables", "café", "cafe", "naïve", "naive", "Straße", "strasse",
-                        "日本語", "ZeroMQ", "zeromq", "libFoo", "XMLHttpRequest", "iPhone", "x86_64", "data-base",
-                        "data.base", "editor", "editors", "Éditeur", "re\u{301}sume\u{301}", "resume", "ﬁle", "file",
-                        "\u{212A}elvin", "kelvin", "ǅemal", "İstanbul", "σοφία", "e\u{301}", "\u{301}\u{301}", "--",
-                        "a,b;c", "Vi", "vim", "vim-gtk3", "MyWindowClass", "window", "class"]
+    static let words = [
+        "pa", "pal", "palm", "panda", "pandas", "parking", "parkings", "pathfinder", "pathfinders",
+        "python", "python3", "table", "tables", "café", "cafe", "naïve", "naive", "Straße", "strasse",
+        "日本語", "ZeroMQ", "zeromq", "libFoo", "XMLHttpRequest", "iPhone", "x86_64", "data-base",
+        "data.base", "editor", "editors", "Éditeur", "re\u{301}sume\u{301}", "resume", "ﬁle", "file",
+        "\u{212A}elvin", "kelvin", "ǅemal", "İstanbul", "σοφία", "e\u{301}", "\u{301}\u{301}", "--",
+        "a,b;c", "Vi", "vim", "vim-gtk3", "MyWindowClass", "window", "class",
+    ]
     static let joiners = [" ", " ", " ", "  ", ", ", "-", ".", "/", "", " — "]
 
     static func text(_ rng: inout SplitMix64, _ most: Int, asciiOnly: Bool = false) -> String {
@@ -41,8 +44,10 @@ import Testing
         return (0..<n).map { i in
             func text(_ most: Int) -> String { Self.text(&rng, most, asciiOnly: asciiOnly) }
             let keywords = (0..<Int(rng.next() % 4)).map { _ in "\"" + text(3) + "\"" }.joined(separator: ", ")
-            return item("\(prefix)\(i)", domain: ["@alpha", "@beta"][Int(rng.next() % 2)],
-                        #"{"title": "\#(text(3))", "displayName": "\#(text(5))", "contentDescription": "\#(text(12))", "keywords": [\#(keywords)], "section": "\#(text(2))", "size": \#(rng.next() % 100)}"#)
+            return item(
+                "\(prefix)\(i)", domain: ["@alpha", "@beta"][Int(rng.next() % 2)],
+                #"{"title": "\#(text(3))", "displayName": "\#(text(5))", "contentDescription": "\#(text(12))", "keywords": [\#(keywords)], "section": "\#(text(2))", "size": \#(rng.next() % 100)}"#
+            )
         }
     }
 
@@ -53,7 +58,7 @@ import Testing
         case 0 where w.count > 4: w.remove(at: Int(rng.next() % UInt64(w.count)))
         case 1 where w.count > 4: let k = Int(rng.next() % UInt64(w.count - 1)); w.swapAt(k, k + 1)
         case 2 where w.count > 3: w = Array(w.prefix(2 + Int(rng.next() % UInt64(w.count - 2))))
-        case 3: w.replaceSubrange(0..<1, with: Array(w[0].uppercased()))   // "ﬁ" is "FI"
+        case 3: w.replaceSubrange(0..<1, with: Array(w[0].uppercased()))  // "ﬁ" is "FI"
         default: break
         }
         return String(w)
@@ -64,8 +69,10 @@ import Testing
     /// whole values match).
     static func randomPlans(_ n: Int, seed: UInt64, values: [String] = []) -> [SearchPlan] {
         var rng = SplitMix64(state: seed)
-        let attributeSets: [[String]] = [[], ["title"], ["contentDescription", "title"], ["keywords", "displayName"],
-                                         ["section"], ["title", "section", "displayName", "keywords"]]
+        let attributeSets: [[String]] = [
+            [], ["title"], ["contentDescription", "title"], ["keywords", "displayName"],
+            ["section"], ["title", "section", "displayName", "keywords"],
+        ]
         let policies = [TypoPolicy(), TypoPolicy(enabled: false), TypoPolicy(minWordSizeForOneTypo: 1, minWordSizeForTwoTypos: 3)]
         var plans: [SearchPlan] = []
         while plans.count < n {
@@ -73,10 +80,11 @@ import Testing
             if !values.isEmpty, rng.next() % 3 == 0 { typed = values[Int(rng.next() % UInt64(values.count))] }
             let words = SearchTokens.queryWords(typed)
             guard words.count >= 2 else { continue }
-            var plan = SearchPlan(words: words, prefixLast: rng.next() % 3 != 0,
-                                  typos: policies[Int(rng.next() % UInt64(policies.count))],
-                                  searchableAttributes: attributeSets[Int(rng.next() % UInt64(attributeSets.count))],
-                                  window: [1, 3, 10, 20, 200][Int(rng.next() % 5)])
+            var plan = SearchPlan(
+                words: words, prefixLast: rng.next() % 3 != 0,
+                typos: policies[Int(rng.next() % UInt64(policies.count))],
+                searchableAttributes: attributeSets[Int(rng.next() % UInt64(attributeSets.count))],
+                window: [1, 3, 10, 20, 200][Int(rng.next() % 5)])
             if rng.next() % 4 == 0 { plan.filter = .domain(["@beta"]) }
             if rng.next() % 4 == 0 { plan.facets = ["section"] }
             plans.append(plan)
@@ -101,7 +109,7 @@ import Testing
         let index = try #require(try PostingIndexTests.held(s))
         let forward = try #require(index.forward)
         #expect(forward.termFolded.contains(true) && forward.termFolded.contains(false))
-        #expect(forward.tokens.contains { $0 & 1 == 1 })   // camel-case parts
+        #expect(forward.tokens.contains { $0 & 1 == 1 })  // camel-case parts
         let (ids, values) = try Self.idsAndValues(s)
         var kinds = AnswerKinds()
         try Self.forEachRun(s, index, seed: 73, values: values) { run, plan in
@@ -109,8 +117,9 @@ import Testing
             for id in ids {
                 let a = run.indexedTextMatch(id, forward)
                 let b = try run.scannedTextMatch(id)
-                #expect(a?.proximity == b?.proximity && a?.attribute == b?.attribute && a?.exactAttribute == b?.exactAttribute,
-                        "item \(id) \(plan.words) \(plan.searchableAttributes) \(plan.typos)")
+                #expect(
+                    a?.proximity == b?.proximity && a?.attribute == b?.attribute && a?.exactAttribute == b?.exactAttribute,
+                    "item \(id) \(plan.words) \(plan.searchableAttributes) \(plan.typos)")
                 kinds.add(b)
             }
         }
@@ -121,14 +130,18 @@ import Testing
     /// sorted by text (name ids follow the order a JSON object's keys come
     /// out of a dictionary, which differs from process to process).
     static func idsAndValues(_ s: ShardStore) throws -> ([Int64], [String]) {
-        (try s.db.prepare("SELECT id FROM items ORDER BY id").map { $0.int64(at: 0) } + [999_999],
-         try s.db.prepare("SELECT text FROM attrs WHERE kind = 0").map { $0.string(at: 0) ?? "" }.sorted())
+        (
+            try s.db.prepare("SELECT id FROM items ORDER BY id").map { $0.int64(at: 0) } + [999_999],
+            try s.db.prepare("SELECT text FROM attrs WHERE kind = 0").map { $0.string(at: 0) ?? "" }.sorted()
+        )
     }
 
     /// Calls `body` with a run of each of 150 random plans (a third of them
     /// the words of one of `values`), each in a read transaction.
-    static func forEachRun(_ s: ShardStore, _ index: PostingIndex, seed: UInt64, values: [String],
-                           _ body: (SearchRun, SearchPlan) throws -> Void) throws {
+    static func forEachRun(
+        _ s: ShardStore, _ index: PostingIndex, seed: UInt64, values: [String],
+        _ body: (SearchRun, SearchPlan) throws -> Void
+    ) throws {
         for plan in randomPlans(150, seed: seed, values: values) {
             try s.db.transaction(.deferred) {
                 try s.reloadIfChanged()
@@ -152,8 +165,9 @@ import Testing
         }
 
         func expectEveryKind(exact least: Int, sourceLocation: SourceLocation = #_sourceLocation) {
-            #expect(matches > 400 && exact > least && proximities.count >= 5 && starts > 0,
-                    "\(matches) \(exact) \(proximities) \(starts)", sourceLocation: sourceLocation)
+            #expect(
+                matches > 400 && exact > least && proximities.count >= 5 && starts > 0,
+                "\(matches) \(exact) \(proximities) \(starts)", sourceLocation: sourceLocation)
         }
     }
 
@@ -179,13 +193,16 @@ import Testing
                 // All items, every other one (the lists galloped through),
                 // and every 16th (common terms' lists then longer than twice
                 // the candidates: binary searches in lockstep).
-                for candidates in [ids, ids.enumerated().filter { $0.offset % 2 == 1 }.map(\.element),
-                                   ids.enumerated().filter { $0.offset % 16 == 5 }.map(\.element)] {
+                for candidates in [
+                    ids, ids.enumerated().filter { $0.offset % 2 == 1 }.map(\.element),
+                    ids.enumerated().filter { $0.offset % 16 == 5 }.map(\.element),
+                ] {
                     let all = run.indexedTextMatches(candidates, forward, always: true)
                     for (id, a) in zip(candidates, all) {
                         let b = run.indexedTextMatch(id, forward)
-                        #expect(a?.proximity == b?.proximity && a?.attribute == b?.attribute && a?.exactAttribute == b?.exactAttribute,
-                                "item \(id) \(plan.words) \(plan.searchableAttributes) \(plan.typos): \(String(describing: a)) \(String(describing: b))")
+                        #expect(
+                            a?.proximity == b?.proximity && a?.attribute == b?.attribute && a?.exactAttribute == b?.exactAttribute,
+                            "item \(id) \(plan.words) \(plan.searchableAttributes) \(plan.typos): \(String(describing: a)) \(String(describing: b))")
                         kinds.add(b)
                     }
                 }
@@ -204,7 +221,7 @@ import Testing
             var items = (0..<length).map { _ in UInt32(rng.next() % 400) }
             items.sort()
             let entries = items.enumerated().map { UInt64($1) << 32 | UInt64($0) }
-            let padded = [UInt64(0)] + entries + [UInt64.max]   // a range inside a larger array
+            let padded = [UInt64(0)] + entries + [UInt64.max]  // a range inside a larger array
             let candidates = Array(Set((0..<(1 + Int(rng.next() % 60))).map { _ in UInt32(rng.next() % 420) })).sorted()
             var bases: [Int] = Array(repeating: 0, count: candidates.count)
             padded.withUnsafeBufferPointer { list in
@@ -224,9 +241,11 @@ import Testing
     @Test func camelCasePartsAreNotWholeWords() throws {
         let dir = try TempDir()
         let s = try openStore(dir)
-        try s.put([item("a", domain: "@alpha", #"{"title": "fooBar baz", "displayName": "foo bazQux"}"#),
-                   item("b", domain: "@alpha", #"{"title": "foo baz", "displayName": "other words"}"#),
-                   item("c", domain: "@alpha", #"{"title": "FooBaz", "displayName": "baz foo"}"#)])
+        try s.put([
+            item("a", domain: "@alpha", #"{"title": "fooBar baz", "displayName": "foo bazQux"}"#),
+            item("b", domain: "@alpha", #"{"title": "foo baz", "displayName": "other words"}"#),
+            item("c", domain: "@alpha", #"{"title": "FooBaz", "displayName": "baz foo"}"#),
+        ])
         let (described, all, loop) = try Self.occurrencesAndLoop(s, words: ["foo", "baz"])
         #expect(described.allSatisfy { $0 })
         #expect(all.map { $0?.exactAttribute } == loop.map { $0?.exactAttribute })
@@ -247,10 +266,12 @@ import Testing
         let long = "alpha " + words(300) + " beta " + words(5_000) + " alpha beta " + words(20)
         let tooLong = words(16_400) + " alpha beta"
         let manyValues = (0..<600).map { "\"v\($0) alpha\"" }.joined(separator: ", ")
-        try s.put([item("long", domain: "@alpha", #"{"title": "long", "contentDescription": "\#(long)"}"#),
-                   item("tooLong", domain: "@alpha", #"{"title": "too long", "contentDescription": "\#(tooLong)"}"#),
-                   item("many", domain: "@alpha", #"{"title": "beta", "keywords": [\#(manyValues)]}"#),
-                   item("short", domain: "@alpha", #"{"title": "alpha", "contentDescription": "beta"}"#)])
+        try s.put([
+            item("long", domain: "@alpha", #"{"title": "long", "contentDescription": "\#(long)"}"#),
+            item("tooLong", domain: "@alpha", #"{"title": "too long", "contentDescription": "\#(tooLong)"}"#),
+            item("many", domain: "@alpha", #"{"title": "beta", "keywords": [\#(manyValues)]}"#),
+            item("short", domain: "@alpha", #"{"title": "alpha", "contentDescription": "beta"}"#),
+        ])
         let (described, all, loop) = try Self.occurrencesAndLoop(s, words: ["alpha", "beta"])
         #expect(described == [true, false, false, true])
         #expect(all.map { $0?.proximity } == loop.map { $0?.proximity })
@@ -263,9 +284,14 @@ import Testing
     /// For every item of `s` in id order (its index built here): whether
     /// the occurrences describe it, and a search's numbers for `words` (no
     /// typos, no prefix) from the occurrences and from the token loop.
-    static func occurrencesAndLoop(_ s: ShardStore, words: [String]) throws
-        -> (described: [Bool], all: [(proximity: Int, attribute: Int, exactAttribute: Int)?],
-            loop: [(proximity: Int, attribute: Int, exactAttribute: Int)?]) {
+    static func occurrencesAndLoop(
+        _ s: ShardStore, words: [String]
+    ) throws
+        -> (
+            described: [Bool], all: [(proximity: Int, attribute: Int, exactAttribute: Int)?],
+            loop: [(proximity: Int, attribute: Int, exactAttribute: Int)?]
+        )
+    {
         try s.buildSuggestionIndex()
         defer { PostingIndexes.shared.forget(path: s.path) }
         let index = try #require(try PostingIndexTests.held(s))
@@ -275,8 +301,10 @@ import Testing
         return try s.db.transaction(.deferred) {
             try s.reloadIfChanged()
             let run = try SearchRun(store: s, plan: plan, context: QueryContext(isCancelled: { false }, wantsScores: false), index: index)
-            return (ids.map { forward.occurrences.describes($0) }, run.indexedTextMatches(ids, forward, always: true),
-                    ids.map { run.indexedTextMatch($0, forward) })
+            return (
+                ids.map { forward.occurrences.describes($0) }, run.indexedTextMatches(ids, forward, always: true),
+                ids.map { run.indexedTextMatch($0, forward) }
+            )
         }
     }
 
@@ -302,8 +330,9 @@ import Testing
         let halved = try #require(try s.db.transaction(.deferred) { try ForwardIndex(db: s.db, wordTerms: everyOther) })
         for f in [forward, halved] {
             let aligned = f.asciiOfWordTerm.filter { $0 >= 0 }.count
-            #expect(aligned > 40 && aligned + f.extraTerms.count == f.asciiVocabulary.count,
-                    "\(aligned) \(f.extraTerms.count) \(f.asciiVocabulary.count)")
+            #expect(
+                aligned > 40 && aligned + f.extraTerms.count == f.asciiVocabulary.count,
+                "\(aligned) \(f.extraTerms.count) \(f.asciiVocabulary.count)")
         }
         #expect(halved.extraTerms.count > 40)
         var rows: [Int] = []
@@ -315,8 +344,10 @@ import Testing
         for _ in 0..<100 {
             let words = SearchTokens.queryWords(Self.queryText(&rng))
             guard !words.isEmpty else { continue }
-            plans.append(SearchPlan(words: words, prefixLast: rng.next() % 2 == 0,
-                                    typos: [TypoPolicy(), TypoPolicy(minWordSizeForOneTypo: 1, minWordSizeForTwoTypos: 2)][Int(rng.next() % 2)]))
+            plans.append(
+                SearchPlan(
+                    words: words, prefixLast: rng.next() % 2 == 0,
+                    typos: [TypoPolicy(), TypoPolicy(minWordSizeForOneTypo: 1, minWordSizeForTwoTypos: 2)][Int(rng.next() % 2)]))
         }
         for plan in plans {
             let matcher = SearchWordMatcher(words: plan.words, prefixLast: plan.prefixLast, policy: plan.typos)
@@ -333,10 +364,13 @@ import Testing
                     #expect(cache.masks[t] == 0)
                     continue
                 }
-                let want = forward.withTerm(t) {
-                    UInt32(matcher.matchesASCII($0, rows: &rows)) | UInt32(matcher.equalsASCII($0)) << ForwardTokenCache.equalsShift
-                } | ForwardTokenCache.known
-                #expect(cache.masks[t] == want, "\(plan.words) \(plan.prefixLast) \(plan.typos) term \(forward.withTerm(t) { String(decoding: $0, as: UTF8.self) })")
+                let want =
+                    forward.withTerm(t) {
+                        UInt32(matcher.matchesASCII($0, rows: &rows)) | UInt32(matcher.equalsASCII($0)) << ForwardTokenCache.equalsShift
+                    } | ForwardTokenCache.known
+                #expect(
+                    cache.masks[t] == want,
+                    "\(plan.words) \(plan.prefixLast) \(plan.typos) term \(forward.withTerm(t) { String(decoding: $0, as: UTF8.self) })")
                 if want & ForwardTokenCache.matchBits != 0 {
                     matched += 1
                     let term = forward.withTerm(t) { Array($0) }
@@ -428,8 +462,8 @@ import Testing
         #expect(try r.search(inSection).nbHits == 0)
         var whole = zebra
         whole.prefixLast = false
-        #expect(try r.search(whole).hits.map(\.rank.typos) == [1])   // "zebra" as a misspelling of "zebr"
-        #expect(try r.search(zebra).hits.map(\.rank.typos) == [0])   // as its prefix
+        #expect(try r.search(whole).hits.map(\.rank.typos) == [1])  // "zebra" as a misspelling of "zebr"
+        #expect(try r.search(zebra).hits.map(\.rank.typos) == [0])  // as its prefix
         #expect(r.searchCache.wordPostingsReused == 2)
         // Another connection's commit: FTS5 answers until the index is read again, then the new one.
         try w.put([item("z2", #"{"title": "zebras"}"#)])

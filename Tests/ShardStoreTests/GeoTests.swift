@@ -32,11 +32,11 @@ func geo(_ attribute: String = "location", box lat1: Double, _ lng1: Double, _ l
     }
 
     @Test func areas() {
-        let box = GeoArea.box(lat1: 52, lng1: 3, lat2: 48, lng2: -1) // corners in either order
+        let box = GeoArea.box(lat1: 52, lng1: 3, lat2: 48, lng2: -1)  // corners in either order
         #expect(box.contains(Self.paris))
         #expect(box.contains(Self.london))
         #expect(!box.contains(Self.berlin))
-        #expect(GeoArea.box(lat1: 48.8566, lng1: 2.3522, lat2: 0, lng2: 0).contains(Self.paris)) // edges included
+        #expect(GeoArea.box(lat1: 48.8566, lng1: 2.3522, lat2: 0, lng2: 0).contains(Self.paris))  // edges included
         let circle = GeoArea.circle(center: Self.paris, radius: 343_557)
         #expect(circle.contains(Self.london))
         #expect(!GeoArea.circle(center: Self.paris, radius: 343_556).contains(Self.london))
@@ -135,7 +135,8 @@ func geo(_ attribute: String = "location", box lat1: Double, _ lng1: Double, _ l
         for p in plans {
             #expect(try QueryPlan.Predicate(json: JSONValue.parse(JSONWriter.string(p.json))) == p)
         }
-        #expect(try QueryPlan.Predicate(json: json(#"{"op": "geo", "box": [1, 2, 3, 4]}"#))
+        #expect(
+            try QueryPlan.Predicate(json: json(#"{"op": "geo", "box": [1, 2, 3, 4]}"#))
                 == geo(box: 1, 2, 3, 4))
         let bad: [(String, String)] = [
             (#"{"op": "geo", "box": [1, 2, 3]}"#, "predicate.box"),

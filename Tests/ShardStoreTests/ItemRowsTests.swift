@@ -3,6 +3,7 @@ import Items
 import QueryPlan
 import SQLite
 import Testing
+
 @testable import ShardStore
 
 /// ``ItemRows``: every item's row in memory, exactly SQLite's, for the hits
@@ -73,8 +74,10 @@ import Testing
         ])
         let rows = try #require(try s.db.transaction(.deferred) { try ItemRows(db: s.db) })
         let sql = try Self.sqlRows(s)
-        let lists: [[String]] = [["title"], ["title", "contentDescription", "keywords"], ["nope"], [], [#"a":"b","c"#],
-                                 ["place"], ["c", "a"], ["size", "section"], [#"ti"tle"#]]
+        let lists: [[String]] = [
+            ["title"], ["title", "contentDescription", "keywords"], ["nope"], [], [#"a":"b","c"#],
+            ["place"], ["c", "a"], ["size", "section"], [#"ti"tle"#],
+        ]
         var laidOut = 0
         for id in sql.keys {
             let read: Bool? = rows.withRow(id) { uidBytes, json, layout in
@@ -102,15 +105,18 @@ import Testing
     /// compact form (space after a value, after a comma, around a colon),
     /// rather than copy a member with its space: the walk then writes it.
     @Test func aLayoutProjectionDeclinesSpacedText() throws {
-        for text in [#"{"attributes":{"a":"b" ,"title":"y"},"uniqueIdentifier":"e"}"#,
-                     #"{"attributes":{"a":"b","title":"y" },"uniqueIdentifier":"e"}"#,
-                     #"{"attributes":{"a":"b", "title":"y"},"uniqueIdentifier":"e"}"#,
-                     #"{"attributes":{"a":"b","title": "y"},"uniqueIdentifier":"e"}"#,
-                     #"{"attributes":{"a":"b","title" :"y"},"uniqueIdentifier":"e"}"#] {
+        for text in [
+            #"{"attributes":{"a":"b" ,"title":"y"},"uniqueIdentifier":"e"}"#,
+            #"{"attributes":{"a":"b","title":"y" },"uniqueIdentifier":"e"}"#,
+            #"{"attributes":{"a":"b", "title":"y"},"uniqueIdentifier":"e"}"#,
+            #"{"attributes":{"a":"b","title": "y"},"uniqueIdentifier":"e"}"#,
+            #"{"attributes":{"a":"b","title" :"y"},"uniqueIdentifier":"e"}"#,
+        ] {
             let json = Array(text.utf8)
             let layout = try #require(json.withUnsafeBufferPointer { AttributesLayout($0) })
             #expect(json.withUnsafeBufferPointer { StrictJSONReader.projectItem($0, keepingAttributes: FetchList(["title"]), layout: layout) } == nil)
-            #expect(json.withUnsafeBufferPointer { StrictJSONReader.projectItem($0, keepingAttributes: FetchList(["title"])) }
+            #expect(
+                json.withUnsafeBufferPointer { StrictJSONReader.projectItem($0, keepingAttributes: FetchList(["title"])) }
                     == Array(#"{"attributes":{"title":"y"},"uniqueIdentifier":"e"}"#.utf8))
         }
     }

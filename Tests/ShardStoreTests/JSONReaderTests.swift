@@ -2,6 +2,7 @@ import Foundation
 import Items
 import QueryPlan
 import Testing
+
 @testable import ShardStore
 
 /// The store's reader of its own items: a result's projection.
@@ -13,8 +14,10 @@ import Testing
     /// handed in, different from it, or written with escapes.
     @Test func theProjectionIsTheFilteredItem() throws {
         var rng = SplitMix64(state: 11)
-        let names = ["attributes", "domainIdentifier", "uniqueIdentifier", "entity", "attributesX", "uniqueIdentifie",
-                     "domain", "expirationDate", "a"]
+        let names = [
+            "attributes", "domainIdentifier", "uniqueIdentifier", "entity", "attributesX", "uniqueIdentifie",
+            "domain", "expirationDate", "a",
+        ]
         let texts = ["deb:vim", "deb:vix", "gcc:vim", "a\"b", "back\\slash", "", "é-ü", "line\nbreak", "org.debian.editors", "uniqueIdentifier"]
         let attributeNames = ["title", "contentDescription", "keywords", "downloadSize", "titl"]
         var checked = 0, reused = 0
@@ -24,7 +27,9 @@ import Testing
                 if name == "attributes" {
                     var attrs: [String: JSONValue] = [:]
                     for a in attributeNames where Bool.random(using: &rng) {
-                        attrs[a] = Bool.random(using: &rng) ? .string(texts.randomElement(using: &rng)!)
+                        attrs[a] =
+                            Bool.random(using: &rng)
+                            ? .string(texts.randomElement(using: &rng)!)
                             : .array([.string(texts.randomElement(using: &rng)!), .number(Double(Int.random(in: 0...9, using: &rng)))])
                     }
                     item[name] = .object(attrs)

@@ -3,6 +3,7 @@ import Items
 import QueryPlan
 import SQLite
 import Testing
+
 @testable import ShardStore
 
 /// The shard's every posting list read in one pass (``PostingIndex``): its
@@ -97,8 +98,10 @@ import Testing
         let s = try Self.store(dir, seed: 23)
         try s.buildSuggestionIndex()
         let uses = s.searchCache.postings.sharedUses
-        for (earlier, prefix) in [(["python"], "pa"), (["pa"], "py"), (["table", "pa"], "p"), (["pan"], "t"),
-                                  (["pytest"], "pyt"), (["nothing"], "p"), (["palm", "python3"], "ta"), (["cafe"], "p")] {
+        for (earlier, prefix) in [
+            (["python"], "pa"), (["pa"], "py"), (["table", "pa"], "p"), (["pan"], "t"),
+            (["pytest"], "pyt"), (["nothing"], "p"), (["palm", "python3"], "ta"), (["cafe"], "p"),
+        ] {
             try PostingsTests.check(s, earlier: earlier, prefix: prefix)
             try PostingsTests.check(s, earlier: earlier, prefix: prefix, domains: ["@beta"])
         }

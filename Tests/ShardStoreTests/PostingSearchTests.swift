@@ -3,6 +3,7 @@ import Items
 import QueryPlan
 import SQLite
 import Testing
+
 @testable import ShardStore
 
 /// Parameter search's word lookups from the in-memory ``PostingIndex``
@@ -10,9 +11,11 @@ import Testing
 /// search must answer exactly the same with the index as with FTS5 queries,
 /// falling back to them whenever the index is not of the current data.
 @Suite struct PostingSearchTests {
-    static let words = ["pa", "pal", "palm", "pan", "panda", "pandas", "park", "parking", "parkings", "path",
-                        "pathfinder", "pathfinders", "python", "python3", "pytest", "table", "tables", "tablet",
-                        "café", "naïve", "ZeroMQ", "libFoo", "x86", "data-base", "editor", "editors"]
+    static let words = [
+        "pa", "pal", "palm", "pan", "panda", "pandas", "park", "parking", "parkings", "path",
+        "pathfinder", "pathfinders", "python", "python3", "pytest", "table", "tables", "tablet",
+        "café", "naïve", "ZeroMQ", "libFoo", "x86", "data-base", "editor", "editors",
+    ]
 
     /// Random items whose words land in several columns (title, display
     /// name, description, keywords, and `section`, in the shared last
@@ -31,8 +34,10 @@ import Testing
         }
         return (0..<n).map { i in
             let keywords = (0..<Int(rng.next() % 3)).map { _ in "\"" + text(2) + "\"" }.joined(separator: ", ")
-            return item("\(prefix)\(i)", domain: ["@alpha", "@beta"][Int(rng.next() % 2)],
-                        #"{"title": "\#(text(3))", "displayName": "\#(text(3))", "contentDescription": "\#(text(6))", "keywords": [\#(keywords)], "section": "\#(text(2))", "size": \#(rng.next() % 100)}"#)
+            return item(
+                "\(prefix)\(i)", domain: ["@alpha", "@beta"][Int(rng.next() % 2)],
+                #"{"title": "\#(text(3))", "displayName": "\#(text(3))", "contentDescription": "\#(text(6))", "keywords": [\#(keywords)], "section": "\#(text(2))", "size": \#(rng.next() % 100)}"#
+            )
         }
     }
 
@@ -85,14 +90,17 @@ import Testing
 
     static func randomPlans(_ n: Int, seed: UInt64) -> [SearchPlan] {
         var rng = SplitMix(state: seed)
-        let attributeSets: [[String]] = [[], ["title"], ["contentDescription", "title"], ["keywords", "displayName"],
-                                         ["section"], ["title", "section", "displayName"]]
+        let attributeSets: [[String]] = [
+            [], ["title"], ["contentDescription", "title"], ["keywords", "displayName"],
+            ["section"], ["title", "section", "displayName"],
+        ]
         return (0..<n).map { _ in
             let words = (0..<(1 + Int(rng.next() % 2))).map { _ in queryWord(&rng) }
-            var plan = SearchPlan(words: words, prefixLast: rng.next() % 3 != 0,
-                                  typos: TypoPolicy(enabled: rng.next() % 5 != 0),
-                                  searchableAttributes: attributeSets[Int(rng.next() % UInt64(attributeSets.count))],
-                                  window: [1, 3, 10, 20, 200][Int(rng.next() % 5)])
+            var plan = SearchPlan(
+                words: words, prefixLast: rng.next() % 3 != 0,
+                typos: TypoPolicy(enabled: rng.next() % 5 != 0),
+                searchableAttributes: attributeSets[Int(rng.next() % UInt64(attributeSets.count))],
+                window: [1, 3, 10, 20, 200][Int(rng.next() % 5)])
             if rng.next() % 4 == 0 { plan.filter = .domain(["@beta"]) }
             if rng.next() % 4 == 0 { plan.facets = ["section"] }
             return plan
@@ -180,8 +188,10 @@ import Testing
         #expect(r.searchCache.itemOrder != nil)
         // Items with custom values come first, by them, whatever their
         // identifiers; the rest after, by identifier.
-        try w.put([item("zz-hint-2", #"{"title": "same", "rankingHint": 2}"#), item("zz-hint-9", #"{"title": "same", "rankingHint": 9}"#),
-                   item("zz-downloads", #"{"title": "same", "downloads": 5}"#)])
+        try w.put([
+            item("zz-hint-2", #"{"title": "same", "rankingHint": 2}"#), item("zz-hint-9", #"{"title": "same", "rankingHint": 9}"#),
+            item("zz-downloads", #"{"title": "same", "downloads": 5}"#),
+        ])
         let hinted = try r.search(plan).hits.prefix(4).map(\.uniqueIdentifier)
         #expect(hinted == ["zz-hint-9", "zz-hint-2", "a-inside", "a-other"])
         var byDownloads = plan
@@ -197,9 +207,11 @@ import Testing
     @Test func typosThenExactWordsDecideTheOrder() throws {
         let dir = try TempDir()
         let w = try openStore(dir)
-        try w.put([item("a-typo", #"{"title": "pandaz library"}"#), item("m-prefix", #"{"title": "pandas3 library"}"#),
-                   item("z-exact", #"{"title": "pandas library"}"#), item("b-both", #"{"title": "pandas pandaz"}"#),
-                   item("c-none", #"{"title": "library"}"#)])
+        try w.put([
+            item("a-typo", #"{"title": "pandaz library"}"#), item("m-prefix", #"{"title": "pandas3 library"}"#),
+            item("z-exact", #"{"title": "pandas library"}"#), item("b-both", #"{"title": "pandas pandaz"}"#),
+            item("c-none", #"{"title": "library"}"#),
+        ])
         let indexed = try openStore(dir, mode: .readOnly)
         let plain = try openStore(dir, mode: .readOnly)
         plain.searchCache.searchesUsePostingIndex = false

@@ -3,22 +3,26 @@ import Items
 import QueryPlan
 import SQLite
 import Testing
+
 @testable import ShardStore
 
 /// Suggestions' in-memory posting lists (``TermPostings``): the counts they
 /// give must be the word index's own, on any data, and after any write.
 @Suite struct PostingsTests {
     /// A few short words, so that prefixes have many completions and words share items.
-    static let words = ["pa", "pal", "palm", "pan", "panda", "pandas", "par", "park", "pat", "path",
-                        "py", "pyt", "pytest", "python", "python3", "pyx", "ta", "tab", "table", "tap"]
+    static let words = [
+        "pa", "pal", "palm", "pan", "panda", "pandas", "par", "park", "pat", "path",
+        "py", "pyt", "pytest", "python", "python3", "pyx", "ta", "tab", "table", "tap",
+    ]
 
     static func randomItems(_ n: Int, seed: UInt64, domains: [String] = ["@alpha", "@beta", "@gamma"]) -> [JSONValue] {
         var rng = SplitMix(state: seed)
         return (0..<n).map { i in
             let title = (0..<(1 + Int(rng.next() % 4))).map { _ in words[Int(rng.next() % UInt64(words.count))] }
             let body = (0..<Int(rng.next() % 5)).map { _ in words[Int(rng.next() % UInt64(words.count))] }
-            return item("i\(i)", domain: domains[Int(rng.next() % UInt64(domains.count))],
-                        #"{"title": "\#(title.joined(separator: " "))", "contentDescription": "\#(body.joined(separator: " "))"}"#)
+            return item(
+                "i\(i)", domain: domains[Int(rng.next() % UInt64(domains.count))],
+                #"{"title": "\#(title.joined(separator: " "))", "contentDescription": "\#(body.joined(separator: " "))"}"#)
         }
     }
 
@@ -58,8 +62,10 @@ import Testing
         let dir = try TempDir()
         let s = try openStore(dir)
         try s.put(Self.randomItems(400, seed: 5))
-        for (earlier, prefix) in [(["python"], "pa"), (["pa"], "py"), (["table", "pa"], "p"), (["pan"], "t"),
-                                  (["pytest"], "pyt"), (["nothing"], "p"), (["palm", "python3"], "ta")] {
+        for (earlier, prefix) in [
+            (["python"], "pa"), (["pa"], "py"), (["table", "pa"], "p"), (["pan"], "t"),
+            (["pytest"], "pyt"), (["nothing"], "p"), (["palm", "python3"], "ta"),
+        ] {
             try Self.check(s, earlier: earlier, prefix: prefix)
             try Self.check(s, earlier: earlier, prefix: prefix, domains: ["@beta"])
         }
@@ -123,8 +129,10 @@ import Testing
     @Test func expiredItemsAreNotCounted() throws {
         let dir = try TempDir()
         let s = try openStore(dir)
-        try s.put([item("a", #"{"title": "python pandas"}"#),
-                   item("b", expires: "2001-01-01T00:00:00Z", #"{"title": "python pandas"}"#)])
+        try s.put([
+            item("a", #"{"title": "python pandas"}"#),
+            item("b", expires: "2001-01-01T00:00:00Z", #"{"title": "python pandas"}"#),
+        ])
         #expect(try s.suggest(SearchPlan(words: ["python", "pan"]), limit: 5) == [Suggestion(text: "python pandas", count: 1)])
         #expect(try s.suggest(SearchPlan(words: ["pan"], filter: .domain(["org.example"])), limit: 5) == [Suggestion(text: "pandas", count: 1)])
     }

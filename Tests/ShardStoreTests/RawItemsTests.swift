@@ -2,6 +2,7 @@ import Foundation
 import Items
 import QueryPlan
 import Testing
+
 @testable import ShardStore
 
 /// `run(_:rawItems:…)`: the items a query worker forwards as JSON text must
@@ -11,7 +12,10 @@ struct RawItemsTests {
     static let items: [JSONValue] = [
         item("a1", #"{"title": "Alpha \"quoted\" \\ tab\t", "summary": "alpha one", "n": 3, "ratio": 0.125, "tags": ["x", "y"]}"#),
         item("a2", domain: "org.example.other", #"{"title": "alpha ü \u00e9 😀", "summary": "alpha two\nlines", "n": -12345678901}"#),
-        item("a3", #"{"summary": "alpha without a title", "nested": ["a \\u0001 \\\"q\\\"", "b"], "at": {"latitude": 48.85, "longitude": 2.35}, "flag": true}"#),
+        item(
+            "a3",
+            #"{"summary": "alpha without a title", "nested": ["a \\u0001 \\\"q\\\"", "b"], "at": {"latitude": 48.85, "longitude": 2.35}, "flag": true}"#
+        ),
         item("b1", #"{"title": "beta", "summary": "other"}"#),
     ]
 

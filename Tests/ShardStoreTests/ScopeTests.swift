@@ -1,9 +1,10 @@
 import Foundation
 import Items
 import QueryPlan
-@testable import ShardStore
 import SpotlightQuery
 import Testing
+
+@testable import ShardStore
 
 /// App scopes (`domain(["@APP"])` ANDed into every keyed request, see
 /// `TenantScope`) and every other domain condition, answered from the
@@ -14,8 +15,10 @@ import Testing
     /// Apps' reserved domains with nested subdomains, and domains that share
     /// a prefix without being below (`@ab`, `@a-b`, `@a/b`, `org.ab`): `-`
     /// sorts before `.` and `/` right after it.
-    static let domains = ["@a", "@a.org.x", "@a.org.x.y", "@a.org.xy", "@a-b", "@a/b", "@ab", "@ab.org.x",
-                          "@abc", "org.a", "org.a.b", "org.ab", ""]
+    static let domains = [
+        "@a", "@a.org.x", "@a.org.x.y", "@a.org.xy", "@a-b", "@a/b", "@ab", "@ab.org.x",
+        "@abc", "org.a", "org.a.b", "org.ab", "",
+    ]
     static let scopes = ["@a", "@a.org", "@a.org.x", "@a.org.x.y", "@ab", "@abc", "@a-b", "org", "org.a", "@", "", "@zz"]
 
     static func corpus(_ rng: inout SplitMix64, prefix: String, domains: [String] = domains) -> [JSONValue] {
@@ -43,8 +46,10 @@ import Testing
         }
     }
 
-    static let queryStrings = [#"** == "window"cdw"#, #"** == "kernel"cdw && ** == "data"cdw"#, #"title == "Kernel*"c"#,
-                               #"title == "*indow*"c"#, #"InRange(rating, 1, 3)"#, #"** == "tool*"cdw"#, #"title == "*""#]
+    static let queryStrings = [
+        #"** == "window"cdw"#, #"** == "kernel"cdw && ** == "data"cdw"#, #"title == "Kernel*"c"#,
+        #"title == "*indow*"c"#, #"InRange(rating, 1, 3)"#, #"** == "tool*"cdw"#, #"title == "*""#,
+    ]
 
     /// One round of checks on both connections: random plans, the Spotlight
     /// query strings above, the stream of a word query with a limit, and
@@ -79,8 +84,9 @@ import Testing
         for _ in 0..<20 {
             let scope = scopes.randomElement(using: &rng)!
             let members = Array(shadow.matching(.domain([scope])))
-            var plan = SearchPlan(words: [["window"], ["kernel", "data"], ["tool"], [], ["cafe"]].randomElement(using: &rng)!,
-                                  window: 1_000)
+            var plan = SearchPlan(
+                words: [["window"], ["kernel", "data"], ["tool"], [], ["cafe"]].randomElement(using: &rng)!,
+                window: 1_000)
             plan.facets = ["tag"]
             let extra: QueryPlan.Predicate = Bool.random(using: &rng) ? .all : range("rating", 1, 4)
             var named = plan

@@ -2,6 +2,7 @@ import Foundation
 import Items
 import QueryPlan
 import Testing
+
 @testable import ShardStore
 
 /// The structures that keep parameter search fast give the answers the
@@ -20,8 +21,9 @@ import Testing
         var terms = Set<String>()
         for _ in 0..<1500 { terms.insert(word(2 + Int(rng.next() % 7))) }
         // Every neighbour of a few words, so that each kind of edit is present.
-        let seeds = (0..<20).map { _ in word(5 + Int(rng.next() % 3)) }
-            + (0..<10).map { _ in (0..<4).map { _ in ["a", "b", "c", "d"][Int(rng.next() % 4)] }.joined() }   // 4 bytes: a 2-byte second half
+        let seeds =
+            (0..<20).map { _ in word(5 + Int(rng.next() % 3)) }
+            + (0..<10).map { _ in (0..<4).map { _ in ["a", "b", "c", "d"][Int(rng.next() % 4)] }.joined() }  // 4 bytes: a 2-byte second half
         for s in seeds {
             let b = Array(s.utf8)
             for i in 0..<b.count {
@@ -186,9 +188,10 @@ import Testing
             let n = Int(rng.next() % 200)
             let ranks = (0..<n).map { _ -> SearchRank in
                 let hint: JSONValue = rng.next() % 3 == 0 ? .null : .number(Double(rng.next() % 3))
-                return SearchRank(words: 2, typos: Int(rng.next() % 2), proximity: 1 + Int(rng.next() % 3), attribute: Int(rng.next() % 2),
-                                  exactAttribute: SearchRank.noExactAttribute, exactWords: Int(rng.next() % 2),
-                                  custom: [.number(Double(rng.next() % 2)), hint])
+                return SearchRank(
+                    words: 2, typos: Int(rng.next() % 2), proximity: 1 + Int(rng.next() % 3), attribute: Int(rng.next() % 2),
+                    exactAttribute: SearchRank.noExactAttribute, exactWords: Int(rng.next() % 2),
+                    custom: [.number(Double(rng.next() % 2)), hint])
             }
             let uids = (0..<n).map { "u\($0 * 7919 % 1000)-\($0)" }
             func precedes(_ a: Int, _ b: Int) -> Bool { SearchRanking.precedes(ranks[a], uids[a], ranks[b], uids[b], plan: plan) }
@@ -198,8 +201,9 @@ import Testing
             #expect(Set(kept).count == kept.count, "round \(round)")
             #expect(Array(kept.sorted(by: precedes).prefix(window)) == Array(all.prefix(window)), "round \(round)")
             // Ordered with only the ties' identifiers compared, the same first `window`.
-            #expect(SearchRun.windowOrder(kept, last: last, ranks: ranks, uids: uids, window: window, plan: plan) == Array(all.prefix(window)),
-                    "round \(round)")
+            #expect(
+                SearchRun.windowOrder(kept, last: last, ranks: ranks, uids: uids, window: window, plan: plan) == Array(all.prefix(window)),
+                "round \(round)")
         }
     }
 
@@ -215,11 +219,12 @@ import Testing
         var plan = SearchPlan(words: ["a", "b"], prefixLast: true, typos: TypoPolicy(), window: 20)
         plan.customRanking = [CustomRank(attribute: "popularity", ascending: false)]
         let ranks: [SearchRank] = (0..<300).map { _ in
-            SearchRank(words: 1 + small(2), typos: small(3), proximity: 1 + small(3),
-                       attribute: SearchRank.attribute(small(3), atStart: small(2) == 0),
-                       exactAttribute: small(3) == 0 ? SearchRank.noExactAttribute : small(3), exactWords: small(3),
-                       custom: [small(3) == 0 ? .null : .number(Double(small(4)))],
-                       geoDistance: small(2) == 0 ? nil : Double(small(5)))
+            SearchRank(
+                words: 1 + small(2), typos: small(3), proximity: 1 + small(3),
+                attribute: SearchRank.attribute(small(3), atStart: small(2) == 0),
+                exactAttribute: small(3) == 0 ? SearchRank.noExactAttribute : small(3), exactWords: small(3),
+                custom: [small(3) == 0 ? .null : .number(Double(small(4)))],
+                geoDistance: small(2) == 0 ? nil : Double(small(5)))
         }
         var decidedByKey = 0, decidedAfter = 0
         for a in ranks {

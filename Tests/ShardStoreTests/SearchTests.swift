@@ -2,6 +2,7 @@ import Foundation
 import Items
 import QueryPlan
 import Testing
+
 @testable import ShardStore
 
 /// Parameter search in one shard: matching, typos, ranking, facets.
@@ -10,11 +11,26 @@ import Testing
         let dir = try TempDir()
         let s = try openStore(dir)
         try s.put([
-            item("deb:vim", domain: "org.debian.editors", #"{"title": "vim", "displayName": "Vi IMproved - enhanced vi editor", "contentDescription": "Vim is an almost compatible version of the UNIX editor Vi.", "section": "editors", "installedSize": 3000}"#),
-            item("deb:vim-gtk3", domain: "org.debian.editors", #"{"title": "vim-gtk3", "displayName": "Vi IMproved - enhanced vi editor - with GTK3 GUI", "contentDescription": "Vim is an almost compatible version of the UNIX editor Vi.", "section": "editors", "installedSize": 4000}"#),
-            item("deb:neovim", domain: "org.debian.editors", #"{"title": "neovim", "displayName": "heavily refactored vim fork", "contentDescription": "Neovim is a fork of Vim focused on extensibility.", "section": "editors", "installedSize": 2000}"#),
-            item("deb:python3", domain: "org.debian.python", #"{"title": "python3", "displayName": "interactive high-level object-oriented language", "contentDescription": "Python, the high-level, interactive object oriented language.", "section": "python", "installedSize": 100}"#),
-            item("deb:inkscape", domain: "org.debian.graphics", #"{"title": "inkscape", "displayName": "vector-based drawing program", "contentDescription": "Inkscape is an illustration editor which has everything needed to create professional-quality computer art.", "section": "graphics", "installedSize": 9000}"#),
+            item(
+                "deb:vim", domain: "org.debian.editors",
+                #"{"title": "vim", "displayName": "Vi IMproved - enhanced vi editor", "contentDescription": "Vim is an almost compatible version of the UNIX editor Vi.", "section": "editors", "installedSize": 3000}"#
+            ),
+            item(
+                "deb:vim-gtk3", domain: "org.debian.editors",
+                #"{"title": "vim-gtk3", "displayName": "Vi IMproved - enhanced vi editor - with GTK3 GUI", "contentDescription": "Vim is an almost compatible version of the UNIX editor Vi.", "section": "editors", "installedSize": 4000}"#
+            ),
+            item(
+                "deb:neovim", domain: "org.debian.editors",
+                #"{"title": "neovim", "displayName": "heavily refactored vim fork", "contentDescription": "Neovim is a fork of Vim focused on extensibility.", "section": "editors", "installedSize": 2000}"#
+            ),
+            item(
+                "deb:python3", domain: "org.debian.python",
+                #"{"title": "python3", "displayName": "interactive high-level object-oriented language", "contentDescription": "Python, the high-level, interactive object oriented language.", "section": "python", "installedSize": 100}"#
+            ),
+            item(
+                "deb:inkscape", domain: "org.debian.graphics",
+                #"{"title": "inkscape", "displayName": "vector-based drawing program", "contentDescription": "Inkscape is an illustration editor which has everything needed to create professional-quality computer art.", "section": "graphics", "installedSize": 9000}"#
+            ),
         ])
         let reader = try openStore(dir, mode: .readOnly)
         return (dir, reader)
@@ -108,7 +124,8 @@ import Testing
 
     @Test func disjunctiveFacetIgnoresItsOwnRefinement() throws {
         let (_, s) = try store()
-        let refinement = QueryPlan.Predicate.text(TextTest(attribute: .named("section"), pattern: TextPattern(literal: "python"), options: [.caseInsensitive]))
+        let refinement = QueryPlan.Predicate.text(
+            TextTest(attribute: .named("section"), pattern: TextPattern(literal: "python"), options: [.caseInsensitive]))
         let r = try s.search(SearchPlan(filter: refinement, facets: ["section"], disjunctiveFilters: ["section": .all]))
         #expect(r.nbHits == 1)
         #expect(r.facets["section"] == ["editors": 3, "python": 1, "graphics": 1])
@@ -118,7 +135,7 @@ import Testing
 
     @Test func vocabularyFindsTermsWithinTheEditDistance() {
         let v = Vocabulary()
-        for t in ["inkscape", "inkscape2", "inkspace", "ink", "pyhton", "python", "python3"] .sorted() { v.append(t, docs: 1) }
+        for t in ["inkscape", "inkscape2", "inkspace", "ink", "pyhton", "python", "python3"].sorted() { v.append(t, docs: 1) }
         let found = Set(v.fuzzy("inkscape", maxTypos: 1).map { v.term($0.term) })
         #expect(found == ["inkscape", "inkscape2"])
         let two = Set(v.fuzzy("inkscape", maxTypos: 2).map { v.term($0.term) })
@@ -142,7 +159,7 @@ import Testing
                 let p = bytes(n)
                 let got = v.range(prefix: String(decoding: p, as: UTF8.self))
                 let valid = String(validating: p, as: UTF8.self) != nil
-                guard valid else { continue }   // the lookup takes text: only prefixes that are UTF-8
+                guard valid else { continue }  // the lookup takes text: only prefixes that are UTF-8
                 let want = terms.indices.filter { terms[$0].starts(with: p) }
                 #expect(Array(got) == want, "prefix \(p)")
                 if want.isEmpty {
@@ -228,8 +245,10 @@ import Testing
         let reader = try openStore(dir, mode: .readOnly)
         let plan = SearchPlan(words: ["news"], window: 10)
         #expect(Set(ids(try reader.search(plan))) == ["soon", "stays"])
-        try writer.put([item("old", expires: "2001-01-01T00:00:00Z", #"{"title": "news old"}"#),
-                        item("later", expires: "2999-01-01T00:00:00Z", #"{"title": "news later"}"#)])
+        try writer.put([
+            item("old", expires: "2001-01-01T00:00:00Z", #"{"title": "news old"}"#),
+            item("later", expires: "2999-01-01T00:00:00Z", #"{"title": "news later"}"#),
+        ])
         #expect(Set(ids(try reader.search(plan))) == ["soon", "stays", "later"])
         Thread.sleep(forTimeInterval: 2.2)
         let r = try reader.search(plan)
@@ -251,14 +270,15 @@ import Testing
     }
 }
 
-
 /// The byte scanner that ranking uses agrees with the definition: the
 /// search tokens (camel-case parts included) and `WordMatch`.
 @Suite struct SearchWordMatcherTests {
     @Test func theASCIIScanAgreesWithTheDefinition() {
         var rng = SplitMix64(state: 23)
-        let pieces = ["vim", "Vim", "editor", "Editors", "edtior", "MyWindowClass", "window", "NSWindow", "python3", "pyhton",
-                      "-", " ", "  ", ".", "::", "x", "Wind", "windo", "ab1c", "ABC", "aBc", "3D", "e"]
+        let pieces = [
+            "vim", "Vim", "editor", "Editors", "edtior", "MyWindowClass", "window", "NSWindow", "python3", "pyhton",
+            "-", " ", "  ", ".", "::", "x", "Wind", "windo", "ab1c", "ABC", "aBc", "3D", "e",
+        ]
         let words = ["vim", "editor", "window", "python3", "wind", "abc", "e", "edit"]
         for _ in 0..<3000 {
             let value = (0..<(Int(rng.next() % 7))).map { _ in pieces[Int(rng.next() % UInt64(pieces.count))] }

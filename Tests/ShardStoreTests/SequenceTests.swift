@@ -8,8 +8,10 @@ import Testing
 /// and after reopening, and a failed change leaves it where it was.
 @Suite struct SequenceTests {
     func item(_ uid: String) -> JSONValue {
-        .object(["uniqueIdentifier": .string(uid), "domainIdentifier": .string("org.seq"),
-                 "attributes": .object(["title": .string("seq \(uid)")])])
+        .object([
+            "uniqueIdentifier": .string(uid), "domainIdentifier": .string("org.seq"),
+            "attributes": .object(["title": .string("seq \(uid)")]),
+        ])
     }
 
     @Test func theSequenceMovesWithTheChangeAndSurvivesReopening() throws {

@@ -146,11 +146,17 @@ import Testing
         let store = try openStore(dir)
         let longText = String(repeating: "filler words about nothing in particular. ", count: 12)
         try store.put([
-            item("mywindow", domain: "org.apps", #"{"title": "MyWindowClass", "keywords": ["gui", "toolkit"], "rating": 4, "contentCreationDate": "2024-01-10T00:00:00Z"}"#),
-            item("broken", domain: "org.apps.games", #"{"title": "Broken Window", "keywords": ["glass"], "rating": 2, "contentCreationDate": "2025-06-01T00:00:00Z"}"#),
+            item(
+                "mywindow", domain: "org.apps",
+                #"{"title": "MyWindowClass", "keywords": ["gui", "toolkit"], "rating": 4, "contentCreationDate": "2024-01-10T00:00:00Z"}"#),
+            item(
+                "broken", domain: "org.apps.games",
+                #"{"title": "Broken Window", "keywords": ["glass"], "rating": 2, "contentCreationDate": "2025-06-01T00:00:00Z"}"#),
             item("nswindow", domain: "org.apps", #"{"title": "NSWindow", "rating": 5, "contentCreationDate": "2023-03-03T00:00:00Z"}"#),
             item("cafe", domain: "org.food", #"{"title": "Café Été", "displayName": "crème brûlée", "rating": 3.5}"#),
-            item("long", domain: "org.docs", #"{"title": "Manual", "contentDescription": "\#(longText)the hidden needle sits here. \#(longText)", "supportsNavigation": true}"#),
+            item(
+                "long", domain: "org.docs",
+                #"{"title": "Manual", "contentDescription": "\#(longText)the hidden needle sits here. \#(longText)", "supportsNavigation": true}"#),
             item("custom", domain: "org.docs", #"{"title": "Numbers", "installedSize": 28591, "tags": ["alpha", "beta"]}"#),
         ])
         return store
@@ -174,7 +180,9 @@ import Testing
         #expect(try store.idSet(.and([.domain(["org.apps"]), range("rating", 4, nil)])) == ["mywindow", "nswindow"])
         #expect(try store.idSet(.or([text("title", "Manual"), range("rating", nil, 2)])) == ["long", "broken"])
         #expect(try store.idSet(.not(.domain(["org.apps"]))) == ["cafe", "long", "custom"])
-        #expect(try store.idSet(.not(text("title", "*Window*"))) == ["cafe", "long", "custom", "nswindow"].reduce(into: Set<String>()) { $0.insert($1) }.subtracting(["nswindow"]))
+        #expect(
+            try store.idSet(.not(text("title", "*Window*")))
+                == ["cafe", "long", "custom", "nswindow"].reduce(into: Set<String>()) { $0.insert($1) }.subtracting(["nswindow"]))
         // Nested: apps that are not (games or rated below 3), or anything with a tag.
         let nested: QueryPlan.Predicate = .or([
             .and([.domain(["org.apps"]), .not(.or([.domain(["org.apps.games"]), range("rating", nil, 3, inclusive: false)]))]),
@@ -284,11 +292,12 @@ import Testing
     @Test func relevanceOrdersByWordMatches() throws {
         let dir = TempDir()
         let store = try openStore(dir)
-        try store.put([
-            item("once", #"{"title": "kernel", "contentDescription": "a module for the system and other things we ship"}"#),
-            item("twice", #"{"title": "kernel tools", "contentDescription": "kernel kernel"}"#),
-            item("none", #"{"title": "editor"}"#),
-        ] + (0..<20).map { item("filler\($0)", #"{"title": "unrelated \#($0)", "contentDescription": "nothing to see"}"#) })
+        try store.put(
+            [
+                item("once", #"{"title": "kernel", "contentDescription": "a module for the system and other things we ship"}"#),
+                item("twice", #"{"title": "kernel tools", "contentDescription": "kernel kernel"}"#),
+                item("none", #"{"title": "editor"}"#),
+            ] + (0..<20).map { item("filler\($0)", #"{"title": "unrelated \#($0)", "contentDescription": "nothing to see"}"#) })
         var results: [StoredResult] = []
         try store.run(Query(predicate: text("*", "kernel", "cdw"), sort: [.relevance])) { results += $0 }
         #expect(results.map { $0.item["uniqueIdentifier"]!.stringValue! } == ["twice", "once"])
@@ -313,14 +322,20 @@ import Testing
         let dir = TempDir()
         let store = try openStore(dir)
         try store.put([
-            item("a", #"{"title": "Quote \" and \\ slash \/ tab\t é 日本 \ud83c\udf0d", "keywords": ["x", "y \"z\"", ""], "rating": 2.5, "flag": true, "contentDescription": "long {not} [json] \"text\"", "depends": ["lib{a}", "c]"], "comment": "a slash at the end \\", "headline": "\\\"q\\\\\" \\\\"}"#),
+            item(
+                "a",
+                #"{"title": "Quote \" and \\ slash \/ tab\t é 日本 \ud83c\udf0d", "keywords": ["x", "y \"z\"", ""], "rating": 2.5, "flag": true, "contentDescription": "long {not} [json] \"text\"", "depends": ["lib{a}", "c]"], "comment": "a slash at the end \\", "headline": "\\\"q\\\\\" \\\\"}"#
+            ),
             item("b", #"{"title": "plain", "rating": -3, "keywords": []}"#),
             item("c", #"{}"#),
         ])
         var whole: [String: JSONValue] = [:]
         try store.run(Query(predicate: .all)) { for r in $0 { whole[r.item["uniqueIdentifier"]!.stringValue!] = r.item } }
         #expect(whole.count == 3)
-        for keep in [[], ["title"], ["title", "rating"], ["keywords", "flag", "contentDescription"], ["depends", "absent"], ["headline"], ["comment", "title"]] as [[String]] {
+        for keep in [
+            [], ["title"], ["title", "rating"], ["keywords", "flag", "contentDescription"], ["depends", "absent"], ["headline"],
+            ["comment", "title"],
+        ] as [[String]] {
             var got: [String: JSONValue] = [:]
             try store.run(Query(predicate: .all, fetchAttributes: keep)) { for r in $0 { got[r.item["uniqueIdentifier"]!.stringValue!] = r.item } }
             for (uid, item) in whole {
@@ -334,17 +349,22 @@ import Testing
     @Test func cancellationStopsALongQuery() throws {
         let dir = TempDir()
         let store = try openStore(dir)
-        let batch = (0..<3000).map { i in item("i\(i)", #"{"title": "item number \#(i) of many", "contentDescription": "\#(String(repeating: "lorem ipsum dolor ", count: 20))"}"#) }
+        let batch = (0..<3000).map { i in
+            item("i\(i)", #"{"title": "item number \#(i) of many", "contentDescription": "\#(String(repeating: "lorem ipsum dolor ", count: 20))"}"#)
+        }
         try store.put(batch)
         var polls = 0
         var delivered = 0
         let started = Date()
         do {
             // Every item needs a scan of its long description: cancelled while scanning.
-            try store.run(Query(predicate: .not(text("*", "*zzz*", "c")), batchSize: 10), isCancelled: {
-                polls += 1
-                return polls > 2
-            }) { delivered += $0.count }
+            try store.run(
+                Query(predicate: .not(text("*", "*zzz*", "c")), batchSize: 10),
+                isCancelled: {
+                    polls += 1
+                    return polls > 2
+                }
+            ) { delivered += $0.count }
             Issue.record("the query was not cancelled")
         } catch let error as StoreError {
             #expect(error.code == .cancelled)
@@ -359,10 +379,13 @@ import Testing
         var calls = 0
         delivered = 0
         #expect(throws: StoreError.self) {
-            try store.run(Query(predicate: text("*", "*ipsum*", "c"), batchSize: 10), isCancelled: {
-                calls += 1
-                return calls > 3
-            }) { delivered += $0.count }
+            try store.run(
+                Query(predicate: text("*", "*ipsum*", "c"), batchSize: 10),
+                isCancelled: {
+                    calls += 1
+                    return calls > 3
+                }
+            ) { delivered += $0.count }
         }
         #expect(delivered < 3000)
     }
@@ -395,7 +418,8 @@ import Testing
     @Test func storedItemsRoundTrip() throws {
         let dir = TempDir()
         let store = try openStore(dir)
-        let source = json(#"""
+        let source = json(
+            #"""
             {"uniqueIdentifier": "q\"uote\\d/\u00e9\ud83c\udf0d", "domainIdentifier": "org.x",
              "expirationDate": "2999-01-01T00:00:00.250Z",
              "attributes": {"title": "tab\there\nnew line \u0001 ctl", "rating": -1.5e-3, "count": 12345678901,
@@ -418,11 +442,13 @@ import Testing
         let dir = TempDir()
         let store = try openStore(dir)
         let n = 2600
-        try store.put((0..<n).map { i in
-            let size = (i * 7919) % 1000
-            return i % 10 == 0 ? item("i\(i)", #"{"title": "T\#((i * 31) % 97)"}"#)
-                : item("i\(i)", #"{"title": "t\#((i * 31) % 97)", "size": \#(size)}"#)
-        })
+        try store.put(
+            (0..<n).map { i in
+                let size = (i * 7919) % 1000
+                return i % 10 == 0
+                    ? item("i\(i)", #"{"title": "T\#((i * 31) % 97)"}"#)
+                    : item("i\(i)", #"{"title": "t\#((i * 31) % 97)", "size": \#(size)}"#)
+            })
         let bySize = try store.ids(.all, sort: [.attribute("size", ascending: true)])
         let expected = (0..<n).sorted { a, b in
             let sa = a % 10 == 0 ? Int.max : (a * 7919) % 1000

@@ -1,9 +1,10 @@
 import Foundation
 import Items
 import QueryPlan
-@testable import ShardStore
 import SQLite
 import Testing
+
+@testable import ShardStore
 
 /// Substring patterns are answered from the word index through the
 /// vocabulary's trigrams; these tests hold them (and the equality, prefix and
@@ -304,7 +305,8 @@ import Testing
     /// it was, or folded when not ASCII, one row per item) and `attrs_long`.
     static func makeFormatOne(_ path: String) throws {
         let db = try Database(path: path)
-        try db.execute("""
+        try db.execute(
+            """
             CREATE VIRTUAL TABLE grams USING fts5(text, content='', tokenize='trigram', detail=none, columnsize=0);
             INSERT INTO grams(grams, rank) VALUES('automerge', 8);
             CREATE INDEX attrs_long ON attrs(name) WHERE kind = 5;

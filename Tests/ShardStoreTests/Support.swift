@@ -3,6 +3,7 @@ import Items
 import Logging
 import QueryPlan
 import ShardStore
+import Testing
 
 let testLogger: Logger = {
     var logger = Logger(label: "limelight.store.tests", factory: { _ in SwiftLogNoOpLogHandler() })
@@ -47,14 +48,16 @@ extension ShardStore {
     }
 }
 
-import Testing
-
 func text(_ attribute: String, _ pattern: String, _ options: String = "") -> QueryPlan.Predicate {
-    .text(TextTest(attribute: attribute == "*" ? .allText : .named(attribute), pattern: TextPattern(wire: pattern),
-                   options: TextOptions(letters: options)!))
+    .text(
+        TextTest(
+            attribute: attribute == "*" ? .allText : .named(attribute), pattern: TextPattern(wire: pattern),
+            options: TextOptions(letters: options)!))
 }
 
 func range(_ attribute: String, _ lower: Double?, _ upper: Double?, inclusive: Bool = true) -> QueryPlan.Predicate {
-    .range(RangeTest(attribute: attribute, lower: lower.map { Bound($0, inclusive: inclusive) },
-                     upper: upper.map { Bound($0, inclusive: inclusive) }))
+    .range(
+        RangeTest(
+            attribute: attribute, lower: lower.map { Bound($0, inclusive: inclusive) },
+            upper: upper.map { Bound($0, inclusive: inclusive) }))
 }

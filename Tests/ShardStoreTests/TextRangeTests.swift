@@ -13,8 +13,10 @@ import Testing
         "Ωmega", "日本語", "ﬀ", "", "a", "B", "x11", "Bob",
         String(repeating: "m", count: 70) + "a", String(repeating: "m", count: 70) + "z", String(repeating: "Ｍ", count: 70),
     ]
-    static let bounds = ["", "a", "B", "cafe", "Café", "CAFE NOIR", "ecole", "m", String(repeating: "m", count: 70) + "b",
-                         "straße", "Window", "WINDOWS", "ｗｉｎｄｏｗ", "x", "Zebra", "ω", "日"]
+    static let bounds = [
+        "", "a", "B", "cafe", "Café", "CAFE NOIR", "ecole", "m", String(repeating: "m", count: 70) + "b",
+        "straße", "Window", "WINDOWS", "ｗｉｎｄｏｗ", "x", "Zebra", "ω", "日",
+    ]
 
     @Test func everyBoundAndOptionAgreesWithTheDefinition() throws {
         let dir = TempDir()
@@ -30,15 +32,16 @@ import Testing
             let ends: [String?] = [nil] + Self.bounds
             for low in ends {
                 for high in ends {
-                for inclusive in [true, false] {
-                    let test = TextRangeTest(attribute: "title", lower: low.map { TextBound($0, inclusive: inclusive) },
-                                             upper: high.map { TextBound($0, inclusive: !inclusive) }, options: TextOptions(letters: options)!)
-                    let p = QueryPlan.Predicate.textRange(test)
-                    let expected = Set(decoded.filter { Reference.matches(p, $0) }.map(\.uniqueIdentifier))
-                    #expect(try store.idSet(p) == expected, "\(test)")
-                    checked += 1
-                    if !expected.isEmpty, expected.count < items.count { selective += 1 }
-                }
+                    for inclusive in [true, false] {
+                        let test = TextRangeTest(
+                            attribute: "title", lower: low.map { TextBound($0, inclusive: inclusive) },
+                            upper: high.map { TextBound($0, inclusive: !inclusive) }, options: TextOptions(letters: options)!)
+                        let p = QueryPlan.Predicate.textRange(test)
+                        let expected = Set(decoded.filter { Reference.matches(p, $0) }.map(\.uniqueIdentifier))
+                        #expect(try store.idSet(p) == expected, "\(test)")
+                        checked += 1
+                        if !expected.isEmpty, expected.count < items.count { selective += 1 }
+                    }
                 }
             }
         }

@@ -2,6 +2,7 @@ import Foundation
 import Items
 import QueryPlan
 import Testing
+
 @testable import ShardStore
 
 /// The identifier filter may skip a lookup only for an identifier the shard
@@ -39,7 +40,7 @@ import Testing
         let dir = TempDir()
         let store = try openStore(dir)
         try store.put([item("first", #"{"title": "a"}"#)])
-        #expect(try store.delete(ids: ["nothing"]) == 0)   // builds the filter
+        #expect(try store.delete(ids: ["nothing"]) == 0)  // builds the filter
 
         // Another writer's commit: the filter is read again.
         let other = try openStore(dir)

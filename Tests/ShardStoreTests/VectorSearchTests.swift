@@ -8,7 +8,8 @@ import Testing
 /// proven bound, then float32 for the rows that may qualify) returns what
 /// scoring every row in float32 returns; vectors follow their items.
 @Suite struct VectorSearchTests {
-    struct Random { var state: UInt64
+    struct Random {
+        var state: UInt64
         mutating func next() -> Float {
             state = state &* 6364136223846793005 &+ 1442695040888963407
             return Float(Double(state >> 11) / Double(1 << 53)) - 0.5

@@ -1,9 +1,10 @@
 import Foundation
 import Items
 import QueryPlan
-@testable import ShardStore
 import SQLite
 import Testing
+
+@testable import ShardStore
 
 /// Word queries over every text attribute trust the word index for most
 /// items (`items.wordcheck`); these are the cases where the index alone would
@@ -94,8 +95,10 @@ import Testing
     /// of ASCII, camel-case and accented texts that share words.
     @Test func theBuilderAgreesWithItsDefinition() {
         var rng = SystemRandomNumberGenerator()
-        let pieces = ["lib", "Foo", "foo", "libfoo", "LibFoo", "Bar", "NSWindow", "window", "py", "Qt", "PyQt", "pyqt",
-                      "x11", "X11Lib", "café", "Über", "straße", "ⓐ", "gtkWidget", "gtk", "widget", "A", "a1B2", "ToolKit"]
+        let pieces = [
+            "lib", "Foo", "foo", "libfoo", "LibFoo", "Bar", "NSWindow", "window", "py", "Qt", "PyQt", "pyqt",
+            "x11", "X11Lib", "café", "Über", "straße", "ⓐ", "gtkWidget", "gtk", "widget", "A", "a1B2", "ToolKit",
+        ]
         let separators = [" ", "-", ".", "\n", "_", "/", ""]
         var differing = 0
         for _ in 0..<3000 {
@@ -116,4 +119,3 @@ import Testing
         }
     }
 }
-

@@ -38,20 +38,26 @@ import Testing
             TestItem("steve-not-completed", ["authorNames": ["Steve"]]),
             TestItem("no-author", ["completionDate": .date("2026-11-20T12:00:00Z")]),
         ]
-        #expect(matching(query, items) == [
-            "tim-last-week", "steve-earlier-today", "tim-first-moment", "steve-last-moment",
-            "steve-among-others", "steve-camel-case",
-        ])
+        #expect(
+            matching(query, items) == [
+                "tim-last-week", "steve-earlier-today", "tim-first-moment", "steve-last-moment",
+                "steve-among-others", "steve-camel-case",
+            ])
     }
 
     @Test func authorsCompletedInTheLastTenDaysPlan() {
         let query = #"(authorNames == "Tim"wc || authorNames == "Steve"wc) && InRange(completionDate, $time.today(-10), $time.today)"#
-        #expect(plan(query) == .and([
-            .or([text("authorNames", "Tim", [.wordBased, .caseInsensitive]),
-                 text("authorNames", "Steve", [.wordBased, .caseInsensitive])]),
-            range("completionDate", Bound(seconds("2026-11-12T00:00:00Z"), inclusive: true),
-                  Bound(seconds("2026-11-23T00:00:00Z"), inclusive: false)),
-        ]))
+        #expect(
+            plan(query)
+                == .and([
+                    .or([
+                        text("authorNames", "Tim", [.wordBased, .caseInsensitive]),
+                        text("authorNames", "Steve", [.wordBased, .caseInsensitive]),
+                    ]),
+                    range(
+                        "completionDate", Bound(seconds("2026-11-12T00:00:00Z"), inclusive: true),
+                        Bound(seconds("2026-11-23T00:00:00Z"), inclusive: false)),
+                ]))
     }
 
     @Test func searchableTitlePrefix() {
@@ -105,12 +111,24 @@ import Testing
     }
 
     @Test func wildcardPlans() {
-        #expect(plan(#"title == "Paris*""#) == .text(TextTest(attribute: .named("title"),
-            pattern: TextPattern(parts: [.literal("Paris"), .anyRun]))))
-        #expect(plan(#"title == "*Paris""#) == .text(TextTest(attribute: .named("title"),
-            pattern: TextPattern(parts: [.anyRun, .literal("Paris")]))))
-        #expect(plan(#"title == "Pa*ris""#) == .text(TextTest(attribute: .named("title"),
-            pattern: TextPattern(parts: [.literal("Pa"), .anyRun, .literal("ris")]))))
+        #expect(
+            plan(#"title == "Paris*""#)
+                == .text(
+                    TextTest(
+                        attribute: .named("title"),
+                        pattern: TextPattern(parts: [.literal("Paris"), .anyRun]))))
+        #expect(
+            plan(#"title == "*Paris""#)
+                == .text(
+                    TextTest(
+                        attribute: .named("title"),
+                        pattern: TextPattern(parts: [.anyRun, .literal("Paris")]))))
+        #expect(
+            plan(#"title == "Pa*ris""#)
+                == .text(
+                    TextTest(
+                        attribute: .named("title"),
+                        pattern: TextPattern(parts: [.literal("Pa"), .anyRun, .literal("ris")]))))
     }
 
     @Test func wordBasedWithWildcard() {
@@ -129,7 +147,11 @@ import Testing
             #expect(matching(#"\#(attr) == "Paris"wc"#, items) == ["in-title", "in-city", "in-keywords"])
             #expect(matching("\(attr) == \"*\"", items) == Set(items.map(\.name)))
         }
-        #expect(plan(#"** == "Paris"cd"#) == .text(TextTest(attribute: .allText, pattern: TextPattern(literal: "Paris"),
-                                                           options: [.caseInsensitive, .diacriticInsensitive])))
+        #expect(
+            plan(#"** == "Paris"cd"#)
+                == .text(
+                    TextTest(
+                        attribute: .allText, pattern: TextPattern(literal: "Paris"),
+                        options: [.caseInsensitive, .diacriticInsensitive])))
     }
 }

@@ -41,8 +41,12 @@ import Testing
 
     @Test func numericComparisons() {
         #expect(plan("size == 5") == range("size", Bound(5, inclusive: true), Bound(5, inclusive: true)))
-        #expect(plan("size != 5") == .and([.exists(.named("size")),
-            .not(range("size", Bound(5, inclusive: true), Bound(5, inclusive: true)))]))
+        #expect(
+            plan("size != 5")
+                == .and([
+                    .exists(.named("size")),
+                    .not(range("size", Bound(5, inclusive: true), Bound(5, inclusive: true))),
+                ]))
         #expect(plan("size < 5") == range("size", nil, Bound(5, inclusive: false)))
         #expect(plan("size <= 5") == range("size", nil, Bound(5, inclusive: true)))
         #expect(plan("size > 5") == range("size", Bound(5, inclusive: false), nil))
@@ -173,14 +177,19 @@ import Testing
 
     @Test func metadataKeysInRanges() {
         #expect(plan("InRange(kMDItemDurationSeconds, 1, 2)") == range("duration", Bound(1, inclusive: true), Bound(2, inclusive: true)))
-        #expect(plan("kMDItemContentCreationDate > $time.iso(2026-01-01)") ==
-            range("contentCreationDate", Bound(seconds("2026-01-01"), inclusive: false), nil))
+        #expect(
+            plan("kMDItemContentCreationDate > $time.iso(2026-01-01)")
+                == range("contentCreationDate", Bound(seconds("2026-01-01"), inclusive: false), nil))
     }
 
     @Test func everyAttributeTakesUnquotedNumbersAsText() {
         #expect(plan("** == 2026") == .text(TextTest(attribute: .allText, pattern: TextPattern(literal: "2026"))))
-        #expect(plan("* != 2026-11-01") == .and([.exists(.allText),
-            .not(.text(TextTest(attribute: .allText, pattern: TextPattern(literal: "2026-11-01"))))]))
+        #expect(
+            plan("* != 2026-11-01")
+                == .and([
+                    .exists(.allText),
+                    .not(.text(TextTest(attribute: .allText, pattern: TextPattern(literal: "2026-11-01")))),
+                ]))
     }
 
     // MARK: Boolean structure
@@ -215,8 +224,12 @@ import Testing
         #expect(plan(#"!!a == "1""#) == a)
         #expect(plan(#"!(a == "1" || b == "2")"#) == .not(.or([a, b])))
         #expect(plan(#"!a == "1" && b == "2""#) == .and([.not(a), b]))
-        #expect(plan(#"a != "1" && !(b != "2")"#) == .and([.exists(.named("a")), .not(a),
-            .not(.and([.exists(.named("b")), .not(b)]))]))
+        #expect(
+            plan(#"a != "1" && !(b != "2")"#)
+                == .and([
+                    .exists(.named("a")), .not(a),
+                    .not(.and([.exists(.named("b")), .not(b)])),
+                ]))
         let items = [TestItem("a", ["a": "1"]), TestItem("b", ["b": "2"]), TestItem("ab", ["a": "1", "b": "2"])]
         #expect(matching(#"!(a == "1") && b == "2""#, items) == ["b"])
         #expect(matching(#"!(a == "1" && b == "2")"#, items) == ["a", "b"])

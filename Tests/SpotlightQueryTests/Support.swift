@@ -9,7 +9,8 @@ typealias Predicate = QueryPlan.Predicate
 
 /// One attribute value of a test item.
 enum V: Sendable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
-    ExpressibleByBooleanLiteral, ExpressibleByArrayLiteral {
+    ExpressibleByBooleanLiteral, ExpressibleByArrayLiteral
+{
     case text(String)
     case number(Double)
     case list([V])
@@ -90,8 +91,10 @@ func seconds(_ iso: String) -> Double {
 }
 
 /// The names of the items that a query matches.
-func matching(_ query: String, _ items: [TestItem], using p: SpotlightQueryParser = parser,
-              sourceLocation: SourceLocation = #_sourceLocation) -> Set<String> {
+func matching(
+    _ query: String, _ items: [TestItem], using p: SpotlightQueryParser = parser,
+    sourceLocation: SourceLocation = #_sourceLocation
+) -> Set<String> {
     do {
         let predicate = try p.parse(query)
         return Set(items.filter { evaluate(predicate, $0) }.map(\.name))
@@ -108,8 +111,10 @@ func titled(_ attribute: String, _ values: [String]) -> [TestItem] {
 }
 
 /// Parses or records the error; for checking the plan's shape.
-func plan(_ query: String, using p: SpotlightQueryParser = parser,
-          sourceLocation: SourceLocation = #_sourceLocation) -> Predicate? {
+func plan(
+    _ query: String, using p: SpotlightQueryParser = parser,
+    sourceLocation: SourceLocation = #_sourceLocation
+) -> Predicate? {
     do { return try p.parse(query) } catch {
         Issue.record("\(query): \(error)", sourceLocation: sourceLocation)
         return nil
@@ -117,8 +122,10 @@ func plan(_ query: String, using p: SpotlightQueryParser = parser,
 }
 
 /// Parses, expecting failure; returns the error.
-func failure(_ query: String, using p: SpotlightQueryParser = parser,
-             sourceLocation: SourceLocation = #_sourceLocation) -> SpotlightQueryError? {
+func failure(
+    _ query: String, using p: SpotlightQueryParser = parser,
+    sourceLocation: SourceLocation = #_sourceLocation
+) -> SpotlightQueryError? {
     do {
         let p = try p.parse(query)
         Issue.record("\(query) parsed as \(p), expected an error", sourceLocation: sourceLocation)

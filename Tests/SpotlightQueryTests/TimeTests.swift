@@ -42,8 +42,11 @@ import Testing
 
     @Test(arguments: periods)
     func periodBounds(_ expression: String, _ start: String, _ end: String) {
-        #expect(plan("completionDate == \(expression)") == range("completionDate",
-            Bound(seconds(start), inclusive: true), Bound(seconds(end), inclusive: false)))
+        #expect(
+            plan("completionDate == \(expression)")
+                == range(
+                    "completionDate",
+                    Bound(seconds(start), inclusive: true), Bound(seconds(end), inclusive: false)))
     }
 
     /// Instants: `now` with seconds, and ISO-8601 dates quoted or not.
@@ -65,8 +68,11 @@ import Testing
     @Test(arguments: instants)
     func instantBounds(_ expression: String, _ instant: String) {
         let x = seconds(instant)
-        #expect(plan("completionDate == \(expression)") == range("completionDate",
-            Bound(x, inclusive: true), Bound(x, inclusive: true)))
+        #expect(
+            plan("completionDate == \(expression)")
+                == range(
+                    "completionDate",
+                    Bound(x, inclusive: true), Bound(x, inclusive: true)))
         #expect(plan("completionDate > \(expression)") == range("completionDate", Bound(x, inclusive: false), nil))
     }
 
@@ -117,16 +123,26 @@ import Testing
         #expect(plan("d <= $time.today") == range("d", nil, Bound(e, inclusive: false)))
         #expect(plan("d > $time.today") == range("d", Bound(e, inclusive: true), nil))
         #expect(plan("d >= $time.today") == range("d", Bound(s, inclusive: true), nil))
-        #expect(plan("d != $time.today") == .and([.exists(.named("d")),
-            .not(range("d", Bound(s, inclusive: true), Bound(e, inclusive: false)))]))
+        #expect(
+            plan("d != $time.today")
+                == .and([
+                    .exists(.named("d")),
+                    .not(range("d", Bound(s, inclusive: true), Bound(e, inclusive: false))),
+                ]))
     }
 
     @Test func mondayFirstWeeks() {
         let p = SpotlightQueryParser(now: fixedNow, firstWeekday: 2)
-        #expect(plan("d == $time.this_week", using: p) == range("d",
-            Bound(seconds("2026-11-16"), inclusive: true), Bound(seconds("2026-11-23"), inclusive: false)))
-        #expect(plan("d == $time.last_week", using: p) == range("d",
-            Bound(seconds("2026-11-09"), inclusive: true), Bound(seconds("2026-11-16"), inclusive: false)))
+        #expect(
+            plan("d == $time.this_week", using: p)
+                == range(
+                    "d",
+                    Bound(seconds("2026-11-16"), inclusive: true), Bound(seconds("2026-11-23"), inclusive: false)))
+        #expect(
+            plan("d == $time.last_week", using: p)
+                == range(
+                    "d",
+                    Bound(seconds("2026-11-09"), inclusive: true), Bound(seconds("2026-11-16"), inclusive: false)))
         // The design sketch's spelling of the same initialiser.
         let q = SpotlightQueryParser(now: fixedNow, timeZone: .gmt, calendar: 2)
         #expect(plan("d == $time.this_week", using: q) == plan("d == $time.this_week", using: p))
@@ -136,22 +152,35 @@ import Testing
     @Test func timeZoneDecidesWhereDaysBegin() throws {
         // 15:30 UTC is 10:30 in UTC−5, still 2026-11-22 there.
         let p = SpotlightQueryParser(now: fixedNow, timeZone: try #require(TimeZone(secondsFromGMT: -5 * 3600)))
-        #expect(plan("d == $time.today", using: p) == range("d",
-            Bound(seconds("2026-11-22T05:00:00Z"), inclusive: true), Bound(seconds("2026-11-23T05:00:00Z"), inclusive: false)))
-        #expect(plan("d == $time.this_month", using: p) == range("d",
-            Bound(seconds("2026-11-01T05:00:00Z"), inclusive: true), Bound(seconds("2026-12-01T05:00:00Z"), inclusive: false)))
+        #expect(
+            plan("d == $time.today", using: p)
+                == range(
+                    "d",
+                    Bound(seconds("2026-11-22T05:00:00Z"), inclusive: true), Bound(seconds("2026-11-23T05:00:00Z"), inclusive: false)))
+        #expect(
+            plan("d == $time.this_month", using: p)
+                == range(
+                    "d",
+                    Bound(seconds("2026-11-01T05:00:00Z"), inclusive: true), Bound(seconds("2026-12-01T05:00:00Z"), inclusive: false)))
         // 02:00 UTC on the 22nd is still the 21st in UTC−5.
-        let early = SpotlightQueryParser(now: ISODate.parse("2026-11-22T02:00:00Z")!,
-                                         timeZone: try #require(TimeZone(secondsFromGMT: -5 * 3600)))
-        #expect(plan("d == $time.today", using: early) == range("d",
-            Bound(seconds("2026-11-21T05:00:00Z"), inclusive: true), Bound(seconds("2026-11-22T05:00:00Z"), inclusive: false)))
+        let early = SpotlightQueryParser(
+            now: ISODate.parse("2026-11-22T02:00:00Z")!,
+            timeZone: try #require(TimeZone(secondsFromGMT: -5 * 3600)))
+        #expect(
+            plan("d == $time.today", using: early)
+                == range(
+                    "d",
+                    Bound(seconds("2026-11-21T05:00:00Z"), inclusive: true), Bound(seconds("2026-11-22T05:00:00Z"), inclusive: false)))
     }
 
     @Test func daylightSavingDayIsTwentyFiveHours() throws {
         // New York leaves daylight saving time on Sunday 2026-11-01.
         guard let ny = TimeZone(identifier: "America/New_York") else { return }
         let p = SpotlightQueryParser(now: ISODate.parse("2026-11-01T12:00:00Z")!, timeZone: ny)
-        #expect(plan("d == $time.today", using: p) == range("d",
-            Bound(seconds("2026-11-01T04:00:00Z"), inclusive: true), Bound(seconds("2026-11-02T05:00:00Z"), inclusive: false)))
+        #expect(
+            plan("d == $time.today", using: p)
+                == range(
+                    "d",
+                    Bound(seconds("2026-11-01T04:00:00Z"), inclusive: true), Bound(seconds("2026-11-02T05:00:00Z"), inclusive: false)))
     }
 }

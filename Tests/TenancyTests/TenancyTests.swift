@@ -2,20 +2,23 @@ import Foundation
 import Items
 import QueryPlan
 import Testing
+
 @testable import Tenancy
 
 @Suite struct SecuredKeyTests {
     let parent = "llk_" + String(repeating: "0123456789abcdef", count: 4)
 
     @Test func aSecuredKeyIsBase64OfTheHMACAndTheParameters() throws {
-        let r = KeyRestrictions(filters: "category:fruit AND price < 5", validUntil: Date(timeIntervalSince1970: 1_900_000_000),
-                                restrictDomains: ["com.shop", "org.example"], userToken: "user 42")
+        let r = KeyRestrictions(
+            filters: "category:fruit AND price < 5", validUntil: Date(timeIntervalSince1970: 1_900_000_000),
+            restrictDomains: ["com.shop", "org.example"], userToken: "user 42")
         let key = try SecuredKey.generate(parentKey: parent, r)
         let text = String(decoding: Data(base64Encoded: key)!, as: UTF8.self)
         let params = String(text.dropFirst(64))
         // Algolia's layout: 64 hex digits of HMAC-SHA256, then the query string (keys sorted).
-        #expect(params == "filters=category%3Afruit%20AND%20price%20%3C%205&parent=\(APIKey.id(of: parent))"
-            + "&restrictDomains=com.shop,org.example&userToken=user%2042&validUntil=1900000000")
+        #expect(
+            params == "filters=category%3Afruit%20AND%20price%20%3C%205&parent=\(APIKey.id(of: parent))"
+                + "&restrictDomains=com.shop,org.example&userToken=user%2042&validUntil=1900000000")
         let parsed = try SecuredKey.parse(key)
         #expect(parsed.restrictions == r)
         #expect(parsed.parent == APIKey.id(of: parent))
@@ -70,7 +73,10 @@ import Testing
         let a = try Access.resolve(key: key, store: store, requireKeys: true)
         #expect(a.scope.app == "acme" && a.role == .search && !a.canWrite)
         _ = try store.revoke(rec.id)
-        #expect(throws: TenancyError(.keyRevoked, "API key \(rec.id) was revoked at \(ISO8601DateFormatter().string(from: store.record(id: rec.id)!.revoked!))")) {
+        #expect(
+            throws: TenancyError(
+                .keyRevoked, "API key \(rec.id) was revoked at \(ISO8601DateFormatter().string(from: store.record(id: rec.id)!.revoked!))")
+        ) {
             try Access.resolve(key: key, store: store, requireKeys: true)
         }
         do { _ = try Access.resolve(key: APIKey.generate(), store: store, requireKeys: true); Issue.record("unknown key accepted") } catch {
@@ -91,7 +97,9 @@ import Testing
         let a = try Access.resolve(key: live, store: store, requireKeys: true, now: now)
         #expect(a.secured && a.role == .search && a.scope.app == "acme")
         #expect(a.scope.restriction != .all)
-        do { _ = try Access.resolve(key: live, store: store, requireKeys: true, now: now.addingTimeInterval(61)); Issue.record("expired key accepted") } catch {
+        do {
+            _ = try Access.resolve(key: live, store: store, requireKeys: true, now: now.addingTimeInterval(61)); Issue.record("expired key accepted")
+        } catch {
             #expect(error.code == .keyExpired)
         }
         // An admin key has no signing secret: it cannot be a parent.
@@ -143,8 +151,12 @@ import Testing
     @Test func everyPlanIsConfinedToTheAppAndItsRestrictions() {
         let p: QueryPlan.Predicate = .or([.domain(["org.x"]), .not(.identifier(["a"])), .domain([""])])
         let r = TenantScope(app: "acme", restriction: .domain(["com.shop"])).restrict(p)
-        #expect(r == .and([.domain(["@acme"]), .domain(["@acme.com.shop"]),
-                           .or([.domain(["@acme.org.x"]), .not(.identifier(["@acme/a"])), .exactDomain(["@acme"])])]))
+        #expect(
+            r
+                == .and([
+                    .domain(["@acme"]), .domain(["@acme.com.shop"]),
+                    .or([.domain(["@acme.org.x"]), .not(.identifier(["@acme/a"])), .exactDomain(["@acme"])]),
+                ]))
         #expect(acme.restrict(QueryPlan.Predicate.all) == .domain(["@acme"]))
         #expect(TenantScope.unscoped.restrict(p) == p)
         var plan = SearchPlan(filter: .all, disjunctiveFilters: ["category": .all])
@@ -159,8 +171,8 @@ import Testing
         let allowed = (0..<10).filter { _ in limiter.allow("k", perSecond: 3, now: 100) }.count
         #expect(allowed == 3)
         let early = limiter.allow("k", perSecond: 3, now: 100.2)
-        let later = limiter.allow("k", perSecond: 3, now: 100.34)   // one more a third of a second later
-        let other = limiter.allow("other", perSecond: 3, now: 100)   // buckets are apart
+        let later = limiter.allow("k", perSecond: 3, now: 100.34)  // one more a third of a second later
+        let other = limiter.allow("other", perSecond: 3, now: 100)  // buckets are apart
         #expect(!early && later && other)
     }
 }

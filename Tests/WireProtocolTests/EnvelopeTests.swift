@@ -2,6 +2,7 @@ import Foundation
 import Items
 import QueryPlan
 import Testing
+
 @testable import WireProtocol
 
 /// Every message survives encoding and decoding unchanged, on both the
@@ -9,29 +10,44 @@ import Testing
 struct EnvelopeTests {
     static let item: JSONValue = .object([
         "uniqueIdentifier": .string("deb:0ad"), "domainIdentifier": .string("org.debian.games"),
-        "attributes": .object(["title": .string("0ad \"quoted\"\n"), "installedSize": .number(28591),
-                               "keywords": .array([.string("game::strategy")]), "ratio": .number(0.25), "ok": .bool(true)]),
+        "attributes": .object([
+            "title": .string("0ad \"quoted\"\n"), "installedSize": .number(28591),
+            "keywords": .array([.string("game::strategy")]), "ratio": .number(0.25), "ok": .bool(true),
+        ]),
     ])
 
     static let bodies: [Body] = [
         .publish(Body.Publish(items: [item, .object([:])], batch: "b1")),
         .publish(Body.Publish(items: [])),
-        .publishAck(Body.PublishAck(batch: "b1", results: [ItemResult(index: 0, uniqueIdentifier: "a", status: .stored),
-                                                           ItemResult(index: 1, uniqueIdentifier: nil, status: .rejected,
-                                                                      error: WireError(code: "missing_identifier", message: "m", field: "uniqueIdentifier"))])),
+        .publishAck(
+            Body.PublishAck(
+                batch: "b1",
+                results: [
+                    ItemResult(index: 0, uniqueIdentifier: "a", status: .stored),
+                    ItemResult(
+                        index: 1, uniqueIdentifier: nil, status: .rejected,
+                        error: WireError(code: "missing_identifier", message: "m", field: "uniqueIdentifier")),
+                ])),
         .declare(Body.Declare(attributes: [AttributeDeclaration(AttributeSpec(name: "dueAt", type: .date))])),
         .declareAck(Body.Empty()),
         .delete(Body.Delete(ids: ["a"], domains: ["org.debian"], all: nil, shards: [1, 2])),
         .deleteAck(Body.DeleteAck(deleted: 3)),
-        .query(Body.QueryRequest(query: "title == \"x\"", fetchAttributes: ["title"], sort: [.object(["attribute": .string("title")])],
-                                 limit: 5, batchSize: 2, deadlineMs: 100)),
-        .query(Body.QueryRequest(language: "cloudkit", sort: [.object(["attribute": .string("name"), "ascending": .bool(false)])],
-                                 limit: 20, recordType: "Employee", predicate: "favoriteColor == %@ AND location != nil",
-                                 arguments: [.string("red"), .object(["recordName": .string("e1")])], cursor: "eyJ2IjoxfQ")),
+        .query(
+            Body.QueryRequest(
+                query: "title == \"x\"", fetchAttributes: ["title"], sort: [.object(["attribute": .string("title")])],
+                limit: 5, batchSize: 2, deadlineMs: 100)),
+        .query(
+            Body.QueryRequest(
+                language: "cloudkit", sort: [.object(["attribute": .string("name"), "ascending": .bool(false)])],
+                limit: 20, recordType: "Employee", predicate: "favoriteColor == %@ AND location != nil",
+                arguments: [.string("red"), .object(["recordName": .string("e1")])], cursor: "eyJ2IjoxfQ")),
         .completion(Body.Completion(count: 20, failedShards: [], cancelled: false, elapsedMs: 2, cursor: "eyJ2IjoxfQ")),
         .resultBatch(Body.ResultBatch(items: [item], seq: 4)),
-        .resultBatch(Body.ResultBatch(items: [item], seq: 5, completion: Body.Completion(
-            count: 3, failedShards: [ShardFailure(shard: 1, reason: "deadline")], cancelled: false, elapsedMs: 0.75, cursor: "eyJ2IjoxfQ"))),
+        .resultBatch(
+            Body.ResultBatch(
+                items: [item], seq: 5,
+                completion: Body.Completion(
+                    count: 3, failedShards: [ShardFailure(shard: 1, reason: "deadline")], cancelled: false, elapsedMs: 0.75, cursor: "eyJ2IjoxfQ"))),
         .query(Body.QueryRequest(query: "title == \"x\"", limit: 20, completionInBatch: true)),
         .completion(Body.Completion(count: 9, failedShards: [ShardFailure(shard: 2, reason: "deadline")], cancelled: false, elapsedMs: 1.5)),
         .cancel(Body.Cancel(query: "c7")),
@@ -52,41 +68,68 @@ struct EnvelopeTests {
         .shardDone(Body.ShardDone(shard: 1, count: 2, error: WireError(code: "cancelled", message: "cancelled"))),
         .search(Body.Search(params: .object(["query": .string("vim"), "facets": .array([.string("section")])]), deadlineMs: 500)),
         .search(Body.Search(params: .object([:]))),
-        .searchResult(Body.SearchResult(response: .object(["hits": .array([item]), "nbHits": .number(1)]),
-                                        failedShards: [ShardFailure(shard: 3, reason: "no live query worker")])),
+        .searchResult(
+            Body.SearchResult(
+                response: .object(["hits": .array([item]), "nbHits": .number(1)]),
+                failedShards: [ShardFailure(shard: 3, reason: "no live query worker")])),
         .shardSearch(Body.ShardSearch(shard: 2, plan: .object(["words": .array([.string("vim")])]), deadlineMs: 40)),
-        .shardSearchResult(Body.ShardSearchResult(shard: 2, hits: [Body.RankedHit(id: "deb:0ad", item: item, rank: SearchRank(words: 1, typos: 1, proximity: 2, custom: [.number(3)]))],
-                                                  nbHits: 7, facets: ["section": ["games": 7]], facetStats: ["installedSize": [1, 9, 20, 7]],
-                                                  exhaustiveFacetsCount: false)),
+        .shardSearchResult(
+            Body.ShardSearchResult(
+                shard: 2, hits: [Body.RankedHit(id: "deb:0ad", item: item, rank: SearchRank(words: 1, typos: 1, proximity: 2, custom: [.number(3)]))],
+                nbHits: 7, facets: ["section": ["games": 7]], facetStats: ["installedSize": [1, 9, 20, 7]],
+                exhaustiveFacetsCount: false)),
         .shardSearch(Body.ShardSearch(shard: 1, plan: .object(["words": .array([.string("py")])]), suggest: 10, perDomain: 3)),
-        .shardSearchResult(Body.ShardSearchResult(shard: 1, hits: [], nbHits: 4, facets: [:], facetStats: [:], exhaustiveFacetsCount: true,
-                                                  suggestions: [Body.SuggestionCount(suggestion: "python", count: 4)],
-                                                  groups: [Body.ShardGroup(domainIdentifier: "org.debian.python", total: 4,
-                                                                           hits: [Body.RankedHit(id: "deb:0ad", item: item, rank: SearchRank())])])),
+        .shardSearchResult(
+            Body.ShardSearchResult(
+                shard: 1, hits: [], nbHits: 4, facets: [:], facetStats: [:], exhaustiveFacetsCount: true,
+                suggestions: [Body.SuggestionCount(suggestion: "python", count: 4)],
+                groups: [
+                    Body.ShardGroup(
+                        domainIdentifier: "org.debian.python", total: 4,
+                        hits: [Body.RankedHit(id: "deb:0ad", item: item, rank: SearchRank())])
+                ])),
         .entityDonate(Body.EntityDonate(entities: [.object(["type": .string("T"), "id": .string("1")])], priority: 10, batch: "b")),
         .entityDelete(Body.EntityDelete(entityType: "LandmarkEntity", ids: ["1", "2"], shards: [0])),
         .entityAssociate(Body.EntityAssociate(uniqueIdentifier: "deb:0ad", entity: EntityAssociation(type: "GameEntity", id: "0ad", priority: 2))),
         .entityAck(Body.EntityAck(count: 3)),
         .suggest(Body.Suggest(text: "pyth", limit: 5, hitsPerPage: 2, params: .object(["aroundLatLng": .string("1,2")]), deadlineMs: 50)),
-        .suggestResult(Body.SuggestResult(suggestions: [Body.SuggestionCount(suggestion: "python", count: 9)], response: .object(["nbHits": .number(9)]),
-                                          failedShards: [ShardFailure(shard: 1, reason: "down")])),
+        .suggestResult(
+            Body.SuggestResult(
+                suggestions: [Body.SuggestionCount(suggestion: "python", count: 9)], response: .object(["nbHits": .number(9)]),
+                failedShards: [ShardFailure(shard: 1, reason: "down")])),
         .spotlight(Body.Spotlight(text: "python", perDomain: 2, params: nil, deadlineMs: 10)),
-        .spotlightResult(Body.SpotlightResult(groups: [Body.SpotlightGroup(domainIdentifier: "org.debian", total: 5,
-                                                                           items: [.object(["objectID": .string("deb:0ad")])], continuation: "abc")])),
+        .spotlightResult(
+            Body.SpotlightResult(groups: [
+                Body.SpotlightGroup(
+                    domainIdentifier: "org.debian", total: 5,
+                    items: [.object(["objectID": .string("deb:0ad")])], continuation: "abc")
+            ])),
         .continueSearch(Body.Continue(token: "abc", page: 2, hitsPerPage: 10, deadlineMs: 30)),
         // Replication: numbered changes and a registration that reports how far its shards are.
-        .write({ var w = Body.Write(shard: 1, items: [item]); w.sequence = 42; return w }()),
-        .delete({ var d = Body.Delete(ids: ["a"], shards: [1]); d.sequence = 43; return d }()),
-        .entityDelete({ var d = Body.EntityDelete(entityType: "T", shards: [1]); d.sequence = 44; return d }()),
-        .register({
-            var r = Body.Register(role: .indexer, worker: "indexer-1", shards: [0, 1], host: "h", pid: 7)
-            r.replica = "h:/data/replica-1"
-            r.sequences = [ShardSequence(shard: 0, sequence: 0), ShardSequence(shard: 1, sequence: 44)]
-            return r
-        }()),
+        .write(
+            {
+                var w = Body.Write(shard: 1, items: [item]); w.sequence = 42; return w
+            }()),
+        .delete(
+            {
+                var d = Body.Delete(ids: ["a"], shards: [1]); d.sequence = 43; return d
+            }()),
+        .entityDelete(
+            {
+                var d = Body.EntityDelete(entityType: "T", shards: [1]); d.sequence = 44; return d
+            }()),
+        .register(
+            {
+                var r = Body.Register(role: .indexer, worker: "indexer-1", shards: [0, 1], host: "h", pid: 7)
+                r.replica = "h:/data/replica-1"
+                r.sequences = [ShardSequence(shard: 0, sequence: 0), ShardSequence(shard: 1, sequence: 44)]
+                return r
+            }()),
         .keys(Body.Keys(action: "create", app: "acme", role: "search", rateLimit: 5, maxItemsPerPublish: 100, description: "web")),
-        .keysReply(Body.KeysReply(apiKey: "llk_" + String(repeating: "ab", count: 32),
-                                  keys: [.object(["id": .string("0123456789abcdef"), "app": .string("acme"), "role": .string("search")])])),
+        .keysReply(
+            Body.KeysReply(
+                apiKey: "llk_" + String(repeating: "ab", count: 32),
+                keys: [.object(["id": .string("0123456789abcdef"), "app": .string("acme"), "role": .string("search")])])),
         .copyRequest(Body.CopyRequest(shard: 2, copy: "copy-7", offset: 1_048_576, maxBytes: 1_048_576)),
         .copyChunk(Body.CopyChunk(shard: 2, copy: "copy-7", sequence: 40, offset: 0, size: 6, data: Data("SQLite".utf8).base64EncodedString())),
         .copyAck(Body.CopyAck(shard: 2, copy: "copy-7", received: 6)),
@@ -134,7 +177,8 @@ struct EnvelopeTests {
         #expect(fault(#"{"v":1,"type":"shard_batch","id":"a","shard":1,"seq":1,"hits":[1]}"#)?.id == "a")
         #expect(fault(#"{"v":1,"type":"ping","id":7}"#)?.message == "request 'id' must be text, found number")
         // A hit's rank is read when the frame is: a malformed one is named.
-        #expect(fault(#"{"v":1,"type":"shard_search_result","id":"a","shard":0,"nbHits":1,"hits":[{"id":"x","item":{},"rank":3}]}"#)?.message
+        #expect(
+            fault(#"{"v":1,"type":"shard_search_result","id":"a","shard":0,"nbHits":1,"hits":[{"id":"x","item":{},"rank":3}]}"#)?.message
                 == "shard_search_result: field 'hits[0].rank': expected an object")
         let big = Data((#"{"v":1,"type":"publish","id":"big","items":[""# + String(repeating: "x", count: 2000) + #""]}"#).utf8)
         do { _ = try Envelope.decode(big, maxBytes: 1000); Issue.record("must be too large") } catch {
@@ -191,10 +235,17 @@ struct TreeCoderTests {
             #expect(tree == foundation, "\(body.type.rawValue)")
         }
         // Decoding: every Codable body type, from the tree, equals JSONDecoder's.
-        let ack = Body.PublishAck(batch: "b", results: [ItemResult(index: 0, uniqueIdentifier: "a", status: .rejected,
-                                                                    error: WireError(code: "x", message: "m", position: 3))])
+        let ack = Body.PublishAck(
+            batch: "b",
+            results: [
+                ItemResult(
+                    index: 0, uniqueIdentifier: "a", status: .rejected,
+                    error: WireError(code: "x", message: "m", position: 3))
+            ])
         let data = try JSONEncoder().encode(ack)
-        #expect(try JSONValueDecoder().decode(Body.PublishAck.self, from: JSONValue.parse(data)) == JSONDecoder().decode(Body.PublishAck.self, from: data))
+        #expect(
+            try JSONValueDecoder().decode(Body.PublishAck.self, from: JSONValue.parse(data)) == JSONDecoder().decode(Body.PublishAck.self, from: data)
+        )
         let reg = Body.Register(role: .query, worker: "w", shards: [1, 2], host: nil, pid: 7)
         let regData = try JSONEncoder().encode(reg)
         #expect(try JSONValueDecoder().decode(Body.Register.self, from: JSONValue.parse(regData)) == reg)

@@ -1,6 +1,7 @@
 import Foundation
 import Items
 import Testing
+
 @testable import WireProtocol
 
 /// The coordinator's raw path: a query worker's `shard_batch` read without
@@ -9,9 +10,13 @@ import Testing
 struct RawShardBatchTests {
     static let items: [JSONValue] = [
         EnvelopeTests.item,
-        .object(["uniqueIdentifier": .string("ü \u{1F600} \\ / \t"), "domainIdentifier": .string("d"),
-                 "attributes": .object(["title": .string("line\nbreak \u{1}"), "n": .number(-1.5e-7), "big": .number(12345678901234),
-                                        "list": .array([.null, .bool(false), .array([]), .object([:])])])]),
+        .object([
+            "uniqueIdentifier": .string("ü \u{1F600} \\ / \t"), "domainIdentifier": .string("d"),
+            "attributes": .object([
+                "title": .string("line\nbreak \u{1}"), "n": .number(-1.5e-7), "big": .number(12345678901234),
+                "list": .array([.null, .bool(false), .array([]), .object([:])]),
+            ]),
+        ]),
         .object([:]),
     ]
 
@@ -69,20 +74,21 @@ struct RawShardBatchTests {
     }
 
     @Test func declinesWhatIsNotAWellFormedShardBatch() throws {
-        let good = String(decoding: Self.frame(Body.ShardBatch(shard: 0, seq: 1, hits: [Hit(item: .object(["a": .string("x")]))])),
-                          as: UTF8.self)
+        let good = String(
+            decoding: Self.frame(Body.ShardBatch(shard: 0, seq: 1, hits: [Hit(item: .object(["a": .string("x")]))])),
+            as: UTF8.self)
         #expect(RawShardBatch.read(Data(good.utf8)) != nil)
         let bad: [String] = [
-            String(good.dropLast()), // truncated
-            good + "x", // trailing bytes
+            String(good.dropLast()),  // truncated
+            good + "x",  // trailing bytes
             good.replacingOccurrences(of: "\"v\":1", with: "\"v\":2"),
             good.replacingOccurrences(of: "shard_batch", with: "result_batch"),
-            good.replacingOccurrences(of: "\"x\"", with: "\"x\\q\""), // unknown escape
-            good.replacingOccurrences(of: "\"x\"", with: "\"x\u{1}\""), // raw control character
+            good.replacingOccurrences(of: "\"x\"", with: "\"x\\q\""),  // unknown escape
+            good.replacingOccurrences(of: "\"x\"", with: "\"x\u{1}\""),  // raw control character
             good.replacingOccurrences(of: "\"x\"", with: "[1 2]"),
             good.replacingOccurrences(of: "\"x\"", with: "tru"),
             good.replacingOccurrences(of: "\"x\"", with: "{\"a\" 1}"),
-            good.replacingOccurrences(of: "\"item\"", with: "\"itm\""), // a hit without an item
+            good.replacingOccurrences(of: "\"item\"", with: "\"itm\""),  // a hit without an item
             good.replacingOccurrences(of: "\"seq\":1", with: "\"seq\":\"1\""),
             good.replacingOccurrences(of: "\"id\":\"q17\",", with: ""),
             "[]", "", "{",

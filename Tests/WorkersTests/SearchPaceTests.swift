@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Workers
 
 /// Whether a search may run on the socket's thread follows how long the

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+
 @testable import ZeroMQ
 
 @Suite("AsyncSocket (owner thread + Swift concurrency)")
@@ -59,8 +60,9 @@ struct AsyncSocketTests {
                 return try await group.reduce(into: [Int: ZMQError.Code?]()) { $0[$1.0] = $1.1 }
             }
             for index in 0..<20 {
-                #expect(outcomes[index]! == (index.isMultiple(of: 2) ? nil : .hostUnreachable),
-                        "send #\(index)")
+                #expect(
+                    outcomes[index]! == (index.isMultiple(of: 2) ? nil : .hostUnreachable),
+                    "send #\(index)")
             }
             let delivered = await collect(dealer, count: 10)
             #expect(Set(delivered.map { text($0[0]) }) == Set(stride(from: 0, to: 20, by: 2).map { "#\($0)" }))
@@ -215,7 +217,7 @@ struct AsyncSocketTests {
             let stuck = Task { await zmqCode { try await socket.send([data("never sent")]) } }
             try await Task.sleep(for: .milliseconds(50))
             socket.close()
-            socket.close()   // idempotent
+            socket.close()  // idempotent
             #expect(await consumer.value == 0)
             #expect(await stuck.value == .closed)
             #expect(await zmqCode { try await socket.send([data("late")]) } == .closed)
@@ -459,13 +461,16 @@ struct AsyncSocketTests {
         let context = try Context()
         let taken = Mutex<[String]>([])
         let routerBox = Mutex<AsyncSocket?>(nil)
-        let router = try AsyncSocket(context: context, type: .router, intercept: { frames in
-            guard text(frames.last!).hasPrefix("inline") else { return false }
-            taken.withLock { $0.append(text(frames.last!) + (Thread.isMainThread ? " main" : "")) }
-            // Answer from the owner thread itself: submit never waits.
-            let refused = routerBox.withLock { $0 }?.submit([frames[0], data("echo " + text(frames.last!))]) { _ in }
-            return refused == nil
-        }) { try $0.bind("tcp://127.0.0.1:*") }
+        let router = try AsyncSocket(
+            context: context, type: .router,
+            intercept: { frames in
+                guard text(frames.last!).hasPrefix("inline") else { return false }
+                taken.withLock { $0.append(text(frames.last!) + (Thread.isMainThread ? " main" : "")) }
+                // Answer from the owner thread itself: submit never waits.
+                let refused = routerBox.withLock { $0 }?.submit([frames[0], data("echo " + text(frames.last!))]) { _ in }
+                return refused == nil
+            }
+        ) { try $0.bind("tcp://127.0.0.1:*") }
         routerBox.withLock { $0 = router }
         let dealer = try AsyncSocket(context: context, type: .dealer) { socket in
             try socket.set(.routingID(bytes("d")))
@@ -496,29 +501,34 @@ struct AsyncSocketTests {
         let routerBox = Mutex<AsyncSocket?>(nil)
         let outcomes = Mutex<[String]>([])
         let firstOfBatch = DispatchSemaphore(value: 0)
-        let router = try AsyncSocket(context: context, type: .router, intercept: { frames in
-            let body = text(frames.last!)
-            let owner = pthread_self()
-            guard let socket = routerBox.withLock({ $0 }) else { return false }
-            var deferred = true
-            for job in body == "pair" ? ["pair a", "pair b"] : [body] {
-                deferred = deferred && socket.deferUntilRead { here in
-                    let onOwner = pthread_equal(owner, pthread_self()) != 0
-                    outcomes.withLock { $0.append("\(job) \(here ? "here" : "elsewhere")\(onOwner ? "" : " off the owner thread")") }
-                    // Work run here answers with `post`, past its window of
-                    // 16 unaccepted messages: only this thread could make room,
-                    // so on it `post` must not wait.
-                    if job == "single" {
-                        for k in 0..<20 { try? socket.post([frames[0], data("answer \(k)")]) }
-                    }
+        let router = try AsyncSocket(
+            context: context, type: .router,
+            intercept: { frames in
+                let body = text(frames.last!)
+                let owner = pthread_self()
+                guard let socket = routerBox.withLock({ $0 }) else { return false }
+                var deferred = true
+                for job in body == "pair" ? ["pair a", "pair b"] : [body] {
+                    deferred =
+                        deferred
+                        && socket.deferUntilRead { here in
+                            let onOwner = pthread_equal(owner, pthread_self()) != 0
+                            outcomes.withLock { $0.append("\(job) \(here ? "here" : "elsewhere")\(onOwner ? "" : " off the owner thread")") }
+                            // Work run here answers with `post`, past its window of
+                            // 16 unaccepted messages: only this thread could make room,
+                            // so on it `post` must not wait.
+                            if job == "single" {
+                                for k in 0..<20 { try? socket.post([frames[0], data("answer \(k)")]) }
+                            }
+                        }
                 }
+                // The batch's first message holds the owner thread until the
+                // rest are queued behind it, so one read takes them all (over
+                // inproc a message is in the router's queue once `send` returns).
+                if body == "batch 1" { _ = firstOfBatch.wait(timeout: .now() + 5) }
+                return deferred
             }
-            // The batch's first message holds the owner thread until the
-            // rest are queued behind it, so one read takes them all (over
-            // inproc a message is in the router's queue once `send` returns).
-            if body == "batch 1" { _ = firstOfBatch.wait(timeout: .now() + 5) }
-            return deferred
-        }) { try $0.bind("inproc://deferred-work") }
+        ) { try $0.bind("inproc://deferred-work") }
         routerBox.withLock { $0 = router }
         let dealer = try AsyncSocket(context: context, type: .dealer) { socket in
             try socket.set(.routingID(bytes("d")))
@@ -536,8 +546,11 @@ struct AsyncSocketTests {
             firstOfBatch.signal()
             while outcomes.withLock({ $0.count }) < 6 { try await Task.sleep(for: .milliseconds(5)) }
         }
-        #expect(outcomes.withLock { $0 } == ["single here", "pair a elsewhere", "pair b here",
-                                             "batch 1 elsewhere", "batch 2 elsewhere", "batch 3 elsewhere"])
+        #expect(
+            outcomes.withLock { $0 } == [
+                "single here", "pair a elsewhere", "pair b here",
+                "batch 1 elsewhere", "batch 2 elsewhere", "batch 3 elsewhere",
+            ])
     }
     /// A task that prefers the socket's executor runs on the socket's own
     /// thread (the one `intercept` runs on), across its suspensions: its
@@ -547,10 +560,13 @@ struct AsyncSocketTests {
         let context = try Context()
         let ownerThread = Mutex<UInt>(0)
         let router = try AsyncSocket(context: context, type: .router) { try $0.bind("inproc://executor-test") }
-        let dealer = try AsyncSocket(context: context, type: .dealer, intercept: { _ in
-            ownerThread.withLock { $0 = UInt(bitPattern: Int(bitPattern: pthread_self())) }
-            return false
-        }) { socket in
+        let dealer = try AsyncSocket(
+            context: context, type: .dealer,
+            intercept: { _ in
+                ownerThread.withLock { $0 = UInt(bitPattern: Int(bitPattern: pthread_self())) }
+                return false
+            }
+        ) { socket in
             try socket.set(.routingID(bytes("d")))
             try socket.connect("inproc://executor-test")
         }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import ZeroMQ
 
 /// CURVE sockets and the ZAP handler: libzmq asks the handler about every
@@ -14,7 +15,7 @@ struct CurveTests {
         #expect(!"\(pair.secretKey)".contains(pair.secretKey.z85))
         // Z85's digit "0" is the value 0: forty of them are 32 zero bytes.
         #expect(CurveKey(z85: String(repeating: "0", count: 40))?.bytes == [UInt8](repeating: 0, count: 32))
-        #expect(CurveKey(z85: "HelloWorld") == nil) // valid Z85, but 8 bytes, not 32
+        #expect(CurveKey(z85: "HelloWorld") == nil)  // valid Z85, but 8 bytes, not 32
     }
 
     @Test func theHandlerLetsKnownKeysInAndKeepsOthersOut() throws {
@@ -26,16 +27,22 @@ struct CurveTests {
             return request.curveKey == known.publicKey ? .allow(userID: "known") : .deny(reason: "unknown key")
         }
         _ = zap
-        let (router, endpoint) = try bound(context, .router, options: [
-            .zapDomain("test"), .curveServer(true), .curveSecretKey(server.secretKey),
-        ])
-        let ok = try connected(context, .dealer, to: endpoint, options:
-            CurveClientKeys(serverKey: server.publicKey, keyPair: known).socketOptions + [.routingID(bytes("known"))])
+        let (router, endpoint) = try bound(
+            context, .router,
+            options: [
+                .zapDomain("test"), .curveServer(true), .curveSecretKey(server.secretKey),
+            ])
+        let ok = try connected(
+            context, .dealer, to: endpoint,
+            options:
+                CurveClientKeys(serverKey: server.publicKey, keyPair: known).socketOptions + [.routingID(bytes("known"))])
         #expect(try ok.send([bytes("hello")]))
         #expect(texts(try router.receive()) == ["known", "hello"])
 
-        let refused = try connected(context, .dealer, to: endpoint, options:
-            CurveClientKeys(serverKey: server.publicKey, keyPair: stranger).socketOptions + [.routingID(bytes("stranger"))])
+        let refused = try connected(
+            context, .dealer, to: endpoint,
+            options:
+                CurveClientKeys(serverKey: server.publicKey, keyPair: stranger).socketOptions + [.routingID(bytes("stranger"))])
         _ = try refused.send([bytes("let me in")], dontWait: true)
         try router.set(.receiveTimeout(milliseconds: 700))
         #expect(try router.receive() == nil)

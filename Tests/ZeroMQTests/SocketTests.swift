@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import ZeroMQ
 
 @Suite("Socket (blocking, one thread)")
@@ -85,8 +86,9 @@ struct SocketTests {
     @Test func pubSubDeliversOnlySubscribedPrefixes() throws {
         let context = try Context()
         let (publisher, endpoint) = try bound(context, .pub)
-        let subscriber = try connected(context, .sub, to: endpoint,
-                                       options: [.subscribe(bytes("shard.3")), .subscribe(bytes("sync"))])
+        let subscriber = try connected(
+            context, .sub, to: endpoint,
+            options: [.subscribe(bytes("shard.3")), .subscribe(bytes("sync"))])
 
         // Subscriptions travel to the publisher asynchronously ("slow joiner"):
         // publish a sync message until one arrives.
@@ -108,7 +110,7 @@ struct SocketTests {
 
         var received: [String] = []
         while let message = try subscriber.receive(), text(message[1]) != "end" {
-            if text(message[0]) != "sync" { received.append(text(message[0])) }   // late syncs
+            if text(message[0]) != "sync" { received.append(text(message[0])) }  // late syncs
         }
         // Prefix matching on the first frame: "shard.30" matches "shard.3".
         #expect(received == ["shard.3", "shard.30", "shard.3.replica"])
@@ -127,14 +129,18 @@ struct SocketTests {
             .heartbeatInterval(milliseconds: 100), .heartbeatTimeout(milliseconds: 300),
             .heartbeatTTL(milliseconds: 500),
         ]
-        let (router, endpoint) = try bound(context, .router, options: heartbeats + [
-            .routerMandatory(true), .routerHandover(true), .tcpKeepalive(true),
-        ])
-        let dealer = try connected(context, .dealer, to: endpoint, options: heartbeats + [
-            .reconnectInterval(milliseconds: 50),
-            .reconnectIntervalMax(milliseconds: 1000), .probeRouter(true),
-            .sendTimeout(milliseconds: 1000),
-        ])
+        let (router, endpoint) = try bound(
+            context, .router,
+            options: heartbeats + [
+                .routerMandatory(true), .routerHandover(true), .tcpKeepalive(true),
+            ])
+        let dealer = try connected(
+            context, .dealer, to: endpoint,
+            options: heartbeats + [
+                .reconnectInterval(milliseconds: 50),
+                .reconnectIntervalMax(milliseconds: 1000), .probeRouter(true),
+                .sendTimeout(milliseconds: 1000),
+            ])
         #expect(try router.heartbeatInterval == 100)
         #expect(try router.heartbeatTimeout == 300)
         #expect(try dealer.heartbeatTTL == 500)
@@ -159,9 +165,11 @@ struct SocketTests {
         let context = try Context()
         let (router, endpoint) = try bound(context, .router, options: [.maxMessageSize(1024)])
         #expect(try router.maxMessageSize == 1024)
-        let dealer = try connected(context, .dealer, to: endpoint, options: [
-            .routingID(bytes("big-sender")), .reconnectInterval(milliseconds: 20),
-        ])
+        let dealer = try connected(
+            context, .dealer, to: endpoint,
+            options: [
+                .routingID(bytes("big-sender")), .reconnectInterval(milliseconds: 20),
+            ])
         try dealer.send([bytes("hello")])
         #expect(texts(try router.receive()) == ["big-sender", "hello"])
 
@@ -192,7 +200,7 @@ struct SocketTests {
                     do {
                         let socket = try Socket(context: context, type: .pull)
                         try socket.bind(endpoint)
-                        let code = zmqCode { _ = try socket.receive() }   // no timeout: blocks
+                        let code = zmqCode { _ = try socket.receive() }  // no timeout: blocks
                         socket.close()
                         continuation.resume(returning: code)
                     } catch {
@@ -257,14 +265,14 @@ struct SocketTests {
         #expect(texts(try pull.receive()) == ["one"])
         try push.disconnect(endpoint)
         try pull.unbind(endpoint)
-        #expect(try push.send([bytes("two")], dontWait: true) == false)   // no peer any more
+        #expect(try push.send([bytes("two")], dontWait: true) == false)  // no peer any more
     }
 
     @Test func sendAndReceiveWithoutWaiting() throws {
         let context = try Context()
         let (pair, endpoint) = try bound(context, .pair, inprocName())
         #expect(try pair.receive(dontWait: true) == nil)
-        #expect(try pair.send([bytes("x")], dontWait: true) == false)   // no peer yet
+        #expect(try pair.send([bytes("x")], dontWait: true) == false)  // no peer yet
         #expect(zmqCode { _ = try pair.send([] as [Data]) } == .invalidArgument)
         let peer = try connected(context, .pair, to: endpoint)
         try peer.send([Data(), Data()])
@@ -274,7 +282,7 @@ struct SocketTests {
     @Test func defaultsAndOptionReadBack() throws {
         let context = try Context()
         let socket = try Socket(context: context, type: .dealer)
-        #expect(try socket.linger == 0)   // this module's default, not libzmq's -1
+        #expect(try socket.linger == 0)  // this module's default, not libzmq's -1
         try socket.set([.sendHighWaterMark(7), .receiveHighWaterMark(9), .linger(milliseconds: 250)])
         #expect(try socket.sendHighWaterMark == 7)
         #expect(try socket.receiveHighWaterMark == 9)

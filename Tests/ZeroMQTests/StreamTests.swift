@@ -1,8 +1,10 @@
 import Foundation
 import Testing
+
 @testable import ZeroMQ
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A plain blocking TCP client (no ZeroMQ): what curl is to a STREAM socket.
@@ -102,14 +104,14 @@ struct StreamTests {
         do {
             let client = try RawTCPClient(port: try port(of: endpoint))
             let hello = try #require(try server.receive())
-            #expect(hello.count == 2 && hello[1].isEmpty)   // connection notification
+            #expect(hello.count == 2 && hello[1].isEmpty)  // connection notification
             peer = hello[0]
             client.write("ping")
             let ping = try #require(try server.receive())
             #expect(ping[0] == peer && text(ping[1]) == "ping")
             try server.sendRaw(data("pong"), to: peer)
             #expect(client.read() == "pong")
-        }   // the client hangs up here
+        }  // the client hangs up here
         // A disconnect by the peer is announced as another empty frame.
         let bye = try #require(try server.receive())
         #expect(bye[0] == peer && bye[1].isEmpty)

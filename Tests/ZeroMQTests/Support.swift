@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+
 @testable import ZeroMQ
 
 /// Every test socket gives up on a blocking receive after this, so a broken
@@ -14,8 +15,10 @@ func texts(_ frames: [Data]?) -> [String]? { frames?.map(text) }
 
 /// A fresh socket with a receive timeout, bound to an ephemeral loopback port
 /// (or an inproc name); returns it with the resolved endpoint.
-func bound(_ context: Context, _ type: SocketType, _ endpoint: String = "tcp://127.0.0.1:*",
-           options: [SocketOption] = []) throws -> (Socket, String) {
+func bound(
+    _ context: Context, _ type: SocketType, _ endpoint: String = "tcp://127.0.0.1:*",
+    options: [SocketOption] = []
+) throws -> (Socket, String) {
     let socket = try Socket(context: context, type: type)
     try socket.set(.receiveTimeout(milliseconds: receiveTimeout))
     try socket.set(options)
@@ -23,8 +26,10 @@ func bound(_ context: Context, _ type: SocketType, _ endpoint: String = "tcp://1
     return (socket, try socket.lastEndpoint)
 }
 
-func connected(_ context: Context, _ type: SocketType, to endpoint: String,
-               options: [SocketOption] = []) throws -> Socket {
+func connected(
+    _ context: Context, _ type: SocketType, to endpoint: String,
+    options: [SocketOption] = []
+) throws -> Socket {
     let socket = try Socket(context: context, type: type)
     try socket.set(.receiveTimeout(milliseconds: receiveTimeout))
     try socket.set(options)
@@ -41,8 +46,10 @@ struct TimedOut: Error, CustomStringConvertible {
 /// hanging the whole suite.
 /// The default is generous: the whole suite runs in parallel on two cores,
 /// and a hang still fails, only later.
-func withTimeout<T: Sendable>(_ seconds: Double = 60, _ what: String = "operation",
-                              _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+func withTimeout<T: Sendable>(
+    _ seconds: Double = 60, _ what: String = "operation",
+    _ operation: @escaping @Sendable () async throws -> T
+) async throws -> T {
     try await withThrowingTaskGroup(of: T.self) { group in
         group.addTask { try await operation() }
         group.addTask {

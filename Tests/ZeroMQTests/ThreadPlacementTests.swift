@@ -1,6 +1,7 @@
+import CZeroMQ
 import Foundation
 import Testing
-import CZeroMQ
+
 @testable import ZeroMQ
 
 /// The CPUs a thread of this process may run on, from /proc (the kernel's

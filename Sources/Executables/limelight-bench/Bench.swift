@@ -16,7 +16,8 @@ struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "limelight-bench",
         abstract: "Index a corpus and time queries, beside ../shared/bench/peers.py on the same corpus.",
-        subcommands: [StoreBench.self, ClusterBench.self, PathBench.self, LoadBench.self, StagesBench.self, EmbedBench.self, VectorBench.self], defaultSubcommand: StoreBench.self)
+        subcommands: [StoreBench.self, ClusterBench.self, PathBench.self, LoadBench.self, StagesBench.self, EmbedBench.self, VectorBench.self],
+        defaultSubcommand: StoreBench.self)
 }
 
 struct CorpusOptions: ParsableArguments {
@@ -101,7 +102,7 @@ extension QueryWords {
 /// User+system CPU time of the whole process (all threads), in seconds.
 func processCPUSeconds() -> Double {
     var usage = rusage()
-    getrusage(__rusage_who_t(0), &usage) // RUSAGE_SELF
+    getrusage(__rusage_who_t(0), &usage)  // RUSAGE_SELF
     return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
         + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
 }
@@ -140,7 +141,10 @@ func queryKinds(_ w: QueryWords, count: Int) -> [(String, [String])] {
         let a = w.words[i], b = w.words[Int(rng.next() % UInt64(w.words.count))]
         return "** == \"\(a)\"cdw && ** == \"\(b)\"cdw"
     }
-    return [("word", word), ("two words", twoWords), ("prefix", prefix), ("wildcard", wildcard), ("wildcard long", wildcardLong), ("InRange", ranges), ("prefix3", prefix3)]
+    return [
+        ("word", word), ("two words", twoWords), ("prefix", prefix), ("wildcard", wildcard), ("wildcard long", wildcardLong), ("InRange", ranges),
+        ("prefix3", prefix3),
+    ]
 }
 
 /// Indexes straight into one shard store and times queries against it.
@@ -151,9 +155,15 @@ struct StoreBench: AsyncParsableCommand {
     @Option(help: "Print this many of the slowest queries of each kind.") var slowest = 0
     @Option(help: "Keep the shard at this path; when it exists already, skip indexing and only time queries.") var database: String?
     @Flag(help: "Time suggestions only with the suggestion index read (not first term by term).") var suggestionIndexOnly = false
-    @Option(help: "Store every item as this app's (its reserved domain and identifier, as a publish with the app's key does) and time each query kind and search twice, in turn: unscoped, and scoped to the app as its keys scope every request.")
+    @Option(
+        help:
+            "Store every item as this app's (its reserved domain and identifier, as a publish with the app's key does) and time each query kind and search twice, in turn: unscoped, and scoped to the app as its keys scope every request."
+    )
     var app: String?
-    @Option(help: "With --app: deal the items among this many apps in turn (the first is --app's, the others named after it), so that the scope is a part of the shard.")
+    @Option(
+        help:
+            "With --app: deal the items among this many apps in turn (the first is --app's, the others named after it), so that the scope is a part of the shard."
+    )
     var apps = 1
 
     func run() async throws {
@@ -186,7 +196,9 @@ struct StoreBench: AsyncParsableCommand {
         let words = QueryWords(lines: lines, count: corpus.queries)
         let reader = try ShardStore(path: path, mode: .readOnly, logger: logger)
         let parser = SpotlightQueryParser()
-        print("Limelight store: \(stored) items indexed at \(Int(Double(stored) / indexSeconds)) items/s (\(fmt(indexSeconds, 1)) s wall, \(fmt(indexCPU, 1)) s CPU: \(Int(Double(stored) / indexCPU)) items per CPU-second)")
+        print(
+            "Limelight store: \(stored) items indexed at \(Int(Double(stored) / indexSeconds)) items/s (\(fmt(indexSeconds, 1)) s wall, \(fmt(indexCPU, 1)) s CPU: \(Int(Double(stored) / indexCPU)) items per CPU-second)"
+        )
         print(String(repeating: "-", count: 72))
         print("query kind      p50 ms     p99 ms    mean hits   CPU p50 ms  CPU p99 ms   (limit 20, one shard)")
         var mix: [Double] = []
@@ -201,10 +213,16 @@ struct StoreBench: AsyncParsableCommand {
             // A few untimed queries first: the first ones after opening read
             // the shard's pages from the OS, which peers.py never measures
             // (it queries right after indexing).
-            for q in qs.prefix(20) { _ = try reader.run(Query(predicate: try parser.parse(q), fetchAttributes: ["title"], limit: 20, batchSize: 20)) { _ in } }
+            for q in qs.prefix(20) {
+                _ = try reader.run(Query(predicate: try parser.parse(q), fetchAttributes: ["title"], limit: 20, batchSize: 20)) { _ in }
+            }
             let plans = try qs.map { try parser.parse($0) }
             let timed = try timeInTurn(plans.count, scoped: app != nil) { i, scoped in
-                try reader.run(Query(predicate: scope.map { scoped ? $0.restrict(plans[i]) : plans[i] } ?? plans[i], fetchAttributes: ["title"], limit: 20, batchSize: 20)) { _ in }
+                try reader.run(
+                    Query(
+                        predicate: scope.map { scoped ? $0.restrict(plans[i]) : plans[i] } ?? plans[i], fetchAttributes: ["title"], limit: 20,
+                        batchSize: 20)
+                ) { _ in }
             }
             if kind == "word" || kind == "two words" { mix += timed[0].lat }
             for (label, t) in zip([kind, kind + " @app"], timed) {
@@ -223,7 +241,9 @@ struct StoreBench: AsyncParsableCommand {
             let t = Date()
             let c = threadCPUSeconds()
             let read = try reader.buildSuggestionIndex()
-            print("posting index: \(read.terms) terms, \(read.ids) postings, \(fmt(Double(read.bytes) / 1_048_576, 1)) MiB, read in \(fmt(Date().timeIntervalSince(t) * 1000, 1)) ms (\(fmt((threadCPUSeconds() - c) * 1000, 1)) ms CPU); forward index: \(read.forwardTokens) tokens, \(read.forwardTerms) terms, \(fmt(Double(read.forwardBytes) / 1_048_576, 1)) MiB, \(fmt(read.forwardSeconds * 1000, 1)) ms CPU of it; item rows: \(fmt(Double(read.rowsBytes) / 1_048_576, 1)) MiB")
+            print(
+                "posting index: \(read.terms) terms, \(read.ids) postings, \(fmt(Double(read.bytes) / 1_048_576, 1)) MiB, read in \(fmt(Date().timeIntervalSince(t) * 1000, 1)) ms (\(fmt((threadCPUSeconds() - c) * 1000, 1)) ms CPU); forward index: \(read.forwardTokens) tokens, \(read.forwardTerms) terms, \(fmt(Double(read.forwardBytes) / 1_048_576, 1)) MiB, \(fmt(read.forwardSeconds * 1000, 1)) ms CPU of it; item rows: \(fmt(Double(read.rowsBytes) / 1_048_576, 1)) MiB"
+            )
         }
         for (kind, qs) in searches {
             let plans = try qs.map { try SearchRequest(params: $0).plan }
@@ -238,8 +258,9 @@ struct StoreBench: AsyncParsableCommand {
         }
         reader.forgetSuggestionIndex()
         if corpus.wants("suggest") || corpus.kinds?.contains("suggest ") == true {
-            try benchSuggest({ try ShardStore(path: path, mode: .readOnly, logger: logger) }, words, count: corpus.queries,
-                             only: corpus.wants("suggest") ? { _ in true } : { corpus.wants($0) }, indexOnly: suggestionIndexOnly)
+            try benchSuggest(
+                { try ShardStore(path: path, mode: .readOnly, logger: logger) }, words, count: corpus.queries,
+                only: corpus.wants("suggest") ? { _ in true } : { corpus.wants($0) }, indexOnly: suggestionIndexOnly)
         }
         printPeers(corpus.runPeers(), ours: Double(stored) / indexSeconds)
     }
@@ -323,7 +344,9 @@ func printPeers(_ rows: [[String: Any]], ours: Double, before: [[String: Any]] =
     for r in rows {
         let (name, p50, p99) = read(r)
         let rate = (r["index_docs_per_s"] as? Double) ?? Double((r["index_docs_per_s"] as? Int) ?? 0)
-        print("\(name.padding(toLength: 12, withPad: " ", startingAt: 0))  index \(Int(rate)) docs/s  query p50 \(fmt(p50)) ms  p99 \(fmt(p99)) ms   (Limelight/peer indexing: \(fmt(ours / max(1, rate), 2)))")
+        print(
+            "\(name.padding(toLength: 12, withPad: " ", startingAt: 0))  index \(Int(rate)) docs/s  query p50 \(fmt(p50)) ms  p99 \(fmt(p99)) ms   (Limelight/peer indexing: \(fmt(ours / max(1, rate), 2)))"
+        )
     }
 }
 
@@ -345,7 +368,10 @@ struct ClusterBench: AsyncParsableCommand {
     var typoPeer = "scripts/peer-typos.py"
     @Flag(help: "Leave the cluster's and the client's socket threads where the kernel puts them (--socket-cpu anywhere), as before placements.")
     var unplaced = false
-    @Flag(help: "Run the cluster without keys (limelight up --no-require-keys), unscoped; by default it runs as users run it: keys required, every request with an app's key.")
+    @Flag(
+        help:
+            "Run the cluster without keys (limelight up --no-require-keys), unscoped; by default it runs as users run it: keys required, every request with an app's key."
+    )
     var keyless = false
 
     /// Where the cluster's and the client's socket threads run (see
@@ -368,20 +394,25 @@ struct ClusterBench: AsyncParsableCommand {
         let binDir = (bin as NSString).deletingLastPathComponent
         var best = 0.0
         var firstP50: [String: Double] = [:]
-        print("Limelight cluster through the coordinator (limelight up: min(shards, 2) indexers and query workers), on loopback, "
-              + (keyless ? "keyless (--no-require-keys)" : "keys required: the app's admin key, then its search key and a secured key"))
+        print(
+            "Limelight cluster through the coordinator (limelight up: min(shards, 2) indexers and query workers), on loopback, "
+                + (keyless ? "keyless (--no-require-keys)" : "keys required: the app's admin key, then its search key and a secured key"))
         print(String(repeating: "-", count: 96))
         print("shards  publish items/s   kind       p50 ms   p99 ms   first batch p50 ms   p99 ms")
         // The floor under the search kinds (``noMatchSearches(count:)``): a
         // ping (nil), and a search that finds nothing.
-        let floor: [(String, [JSONValue?])] = [("ping", Array(repeating: nil, count: corpus.queries)),
-                                               ("no match", noMatchSearches(count: corpus.queries).map { Optional($0) })]
+        let floor: [(String, [JSONValue?])] = [
+            ("ping", Array(repeating: nil, count: corpus.queries)),
+            ("no match", noMatchSearches(count: corpus.queries).map { Optional($0) }),
+        ]
         let placed = placements
-        print("socket threads: the cluster's on \(placed.cluster), the client's on \(placed.same)"
-              + (placed.other.map { " (and, marked, on \($0))" } ?? ""))
+        print(
+            "socket threads: the cluster's on \(placed.cluster), the client's on \(placed.same)"
+                + (placed.other.map { " (and, marked, on \($0))" } ?? ""))
         for n in shards {
-            let cluster = try BenchCluster(binDir: binDir, shards: n, extra: upArgument + (keyless ? ["--no-require-keys"] : []),
-                                           socketCPU: placed.cluster)
+            let cluster = try BenchCluster(
+                binDir: binDir, shards: n, extra: upArgument + (keyless ? ["--no-require-keys"] : []),
+                socketCPU: placed.cluster)
             defer { cluster.stop() }
             let client = try LimelightClient(endpoint: cluster.endpoint, key: cluster.adminKey, placement: placed.same)
             defer { client.close() }
@@ -403,7 +434,9 @@ struct ClusterBench: AsyncParsableCommand {
             best = max(best, rate)
             /// One kind's line; the first shard count's p50 kept under `key` for the ratios.
             func row(_ kind: String, _ lat: [Double], _ note: String, key: String) {
-                print("\(String(n).leftPad(6))  \(String(Int(rate)).leftPad(15))   \(kind.padding(toLength: 14, withPad: " ", startingAt: 0))  \(fmt(percentile(lat, 50)).leftPad(7))  \(fmt(percentile(lat, 99)).leftPad(7))   \(note)")
+                print(
+                    "\(String(n).leftPad(6))  \(String(Int(rate)).leftPad(15))   \(kind.padding(toLength: 14, withPad: " ", startingAt: 0))  \(fmt(percentile(lat, 50)).leftPad(7))  \(fmt(percentile(lat, 99)).leftPad(7))   \(note)"
+                )
                 if n == shards.first { firstP50[key] = percentile(lat, 50) }
             }
             // The timed loops run on the client's socket thread
@@ -420,7 +453,9 @@ struct ClusterBench: AsyncParsableCommand {
                         }
                         lat.append(Date().timeIntervalSince(t) * 1000)
                     }
-                    print("\(String(n).leftPad(6))  \(String(Int(rate)).leftPad(15))   \(kind.padding(toLength: 9, withPad: " ", startingAt: 0))  \(fmt(percentile(lat, 50)).leftPad(7))  \(fmt(percentile(lat, 99)).leftPad(7))  \(fmt(percentile(first, 50)).leftPad(19))  \(fmt(percentile(first, 99)).leftPad(7))")
+                    print(
+                        "\(String(n).leftPad(6))  \(String(Int(rate)).leftPad(15))   \(kind.padding(toLength: 9, withPad: " ", startingAt: 0))  \(fmt(percentile(lat, 50)).leftPad(7))  \(fmt(percentile(lat, 99)).leftPad(7))  \(fmt(percentile(first, 50)).leftPad(19))  \(fmt(percentile(first, 99)).leftPad(7))"
+                    )
                 }
                 let searches = searchKinds(words, count: corpus.queries).filter { corpus.wants($0.0) }
                 if let first = searches.first?.1.first, indexWait > 0 {
@@ -459,7 +494,8 @@ struct ClusterBench: AsyncParsableCommand {
             if let other = placed.other {
                 let far = try LimelightClient(endpoint: cluster.endpoint, key: cluster.adminKey, placement: other)
                 defer { far.close() }
-                let kinds = searchKinds(words, count: corpus.queries).filter { ["search 2 words", "2 words strict"].contains($0.0) }
+                let kinds =
+                    searchKinds(words, count: corpus.queries).filter { ["search 2 words", "2 words strict"].contains($0.0) }
                     .map { ($0.0, $0.1.map { Optional($0) }) } + floor
                 try await withTaskExecutorPreference(pool ? nil : far.executor) {
                     for (kind, qs) in kinds where corpus.wants(kind) {
@@ -468,8 +504,9 @@ struct ClusterBench: AsyncParsableCommand {
                 }
             }
             if corpus.wants("suggest") { try await benchSuggest(client, words, count: corpus.queries, shards: n, rate: rate) }
-            print("resident memory after the queries: " + cluster.residentMemory().map { "\($0.name) \($0.megabytes) MB" }.joined(separator: ", ")
-                  + "; data folder \(cluster.dataBytes() / 1_000_000) MB (\(stored > 0 ? cluster.dataBytes() / stored : 0) bytes an item)")
+            print(
+                "resident memory after the queries: " + cluster.residentMemory().map { "\($0.name) \($0.megabytes) MB" }.joined(separator: ", ")
+                    + "; data folder \(cluster.dataBytes() / 1_000_000) MB (\(stored > 0 ? cluster.dataBytes() / stored : 0) bytes an item)")
         }
         let peersAfter = corpus.runPeers()
         printPeers(peersAfter, ours: best, before: peersBefore)
@@ -544,14 +581,17 @@ struct BenchCluster {
         var out: [(String, Int)] = []
         for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] where Int32(entry) != nil {
             guard let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
-                  let ppid = stat.split(separator: ")").last?.split(separator: " ").dropFirst().first.flatMap({ Int32($0) }),
-                  ppid == process.processIdentifier,
-                  let cmdline = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline"),
-                  let status = try? String(contentsOfFile: "/proc/\(entry)/status", encoding: .utf8) else { continue }
+                let ppid = stat.split(separator: ")").last?.split(separator: " ").dropFirst().first.flatMap({ Int32($0) }),
+                ppid == process.processIdentifier,
+                let cmdline = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline"),
+                let status = try? String(contentsOfFile: "/proc/\(entry)/status", encoding: .utf8)
+            else { continue }
             let argv = cmdline.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
-            let name = argv.firstIndex(of: "--id").flatMap { argv.indices.contains($0 + 1) ? argv[$0 + 1] : nil }
+            let name =
+                argv.firstIndex(of: "--id").flatMap { argv.indices.contains($0 + 1) ? argv[$0 + 1] : nil }
                 ?? (argv.first.map { ($0 as NSString).lastPathComponent } ?? entry)
-            let kb = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }?
+            let kb =
+                status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }?
                 .split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
             out.append((name, kb / 1024))
         }
@@ -594,8 +634,11 @@ struct BenchCluster {
         dir = NSTemporaryDirectory() + "limelight-cbench-\(UUID().uuidString)"
         let up = Process()
         up.executableURL = URL(fileURLWithPath: binDir + "/limelight")
-        up.arguments = ["up", "--data", dir, "--listen", "tcp://127.0.0.1:0", "--stats-port", "0", "--shards", String(n),
-                        "--indexers", String(min(n, 2)), "--query-workers", String(min(n, 2)), "--log-level", "warning"] + extra
+        up.arguments =
+            [
+                "up", "--data", dir, "--listen", "tcp://127.0.0.1:0", "--stats-port", "0", "--shards", String(n),
+                "--indexers", String(min(n, 2)), "--query-workers", String(min(n, 2)), "--log-level", "warning",
+            ] + extra
         if let socketCPU {
             // Every process of the cluster reads it (--socket-cpu).
             up.environment = ProcessInfo.processInfo.environment.merging(["LIMELIGHT_SOCKET_CPU": socketCPU.description]) { $1 }

@@ -55,9 +55,11 @@ struct EmbedBench: ParsableCommand {
         }
 
         // Queries as users type them: a few words, one text per call.
-        let samples = ["web server", "compress files", "play chess", "parse JSON in C", "antivirus scanner",
-                       "e-book manager", "container runtime", "edit images", "python testing framework",
-                       "send email from the command line"]
+        let samples = [
+            "web server", "compress files", "play chess", "parse JSON in C", "antivirus scanner",
+            "e-book manager", "container runtime", "edit images", "python testing framework",
+            "send email from the command line",
+        ]
         var latencies: [Double] = []
         for i in 0..<queries {
             let q = samples[i % samples.count]
@@ -69,21 +71,33 @@ struct EmbedBench: ParsableCommand {
         func pct(_ p: Double) -> Double { latencies[min(latencies.count - 1, Int(p / 100 * Double(latencies.count - 1) + 0.5))] }
 
         let loadAfter = loadAverage()
-        print("embedder: \(documents.count) texts, \(tokens) tokens (mean \(String(format: "%.1f", Double(tokens) / Double(max(1, documents.count))))), \(threads) workers")
+        print(
+            "embedder: \(documents.count) texts, \(tokens) tokens (mean \(String(format: "%.1f", Double(tokens) / Double(max(1, documents.count))))), \(threads) workers"
+        )
         print("  model load            \(String(format: "%.3f", loadTime)) s")
         print("  tokenize              \(String(format: "%.0f", Double(documents.count) / tokenizeTime)) texts/s")
         for (i, r) in results.enumerated() {
             let effective = flops / r.embed / 1e9
             let ceiling = max(r.openBLAS, r.parallel.gflops)
-            print("  round \(i + 1): embed \(f(Double(documents.count) / r.embed, 1)) texts/s, \(f(Double(tokens) / r.embed, 0)) tokens/s, effective \(f(effective, 1)) GFLOP/s; sgemm \(f(r.openBLAS, 1)) GFLOP/s (OpenBLAS, \(threads) threads, \(ceilingRows) rows), \(f(r.parallel.gflops, 1)) GFLOP/s (\(threads) × 1 thread, \(Embedder.tokensPerPass) rows); end to end \(f(100 * effective / ceiling, 0)) % of the higher")
-            print("           per CPU-second: embed \(f(flops / r.embedCPU / 1e9, 1)), sgemm \(f(r.parallel.gflopsPerCPUSecond, 1)) GFLOP; \(f(100 * flops / r.embedCPU / 1e9 / r.parallel.gflopsPerCPUSecond, 0)) %")
+            print(
+                "  round \(i + 1): embed \(f(Double(documents.count) / r.embed, 1)) texts/s, \(f(Double(tokens) / r.embed, 0)) tokens/s, effective \(f(effective, 1)) GFLOP/s; sgemm \(f(r.openBLAS, 1)) GFLOP/s (OpenBLAS, \(threads) threads, \(ceilingRows) rows), \(f(r.parallel.gflops, 1)) GFLOP/s (\(threads) × 1 thread, \(Embedder.tokensPerPass) rows); end to end \(f(100 * effective / ceiling, 0)) % of the higher"
+            )
+            print(
+                "           per CPU-second: embed \(f(flops / r.embedCPU / 1e9, 1)), sgemm \(f(r.parallel.gflopsPerCPUSecond, 1)) GFLOP; \(f(100 * flops / r.embedCPU / 1e9 / r.parallel.gflopsPerCPUSecond, 0)) %"
+            )
         }
         let best = results.min { $0.embed < $1.embed }!
         let ratios = results.map { flops / $0.embed / 1e9 / max($0.openBLAS, $0.parallel.gflops) }.sorted()
         let cpuRatios = results.map { flops / $0.embedCPU / 1e9 / $0.parallel.gflopsPerCPUSecond }.sorted()
-        print("  best round            \(f(Double(documents.count) / best.embed, 1)) texts/s, \(f(flops / best.embed / 1e9, 1)) GFLOP/s effective (\(f(flops / 1e9, 0)) GFLOP of matrix products per run)")
-        print("  end to end / sgemm    median \(f(100 * ratios[ratios.count / 2], 0)) % of wall-clock rates, \(f(100 * cpuRatios[cpuRatios.count / 2], 0)) % per CPU-second, over \(results.count) rounds")
-        print("  query latency         p50 \(String(format: "%.2f", pct(50))) ms, p90 \(String(format: "%.2f", pct(90))) ms, p99 \(String(format: "%.2f", pct(99))) ms over \(latencies.count)")
+        print(
+            "  best round            \(f(Double(documents.count) / best.embed, 1)) texts/s, \(f(flops / best.embed / 1e9, 1)) GFLOP/s effective (\(f(flops / 1e9, 0)) GFLOP of matrix products per run)"
+        )
+        print(
+            "  end to end / sgemm    median \(f(100 * ratios[ratios.count / 2], 0)) % of wall-clock rates, \(f(100 * cpuRatios[cpuRatios.count / 2], 0)) % per CPU-second, over \(results.count) rounds"
+        )
+        print(
+            "  query latency         p50 \(String(format: "%.2f", pct(50))) ms, p90 \(String(format: "%.2f", pct(90))) ms, p99 \(String(format: "%.2f", pct(99))) ms over \(latencies.count)"
+        )
         print("  machine load average  \(loadBefore) before, \(loadAfter) after (\(ProcessInfo.processInfo.activeProcessorCount) cores)")
     }
 

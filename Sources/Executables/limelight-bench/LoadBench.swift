@@ -26,7 +26,9 @@ struct LoadBench: AsyncParsableCommand {
         let kinds = searchKinds(words, count: corpus.queries).map { ($0.0, Optional($0.1)) } + [("ping", nil), ("no match", noMatch)]
         let chosen = corpus.kinds == nil ? [("search 2 words", Optional(words.twoWordSearches(seed: 7)))] : kinds.filter { corpus.wants($0.0) }
         guard !chosen.isEmpty else { throw ValidationError("no such kind: \(corpus.kinds ?? "") (kinds: \(kinds.map(\.0).joined(separator: ", ")))") }
-        guard let placement = ThreadPlacement(clientCpu) else { throw ValidationError("--client-cpu: '\(clientCpu)' is not here, anywhere or a CPU's number") }
+        guard let placement = ThreadPlacement(clientCpu) else {
+            throw ValidationError("--client-cpu: '\(clientCpu)' is not here, anywhere or a CPU's number")
+        }
         let client = try LimelightClient(endpoint: endpoint, key: try ClientDefaults.key(), placement: placement)
         defer { client.close() }
         let seconds = self.seconds
@@ -45,7 +47,9 @@ struct LoadBench: AsyncParsableCommand {
             }
             let latencies = pool ? try await loop() : try await withTaskExecutorPreference(client.executor) { try await loop() }
             guard !latencies.isEmpty else { print("no \(name) ran in \(seconds) s"); continue }
-            print("\(latencies.count) \(name == "search 2 words" ? "two-word searches" : name): p50 \(fmt(percentile(latencies, 50))) ms  p99 \(fmt(percentile(latencies, 99))) ms")
+            print(
+                "\(latencies.count) \(name == "search 2 words" ? "two-word searches" : name): p50 \(fmt(percentile(latencies, 50))) ms  p99 \(fmt(percentile(latencies, 99))) ms"
+            )
         }
     }
 }

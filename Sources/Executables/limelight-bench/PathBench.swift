@@ -47,7 +47,9 @@ struct PathBench: AsyncParsableCommand {
             let p50 = percentile(lat, 50), p99 = percentile(lat, 99)
             let added = rows.last.map { p50 - $0.1 }
             rows.append((name, p50, p99))
-            print("\(name.padding(toLength: 44, withPad: " ", startingAt: 0)) p50 \(fmt(p50)) ms  p99 \(fmt(p99)) ms" + (added.map { "  (+\(fmt($0)))" } ?? ""))
+            print(
+                "\(name.padding(toLength: 44, withPad: " ", startingAt: 0)) p50 \(fmt(p50)) ms  p99 \(fmt(p99)) ms"
+                    + (added.map { "  (+\(fmt($0)))" } ?? ""))
         }
         let ipc = "ipc://" + NSTemporaryDirectory() + "limelight-path-\(getpid())"
         let overIPC = try rawRoundTrips(trips, endpoint: ipc)
@@ -175,8 +177,10 @@ struct PathBench: AsyncParsableCommand {
                 let request = try SearchRequest(params: params[k % params.count])
                 let answer = try stores[0].search(request.plan)
                 var b = SearchResponseBuilder(request: request)
-                b.add(Body.ShardSearchResult(shard: 0, hits: answer.hits.map { Body.RankedHit(id: $0.uniqueIdentifier, item: $0.item, rank: $0.rank) },
-                                             nbHits: answer.nbHits, facets: [:], facetStats: [:], exhaustiveFacetsCount: true))
+                b.add(
+                    Body.ShardSearchResult(
+                        shard: 0, hits: answer.hits.map { Body.RankedHit(id: $0.uniqueIdentifier, item: $0.item, rank: $0.rank) },
+                        nbHits: answer.nbHits, facets: [:], facetStats: [:], exhaustiveFacetsCount: true))
                 let t0 = Date()
                 let response = RawJSON(trusted: ArraySlice(b.responseBytes(processingTimeMS: 1)))
                 let t1 = Date()
@@ -186,7 +190,8 @@ struct PathBench: AsyncParsableCommand {
                 build.append(t1.timeIntervalSince(t0) * 1e6); encode.append(t2.timeIntervalSince(t1) * 1e6)
                 decode.append(Date().timeIntervalSince(t2) * 1e6); size.append(Double(frame.count))
             }
-            responseFigures = "the coordinator's response to a two-word search (one shard's 20 hits): built p50 \(fmt(percentile(build, 50) / 1000)) ms, encoded p50 \(fmt(percentile(encode, 50) / 1000)) ms; "
+            responseFigures =
+                "the coordinator's response to a two-word search (one shard's 20 hits): built p50 \(fmt(percentile(build, 50) / 1000)) ms, encoded p50 \(fmt(percentile(encode, 50) / 1000)) ms; "
                 + "the client's decoding of its frame (p50 \(Int(percentile(size, 50))) bytes) p50 \(fmt(percentile(decode, 50) / 1000)) ms"
         }
         print("the parameter search (20 hits with their titles), through the coordinator and in process:")
@@ -202,16 +207,19 @@ struct PathBench: AsyncParsableCommand {
                 }
                 alone.append(slowest)
             }
-            print("  \(name.padding(toLength: 20, withPad: " ", startingAt: 0)) p50 \(fmt(percentile(l, 50))) ms  p99 \(fmt(percentile(l, 99))) ms;"
-                  + " the store alone (slowest shard) p50 \(fmt(percentile(alone, 50))) ms, so the path \(fmt(percentile(l, 50) - percentile(alone, 50))) ms;"
-                  + " in the coordinator p50 \(coordinatorP50[name].map { fmt($0) } ?? "?") ms")
+            print(
+                "  \(name.padding(toLength: 20, withPad: " ", startingAt: 0)) p50 \(fmt(percentile(l, 50))) ms  p99 \(fmt(percentile(l, 99))) ms;"
+                    + " the store alone (slowest shard) p50 \(fmt(percentile(alone, 50))) ms, so the path \(fmt(percentile(l, 50) - percentile(alone, 50))) ms;"
+                    + " in the coordinator p50 \(coordinatorP50[name].map { fmt($0) } ?? "?") ms")
         }
         print(responseFigures)
         let peers = corpus.runPeers()
         for r in peers {
             let name = (r["engine"] as? String) ?? "?"
             let peer = (r["query_p50_ms"] as? Double) ?? .nan
-            print("\(name.padding(toLength: 12, withPad: " ", startingAt: 0)) in-process query p50 \(fmt(peer)) ms: Limelight word query over the socket / \(name) = \(fmt(p50 / peer, 1))x, first batch \(fmt(percentile(first, 50) / peer, 1))x")
+            print(
+                "\(name.padding(toLength: 12, withPad: " ", startingAt: 0)) in-process query p50 \(fmt(peer)) ms: Limelight word query over the socket / \(name) = \(fmt(p50 / peer, 1))x, first batch \(fmt(percentile(first, 50) / peer, 1))x"
+            )
         }
     }
 
@@ -286,7 +294,8 @@ func childCPU(of pid: Int32) -> [String: Double] {
     }
     for child in children {
         guard let stat = try? String(contentsOfFile: "/proc/\(child)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")"), let open = stat.firstIndex(of: "(") else { continue }
+            let close = stat.lastIndex(of: ")"), let open = stat.firstIndex(of: "(")
+        else { continue }
         let name = String(stat[stat.index(after: open)..<close])
         let fields = stat[stat.index(close, offsetBy: 2)...].split(separator: " ")
         // Fields 14 and 15 of stat (utime, stime) are 12 and 13 after the name.

@@ -23,14 +23,18 @@ func searchKinds(_ w: QueryWords, count: Int) -> [(String, [JSONValue])] {
         .object(["query": .string(w.words[i]), "attributesToRetrieve": .array([.string("title")])])
     }
     let faceted = (0..<count).map { i -> JSONValue in
-        .object(["query": .string(w.words[i]), "attributesToRetrieve": .array([.string("title")]),
-                 "facets": .array([.string("section"), .string("architecture"), .string("priority")]),
-                 "disjunctiveFacets": .array([.string("section")]),
-                 "facetFilters": .array([.array([.string("section:\(sections[i % sections.count])")])])])
+        .object([
+            "query": .string(w.words[i]), "attributesToRetrieve": .array([.string("title")]),
+            "facets": .array([.string("section"), .string("architecture"), .string("priority")]),
+            "disjunctiveFacets": .array([.string("section")]),
+            "facetFilters": .array([.array([.string("section:\(sections[i % sections.count])")])]),
+        ])
     }
     let page10 = (0..<count).map { i -> JSONValue in
-        .object(["query": .string(w.words[i]), "page": .number(10), "hitsPerPage": .number(20),
-                 "attributesToRetrieve": .array([.string("title")])])
+        .object([
+            "query": .string(w.words[i]), "page": .number(10), "hitsPerPage": .number(20),
+            "attributesToRetrieve": .array([.string("title")]),
+        ])
     }
     let literal = twoWords.map { q -> JSONValue in
         guard case .object(var o) = q else { return q }
@@ -41,20 +45,26 @@ func searchKinds(_ w: QueryWords, count: Int) -> [(String, [JSONValue])] {
     // A person refining one query: the faceted query of each word with
     // every section refinement in turn (the words are searched again).
     let refinements = (0..<count).map { i -> JSONValue in
-        .object(["query": .string(w.words[i / sections.count]), "attributesToRetrieve": .array([.string("title")]),
-                 "facets": .array([.string("section"), .string("architecture"), .string("priority")]),
-                 "disjunctiveFacets": .array([.string("section")]),
-                 "facetFilters": .array([.array([.string("section:\(sections[i % sections.count])")])])])
+        .object([
+            "query": .string(w.words[i / sections.count]), "attributesToRetrieve": .array([.string("title")]),
+            "facets": .array([.string("section"), .string("architecture"), .string("priority")]),
+            "disjunctiveFacets": .array([.string("section")]),
+            "facetFilters": .array([.array([.string("section:\(sections[i % sections.count])")])]),
+        ])
     }
     let empty = (0..<count).map { _ -> JSONValue in
-        .object(["query": .string(""), "attributesToRetrieve": .array([.string("title")]),
-                 "facets": .array([.string("section"), .string("architecture"), .string("priority")])])
+        .object([
+            "query": .string(""), "attributesToRetrieve": .array([.string("title")]),
+            "facets": .array([.string("section"), .string("architecture"), .string("priority")]),
+        ])
     }
     let common = (0..<count).map { i -> JSONValue in
         .object(["query": .string(w.common[i % w.common.count]), "attributesToRetrieve": .array([.string("title")])])
     }
-    return [("search 1 word", oneWord), ("search 2 words", twoWords), ("2 words strict", literal), ("faceted", faceted), ("refinements", refinements),
-            ("page 10", page10), ("common word", common), ("empty query", empty)]
+    return [
+        ("search 1 word", oneWord), ("search 2 words", twoWords), ("2 words strict", literal), ("faceted", faceted), ("refinements", refinements),
+        ("page 10", page10), ("common word", common), ("empty query", empty),
+    ]
 }
 
 /// Two made-up words, exact, that no item holds: a search's whole path
@@ -65,7 +75,9 @@ func searchKinds(_ w: QueryWords, count: Int) -> [(String, [JSONValue])] {
 /// message path and a search's bookkeeping cost whatever the words.
 func noMatchSearches(count: Int) -> [JSONValue] {
     (0..<count).map { i -> JSONValue in
-        .object(["query": .string("qzxv\(i) wqjk\(i)"), "attributesToRetrieve": .array([.string("title")]),
-                 "typoTolerance": .bool(false), "queryType": .string("prefixNone")])
+        .object([
+            "query": .string("qzxv\(i) wqjk\(i)"), "attributesToRetrieve": .array([.string("title")]),
+            "typoTolerance": .bool(false), "queryType": .string("prefixNone"),
+        ])
     }
 }

@@ -20,7 +20,8 @@ import WireProtocol
 struct StagesBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "stages", abstract: "A search's stages in one process, each timed.")
     @OptionGroup var corpus: CorpusOptions
-    @Option(help: "A shard file holding the corpus (written there first when it does not exist; without it, in a temporary folder).") var database: String?
+    @Option(help: "A shard file holding the corpus (written there first when it does not exist; without it, in a temporary folder).") var database:
+        String?
     @Option(help: "Rounds over the queries.") var rounds = 3
 
     func run() async throws {
@@ -48,7 +49,7 @@ struct StagesBench: AsyncParsableCommand {
             var k = 0
             func lap(_ stage: Int, _ since: inout UInt64) {
                 let now = DispatchTime.now().uptimeNanoseconds
-                if k >= params.count { times[stage].append(Double(now - since) / 1000) }   // the first round warms
+                if k >= params.count { times[stage].append(Double(now - since) / 1000) }  // the first round warms
                 since = now
             }
             while k < params.count * (rounds + 1) {
@@ -62,10 +63,16 @@ struct StagesBench: AsyncParsableCommand {
                 lap(2, &t)
                 let answer = try store.search(request.plan, rawItems: true)
                 lap(3, &t)
-                builder.add(Body.ShardSearchResult(
-                    shard: 0, hits: answer.hits.map { Body.RankedHit(id: $0.uniqueIdentifier, item: $0.item, rank: $0.rank, rawItem: $0.rawItem.map { RawJSON(trusted: $0[...]) }) },
-                    nbHits: answer.nbHits, facets: answer.facets, facetStats: answer.facetStats.mapValues { [$0.min, $0.max, $0.sum, Double($0.count)] },
-                    exhaustiveFacetsCount: answer.exhaustiveFacetsCount))
+                builder.add(
+                    Body.ShardSearchResult(
+                        shard: 0,
+                        hits: answer.hits.map {
+                            Body.RankedHit(
+                                id: $0.uniqueIdentifier, item: $0.item, rank: $0.rank, rawItem: $0.rawItem.map { RawJSON(trusted: $0[...]) })
+                        },
+                        nbHits: answer.nbHits, facets: answer.facets,
+                        facetStats: answer.facetStats.mapValues { [$0.min, $0.max, $0.sum, Double($0.count)] },
+                        exhaustiveFacetsCount: answer.exhaustiveFacetsCount))
                 lap(4, &t)
                 let response = RawJSON(trusted: ArraySlice(builder.responseBytes(processingTimeMS: 1)))
                 lap(5, &t)
@@ -76,7 +83,9 @@ struct StagesBench: AsyncParsableCommand {
                 k += 1
             }
             let p50s = times.map { percentile($0, 50) }
-            print(kind.padding(toLength: 16, withPad: " ", startingAt: 0) + p50s.map { fmt($0, 1).leftPad(14) }.joined() + fmt(p50s.reduce(0, +), 1).leftPad(10))
+            print(
+                kind.padding(toLength: 16, withPad: " ", startingAt: 0) + p50s.map { fmt($0, 1).leftPad(14) }.joined()
+                    + fmt(p50s.reduce(0, +), 1).leftPad(10))
         }
     }
 }

@@ -40,8 +40,10 @@ let keyedDomains = ["org.debian.libs", "org.debian.python", "org.debian.utils", 
 /// its background read of the shard's ``PostingIndex`` ends, and after each
 /// change of the data until the next), then with that index read.
 /// `only` picks kinds by name (all of them when "suggest" is asked for).
-func benchSuggest(_ open: () throws -> ShardStore, _ words: QueryWords, count: Int,
-                  only: (String) -> Bool = { _ in true }, indexOnly: Bool = false) throws {
+func benchSuggest(
+    _ open: () throws -> ShardStore, _ words: QueryWords, count: Int,
+    only: (String) -> Bool = { _ in true }, indexOnly: Bool = false
+) throws {
     ShardStore.buildsSuggestionIndex = false
     if !indexOnly {
         print("suggestions with posting lists read term by term (no suggestion index yet):")
@@ -50,7 +52,9 @@ func benchSuggest(_ open: () throws -> ShardStore, _ words: QueryWords, count: I
     let t = Date()
     let c = threadCPUSeconds()
     let read = try open().buildSuggestionIndex()
-    print("suggestion index: \(read.terms) terms, \(read.ids) ids read in \(fmt(Date().timeIntervalSince(t) * 1000, 1)) ms (\(fmt((threadCPUSeconds() - c) * 1000, 1)) ms CPU); suggestions with it:")
+    print(
+        "suggestion index: \(read.terms) terms, \(read.ids) ids read in \(fmt(Date().timeIntervalSince(t) * 1000, 1)) ms (\(fmt((threadCPUSeconds() - c) * 1000, 1)) ms CPU); suggestions with it:"
+    )
     try benchSuggestKinds(open, words, count: count, only: only)
     ShardStore.buildsSuggestionIndex = true
 }
@@ -74,7 +78,9 @@ func benchSuggestKinds(_ open: () throws -> ShardStore, _ words: QueryWords, cou
             cpu.append((threadCPUSeconds() - c) * 1000)
             lat.append(Date().timeIntervalSince(t) * 1000)
         }
-        print("\(kind.padding(toLength: 21, withPad: " ", startingAt: 0))\(fmt(percentile(lat, 50)).leftPad(9))  \(fmt(percentile(lat, 99)).leftPad(9))  \(fmt(Double(found) / Double(plans.count), 1).leftPad(10))  \(fmt(percentile(cpu, 50)).leftPad(10))  \(fmt(percentile(cpu, 99)).leftPad(10))   (suggestions)")
+        print(
+            "\(kind.padding(toLength: 21, withPad: " ", startingAt: 0))\(fmt(percentile(lat, 50)).leftPad(9))  \(fmt(percentile(lat, 99)).leftPad(9))  \(fmt(Double(found) / Double(plans.count), 1).leftPad(10))  \(fmt(percentile(cpu, 50)).leftPad(10))  \(fmt(percentile(cpu, 99)).leftPad(10))   (suggestions)"
+        )
     }
 }
 
@@ -88,6 +94,8 @@ func benchSuggest(_ client: LimelightClient, _ words: QueryWords, count: Int, sh
             _ = try await client.suggest(t, limit: 10)
             lat.append(Date().timeIntervalSince(start) * 1000)
         }
-        print("\(String(n).leftPad(6))  \(String(Int(rate)).leftPad(15))   \(kind.padding(toLength: 14, withPad: " ", startingAt: 0))  \(fmt(percentile(lat, 50)).leftPad(7))  \(fmt(percentile(lat, 99)).leftPad(7))   (suggest)")
+        print(
+            "\(String(n).leftPad(6))  \(String(Int(rate)).leftPad(15))   \(kind.padding(toLength: 14, withPad: " ", startingAt: 0))  \(fmt(percentile(lat, 50)).leftPad(7))  \(fmt(percentile(lat, 99)).leftPad(7))   (suggest)"
+        )
     }
 }

@@ -49,9 +49,14 @@ struct VectorBench: ParsableCommand {
             var vectors: [String: [Float]] = [:]
             for i in start..<min(count, start + 5000) {
                 let uid = "v\(i)"
-                items.append(.object(["uniqueIdentifier": .string(uid), "domainIdentifier": .string("bench"),
-                                      "attributes": .object(["title": .string("item \(i) word\(i % 100)"),
-                                                             "section": .string(sections[i % sections.count])])]))
+                items.append(
+                    .object([
+                        "uniqueIdentifier": .string(uid), "domainIdentifier": .string("bench"),
+                        "attributes": .object([
+                            "title": .string("item \(i) word\(i % 100)"),
+                            "section": .string(sections[i % sections.count]),
+                        ]),
+                    ]))
                 vectors[uid] = unitVector()
             }
             _ = try writer.write(items, vectors: vectors)
@@ -59,7 +64,9 @@ struct VectorBench: ParsableCommand {
         print(String(format: "stored %d items with %d-float vectors in %.1f s", count, dimension, seconds(clock.now - t0)))
 
         let reader = try ShardStore(path: path, mode: .readOnly, logger: logger)
-        print("load average before the queries: " + ((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "?").split(separator: " ").prefix(3).joined(separator: " "))
+        print(
+            "load average before the queries: "
+                + ((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "?").split(separator: " ").prefix(3).joined(separator: " "))
         var t = clock.now
         _ = try reader.nearest(unitVector(), k: k)
         print(String(format: "first search (loads the index into memory): %.0f ms", seconds(clock.now - t) * 1000))
@@ -76,8 +83,10 @@ struct VectorBench: ParsableCommand {
                 ms.append(seconds(clock.now - t) * 1000)
             }
             // CPU time too: on a shared machine the wall clock counts other processes' turns.
-            print(String(format: "%@: p50 %.2f ms, p99 %.2f ms; CPU p50 %.2f ms (%d queries, %.0f hits each)", label,
-                         percentile(ms, 50), percentile(ms, 99), percentile(cpu, 50), queries, Double(found) / Double(queries)))
+            print(
+                String(
+                    format: "%@: p50 %.2f ms, p99 %.2f ms; CPU p50 %.2f ms (%d queries, %.0f hits each)", label,
+                    percentile(ms, 50), percentile(ms, 99), percentile(cpu, 50), queries, Double(found) / Double(queries)))
         }
         try time("vector top-\(k) over \(count) vectors") { try reader.nearest($0, k: k).count }
         var plan = SearchPlan(window: k)

@@ -5,8 +5,10 @@ import LimelightClient
 // are found as the `limelight` command finds them).
 let client = try LimelightClient.configured()
 defer { client.close() }
-let kiwi: JSONValue = .object(["uniqueIdentifier": .string("produce:kiwi"),
-                               "attributes": .object(["title": .string("Kiwi"), "price": .number(0.69)])])
+let kiwi: JSONValue = .object([
+    "uniqueIdentifier": .string("produce:kiwi"),
+    "attributes": .object(["title": .string("Kiwi"), "price": .number(0.69)]),
+])
 let outcome = try await client.publishUntilAcknowledged([kiwi])
 print("stored \(outcome.stored)")
 var params = SearchParams(query: "kiwi")
