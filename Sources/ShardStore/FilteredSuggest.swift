@@ -82,12 +82,12 @@ extension ShardStore {
     /// find any are returned, up to ``maxShardSuggestions``, as the unfiltered
     /// path returns them, so the coordinator's sums are as exact as its.
     ///
-    /// (It was one pass over every instance of the prefix's terms, `fts5vocab`
-    /// 'instance': 28 ms for "py" on 15,000 items, debug build. Posting lists
-    /// are read per distinct term, and once per change of the data.) With the
+    /// Posting lists are read per distinct term, and once per change of the
+    /// data, rather than in one pass over every instance of the prefix's
+    /// terms, which costs tens of milliseconds for a short prefix. With the
     /// process's ``PostingIndex`` of the current data, terms and lists are
-    /// its own, with no query: 0.103 ms CPU p50 for the bench's keyed one
-    /// word, against 1.88 ms reading them term by term.
+    /// its own, with no query: about a twentieth of reading them term by
+    /// term.
     func filteredWordCounts(_ word: String, prefixLast: Bool, allowed: [Int64]) throws -> [Suggestion] {
         if let shared = searchCache.postings.shared {
             return filteredWordCounts(word, prefixLast: prefixLast, allowed: allowed, in: shared)

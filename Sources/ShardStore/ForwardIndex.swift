@@ -8,9 +8,8 @@ import SQLite
 /// from token ids instead of reading and scanning each candidate's text.
 ///
 /// Why: for two words, reading the text rows of every item in the best typo
-/// buckets and scanning them was ~80% of the query (Debian corpus, ~2.2-2.5
-/// ms CPU p50 of which ~1.9 in ``SearchRun/textMatch(_:)``), where Tantivy
-/// answers the same query in ~0.15 ms.
+/// buckets and scanning them would be ~80% of the query, where Tantivy
+/// answers the same query in a tenth of that time.
 ///
 /// What it holds, per item, its text values (`attrs` kinds 0 and 5, in
 /// their (name, pos) order), each with its attribute name and its tokens in
@@ -141,7 +140,7 @@ final class ForwardIndex: @unchecked Sendable {
                     // ``SearchWordMatcher/matchesASCII(_:rows:)`` agree on
                     // it (equal, a prefix, within the typos, all on bytes),
                     // so the query's lookups decide it and it is not decided
-                    // again term by term (that was 8% of a two-word search).
+                    // again term by term (which would be 8% of a two-word search).
                     let id = folded.withUTF8 { b in terms.intern(b, folded: b.isEmpty || b.contains { $0 >= 128 }) }
                     tokens.append(id << 1 | (isPart ? 1 : 0))
                 }

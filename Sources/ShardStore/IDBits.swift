@@ -3,11 +3,10 @@
 /// typos, exactly, and at all; see ``SearchRun/WordPostings``).
 ///
 /// Why bits and not sorted lists: a word's forms are many terms (the last
-/// word's prefix range, its misspellings), and their items were gathered in
-/// a bitmap already, then written out as lists, merged into the word's
-/// whole list, intersected with the other words', and each match looked up
-/// again in every list to find its typos. Those steps were a quarter of a
-/// two-word search (Debian corpus, perf, 2026-11-24). As bits, the word's
+/// word's prefix range, its misspellings), and as lists their items would be
+/// written out, merged into the word's whole list, intersected with the
+/// other words', and each match looked up again in every list to find its
+/// typos: about a quarter of a two-word search. As bits, the word's
 /// whole set is an OR of its levels, the words' matches an AND, and a
 /// match's typos one test per level; only the matches are written out.
 ///

@@ -8,15 +8,14 @@ import SQLite
 ///
 /// Why: a common word ties thousands of matches on every criterion (all of
 /// "also"'s are in descriptions, none exact), and reading each one's
-/// identifier to order them was most of such a search: 10 ms CPU for "also"
-/// on the Debian shard (2026-11-24), ~12,500 lookups by id. With this,
-/// only the page's hits have their identifier read.
+/// identifier to order them would be most of such a search (a lookup by id
+/// per match). With this, only the page's hits have their identifier read.
 ///
 /// Read with the ``PostingIndex``, in its transaction, so exactly as
 /// current as its lists: every item a search finds from them is here.
 /// Identifiers that are equal as Strings (canonically equivalent, with
 /// different bytes) share a place: their order is left open, as comparing
-/// them was.
+/// the Strings would leave it.
 struct ItemOrder: Sendable {
     /// `place[id]`: the item's place; ``absent`` for ids with no item.
     private let place: [UInt32]

@@ -6,11 +6,10 @@ import SQLite
 /// with, so that a search takes its page's hits from memory instead of a
 /// SQLite lookup each.
 ///
-/// Why: a two-word search's 20 hits were ~9% of its cycle through a
-/// one-shard cluster, half of it SQLite finding each row (B-tree descent,
-/// WAL index, statement steps) and half reading the JSON, where the peers'
-/// engines answer the whole query in the time of those lookups (Debian
-/// corpus, perf, 2026-11-25). The JSON is still read by the same functions
+/// Why: read from SQLite, a two-word search's 20 hits are ~9% of its cycle
+/// through a one-shard cluster, half of it finding each row (B-tree descent,
+/// WAL index, statement steps), where the peers' engines answer the whole
+/// query in the time of those lookups. The JSON is still read by the same functions
 /// (``ShardStore/storedResult(json:attributes:uid:layout:)``), from these
 /// bytes, for a search's lexical and semantic hits alike
 /// (``ShardStore/fetchResultAndUID(_:attributes:rows:)``).
@@ -117,10 +116,9 @@ struct ItemRows: Sendable {
 /// its JSON, so that a result's few attributes are read without stepping
 /// over the others (see ``StrictJSONReader/parseItem(_:keepingAttributes:uid:layout:)``).
 ///
-/// Why: reading a hit's title out of its ~1 KB of JSON stepped over every
+/// Why: reading a hit's title out of its ~1 KB of JSON would step over every
 /// attribute before it (the description, the dependencies: keys are
-/// sorted), ~1 us a hit and half of a search's 20 hits' cost with the rows
-/// in memory (Debian corpus, perf, 2026-11-25).
+/// sorted), half of a search's 20 hits' cost with the rows in memory.
 ///
 /// Worked out for JSON as the store writes it (``JSONWriter``: compact):
 /// a row whose `attributes` member is not an object, or whose attribute

@@ -9,13 +9,10 @@ import SQLite
 ///
 /// Why: suggestions for text of several words count each completion's items
 /// among the earlier words' ones, and reading a list from FTS5 costs a seek
-/// in every segment of the index (~60 µs a term with the bench's 17
-/// segments) plus its decoding (over 1 ms for "library"'s 29,016 ids). Read
-/// term by term as texts arrive (``TermPostings``), the lists were most of a
-/// suggestion's time (0.7 ms CPU p50 for a second word, 1.5 ms typing it
-/// letter by letter, Debian corpus). One pass over `fts5vocab` 'instance'
-/// reads them all (4.35 million ids, 106,132 terms on the Debian corpus: see
-/// the README's suggestions table for its time and the suggestions' with it).
+/// in every segment of the index plus its decoding (over 1 ms for a common
+/// term's ~30,000 ids). Read term by term as texts arrive (``TermPostings``),
+/// the lists are most of a suggestion's time. One pass over `fts5vocab`
+/// 'instance' reads them all.
 ///
 /// Parameter search takes a word's exact, prefix and misspelt lists from it
 /// too, and the one-word attribute criterion from the masks (see
@@ -23,9 +20,8 @@ import SQLite
 /// each occurrence's column and offset), 4 bytes more per posting.
 ///
 /// The same pass reads the shard's ``ForwardIndex`` (every item's text as
-/// token ids, for search proximity): ~1 s CPU and ~35 MiB more on the
-/// Debian shard, exactly as current as the lists since one transaction
-/// reads both.
+/// token ids, for search proximity), exactly as current as the lists since
+/// one transaction reads both.
 ///
 /// Shared by every connection of the process to one shard file (see
 /// ``PostingIndexes``), and exact: it is used only while the word index is
@@ -69,11 +65,10 @@ final class PostingIndex: @unchecked Sendable {
     /// `denseAt[t]` is negative.
     ///
     /// Why: a word's set of items (``PostingSearch/bits(_:columns:)``) sets
-    /// a bit per posting, and most of a two-word search's postings come
-    /// from the few common terms among its forms (85%, ~7,500 of ~8,800,
-    /// from ~2 lists of over 1,024 items, Debian corpus, 2026-11-25): such a
+    /// a bit per posting, and most of a two-word search's postings (about
+    /// 85%) come from the one or two common terms among its forms: such a
     /// list is ORed in a word at a time. Costs the bitmap of every such term
-    /// (Debian: 8 KB each, ~600 terms).
+    /// (`maxID / 8` bytes each).
     private let denseAt: [Int32]
     private let denseWords: [UInt64]
     var denseStride: Int { maxID / 64 + 1 }
@@ -108,8 +103,8 @@ final class PostingIndex: @unchecked Sendable {
     ///
     /// The terms and their counts come from `fts5vocab` 'row', the items from
     /// 'instance' without its term column: asking for the term of each of
-    /// the Debian shard's 6.5 million instances (copied out of FTS5 at every
-    /// row) was two thirds of the time. Each term's run of instances is then
+    /// millions of instances (copied out of FTS5 at every row) would be two
+    /// thirds of the time. Each term's run of instances is then
     /// as long as its 'row' count, and its distinct items must number its
     /// document count, in ascending order: if any check fails, the terms are
     /// read with the instances after all (`termsWithInstances`).

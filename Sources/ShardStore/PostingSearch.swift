@@ -6,10 +6,10 @@ import Foundation
 /// columns, and for one word the attribute criterion (the best column group
 /// holding it, at the start or not) from each posting's column masks.
 ///
-/// Why: these lookups were most of a one-word query (Debian corpus, CPU:
-/// ~1.5 ms for the word's forms and ~2 ms for the attribute's per-group
-/// `^`/column queries of ~3.5 ms), each a seek in every FTS5 segment and a
-/// decoding of its doclist; in memory they are merges of arrays.
+/// Why: through FTS5 these lookups (the word's forms, then the attribute's
+/// per-group `^`/column queries) are most of a one-word query, each a seek
+/// in every FTS5 segment and a decoding of its doclist; in memory they are
+/// merges of arrays.
 ///
 /// Exact: used only while the index is the word index's current content
 /// (``ShardStore/currentPostingIndex(outside:)``: never inside a caller's

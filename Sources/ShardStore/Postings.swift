@@ -7,16 +7,13 @@ import SQLite
 ///
 /// Suggestions count, for each completion of the last word, the items that
 /// also hold every earlier word. Asking FTS5 for each count (an `AND` query
-/// per completion) took ~65 µs a completion on the Debian corpus, 2.7 ms CPU
-/// p50 for a second word; with the lists in memory, a count is an
-/// intersection of two sorted arrays (0.1 ms for a second word once its
-/// lists are read, 0.7 ms from a fresh connection), and a list read once
-/// serves every later text that needs it until the data changes.
+/// per completion) costs tens of microseconds a completion; with the lists
+/// in memory, a count is an intersection of two sorted arrays, and a list
+/// read once serves every later text that needs it until the data changes.
 ///
 /// Reading them is what costs: FTS5 seeks a term in every segment of the
-/// index (~60 µs on the bench's shard with 17 segments, ~20 µs once merged
-/// into one), and frequent terms' lists are long. So these per-connection
-/// lists are now the fallback: while the process holds a ``PostingIndex`` of
+/// index, and frequent terms' lists are long. So these per-connection
+/// lists are the fallback: while the process holds a ``PostingIndex`` of
 /// the shard's current data (every list, read in one pass, shared by its
 /// connections), suggestions count from it and read nothing here. They are
 /// read while that index is being read, and after each change of the data
@@ -114,8 +111,8 @@ extension ShardStore {
     /// that may be counted) also hold `term`. From its posting list, read
     /// if need be; but a long list not read yet, counted against few items,
     /// is left unread: FTS5 answers the conjunction of the words (seeking
-    /// through the long list rather than decoding it, ~0.1 ms where reading
-    /// "library"'s 29,016 ids took over 1 ms), and the few ids it returns are
+    /// through the long list rather than decoding it: a tenth of the time of
+    /// reading a common term's ids), and the few ids it returns are
     /// checked against `holding`.
     func completionCount(_ term: String, docs: Int, earlier: [String], holding: ItemSet) throws -> Int {
         let cache = currentPostings()
@@ -151,7 +148,7 @@ extension ShardStore {
 /// The items a suggestion's completions are counted against, sorted, and
 /// as bits when there are many: a completion's list is then counted in one
 /// pass over it, with no comparison against the set's ids (merging two lists
-/// of thousands cost ~0.1 ms a completion, 40 completions a request).
+/// of thousands would cost ~0.1 ms a completion, 40 completions a request).
 struct ItemSet {
     let ids: [Int64]
     /// The ids as bits, for sets of ``bitsFrom`` ids or more (empty otherwise).
@@ -239,8 +236,7 @@ extension ShardStore {
 
     /// Reads, ahead of ``termPostings(_:)``, the lists of the `wanted` terms
     /// of `span` not held yet. Each lookup of one term costs FTS5 a seek in
-    /// every segment of the index (~70 µs on the Debian shard, 17 segments),
-    /// whatever the term's length, and most completions of a prefix are rare:
+    /// every segment of the index (tens of microseconds), whatever the term's length, and most completions of a prefix are rare:
     /// so runs of neighbouring terms (in index order) whose lists are short
     /// together are read in one pass over the word index's instances
     /// (`fts5vocab` 'instance', by term, then item), and the long lists one by one.

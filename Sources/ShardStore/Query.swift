@@ -323,9 +323,8 @@ extension ShardStore {
     /// Every item's id, sorted. Kept per connection while the data is the
     /// same (no other connection's commit, no change of its own since):
     /// an empty query, a filter's negation or a search with no words starts
-    /// from it, and reading 32,000 ids was most of an empty search (the
-    /// InstantSearch page's first request: ~6 ms on a Debian shard,
-    /// 2026-11-24).
+    /// from it, and reading every id is most of an empty search (the
+    /// InstantSearch page's first request).
     func universe(_ context: QueryContext) throws -> [Int64] {
         if let u = context.universe { return u }
         let u = try heldWhileTheDataIsSame(\.held) {
@@ -358,8 +357,8 @@ extension ShardStore {
 
     /// The items past their expiry at `now`, sorted. The items that expire
     /// at all are read once per change of the data (as ``universe(_:)``'s
-    /// ids): every search asks, and its statement was ~1 us of a two-word
-    /// search's 120 in the store (Debian corpus, in process, 2026-11-25).
+    /// ids): every search asks, and a statement per search is a cost the
+    /// common case (nothing expires) need not pay.
     func expiredIDs(now: Date) throws -> [Int64] {
         let expiries = try heldWhileTheDataIsSame(\.expiries) {
             // Through the expiry index: the few items that have one.

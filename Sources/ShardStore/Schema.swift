@@ -30,17 +30,15 @@
 /// - `items.wordcheck` says when a word-index match of a single word needs no
 ///   `TextMatcher` check (see ``WordCheck``): NULL for an item whose text is
 ///   all ASCII without camel-case tokens, the folded camel-case tokens when
-///   there are some, `*` when some text is not ASCII. Shards written before
-///   it existed get the column with `*` (always check), so they answer as
-///   before.
+///   there are some, `*` when some text is not ASCII. Older shards get the
+///   column with `*` (always check), so they answer the same.
 /// - `attrs` holds one row per value (a list's elements are `pos` 0, 1, …) of
 ///   every *searchable* attribute. `kind` is ``ValueKind``. `text` is a text
 ///   value in full; `num` is a number, a date as seconds since 2001-01-01 UTC,
 ///   or a boolean as 0/1, or a location's latitude (its longitude is in
 ///   `text`, as Swift's round-tripping decimal form, and its `key` is NULL, so
-///   no text test sees it; ranges and sorts leave kind 4 out). Shards written
-///   before locations kept coordinates have kind-4 rows with both NULL; their
-///   coordinates are read from `items.json`, so they answer geo tests as well.
+///   no text test sees it; ranges and sorts leave kind 4 out). Older shards
+///   may have kind-4 rows with both NULL; their coordinates are read from `items.json`, so they answer geo tests as well.
 ///   `key` is the folded first 64 characters of a text
 ///   value (see ``Fold``), which serves exact tests (`title == "0ad"c`) and
 ///   prefix patterns (`title == "lib*"`) from one index whatever the `c`/`d`
@@ -50,8 +48,7 @@
 ///   text attribute (``Layout/wordColumns``) plus one for all others; each
 ///   holds `Words.indexText` of the attribute's elements (tokens plus
 ///   camel-case parts), folded when not ASCII. One row per item rather than
-///   per (item, attribute) halves the cost of word indexing (measured on the
-///   Debian corpus); a named attribute is still found through its column, and
+///   per (item, attribute) halves the cost of word indexing; a named attribute is still found through its column, and
 ///   the shared last column only over-approximates, which the final
 ///   `TextMatcher` check absorbs. Positions are kept (`detail=full`) although
 ///   no phrase queries run: FTS5's BM25 needs term frequencies.
@@ -60,65 +57,39 @@
 ///   word-index tokens, so the word index, looked up with the vocabulary's
 ///   terms that contain the pattern's runs, finds every candidate, short
 ///   and long values alike (see ``TermGrams``, the in-memory trigrams of
-///   the vocabulary a query connection builds when the shard has changed).
-///   Format 1 kept an FTS5 `trigram` table (`grams`) of the short values
-///   and scanned long ones through an index `attrs_long(name) WHERE kind =
-///   5`; format 2 drops both. Measured back to back on the whole Debian
-///   corpus (`scripts/bench`, one shard, a shared 2-core machine under
-///   load; CPU time of the query thread, p50 / p99 ms over 200 queries):
-///   indexing 21.2 → 15.1 s CPU (FTS5 peer ratio 0.18 → 0.30 in those
-///   runs), `title == "*abcd*"c` 1.48 / 13.2 → 1.20 / 11.4, the same over
-///   `contentDescription` 172 / 202 → 2.25 / 12.9; other kinds unchanged.
-///   The cost moved to reading: a connection reads the vocabulary (with
-///   the columns each term is in) for its first substring query, ~0.5 s
-///   for the Debian corpus. After a commit it keeps that vocabulary and
-///   checks the items written since as well: `items.id` comes from the
-///   `meta` counter `items.nextid` (never reused; a replaced item gets a
-///   new id), so those are the ids above the largest one when it read the
-///   vocabulary, and it reads the vocabulary again only past
-///   ``ShardStore/maxSubstringDelta`` of them, or when the content was
-///   replaced from a copy (a new `items.epoch`). Debian corpus, debug
-///   build under load: a title wildcard after a 10-item commit 1,500 ms →
-///   p50 14.9 / p99 67 ms (see ``TermGrams``); indexing 15,000 items
-///   unchanged within noise (1,975 and 1,635 → 1,922 and 1,820 items per
-///   CPU-second, runs alternated with the build before).
+///   the vocabulary a query connection builds). Format 1 kept an FTS5
+///   `trigram` table (`grams`) of the short values and an index
+///   `attrs_long(name) WHERE kind = 5` for the long ones; format 2 drops
+///   both, which makes indexing cheaper and moves the cost to reading: a
+///   connection reads the vocabulary for its first substring query. After a
+///   commit it keeps that vocabulary and checks the items written since as
+///   well: `items.id` comes from the `meta` counter `items.nextid` (never
+///   reused; a replaced item gets a new id), so those are the ids above the
+///   largest one when it read the vocabulary, and it reads the vocabulary
+///   again only past ``ShardStore/maxSubstringDelta`` of them, or when the
+///   content was replaced from a copy (a new `items.epoch`).
 /// - The word index keeps a prefix index for 3-character prefixes only
 ///   (`"lib*"cdw`); longer prefixes are served by FTS5's term range scan,
 ///   and 2-character ones (`"li*"`) too, more slowly (they match most of
-///   the shard anyway). Shards made before kept 2-character prefixes as well:
-///   FTS5 records its own options, answers are identical either way, so the
-///   format number did not change. Dropping them cut indexing CPU by about
-///   10 % (best of four runs on 15,000 Debian items: 3.2 → 2.9 s).
+///   the shard anyway). Shards made with 2-character prefixes as well need
+///   no new format: FTS5 records its own options and answers are identical
+///   either way. Dropping them cut indexing CPU by about 10 %.
 /// - The word index merges segments 8 at a time (`automerge`, default 4),
 ///   set when a shard is created: half the rewriting of index segments while
-///   indexing, for a few more segments per query to merge (no slower on the
-///   Debian benchmark). With the prefix change: 3.2 → 2.5 s best of four
-///   on 15,000 items, and 14.7–16.9 → 12.6–13.2 s for the whole corpus in
-///   back-to-back runs on a shared, noisy machine. An FTS5 `optimize` (one
-///   segment) would suit idle time; nothing runs it yet.
+///   indexing, for a few more segments per query to merge. An FTS5
+///   `optimize` (one segment) would suit idle time; nothing runs it yet.
 /// - The word index is contentless: the text already lives in `attrs`, and
 ///   removing an item re-derives the exact indexed text from its `attrs` rows
 ///   to issue FTS5 `delete` commands. That derivation is versioned by
 ///   ``Layout/format``: a change to it needs a new format number.
 ///
-/// Where indexing time goes (Debian corpus, 63,666 items, ~13.5 s in one
-/// thread; each part measured by leaving it out): value rows ~5.7 s, of which
-/// the `(name, key)` index ~3.5 s (random B-tree inserts, each commit writing
-/// thousands of its pages to the log); word index ~2.6 s; trigrams ~2.1 s
-/// (format 1; format 2 has none);
-/// decoding, canonical JSON, the `items` row and Swift-side text preparation
-/// ~3.3 s. Raw FTS5 with six columns (peers.py) takes ~3.3 s for the whole
-/// corpus, about what the word index alone costs here, so this layout cannot
-/// reach its rate in one thread however each part is tuned: that needs an
-/// index that appends rather than inserts at random (FTS5 itself keyed by
-/// attribute and folded value, say, in place of `attrs_key`) and parts of a
-/// write running on more than one core. Tried and dropped, each measured:
-/// `detail=column` for `words` (8 % faster, but FTS5's `bm25()` then scores
-/// every match 0), a memory map for the writer, a bigger page cache, bigger
-/// transactions, `automerge` 16, a bigger FTS5 `hashsize` (FTS5 flushes at
-/// every commit anyway), an FTS5 table of keyed values with a small `(name)`
-/// index in place of `attrs_key` (no faster), and letting an indexer's shards
-/// write at once with waiting writes grouped (see `IndexerService`).
+/// Indexing time goes mostly to the value rows (the `(name, key)` index
+/// alone, random B-tree inserts, is about a quarter of it) and to the word
+/// index. Raw FTS5 costs about what the word index alone costs here, so this
+/// layout cannot reach its rate in one thread however each part is tuned:
+/// that needs an index that appends rather than inserts at random, and parts
+/// of a write running on more than one core. `detail=column` for `words`
+/// would be cheaper, but FTS5's `bm25()` then scores every match 0.
 enum Layout {
     static let format = 2
     /// Formats this build opens, upgrading them to ``format`` when it opens
@@ -210,8 +181,8 @@ enum ValueKind: Int64 {
     case date = 2
     case boolean = 3
     case location = 4
-    /// Text longer than ``Layout/longTextBytes`` (shards of format 1 kept
-    /// them out of the trigram index; now only the name says it).
+    /// Text longer than ``Layout/longTextBytes``. Format 1 kept these out of
+    /// its trigram index; readers now treat both text kinds alike.
     case longText = 5
 
     var isText: Bool { self == .text || self == .longText }

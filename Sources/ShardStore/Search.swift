@@ -13,8 +13,8 @@ package struct SearchHit: Sendable, Hashable {
     /// ``JSONWriter``'s form (only the fetched attributes), copied out of the
     /// stored row, and ``item`` is `null`. Why: the coordinator's local
     /// worker hands its hits to the response writer, which only writes them
-    /// out again; reading each into a tree and walking the tree was a tenth
-    /// of a two-word search's cycle (perf, Debian corpus, 2026-11-25).
+    /// out again; reading each into a tree and walking the tree would cost
+    /// about a tenth of a two-word search.
     package var rawItem: [UInt8]?
     package init(uniqueIdentifier: String, item: JSONValue, rank: SearchRank, rawItem: [UInt8]? = nil) {
         self.uniqueIdentifier = uniqueIdentifier
@@ -82,79 +82,30 @@ extension ShardStore {
     /// otherwise, and inside a caller's transaction, from FTS5 and the text,
     /// with the same answers.
     ///
-    /// Where the time goes (Debian corpus; the README has the tables): two
-    /// words took 0.95 ms CPU p50 and 12.3-12.6 p99 with the forward index
-    /// against 1.48-1.51 and 91-94 scanning the text (one shard, 17:46), a
-    /// one-word faceted query 0.82-0.85, a page 10 ~2.0, a plain word query
-    /// 0.17-0.27. The forward index holds 6.56 million tokens and 116,456
-    /// terms in 35.4 MiB, read in 0.86-1.2 s CPU beside the posting lists'
-    /// ~1.7. Two typos cut the word in three (``Vocabulary/fuzzyTwo(_:)``)
-    /// instead of walking the whole trie: typo forms fell from ~40% to ~24%
-    /// of a faceted search's samples. A query then stopped deciding each term
-    /// its candidates hold (a third of two words): the ASCII terms its words
-    /// match come from lookups in the forward index's own vocabulary
-    /// (``ForwardTokenCache/begin(_:_:)``). Half the corpus (a shard of a
-    /// 2-shard cluster), 1,000 queries, three runs alternating with the
-    /// build before (20:30, load ~1.2): two words 1.18, 0.97, 1.17 → 1.00,
-    /// 1.00, 0.94 ms p50 and 11.5, 9.3, 11.7 → 8.2, 8.2, 6.2 p99; faceted
-    /// unchanged (0.59-0.77). By perf, two words now spend ~20% in the token
-    /// loop and ~25% in typo lookups (both vocabularies walked). The same
-    /// words with `typoTolerance: false` and `queryType: prefixNone` (as the
-    /// peers take them) take 0.26 ms: misspelt and prefix forms are three
-    /// quarters of a two-word search. Then one typo walk came to serve both
-    /// vocabularies (the forward index's ASCII terms are aligned with the
-    /// posting index's, ``ForwardTokenCache/typoTerms(_:maxTypos:in:store:)``)
-    /// and a suffix lookup reads only the terms of a length within reach:
-    /// typo lookups fell from 22% of a two-word search's samples to 10%
-    /// (full corpus, 4,000 queries, perf, 2026-11-24). The loop over the
-    /// candidates' tokens then took the tokens that match nothing in a
-    /// tight loop of its own, and the folded tokens of ASCII bytes became
-    /// the ASCII terms (no longer decided one by one). Each step timed with
-    /// the two builds running side by side, at once, three times (this
-    /// machine's speed drifts by a third from one minute to the next, so
-    /// runs in turn could not tell 10% apart): p50 0.93, 0.92, 0.90 →
-    /// 0.84, 0.80, 0.75 ms (typo walk and suffixes); 0.61, 0.58, 0.60 →
-    /// 0.58, 0.57, 0.55 (the loop); 0.76, 0.63, 0.56 → 0.60, 0.55, 0.51
-    /// (ASCII terms); 0.49, 0.57, 0.54 → 0.49, 0.50, 0.44 (matches marked
-    /// by galloping, ``IDs/common(_:_:_:)``). All four, against the build
-    /// before them: 0.73, 0.71, 0.69 → 0.54, 0.49, 0.49 ms; through a
-    /// 2-shard cluster, the two clusters side by side: 2.40, 2.10 → 1.87,
-    /// 1.73 ms, the word query unchanged (0.78, 0.78 and 0.79, 0.77). A bit
-    /// per term saying whether its mask matters (14 KiB, against the masks'
-    /// 466 KiB) moved nothing measurable: the loop is bound by its work per
-    /// token, not by that load. Then (2026-11-24, second session, each
-    /// step side by side with the build before): proximity as a running
-    /// minimum per pair of words (``ProximityTracker``) instead of every
-    /// position kept and compared; the word lookups as bit sets
-    /// (``IDBits``: levels ORed, words ANDed, typos one bit test per level)
-    /// instead of lists written out, merged, intersected and galloped
-    /// through; typo forms taken as the index's term ids. Two words: 0.45,
-    /// 0.43, 0.42 → 0.35, 0.33, 0.32 ms for the bit sets alone. Common words
-    /// tie thousands of matches on every criterion, and each tie's
-    /// identifier was read to order them (10 ms for "also"): ties are now
-    /// ordered by ``ItemOrder``'s places, read with the posting index (or
-    /// by the connection, for searches without one), and only the page's
-    /// identifiers are read; the window's last key comes from a bounded
-    /// heap (``SearchRun/least(_:_:)``); the corpus's 40 commonest words went 0.91 →
-    /// 0.53 ms p50 and 10.7 → 1.5 p99, a page 10's p99 11.5 → 3.4. The
-    /// empty query (every item; an InstantSearch page's first request)
-    /// went 79 → 4.5 ms: ids kept per connection (``universe(_:)``), ties
-    /// by place, and only the matches with custom values ranked beside the
-    /// window's first by place (``SearchRun/withoutTiesPastTheWindow(_:matched:)``).
-    /// The token loop was then half of a two-word search. So the forward
-    /// index is also kept inside out (``TermOccurrences``: per term, its
-    /// items and places), and proximity, attribute and whole-value
-    /// exactness come from the matched terms' occurrences in the
-    /// candidates (``SearchRun/indexedTextMatches(_:_:always:)``), when
-    /// walking those lists reads fewer entries than the candidates'
-    /// tokens. By perf (full corpus, 20,000 two-word searches, 2026-11-24,
-    /// seventh session), that work fell from 47% of the search to 38%
-    /// (the walk 32%, items with folded terms still in the loop 6%): the
-    /// searches' total time about 14% shorter, all of it in the tail (the
-    /// large candidate sets): p99 2.23, 2.49 → 1.53, 1.59 ms, p50 0.264,
-    /// 0.282 → 0.263, 0.271 (runs in turn). What is left of it is the walk
-    /// itself: galloping through the matched terms' lists, a cache miss
-    /// an entry.
+    /// The rest is built so that the work grows with the page, not with the
+    /// matches:
+    /// - Typo forms come from one walk that serves both vocabularies (the
+    ///   forward index's ASCII terms are aligned with the posting index's,
+    ///   ``ForwardTokenCache/typoTerms(_:maxTypos:in:store:)``), two typos by
+    ///   cutting the word in three (``Vocabulary/fuzzyTwo(_:)``) rather than
+    ///   walking the whole trie. Misspelt and prefix forms are about three
+    ///   quarters of a two-word search's time, so this is where it pays.
+    /// - The word lookups are bit sets (``IDBits``: levels ORed, words ANDed,
+    ///   typos one bit test per level), not lists merged and intersected.
+    /// - Proximity, attribute and whole-value exactness come from the
+    ///   matched terms' occurrences in the candidates (``TermOccurrences``,
+    ///   ``SearchRun/indexedTextMatches(_:_:always:)``) when walking those
+    ///   lists reads fewer entries than the candidates' tokens, and
+    ///   proximity is a running minimum per pair of words
+    ///   (``ProximityTracker``).
+    /// - Common words tie thousands of matches on every criterion: ties are
+    ///   ordered by ``ItemOrder``'s places, the window's last key comes from
+    ///   a bounded heap (``SearchRun/least(_:_:)``), and only the page's
+    ///   identifiers are read.
+    /// - The empty query (every item; an InstantSearch page's first request)
+    ///   takes the ids kept per connection (``universe(_:)``) and ranks only
+    ///   the matches with custom values beside the window's first by place
+    ///   (``SearchRun/withoutTiesPastTheWindow(_:matched:)``).
     package func search(_ plan: SearchPlan, rawItems: Bool = false, isCancelled: @escaping () -> Bool = { false }) throws -> ShardSearchResult {
         db.setProgressHandler(every: 4000) { isCancelled() }
         defer { db.setProgressHandler(nil) }
@@ -214,9 +165,8 @@ extension ShardStore {
 /// One evaluation of a search plan on one shard.
 ///
 /// A class, not a struct: the closures its methods pass around (marking
-/// matches, the window's comparisons) captured copies of the whole run, a
-/// dozen counted references retained and released per copy, ~4% of a
-/// two-word search's samples (perf, Debian corpus, 2026-11-25).
+/// matches, the window's comparisons) would otherwise capture copies of the
+/// whole run, a dozen counted references retained and released per copy.
 final class SearchRun {
     let store: ShardStore
     let plan: SearchPlan
@@ -587,7 +537,7 @@ final class SearchRun {
     /// The FTS5 column filter of the searchable attributes; none when they
     /// cover every column any attribute of the shard is in (the default,
     /// every text attribute): FTS5 then answers from its doclists without
-    /// decoding positions (a third to a half of the lookup, Debian corpus).
+    /// decoding positions (a third to a half of the lookup).
     var columnFilter: String {
         coversEveryColumn ? "" : "{" + columns.map { "c\($0.column)" }.joined(separator: " ") + "} : "
     }

@@ -48,7 +48,7 @@ final class SearchCache {
     /// Words kept at most.
     static let maxWordPostings = 256
     /// The bytes the kept words' sets may take at most (one word's at most a
-    /// quarter of it; Debian shard: ~40 KB a word).
+    /// quarter of it; a word's sets are typically tens of KB).
     static let maxWordPostingsBytes = 32 << 20
     var wordPostingsBytes = 0
     /// The connection's ``ItemOrder`` when no posting index is current, and
@@ -63,8 +63,8 @@ final class SearchCache {
 /// ranks, the word-index columns to look in, whether matches must be
 /// confirmed on the text. Worked out from the shard's attribute names, and
 /// kept per connection while they and the plan's attributes are the same:
-/// iterating every name's column per search was half of a search that
-/// finds nothing (Debian shard, 2026-11-24).
+/// iterating every name's column per search would be half of a search that
+/// finds nothing.
 struct SearchAttributes {
     struct Key: Equatable {
         var order: [String]

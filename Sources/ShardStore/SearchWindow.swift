@@ -65,9 +65,8 @@ extension SearchRun {
 
     /// The `k`-th least of `keys` (1 ≤ `k` ≤ `keys.count`), by
     /// ``smallest(_:_:by:)``'s max-heap of the least `k` met: most keys are
-    /// past its top and cost one comparison. Why: sorting every match's key was a sixth of a common
-    /// word's search (12,500 matches for "also", Debian shard, 2026-11-24),
-    /// for a window of 20.
+    /// past its top and cost one comparison. Why: sorting every match's key
+    /// would be a sixth of a common word's search, for a window of 20.
     static func least(_ keys: [Int], _ k: Int) -> Int {
         smallest(keys, k, by: <)[k - 1]
     }
@@ -91,8 +90,7 @@ extension SearchRun {
     /// identifier order is at hand.
     ///
     /// Why: the empty query (an InstantSearch page's first request) matches
-    /// every item, and ranking each one was most of its time (Debian shard:
-    /// 9 ms of which facet counts ~1.5, 2026-11-24).
+    /// every item, and ranking each one would be most of its time.
     func withoutTiesPastTheWindow(_ chosen: [Int], matched: [Int64]) throws -> [Int] {
         let ids = chosen.map { matched[$0] }
         guard let order = try tieOrder(candidates: ids.count), let places = Self.places(ids, in: order) else { return chosen }

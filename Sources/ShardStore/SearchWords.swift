@@ -31,16 +31,10 @@ extension SearchRun {
     /// refinement, another page, or the next letter typed after a word sends
     /// the same words again. With the index current they depend on nothing
     /// else than the word, whether it is a prefix, its typos and the
-    /// searched columns (the key).
-    ///
-    /// Measured with `limelight-bench store`'s `refinements` kind (a
-    /// one-word faceted query refined by each of 8 sections in turn), half
-    /// the Debian corpus, 800 queries, three runs alternating with the build
-    /// before (2026-11-23 21:30, quiet): p50 0.63, 0.57, 0.67 → 0.56, 0.59,
-    /// 0.56 ms, p99 2.2, 2.1, 2.6 → 1.9, 2.2, 1.9. Less than the lookups'
-    /// share of a first search, since their typo forms were kept already
-    /// (``ShardStore/typoForms(_:maxTypos:in:)``): what this adds is the
-    /// posting unions.
+    /// searched columns (the key). The typo forms are kept already
+    /// (``ShardStore/typoForms(_:maxTypos:in:)``); what this adds is the
+    /// posting unions (`limelight-bench store`'s `refinements` kind
+    /// exercises it).
     func wordPostings(_ word: String, isLast: Bool) throws -> WordPostings {
         guard let index = postingSearch?.index else { return try lookUpWordPostings(word, isLast: isLast) }
         let allowed = plan.typos.allowed(for: word)

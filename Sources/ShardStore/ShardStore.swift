@@ -99,7 +99,7 @@ package final class ShardStore {
         if mode == .readOnly {
             // Queries read pages straight from the map instead of copying each
             // miss out of the OS cache: ~6 % off a word query's p50 and a third
-            // of its p99 (Debian corpus). Address space only; the writer keeps
+            // of its p99. Address space only; the writer keeps
             // plain reads (no gain measured there).
             configuration.mmapSizeBytes = 1 << 30
         }

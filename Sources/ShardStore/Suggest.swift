@@ -49,9 +49,8 @@ extension ShardStore {
     ///   ``PostingIndex`` of the shard when it holds the current data (then
     ///   the completions are its terms, the word index's own), or else lists
     ///   read term by term (``TermPostings``) while it is read in the
-    ///   background (Debian corpus, one shard, CPU p50: 0.042 ms with
-    ///   the index, 1.20 ms with lists read term by term from a fresh
-    ///   connection, 2.66 ms with a query per completion; a word query 0.30 ms in the same run).
+    ///   background. The index makes a suggestion cheaper than a word query;
+    ///   a query per completion would cost several word queries.
     ///
     /// Text that ends with a space (`prefixLast` false) is complete: its only
     /// suggestion is itself, with its count. The words are the plan's

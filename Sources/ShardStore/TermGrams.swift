@@ -8,8 +8,8 @@ import SQLite
 /// letters and digits lies inside one of its word-index tokens (those are the
 /// maximal runs of letters, digits and marks, folded character by character),
 /// so the items holding it are the items holding one of the terms that contain
-/// it. The distinct terms grow far slower than the text (the Debian corpus:
-/// 64 MB of items, 106,000 terms in 0.8 MB), so indexing them costs nothing
+/// it. The distinct terms grow far slower than the text (64 MB of items hold
+/// about 0.8 MB of distinct terms), so indexing them costs nothing
 /// at write time: this is built in memory from FTS5's vocabulary when a query
 /// needs it. The substring is not always a term's prefix, so FTS5's own prefix
 /// queries cannot find them, and an FTS5 `trigram` table over the text (format
@@ -28,12 +28,9 @@ import SQLite
 /// items above the watermark are exactly those written since; a deleted one
 /// is simply not found. The vocabulary is read again once more than
 /// ``ShardStore/maxSubstringDelta`` items were written since (see
-/// ``ShardStore/substringIndex()``). Measured on the whole Debian corpus
-/// (the `BenchmarkTests` suite, a debug build on the shared 2-core machine
-/// under load): a reader's title wildcard right after a 10-item commit took
-/// 1,500 ms when it read the vocabulary (what every such query paid before),
-/// and p50 14.9 / p99 67 ms over 200 commits through the stale one (static
-/// shard, same run: p50 7.6 / p99 106 ms).
+/// ``ShardStore/substringIndex()``). Reading the vocabulary takes on the
+/// order of a second for a large shard, so a substring query during
+/// continuous indexing would otherwise pay that after every commit.
 final class TermGrams {
     let vocabulary: Vocabulary
     /// Term ids of trigram `g` are `ids[offsets[g]..<offsets[g + 1]]`, ascending.
@@ -252,12 +249,11 @@ struct SubstringIndex {
 extension ShardStore {
     /// Items written since the vocabulary was read past which a query reads
     /// it again rather than checking each of them. The delta is paid by
-    /// every query, the read once: on the Debian corpus (debug build) a title
-    /// wildcard took ~7 ms more with ~1,000 items written since than on the
-    /// static shard (~7 µs an item: a row read and a match), where reading
-    /// the vocabulary took 1.5 s. At 2,000 a query pays at most ~15 ms for
-    /// the delta, and a connection reads the vocabulary once per 2,000 items
-    /// written.
+    /// every query, the read once: each item written since costs a query a
+    /// row read and a match (microseconds), where reading the vocabulary
+    /// costs over a second for a large shard. At 2,000 a query pays at most
+    /// some milliseconds for the delta, and a connection reads the
+    /// vocabulary once per 2,000 items written.
     static let maxSubstringDelta: Int64 = 2_000
 
     /// The vocabulary's trigrams for a substring query in the current
@@ -266,8 +262,8 @@ extension ShardStore {
     /// Substring answers depend on every term, but reading the vocabulary
     /// again after every commit (another connection's, seen through `PRAGMA
     /// data_version` by ``reloadIfChanged()``, or this one's, seen through
-    /// its total changes) cost every substring query during continuous
-    /// indexing ~0.5 s on the Debian corpus. Item ids are never reused and a
+    /// its total changes) would cost every substring query during continuous
+    /// indexing a vocabulary read. Item ids are never reused and a
     /// replaced item gets a new one (``nextItemID()``), so the items written
     /// since the vocabulary was read are those above its watermark: the
     /// query takes them as candidates beside the stale vocabulary's, and the

@@ -5,14 +5,13 @@ import QueryPlan
 /// ranking a several-word search meets only the tokens its words match,
 /// instead of every token of every candidate.
 ///
-/// Why: working proximity out token by token was a third of the
-/// coordinator's CPU in a two-word search (Debian corpus, `--local-queries`,
-/// perf, 2026-11-24): a candidate holds ~100 tokens, of which the query's
-/// words are a handful. Here a search walks each matched term's list
+/// Why: working proximity out token by token is a third of the
+/// coordinator's CPU in a two-word search: a candidate holds ~100 tokens, of
+/// which the query's words are a handful. Here a search walks each matched term's list
 /// against its candidates (binary searches in lockstep through a common
 /// term's, galloping through the others), then works
 /// each candidate's proximity, attribute and whole-value exactness from its
-/// few occurrences (see ``SearchRun/indexedTextMatches(_:_:)``).
+/// few occurrences (see ``SearchRun/indexedTextMatches(_:_:always:)``).
 ///
 /// Built from the forward index's arrays when it is read (one counting pass
 /// and one filling pass, in item order, so each term's list is sorted by
@@ -30,28 +29,25 @@ struct TermOccurrences: Sendable {
     /// part << 1 | a bit for the value's last token that is not one, so
     /// that places sort as the text reads, and a search needs nothing else
     /// of the item: whether a value is the whole query is in its
-    /// occurrences too (reading its tokens for it was a cache miss a value,
-    /// a tenth of ``SearchRun/indexedTextMatches(_:_:always:)``). One array, not two: a search reads the place of
-    /// the item it just compared, and two arrays (and the value's name read
-    /// from the forward index) were a cache miss each, a fifth of the
-    /// search's time in ``SearchRun/indexedTextMatches(_:_:always:)``.
+    /// occurrences too (reading its tokens for it would be a cache miss a
+    /// value). One array, not two: a search reads the place of the item it
+    /// just compared, and two arrays (and the value's name read from the
+    /// forward index) would be a cache miss each, a fifth of the search's
+    /// time in ``SearchRun/indexedTextMatches(_:_:always:)``.
     let entries: [UInt64]
     /// Per item, a bit set when a search must take its tokens one by one
-    /// instead: a bitmap (8 KB for the Debian shard, where a `Bool` an item
-    /// was 64 KB) that stays in cache, since every candidate tests it.
+    /// instead: a bitmap (an eighth of a `Bool` per item) that stays in
+    /// cache, since every candidate tests it.
     let scanOnly: [UInt64]
     /// The items described (ids `0..<items`).
     let items: Int
 
     /// The place's fields: 14 bits of position, 7 of name id, 9 of value
     /// index. Positions up to 16,383 because the longest texts are the
-    /// ones most queries match: with 12 bits, Debian's
-    /// `texlive-latex-extra` (10,852 words in one description, the package
-    /// list of a whole TeX collection) kept the token loop, and it was a
-    /// candidate of 40% of the benchmark's two-word searches, each time
-    /// reading its ~11,000 tokens. 512 values and 128 attribute names
-    /// still describe every Debian item (the most values an item has is
-    /// under 450, the names are ~20).
+    /// ones most queries match: a description of ~11,000 words (a package
+    /// list) is a candidate of many searches and would otherwise keep the
+    /// token loop. 512 values and 128 attribute names describe every item of
+    /// the benchmark corpus (under 450 values, ~20 names).
     static let maxPosition = 1 << 14
     static let maxNames = 1 << 7
     static let maxValues = 1 << 9
@@ -184,8 +180,7 @@ extension SearchRun {
                     // entries are found by binary searches in lockstep (see
                     // ``lowerBounds``), whose loads wait on memory together,
                     // rather than by galloping, where each probe waits for the
-                    // one before (the term loop's p50 26.5 → 22.6 us through a
-                    // one-shard cluster, two-word searches, 2026-11-25).
+                    // one before.
                     if end - o > 2 * n {
                         Self.lowerBounds(entries, from: o, to: end, candidates, &bases)
                         for c in 0..<n {
@@ -217,8 +212,8 @@ extension SearchRun {
             }
         }
         // Each matched term's masks, read here once: read in the loop below,
-        // the cache's array was an access check and a likely cache miss a
-        // hit. (The key keeps the term's index in `terms`.)
+        // the cache's array would be an access check and a likely cache miss
+        // a hit. (The key keeps the term's index in `terms`.)
         let termMasks = terms.map { cache.masks[$0] }
         // Grouped by candidate (counting), then each group in place order.
         var first = [Int](repeating: 0, count: n + 1)

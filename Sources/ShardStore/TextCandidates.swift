@@ -17,8 +17,7 @@ struct WordTerm: Hashable {
 extension ShardStore {
     /// An FTS5 string: the term in double quotes, a quote inside doubled.
     /// Byte by byte, not `replacingOccurrences`, which goes through
-    /// `NSString` on Linux: it was 1.5% of a word query's CPU in the
-    /// coordinator with local queries (perf, 2026-11-23).
+    /// `NSString` on Linux and shows in a word query's CPU profile.
     static func ftsQuote(_ term: String) -> String {
         var out = "\""
         out.reserveCapacity(term.utf8.count + 2)
@@ -218,9 +217,9 @@ extension ShardStore {
         }
     }
 
-    /// Terms a run may expand to before a scan is cheaper (measured on the
-    /// Debian corpus: an OR of a few thousand terms still beats scanning every
-    /// title, not every description).
+    /// Terms a run may expand to before a scan is cheaper (an OR of a few
+    /// thousand terms still beats scanning every title, not every
+    /// description).
     static let maxRunTerms = 2_000
 
     /// The distinct runs of ASCII letters and digits of folded literals.

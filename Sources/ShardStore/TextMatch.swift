@@ -35,9 +35,8 @@ final class ForwardTokenCache {
     /// randomized test holds the lookups to those functions, term by term).
     ///
     /// Why: deciding each distinct term a query's candidates hold, as they
-    /// were met, was a fifth of a two-word search (Debian corpus: thousands
-    /// of terms, each through the letter-mask test and often the edit
-    /// distance), where the lookups cost what the word index's own typo
+    /// are met, would be a fifth of a two-word search (thousands of terms,
+    /// each through the letter-mask test and often the edit distance), where the lookups cost what the word index's own typo
     /// forms do. Folded terms (from text that is not ASCII) are still
     /// decided when met.
     ///
@@ -104,10 +103,8 @@ extension ForwardTokenCache {
     /// being within `k` is a property of each term alone, so the two lookups
     /// together find exactly what one in the whole ASCII vocabulary would.
     ///
-    /// Why: a two-word search looked every word up in both vocabularies, two
-    /// walks nearly alike. They were a third of its time by perf (Debian
-    /// corpus, 2-shard cluster, 2026-11-24), the forward index's walk 7 of
-    /// those 17 points.
+    /// Why: looking every word up in both vocabularies makes two walks
+    /// nearly alike, together a third of a two-word search.
     func typoTerms(_ word: String, maxTypos k: Int, in forward: ForwardIndex, store: ShardStore? = nil) -> [Int] {
         if typoTermsIndex !== forward {
             typoTermsIndex = forward
@@ -298,8 +295,8 @@ extension SearchRun {
 /// in order, so the closest occurrence of word `w - 1` or `w + 1` before
 /// one of `w` is the last met, and the least distance of two sets of
 /// positions is between neighbours in that order. Keeping each word's
-/// positions in arrays, then comparing every pair, was a sixth of a
-/// two-word search (Debian corpus, perf, 2026-11-24); this keeps two
+/// positions in arrays, then comparing every pair, would be a sixth of a
+/// two-word search; this keeps two
 /// integers per word, in buffers reused from item to item.
 struct ProximityTracker {
     let words: Int

@@ -7,18 +7,16 @@ import SQLite
 /// Most identifiers a writer looks up are not there: a new item's upsert
 /// asks whether it replaces one, and every publish to a cluster of S shards
 /// asks each shard to evict the batch's items that went elsewhere (an item
-/// whose domain moved), S - 1 of every S of them absent. On the Debian corpus
-/// those absent lookups cost ~6 µs each (0.37 s of CPU for 63,666 of them
-/// in one shard, measured 2026-11-22). The filter answers "certainly not" for
-/// ~99% of them; "maybe" goes to the index as before, so answers never change.
+/// whose domain moved), S - 1 of every S of them absent, each an index
+/// search of a few microseconds. The filter answers "certainly not" for
+/// ~99% of them; "maybe" goes to the index, so answers never change.
 ///
 /// The filter may only ever hold more than the shard (never less), which is
 /// why it is this connection's alone: every item this connection stores is
 /// added as its row is inserted, a failed transaction leaves extra bits (still
 /// a superset), and a change by any other connection — or a content replaced
 /// from a copy — drops it (``ShardStore/reloadIfChanged()``), to be read
-/// again from the items table at the next lookup (~20 ms for the Debian
-/// corpus). Deleted items keep their bits until then.
+/// again from the items table at the next lookup. Deleted items keep their bits until then.
 struct UIDFilter {
     private var bits: [UInt64]
     private let bitCount: Int

@@ -105,9 +105,9 @@ final class Vocabulary {
     /// Where the terms of each first two bytes begin: those whose first two
     /// bytes are `k` (a one-byte term `x` counts as `x` then 0) are
     /// `buckets[k]..<buckets[k + 1]`. A prefix lookup bisects that bucket
-    /// (tens of terms) rather than the whole list, whose probes missed the
-    /// cache at nearly every step: they were most of a two-typo lookup's
-    /// time, which makes hundreds of them (perf, 2026-11-24). 256 KiB.
+    /// (tens of terms) rather than the whole list, whose probes miss the
+    /// cache at nearly every step, and a two-typo lookup makes hundreds of
+    /// them. 256 KiB.
     private var buckets: [Int32] = []
 
     private func bucketStarts() -> [Int32] {
@@ -214,8 +214,8 @@ final class Vocabulary {
     /// as its prefix or its second half as its suffix, unless the edit swaps
     /// the two letters either side of the cut. So the walk covers the terms
     /// under the first half, a suffix table (``suffixBuckets``) gives those
-    /// ending with the second, and the swapped term is looked up: from ~1 ms
-    /// for a walk of the Debian vocabulary to a few hundred microseconds.
+    /// ending with the second, and the swapped term is looked up: a few
+    /// hundred microseconds where a full walk takes about a millisecond.
     /// Two typos (words of 8 bytes and more) cut the word in three the same
     /// way (see ``fuzzyTwo(_:)``).
     func fuzzy(_ word: String, maxTypos k: Int) -> [(term: Int, typos: Int)] {
@@ -288,8 +288,8 @@ final class Vocabulary {
     }
 
     /// ``fuzzy(_:maxTypos:)`` for two typos and a word of at least 8 bytes,
-    /// without walking the whole trie (the walk was ~40% of a one-word
-    /// faceted search on the Debian corpus, perf, 2026-11-23).
+    /// without walking the whole trie (a walk that would be ~40% of a
+    /// one-word faceted search).
     ///
     /// Cut the word in three, `A B C` (`C` at least 3 bytes). The two edits
     /// of a term within two (restricted Damerau: substitutions, deletions,

@@ -39,7 +39,7 @@ enum WordCheck {
     /// few are kept, and the text's words are looked at only at the end, for
     /// the lengths some kept run has, instead of a set of every word of every
     /// such text (a long description with one "PyQt" in it). The reference
-    /// builder took 6% of indexing's CPU (Debian corpus, perf); a randomized
+    /// builder takes 6% of indexing's CPU; a randomized
     /// test holds the two to the same values.
     struct Builder {
         /// Camel-case tokens of ASCII texts, lowercased.
