@@ -170,8 +170,8 @@ extension CoordinatorCore {
 
 extension ClusterSnapshot {
     /// The `stats` object (`proto-schemas/stats_reply.schema.json`): the
-    /// fields it always had, and the figures the heartbeats and rates add.
-    /// `workers` lists live workers only, as before; lost ones are in `lostWorkers`.
+    /// base fields, and the figures the heartbeats and rates add. `workers`
+    /// lists live workers only; lost ones are in `lostWorkers`.
     var json: JSONValue {
         func num(_ d: Double) -> JSONValue { .number(d) }
         func int(_ i: Int) -> JSONValue { .number(Double(i)) }

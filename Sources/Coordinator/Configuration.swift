@@ -72,7 +72,7 @@ package struct CoordinatorConfiguration: Sendable {
     /// is opened by whoever starts the service (see `CoordinatorService.init`).
     package var keyStorePath: String?
     /// Refuse requests without a valid key (`--require-keys`); otherwise a
-    /// keyless request is served unscoped, as before keys existed.
+    /// keyless request is served unscoped (the whole store, every app's).
     package var requireKeys = false
 
     package init() {}

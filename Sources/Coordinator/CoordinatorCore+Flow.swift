@@ -11,8 +11,8 @@ import WireProtocol
 /// `busy` at once (producers send it again after a pause, see
 /// `LimelightClient.publishUntilAcknowledged`). The coordinator keeps reading
 /// its clients all the while, so a ping, a cancel or a query is answered
-/// while writes are throttled — it used to stop reading every client until
-/// the writes drained.
+/// while writes are throttled, rather than waiting for the writes to
+/// drain.
 extension CoordinatorCore {
     /// Starts waiting publishes, oldest first, while there is room
     /// (``WriteTracker/nextWaiting(maxPending:)``). `startingWaitingWrites`

@@ -9,9 +9,8 @@ import WireProtocol
 /// whole, then merged into one Algolia-shaped response.
 ///
 /// A class, kept by the core's `searches` and changed in place: as a struct
-/// (its request, plan and builder inside) every step of a search copied it
-/// out of the dictionary and back, ~1.5% of a two-word search's CPU in the
-/// coordinator (perf, Debian corpus, 2026-11-25).
+/// (its request, plan and builder inside) every step of a search would copy
+/// it out of the dictionary and back.
 final class RunningSearch {
     var key: String
     var client: [Data]

@@ -5,11 +5,12 @@ import Synchronization
 /// queue, so that a message is handled on the thread that read it.
 ///
 /// Every decision of the coordinator is a synchronous method of its actor.
-/// With the default executor each message crossed threads twice before it
-/// was even looked at: the socket's thread handed it to a task through a
-/// stream (waking a thread of the cooperative pool), and the task hopped onto
-/// the actor. `limelight-bench path` showed the coordinator spending most of
-/// a query's CPU on such wake-ups, not on deciding. Here a socket's thread
+/// With the default executor each message would cross threads twice before
+/// it was even looked at: the socket's thread would hand it to a task
+/// through a stream (waking a thread of the cooperative pool), and the task
+/// would hop onto the actor. Such wake-ups would then be most of a query's
+/// CPU in the coordinator (`limelight-bench path` shows the path), not
+/// deciding. Here a socket's thread
 /// takes the lock and calls the actor's method in place (``run(_:)``, inside
 /// `assumeIsolated`); the lock gives exactly the mutual exclusion an actor
 /// promises, whichever thread holds it.

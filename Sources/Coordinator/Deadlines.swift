@@ -3,10 +3,10 @@ import Synchronization
 
 /// Every query's and search's deadline, on one timer thread.
 ///
-/// Each query used to start a task that slept until its deadline and was
-/// cancelled when the query ended first — a task, a dispatch timer and a
-/// cancellation for every query, which showed in the coordinator's profile
-/// (`limelight-bench path`). Here a deadline is an entry in a heap; the
+/// A task per query that sleeps until its deadline and is cancelled when the
+/// query ends first would cost a task, a dispatch timer and a cancellation
+/// for every query, which shows in the coordinator's profile. Here a
+/// deadline is an entry in a heap; the
 /// thread sleeps until the earliest one, and ending a query first removes
 /// its action, so a deadline that is not reached costs a few dictionary and
 /// heap operations.

@@ -8,8 +8,8 @@ import WireProtocol
 ///
 /// Why: on one host, a word query through separate query workers costs two
 /// more messages per shard, each encoded, decoded and handed between four
-/// threads in two processes; that was most of a query's time (docs: the
-/// path table of the README). Here the coordinator hands a shard's part to
+/// threads in two processes; that is most of a query's time (see
+/// `limelight-bench path`). Here the coordinator hands a shard's part to
 /// the runner as a value on the thread that holds the core, and the runner's
 /// thread takes the core back to merge what it found, with no socket, no
 /// message encoding and no other process in between. An unsorted query's

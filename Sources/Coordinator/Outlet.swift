@@ -9,11 +9,11 @@ import ZeroMQ
 /// line. The message joins its peer's queue; a peer's queue is worked off
 /// one message at a time, each encoded and handed to the socket with
 /// ``AsyncSocket/submit(_:accepted:)`` when ZeroMQ has accepted the one
-/// before (the socket's thread calls back, and encodes the next). A peer that reads slowly holds
-/// back only its own queue, as before; but a message no longer passes through
-/// a stream, a draining task, a sender task and a continuation on its way out
-/// (each a thread wake-up on a loaded machine: `limelight-bench path` showed
-/// the coordinator spending about a millisecond of CPU per query).
+/// before (the socket's thread calls back, and encodes the next). A peer
+/// that reads slowly holds back only its own queue, and a message passes
+/// through no stream, draining task, sender task or continuation on its way
+/// out: each would be a thread wake-up, together about a millisecond of the
+/// coordinator's CPU per query on a loaded machine.
 final class Outlet: Sendable {
     let socket: AsyncSocket
     let outboxes: PeerOutboxes

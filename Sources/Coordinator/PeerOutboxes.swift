@@ -4,10 +4,9 @@ import Synchronization
 /// One bounded queue of outgoing messages per peer, so that a peer that
 /// reads slowly (or not at all) holds back only its own messages.
 ///
-/// The coordinator used to send every reply from one loop, awaiting each
-/// send in turn: one client whose ZeroMQ pipe was full stopped the replies to
-/// every other client. Now each peer's messages go out in order, one at a
-/// time (``Outlet`` hands the next to the socket when ZeroMQ has accepted the
+/// Sending every reply from one loop, awaiting each send in turn, would let
+/// one client whose ZeroMQ pipe is full stop the replies to every other
+/// client. Instead each peer's messages go out in order, one at a time (``Outlet`` hands the next to the socket when ZeroMQ has accepted the
 /// one before), started when its queue gets its first message and stopped
 /// when the queue is empty. A queue holds at most `limit` messages beyond
 /// what ZeroMQ's high-water mark already holds for that peer; past that the

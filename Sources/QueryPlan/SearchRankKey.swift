@@ -7,8 +7,8 @@ extension SearchRanking {
     ///
     /// Why: a shard picks its window out of hundreds or thousands of
     /// candidates, and comparing ranks field by field, each read out of an
-    /// array of structs holding an array, was a fifth of a two-word search
-    /// (Debian corpus, 2026-11-24): integers compare in one instruction.
+    /// array of structs holding an array, would be a fifth of a two-word
+    /// search: integers compare in one instruction.
     /// Only candidates equal on all six go on to ``compareAfterPrimary(_:_:plan:)``.
     public static func primaryKey(_ r: SearchRank) -> UInt64? {
         guard r.words >= 0, r.words < 256, r.typos >= 0, r.typos < 256, r.proximity >= 0, r.proximity < 256,
@@ -30,7 +30,7 @@ extension SearchRanking {
     /// apart: false when none has a distance and all have the same custom
     /// values (none, or the defaults: the default ranking's entity priority
     /// is 0 for every item without an entity, so that, with custom values
-    /// merely present, every tie on the primary key was compared again).
+    /// merely present, every tie on the primary key would be compared again).
     public static func afterPrimaryMatters(_ ranks: [SearchRank]) -> Bool {
         guard let first = ranks.first?.custom else { return false }
         return ranks.contains { r in r.geoDistance != nil || r.custom != first }

@@ -55,11 +55,8 @@ final class StoreBox: @unchecked Sendable {
 /// transaction, in arrival order, and acknowledged after it has committed,
 /// before the next message is read. Several indexers (`limelight up` starts
 /// two) are what puts several cores to work. Letting one indexer's shards
-/// write at once, with the writes waiting for a shard committed together, was
-/// tried: on this project's 2-core machine it was no faster (8 shards, the
-/// Debian corpus, four alternating runs each: 15.4 s against 15.3 s on
-/// average) and took 12 % more CPU, the two indexers already keeping both
-/// cores busy.
+/// write at once, with waiting writes committed together, is no faster when
+/// the indexers already keep every core busy, and costs more CPU.
 package final class IndexerService: Sendable {
     package let configuration: IndexerConfiguration
     let logger: Logger

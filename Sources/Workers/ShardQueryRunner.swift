@@ -36,15 +36,11 @@ package final class ShardQueryRunner: Sendable {
     /// the runner's threads is idle.
     ///
     /// Why: a coordinator's local worker (``take(_:)`` on the client socket's
-    /// thread) handed every search to one of its threads and the answer back
-    /// to the socket's: two thread wake-ups in a request that takes a few
-    /// hundred microseconds in all. Two-word searches, one at a time, one
-    /// shard (`limelight-bench load`, the builds in turn): the coordinator's
-    /// CPU per search 608 → 442 µs, its context switches 6.6 → 2.5, and p50
-    /// 0.750, 0.811 → 0.721, 0.759 ms. A query worker process does the same
-    /// on its socket's thread: through a one-shard cluster of
-    /// `limelight-query` workers, p50 1.240, 1.310 → 1.166, 1.138 ms. The
-    /// cost: a request that arrives while such a search runs is read after
+    /// thread) would hand every search to one of its threads and the answer
+    /// back to the socket's: two thread wake-ups in a request that takes a
+    /// few hundred microseconds in all (running it in place cuts the
+    /// coordinator's CPU per search by about a quarter). A query worker
+    /// process does the same on its socket's thread. The cost: a request that arrives while such a search runs is read after
     /// it (at most one search's time, and only while searches are quick:
     /// ``SearchPace``); requests that arrive together still run in parallel
     /// on the runner's threads.

@@ -5,16 +5,6 @@ import Synchronization
 import WireProtocol
 import ZeroMQ
 
-/// A worker's connection to the coordinator: registration, heartbeats, and
-/// re-registration when the coordinator restarts or forgets us.
-///
-/// A DEALER socket with a routing id of the process's own (random, so it
-/// cannot be guessed from the worker id), so replies find the worker again
-/// after a reconnect. Registration answers the coordinator's challenge with
-/// a proof made from the cluster secret (``WorkerCredentials``). ZeroMQ reconnects the TCP link on its
-/// own; this adds the application's half of the Paranoid Pirate pattern: the
-/// worker heartbeats, and when the coordinator has been silent for the
-/// liveness period it registers again.
 /// What a worker's configuration tells its link: the indexer's and the
 /// query worker's both conform, so the link is set up one way for both.
 package protocol WorkerLinkConfiguration: Sendable {
@@ -31,6 +21,16 @@ package protocol WorkerLinkConfiguration: Sendable {
     var socketPlacement: ThreadPlacement { get }
 }
 
+/// A worker's connection to the coordinator: registration, heartbeats, and
+/// re-registration when the coordinator restarts or forgets us.
+///
+/// A DEALER socket with a routing id of the process's own (random, so it
+/// cannot be guessed from the worker id), so replies find the worker again
+/// after a reconnect. Registration answers the coordinator's challenge with
+/// a proof made from the cluster secret (``WorkerCredentials``). ZeroMQ
+/// reconnects the TCP link on its own; this adds the application's half of
+/// the Paranoid Pirate pattern: the worker heartbeats, and when the
+/// coordinator has been silent for the liveness period it registers again.
 package final class WorkerLink: Sendable {
     package let workerID: String
     let registration: Body.Register
