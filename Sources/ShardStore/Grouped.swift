@@ -22,7 +22,7 @@ extension ShardStore {
     /// least one match.
     ///
     /// Each group is the plan run with an `exactDomain` filter added, through
-    /// ``search(_:isCancelled:)``: the same matching and ranking as a
+    /// ``search(_:rawItems:isCancelled:)``: the same matching and ranking as a
     /// parameter search, and a domain lives on one shard, so a shard's group
     /// is already the whole group and the coordinator only orders groups. It
     /// costs one search per domain of the shard; facets are not counted.

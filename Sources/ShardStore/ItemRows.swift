@@ -24,7 +24,7 @@ import SQLite
 ///
 /// Flat arrays: the rows' bytes back to back and where each starts, and per
 /// id its row (``absent`` when none): the JSON's bytes plus ~12 bytes an
-/// item (Debian shard: 63,666 items, ~60 MiB). Not read past ``maxBytes``.
+/// item (~60 MiB for 64,000 package descriptions). Not read past ``maxBytes``.
 struct ItemRows: Sendable {
     /// Row `r`'s identifier is `bytes[start[2r]..<start[2r + 1]]`, its JSON
     /// `bytes[start[2r + 1]..<start[2r + 2]]`.

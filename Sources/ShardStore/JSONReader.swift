@@ -101,7 +101,7 @@ extension StrictJSONReader {
         return s.withUTF8 { text in !text.contains(UInt8(ascii: "\\")) && steppedOver(quoted: text) }
     }
 
-    /// ``parseItem(_:keepingAttributes:)`` as JSON text: the stored text's
+    /// ``parseItem(_:keepingAttributes:uid:layout:)`` as JSON text: the stored text's
     /// members copied as they are, `attributes` only with those in `keep`.
     /// The store writes items with ``JSONWriter`` (compact, keys sorted), so
     /// this is what writing the parsed item would give, without building it.

@@ -174,7 +174,7 @@ final class PostingIndex: @unchecked Sendable {
         return s.int64(at: offset) == 0 ? (1 << c) | (1 << (16 + c)) : 1 << c
     }
 
-    /// The fast read (see ``init(db:maxEntries:termsWithInstances:)``); nil
+    /// The fast read (see ``init(db:maxEntries:termsWithInstances:forward:)``); nil
     /// when the counts do not split the instances exactly, or past the limits.
     private static func readByCounts(_ db: Database, maxEntries: Int) throws -> Lists?? {
         try db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.words_vocab USING fts5vocab(main, 'words', 'row')")

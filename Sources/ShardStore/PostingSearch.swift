@@ -12,7 +12,7 @@ import Foundation
 /// merges of arrays.
 ///
 /// Exact: used only while the index is the word index's current content
-/// (``ShardStore/currentPostingIndex(outside:)``: never inside a caller's
+/// (``ShardStore/currentPostingIndex(outside:startsBuild:)``: never inside a caller's
 /// transaction, never once another connection has committed), and only for
 /// terms FTS5 would look up as they are: a quoted word of lowercase ASCII
 /// letters and digits is one token of itself for `unicode61` (anything else

@@ -578,14 +578,14 @@ extension ShardStore {
     }
 
     /// The result in the `items.json` column of a stepped row (see
-    /// ``storedResult(json:attributes:uid:)``).
+    /// ``storedResult(json:attributes:uid:layout:)``).
     func storedResult(_ s: Statement, column: Int, attributes: FetchList?, uid: String? = nil) throws -> StoredResult? {
         try s.withUTF8(at: column) { try storedResult(json: $0, attributes: attributes, uid: uid) } ?? nil
     }
 
     /// The result an item's stored JSON gives, with only `attributes` when
     /// given. `uid`: the row's identifier, when read already (see
-    /// ``StrictJSONReader/parseItem(_:keepingAttributes:uid:)``).
+    /// ``StrictJSONReader/parseItem(_:keepingAttributes:uid:layout:)``).
     /// `layout`: the JSON's ``AttributesLayout``, when known.
     func storedResult(
         json: UnsafeBufferPointer<UInt8>, attributes: FetchList?, uid: String? = nil,

@@ -197,7 +197,7 @@ package final class ShardStore {
     /// Declare before writing items that use them: values already stored keep
     /// the form they were stored in (and vectors already stored keep the text
     /// they were made from). A declaration that conflicts with what the shard
-    /// holds is refused (``checkDeclaration(_:)``), so no stored value is
+    /// holds is refused (``checkDeclaration(_:exampleTag:)``), so no stored value is
     /// left of a type that its attribute no longer has.
     package func declare(_ specs: [AttributeSpec], semantic: [(name: String, on: Bool)] = []) throws {
         try requireWritable("declare attributes")

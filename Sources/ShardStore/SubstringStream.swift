@@ -8,10 +8,10 @@ extension ShardStore {
     /// (``substringLookup(_:names:)``) — the order results come in anyway —
     /// so they are checked and fetched as they are stepped, and a query with a
     /// limit stops after its last result. Collecting every candidate first
-    /// read every posting of every term containing the pattern: a common run
-    /// ("tool") expands to hundreds of terms, and a title query read their
-    /// description postings too (FTS5 filters columns after reading), which
-    /// made title wildcards slower at p99 than the trigram table they replace.
+    /// would read every posting of every term containing the pattern: a
+    /// common run ("tool") expands to hundreds of terms, and a title query
+    /// would read their description postings too (FTS5 filters columns after
+    /// reading), making title wildcards slow at p99.
     ///
     /// Nil when this does not apply (the caller takes the general path, which
     /// gives the same results): other shapes, patterns without a selective

@@ -40,7 +40,7 @@ final class ForwardTokenCache {
     /// forms do. Folded terms (from text that is not ASCII) are still
     /// decided when met.
     ///
-    /// The lookups wait for the query's first text match (``lookUp()``): a
+    /// The lookups wait for the query's first text match (``lookUp(_:)``): a
     /// one-word search rarely needs one, and the last word's prefix range
     /// alone can be thousands of terms.
     func begin(_ forward: ForwardIndex, _ matcher: SearchWordMatcher) {
@@ -54,7 +54,7 @@ final class ForwardTokenCache {
         pending = matcher
     }
 
-    /// The matcher whose lookups ``lookUp()`` has still to make.
+    /// The matcher whose lookups ``lookUp(_:)`` has still to make.
     private var pending: SearchWordMatcher?
     /// Typo forms found per word and typos in ``index``'s vocabulary: a
     /// person typing sends the words before the one being typed again with

@@ -289,7 +289,7 @@ extension ShardStore {
 
     /// Exact nearest neighbours of `vector` among the shard's items, by
     /// cosine: the `k` best with their unique identifiers. What the benchmark
-    /// times; searches use the same index through ``search(_:isCancelled:)``.
+    /// times; searches use the same index through ``search(_:rawItems:isCancelled:)``.
     package func nearest(_ vector: [Float], k: Int) throws -> [(uniqueIdentifier: String, score: Float)] {
         do {
             return try db.transaction(.deferred) {
