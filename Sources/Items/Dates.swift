@@ -4,7 +4,7 @@ import Foundation
 ///
 /// `ISO8601DateFormatter` is neither `Sendable` nor fast, and indexing parses
 /// a date for every dated attribute of every item. This accepts what producers
-/// actually send: `2026-11-01`, `2026-11-01T12:00:00Z`, fractional seconds, and
+/// actually send: `YYYY-MM-DD`, `YYYY-MM-DDThh:mm:ssZ`, fractional seconds, and
 /// `+02:00` / `+0200` / `-05` offsets. A date-time without a zone is UTC.
 public enum ISODate {
     public static func parse(_ s: String) -> Date? {
@@ -79,7 +79,7 @@ public enum ISODate {
         return Date(timeIntervalSince1970: unix)
     }
 
-    /// Formats as `2026-11-01T12:00:00Z`, with milliseconds only when present.
+    /// Formats as `YYYY-MM-DDThh:mm:ssZ`, with milliseconds only when present.
     public static func format(_ date: Date) -> String {
         let t = date.timeIntervalSince1970
         let whole = t.rounded(.down)

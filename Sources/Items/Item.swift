@@ -11,7 +11,8 @@ public struct Location: Sendable, Hashable, Codable {
 }
 
 /// One attribute value. Dates are kept as `Date` and stored as seconds since
-/// 2001-01-01 UTC, the reference date Spotlight query strings compare against.
+/// Apple's reference date (`timeIntervalSinceReferenceDate`, the start of the
+/// year 2001 in UTC), which Spotlight query strings compare against.
 public enum AttributeValue: Sendable, Hashable {
     case text(String)
     case number(Double)

@@ -11,7 +11,7 @@ enum LogFormat: String, ExpressibleByArgument, CaseIterable, Sendable {
 /// One JSON object per line on standard error, for log shippers (journald's
 /// JSON output, Loki, Elasticsearch) that would otherwise parse text.
 ///
-/// `{"time": "2026-11-22T23:12:29.646Z", "level": "info", "logger":
+/// `{"time": "<ISO-8601 time>", "level": "info", "logger":
 /// "limelight.coordinator", "message": "worker registered", "worker":
 /// "indexer-0", "worker.role": "indexer", ...}`: metadata keys sit beside the
 /// fixed ones under their dotted names, so a query for `worker` works on every

@@ -11,7 +11,7 @@ enum Value: Equatable {
     case location(Location)
     /// A `CKReference` / `CKRecord.ID`: the record name it points to.
     case reference(String)
-    /// Seconds since 2001-01-01 UTC (`now()`, a `{"date": …}` argument).
+    /// Seconds since the reference date (`now()`, a `{"date": …}` argument).
     case date(Double)
 
     var kindName: String {

@@ -154,7 +154,7 @@ public struct Bound: Sendable, Hashable {
     }
 }
 
-/// A numeric test on numbers, dates (seconds since 2001-01-01 UTC) and
+/// A numeric test on numbers, dates (seconds since the reference date) and
 /// booleans (0 and 1). Comparisons, equality and `InRange` all lower to this.
 public struct RangeTest: Sendable, Hashable {
     public var attribute: String

@@ -13,7 +13,7 @@ import QueryPlan
 /// - `aroundLatLng` without `aroundRadius` orders by distance and filters
 ///   nothing (Algolia would pick a radius from the data's density).
 /// - Geo parameters use the `latitude` and `longitude` attributes.
-/// - Numeric filters on dates compare seconds since 2001-01-01 UTC, the unit
+/// - Numeric filters on dates compare seconds since Apple's reference date (`timeIntervalSinceReferenceDate`), the unit
 ///   Core Spotlight's queries use for dates.
 /// - `facetFilters`' negation is Algolia's `attr:-value` (and `attr:\-value`
 ///   for a value that starts with a minus).

@@ -22,7 +22,7 @@ package struct StoredResult: Sendable, Hashable {
     package var item: JSONValue
     /// One value per sort key of the query, so a coordinator can merge the
     /// ordered streams of several shards: attribute values as JSON numbers
-    /// (dates as seconds since 2001-01-01) or text, `null` when the item has
+    /// (dates as seconds since the reference date) or text, `null` when the item has
     /// none; for `.relevance`, the score. Compare with ``precedes(_:_:by:)``.
     package var sortValues: [JSONValue]
     /// The relevance score (higher is better) when the query sorts by relevance.

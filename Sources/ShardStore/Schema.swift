@@ -34,7 +34,7 @@
 ///   column with `*` (always check), so they answer the same.
 /// - `attrs` holds one row per value (a list's elements are `pos` 0, 1, …) of
 ///   every *searchable* attribute. `kind` is ``ValueKind``. `text` is a text
-///   value in full; `num` is a number, a date as seconds since 2001-01-01 UTC,
+///   value in full; `num` is a number, a date as seconds since the reference date,
 ///   or a boolean as 0/1, or a location's latitude (its longitude is in
 ///   `text`, as Swift's round-tripping decimal form, and its `key` is NULL, so
 ///   no text test sees it; ranges and sorts leave kind 4 out). Older shards

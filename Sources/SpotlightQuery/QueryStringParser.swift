@@ -485,7 +485,7 @@ struct QueryStringParser {
                 text = try parseQuotedString(wildcards: false).literals.joined()
                 skipWhitespace()
             } else {
-                // Up to the `)`, so that `2026-11-01 12:00:00` (a space for the T) reads whole.
+                // Up to the `)`, so that `YYYY-MM-DD hh:mm:ss` (a space for the T) reads whole.
                 while pos < chars.count, chars[pos] != ")" { pos += 1 }
                 text = String(chars[argumentStart..<pos]).trimmingCharacters(in: .whitespacesAndNewlines)
             }

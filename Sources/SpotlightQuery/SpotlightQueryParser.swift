@@ -30,12 +30,12 @@ import QueryPlan
 ///   store compares a number's canonical text); only an ordering or `InRange`
 ///   reads a quoted number or ISO-8601 date as one.
 /// - Unquoted values are typed: a number (`42`, `-1.5`, `2e3`, `0x1F`) or
-///   `true`/`false` (1 and 0) is numeric; an ISO-8601 date (`2026-11-01`) is an
+///   `true`/`false` (1 and 0) is numeric; an ISO-8601 date (`YYYY-MM-DD`) is an
 ///   instant; anything else is a plain word, compared as text. Modifiers cannot
 ///   follow an unquoted word (they would read as part of it): write them in
 ///   brackets, `title ==[c] window`.
-/// - Plain numbers compared with dates are seconds since 2001-01-01 UTC,
-///   Apple's reference date, which is how the plan stores dates.
+/// - Plain numbers compared with dates are seconds since Apple's reference
+///   date (`timeIntervalSinceReferenceDate`), which is how the plan stores dates.
 ///
 /// ## Dates: instants and periods
 /// `$time.now`, `$time.now(N)` (N seconds from now), `$time.iso(…)` and plain

@@ -6,9 +6,9 @@ import Foundation
 /// not instants, so they are kept as half-open periods and each operator
 /// decides which end it compares with (see ``SpotlightQueryParser``).
 enum TimeValue: Equatable {
-    /// An exact moment, in seconds since 2001-01-01 UTC.
+    /// An exact moment, in seconds since the reference date.
     case instant(Double)
-    /// `[start, end)`, in seconds since 2001-01-01 UTC.
+    /// `[start, end)`, in seconds since the reference date.
     case period(start: Double, end: Double)
 }
 
