@@ -72,7 +72,7 @@ struct QueryCommand: AsyncParsableCommand {
     static func badQuery(_ description: String, position: Int?, in text: String) -> ExitCode {
         printError("limelight: bad query: \(description)")
         if let position {
-            printError("  \(text)\n  \(String(repeating: " ", count: min(position, text.count)))^")
+            printCaret(under: text, at: position)
         }
         return ExitCode(ExitCodes.badInput)
     }

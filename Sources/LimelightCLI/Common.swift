@@ -3,6 +3,7 @@ import Foundation
 import LimelightClient
 import Logging
 import Synchronization
+import Tenancy
 
 /// Exit codes of docs/design.md's command line.
 package enum ExitCodes {
@@ -23,8 +24,8 @@ package enum ExitCodes {
     /// so a script tells "fix the key" from "fix the input".
     package static let notAllowed: Int32 = 6
 
-    /// The wire error codes that exit ``notAllowed``.
-    static let accessCodes: Set<String> = ["key_required", "invalid_key", "key_revoked", "key_expired", "forbidden", "keys_disabled"]
+    /// The wire error codes that exit ``notAllowed``: Tenancy's key refusals.
+    static let accessCodes = Set(TenancyError.Code.keyRefusals.map(\.rawValue))
 }
 
 /// Prints why a request failed and gives the exit code for it: a refused key
@@ -123,6 +124,18 @@ func printLine(_ s: String) {
 /// Writes to standard error.
 func printError(_ s: String) {
     FileHandle.standardError.write(Data((s + "\n").utf8))
+}
+
+/// Shows where a fault is: `text` on standard error, indented, with a caret
+/// under its character at `offset` (past the end: under its end).
+func printCaret(under text: String, at offset: Int) {
+    printError("  \(text)\n  \(String(repeating: " ", count: min(max(0, offset), text.count)))^")
+}
+
+/// Why a line of a JSON Lines file is not JSON, as ` (column N: what)`
+/// after "not valid JSON"; empty when no fault can be placed.
+func whereNotJSON(_ line: String) -> String {
+    JSONSyntaxError.find(in: line).map { " (column \($0.column): \($0.message))" } ?? ""
 }
 
 /// Runs `body` until SIGINT or SIGTERM arrives, then cancels it and waits for it to finish.

@@ -52,7 +52,7 @@ struct EntitiesCommand: AsyncParsableCommand {
                 if t.isEmpty { continue }
                 do { entities.append(try JSONValue.parse(t)) } catch {
                     printError(
-                        "limelight: \(file):\(n + 1): not valid JSON\(JSONSyntaxError.find(in: t).map { " (column \($0.column): \($0.message))" } ?? "")"
+                        "limelight: \(file):\(n + 1): not valid JSON\(whereNotJSON(t))"
                     )
                     throw ExitCode(ExitCodes.badInput)
                 }

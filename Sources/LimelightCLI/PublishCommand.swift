@@ -131,7 +131,7 @@ struct PublishCommand: AsyncParsableCommand {
                         do { value = try JSONValue.parse(line) } catch {
                             rejected += 1
                             printError(
-                                "\(name):\(lineNo): rejected: not valid JSON\(JSONSyntaxError.find(in: line).map { " (column \($0.column): \($0.message))" } ?? "")"
+                                "\(name):\(lineNo): rejected: not valid JSON\(whereNotJSON(line))"
                             )
                             continue
                         }

@@ -53,7 +53,7 @@ struct SearchCommand: AsyncParsableCommand {
         } catch let e as ClientError where e.code == .server && !ExitCodes.accessCodes.contains(e.server?.code ?? "") {
             printError("limelight: bad search: \(e.server?.description ?? e.message)")
             if let s = e.server, s.field == "filters", let pos = s.position, let filters = value["filters"]?.stringValue {
-                printError("  \(filters)\n  \(String(repeating: " ", count: min(pos, filters.count)))^")
+                printCaret(under: filters, at: pos)
             }
             throw ExitCode(ExitCodes.badInput)
         } catch let e as ClientError {
@@ -80,8 +80,7 @@ func parseParameters(_ text: String, option: String, source: String? = nil) thro
         printError("limelight: \(option)\(from) is not valid JSON: \(fault)")
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         if fault.line <= lines.count {
-            let shown = String(lines[fault.line - 1])
-            printError("  \(shown)\n  \(String(repeating: " ", count: min(fault.column - 1, shown.count)))^")
+            printCaret(under: String(lines[fault.line - 1]), at: fault.column - 1)
         }
         throw ExitCode(ExitCodes.badInput)
     }

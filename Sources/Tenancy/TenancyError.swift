@@ -28,6 +28,11 @@ package struct TenancyError: Error, Sendable, Hashable, CustomStringConvertible 
         package static let notFound = Code("not_found")
         /// The key store file could not be read or written.
         package static let storeFailed = Code("key_store_failed")
+
+        /// The codes that refuse a request for its key (authentication or
+        /// authorization), as opposed to its content: clients tell them apart
+        /// (the CLI exits 6 for these).
+        package static let keyRefusals: Set<Code> = [.keyRequired, .invalidKey, .keyRevoked, .keyExpired, .forbidden, .keysDisabled]
     }
 
     package var code: Code
