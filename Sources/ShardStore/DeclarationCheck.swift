@@ -38,7 +38,7 @@ extension ShardStore {
                 continue
             }
             guard let nameID = nameIDs[spec.name] else { continue }
-            let allowed = Self.kinds(of: spec.type).map { String($0.rawValue) }.joined(separator: ", ")
+            let allowed = ValueKind.allCases.filter { $0.valueType == spec.type }.map { String($0.rawValue) }.joined(separator: ", ")
             var conflict: (kind: Int64, count: Int64, uid: String?)?
             do {
                 let s = try db.prepare(
@@ -63,34 +63,13 @@ extension ShardStore {
                 throw StoreError.wrap(error, "cannot check the values stored under '\(spec.name)'")
             }
             if let conflict {
-                let kind = ValueKind(rawValue: conflict.kind).map(Self.typeName) ?? "other"
+                let kind = ValueKind(rawValue: conflict.kind)?.valueType.rawValue ?? "other"
                 let example = conflict.uid.map { " (item '\($0)' among them)" } ?? ""
                 throw StoreError(
                     .invalidDeclaration,
                     "'\(spec.name)' holds \(conflict.count) \(kind) value\(conflict.count == 1 ? "" : "s")\(example); declaring it \(spec.type.rawValue) conflicts with them: delete or rewrite those items first"
                 )
             }
-        }
-    }
-
-    /// The stored kinds a value of `type` takes.
-    static func kinds(of type: ValueType) -> [ValueKind] {
-        switch type {
-        case .text: [.text, .longText]
-        case .number: [.number]
-        case .date: [.date]
-        case .boolean: [.boolean]
-        case .location: [.location]
-        }
-    }
-
-    static func typeName(_ kind: ValueKind) -> String {
-        switch kind {
-        case .text, .longText: "text"
-        case .number: "number"
-        case .date: "date"
-        case .boolean: "boolean"
-        case .location: "location"
         }
     }
 }

@@ -1,3 +1,5 @@
+import Items
+
 /// The layout of a shard file.
 ///
 /// ```
@@ -174,7 +176,7 @@ enum Layout {
 }
 
 /// The `attrs.kind` column.
-enum ValueKind: Int64 {
+enum ValueKind: Int64, CaseIterable {
     /// Text of at most ``Layout/longTextBytes``.
     case text = 0
     case number = 1
@@ -187,4 +189,15 @@ enum ValueKind: Int64 {
 
     var isText: Bool { self == .text || self == .longText }
     var isNumeric: Bool { self == .number || self == .date || self == .boolean }
+
+    /// The attribute type whose values are stored as this kind.
+    var valueType: ValueType {
+        switch self {
+        case .text, .longText: .text
+        case .number: .number
+        case .date: .date
+        case .boolean: .boolean
+        case .location: .location
+        }
+    }
 }
