@@ -115,13 +115,13 @@ extension CoordinatorCore {
         var declaration = d
         declaration.check = nil
         declaration.exampleTag = nil
-        var check = declaration
-        check.check = true
+        let declareID = makeID("k")
         // Declarations apply to every app; a refusal names only the
         // declaring app's own items (any item, unscoped).
-        check.exampleTag = scope.qualify(uid: "")
-        let declareID = makeID("k")
-        perform(writes.beginDeclare(declareID, WriteTracker.PendingDeclare(client: client, requestID: id, declaration: declaration, check: check)))
+        perform(
+            writes.beginDeclare(
+                declareID,
+                WriteTracker.PendingDeclare(client: client, requestID: id, declaration: declaration, exampleTag: scope.qualify(uid: ""))))
     }
 
     /// Sends a declaration's round (the check, then the declaration itself)

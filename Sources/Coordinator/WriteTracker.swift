@@ -56,12 +56,20 @@ struct WriteTracker: Sendable {
         var client: [Data]
         var requestID: String
         var declaration: Body.Declare
-        /// The first round's message: the declaration with `check` set.
-        var check: Body.Declare
+        /// Whose items a refusal may name (`Body.Declare.exampleTag`).
+        var exampleTag: String
         /// Every indexer has checked the declaration; the second round declares it.
         var checked = false
         var outstanding: [String: String] = [:]  // message → worker
         var error: WireError?
+
+        /// The first round's message: the declaration, to be checked only.
+        var check: Body.Declare {
+            var message = declaration
+            message.check = true
+            message.exampleTag = exampleTag
+            return message
+        }
     }
 
     /// What the core must do after an event.

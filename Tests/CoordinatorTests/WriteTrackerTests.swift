@@ -164,8 +164,10 @@ struct WriteTrackerTests {
         declaration.exampleTag = nil
         var check = declaration
         check.check = true
+        check.exampleTag = "@app/"
         var t = WriteTracker()
-        let first = t.beginDeclare("k1", WriteTracker.PendingDeclare(client: client, requestID: "r1", declaration: declaration, check: check))
+        let first = t.beginDeclare(
+            "k1", WriteTracker.PendingDeclare(client: client, requestID: "r1", declaration: declaration, exampleTag: "@app/"))
         guard first.count == 1, case .declareRound("k1", let message, false) = first[0] else {
             Issue.record("a declaration did not start with its check: \(first)")
             return (t, declaration, check)
