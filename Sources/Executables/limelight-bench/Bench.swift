@@ -43,19 +43,26 @@ struct CorpusOptions: ParsableArguments {
     /// Runs a Python script on the corpus with `--json` and returns its JSON
     /// rows (none when the script is missing or fails).
     func runScript(_ script: String, _ arguments: [String]) -> [[String: Any]] {
-        guard script != "none", FileManager.default.fileExists(atPath: script) else { return [] }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["python3", script, corpus] + arguments + ["--json"]
-        let out = Pipe()
-        p.standardOutput = out
-        do { try p.run() } catch { return [] }
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return String(decoding: data, as: UTF8.self).split(separator: "\n").compactMap {
+        guard script != "none", FileManager.default.fileExists(atPath: script),
+            let (output, _) = try? runToEnd("/usr/bin/env", ["python3", script, corpus] + arguments + ["--json"])
+        else { return [] }
+        return output.split(separator: "\n").compactMap {
             try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
         }
     }
+}
+
+/// Runs a program to its end: what it wrote on standard output, and its exit status.
+func runToEnd(_ executable: String, _ arguments: [String]) throws -> (output: String, status: Int32) {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: executable)
+    p.arguments = arguments
+    let out = Pipe()
+    p.standardOutput = out
+    try p.run()
+    let data = out.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    return (String(decoding: data, as: UTF8.self), p.terminationStatus)
 }
 
 /// Words for queries: drawn from the corpus's descriptions with a fixed seed, as peers.py does.
@@ -616,16 +623,9 @@ struct BenchCluster {
     /// A secured key made from `parent` with `filters`, by `limelight keys
     /// secure` (no call to the server), as an app's backend makes one.
     func securedKey(binDir: String, parent: String, filters: String) throws -> String {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: binDir + "/limelight")
-        p.arguments = ["keys", "secure", "--parent", parent, "--filters", filters]
-        let out = Pipe()
-        p.standardOutput = out
-        try p.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else { throw ValidationError("limelight keys secure failed") }
-        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let (output, status) = try runToEnd(binDir + "/limelight", ["keys", "secure", "--parent", parent, "--filters", filters])
+        guard status == 0 else { throw ValidationError("limelight keys secure failed") }
+        return output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// Starts `limelight up` with `min(shards, 2)` indexers and query workers

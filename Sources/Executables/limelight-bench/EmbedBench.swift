@@ -105,16 +105,9 @@ struct EmbedBench: ParsableCommand {
         if let corpus {
             return try String(contentsOfFile: corpus, encoding: .utf8).split(separator: "\n").map(String.init)
         }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["python3", "../shared/datasets/debian_packages.py", "--limit", String(texts)]
-        let out = Pipe()
-        p.standardOutput = out
-        try p.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else { throw ValidationError("debian_packages.py failed; pass --corpus FILE") }
-        return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+        let (output, status) = try runToEnd("/usr/bin/env", ["python3", "../shared/datasets/debian_packages.py", "--limit", String(texts)])
+        guard status == 0 else { throw ValidationError("debian_packages.py failed; pass --corpus FILE") }
+        return output.split(separator: "\n").map(String.init)
     }
 
     func f(_ x: Double, _ places: Int) -> String { String(format: "%.\(places)f", x) }
