@@ -109,6 +109,17 @@ def start_cluster(data, shards=4, extra=(), stderr=subprocess.PIPE):
     raise RuntimeError(f"limelight up did not become ready: {errors.strip()}\n{_logs(data)}")
 
 
+def keyed_cluster(tmp_path_factory, name, shards):
+    """A module fixture's body: ``limelight up`` as users run it (keys
+    required), yielded and stopped afterwards."""
+    require_binaries("limelight", "limelight-coordinator", "limelight-indexer", "limelight-query")
+    cluster = start_cluster(tmp_path_factory.mktemp(name), shards=shards, extra=("--require-keys",))
+    try:
+        yield cluster
+    finally:
+        stop_cluster(cluster.process)
+
+
 def _forward_lines(stream, lines):
     """Puts each line of ``stream`` on ``lines``, then None at its end."""
     with stream:

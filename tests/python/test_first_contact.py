@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 
-from harness import CLIENTS, SAMPLES, bin_dir, read_jsonl, require_binaries, start_cluster, stop_cluster
+from harness import CLIENTS, SAMPLES, bin_dir, keyed_cluster, read_jsonl
 from limelight_client import Client, LimelightError
 
 EXIT_NOT_ALLOWED = 6
@@ -20,12 +20,7 @@ EXIT_NOT_ALLOWED = 6
 
 @pytest.fixture(scope="module")
 def keyed(tmp_path_factory):
-    require_binaries("limelight", "limelight-coordinator", "limelight-indexer", "limelight-query")
-    cluster = start_cluster(tmp_path_factory.mktemp("first-contact"), shards=4, extra=("--require-keys",))
-    try:
-        yield cluster
-    finally:
-        stop_cluster(cluster.process)
+    yield from keyed_cluster(tmp_path_factory, "first-contact", shards=4)
 
 
 def clean_env(**extra):

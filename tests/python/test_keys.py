@@ -9,18 +9,13 @@ import time
 
 import pytest
 
-from harness import Client, Traffic, require_binaries, start_cluster, stop_cluster
+from harness import Client, Traffic, keyed_cluster
 from limelight_client import LimelightError, secured_key
 
 
 @pytest.fixture(scope="module")
 def keyed(tmp_path_factory):
-    require_binaries("limelight", "limelight-coordinator", "limelight-indexer", "limelight-query")
-    cluster = start_cluster(tmp_path_factory.mktemp("keyed"), shards=3, extra=("--require-keys",))
-    try:
-        yield cluster
-    finally:
-        stop_cluster(cluster.process)
+    yield from keyed_cluster(tmp_path_factory, "keyed", shards=3)
 
 
 def read_key(cluster, name):

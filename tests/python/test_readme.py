@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from harness import REPO, bin_dir, require_binaries, start_cluster, stop_cluster
+from harness import REPO, bin_dir, keyed_cluster
 
 README = (REPO / "README.md").read_text(encoding="utf-8")
 
@@ -52,12 +52,7 @@ def test_the_tour_has_commands_with_expectations():
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    require_binaries("limelight", "limelight-coordinator", "limelight-indexer", "limelight-query")
-    c = start_cluster(tmp_path_factory.mktemp("readme"), shards=4, extra=("--require-keys",))
-    try:
-        yield c
-    finally:
-        stop_cluster(c.process)
+    yield from keyed_cluster(tmp_path_factory, "readme", shards=4)
 
 
 def test_every_tour_line_runs_and_finds_what_it_says(cluster):
