@@ -219,6 +219,13 @@ struct Candidates {
 
     static let everything = Candidates(ids: nil, exact: true)
     static let nothing = Candidates(ids: [], exact: true)
+
+    /// The candidate ids inside an app's `scope` (nil: no scope), the
+    /// shard's `universe` read only when neither narrows them.
+    func ids(within scope: [Int64]?, universe: @autoclosure () throws -> [Int64]) rethrows -> [Int64] {
+        guard let scope else { return try ids ?? universe() }
+        return ids.map { IDs.intersect($0, scope) } ?? scope
+    }
 }
 
 enum IDs {

@@ -96,7 +96,7 @@ extension ShardStore {
                     return delivered
                 }
                 let found = try candidates(node, exact: false, context)
-                var ids = try scope.map { scope in found.ids.map { IDs.intersect($0, scope) } ?? scope } ?? found.ids ?? universe(context)
+                var ids = try found.ids(within: scope, universe: universe(context))
                 ids = IDs.subtract(ids, try expiredIDs(now: Date()))
                 // Sort keys live in arrays aligned with `ids`: dictionary lookups
                 // inside the comparator cost more than the sort itself.
@@ -259,7 +259,7 @@ extension ShardStore {
                 let context = QueryContext(isCancelled: isCancelled, wantsScores: false)
                 let (scope, node) = try scoped(try compile(predicate.simplified()), context)
                 let found = try candidates(node, exact: true, context)
-                let ids = try scope.map { scope in found.ids.map { IDs.intersect($0, scope) } ?? scope } ?? found.ids ?? universe(context)
+                let ids = try found.ids(within: scope, universe: universe(context))
                 return IDs.subtract(ids, try expiredIDs(now: Date())).count
             }
         } catch {
