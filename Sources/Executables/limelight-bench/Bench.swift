@@ -16,7 +16,9 @@ struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "limelight-bench",
         abstract: "Index a corpus and time queries, beside ../shared/bench/peers.py on the same corpus.",
-        subcommands: [StoreBench.self, ClusterBench.self, PathBench.self, LoadBench.self, StagesBench.self, EmbedBench.self, VectorBench.self],
+        subcommands: [
+            StoreBench.self, ClusterBench.self, ScaleBench.self, PathBench.self, LoadBench.self, StagesBench.self, EmbedBench.self, VectorBench.self,
+        ],
         defaultSubcommand: StoreBench.self)
 }
 
