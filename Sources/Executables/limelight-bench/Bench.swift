@@ -608,12 +608,7 @@ struct BenchCluster {
     }
 
     /// Bytes of the cluster's data folder (shards, their logs, keys).
-    func dataBytes() -> Int {
-        let fm = FileManager.default
-        return (fm.enumerator(atPath: dir)?.allObjects as? [String] ?? []).reduce(0) { total, f in
-            total + (((try? fm.attributesOfItem(atPath: dir + "/" + f))?[.size] as? NSNumber)?.intValue ?? 0)
-        }
-    }
+    func dataBytes() -> Int { dataBytes(matching: { _ in true }) }
 
     /// The admin key `limelight up` wrote; nil when it runs keyless.
     var adminKey: String? {

@@ -123,8 +123,12 @@ struct ScaleBench: AsyncParsableCommand {
 
         let memory = cluster.memory()
         print("resident memory: " + memory.map { "\($0.name) \($0.anonMB) MB (+\($0.fileMB) MB mapped files)" }.joined(separator: ", "))
-        let bytes = cluster.dataBytes()
-        print("data folder: \(bytes / 1_000_000) MB, \(stored > 0 ? bytes / stored : 0) bytes an item")
+        // The write-ahead logs apart: each shard's stays near its checkpoint
+        // interval (about 40 MB) whatever the corpus, so on a small corpus
+        // they would hide what an item costs.
+        let wal = cluster.dataBytes(matching: { $0.hasSuffix("-wal") })
+        let bytes = cluster.dataBytes() - wal
+        print("data folder: \(bytes / 1_000_000) MB, \(stored > 0 ? bytes / stored : 0) bytes an item, and \(wal / 1_000_000) MB of write-ahead logs")
         let peerRows = runPeers(total: total)
         for r in peerRows {
             print("  peer: " + ((try? String(decoding: JSONSerialization.data(withJSONObject: r, options: [.sortedKeys]), as: UTF8.self)) ?? ""))
@@ -133,7 +137,7 @@ struct ScaleBench: AsyncParsableCommand {
             let figures: [String: Any] = [
                 "items": stored, "corpus": corpus, "shards": shards, "date": ISO8601DateFormatter().string(from: Date()),
                 "publish_items_per_s": rate, "publish_parts_items_per_s": parts, "part_items": part,
-                "kinds": kinds, "bytes_per_item": stored > 0 ? bytes / stored : 0,
+                "kinds": kinds, "bytes_per_item": stored > 0 ? bytes / stored : 0, "wal_mb": wal / 1_000_000,
                 "memory": memory.map { ["name": $0.name, "anon_mb": $0.anonMB, "file_mb": $0.fileMB] }, "peers": peerRows,
             ]
             try JSONSerialization.data(withJSONObject: figures, options: [.prettyPrinted, .sortedKeys]).write(to: URL(fileURLWithPath: json))
@@ -151,6 +155,14 @@ struct ScaleBench: AsyncParsableCommand {
 }
 
 extension BenchCluster {
+    /// Bytes of the data folder's files whose names match.
+    func dataBytes(matching: (String) -> Bool) -> Int {
+        let fm = FileManager.default
+        return (fm.enumerator(atPath: dir)?.allObjects as? [String] ?? []).filter(matching).reduce(0) { total, f in
+            total + (((try? fm.attributesOfItem(atPath: dir + "/" + f))?[.size] as? NSNumber)?.intValue ?? 0)
+        }
+    }
+
     /// The cluster's processes (`up`'s children): their names and pids.
     func children() -> [(name: String, pid: Int32)] {
         var out: [(String, Int32)] = []
