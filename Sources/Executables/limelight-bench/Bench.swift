@@ -17,7 +17,8 @@ struct Bench: AsyncParsableCommand {
         commandName: "limelight-bench",
         abstract: "Index a corpus and time queries, beside ../shared/bench/peers.py on the same corpus.",
         subcommands: [
-            StoreBench.self, ClusterBench.self, ScaleBench.self, PathBench.self, LoadBench.self, StagesBench.self, EmbedBench.self, VectorBench.self,
+            StoreBench.self, ClusterBench.self, ScaleBench.self, RESTBench.self, PathBench.self, LoadBench.self, StagesBench.self, EmbedBench.self,
+            VectorBench.self,
         ],
         defaultSubcommand: StoreBench.self)
 }
@@ -584,6 +585,8 @@ struct BenchCluster {
     let dir: String
     let endpoint: String
     let process: Process
+    /// `limelight up`'s ready line: `ready ENDPOINT STATS-URL REST-URL`.
+    let readyLine: String
     /// Each process of the cluster (`up`'s children, named by their `--id`,
     /// or `coordinator`) and its resident memory, from /proc.
     func residentMemory() -> [(name: String, megabytes: Int)] {
@@ -656,6 +659,7 @@ struct BenchCluster {
             throw ValidationError("cluster did not start")
         }
         endpoint = String(ready[1]).trimmingCharacters(in: .whitespacesAndNewlines)
+        readyLine = String(decoding: buf, as: UTF8.self).split(separator: "\n").first.map(String.init) ?? ""
     }
 
     func stop() {
