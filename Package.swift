@@ -55,7 +55,7 @@ let package = Package(
         .systemLibrary(name: "COpenBLAS", path: "Sources/COpenBLAS"),
 
         // Swift faces of the C libraries: no pointers or return codes leak out.
-        .target(name: "ZeroMQ", dependencies: ["CZeroMQ"], swiftSettings: hot),
+        .target(name: "ZeroMQ", dependencies: ["CZeroMQ", "LimelightConcurrency"], swiftSettings: hot),
         .target(name: "SQLite", dependencies: ["CSQLite"], swiftSettings: hot),
 
         // all-MiniLM-L6-v2 sentence embeddings, natively: tokenizer, encoder, pooling.
@@ -67,7 +67,8 @@ let package = Package(
         .target(name: "VectorKernels", dependencies: ["CVectorKernels"], swiftSettings: [.unsafeFlags(["-O"])]),
 
         // The domain: items, the shared query plan, the query languages.
-        // The one concurrency toolkit: a mutex-guarded box, dedicated threads (LimelightConcurrency.swift; named apart from swift-service-lifecycle's ConcurrencyHelpers, as target names must be unique).
+        // The one concurrency toolkit: a mutex-guarded box, a condition lock, a box for a thread-confined
+        // handle, dedicated threads (named apart from swift-service-lifecycle's ConcurrencyHelpers, as target names must be unique).
         .target(name: "LimelightConcurrency"),
         // JSON values, the strict reader that knows where a text stops being JSON, and the one writer.
         .target(name: "JSON", swiftSettings: hot),
@@ -114,7 +115,8 @@ let package = Package(
         .target(
             name: "Coordinator",
             dependencies: [
-                "Allocator", "ZeroMQ", "WireProtocol", "Planner", "QueryPlan", "Items", "SearchParameters", "Embedder", "ClusterAuth", "Tenancy",
+                "LimelightConcurrency", "Allocator", "ZeroMQ", "WireProtocol", "Planner", "QueryPlan", "Items", "SearchParameters", "Embedder",
+                "ClusterAuth", "Tenancy",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),

@@ -46,11 +46,17 @@ struct WorkerRecord: Sendable {
 /// to the core, which forgets it at once so its work is retried on a replica
 /// without waiting for the heartbeat to lapse.
 ///
-/// `@unchecked Sendable`: `core` is a weak reference (which a `Mutex` cannot
-/// hold as such), set once in CoordinatorCore.init before any message is
-/// sent, and only read afterwards.
-final class UnreachableWorkers: @unchecked Sendable {
-    weak var core: CoordinatorCore?
+/// `core` is a weak reference, set once in CoordinatorCore.init (the closure
+/// that reports needs the box before the core exists), behind a `Mutex` so
+/// that the socket's thread reads it safely.
+final class UnreachableWorkers: Sendable {
+    private struct Reference: Sendable { weak var core: CoordinatorCore? }
+    private let reference = Mutex(Reference())
+
+    var core: CoordinatorCore? {
+        get { reference.withLock { $0.core } }
+        set { reference.withLock { $0.core = newValue } }
+    }
 
     func report(_ route: [Data]) {
         guard let core else { return }

@@ -1,4 +1,5 @@
 import Foundation
+import LimelightConcurrency
 import Synchronization
 
 /// The executor of the ``CoordinatorCore`` actor: a lock, rather than a
@@ -21,10 +22,10 @@ import Synchronization
 /// code running under the lock is on the actor, which `assumeIsolated`
 /// asks.
 ///
-/// `@unchecked Sendable`: an executor the runtime hands jobs to from any
-/// thread; its state is the `Exclusion` and the `JobQueue`, each guarded by
-/// its own Foundation `NSCondition` (a thread waits on it for its turn).
-final class CoordinatorExecutor: SerialExecutor, @unchecked Sendable {
+/// The runtime hands it jobs from any thread; its state is the `Exclusion`
+/// and the `JobQueue`, each a ``ConditionLock`` (a thread waits on it for
+/// its turn), so it is `Sendable` as it is.
+final class CoordinatorExecutor: SerialExecutor, Sendable {
     private let exclusion = Exclusion()
     private let jobs = JobQueue()
 
@@ -73,36 +74,37 @@ final class CoordinatorExecutor: SerialExecutor, @unchecked Sendable {
 /// take the lock back again and again before the client socket's thread
 /// woke, so another client's query waited for the whole flood (the
 /// head-of-line test caught it); an actor's queue is first come, first
-/// served, and so is this. `@unchecked Sendable`: its state is guarded by a
-/// Foundation `NSCondition`, which waiting threads need (a `Mutex` has none).
-private final class Exclusion: @unchecked Sendable {
-    // `nextTicket` and `serving` are guarded by `condition`; `holder` is
-    // written only by the thread whose ticket is being served.
-    private let condition = NSCondition()
-    private var nextTicket: UInt64 = 0
-    private var serving: UInt64 = 0
-    private var waiting = 0
+/// served, and so is this.
+private final class Exclusion: Sendable {
+    private struct Tickets: Sendable {
+        var nextTicket: UInt64 = 0
+        var serving: UInt64 = 0
+        /// Threads waiting for their ticket: only then does a release wake them.
+        var waiting = 0
+    }
+    private let tickets = ConditionLock(Tickets())
+    /// Written only by the thread whose ticket is being served.
     private let holder = Atomic<UInt>(0)
 
     private static var currentThread: UInt { UInt(bitPattern: Int(bitPattern: pthread_self())) }
 
     func run<T>(_ body: () -> T) -> T {
-        condition.lock()
-        let ticket = nextTicket
-        nextTicket &+= 1
-        if serving != ticket {
-            waiting += 1
-            while serving != ticket { condition.wait() }
-            waiting -= 1
+        tickets.withLock { t in
+            let ticket = t.state.nextTicket
+            t.state.nextTicket &+= 1
+            if t.state.serving != ticket {
+                t.state.waiting += 1
+                while t.state.serving != ticket { t.wait() }
+                t.state.waiting -= 1
+            }
         }
-        condition.unlock()
         holder.store(Self.currentThread, ordering: .relaxed)
         defer {
             holder.store(0, ordering: .relaxed)
-            condition.lock()
-            serving &+= 1
-            if waiting > 0 { condition.broadcast() }
-            condition.unlock()
+            tickets.withLock { t in
+                t.state.serving &+= 1
+                if t.state.waiting > 0 { t.broadcast() }
+            }
         }
         return body()
     }
@@ -110,39 +112,45 @@ private final class Exclusion: @unchecked Sendable {
     var isHeldByCurrentThread: Bool { holder.load(ordering: .relaxed) == Self.currentThread }
 }
 
-/// Jobs waiting for the executor's thread, in order. `@unchecked Sendable`:
-/// guarded by a Foundation `NSCondition`, on which the thread waits for work.
-private final class JobQueue: @unchecked Sendable {
-    // `queue` and `stopped` are guarded by `condition`.
-    private let condition = NSCondition()
-    private var queue: [() -> Void] = []
-    private var head = 0
-    private var stopped = false
+/// Jobs waiting for the executor's thread, in order.
+private final class JobQueue: Sendable {
+    private struct Jobs: Sendable {
+        var queue: [Job] = []
+        var head = 0
+        var stopped = false
+    }
+    private let jobs = ConditionLock(Jobs())
 
-    func add(_ job: @escaping () -> Void) {
-        condition.lock()
-        queue.append(job)
-        condition.signal()
-        condition.unlock()
+    func add(_ job: @escaping @Sendable () -> Void) {
+        jobs.withLock { j in
+            j.state.queue.append(Job(run: job))
+            j.signal()
+        }
     }
 
     /// The next job, waiting for one; nil once stopped and empty.
     func next() -> Job? {
-        condition.lock()
-        defer { condition.unlock() }
-        while head == queue.count {
-            if stopped { return nil }
-            condition.wait()
+        jobs.withLock { j in
+            while j.state.head == j.state.queue.count {
+                if j.state.stopped { return nil }
+                j.wait()
+            }
+            let job = j.state.queue[j.state.head]
+            j.state.head += 1
+            if j.state.head == j.state.queue.count {
+                j.state.queue.removeAll(keepingCapacity: true)
+                j.state.head = 0
+            }
+            return job
         }
-        let job = queue[head]
-        head += 1
-        if head == queue.count { queue.removeAll(keepingCapacity: true); head = 0 }
-        return Job(run: job)
     }
 
     func stop() {
-        condition.lock(); stopped = true; condition.broadcast(); condition.unlock()
+        jobs.withLock { j in
+            j.state.stopped = true
+            j.broadcast()
+        }
     }
 
-    struct Job { let run: () -> Void }
+    struct Job: Sendable { let run: @Sendable () -> Void }
 }

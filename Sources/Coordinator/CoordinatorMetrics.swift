@@ -1,8 +1,8 @@
 import CoreMetrics
 import Foundation
+import LimelightConcurrency
 import Metrics
 import Prometheus
-import Synchronization
 
 /// The coordinator's Prometheus figures, served by `GET /metrics`.
 ///
@@ -52,7 +52,7 @@ final class CoordinatorMetrics: Sendable {
         (.workersLost, "workers_lost", "Workers declared dead (no heartbeat, or their connection went away)."),
     ]
 
-    let state = Locked(MirrorState())
+    let state = LockedBox(MirrorState())
 
     struct MirrorState: Sendable {
         var counters: [String: Prometheus.Counter] = [:]
@@ -78,7 +78,7 @@ final class CoordinatorMetrics: Sendable {
         queryDuration = timer("query_duration", "Time from a client's query to its completion.")
         queryFirstBatch = timer("query_first_batch", "Time from a client's query to its first result batch.")
         publishDuration = timer("publish_duration", "Time from a publish request to its acknowledgement (every live replica committed).")
-        state.withLockedValue { s in
+        state.withLock { s in
             for c in Self.mirroredCounters {
                 s.counters[c.counter.rawValue] = registry.makeCounter(descriptor: Self.descriptor(c.name, "total", c.help))
             }
@@ -97,7 +97,7 @@ final class CoordinatorMetrics: Sendable {
     }
 
     func update(from snapshot: ClusterSnapshot) {
-        state.withLockedValue { s in
+        state.withLock { s in
             // Counters only go up: add what the coordinator counted since the last scrape.
             for c in Self.mirroredCounters {
                 let now = snapshot.counters[c.counter.rawValue] ?? 0
@@ -180,14 +180,5 @@ final class CoordinatorMetrics: Sendable {
                 s.workerCounterValues.removeValue(forKey: key)
             }
         }
-    }
-}
-
-/// A value behind a mutex, for state shared by concurrent HTTP requests.
-final class Locked<Value: Sendable>: Sendable {
-    private let value: Mutex<Value>
-    init(_ value: Value) { self.value = Mutex(value) }
-    func withLockedValue<T: Sendable>(_ body: (inout Value) throws -> T) rethrows -> T {
-        try value.withLock { try body(&$0) }
     }
 }

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import LimelightConcurrency
 
 /// Every query's and search's deadline, on one timer thread.
 ///
@@ -41,69 +41,70 @@ final class Deadlines: Sendable {
     var pendingCount: Int { state.pendingCount }
 }
 
-/// The timer thread's state. `@unchecked Sendable`: every field is guarded by
-/// a Foundation `NSCondition`, on which the timer thread waits for the next
-/// deadline (a `Mutex` has no timed wait).
-private final class TimerState: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var heap = MinHeap()
-    private var actions: [UInt64: @Sendable () -> Void] = [:]
-    private var nextID: UInt64 = 0
-    private var stopped = false
+/// The timer thread's state, in a ``ConditionLock``: the timer thread waits
+/// on it for the next deadline (a `Mutex` has no timed wait).
+private final class TimerState: Sendable {
+    private struct Timers: Sendable {
+        var heap = MinHeap()
+        var actions: [UInt64: @Sendable () -> Void] = [:]
+        var nextID: UInt64 = 0
+        var stopped = false
+    }
+    private let timers = ConditionLock(Timers())
 
     func schedule(at due: UInt64, _ action: @escaping @Sendable () -> Void) -> Deadlines.Token {
-        condition.lock()
-        defer { condition.unlock() }
-        nextID &+= 1
-        actions[nextID] = action
-        let earliest = heap.peek?.due
-        heap.push(Entry(due: due, id: nextID))
-        // Only a new earliest deadline changes how long the thread sleeps.
-        if earliest.map({ due < $0 }) ?? true { condition.signal() }
-        return Deadlines.Token(id: nextID)
+        timers.withLock { t in
+            t.state.nextID &+= 1
+            let id = t.state.nextID
+            t.state.actions[id] = action
+            let earliest = t.state.heap.peek?.due
+            t.state.heap.push(Entry(due: due, id: id))
+            // Only a new earliest deadline changes how long the thread sleeps.
+            if earliest.map({ due < $0 }) ?? true { t.signal() }
+            return Deadlines.Token(id: id)
+        }
     }
 
     func cancel(_ id: UInt64) {
-        condition.lock()
-        actions.removeValue(forKey: id)
-        condition.unlock()
+        timers.withLock { _ = $0.state.actions.removeValue(forKey: id) }
     }
 
-    var pendingCount: Int { condition.lock(); defer { condition.unlock() }; return actions.count }
+    var pendingCount: Int { timers.withLock { $0.state.actions.count } }
 
     func stop() {
-        condition.lock(); stopped = true; condition.signal(); condition.unlock()
+        timers.withLock { t in
+            t.state.stopped = true
+            t.signal()
+        }
     }
 
     func loop() {
-        condition.lock()
-        while !stopped {
-            guard let first = heap.peek else {
-                condition.wait()
-                continue
+        timers.withLock { t in
+            while !t.state.stopped {
+                guard let first = t.state.heap.peek else {
+                    t.wait()
+                    continue
+                }
+                if t.state.actions[first.id] == nil {
+                    _ = t.state.heap.pop()  // cancelled: its entry goes when it reaches the top
+                    continue
+                }
+                let now = DispatchTime.now().uptimeNanoseconds
+                if first.due > now {
+                    t.wait(until: Date(timeIntervalSinceNow: Double(first.due - now) / 1e9))
+                    continue
+                }
+                _ = t.state.heap.pop()
+                let action = t.state.actions.removeValue(forKey: first.id)
+                t.unlocked { action?() }
             }
-            if actions[first.id] == nil {
-                _ = heap.pop()  // cancelled: its entry goes when it reaches the top
-                continue
-            }
-            let now = DispatchTime.now().uptimeNanoseconds
-            if first.due > now {
-                _ = condition.wait(until: Date(timeIntervalSinceNow: Double(first.due - now) / 1e9))
-                continue
-            }
-            _ = heap.pop()
-            let action = actions.removeValue(forKey: first.id)
-            condition.unlock()
-            action?()
-            condition.lock()
         }
-        condition.unlock()
     }
 
-    struct Entry { var due: UInt64; var id: UInt64 }
+    struct Entry: Sendable { var due: UInt64; var id: UInt64 }
 
     /// A binary min-heap of entries by due time.
-    struct MinHeap {
+    struct MinHeap: Sendable {
         private var items: [Entry] = []
         var peek: Entry? { items.first }
 

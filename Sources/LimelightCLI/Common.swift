@@ -148,18 +148,18 @@ func runUntilSignalled(_ body: @escaping @Sendable () async -> Void) async {
 
 /// Turns signals into a callback on a dispatch queue (never a signal handler context).
 ///
-/// `@unchecked Sendable`: it holds Dispatch signal sources (not `Sendable`),
-/// made once in `init` and only cancelled in `deinit`.
-final class SignalWatcher: @unchecked Sendable {
-    private var sources: [DispatchSourceSignal] = []
+/// Not `Sendable` (Dispatch's signal sources are not): the function that
+/// makes one keeps it until it returns, and its `deinit` cancels the sources.
+final class SignalWatcher {
+    private let sources: [DispatchSourceSignal]
 
     init(signals: [Int32], _ handler: @escaping @Sendable () -> Void) {
-        for s in signals {
+        sources = signals.map { s in
             signal(s, SIG_IGN)
             let src = DispatchSource.makeSignalSource(signal: s, queue: .global())
             src.setEventHandler(handler: handler)
             src.resume()
-            sources.append(src)
+            return src
         }
     }
 

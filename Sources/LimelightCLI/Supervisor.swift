@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The cluster's child processes, kept running.
 ///
@@ -11,10 +12,9 @@ import Foundation
 /// up is a fault a person must look at, and restarting it forever would hide
 /// it. `stopAll()` (SIGINT, SIGTERM) stops every child and restarts none.
 ///
-/// `@unchecked Sendable`: it holds Foundation `Process` handles, which are not
-/// `Sendable`, and their termination handlers run on Foundation's threads;
-/// every field is read and written under `lock`.
-final class Supervisor: @unchecked Sendable {
+/// Its children's termination handlers run on Foundation's threads, so all
+/// that changes is behind one `Mutex`.
+final class Supervisor: Sendable {
     /// How a child ended.
     struct Exit: Sendable, CustomStringConvertible {
         var name: String
@@ -43,15 +43,16 @@ final class Supervisor: @unchecked Sendable {
         var logs: String
     }
 
-    // All mutable state is guarded by `lock`.
-    private let lock = NSLock()
-    private var running: [String: Process] = [:]
-    private var specs: [String: Spec] = [:]
-    private var exits: [Exit] = []
-    private var failures: [String: [Date]] = [:]
-    private var pending: [(name: String, due: Date)] = []
-    private var _stopRequested = false
-    private var stopping = false
+    private struct State: Sendable {
+        var running: [String: Process] = [:]
+        var specs: [String: Spec] = [:]
+        var exits: [Exit] = []
+        var failures: [String: [Date]] = [:]
+        var pending: [(name: String, due: Date)] = []
+        var stopRequested = false
+        var stopping = false
+    }
+    private let state = Mutex(State())
 
     let restartLimit: Int
     let restartWindow: TimeInterval
@@ -63,23 +64,32 @@ final class Supervisor: @unchecked Sendable {
         self.report = report
     }
 
-    /// A started child and the lines of its standard output, when captured.
-    /// `@unchecked Sendable`: it holds a Foundation `Process`; `buffer` and
-    /// `lines` are guarded by `lock`, which the pipe's handler takes.
-    final class Child: @unchecked Sendable {
+    /// A started child and the lines of its standard output, when captured
+    /// (by the pipe's handler, on Foundation's threads).
+    final class Child: Sendable {
         let process: Process
-        let lock = NSLock()
-        var buffer = Data()
-        var lines: [String] = []
+        private struct Output: Sendable {
+            var buffer = Data()
+            var lines: [String] = []
+        }
+        private let output = Mutex(Output())
         init(process: Process) { self.process = process }
+
+        /// Adds what the pipe read; a line is complete at its newline.
+        func append(_ data: Data) {
+            output.withLock { o in
+                o.buffer.append(data)
+                while let nl = o.buffer.firstIndex(of: 0x0A) {
+                    o.lines.append(String(decoding: o.buffer[o.buffer.startIndex..<nl], as: UTF8.self))
+                    o.buffer.removeSubrange(o.buffer.startIndex...nl)
+                }
+            }
+        }
 
         func firstLine(timeout: Double) -> String? {
             let end = Date().addingTimeInterval(timeout)
             while Date() < end {
-                lock.lock()
-                let l = lines.first
-                lock.unlock()
-                if let l { return l }
+                if let l = output.withLock({ $0.lines.first }) { return l }
                 if !process.isRunning { return nil }
                 usleep(20_000)
             }
@@ -106,13 +116,7 @@ final class Supervisor: @unchecked Sendable {
             pipe.fileHandleForReading.readabilityHandler = { h in
                 let d = h.availableData
                 if d.isEmpty { h.readabilityHandler = nil; return }
-                child.lock.lock()
-                child.buffer.append(d)
-                while let nl = child.buffer.firstIndex(of: 0x0A) {
-                    child.lines.append(String(decoding: child.buffer[child.buffer.startIndex..<nl], as: UTF8.self))
-                    child.buffer.removeSubrange(child.buffer.startIndex...nl)
-                }
-                child.lock.unlock()
+                child.append(d)
             }
         } else {
             p.standardOutput = log
@@ -123,18 +127,16 @@ final class Supervisor: @unchecked Sendable {
             let exit = Exit(
                 name: name, pid: proc.processIdentifier, status: proc.terminationStatus, signalled: proc.terminationReason == .uncaughtSignal,
                 at: Date())
-            self.lock.lock()
-            if !self.stopping, self.running[name] === proc { self.exits.append(exit) }
-            self.lock.unlock()
+            self.state.withLock { s in
+                if !s.stopping, s.running[name] === proc { s.exits.append(exit) }
+            }
         }
-        lock.lock()
-        specs[spec.name] = spec
-        lock.unlock()
+        state.withLock { $0.specs[spec.name] = spec }
         try p.run()
-        lock.lock()
-        running[spec.name] = p
-        let stoppedMeanwhile = stopping
-        lock.unlock()
+        let stoppedMeanwhile = state.withLock { s in
+            s.running[spec.name] = p
+            return s.stopping
+        }
         if stoppedMeanwhile, p.isRunning { kill(p.processIdentifier, SIGTERM) }
         try? log.close()
         return child
@@ -143,53 +145,51 @@ final class Supervisor: @unchecked Sendable {
     /// Changes the arguments a child is restarted with (the coordinator's
     /// bound ports, so that a restarted coordinator is found where the first was).
     func setArguments(_ arguments: [String], of name: String) {
-        lock.lock(); defer { lock.unlock() }
-        specs[name]?.arguments = arguments
+        state.withLock { $0.specs[name]?.arguments = arguments }
     }
 
-    var stopRequested: Bool { lock.lock(); defer { lock.unlock() }; return _stopRequested }
-    func requestStop() { lock.lock(); _stopRequested = true; lock.unlock() }
+    var stopRequested: Bool { state.withLock { $0.stopRequested } }
+    func requestStop() { state.withLock { $0.stopRequested = true } }
 
     /// The children that died since the last call (and were not being stopped).
     func takeExits() -> [Exit] {
-        lock.lock(); defer { lock.unlock() }
-        let e = exits
-        exits.removeAll()
-        return e
+        state.withLock { s in
+            defer { s.exits.removeAll() }
+            return s.exits
+        }
     }
 
     /// The process id of a running child, for tests and status lines.
     func pid(of name: String) -> Int32? {
-        lock.lock(); defer { lock.unlock() }
-        return running[name].flatMap { $0.isRunning ? $0.processIdentifier : nil }
+        state.withLock { s in s.running[name].flatMap { $0.isRunning ? $0.processIdentifier : nil } }
     }
 
     /// What to do about a child that died: restart it after a backoff, or
     /// give up (nil) when it failed too often within the window.
     func schedule(_ exit: Exit) -> TimeInterval? {
-        lock.lock(); defer { lock.unlock() }
-        let recent = (failures[exit.name, default: []] + [exit.at]).filter { exit.at.timeIntervalSince($0) <= restartWindow }
-        failures[exit.name] = recent
-        guard recent.count < restartLimit else { return nil }
-        let delay = min(8, 0.5 * pow(2, Double(recent.count - 1)))
-        pending.append((exit.name, exit.at.addingTimeInterval(delay)))
-        return delay
+        state.withLock { s in
+            let recent = (s.failures[exit.name, default: []] + [exit.at]).filter { exit.at.timeIntervalSince($0) <= restartWindow }
+            s.failures[exit.name] = recent
+            guard recent.count < restartLimit else { return nil }
+            let delay = min(8, 0.5 * pow(2, Double(recent.count - 1)))
+            s.pending.append((exit.name, exit.at.addingTimeInterval(delay)))
+            return delay
+        }
     }
 
     /// How many times a child failed within the window, as of its last failure.
     func recentFailures(of name: String) -> Int {
-        lock.lock(); defer { lock.unlock() }
-        return failures[name]?.count ?? 0
+        state.withLock { $0.failures[name]?.count ?? 0 }
     }
 
     /// Starts again every child whose backoff has run out; returns why the
     /// cluster must stop when a child could not be started too often.
     func restartDue(now: Date = Date()) -> String? {
-        lock.lock()
-        let due = pending.filter { $0.due <= now }
-        pending.removeAll { $0.due <= now }
-        let toStart = stopping ? [] : due.compactMap { specs[$0.name] }
-        lock.unlock()
+        let toStart = state.withLock { s in
+            let due = s.pending.filter { $0.due <= now }
+            s.pending.removeAll { $0.due <= now }
+            return s.stopping ? [] : due.compactMap { s.specs[$0.name] }
+        }
         for spec in toStart {
             do {
                 try spawn(spec)
@@ -208,11 +208,11 @@ final class Supervisor: @unchecked Sendable {
     /// Workers first (so nothing is mid-write when the coordinator goes), then
     /// the coordinator: SIGTERM, then SIGKILL after 5 s.
     func stopAll() {
-        lock.lock()
-        stopping = true
-        pending.removeAll()
-        let all = running
-        lock.unlock()
+        let all = state.withLock { s in
+            s.stopping = true
+            s.pending.removeAll()
+            return s.running
+        }
         let workers = all.filter { $0.key != "coordinator" }.map(\.value)
         let coordinator = all.filter { $0.key == "coordinator" }.map(\.value)
         for group in [workers, coordinator] {

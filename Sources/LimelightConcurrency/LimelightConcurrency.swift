@@ -6,12 +6,18 @@ import Synchronization
 // - Shared mutable state lives in a `Mutex<State>` (Synchronization), held by
 //   a `let` of a final class or of a ``LockedBox``; flags and counters that
 //   need no other state are `Atomic`s. Such types are `Sendable` as they are.
+// - State that a thread waits on (a job queue, a timer, a window) lives in a
+//   ``ConditionLock``, the `Mutex` with a condition; a value that is not
+//   `Sendable` but used by one thread at a time (a SQLite connection) travels
+//   in a ``ThreadConfined``. Those two boxes hold this toolkit's
+//   `@unchecked Sendable`, each reasoned once, so the types built on them
+//   need none.
 // - Actors where a Swift-concurrency face is wanted (the coordinator's core).
 // - Dedicated threads only where a C library or a socket requires one: a
 //   ZeroMQ socket's owner thread, SQLite work that blocks (``WorkThreads``,
 //   ``DedicatedThread``), never GCD's or the cooperative pool's threads.
-// - `@unchecked Sendable` only on a type that wraps a C or Foundation handle
-//   the compiler cannot see into, with the reason at its declaration.
+// - Elsewhere, `@unchecked Sendable` only on a type that wraps a C handle the
+//   compiler cannot see into, with the reason at its declaration.
 //
 // docs/architecture.md has the table of threads: which runs what, and why.
 
@@ -37,16 +43,14 @@ package final class LockedBox<Value: Sendable>: Sendable {
 /// same few threads (one per core). Blocking work queued on GCD can therefore
 /// starve the async tasks that heartbeat and move messages, until libdispatch
 /// notices and adds threads seconds later. Plain threads avoid that entirely.
-///
-/// `@unchecked Sendable`: the job queue and counters are guarded by the
-/// Foundation `NSCondition`, whose wait and signal the threads need (a
-/// `Mutex` has no condition); every access takes it.
-package final class WorkThreads: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var jobs: [@Sendable () -> Void] = []
-    private var stopped = false
-    /// Threads running a job now.
-    private var busy = 0
+package final class WorkThreads: Sendable {
+    private struct Queue: Sendable {
+        var jobs: [@Sendable () -> Void] = []
+        var stopped = false
+        /// Threads running a job now.
+        var busy = 0
+    }
+    private let queue = ConditionLock(Queue())
 
     package init(name: String, count: Int) {
         for i in 0..<max(1, count) {
@@ -58,10 +62,10 @@ package final class WorkThreads: @unchecked Sendable {
     }
 
     package func submit(_ job: @escaping @Sendable () -> Void) {
-        condition.lock()
-        jobs.append(job)
-        condition.signal()
-        condition.unlock()
+        queue.withLock { q in
+            q.state.jobs.append(job)
+            q.signal()
+        }
     }
 
     /// Queues `job` unless `limit` jobs already wait for a thread; false when
@@ -69,37 +73,38 @@ package final class WorkThreads: @unchecked Sendable {
     /// (and the latency of everything in it) without end: the caller answers
     /// "busy" at once instead, and the work can go elsewhere.
     package func trySubmit(limit: Int, _ job: @escaping @Sendable () -> Void) -> Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        guard jobs.count < limit else { return false }
-        jobs.append(job)
-        condition.signal()
-        return true
+        queue.withLock { q in
+            guard q.state.jobs.count < limit else { return false }
+            q.state.jobs.append(job)
+            q.signal()
+            return true
+        }
     }
 
     /// Jobs waiting for a thread (not those running).
-    package var waiting: Int { condition.lock(); defer { condition.unlock() }; return jobs.count }
+    package var waiting: Int { queue.withLock { $0.state.jobs.count } }
 
     /// No job waits and none runs.
-    package var isIdle: Bool { condition.lock(); defer { condition.unlock() }; return jobs.isEmpty && busy == 0 }
+    package var isIdle: Bool { queue.withLock { $0.state.jobs.isEmpty && $0.state.busy == 0 } }
 
     package func stop() {
-        condition.lock()
-        stopped = true
-        condition.broadcast()
-        condition.unlock()
+        queue.withLock { q in
+            q.state.stopped = true
+            q.broadcast()
+        }
     }
 
     private func loop() {
         while true {
-            condition.lock()
-            while jobs.isEmpty && !stopped { condition.wait() }
-            if jobs.isEmpty && stopped { condition.unlock(); return }
-            let job = jobs.removeFirst()
-            busy += 1
-            condition.unlock()
+            let next: (@Sendable () -> Void)? = queue.withLock { q in
+                while q.state.jobs.isEmpty && !q.state.stopped { q.wait() }
+                if q.state.jobs.isEmpty { return nil }  // stopped, and nothing left
+                q.state.busy += 1
+                return q.state.jobs.removeFirst()
+            }
+            guard let job = next else { return }
             job()
-            condition.lock(); busy -= 1; condition.unlock()
+            queue.withLock { $0.state.busy -= 1 }
         }
     }
 }

@@ -22,11 +22,9 @@ public struct RegexTest: Sendable, Hashable {
 }
 
 /// A compiled ``RegexTest``: build once per query, call ``matches(_:)`` per value.
-///
-/// `@unchecked Sendable`: it wraps a Foundation `NSRegularExpression`, not
-/// marked `Sendable` on Linux but immutable once made and documented
-/// thread-safe.
-public final class RegexMatcher: @unchecked Sendable {
+/// Immutable once made, and so `Sendable` (Foundation's
+/// `NSRegularExpression` is: it is documented thread-safe).
+public final class RegexMatcher: Sendable {
     let regex: NSRegularExpression
     let foldDiacritics: Bool
 

@@ -37,7 +37,7 @@ extension IndexerService {
                 guard r.offset == 0 else {
                     throw WireError(code: "unknown_copy", message: "copy \(r.copy) of shard \(r.shard) is not under way here; start it at offset 0")
                 }
-                let sequence = try await exec.run { try box.store.snapshot(to: path) }
+                let sequence = try await exec.run { try box.value.snapshot(to: path) }
                 let size = (try FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue ?? 0
                 out = CopyFiles.Outgoing(copy: r.copy, sequence: sequence, size: size)
                 copies.setOutgoing(r.shard, out)
@@ -106,7 +106,7 @@ extension IndexerService {
             }
             copies.setIncoming(c.shard, nil)
             defer { try? FileManager.default.removeItem(atPath: path) }
-            let sequence = try await exec.run { try box.store.replaceContent(withCopyAt: path) }
+            let sequence = try await exec.run { try box.value.replaceContent(withCopyAt: path) }
             tally.changed(shard: c.shard, wrote: true)
             logger.info(
                 "shard replaced by a copy",

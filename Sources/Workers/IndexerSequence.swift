@@ -23,7 +23,7 @@ extension IndexerService {
         _ change: @escaping @Sendable (ShardStore) throws -> T
     ) async throws -> Applied<T> {
         try await exec.run { () throws -> Applied<T> in
-            let store = box.store
+            let store = box.value
             if let sequence {
                 switch try store.check(sequence: sequence) {
                 case .applied: return .skipped
@@ -40,7 +40,7 @@ extension IndexerService {
         var out: [ShardSequence] = []
         for shard in configuration.shards.sorted() {
             guard let (box, exec) = stores[shard] else { continue }
-            let n = (try? await exec.run { try box.store.sequence() }) ?? 0
+            let n = (try? await exec.run { try box.value.sequence() }) ?? 0
             out.append(ShardSequence(shard: shard, sequence: n))
         }
         return out

@@ -37,16 +37,9 @@ package struct IndexerConfiguration: WorkerLinkConfiguration {
     }
 }
 
-/// Holds a store for the one thread that may touch it.
-///
-/// `@unchecked Sendable`: a ``ShardStore`` is a SQLite connection (a C
-/// handle) with caches, which one thread at a time may use; the box travels
-/// between tasks, but the store is only ever used on its shard's
-/// ``DedicatedThread``.
-final class StoreBox: @unchecked Sendable {
-    let store: ShardStore
-    init(_ store: ShardStore) { self.store = store }
-}
+/// A shard's store, which only its ``DedicatedThread`` touches: the box
+/// travels between tasks, the SQLite connection in it does not.
+typealias StoreBox = ThreadConfined<ShardStore>
 
 /// The indexer process: owns shards, applies writes, acknowledges after the commit.
 ///
@@ -125,7 +118,7 @@ package final class IndexerService: Sendable {
     func purge() async {
         for (shard, (box, exec)) in stores {
             do {
-                let n = try await exec.run { try box.store.purgeExpired(now: Date()) }
+                let n = try await exec.run { try box.value.purgeExpired(now: Date()) }
                 if n > 0 { tally.changed(shard: shard, wrote: false) }
                 if n > 0 { logger.info("purged expired items", metadata: ["shard": "\(shard)", "items": "\(n)"]) }
             } catch {
@@ -209,9 +202,9 @@ package final class IndexerService: Sendable {
                 for (_, (box, exec)) in stores {
                     try await exec.run {
                         if d.check == true {
-                            try box.store.checkDeclaration(specs, exampleTag: d.exampleTag ?? "")
+                            try box.value.checkDeclaration(specs, exampleTag: d.exampleTag ?? "")
                         } else {
-                            try box.store.declare(specs, semantic: d.attributes.compactMap { a in a.semantic.map { (a.name, $0) } })
+                            try box.value.declare(specs, semantic: d.attributes.compactMap { a in a.semantic.map { (a.name, $0) } })
                         }
                     }
                 }
@@ -246,7 +239,7 @@ extension IndexerService {
             if known.count == nil, tally.beginCounting(shard: shard) {
                 let tally = self.tally
                 Task {
-                    let n = try? await exec.run({ try box.store.count() })
+                    let n = try? await exec.run({ try box.value.count() })
                     tally.setCount(n, shard: shard, generation: known.generation)
                 }
             }

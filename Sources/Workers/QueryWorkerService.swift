@@ -1,6 +1,7 @@
 import Allocator
 import Foundation
 import Items
+import LimelightConcurrency
 import Logging
 import QueryPlan
 import ShardStore
@@ -49,27 +50,23 @@ final class CancelFlag: Sendable {
 }
 
 /// Idle read-only connections per shard, so concurrent queries each get one.
-///
-/// `@unchecked Sendable`: it holds SQLite connections (``ShardStore``, a C
-/// handle with caches, not `Sendable`), which a `Mutex` cannot hand out; an
-/// idle one is only touched under `lock`, and a checked-out one is used by
-/// one thread until it is checked in.
-final class ConnectionPool: @unchecked Sendable {
-    private let lock = NSLock()
-    private var idle: [Int: [ShardStore]] = [:]
+/// A checked-out connection is used by one query's thread until it is
+/// checked in (``ThreadConfined``).
+final class ConnectionPool: Sendable {
+    private let idle = Mutex<[Int: [ThreadConfined<ShardStore>]]>([:])
     let data: String
     let logger: Logger
     init(data: String, logger: Logger) { self.data = data; self.logger = logger }
 
-    func checkout(_ shard: Int) throws -> ShardStore {
-        if let s = lock.withLock({ idle[shard]?.popLast() }) { return s }
+    func checkout(_ shard: Int) throws -> ThreadConfined<ShardStore> {
+        if let s = idle.withLock({ $0[shard]?.popLast() }) { return s }
         var l = logger
         l[metadataKey: "shard"] = "\(shard)"
-        return try ShardStore(path: shardPath(data: data, shard: shard), mode: .readOnly, logger: l)
+        return ThreadConfined(try ShardStore(path: shardPath(data: data, shard: shard), mode: .readOnly, logger: l))
     }
 
-    func checkin(_ shard: Int, _ store: ShardStore) {
-        lock.withLock { idle[shard, default: []].append(store) }
+    func checkin(_ shard: Int, _ store: ThreadConfined<ShardStore>) {
+        idle.withLock { $0[shard, default: []].append(store) }
     }
 }
 

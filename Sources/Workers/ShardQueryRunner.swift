@@ -161,8 +161,9 @@ package final class ShardQueryRunner: Sendable {
         // a one-batch query is one message back instead of two.
         var held: Body.ShardBatch?
         do {
-            let store = try pool.checkout(shard)
-            defer { pool.checkin(shard, store) }
+            let lent = try pool.checkout(shard)
+            defer { pool.checkin(shard, lent) }
+            let store = lent.value
             // An unsorted query's items go to the client as the store wrote
             // them (RawJSON): the coordinator forwards them without reading
             // them, so they are never built as trees. A sorted query's are
@@ -218,8 +219,9 @@ package final class ShardQueryRunner: Sendable {
             pace.record(start.duration(to: .now))
         }
         do {
-            let store = try pool.checkout(shard)
-            defer { pool.checkin(shard, store) }
+            let lent = try pool.checkout(shard)
+            defer { pool.checkin(shard, lent) }
+            let store = lent.value
             var answer = try extras.answer(store, plan: plan, rawItems: repliesInProcess, isCancelled: { flag.isCancelled })
             answer.shard = shard
             reply(key, .shardSearchResult(answer))

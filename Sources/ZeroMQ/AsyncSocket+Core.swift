@@ -1,6 +1,7 @@
 import CZeroMQ
 import Dispatch
 import Foundation
+import LimelightConcurrency
 import Synchronization
 
 // The state an AsyncSocket's tasks, plain-thread posters and owner thread share
@@ -10,31 +11,28 @@ import Synchronization
 
 /// Counts messages posted from plain threads that ZeroMQ has not accepted
 /// yet, and holds posters back while `window` of them are outstanding.
-///
-/// `@unchecked Sendable`: `inFlight` is guarded by a Foundation
-/// `NSCondition`, whose wait a poster needs (a `Mutex` has no condition).
-final class PostedSends: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var inFlight = 0
+final class PostedSends: Sendable {
+    /// Posted messages not yet accepted; a poster waits on it for room.
+    private let inFlight = ConditionLock(0)
     let window: Int
 
     init(window: Int) { self.window = window }
 
     /// Takes a place in the window, waiting for one if it is full.
     func reserve() {
-        condition.lock()
-        while inFlight >= window { condition.wait() }
-        inFlight += 1
-        condition.unlock()
+        inFlight.withLock { n in
+            while n.state >= window { n.wait() }
+            n.state += 1
+        }
     }
 
     /// Gives a place back: the message was accepted, or failed (the socket
     /// closed; the poster's next `post` learns that from the socket).
     func accepted(_ error: (any Error)?) {
-        condition.lock()
-        inFlight -= 1
-        condition.signal()
-        condition.unlock()
+        inFlight.withLock { n in
+            n.state -= 1
+            n.signal()
+        }
     }
 }
 

@@ -8,27 +8,29 @@ import Synchronization
 
 // MARK: - Owner thread
 
-/// Carries the non-escaping `configure` closure to the owner thread.
-///
-/// `@unchecked Sendable` is safe: `body` is set in `init` before the thread
-/// starts (`Thread.start` orders that write before the thread runs), then read
-/// and cleared exactly once by the owner thread, which afterwards signals the
-/// `Startup` semaphore that `AsyncSocket.init` waits on before it returns. No
-/// two threads ever touch `body` without that ordering between them.
-final class ConfigureHandOff: @unchecked Sendable {
-    private var body: ((Socket) throws -> Void)?
+/// Carries `AsyncSocket.init`'s non-escaping `configure` closure to the owner
+/// thread, which calls it once and drops it before `init` returns (which
+/// `withoutActuallyEscaping` checks there).
+final class ConfigureHandOff: Sendable {
+    private let body: Mutex<(@Sendable (Socket) throws -> Void)?>
 
-    init(_ body: @escaping @Sendable (Socket) throws -> Void) { self.body = body }
+    init(_ body: @escaping @Sendable (Socket) throws -> Void) { self.body = Mutex(body) }
 
     /// Calls the closure once and drops the reference to it.
     func callOnce(_ socket: Socket) throws {
-        guard let body else { return }
-        self.body = nil
+        guard let body = take() else { return }
         try body(socket)
     }
 
     /// Drops the closure uncalled (the socket could not be created).
-    func release() { body = nil }
+    func release() { _ = take() }
+
+    private func take() -> (@Sendable (Socket) throws -> Void)? {
+        body.withLock { b in
+            defer { b = nil }
+            return b
+        }
+    }
 }
 
 /// The owner thread's report of how `configure` went.

@@ -1,4 +1,5 @@
 import Foundation
+import LimelightConcurrency
 
 /// One authentication request of the ZeroMQ Authentication Protocol (ZAP,
 /// ZeroMQ RFC 27): a peer is handshaking with a socket of this context.
@@ -95,25 +96,24 @@ public final class ZAPHandler: Sendable {
     }
 }
 
-/// Hands the bind's outcome from the handler's thread to `init`.
-///
-/// `@unchecked Sendable`: `result` is guarded by a Foundation `NSCondition`,
-/// whose wait `init` needs (a `Mutex` has no condition).
-private final class BindResult: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var result: Result<Void, Error>?
+/// Hands the bind's outcome from the handler's thread to `init`, which
+/// waits for it.
+private final class BindResult: Sendable {
+    private let result = ConditionLock<Result<Void, any Error>?>(nil)
 
-    func set(_ r: Result<Void, Error>) {
-        condition.lock()
-        result = r
-        condition.broadcast()
-        condition.unlock()
+    func set(_ r: Result<Void, any Error>) {
+        result.withLock { l in
+            l.state = r
+            l.broadcast()
+        }
     }
 
-    func wait() -> Result<Void, Error> {
-        condition.lock()
-        defer { condition.unlock() }
-        while result == nil { condition.wait() }
-        return result!
+    func wait() -> Result<Void, any Error> {
+        result.withLock { l in
+            while true {
+                if let r = l.state { return r }
+                l.wait()
+            }
+        }
     }
 }
