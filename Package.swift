@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
 // Limelight: Spotlight-style search for Linux servers.
@@ -34,13 +34,13 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         // The coordinator's HTTP endpoint (stats, Prometheus metrics, status page).
-        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        // Without its default trait ConfigurationSupport, which would build swift-configuration
+        // for configuration the coordinator reads from its own flags.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: ["FullFoundation"]),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
-        // HMAC-SHA256 for the cluster secret's registration proof (ClusterAuth), and SHA-256 and HMAC for API keys (Tenancy).
-        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
     ],
     targets: [
         // C libraries, behind system-library targets (GRDB's layout). SQLite is
@@ -53,10 +53,18 @@ let package = Package(
         .systemLibrary(name: "CZeroMQ", path: "Sources/CZeroMQ"),
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite"),
         .systemLibrary(name: "COpenBLAS", path: "Sources/COpenBLAS"),
+        // The system's libcrypto, for SHA-256 and HMAC-SHA256 only (Hashing).
+        .systemLibrary(
+            name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"]), .brew(["openssl"])]),
 
         // Swift faces of the C libraries: no pointers or return codes leak out.
         .target(name: "ZeroMQ", dependencies: ["CZeroMQ", "LimelightConcurrency"], swiftSettings: hot),
         .target(name: "SQLite", dependencies: ["CSQLite"], swiftSettings: hot),
+        // SHA-256 and HMAC-SHA256 for the cluster secret's registration proof (ClusterAuth)
+        // and for API keys (Tenancy): two functions, for which a cryptography package
+        // compiled with the project (BoringSSL) would be most of a first build.
+        .target(name: "Hashing", dependencies: ["COpenSSL"]),
 
         // all-MiniLM-L6-v2 sentence embeddings, natively: tokenizer, encoder, pooling.
         // Optimised even in debug builds: unoptimised, its elementwise loops run
@@ -95,14 +103,13 @@ let package = Package(
         .target(
             name: "Tenancy",
             dependencies: [
-                "SQLite", "Items", "QueryPlan", "SearchParameters",
-                .product(name: "Crypto", package: "swift-crypto"),
+                "SQLite", "Items", "QueryPlan", "SearchParameters", "Hashing",
             ], swiftSettings: hot),
 
         // JSON messages on ZeroMQ frames, and the processes that exchange them.
         .target(name: "WireProtocol", dependencies: ["Items", "QueryPlan"], swiftSettings: hot),
         // Workers prove they belong to the cluster: the cluster secret and its proofs.
-        .target(name: "ClusterAuth", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        .target(name: "ClusterAuth", dependencies: ["Hashing"]),
         // Which malloc the process runs on (the executables link mimalloc).
         .target(name: "Allocator"),
         .target(
@@ -176,7 +183,7 @@ let package = Package(
         .testTarget(name: "EmbedderTests", dependencies: ["Embedder", "Items"]),
         .testTarget(name: "IntegrationTests", dependencies: ["LimelightClient", "WireProtocol", "Items", "ZeroMQ", "ClusterAuth"]),
         .testTarget(name: "LimelightCLITests", dependencies: ["LimelightCLI", "LimelightClient", "ClusterAuth", "ZeroMQ"]),
-        .testTarget(name: "TenancyTests", dependencies: ["Tenancy", "QueryPlan", "Items", "SearchParameters"]),
+        .testTarget(name: "TenancyTests", dependencies: ["Tenancy", "QueryPlan", "Items", "SearchParameters", "Hashing"]),
         .testTarget(name: "FuzzTests", dependencies: ["Items", "WireProtocol", "SpotlightQuery", "QueryPlan"]),
     ],
     swiftLanguageModes: [.v6]

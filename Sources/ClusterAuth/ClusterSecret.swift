@@ -1,5 +1,5 @@
-import Crypto
 import Foundation
+import Hashing
 
 /// The secret every process of one cluster shares, and the proofs made with it.
 ///
@@ -17,7 +17,7 @@ import Foundation
 /// ``defaultPath`` (made on first use by the coordinator), so that every
 /// process of one user on one machine agrees without being told.
 package struct ClusterSecret: Sendable {
-    let key: SymmetricKey
+    let key: [UInt8]
     /// Where the secret was read from, for messages.
     package let path: String
 
@@ -48,7 +48,7 @@ package struct ClusterSecret: Sendable {
                     "the cluster secret in \(path) is \(t.utf8.count) characters long; it needs at least \(Self.minimumLength) (make one with: head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n')"
             )
         }
-        key = SymmetricKey(data: Array(t.utf8))
+        key = Array(t.utf8)
         self.path = path
     }
 
@@ -109,15 +109,14 @@ package struct ClusterSecret: Sendable {
 
     /// The proof for a registration answering `nonce`, as hex.
     package func proof(nonce: String, worker: String, role: String, shards: [Int]) -> String {
-        let mac = HMAC<SHA256>.authenticationCode(for: Self.message(nonce: nonce, worker: worker, role: role, shards: shards), using: key)
+        let mac = HMACSHA256.authenticationCode(for: Self.message(nonce: nonce, worker: worker, role: role, shards: shards), key: key)
         return mac.map { String(format: "%02x", $0) }.joined()
     }
 
     /// Whether `proof` is right, compared in constant time.
     package func verify(proof: String, nonce: String, worker: String, role: String, shards: [Int]) -> Bool {
         guard let bytes = Self.bytes(hex: proof), bytes.count == SHA256.byteCount else { return false }
-        return HMAC<SHA256>.isValidAuthenticationCode(
-            bytes, authenticating: Self.message(nonce: nonce, worker: worker, role: role, shards: shards), using: key)
+        return HMACSHA256.isValid(bytes, for: Self.message(nonce: nonce, worker: worker, role: role, shards: shards), key: key)
     }
 
     static func bytes(hex: String) -> [UInt8]? {

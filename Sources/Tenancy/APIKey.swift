@@ -1,5 +1,5 @@
-import Crypto
 import Foundation
+import Hashing
 
 /// What a key may do.
 ///
@@ -36,7 +36,7 @@ package enum APIKey {
             && text.utf8.dropFirst(prefix.utf8.count).allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
     }
 
-    package static func hash(_ key: String) -> String { hex(SHA256.hash(data: Data(key.utf8))) }
+    package static func hash(_ key: String) -> String { hex(SHA256.hash(key.utf8)) }
 
     package static func id(ofHash hash: String) -> String { String(hash.prefix(16)) }
 

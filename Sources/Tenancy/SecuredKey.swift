@@ -1,5 +1,5 @@
-import Crypto
 import Foundation
+import Hashing
 import Items
 import SearchParameters
 
@@ -65,7 +65,7 @@ package enum SecuredKey {
 
     /// The secret a search key signs its secured keys with (stored by the server).
     package static func signingSecret(parentKey: String) -> String {
-        let mac = HMAC<SHA256>.authenticationCode(for: Data(context.utf8), using: SymmetricKey(data: Data(parentKey.utf8)))
+        let mac = HMACSHA256.authenticationCode(for: context.utf8, key: parentKey.utf8)
         return APIKey.hex(mac)
     }
 
@@ -126,7 +126,7 @@ package enum SecuredKey {
     }
 
     static func sign(_ params: String, secret: String) -> String {
-        APIKey.hex(HMAC<SHA256>.authenticationCode(for: Data(params.utf8), using: SymmetricKey(data: Data(secret.utf8))))
+        APIKey.hex(HMACSHA256.authenticationCode(for: params.utf8, key: secret.utf8))
     }
 
     static func encode(parent: String, _ r: KeyRestrictions) -> String {

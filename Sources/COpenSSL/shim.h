@@ -1,0 +1,8 @@
+#ifndef LIMELIGHT_COPENSSL_SHIM_H
+#define LIMELIGHT_COPENSSL_SHIM_H
+// Only libcrypto's one-shot digests and MAC (Debian: libssl-dev); see Hashing.
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/sha.h>
+#endif
