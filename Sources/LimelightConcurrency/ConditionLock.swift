@@ -23,15 +23,17 @@ package final class ConditionLock<State: Sendable>: @unchecked Sendable {
     /// Runs `body` holding the lock; `body` reads and changes the state, waits
     /// and wakes waiters through the handle it is given.
     @inlinable
-    package func withLock<Result, E: Error>(_ body: (borrowing Locked) throws(E) -> Result) throws(E) -> Result {
+    package func withLock<Result, E: Error>(_ body: (Locked) throws(E) -> Result) throws(E) -> Result {
         condition.lock()
         defer { condition.unlock() }
         return try body(Locked(owner: self))
     }
 
     /// The lock, held: the guarded state and the condition's operations.
-    /// It exists only inside ``ConditionLock/withLock(_:)``.
-    package struct Locked: ~Copyable {
+    /// Valid only inside the ``ConditionLock/withLock(_:)`` that lent it:
+    /// never keep it past that body. (Not `~Copyable`, which would say so to
+    /// the compiler: the release optimizer fails to inline such a handle.)
+    package struct Locked {
         @usableFromInline let owner: ConditionLock
 
         @inlinable init(owner: ConditionLock) { self.owner = owner }
