@@ -178,7 +178,7 @@ let package = Package(
         .testTarget(name: "ShardStoreTests", dependencies: ["ShardStore", "SpotlightQuery", "SQLite"]),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
         .testTarget(name: "WorkersTests", dependencies: ["Workers"]),
-        .testTarget(name: "CoordinatorTests", dependencies: ["Coordinator"]),
+        .testTarget(name: "CoordinatorTests", dependencies: ["Coordinator", "ClusterAuth", "WireProtocol", "Planner", "QueryPlan", "Items"]),
         .testTarget(name: "WireProtocolTests", dependencies: ["WireProtocol", "Items", "QueryPlan"]),
         .testTarget(name: "EmbedderTests", dependencies: ["Embedder", "Items"]),
         .testTarget(name: "IntegrationTests", dependencies: ["LimelightClient", "WireProtocol", "Items", "ZeroMQ", "ClusterAuth"]),

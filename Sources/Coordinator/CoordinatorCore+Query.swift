@@ -243,10 +243,7 @@ extension CoordinatorCore {
         record(&queryLatenciesMs, elapsed)
         metrics.queryDuration.record(duration: rq.started.duration(to: .now))
         if !rq.scatter.failed.isEmpty { count(.queriesPartial) }
-        let completion = Body.Completion(
-            count: rq.count, failedShards: rq.scatter.failed.sorted { $0.shard < $1.shard },
-            cancelled: cancelled, elapsedMs: (elapsed * 1000).rounded() / 1000,
-            cursor: cancelled ? nil : nextCursor(rq))
+        let completion = rq.completion(cancelled: cancelled, elapsedMs: elapsed)
         if var last = rq.held {
             last.completion = completion
             send(.client(rq.client), rq.requestID, .resultBatch(last))

@@ -92,8 +92,8 @@ actor CoordinatorCore {
     var workers: [String: WorkerRecord] { registry.workers }
     /// The query worker in this process, if any (``LocalQueryWorker``).
     var localWorker: LocalQueryWorker?
-    /// Registrations waiting for their proof, by connection (CoordinatorCore+WorkerAuth.swift).
-    var challenges: [[Data]: PendingChallenge] = [:]
+    /// Registrations waiting for their proof, by connection (``WorkerChallenges``).
+    var challenges: WorkerChallenges
     /// Replicas' sequence numbers and the catch-up log (CoordinatorCore+CatchUp.swift).
     var replication = ReplicationState()
     var nextID = 0
@@ -136,6 +136,7 @@ actor CoordinatorCore {
         self.executor = executor
         self.keyStore = keyStore
         self.configuration = configuration
+        challenges = WorkerChallenges(secret: configuration.clusterSecret)
         self.logger = logger
         self.planner = planner
         clientOutlet = Outlet(socket: clients, limit: configuration.peerOutboxLimit) { o, error in
