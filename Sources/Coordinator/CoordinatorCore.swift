@@ -130,7 +130,7 @@ actor CoordinatorCore {
 
     init(
         configuration: CoordinatorConfiguration, logger: Logger, planner: Planner,
-        clients: AsyncSocket, workers workerSocket: AsyncSocket, keyStore: KeyStore? = nil,
+        clients: AsyncSocket, workers workerSocket: AsyncSocket, keyStore: sending KeyStore? = nil,
         executor: CoordinatorExecutor = CoordinatorExecutor()
     ) {
         self.executor = executor

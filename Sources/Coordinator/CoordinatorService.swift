@@ -32,7 +32,7 @@ package final class CoordinatorService: Sendable {
     package let workerEndpoint: String
 
     /// `keyStore`: the cluster's API keys (docs/security.md); nil for a cluster without keys.
-    package init(configuration: CoordinatorConfiguration, logger: Logger, planner: Planner = Planner(), keyStore: KeyStore? = nil) throws {
+    package init(configuration: CoordinatorConfiguration, logger: Logger, planner: Planner = Planner(), keyStore: sending KeyStore? = nil) throws {
         precondition(configuration.shards >= 1, "a cluster has at least one shard")
         self.configuration = configuration
         self.logger = logger

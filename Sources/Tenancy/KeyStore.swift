@@ -46,10 +46,10 @@ package struct KeyRecord: Sendable, Hashable {
 /// Only the coordinator writes it while the cluster runs (`limelight up`
 /// opens it before starting the coordinator, to make the first keys).
 ///
-/// `@unchecked Sendable`: it holds a SQLite connection (a C handle) and its
-/// in-memory copy of the keys, used only from the coordinator's actor (or
-/// before the actor starts).
-package final class KeyStore: @unchecked Sendable {
+/// Not `Sendable`: it holds a SQLite connection (a C handle) and its
+/// in-memory copy of the keys; whoever opens it hands it to the coordinator's
+/// actor (`sending`), which alone uses it from then on.
+package final class KeyStore {
     let db: Database
     package let path: String
     private(set) var byHash: [String: KeyRecord] = [:]
