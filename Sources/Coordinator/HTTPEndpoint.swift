@@ -89,6 +89,12 @@ struct HTTPEndpoint: Sendable {
             return Self.response(healthy ? .ok : .serviceUnavailable, "application/json", String(decoding: body, as: UTF8.self))
         }
 
+        // Algolia's REST API (``AlgoliaREST``): it answers every path under /1 itself.
+        let rest = AlgoliaREST(core: core)
+        for method in [HTTPRequest.Method.get, .post, .put, .delete, .options] {
+            router.on("/1/**", method: method) { request, _ -> Response in await rest.handle(request) }
+        }
+
         let decoder = HTTP1Channel.Configuration.DecoderConfiguration(
             maxHeaderFieldSize: Self.maxHeaderFieldBytes, maxHeaderListSize: Self.maxHeaderListBytes,
             maxHeaderFieldCount: Self.maxHeaderFields)
