@@ -50,6 +50,18 @@ enum AlgoliaParams {
         return out
     }
 
+    /// A list of attribute names, given as a list or comma-separated; nil
+    /// when absent or when it holds `*` (every attribute).
+    static func names(_ v: JSONValue?) -> Set<String>? {
+        guard let v else { return nil }
+        let names =
+            v.arrayValue?.compactMap(\.stringValue)
+            ?? (v.stringValue ?? "").split(separator: ",").map {
+                $0.trimmingCharacters(in: .whitespaces)
+            }
+        return names.contains("*") ? nil : Set(names)
+    }
+
     /// A request object's parameters, whichever form they came in: the v4
     /// `params` string, the v5 flattened members, or both (the members win).
     static func from(_ o: [String: JSONValue], dropping skip: Set<String> = []) -> [String: JSONValue] {

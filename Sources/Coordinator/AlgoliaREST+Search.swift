@@ -8,11 +8,15 @@ extension AlgoliaREST {
     /// One index's search with Algolia's parameters and the index's settings:
     /// the core's response with its hits as records.
     func searchIn(_ c: Call, _ index: String, _ params: [String: JSONValue], browse: Bool = false) async throws(RESTError) -> [String: JSONValue] {
-        let meta = try await loadMeta(c, index)
-        let settings = meta?.settings ?? AlgoliaSettings(json: [:])
+        guard let meta = try await loadMeta(c, index) else { throw RESTError(.notFound, "index '\(index)' does not exist") }
+        let settings = meta.settings
         // A replica shows its primary's records with its own settings.
         let recordsOf = settings.primary ?? index
-        let applied = settings.apply(to: params)
+        var applied = settings.apply(to: params)
+        // Retrieved here, on the records: a nested object is stored as its
+        // dotted attributes, which the core would not match by the object's name.
+        let retrieve = AlgoliaParams.names(applied["attributesToRetrieve"])
+        applied["attributesToRetrieve"] = nil
         let prefix = AlgoliaIndex.prefix(recordsOf)
         var response = try await search(applied, within: AlgoliaIndex.records(recordsOf), key: c.key) { request in
             request.recordPrefix = prefix
@@ -24,7 +28,7 @@ extension AlgoliaREST {
         }
         let hidden = settings.unretrievable
         if let hits = response["hits"]?.arrayValue {
-            response["hits"] = .array(hits.map { AlgoliaRecord.hit($0, hidden: hidden) })
+            response["hits"] = .array(hits.map { AlgoliaRecord.hit($0, hidden: hidden, retrieve: retrieve) })
         }
         response["index"] = .string(index)
         if let r = response["params"]?.stringValue, params.isEmpty, r.isEmpty { response["params"] = .string("") }

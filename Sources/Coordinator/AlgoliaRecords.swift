@@ -146,8 +146,9 @@ enum AlgoliaRecord {
     }
 
     /// A search hit as a record: its attributes rebuilt, and the same in its
-    /// `_highlightResult` and `_snippetResult`; `hidden` fields left out.
-    static func hit(_ hit: JSONValue, hidden: Set<String>) -> JSONValue {
+    /// `_highlightResult` and `_snippetResult`; `hidden` fields left out, and
+    /// only the `retrieve` ones kept (a nested object by its name or a dotted path within it).
+    static func hit(_ hit: JSONValue, hidden: Set<String>, retrieve: Set<String>? = nil) -> JSONValue {
         guard case .object(let o) = hit else { return hit }
         var attributes: [String: JSONValue] = [:]
         var special: [String: JSONValue] = [:]
@@ -165,7 +166,11 @@ enum AlgoliaRecord {
                 attributes[k] = v
             }
         }
-        return .object(unflatten(attributes).merging(special) { _, s in s })
+        var record = unflatten(attributes)
+        if let retrieve {
+            record = record.filter { k, _ in retrieve.contains(k) || retrieve.contains { $0.hasPrefix(k + ".") } }
+        }
+        return .object(record.merging(special) { _, s in s })
     }
 
     /// Only the dotted names rebuilt (a highlight result has no `_geoloc` to rebuild).

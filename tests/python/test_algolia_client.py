@@ -94,6 +94,20 @@ def test_search_with_a_typo_a_filter_and_highlights(world):
     assert sorted(h["objectID"] for h in r["hits"]) == sorted(x["objectID"] for x in want)
 
 
+def test_nested_objects_and_geolocation_come_back_as_they_were_saved(world):
+    _, client, _, _ = world
+    record = {"objectID": "n1", "title": "Nested", "brand": {"name": "Acme", "country": {"code": "FR"}},
+              "_geoloc": {"lat": 48.85, "lng": 2.35}}
+    client.save_objects("nested", [record], wait_for_tasks=True)
+    assert as_dict(client.get_object("nested", "n1")) == record
+    r = as_dict(client.search_single_index("nested", {"query": "", "filters": "brand.country.code:FR",
+                                                      "aroundLatLng": "48.86, 2.34", "aroundRadius": 5000,
+                                                      "attributesToRetrieve": ["brand"]}))
+    assert r["nbHits"] == 1
+    hit = r["hits"][0]
+    assert hit["brand"] == record["brand"] and "title" not in hit and "_geoloc" not in hit
+
+
 def test_several_requests_in_one_call(world):
     _, client, recs, _ = world
     r = as_dict(client.search({"requests": [
@@ -257,6 +271,13 @@ def test_keys_and_errors_as_algolia_answers_them(world):
     with pytest.raises(RequestException) as e:
         wrong.search_single_index(INDEX, {"query": "a"})
     assert e.value.status_code == 403
+    admin = world[1]
+    with pytest.raises(RequestException) as e:
+        admin.search_single_index("no-such-index", {"query": "a"})
+    assert e.value.status_code == 404
+    with pytest.raises(RequestException) as e:
+        admin.search_single_index(INDEX, {"query": "a", "noSuchParameter": 1})
+    assert e.value.status_code == 400 and "noSuchParameter" in str(e.value)
     preflight = urllib.request.Request(f"{base}/1/indexes/*/queries", method="OPTIONS")
     with urllib.request.urlopen(preflight, timeout=10) as r:
         assert r.status == 200 and "x-algolia-api-key" in r.headers["Access-Control-Allow-Headers"]
