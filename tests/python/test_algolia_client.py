@@ -158,6 +158,19 @@ def test_search_for_facet_values(world):
     assert all(h["highlighted"].startswith("<em>") for h in r["facetHits"])
 
 
+def test_a_facet_request_among_queries_as_instantsearch_sends_it(world):
+    """InstantSearch's searchForFacetValues: a `type: "facet"` request in `/queries`."""
+    _, client, recs, _ = world
+    r = as_dict(client.search({"requests": [
+        {"indexName": INDEX, "type": "facet", "facet": "priority", "facetQuery": "opt", "maxFacetHits": 5},
+        {"indexName": INDEX, "query": "", "hitsPerPage": 0, "facets": ["priority"]},
+    ]}))
+    values, counts = r["results"]
+    want = collections.Counter(x["priority"] for x in recs if x.get("priority", "").startswith("opt"))
+    assert [(h["value"], h["count"]) for h in values["facetHits"]] == list(want.items())
+    assert counts["facets"]["priority"]["optional"] == want["optional"]
+
+
 def test_browse_objects_reads_every_record_once(world):
     _, client, recs, _ = world
     seen = []
