@@ -153,6 +153,9 @@ struct AlgoliaIndexMeta: Sendable {
     var settings: AlgoliaSettings
     var createdAt: Date
     var updatedAt: Date
+    /// Whether some record of the index was stored flattened (a nested
+    /// object, `_geoloc`): its search hits must then be rebuilt as records.
+    var flattened = false
 
     init(name: String, settings: [String: JSONValue] = [:], createdAt: Date = Date(), updatedAt: Date = Date()) {
         self.name = name
@@ -170,6 +173,7 @@ struct AlgoliaIndexMeta: Sendable {
                 "algoliaSettings": .string(JSONWriter.string(.object(settings.json))),
                 "algoliaCreated": .number(createdAt.timeIntervalSince1970),
                 "algoliaUpdated": .number(updatedAt.timeIntervalSince1970),
+                "algoliaFlattened": .bool(flattened),
             ]),
         ])
     }
@@ -181,5 +185,6 @@ struct AlgoliaIndexMeta: Sendable {
             name: name, settings: settings,
             createdAt: Date(timeIntervalSince1970: a["algoliaCreated"]?.doubleValue ?? 0),
             updatedAt: Date(timeIntervalSince1970: a["algoliaUpdated"]?.doubleValue ?? 0))
+        flattened = a["algoliaFlattened"]?.boolValue ?? true
     }
 }

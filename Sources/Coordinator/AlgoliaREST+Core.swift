@@ -54,21 +54,30 @@ extension AlgoliaREST {
     }
 
     /// A search of `predicate`'s items with Algolia's parameters: the
-    /// response, written by the core, as a JSON object.
+    /// response as the core wrote it (one JSON object).
+    func searchBytes(
+        _ params: [String: JSONValue], within predicate: QueryPlan.Predicate, key: String?,
+        prepare: @escaping @Sendable (inout SearchRequest) -> Void = { _ in }
+    ) async throws(RESTError) -> ArraySlice<UInt8> {
+        let replies = await core.localSearch(params: .object(params), key: key, within: predicate, prepare: prepare)
+        switch replies.last {
+        case .error(let e)?: throw RESTError(e)
+        case .searchResult(let r)?: return r.written?.bytes ?? ArraySlice(JSONWriter.bytes(r.response))
+        default:
+            throw RESTError(.internalError, "the coordinator answered a search with something else than its result")
+        }
+    }
+
+    /// ``searchBytes(_:within:key:prepare:)``'s response as a JSON object.
     func search(
         _ params: [String: JSONValue], within predicate: QueryPlan.Predicate, key: String?,
         prepare: @escaping @Sendable (inout SearchRequest) -> Void = { _ in }
     ) async throws(RESTError) -> [String: JSONValue] {
-        let replies = await core.localSearch(params: .object(params), key: key, within: predicate, prepare: prepare)
-        switch replies.last {
-        case .error(let e)?: throw RESTError(e)
-        case .searchResult(let r)?:
-            if let written = r.written, case .object(let o)? = try? written.decoded() { return o }
-            if case .object(let o) = r.response { return o }
-            throw RESTError(.internalError, "the search's response is not an object")
-        default:
-            throw RESTError(.internalError, "the coordinator answered a search with something else than its result")
+        let bytes = try await searchBytes(params, within: predicate, key: key, prepare: prepare)
+        guard case .object(let o)? = try? JSONValue.parse(Data(bytes)) else {
+            throw RESTError(.internalError, "the search's response is not a JSON object")
         }
+        return o
     }
 }
 

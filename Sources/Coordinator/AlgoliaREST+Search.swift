@@ -8,6 +8,30 @@ extension AlgoliaREST {
     /// One index's search with Algolia's parameters and the index's settings:
     /// the core's response with its hits as records.
     func searchIn(_ c: Call, _ index: String, _ params: [String: JSONValue], browse: Bool = false) async throws(RESTError) -> [String: JSONValue] {
+        switch try await searchAnswer(c, index, params, browse: browse, asWritten: false) {
+        case .object(let o): return o
+        case .written(let bytes):
+            guard case .object(let o)? = try? JSONValue.parse(Data(bytes)) else {
+                throw RESTError(.internalError, "the search's response is not a JSON object")
+            }
+            return o
+        }
+    }
+
+    /// A search's answer: as a JSON object, or as the bytes written.
+    enum SearchAnswer {
+        case object([String: JSONValue])
+        case written([UInt8])
+    }
+
+    /// One index's search. `asWritten`: when the hits need no rebuilding (no
+    /// record of the index had a nested object or `_geoloc`, nothing is
+    /// unretrievable, no `attributesToRetrieve`, no `renderingContent`),
+    /// the core's bytes are answered as they are, with the index's name
+    /// spliced in, rather than read into a tree and written again.
+    func searchAnswer(
+        _ c: Call, _ index: String, _ params: [String: JSONValue], browse: Bool = false, asWritten: Bool
+    ) async throws(RESTError) -> SearchAnswer {
         guard let meta = try await loadMeta(c, index) else { throw RESTError(.notFound, "index '\(index)' does not exist") }
         let settings = meta.settings
         // A replica shows its primary's records with its own settings.
@@ -18,7 +42,12 @@ extension AlgoliaREST {
         let retrieve = AlgoliaParams.names(applied["attributesToRetrieve"])
         applied["attributesToRetrieve"] = nil
         let prefix = AlgoliaIndex.prefix(recordsOf)
-        var response = try await search(applied, within: AlgoliaIndex.records(recordsOf), key: c.key) { request in
+        let hidden = settings.unretrievable
+        let primaryFlattened = settings.primary == nil ? meta.flattened : (try await loadMeta(c, recordsOf))?.flattened ?? true
+        let plain =
+            asWritten && !browse && !primaryFlattened && hidden.isEmpty && retrieve == nil
+            && settings.json["renderingContent"] == nil && applied["offset"] == nil && applied["length"] == nil
+        let bytes = try await searchBytes(applied, within: AlgoliaIndex.records(recordsOf), key: c.key) { request in
             request.recordPrefix = prefix
             if browse {
                 // Browsing reads every record, past the search's pagination limit.
@@ -26,28 +55,40 @@ extension AlgoliaREST {
                 request.plan.window = request.offset + request.length
             }
         }
-        let hidden = settings.unretrievable
+        if plain, bytes.first == UInt8(ascii: "{"), bytes.count > 2 {
+            var out: [UInt8] = Array("{\"index\":".utf8)
+            out.reserveCapacity(bytes.count + index.utf8.count + 16)
+            JSONWriter.writeString(index, into: &out)
+            out.append(UInt8(ascii: ","))
+            out.append(contentsOf: bytes.dropFirst())
+            return .written(out)
+        }
+        guard case .object(var response)? = try? JSONValue.parse(Data(bytes)) else {
+            throw RESTError(.internalError, "the search's response is not a JSON object")
+        }
         if let hits = response["hits"]?.arrayValue {
             response["hits"] = .array(hits.map { AlgoliaRecord.hit($0, hidden: hidden, retrieve: retrieve) })
         }
         response["index"] = .string(index)
-        if let r = response["params"]?.stringValue, params.isEmpty, r.isEmpty { response["params"] = .string("") }
         if response["page"] == nil { response["page"] = .number(0) }
         if response["nbPages"] == nil { response["nbPages"] = .number(1) }
         if let ordering = settings.json["renderingContent"] { response["renderingContent"] = ordering }
-        return response
+        return .object(response)
     }
 
-    func searchIndex(_ c: Call, _ index: String) async throws(RESTError) -> JSONValue {
+    func searchIndex(_ c: Call, _ index: String) async throws(RESTError) -> AlgoliaREST.Answer {
         var body = c.body.objectValue ?? [:]
         if c.method == .get { body = c.query.filter { !$0.key.hasPrefix("x-algolia") }.mapValues { .string($0) } }
-        return .object(try await searchIn(c, index, AlgoliaParams.from(body)))
+        switch try await searchAnswer(c, index, AlgoliaParams.from(body), asWritten: true) {
+        case .object(let o): return .json(.object(o))
+        case .written(let bytes): return .bytes(bytes)
+        }
     }
 
     /// `POST /1/indexes/*/queries`: each request in order, a facet search for
     /// `type: "facet"`; `strategy: stopIfEnoughMatches` stops after the first
     /// request with at least `hitsPerPage` hits.
-    func multipleQueries(_ c: Call) async throws(RESTError) -> JSONValue {
+    func multipleQueries(_ c: Call) async throws(RESTError) -> AlgoliaREST.Answer {
         guard let requests = c.body["requests"]?.arrayValue else {
             throw RESTError(.badRequest, "the body needs 'requests': a list of {indexName, params or parameters}")
         }
@@ -55,9 +96,10 @@ extension AlgoliaREST {
         guard strategy == "none" || strategy == "stopIfEnoughMatches" else {
             throw RESTError(.badRequest, "strategy '\(strategy)' is not one of none, stopIfEnoughMatches")
         }
-        var results: [JSONValue] = []
+        var out: [UInt8] = Array("{\"results\":[".utf8)
         var enough = false
         for (i, r) in requests.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
             guard let o = r.objectValue, let index = o["indexName"]?.stringValue, !index.isEmpty else {
                 throw RESTError(.badRequest, "requests[\(i)] needs an indexName")
             }
@@ -66,20 +108,27 @@ extension AlgoliaREST {
                 guard let facet = params["facet"]?.stringValue ?? o["facet"]?.stringValue else {
                     throw RESTError(.badRequest, "requests[\(i)] has type facet but names no facet")
                 }
-                results.append(try await facetValues(c, index, facet, params))
+                JSONWriter.write(try await facetValues(c, index, facet, params), into: &out)
                 continue
             }
             if enough {
-                results.append(.object(["hits": .array([]), "nbHits": .number(0), "index": .string(index), "processed": .bool(false)]))
+                JSONWriter.write(
+                    .object(["hits": .array([]), "nbHits": .number(0), "index": .string(index), "processed": .bool(false)]), into: &out)
                 continue
             }
-            let response = try await searchIn(c, index, AlgoliaParams.from(o, dropping: ["indexName", "type"]))
-            if strategy == "stopIfEnoughMatches", let n = response["nbHits"]?.intValue, let per = response["hitsPerPage"]?.intValue, n >= per {
-                enough = true
+            let params = AlgoliaParams.from(o, dropping: ["indexName", "type"])
+            // With a strategy the counts are read; without, the answer may go out as written.
+            switch try await searchAnswer(c, index, params, asWritten: strategy == "none") {
+            case .written(let bytes): out.append(contentsOf: bytes)
+            case .object(let response):
+                if strategy == "stopIfEnoughMatches", let n = response["nbHits"]?.intValue, let per = response["hitsPerPage"]?.intValue, n >= per {
+                    enough = true
+                }
+                JSONWriter.write(.object(response), into: &out)
             }
-            results.append(.object(response))
         }
-        return .object(["results": .array(results)])
+        out.append(contentsOf: Array("]}".utf8))
+        return .bytes(out)
     }
 
     /// `POST /1/indexes/{index}/facets/{facet}/query`.

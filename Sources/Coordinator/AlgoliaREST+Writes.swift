@@ -164,7 +164,7 @@ extension AlgoliaREST {
     /// clear sending what was gathered first; partial updates read the
     /// records they change (their last state within the batch).
     func write(_ c: Call, _ index: String, _ ops: [Operation]) async throws(RESTError) {
-        let meta = try await ensureMeta(c, index)
+        var meta = try await ensureMeta(c, index)
         if let primary = meta.settings.primary {
             throw RESTError(.badRequest, "index '\(index)' is a replica of '\(primary)': write its records to '\(primary)'")
         }
@@ -174,12 +174,19 @@ extension AlgoliaREST {
         var pendingOrder: [String] = []
         func flush() async throws(RESTError) {
             guard !pendingOrder.isEmpty else { return }
+            // Marked before the records are stored, so no search answers them unrebuilt.
+            if flattens, !meta.flattened {
+                meta.flattened = true
+                try await saveMeta(c, meta)
+            }
             try await publish(pendingOrder.compactMap { pending[$0] }, key: c.key)
             pending = [:]
             pendingOrder = []
         }
+        var flattens = false
         func save(_ id: String, _ record: [String: JSONValue]) throws(RESTError) {
             guard !id.isEmpty else { throw RESTError(.badRequest, "an objectID must not be empty") }
+            if !flattens, record["_geoloc"] != nil || record.values.contains(where: { $0.objectValue != nil }) { flattens = true }
             var r = record
             r["objectID"] = .string(id)
             if pending[id] == nil { pendingOrder.append(id) }

@@ -47,8 +47,10 @@ struct AlgoliaREST: Sendable {
         if request.method == .options { return Self.withCORS(Response(status: .ok)) }
         do throws(RESTError) {
             let call = try await read(request)
-            let answer = try await route(call)
-            return Self.json(.ok, answer)
+            switch try await route(call) {
+            case .json(let value): return Self.json(.ok, value)
+            case .bytes(let bytes): return Self.json(.ok, bytes)
+            }
         } catch {
             return Self.json(HTTPResponse.Status(code: error.status), Self.errorBody(error))
         }
@@ -80,7 +82,13 @@ struct AlgoliaREST: Sendable {
 
     // MARK: Routes
 
-    func route(_ c: Call) async throws(RESTError) -> JSONValue {
+    /// An answer: a JSON value, or JSON already written (a search's, as the core wrote it).
+    enum Answer {
+        case json(JSONValue)
+        case bytes([UInt8])
+    }
+
+    func route(_ c: Call) async throws(RESTError) -> Answer {
         let s = c.segments
         let m = c.method
         func unknown() -> RESTError {
@@ -90,19 +98,19 @@ struct AlgoliaREST: Sendable {
         }
         try await checkApplication(c)
         // /1/task/{id}, /1/indexes
-        if s.count == 2, s[0] == "task", m == .get { return try task(s[1]) }
+        if s.count == 2, s[0] == "task", m == .get { return .json(try task(s[1])) }
         guard s.first == "indexes" else { throw unknown() }
         if s.count == 1 {
             guard m == .get else { throw unknown() }
-            return try await listIndices(c)
+            return .json(try await listIndices(c))
         }
         let index = s[1]
         if index == "*" {
             guard s.count == 3, m == .post else { throw unknown() }
             switch s[2] {
             case "queries": return try await multipleQueries(c)
-            case "objects": return try await getObjects(c)
-            case "batch": return try await multipleBatch(c)
+            case "objects": return .json(try await getObjects(c))
+            case "batch": return .json(try await multipleBatch(c))
             default: throw unknown()
             }
         }
@@ -110,28 +118,28 @@ struct AlgoliaREST: Sendable {
         let r = Array(s.dropFirst(2))
         let path = r.joined(separator: "/")
         switch (m, r.count) {
-        case (.post, 0): return try await addObject(c, index)
-        case (.delete, 0): return try await deleteIndex(c, index)
+        case (.post, 0): return .json(try await addObject(c, index))
+        case (.delete, 0): return .json(try await deleteIndex(c, index))
         case (.post, 1) where path == "query", (.get, 1) where path == "query": return try await searchIndex(c, index)
-        case (.post, 1) where path == "browse", (.get, 1) where path == "browse": return try await browse(c, index)
-        case (.post, 1) where path == "batch": return try await batch(c, index)
-        case (.post, 1) where path == "clear": return try await clear(c, index)
-        case (.post, 1) where path == "deleteByQuery": return try await deleteByQuery(c, index)
-        case (.post, 1) where path == "operation": return try await operation(c, index)
-        case (.get, 1) where path == "settings": return try await getSettings(c, index)
-        case (.put, 1) where path == "settings", (.post, 1) where path == "settings": return try await setSettings(c, index)
-        case (.get, 2) where r[0] == "task": return try task(r[1])
-        case (.post, 3) where r[0] == "facets" && r[2] == "query": return try await searchFacetValues(c, index, r[1])
-        case (.post, 2) where path == "synonyms/batch": return try await saveSynonyms(c, index)
-        case (.post, 2) where path == "synonyms/search": return try await searchSynonyms(c, index)
-        case (.post, 2) where path == "synonyms/clear": return try await clearSynonyms(c, index)
-        case (.get, 2) where r[0] == "synonyms": return try await getSynonym(c, index, r[1])
-        case (.put, 2) where r[0] == "synonyms": return try await saveSynonym(c, index, r[1])
-        case (.delete, 2) where r[0] == "synonyms": return try await deleteSynonym(c, index, r[1])
-        case (.get, 1): return try await getObject(c, index, r[0])
-        case (.put, 1): return try await putObject(c, index, r[0])
-        case (.delete, 1): return try await deleteObject(c, index, r[0])
-        case (.post, 2) where r[1] == "partial": return try await partialUpdate(c, index, r[0])
+        case (.post, 1) where path == "browse", (.get, 1) where path == "browse": return .json(try await browse(c, index))
+        case (.post, 1) where path == "batch": return .json(try await batch(c, index))
+        case (.post, 1) where path == "clear": return .json(try await clear(c, index))
+        case (.post, 1) where path == "deleteByQuery": return .json(try await deleteByQuery(c, index))
+        case (.post, 1) where path == "operation": return .json(try await operation(c, index))
+        case (.get, 1) where path == "settings": return .json(try await getSettings(c, index))
+        case (.put, 1) where path == "settings", (.post, 1) where path == "settings": return .json(try await setSettings(c, index))
+        case (.get, 2) where r[0] == "task": return .json(try task(r[1]))
+        case (.post, 3) where r[0] == "facets" && r[2] == "query": return .json(try await searchFacetValues(c, index, r[1]))
+        case (.post, 2) where path == "synonyms/batch": return .json(try await saveSynonyms(c, index))
+        case (.post, 2) where path == "synonyms/search": return .json(try await searchSynonyms(c, index))
+        case (.post, 2) where path == "synonyms/clear": return .json(try await clearSynonyms(c, index))
+        case (.get, 2) where r[0] == "synonyms": return .json(try await getSynonym(c, index, r[1]))
+        case (.put, 2) where r[0] == "synonyms": return .json(try await saveSynonym(c, index, r[1]))
+        case (.delete, 2) where r[0] == "synonyms": return .json(try await deleteSynonym(c, index, r[1]))
+        case (.get, 1): return .json(try await getObject(c, index, r[0]))
+        case (.put, 1): return .json(try await putObject(c, index, r[0]))
+        case (.delete, 1): return .json(try await deleteObject(c, index, r[0]))
+        case (.post, 2) where r[1] == "partial": return .json(try await partialUpdate(c, index, r[0]))
         default: throw unknown()
         }
     }
