@@ -85,9 +85,13 @@ extension AlgoliaREST {
         }
     }
 
-    /// `POST /1/indexes/*/queries`: each request in order, a facet search for
-    /// `type: "facet"`; `strategy: stopIfEnoughMatches` stops after the first
-    /// request with at least `hitsPerPage` hits.
+    /// `POST /1/indexes/*/queries`: each request answered in its place, a
+    /// facet search for `type: "facet"`. With the default strategy (`none`)
+    /// the requests run at once, as one page of InstantSearch sends them (the
+    /// refined search and each refined disjunctive facet's counts), so the
+    /// page costs about its slowest search rather than their sum;
+    /// `stopIfEnoughMatches` runs them in order and stops after the first
+    /// with at least `hitsPerPage` hits.
     func multipleQueries(_ c: Call) async throws(RESTError) -> AlgoliaREST.Answer {
         guard let requests = c.body["requests"]?.arrayValue else {
             throw RESTError(.badRequest, "the body needs 'requests': a list of {indexName, params or parameters}")
@@ -96,39 +100,68 @@ extension AlgoliaREST {
         guard strategy == "none" || strategy == "stopIfEnoughMatches" else {
             throw RESTError(.badRequest, "strategy '\(strategy)' is not one of none, stopIfEnoughMatches")
         }
-        var out: [UInt8] = Array("{\"results\":[".utf8)
-        var enough = false
+        var parts: [(index: String, facet: String?, params: [String: JSONValue])] = []
         for (i, r) in requests.enumerated() {
-            if i > 0 { out.append(UInt8(ascii: ",")) }
             guard let o = r.objectValue, let index = o["indexName"]?.stringValue, !index.isEmpty else {
                 throw RESTError(.badRequest, "requests[\(i)] needs an indexName")
             }
-            if o["type"]?.stringValue == "facet" {
-                let params = AlgoliaParams.from(o, dropping: ["indexName", "type"])
-                guard let facet = params["facet"]?.stringValue ?? o["facet"]?.stringValue else {
-                    throw RESTError(.badRequest, "requests[\(i)] has type facet but names no facet")
-                }
-                JSONWriter.write(try await facetValues(c, index, facet, params), into: &out)
-                continue
-            }
-            if enough {
-                JSONWriter.write(
-                    .object(["hits": .array([]), "nbHits": .number(0), "index": .string(index), "processed": .bool(false)]), into: &out)
-                continue
-            }
             let params = AlgoliaParams.from(o, dropping: ["indexName", "type"])
-            // With a strategy the counts are read; without, the answer may go out as written.
-            switch try await searchAnswer(c, index, params, asWritten: strategy == "none") {
-            case .written(let bytes): out.append(contentsOf: bytes)
-            case .object(let response):
-                if strategy == "stopIfEnoughMatches", let n = response["nbHits"]?.intValue, let per = response["hitsPerPage"]?.intValue, n >= per {
-                    enough = true
-                }
-                JSONWriter.write(.object(response), into: &out)
+            var facet: String?
+            if o["type"]?.stringValue == "facet" {
+                guard let f = params["facet"]?.stringValue else { throw RESTError(.badRequest, "requests[\(i)] has type facet but names no facet") }
+                facet = f
             }
+            parts.append((index, facet, params))
+        }
+        var answers: [Result<[UInt8], RESTError>]
+        if strategy == "none" {
+            answers = Array(repeating: .success([]), count: parts.count)
+            await withTaskGroup(of: (Int, Result<[UInt8], RESTError>).self) { group in
+                for (i, part) in parts.enumerated() {
+                    group.addTask { (i, await self.queryPart(c, part.index, part.facet, part.params)) }
+                }
+                for await (i, answer) in group { answers[i] = answer }
+            }
+        } else {
+            answers = []
+            var enough = false
+            for part in parts {
+                if enough, part.facet == nil {
+                    let skipped = JSONValue.object([
+                        "hits": .array([]), "nbHits": .number(0), "index": .string(part.index), "processed": .bool(false),
+                    ])
+                    answers.append(.success(JSONWriter.bytes(skipped)))
+                    continue
+                }
+                if let facet = part.facet {
+                    answers.append(await queryPart(c, part.index, facet, part.params))
+                    continue
+                }
+                let response = try await searchIn(c, part.index, part.params)
+                if let n = response["nbHits"]?.intValue, let per = response["hitsPerPage"]?.intValue, n >= per { enough = true }
+                answers.append(.success(JSONWriter.bytes(.object(response))))
+            }
+        }
+        var out: [UInt8] = Array("{\"results\":[".utf8)
+        for (i, answer) in answers.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            out.append(contentsOf: try answer.get())
         }
         out.append(contentsOf: Array("]}".utf8))
         return .bytes(out)
+    }
+
+    /// One request of `/queries`, written.
+    func queryPart(_ c: Call, _ index: String, _ facet: String?, _ params: [String: JSONValue]) async -> Result<[UInt8], RESTError> {
+        do throws(RESTError) {
+            if let facet { return .success(JSONWriter.bytes(try await facetValues(c, index, facet, params))) }
+            switch try await searchAnswer(c, index, params, asWritten: true) {
+            case .written(let bytes): return .success(bytes)
+            case .object(let o): return .success(JSONWriter.bytes(.object(o)))
+            }
+        } catch {
+            return .failure(error)
+        }
     }
 
     /// `POST /1/indexes/{index}/facets/{facet}/query`.

@@ -9,7 +9,7 @@ extension AlgoliaREST {
     /// The index's settings and dates: from this process's cache, else from
     /// the store; nil for an index never written.
     func loadMeta(_ c: Call, _ index: String) async throws(RESTError) -> AlgoliaIndexMeta? {
-        let app = await core.app(ofKey: c.key)
+        let app = c.app
         if let m = state.meta(app, index) { return m }
         let found = try await items(.identifier([AlgoliaIndex.metaUID(index)]), key: c.key)
         guard let m = found.lazy.compactMap(AlgoliaIndexMeta.init(item:)).first else { return nil }
@@ -27,7 +27,7 @@ extension AlgoliaREST {
 
     func saveMeta(_ c: Call, _ m: AlgoliaIndexMeta) async throws(RESTError) {
         try await publish([m.item], key: c.key)
-        state.setMeta(await core.app(ofKey: c.key), m.name, m)
+        state.setMeta(c.app, m.name, m)
     }
 
     // MARK: Settings

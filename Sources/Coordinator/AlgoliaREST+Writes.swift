@@ -211,7 +211,7 @@ extension AlgoliaREST {
                 try await flush()
                 current = [:]
                 try await delete(domains: [AlgoliaIndex.domain(index)], key: c.key)
-                state.setMeta(await core.app(ofKey: c.key), index, nil)
+                state.setMeta(c.app, index, nil)
             }
         }
         try await flush()
@@ -263,7 +263,7 @@ extension AlgoliaREST {
 
     func deleteIndex(_ c: Call, _ index: String) async throws(RESTError) -> JSONValue {
         try await delete(domains: [AlgoliaIndex.domain(index)], key: c.key)
-        state.setMeta(await core.app(ofKey: c.key), index, nil)
+        state.setMeta(c.app, index, nil)
         return .object(["taskID": task(), "deletedAt": .string(Self.now())])
     }
 
@@ -297,7 +297,7 @@ extension AlgoliaREST {
         }
         let scope = c.body["scope"]?.arrayValue?.compactMap(\.stringValue)
         if op == "move" && scope != nil { throw RESTError(.badRequest, "scope is for copy only") }
-        let app = await core.app(ofKey: c.key)
+        let app = c.app
         let source = try await loadMeta(c, index)
         let copySettings = scope?.contains("settings") ?? true
         let copySynonyms = scope?.contains("synonyms") ?? true

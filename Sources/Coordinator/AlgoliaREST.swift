@@ -41,6 +41,9 @@ struct AlgoliaREST: Sendable {
         var query: [String: String]
         var key: String?
         var applicationID: String?
+        /// The key's app (nil without keys), read once per request: the
+        /// settings cache is per app.
+        var app: String?
     }
 
     func handle(_ request: Request) async -> Response {
@@ -75,9 +78,10 @@ struct AlgoliaREST: Sendable {
         func header(_ name: String) -> String? {
             HTTPField.Name(name).flatMap { request.headers[$0] } ?? query[name]
         }
+        let key = header("x-algolia-api-key")
         return Call(
             method: request.method, segments: Array(segments), body: body, query: query,
-            key: header("x-algolia-api-key"), applicationID: header("x-algolia-application-id"))
+            key: key, applicationID: header("x-algolia-application-id"), app: await core.app(ofKey: key))
     }
 
     // MARK: Routes
@@ -96,7 +100,7 @@ struct AlgoliaREST: Sendable {
                 .notFound,
                 "\(m.rawValue) /1/\(s.joined(separator: "/")) is not an endpoint of Algolia's API that Limelight serves (docs/algolia.md lists them)")
         }
-        try await checkApplication(c)
+        try checkApplication(c)
         // /1/task/{id}, /1/indexes
         if s.count == 2, s[0] == "task", m == .get { return .json(try task(s[1])) }
         guard s.first == "indexes" else { throw unknown() }
@@ -145,9 +149,9 @@ struct AlgoliaREST: Sendable {
     }
 
     /// With keys, the application id (when sent) must name the key's app.
-    func checkApplication(_ c: Call) async throws(RESTError) {
+    func checkApplication(_ c: Call) throws(RESTError) {
         guard let asked = c.applicationID, !asked.isEmpty else { return }
-        guard let app = await core.app(ofKey: c.key), app != asked else { return }
+        guard let app = c.app, app != asked else { return }
         throw RESTError(.forbidden, "the API key belongs to app '\(app)', not to the application id '\(asked)' this request names")
     }
 
