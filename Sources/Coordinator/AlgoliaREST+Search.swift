@@ -127,8 +127,12 @@ extension AlgoliaREST {
             var enough = false
             for part in parts {
                 if enough, part.facet == nil {
+                    // Not run: an empty answer marked so, with the fields clients read.
                     let skipped = JSONValue.object([
-                        "hits": .array([]), "nbHits": .number(0), "index": .string(part.index), "processed": .bool(false),
+                        "hits": .array([]), "nbHits": .number(0), "page": .number(0), "nbPages": .number(0),
+                        "hitsPerPage": part.params["hitsPerPage"] ?? .number(20), "processingTimeMS": .number(0),
+                        "query": part.params["query"] ?? .string(""), "params": .string(""), "exhaustiveNbHits": .bool(true),
+                        "index": .string(part.index), "processed": .bool(false),
                     ])
                     answers.append(.success(JSONWriter.bytes(skipped)))
                     continue

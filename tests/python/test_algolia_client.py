@@ -117,6 +117,14 @@ def test_several_requests_in_one_call(world):
     first, second = r["results"]
     assert first["nbHits"] == sum(1 for x in recs if x.get("section") == "net")
     assert second["nbHits"] == len(recs) and len(second["hits"]) == 3 and second["page"] == 1
+    # stopIfEnoughMatches: the first request has enough hits, so the second is not run.
+    r = as_dict(client.search({"strategy": "stopIfEnoughMatches", "requests": [
+        {"indexName": INDEX, "query": "", "hitsPerPage": 5},
+        {"indexName": INDEX, "query": "", "hitsPerPage": 5, "filters": "section:net"},
+    ]}))
+    first, second = r["results"]
+    assert first["nbHits"] == len(recs) and len(first["hits"]) == 5
+    assert second["nbHits"] == 0 and second["hits"] == [] and second.get("processed") is False
 
 
 def test_the_v4_params_form_as_instantsearch_sends_it_from_a_browser(world):
