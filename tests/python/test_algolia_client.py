@@ -302,3 +302,30 @@ def test_keys_and_errors_as_algolia_answers_them(world):
     preflight = urllib.request.Request(f"{base}/1/indexes/*/queries", method="OPTIONS")
     with urllib.request.urlopen(preflight, timeout=10) as r:
         assert r.status == 200 and "x-algolia-api-key" in r.headers["Access-Control-Allow-Headers"]
+
+
+def test_server_made_ids_no_create_updates_delete_by_and_clear(world):
+    _, client, recs, _ = world
+    made = client.save_object("writes", {"title": "no id given", "section": "misc"})
+    client.wait_for_task("writes", made.task_id)
+    assert as_dict(client.get_object("writes", made.object_id))["title"] == "no id given"
+    client.save_objects("writes", recs[:30], wait_for_tasks=True)
+    # partialUpdateObjectNoCreate: an absent record stays absent.
+    client.partial_update_objects("writes", [{"objectID": "deb:absent", "title": "x"}], create_if_not_exists=False,
+                                  wait_for_tasks=True)
+    with pytest.raises(RequestException) as e:
+        client.get_object("writes", "deb:absent")
+    assert e.value.status_code == 404
+    admin = [x for x in recs[:30] if x.get("section") == "admin"]
+    assert admin, "the first records hold some of section admin"
+    client.wait_for_task("writes", client.delete_by("writes", {"filters": "section:admin"}).task_id)
+    r = as_dict(client.search_single_index("writes", {"query": "", "hitsPerPage": 100}))
+    assert r["nbHits"] == 31 - len(admin)
+    assert not any(h.get("section") == "admin" for h in r["hits"])
+    with pytest.raises(RequestException) as e:
+        client.delete_by("writes", {"query": "aide"})
+    assert e.value.status_code == 400
+    client.wait_for_task("writes", client.clear_objects("writes").task_id)
+    assert as_dict(client.search_single_index("writes", {"query": ""}))["nbHits"] == 0
+    # Cleared, not deleted: the index and its settings remain.
+    assert "writes" in {i["name"] for i in as_dict(client.list_indices())["items"]}
