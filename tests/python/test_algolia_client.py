@@ -22,7 +22,7 @@ from algoliasearch.http.hosts import Host, HostsCollection
 from algoliasearch.search.client import SearchClientSync
 from algoliasearch.search.config import SearchConfig
 
-from harness import keyed_cluster, read_jsonl
+from harness import Client, keyed_cluster, read_jsonl
 
 INDEX = "packages"
 
@@ -329,3 +329,37 @@ def test_server_made_ids_no_create_updates_delete_by_and_clear(world):
     assert as_dict(client.search_single_index("writes", {"query": ""}))["nbHits"] == 0
     # Cleared, not deleted: the index and its settings remain.
     assert "writes" in {i["name"] for i in as_dict(client.list_indices())["items"]}
+
+
+def test_a_search_key_searches_and_cannot_write(world):
+    keyed, _, recs, _ = world
+    master = (keyed.data / "master.key").read_text().strip()
+    with Client(keyed.endpoint, timeout=10, key=master) as boss:
+        search_key = boss.keys("create", app="default", role="search")["apiKey"]
+    reader = client_for(keyed, search_key)
+    assert as_dict(reader.search_single_index(INDEX, {"query": "", "hitsPerPage": 0}))["nbHits"] == len(recs)
+    with pytest.raises(RequestException) as e:
+        reader.save_object(INDEX, {"objectID": "x", "title": "x"})
+    assert e.value.status_code == 403 and "search" in str(e.value)
+    with pytest.raises(RequestException) as e:
+        client_for(keyed, search_key, app="another-app").search_single_index(INDEX, {"query": ""})
+    assert e.value.status_code == 403
+
+
+def test_malformed_requests_are_400_naming_the_fault(world):
+    keyed, _, _, admin_key = world
+
+    def post(path, data):
+        request = urllib.request.Request(f"{keyed.rest_url}{path}", data=data, method="POST",
+                                         headers={"X-Algolia-API-Key": admin_key})
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(request, timeout=10)
+        return e.value.code, json.load(e.value)["message"]
+
+    code, message = post(f"/1/indexes/{INDEX}/query", b"{not json")
+    assert code == 400 and "JSON" in message
+    code, message = post(f"/1/indexes/{INDEX}/batch", json.dumps({"requests": [{"action": "upsert", "body": {}}]}).encode())
+    assert code == 400 and "upsert" in message and "requests[0]" in message
+    code, message = post(f"/1/indexes/{INDEX}/batch", json.dumps({"requests": [{"action": "addObject", "body": {
+        "objectID": "bad", "variants": [{"size": 1}]}}]}).encode())
+    assert code == 400 and "variants" in message
