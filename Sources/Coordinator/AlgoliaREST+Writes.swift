@@ -212,6 +212,8 @@ extension AlgoliaREST {
                 current = [:]
                 try await delete(domains: [AlgoliaIndex.domain(index)], key: c.key)
                 state.setMeta(c.app, index, nil)
+                // What the batch writes after the delete goes to a new, empty index.
+                meta = try await ensureMeta(c, index)
             }
         }
         try await flush()

@@ -363,3 +363,20 @@ def test_malformed_requests_are_400_naming_the_fault(world):
     code, message = post(f"/1/indexes/{INDEX}/batch", json.dumps({"requests": [{"action": "addObject", "body": {
         "objectID": "bad", "variants": [{"size": 1}]}}]}).encode())
     assert code == 400 and "variants" in message
+
+
+def test_a_batch_runs_its_actions_in_order(world):
+    _, client, _, _ = world
+    r = client.batch("ordered", {"requests": [
+        {"action": "addObject", "body": {"objectID": "a", "title": "first"}},
+        {"action": "delete", "body": {}},
+        {"action": "addObject", "body": {"objectID": "b", "title": "after the delete"}},
+        {"action": "partialUpdateObject", "body": {"objectID": "b", "n": {"_operation": "Increment", "value": 2}}},
+        {"action": "updateObject", "body": {"objectID": "c", "title": "third"}},
+        {"action": "deleteObject", "body": {"objectID": "c"}},
+    ]})
+    assert r.object_ids == ["a", "b", "b", "c", "c"]
+    client.wait_for_task("ordered", r.task_id)
+    hits = as_dict(client.search_single_index("ordered", {"query": ""}))["hits"]
+    assert [(h["objectID"], h.get("n")) for h in hits] == [("b", 2)]
+    assert "ordered" in {i["name"] for i in as_dict(client.list_indices())["items"]}
