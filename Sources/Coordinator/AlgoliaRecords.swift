@@ -1,6 +1,7 @@
 import Foundation
 import Items
 import QueryPlan
+import Tenancy
 
 /// Where an Algolia index's records live among an app's items (docs/algolia.md).
 ///
@@ -20,21 +21,8 @@ enum AlgoliaIndex {
     /// The attribute of an index's meta item that names the index (``AlgoliaIndexMeta``).
     static let metaAttribute = "algoliaIndex"
 
-    /// The name as one domain label: bytes other than ASCII letters, digits,
-    /// `_` and `-` as `%XX`, so that `a.b` and `a` are two indices, not one inside the other.
-    static func label(_ index: String) -> String {
-        var out = ""
-        for b in index.utf8 {
-            switch b {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                UInt8(ascii: "_"), UInt8(ascii: "-"):
-                out.unicodeScalars.append(Unicode.Scalar(b))
-            default:
-                out += String(format: "%%%02X", b)
-            }
-        }
-        return out
-    }
+    /// The name as one domain label (``AlgoliaIndexLabel``, shared with secured keys' `restrictIndices`).
+    static func label(_ index: String) -> String { AlgoliaIndexLabel.label(index) }
 
     static func domain(_ index: String) -> String { "\(root).\(label(index))" }
     static func recordsDomain(_ index: String) -> String { "\(domain(index)).r" }

@@ -10,6 +10,7 @@ against one computed here from the JSON Lines.
 
 import collections
 import json
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -380,3 +381,32 @@ def test_a_batch_runs_its_actions_in_order(world):
     hits = as_dict(client.search_single_index("ordered", {"query": ""}))["hits"]
     assert [(h["objectID"], h.get("n")) for h in hits] == [("b", 2)]
     assert "ordered" in {i["name"] for i in as_dict(client.list_indices())["items"]}
+
+
+def test_a_secured_key_from_the_official_client_narrows_a_search(world):
+    keyed, client, recs, _ = world
+    master = (keyed.data / "master.key").read_text().strip()
+    with Client(keyed.endpoint, timeout=10, key=master) as boss:
+        search_key = boss.keys("create", app="default", role="search")["apiKey"]
+    secured = client.generate_secured_api_key(search_key, {"filters": "section:admin", "restrictIndices": [INDEX],
+                                                           "validUntil": int(time.time()) + 600})
+    narrowed = client_for(keyed, secured)
+    r = as_dict(narrowed.search_single_index(INDEX, {"query": "", "hitsPerPage": 100, "facets": ["section"]}))
+    admin = [x for x in recs if x.get("section") == "admin"]
+    assert r["nbHits"] == len(admin) and r["facets"]["section"] == {"admin": len(admin)}
+    # The filter cannot be widened by the request's own filters.
+    r = as_dict(narrowed.search_single_index(INDEX, {"query": "", "filters": "section:net OR section:admin"}))
+    assert r["nbHits"] == len(admin)
+    # restrictIndices: another index of the app shows nothing.
+    assert as_dict(narrowed.search_single_index("grocer", {"query": ""}))["nbHits"] == 0
+    with pytest.raises(RequestException) as e:
+        narrowed.save_object(INDEX, {"objectID": "x"})
+    assert e.value.status_code == 403
+    expired = client.generate_secured_api_key(search_key, {"validUntil": int(time.time()) - 10})
+    with pytest.raises(RequestException) as e:
+        client_for(keyed, expired).search_single_index(INDEX, {"query": ""})
+    assert e.value.status_code == 403 and "expired" in str(e.value)
+    forged = client.generate_secured_api_key("llk_" + "0" * 64, {"filters": "section:admin"})
+    with pytest.raises(RequestException) as e:
+        client_for(keyed, forged).search_single_index(INDEX, {"query": ""})
+    assert e.value.status_code == 403
