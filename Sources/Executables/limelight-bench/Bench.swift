@@ -16,7 +16,10 @@ struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "limelight-bench",
         abstract: "Index a corpus and time queries, beside ../shared/bench/peers.py on the same corpus.",
-        subcommands: [StoreBench.self, ClusterBench.self, PathBench.self, LoadBench.self, StagesBench.self, EmbedBench.self, VectorBench.self],
+        subcommands: [
+            StoreBench.self, ClusterBench.self, ScaleBench.self, RESTBench.self, PathBench.self, LoadBench.self, StagesBench.self, EmbedBench.self,
+            VectorBench.self,
+        ],
         defaultSubcommand: StoreBench.self)
 }
 
@@ -582,6 +585,8 @@ struct BenchCluster {
     let dir: String
     let endpoint: String
     let process: Process
+    /// `limelight up`'s ready line: `ready ENDPOINT STATS-URL REST-URL`.
+    let readyLine: String
     /// Each process of the cluster (`up`'s children, named by their `--id`,
     /// or `coordinator`) and its resident memory, from /proc.
     func residentMemory() -> [(name: String, megabytes: Int)] {
@@ -606,12 +611,7 @@ struct BenchCluster {
     }
 
     /// Bytes of the cluster's data folder (shards, their logs, keys).
-    func dataBytes() -> Int {
-        let fm = FileManager.default
-        return (fm.enumerator(atPath: dir)?.allObjects as? [String] ?? []).reduce(0) { total, f in
-            total + (((try? fm.attributesOfItem(atPath: dir + "/" + f))?[.size] as? NSNumber)?.intValue ?? 0)
-        }
-    }
+    func dataBytes() -> Int { dataBytes(matching: { _ in true }) }
 
     /// The admin key `limelight up` wrote; nil when it runs keyless.
     var adminKey: String? {
@@ -659,6 +659,7 @@ struct BenchCluster {
             throw ValidationError("cluster did not start")
         }
         endpoint = String(ready[1]).trimmingCharacters(in: .whitespacesAndNewlines)
+        readyLine = String(decoding: buf, as: UTF8.self).split(separator: "\n").first.map(String.init) ?? ""
     }
 
     func stop() {
