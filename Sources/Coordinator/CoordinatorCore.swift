@@ -118,6 +118,8 @@ actor CoordinatorCore {
     var rates = RateWindow()
     /// Prometheus figures (GET /metrics); the HTTP endpoint renders them.
     nonisolated let metrics = CoordinatorMetrics()
+    /// Requests made in this process (the REST API), waiting for their answers.
+    var localClients = LocalClients()
     /// API keys (`--keys`); nil when the cluster has none (see CoordinatorCore+Keys.swift).
     let keyStore: KeyStore?
     var rateLimiter = RateLimiter()
@@ -162,6 +164,10 @@ actor CoordinatorCore {
 
     func send(_ to: Peer, _ id: String, _ body: Body) {
         if sendLocal(to, id, body) { return }
+        if case .client(let route) = to, LocalClients.isLocal(route) {
+            localClients.deliver(route, body)
+            return
+        }
         let o = Outgoing(to: to, envelope: Envelope(id: id, body: body))
         let outlet: Outlet
         switch to {
@@ -197,6 +203,12 @@ actor CoordinatorCore {
             sendError(.client(route), error.id ?? "", error.wire)
             return
         }
+        handleClient(route: route, envelope: envelope)
+    }
+
+    /// A decoded client request, from the client socket or from the REST
+    /// API (``LocalClients``): the same checks and handlers either way.
+    func handleClient(route: [Data], envelope: Envelope) {
         // The key decides the app and the rights (CoordinatorCore+Keys.swift).
         guard let access = authorize(envelope, route: route) else { return }
         let scope = access.scope

@@ -39,7 +39,7 @@ struct HTTPEndpoint: Sendable {
     let core: CoordinatorCore
     let logger: Logger
     let bound = BoundAddress()
-    static let paths: Set<String> = ["/", "/stats", "/metrics", "/healthz", "/readyz", "/health"]
+    static let paths: Set<String> = ["/", "/search", "/stats", "/metrics", "/healthz", "/readyz", "/health"]
 
     /// Serves until the task is cancelled, then shuts down gracefully (requests
     /// under way are answered). Throws when the address cannot be bound.
@@ -52,6 +52,10 @@ struct HTTPEndpoint: Sendable {
         router.get("/") { request, _ -> Response in
             try Self.refuseParameters(request, allowed: [])
             return Self.response(.ok, "text/html; charset=utf-8", StatusPage.html)
+        }
+        router.get("/search") { request, _ -> Response in
+            try Self.refuseParameters(request, allowed: ["index", "key", "app", "range"])
+            return Self.response(.ok, "text/html; charset=utf-8", SearchPage.html)
         }
         router.get("/stats") { request, _ -> Response in
             try Self.refuseParameters(request, allowed: [])
@@ -87,6 +91,12 @@ struct HTTPEndpoint: Sendable {
                 "shardCount": .number(Double(pong.shardCount)),
             ]).serialized()
             return Self.response(healthy ? .ok : .serviceUnavailable, "application/json", String(decoding: body, as: UTF8.self))
+        }
+
+        // Algolia's REST API (``AlgoliaREST``): it answers every path under /1 itself.
+        let rest = AlgoliaREST(core: core)
+        for method in [HTTPRequest.Method.get, .post, .put, .delete, .options] {
+            router.on("/1/**", method: method) { request, _ -> Response in await rest.handle(request) }
         }
 
         let decoder = HTTP1Channel.Configuration.DecoderConfiguration(
@@ -149,7 +159,7 @@ struct ErrorBodies: RouterMiddleware {
             let message: String
             switch error.status {
             case .notFound:
-                message = "no such path: \(request.uri.path) (try /, /stats, /metrics, /healthz or /readyz)"
+                message = "no such path: \(request.uri.path) (try /, /search, /stats, /metrics, /healthz, /readyz or /1/indexes)"
             case .methodNotAllowed:
                 message = "\(request.method.rawValue) is not allowed on \(request.uri.path): only GET and HEAD"
             default:

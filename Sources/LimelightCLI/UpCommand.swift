@@ -11,7 +11,9 @@ import ZeroMQ
 /// One coordinator, `--indexers` indexers and `--query-workers` query workers,
 /// shards split between them round-robin, all sharing one data folder (the
 /// query workers read the indexers' SQLite files, WAL letting them run beside
-/// the writer). Prints `ready ENDPOINT STATS-URL` once every shard is served,
+/// the writer). Prints `ready ENDPOINT STATS-URL REST-URL` once every shard is
+/// served (REST-URL: the base of Algolia's REST API, `/1/indexes/…` below it,
+/// on the same HTTP server as the stats),
 /// and stops the children cleanly on SIGINT or SIGTERM.
 ///
 /// A child that dies is restarted (see ``Supervisor``): a crashed indexer
@@ -202,7 +204,9 @@ struct UpCommand: AsyncParsableCommand {
             children.stopAll()
             throw ExitCode(1)
         }
-        printLine("ready \(clientEndpoint) \(statsURL)")
+        // Algolia's REST API answers on the stats server, below /1 (docs/algolia.md).
+        let restURL = statsURL.hasSuffix("/stats") ? String(statsURL.dropLast("/stats".count)) : "-"
+        printLine("ready \(clientEndpoint) \(statsURL) \(restURL)")
 
         // Run until a signal, restarting children that die, or until one keeps failing.
         while !children.stopRequested {

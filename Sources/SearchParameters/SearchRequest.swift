@@ -45,6 +45,11 @@ package struct SearchRequest: Sendable {
     /// `semantic` or `hybrid`: the text to embed and its weight. The plan's
     /// ``SearchPlan/semantic`` is set once the text is embedded (by the coordinator).
     package var semantic: SemanticParameters?
+    /// Hits as Algolia records, for the REST API (`AlgoliaREST`): each hit's
+    /// `objectID` is its identifier without this prefix (the index's
+    /// namespace in the app), and no `domainIdentifier` or `entity` is
+    /// written. Nil for the ZeroMQ search, whose hits keep both.
+    package var recordPrefix: String?
 
     package static let knownParameters: Set<String> = [
         "query", "page", "hitsPerPage", "offset", "length", "attributesToRetrieve", "facets", "maxValuesPerFacet",

@@ -202,7 +202,6 @@ package struct SearchResponseBuilder: Sendable {
         }
         // Later members win, as in JSONWriter: an attribute called
         // `objectID` gives way to the identifier.
-        o.set("objectID", .string(id))
         func set(_ key: String, _ value: ItemMembers.Value?) {
             switch value {
             case .tree(let v)?: o.set(key, v)
@@ -210,8 +209,13 @@ package struct SearchResponseBuilder: Sendable {
             case nil: break
             }
         }
-        set("domainIdentifier", members.domain)
-        set("entity", members.entity)
+        if let prefix = request.recordPrefix {
+            o.set("objectID", .string(id.hasPrefix(prefix) ? String(id.dropFirst(prefix.count)) : id))
+        } else {
+            o.set("objectID", .string(id))
+            set("domainIdentifier", members.domain)
+            set("entity", members.entity)
+        }
         func attribute(_ name: String) -> JSONValue? { members.attributes.first { $0.key == name }?.value.tree }
 
         let toHighlight = named ?? textNames.sorted()

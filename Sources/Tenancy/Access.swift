@@ -49,19 +49,32 @@ package struct Access: Sendable {
             }
             return Access(role: rec.role, scope: TenantScope(app: rec.app), record: rec, secured: false, rateBucket: rec.id)
         }
-        let parsed = try SecuredKey.parse(key)
+        let parsed: SecuredKey.Parsed
+        do throws(TenancyError) { parsed = try SecuredKey.parse(key) } catch {
+            // Not Limelight's form: perhaps Algolia's, made by its own clients.
+            guard let algolia = try AlgoliaSecuredKey.parse(key) else { throw error }
+            guard let parent = store.algoliaParent(of: algolia) else {
+                throw TenancyError(.invalidKey, "invalid secured key: its signature does not match any search key of this cluster")
+            }
+            return try securedAccess(parent: parent, algolia.restrictions, now: now)
+        }
         guard let parent = store.record(id: parsed.parent), let secret = parent.signingSecret, SecuredKey.verify(parsed, secret: secret) else {
             throw TenancyError(.invalidKey, "invalid secured key: its signature does not match any search key of this cluster")
         }
+        return try securedAccess(parent: parent, parsed.restrictions, now: now)
+    }
+
+    /// A secured key's access, once its parent is found and its signature checked.
+    static func securedAccess(parent: KeyRecord, _ restrictions: KeyRestrictions, now: Date) throws(TenancyError) -> Access {
         if let at = parent.revoked {
             throw TenancyError(
                 .keyRevoked, "the parent key \(parent.id) of this secured key was revoked at \(ISO8601DateFormatter().string(from: at))")
         }
-        if let until = parsed.restrictions.validUntil, until <= now {
+        if let until = restrictions.validUntil, until <= now {
             throw TenancyError(.keyExpired, "this secured key expired at \(ISO8601DateFormatter().string(from: until)) (its validUntil)")
         }
-        let restriction = try TenantScope.predicate(of: parsed.restrictions)
-        let bucket = parent.id + (parsed.restrictions.userToken.map { "/" + $0 } ?? "")
+        let restriction = try TenantScope.predicate(of: restrictions)
+        let bucket = parent.id + (restrictions.userToken.map { "/" + $0 } ?? "")
         return Access(
             role: .search, scope: TenantScope(app: parent.app, restriction: restriction), record: parent,
             secured: true, rateBucket: bucket)

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Items
 import SQLite
@@ -54,6 +55,12 @@ package final class KeyStore {
     package let path: String
     private(set) var byHash: [String: KeyRecord] = [:]
     private(set) var byID: [String: KeyRecord] = [:]
+    /// Search keys' values by key id, unsealed at open: Algolia's secured
+    /// keys are signed with the parent key itself (``AlgoliaSecuredKey``).
+    private(set) var searchKeys: [String: String] = [:]
+    /// The key search keys are sealed with (AES-GCM), in `PATH.seal` (mode
+    /// 0600) beside the store: a copy of the store alone reveals no key.
+    let sealKey: SymmetricKey
 
     package init(path: String) throws(TenancyError) {
         self.path = path
@@ -75,15 +82,22 @@ package final class KeyStore {
                     rate_limit REAL, max_items INTEGER, description TEXT,
                     created REAL NOT NULL, revoked REAL, secret TEXT)
                 """)
+            // Search keys sealed, for Algolia's secured keys (a store made before has none).
+            let columns = try db.prepare("SELECT name FROM pragma_table_info('keys') WHERE name = 'sealed'")
+            var hasSealed = false
+            try columns.forEachRow { _ in hasSealed = true }
+            if !hasSealed { try db.execute("ALTER TABLE keys ADD COLUMN sealed TEXT") }
         } catch {
             throw TenancyError(.storeFailed, "cannot open the key store \(path): \(error)")
         }
+        sealKey = try Self.sealKey(path + ".seal")
         try load()
     }
 
     func load() throws(TenancyError) {
         do {
-            let s = try db.prepare("SELECT hash, id, app, role, rate_limit, max_items, description, created, revoked, secret FROM keys")
+            let s = try db.prepare(
+                "SELECT hash, id, app, role, rate_limit, max_items, description, created, revoked, secret, sealed FROM keys")
             try s.forEachRow { r in
                 guard let hash = r.string(at: 0), let id = r.string(at: 1), let role = KeyRole(rawValue: r.string(at: 3) ?? "") else { return }
                 let rec = KeyRecord(
@@ -95,10 +109,39 @@ package final class KeyStore {
                     signingSecret: r.string(at: 9))
                 byHash[hash] = rec
                 byID[id] = rec
+                if let sealed = r.string(at: 10), let box = Data(base64Encoded: sealed).flatMap({ try? AES.GCM.SealedBox(combined: $0) }),
+                    let value = try? AES.GCM.open(box, using: sealKey)
+                {
+                    searchKeys[id] = String(decoding: value, as: UTF8.self)
+                }
             }
         } catch {
             throw TenancyError(.storeFailed, "cannot read the key store \(path): \(error)")
         }
+    }
+
+    /// The seal key of `file`, made (32 random bytes, hex, mode 0600) when absent.
+    static func sealKey(_ file: String) throws(TenancyError) -> SymmetricKey {
+        if let data = FileManager.default.contents(atPath: file) {
+            let hex = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            var bytes: [UInt8] = []
+            var i = hex.startIndex
+            while i < hex.endIndex, let j = hex.index(i, offsetBy: 2, limitedBy: hex.endIndex), let b = UInt8(hex[i..<j], radix: 16) {
+                bytes.append(b)
+                i = j
+            }
+            guard bytes.count == 32 else { throw TenancyError(.storeFailed, "\(file) does not hold a 256-bit key in hex") }
+            return SymmetricKey(data: bytes)
+        }
+        let key = SymmetricKey(size: .bits256)
+        try writeSecret(key.withUnsafeBytes { APIKey.hex($0) } + "\n", to: file)
+        return key
+    }
+
+    /// The live search key that signed an Algolia secured key, if any.
+    package func algoliaParent(of p: AlgoliaSecuredKey.Parsed) -> KeyRecord? {
+        for (id, value) in searchKeys where AlgoliaSecuredKey.verify(p, parentKey: value) { return byID[id] }
+        return nil
     }
 
     /// Makes a key; returns its value, which is nowhere else: the store keeps its hash.
@@ -129,23 +172,30 @@ package final class KeyStore {
             maxItemsPerPublish: maxItemsPerPublish, description: description,
             created: Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down)), revoked: nil,
             signingSecret: role == .search ? SecuredKey.signingSecret(parentKey: key) : nil)
+        var sealed: String?
+        if role == .search {
+            do { sealed = try AES.GCM.seal(Data(key.utf8), using: sealKey).combined?.base64EncodedString() } catch {
+                throw TenancyError(.storeFailed, "cannot seal the new search key: \(error)")
+            }
+        }
         do {
             let s = try db.prepare(
                 """
-                INSERT INTO keys(hash, id, app, role, rate_limit, max_items, description, created, revoked, secret)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)
+                INSERT INTO keys(hash, id, app, role, rate_limit, max_items, description, created, revoked, secret, sealed)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)
                 """)
             try s.run([
                 .text(hash), .text(rec.id), app.map(SQLValue.text) ?? .null, .text(role.rawValue),
                 rateLimit.map(SQLValue.real) ?? .null, maxItemsPerPublish.map { .integer(Int64($0)) } ?? .null,
                 description.map(SQLValue.text) ?? .null, .real(rec.created.timeIntervalSince1970),
-                rec.signingSecret.map(SQLValue.text) ?? .null,
+                rec.signingSecret.map(SQLValue.text) ?? .null, sealed.map(SQLValue.text) ?? .null,
             ])
         } catch {
             throw TenancyError(.storeFailed, "cannot store the new key in \(path): \(error)")
         }
         byHash[hash] = rec
         byID[rec.id] = rec
+        if role == .search { searchKeys[rec.id] = key }
         return (key, rec)
     }
 

@@ -97,8 +97,10 @@ struct CommandLineTests {
             "up", "--data", data, "--listen", "tcp://127.0.0.1:0", "--stats-port", "0",
             "--shards", "4", "--no-require-keys",
         ])
-        #expect(parts.count == 3 && parts[0] == "ready")
-        #expect(parts.count == 3 && parts[2].hasPrefix("http://127.0.0.1:") && parts[2].hasSuffix("/stats"))
+        #expect(parts.count == 4 && parts[0] == "ready")
+        #expect(parts.count == 4 && parts[2].hasPrefix("http://127.0.0.1:") && parts[2].hasSuffix("/stats"))
+        // The fourth field is the base of Algolia's REST API, on the stats server.
+        #expect(parts.count == 4 && parts[3] + "/stats" == parts[2])
         let client = try LimelightClient(endpoint: parts[1])
         let pong = try await client.ping()
         #expect(pong.servedShards == [0, 1, 2, 3])
@@ -131,7 +133,7 @@ struct CommandLineTests {
             "--curve-secret-key", data + "/coordinator.key_secret", "--no-require-keys",
         ])
         defer { kill(p.processIdentifier, SIGTERM); p.waitUntilExit() }
-        try #require(parts.count == 3 && parts[0] == "ready", "limelight up never became ready: \(parts)")
+        try #require(parts.count == 4 && parts[0] == "ready", "limelight up never became ready: \(parts)")
         let client = try LimelightClient(endpoint: parts[1], curve: CurveClientKeys(serverKey: pair.publicKey, keyPair: try CurveKeyPair.generate()))
         defer { client.close() }
         #expect(try await client.ping().servedShards == [0])

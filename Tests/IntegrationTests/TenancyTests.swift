@@ -388,7 +388,7 @@ import WireProtocol
             "--shards", "2", "--indexers", "1", "--query-workers", "1",
         ])  // keys required by default
         defer { kill(up.processIdentifier, SIGTERM); up.waitUntilExit() }
-        try #require(parts.count == 3 && parts[0] == "ready")
+        try #require(parts.count == 4 && parts[0] == "ready")
         let ep = ["--endpoint", parts[1]]
         for file in ["limelight.key", "master.key", "keys.sqlite"] {
             let mode = try FileManager.default.attributesOfItem(atPath: data + "/" + file)[.posixPermissions] as? Int

@@ -72,17 +72,19 @@ def free_port():
 
 class Cluster(NamedTuple):
     """A running ``limelight up``: where clients and workers connect, its stats
-    URL, its data folder and its process."""
+    URL, its data folder and its process; ``rest_url`` is the base of
+    Algolia's REST API (``http://HOST:PORT``)."""
     endpoint: str
     stats_url: str
     workers_endpoint: str
     data: pathlib.Path
     process: subprocess.Popen
+    rest_url: str = ""
 
 
 def start_cluster(data, shards=4, extra=(), stderr=subprocess.PIPE):
     """Runs ``limelight up`` on free ports (with ``extra`` arguments) and
-    returns once it prints ``ready ENDPOINT STATS-URL``. ``stderr`` may be a
+    returns once it prints ``ready ENDPOINT STATS-URL REST-URL``. ``stderr`` may be a
     file, for tests that read ``up``'s messages while it runs."""
     workers_endpoint = f"tcp://127.0.0.1:{free_port()}"
     command = [str(bin_dir() / "limelight"), "up", "--data", str(data), "--listen", "tcp://127.0.0.1:0",
@@ -103,8 +105,8 @@ def start_cluster(data, shards=4, extra=(), stderr=subprocess.PIPE):
         if line is None:
             break
         if line.startswith("ready "):
-            _, endpoint, stats_url = line.split()
-            return Cluster(endpoint, stats_url, workers_endpoint, pathlib.Path(data), process)
+            _, endpoint, stats_url, rest_url = line.split()
+            return Cluster(endpoint, stats_url, workers_endpoint, pathlib.Path(data), process, rest_url)
     errors = stop_cluster(process)
     raise RuntimeError(f"limelight up did not become ready: {errors.strip()}\n{_logs(data)}")
 

@@ -1,0 +1,191 @@
+import Foundation
+import Items
+import QueryPlan
+
+/// Index settings, the list of indices, synonyms.
+extension AlgoliaREST {
+    // MARK: Meta
+
+    /// The index's settings and dates: from this process's cache, else from
+    /// the store; nil for an index never written.
+    func loadMeta(_ c: Call, _ index: String) async throws(RESTError) -> AlgoliaIndexMeta? {
+        let app = c.app
+        if let m = state.meta(app, index) { return m }
+        let found = try await items(.identifier([AlgoliaIndex.metaUID(index)]), key: c.key)
+        guard let m = found.lazy.compactMap(AlgoliaIndexMeta.init(item:)).first else { return nil }
+        state.setMeta(app, index, m)
+        return m
+    }
+
+    /// The index's meta, made (and stored) the first time the index is written.
+    func ensureMeta(_ c: Call, _ index: String) async throws(RESTError) -> AlgoliaIndexMeta {
+        if let m = try await loadMeta(c, index) { return m }
+        let m = AlgoliaIndexMeta(name: index)
+        try await saveMeta(c, m)
+        return m
+    }
+
+    func saveMeta(_ c: Call, _ m: AlgoliaIndexMeta) async throws(RESTError) {
+        try await publish([m.item], key: c.key)
+        state.setMeta(c.app, m.name, m)
+    }
+
+    // MARK: Settings
+
+    func getSettings(_ c: Call, _ index: String) async throws(RESTError) -> JSONValue {
+        guard let m = try await loadMeta(c, index) else { throw RESTError(.notFound, "index '\(index)' does not exist") }
+        var s = m.settings.json
+        if s["hitsPerPage"] == nil { s["hitsPerPage"] = .number(20) }
+        if s["paginationLimitedTo"] == nil { s["paginationLimitedTo"] = .number(1000) }
+        if s["ranking"] == nil {
+            s["ranking"] = .array(["typo", "geo", "words", "filters", "proximity", "attribute", "exact", "custom"].map { .string($0) })
+        }
+        return .object(s)
+    }
+
+    /// `PUT settings`: the given settings replace those of the same names
+    /// (null resets one). Replicas named become indices whose settings say
+    /// `primary`, showing this index's records; `forwardToReplicas` sends
+    /// the same settings (but `replicas`) to them.
+    func setSettings(_ c: Call, _ index: String) async throws(RESTError) -> JSONValue {
+        let given = try Self.object(c.body, "the body must be the settings, a JSON object")
+        var m = try await loadMeta(c, index) ?? AlgoliaIndexMeta(name: index)
+        let before = Set(m.settings.replicas)
+        for (k, v) in given {
+            m.settings.json[k] = v == .null ? nil : v
+        }
+        m.updatedAt = Date()
+        try await saveMeta(c, m)
+        let forward = c.query["forwardToReplicas"] == "true"
+        for replica in m.settings.replicas {
+            var r = try await loadMeta(c, replica) ?? AlgoliaIndexMeta(name: replica)
+            r.settings.json["primary"] = .string(index)
+            if forward {
+                for (k, v) in given where k != "replicas" { r.settings.json[k] = v == .null ? nil : v }
+            }
+            r.updatedAt = Date()
+            try await saveMeta(c, r)
+        }
+        // Replicas no longer named stand alone again (empty, as Algolia leaves them).
+        for gone in before.subtracting(m.settings.replicas) {
+            guard var r = try await loadMeta(c, gone) else { continue }
+            r.settings.json["primary"] = nil
+            try await saveMeta(c, r)
+        }
+        return .object(["taskID": task(), "updatedAt": .string(Self.now())])
+    }
+
+    // MARK: Indices
+
+    /// `GET /1/indexes`: every index of the app, with its record count.
+    func listIndices(_ c: Call) async throws(RESTError) -> JSONValue {
+        let metas = try await items(.and([.domain([AlgoliaIndex.root]), .exists(.named(AlgoliaIndex.metaAttribute))]), key: c.key)
+            .compactMap(AlgoliaIndexMeta.init(item:)).sorted { $0.name < $1.name }
+        var out: [JSONValue] = []
+        for m in metas {
+            let response = try await search(["hitsPerPage": .number(0)], within: AlgoliaIndex.records(m.settings.primary ?? m.name), key: c.key)
+            var o: [String: JSONValue] = [
+                "name": .string(m.name), "createdAt": .string(ISODate.format(m.createdAt)),
+                "updatedAt": .string(ISODate.format(m.updatedAt)), "entries": response["nbHits"] ?? .number(0),
+                "dataSize": .number(0), "fileSize": .number(0), "lastBuildTimeS": .number(0),
+                "numberOfPendingTasks": .number(0), "pendingTask": .bool(false),
+            ]
+            if let p = m.settings.primary { o["primary"] = .string(p) }
+            let replicas = m.settings.json["replicas"]?.arrayValue ?? []
+            if !replicas.isEmpty { o["replicas"] = .array(replicas) }
+            out.append(.object(o))
+        }
+        return .object(["items": .array(out), "nbPages": .number(1)])
+    }
+
+    // MARK: Synonyms
+
+    /// Stored as items of the index's meta domain, one per synonym; kept and
+    /// answered as Algolia does, not yet applied when matching (docs/algolia.md).
+    static func synonymItem(_ index: String, _ id: String, _ synonym: [String: JSONValue]) -> JSONValue {
+        var s = synonym
+        s["objectID"] = .string(id)
+        return .object([
+            "uniqueIdentifier": .string(AlgoliaIndex.synonymPrefix(index) + id),
+            "domainIdentifier": .string(AlgoliaIndex.metaDomain(index)),
+            "attributes": .object(["algoliaSynonym": .string(JSONWriter.string(.object(s)))]),
+        ])
+    }
+
+    func synonyms(_ c: Call, _ index: String) async throws(RESTError) -> [[String: JSONValue]] {
+        let found = try await items(
+            .and([.domain([AlgoliaIndex.metaDomain(index)]), .exists(.named("algoliaSynonym"))]), key: c.key)
+        return found.compactMap { $0["attributes"]?["algoliaSynonym"]?.stringValue.flatMap { try? JSONValue.parse($0) }?.objectValue }
+            .sorted { ($0["objectID"]?.stringValue ?? "") < ($1["objectID"]?.stringValue ?? "") }
+    }
+
+    static let synonymTypes: Set<String> = ["synonym", "onewaysynonym", "altcorrection1", "altcorrection2", "placeholder"]
+
+    func checkedSynonym(_ v: JSONValue, id: String?, at: String) throws(RESTError) -> (String, [String: JSONValue]) {
+        let s = try Self.object(v, "\(at) must be a synonym object")
+        guard let objectID = id ?? s["objectID"]?.stringValue, !objectID.isEmpty else { throw RESTError(.badRequest, "\(at) needs an objectID") }
+        guard let type = s["type"]?.stringValue, Self.synonymTypes.contains(type) else {
+            throw RESTError(.badRequest, "\(at): type must be one of synonym, onewaysynonym, altcorrection1, altcorrection2, placeholder")
+        }
+        return (objectID, s)
+    }
+
+    func saveSynonyms(_ c: Call, _ index: String) async throws(RESTError) -> JSONValue {
+        guard let list = c.body.arrayValue else { throw RESTError(.badRequest, "the body must be a list of synonyms") }
+        _ = try await ensureMeta(c, index)
+        if c.query["replaceExistingSynonyms"] == "true" || c.query["clearExistingSynonyms"] == "true" {
+            try await deleteSynonyms(c, index)
+        }
+        var items: [JSONValue] = []
+        for (i, v) in list.enumerated() {
+            let (id, s) = try checkedSynonym(v, id: nil, at: "synonyms[\(i)]")
+            items.append(Self.synonymItem(index, id, s))
+        }
+        try await publish(items, key: c.key)
+        return .object(["taskID": task(), "updatedAt": .string(Self.now())])
+    }
+
+    func saveSynonym(_ c: Call, _ index: String, _ id: String) async throws(RESTError) -> JSONValue {
+        let (_, s) = try checkedSynonym(c.body, id: id, at: "the synonym")
+        _ = try await ensureMeta(c, index)
+        try await publish([Self.synonymItem(index, id, s)], key: c.key)
+        return .object(["taskID": task(), "updatedAt": .string(Self.now()), "id": .string(id)])
+    }
+
+    func getSynonym(_ c: Call, _ index: String, _ id: String) async throws(RESTError) -> JSONValue {
+        guard let s = try await synonyms(c, index).first(where: { $0["objectID"]?.stringValue == id }) else {
+            throw RESTError(.notFound, "index '\(index)' has no synonym '\(id)'")
+        }
+        return .object(s)
+    }
+
+    func deleteSynonym(_ c: Call, _ index: String, _ id: String) async throws(RESTError) -> JSONValue {
+        try await delete(ids: [AlgoliaIndex.synonymPrefix(index) + id], key: c.key)
+        return .object(["taskID": task(), "deletedAt": .string(Self.now())])
+    }
+
+    func deleteSynonyms(_ c: Call, _ index: String) async throws(RESTError) {
+        let ids = try await synonyms(c, index).compactMap { $0["objectID"]?.stringValue }.map { AlgoliaIndex.synonymPrefix(index) + $0 }
+        if !ids.isEmpty { try await delete(ids: ids, key: c.key) }
+    }
+
+    func clearSynonyms(_ c: Call, _ index: String) async throws(RESTError) -> JSONValue {
+        try await deleteSynonyms(c, index)
+        return .object(["taskID": task(), "updatedAt": .string(Self.now())])
+    }
+
+    /// `synonyms/search`: by `query` (words in any of the synonym's texts), `type`, paged.
+    func searchSynonyms(_ c: Call, _ index: String) async throws(RESTError) -> JSONValue {
+        let query = (c.body["query"]?.stringValue ?? "").lowercased()
+        let type = c.body["type"]?.stringValue
+        let page = c.body["page"]?.intValue ?? 0
+        let per = max(1, c.body["hitsPerPage"]?.intValue ?? 100)
+        let all = try await synonyms(c, index).filter { s in
+            if let type, s["type"]?.stringValue != type { return false }
+            if query.isEmpty { return true }
+            return JSONWriter.string(.object(s)).lowercased().contains(query)
+        }
+        let hits = all.dropFirst(page * per).prefix(per).map { JSONValue.object($0) }
+        return .object(["hits": .array(Array(hits)), "nbHits": .number(Double(all.count))])
+    }
+}

@@ -1,0 +1,350 @@
+import Foundation
+import Items
+import QueryPlan
+import SearchParameters
+
+/// Records: writes, reads, and whole-index operations. Every write is
+/// answered once every live replica of its shards acknowledged it (the
+/// publish's own acknowledgement), so its task is `published` at once.
+extension AlgoliaREST {
+    // MARK: Single records
+
+    func addObject(_ c: Call, _ index: String) async throws(RESTError) -> JSONValue {
+        let record = try Self.object(c.body, "the body must be the record, a JSON object")
+        let id = record["objectID"]?.stringValue ?? UUID().uuidString.lowercased()
+        try await write(c, index, [.save(id, record)])
+        return .object(["objectID": .string(id), "taskID": task(), "createdAt": .string(Self.now())])
+    }
+
+    func putObject(_ c: Call, _ index: String, _ id: String) async throws(RESTError) -> JSONValue {
+        let record = try Self.object(c.body, "the body must be the record, a JSON object")
+        try await write(c, index, [.save(id, record)])
+        return .object(["objectID": .string(id), "taskID": task(), "updatedAt": .string(Self.now())])
+    }
+
+    func deleteObject(_ c: Call, _ index: String, _ id: String) async throws(RESTError) -> JSONValue {
+        try await write(c, index, [.delete(id)])
+        return .object(["taskID": task(), "deletedAt": .string(Self.now())])
+    }
+
+    func partialUpdate(_ c: Call, _ index: String, _ id: String) async throws(RESTError) -> JSONValue {
+        let changes = try Self.object(c.body, "the body must be the attributes to change, a JSON object")
+        let create = c.query["createIfNotExists"] != "false"
+        try await write(c, index, [.partial(id, changes, create: create)])
+        return .object(["objectID": .string(id), "taskID": task(), "updatedAt": .string(Self.now())])
+    }
+
+    func getObject(_ c: Call, _ index: String, _ id: String) async throws(RESTError) -> JSONValue {
+        let meta = try await loadMeta(c, index)
+        let found = try await records(c, meta?.settings.primary ?? index, [id])
+        guard var record = found[id] else {
+            throw RESTError(.notFound, "index '\(index)' has no record with objectID '\(id)'")
+        }
+        let keep = c.query["attributesToRetrieve"].map { Set($0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }) }
+        record = Self.retrieved(record, keep, hidden: meta?.settings.unretrievable ?? [])
+        return .object(record)
+    }
+
+    /// `POST /1/indexes/*/objects`: each request's record, or null when absent.
+    func getObjects(_ c: Call) async throws(RESTError) -> JSONValue {
+        guard let requests = c.body["requests"]?.arrayValue else {
+            throw RESTError(.badRequest, "the body needs 'requests': a list of {indexName, objectID}")
+        }
+        var results: [JSONValue] = []
+        for (i, r) in requests.enumerated() {
+            guard let index = r["indexName"]?.stringValue, let id = r["objectID"]?.stringValue else {
+                throw RESTError(.badRequest, "requests[\(i)] needs indexName and objectID")
+            }
+            let meta = try await loadMeta(c, index)
+            guard var record = try await records(c, meta?.settings.primary ?? index, [id])[id] else {
+                results.append(.null)
+                continue
+            }
+            let keep = r["attributesToRetrieve"]?.arrayValue.map { Set($0.compactMap(\.stringValue)) }
+            record = Self.retrieved(record, keep, hidden: meta?.settings.unretrievable ?? [])
+            results.append(.object(record))
+        }
+        return .object(["results": .array(results)])
+    }
+
+    static func retrieved(_ record: [String: JSONValue], _ keep: Set<String>?, hidden: Set<String>) -> [String: JSONValue] {
+        record.filter { k, _ in k == "objectID" || (!hidden.contains(k) && (keep == nil || keep!.contains("*") || keep!.contains(k))) }
+    }
+
+    /// The records of an index with these objectIDs, by objectID.
+    func records(_ c: Call, _ index: String, _ ids: [String]) async throws(RESTError) -> [String: [String: JSONValue]] {
+        guard !ids.isEmpty else { return [:] }
+        let predicate = QueryPlan.Predicate.and([AlgoliaIndex.records(index), .identifier(ids.map { AlgoliaIndex.uid(index, $0) })])
+        var out: [String: [String: JSONValue]] = [:]
+        for item in try await items(predicate, key: c.key) {
+            if let r = AlgoliaRecord.record(item: item, index: index), let id = r["objectID"]?.stringValue { out[id] = r }
+        }
+        return out
+    }
+
+    // MARK: Batches
+
+    enum Operation {
+        case save(String, [String: JSONValue])
+        case partial(String, [String: JSONValue], create: Bool)
+        case delete(String)
+        case clear
+        case deleteIndex
+    }
+
+    func batch(_ c: Call, _ index: String) async throws(RESTError) -> JSONValue {
+        let ops = try Self.operations(c.body["requests"], index: nil).map(\.op)
+        try await write(c, index, ops)
+        return .object(["taskID": task(), "objectIDs": .array(ops.compactMap(Self.objectID).map { .string($0) })])
+    }
+
+    /// `POST /1/indexes/*/batch`: each request names its index.
+    func multipleBatch(_ c: Call) async throws(RESTError) -> JSONValue {
+        let ops = try Self.operations(c.body["requests"], index: "")
+        var taskIDs: [String: JSONValue] = [:]
+        var order: [String] = []
+        var byIndex: [String: [Operation]] = [:]
+        for (index, op) in ops {
+            if byIndex[index] == nil { order.append(index) }
+            byIndex[index, default: []].append(op)
+        }
+        for index in order {
+            try await write(c, index, byIndex[index]!)
+            taskIDs[index] = task()
+        }
+        return .object(["taskID": .object(taskIDs), "objectIDs": .array(ops.compactMap { Self.objectID($0.op) }.map { .string($0) })])
+    }
+
+    static func objectID(_ op: Operation) -> String? {
+        switch op {
+        case .save(let id, _), .partial(let id, _, _), .delete(let id): id
+        case .clear, .deleteIndex: nil
+        }
+    }
+
+    /// A batch's `requests` as operations; `index` non-nil: each names its `indexName`.
+    static func operations(_ requests: JSONValue?, index: String?) throws(RESTError) -> [(index: String, op: Operation)] {
+        guard let list = requests?.arrayValue else {
+            throw RESTError(.badRequest, "the body needs 'requests': a list of {action, body}")
+        }
+        var out: [(String, Operation)] = []
+        for (i, r) in list.enumerated() {
+            let at = "requests[\(i)]"
+            guard let action = r["action"]?.stringValue else { throw RESTError(.badRequest, "\(at) needs an action") }
+            var name = ""
+            if index != nil {
+                guard let n = r["indexName"]?.stringValue, !n.isEmpty else { throw RESTError(.badRequest, "\(at) needs an indexName") }
+                name = n
+            }
+            let body = r["body"]?.objectValue ?? [:]
+            let id = body["objectID"]?.stringValue
+            func needID() throws(RESTError) -> String {
+                guard let id, !id.isEmpty else { throw RESTError(.badRequest, "\(at): \(action) needs the body's objectID") }
+                return id
+            }
+            switch action {
+            case "addObject": out.append((name, .save(id ?? UUID().uuidString.lowercased(), body)))
+            case "updateObject": out.append((name, .save(try needID(), body)))
+            case "partialUpdateObject": out.append((name, .partial(try needID(), body, create: true)))
+            case "partialUpdateObjectNoCreate": out.append((name, .partial(try needID(), body, create: false)))
+            case "deleteObject": out.append((name, .delete(try needID())))
+            case "delete": out.append((name, .deleteIndex))
+            case "clear": out.append((name, .clear))
+            default:
+                throw RESTError(
+                    .badRequest,
+                    "\(at): action '\(action)' is not one of addObject, updateObject, partialUpdateObject, partialUpdateObjectNoCreate, deleteObject, delete, clear"
+                )
+            }
+        }
+        return out
+    }
+
+    /// Runs operations in order: saves gathered into publishes, a delete or
+    /// clear sending what was gathered first; partial updates read the
+    /// records they change (their last state within the batch).
+    func write(_ c: Call, _ index: String, _ ops: [Operation]) async throws(RESTError) {
+        var meta = try await ensureMeta(c, index)
+        if let primary = meta.settings.primary {
+            throw RESTError(.badRequest, "index '\(index)' is a replica of '\(primary)': write its records to '\(primary)'")
+        }
+        let partialIDs = ops.compactMap { op -> String? in if case .partial(let id, _, _) = op { id } else { nil } }
+        var current = try await records(c, index, Array(Set(partialIDs)))
+        var pending: [String: JSONValue] = [:]
+        var pendingOrder: [String] = []
+        func flush() async throws(RESTError) {
+            guard !pendingOrder.isEmpty else { return }
+            // Marked before the records are stored, so no search answers them unrebuilt.
+            if flattens, !meta.flattened {
+                meta.flattened = true
+                try await saveMeta(c, meta)
+            }
+            try await publish(pendingOrder.compactMap { pending[$0] }, key: c.key)
+            pending = [:]
+            pendingOrder = []
+        }
+        var flattens = false
+        func save(_ id: String, _ record: [String: JSONValue]) throws(RESTError) {
+            guard !id.isEmpty else { throw RESTError(.badRequest, "an objectID must not be empty") }
+            if !flattens, record["_geoloc"] != nil || record.values.contains(where: { $0.objectValue != nil }) { flattens = true }
+            var r = record
+            r["objectID"] = .string(id)
+            if pending[id] == nil { pendingOrder.append(id) }
+            pending[id] = try AlgoliaRecord.item(r, objectID: id, index: index)
+            current[id] = r
+        }
+        for op in ops {
+            switch op {
+            case .save(let id, let record): try save(id, record)
+            case .partial(let id, let changes, let create):
+                guard let before = current[id] ?? (create ? [:] : nil) else { continue }
+                try save(id, try Self.applyPartial(changes, to: before))
+            case .delete(let id):
+                try await flush()
+                current[id] = nil
+                try await delete(ids: [AlgoliaIndex.uid(index, id)], key: c.key)
+            case .clear:
+                try await flush()
+                current = [:]
+                try await delete(domains: [AlgoliaIndex.recordsDomain(index)], key: c.key)
+            case .deleteIndex:
+                try await flush()
+                current = [:]
+                try await delete(domains: [AlgoliaIndex.domain(index)], key: c.key)
+                state.setMeta(c.app, index, nil)
+                // What the batch writes after the delete goes to a new, empty index.
+                meta = try await ensureMeta(c, index)
+            }
+        }
+        try await flush()
+    }
+
+    /// A partial update: plain values replace the attribute, Algolia's
+    /// built-in operations (`{"_operation": …, "value": …}`) change it.
+    static func applyPartial(_ changes: [String: JSONValue], to record: [String: JSONValue]) throws(RESTError) -> [String: JSONValue] {
+        var r = record
+        for (name, change) in changes where name != "objectID" {
+            guard let op = change["_operation"]?.stringValue else {
+                r[name] = change
+                continue
+            }
+            let value = change["value"] ?? .null
+            let old = r[name]
+            switch op {
+            case "Increment", "Decrement":
+                guard let n = value.doubleValue else { throw RESTError(.badRequest, "\(op) of '\(name)' needs a numeric value") }
+                r[name] = .number((old?.doubleValue ?? 0) + (op == "Increment" ? n : -n))
+            case "IncrementSet":
+                guard let n = value.doubleValue else { throw RESTError(.badRequest, "\(op) of '\(name)' needs a numeric value") }
+                r[name] = .number(old?.doubleValue.map { $0 + n } ?? n)
+            case "IncrementFrom":
+                guard let n = value.doubleValue else { throw RESTError(.badRequest, "\(op) of '\(name)' needs a numeric value") }
+                if old?.doubleValue == n || old == nil { r[name] = .number(n + (old == nil ? 0 : 1)) }
+            case "Add", "AddUnique":
+                var list = old?.arrayValue ?? (old.map { [$0] } ?? [])
+                let adding = value.arrayValue ?? [value]
+                for v in adding where op == "Add" || !list.contains(v) { list.append(v) }
+                r[name] = .array(list)
+            case "Remove":
+                let removing = value.arrayValue ?? [value]
+                if let list = old?.arrayValue { r[name] = .array(list.filter { !removing.contains($0) }) }
+            default:
+                throw RESTError(
+                    .badRequest, "'\(op)' of '\(name)' is not one of Increment, Decrement, IncrementSet, IncrementFrom, Add, Remove, AddUnique")
+            }
+        }
+        return r
+    }
+
+    // MARK: Whole indices
+
+    func clear(_ c: Call, _ index: String) async throws(RESTError) -> JSONValue {
+        try await write(c, index, [.clear])
+        return .object(["taskID": task(), "updatedAt": .string(Self.now())])
+    }
+
+    func deleteIndex(_ c: Call, _ index: String) async throws(RESTError) -> JSONValue {
+        try await delete(domains: [AlgoliaIndex.domain(index)], key: c.key)
+        state.setMeta(c.app, index, nil)
+        return .object(["taskID": task(), "deletedAt": .string(Self.now())])
+    }
+
+    /// `deleteByQuery`: the records the filters select (`filters`,
+    /// `facetFilters`, `numericFilters`, `tagFilters`, the geo parameters),
+    /// found as a search finds them and deleted by objectID.
+    func deleteByQuery(_ c: Call, _ index: String) async throws(RESTError) -> JSONValue {
+        var params = AlgoliaParams.from(c.body.objectValue ?? [:])
+        if let q = params["query"]?.stringValue, !q.isEmpty {
+            throw RESTError(.badRequest, "deleteByQuery takes filters, not a query: use filters, facetFilters, numericFilters or tagFilters")
+        }
+        params["query"] = nil
+        let filter: QueryPlan.Predicate
+        do throws(SearchParametersError) { filter = try SearchRequest(params: .object(params)).plan.filter } catch {
+            throw RESTError(.badRequest, error.parameter.isEmpty ? error.message : "\(error.message) (\(error.parameter))")
+        }
+        let found = try await items(.and([AlgoliaIndex.records(index), filter]), key: c.key)
+        let ids = found.compactMap { $0["uniqueIdentifier"]?.stringValue }
+        try await delete(ids: ids, key: c.key)
+        return .object(["taskID": task(), "updatedAt": .string(Self.now())])
+    }
+
+    /// `operation`: `copy` or `move` to `destination`, which is replaced.
+    /// `scope` (settings, synonyms, rules) copies only those, not the records.
+    func operation(_ c: Call, _ index: String) async throws(RESTError) -> JSONValue {
+        guard let op = c.body["operation"]?.stringValue, op == "copy" || op == "move" else {
+            throw RESTError(.badRequest, "operation must be copy or move")
+        }
+        guard let destination = c.body["destination"]?.stringValue, !destination.isEmpty, destination != index else {
+            throw RESTError(.badRequest, "destination must name another index")
+        }
+        let scope = c.body["scope"]?.arrayValue?.compactMap(\.stringValue)
+        if op == "move" && scope != nil { throw RESTError(.badRequest, "scope is for copy only") }
+        let app = c.app
+        let source = try await loadMeta(c, index)
+        let copySettings = scope?.contains("settings") ?? true
+        let copySynonyms = scope?.contains("synonyms") ?? true
+        let copyRecords = scope == nil
+        var items: [JSONValue] = []
+        if copyRecords {
+            for item in try await self.items(AlgoliaIndex.records(index), key: c.key) {
+                guard let r = AlgoliaRecord.record(item: item, index: index), let id = r["objectID"]?.stringValue else { continue }
+                items.append(try AlgoliaRecord.item(r, objectID: id, index: destination))
+            }
+        }
+        if copySynonyms {
+            for s in try await synonyms(c, index) {
+                guard let id = s["objectID"]?.stringValue else { continue }
+                items.append(Self.synonymItem(destination, id, s))
+            }
+        }
+        var meta = AlgoliaIndexMeta(name: destination)
+        if copySettings, let source { meta.settings = source.settings }
+        meta.settings.json["primary"] = nil
+        if !copySettings, let existing = try await loadMeta(c, destination) { meta.settings = existing.settings }
+        items.append(meta.item)
+        // The destination is replaced: what it held goes first.
+        try await delete(domains: [copyRecords ? AlgoliaIndex.domain(destination) : AlgoliaIndex.metaDomain(destination)], key: c.key)
+        try await publish(items, key: c.key)
+        state.setMeta(app, destination, meta)
+        if op == "move" {
+            try await delete(domains: [AlgoliaIndex.domain(index)], key: c.key)
+            state.setMeta(app, index, nil)
+        }
+        return .object(["taskID": task(), "updatedAt": .string(Self.now())])
+    }
+
+    // MARK: Tasks
+
+    func task() -> JSONValue { .number(Double(state.nextTask())) }
+
+    func task(_ text: String) throws(RESTError) -> JSONValue {
+        guard let id = Int(text) else { throw RESTError(.badRequest, "'\(text)' is not a task id") }
+        guard state.issued(id) else { throw RESTError(.notFound, "no task \(id)") }
+        return .object(["status": .string("published"), "pendingTask": .bool(false)])
+    }
+
+    static func object(_ v: JSONValue, _ message: String) throws(RESTError) -> [String: JSONValue] {
+        guard let o = v.objectValue else { throw RESTError(.badRequest, message) }
+        return o
+    }
+}

@@ -1,0 +1,106 @@
+import Foundation
+import Items
+import QueryPlan
+import SearchParameters
+import Tenancy
+import WireProtocol
+
+/// Requests made inside the coordinator's process — the REST API's — and
+/// answered by the very handlers a ZeroMQ client's messages reach.
+///
+/// Each request gets a route of its own that no socket can give (ZeroMQ's
+/// own routing ids are a zero byte and four more, and a peer cannot choose
+/// one starting with a zero byte, see ``LocalQueryWorker/route``); ``CoordinatorCore/send(_:_:_:)`` hands what
+/// is sent to such a route to its waiter instead of the client socket. The
+/// waiter gathers the replies until the one that ends the request (every
+/// reply but a `result_batch` without its completion) and resumes with all of
+/// them. A value type kept by the actor: it needs no lock of its own.
+struct LocalClients {
+    struct Waiter {
+        var continuation: CheckedContinuation<[Body], Never>
+        var replies: [Body] = []
+    }
+    var waiters: [[Data]: Waiter] = [:]
+    var next = 0
+
+    static let marker = Data([0]) + Data("limelight-rest-".utf8)
+
+    /// A fresh route for one request.
+    mutating func route() -> [Data] {
+        next += 1
+        return [Self.marker + Data("\(next)".utf8)]
+    }
+
+    /// Whether a route is a local request's (never a socket's peer).
+    static func isLocal(_ route: [Data]) -> Bool {
+        route.count == 1 && route[0].count > marker.count && route[0].starts(with: marker)
+    }
+
+    /// Takes one reply; resumes the waiter when it ends the request.
+    mutating func deliver(_ route: [Data], _ body: Body) {
+        guard var w = waiters[route] else { return }
+        w.replies.append(body)
+        if case .resultBatch(let b) = body, b.completion == nil {
+            waiters[route] = w
+            return
+        }
+        waiters.removeValue(forKey: route)
+        w.continuation.resume(returning: w.replies)
+    }
+}
+
+extension CoordinatorCore {
+    /// Runs `start` with a fresh local route and request id, and returns the
+    /// replies sent to that route, the last one ending the request.
+    func local(_ start: (isolated CoordinatorCore, _ route: [Data], _ id: String) -> Void) async -> [Body] {
+        let route = localClients.route()
+        let id = makeID("r")
+        return await withCheckedContinuation { c in
+            localClients.waiters[route] = LocalClients.Waiter(continuation: c)
+            start(self, route, id)
+        }
+    }
+
+    /// A client request as the client socket would hand it over, with its key.
+    func localRequest(_ body: Body, key: String?) async -> [Body] {
+        await local { core, route, id in
+            core.handleClient(route: route, envelope: Envelope(id: id, body: body, key: key))
+        }
+    }
+
+    /// An Algolia search confined to `predicate` (an index's records) within
+    /// the key's app: checked as a `search` message is, then scattered by
+    /// ``launchSearch(client:id:request:deadlineMs:mode:scope:)``.
+    /// `prepare` shapes the parsed request (hits as records, the index's settings).
+    func localSearch(
+        params: JSONValue, key: String?, within predicate: QueryPlan.Predicate,
+        prepare: @Sendable (inout SearchRequest) -> Void
+    ) async -> [Body] {
+        await local { core, route, id in
+            let envelope = Envelope(id: id, body: .search(Body.Search(params: params)), key: key)
+            guard let access = core.authorize(envelope, route: route) else { return }
+            core.count(.searches)
+            var request: SearchRequest
+            do throws(SearchParametersError) { request = try SearchRequest(params: params) } catch {
+                core.sendError(
+                    .client(route), id,
+                    WireError(code: error.code.description, message: error.message, position: error.position, field: error.parameter))
+                return
+            }
+            prepare(&request)
+            request.plan.filter = QueryPlan.Predicate.and([predicate, request.plan.filter]).simplified()
+            request.plan.disjunctiveFilters = request.plan.disjunctiveFilters.mapValues {
+                QueryPlan.Predicate.and([predicate, $0]).simplified()
+            }
+            core.launchSearch(client: route, id: id, request: request, deadlineMs: nil, mode: .search, scope: access.scope)
+        }
+    }
+}
+
+extension CoordinatorCore {
+    /// The app a key belongs to; nil for no key, an unknown key, or a
+    /// cluster without keys (the request itself then says what is wrong).
+    func app(ofKey key: String?) -> String? {
+        try? Access.resolve(key: key, store: keyStore, requireKeys: false).scope.app
+    }
+}
