@@ -75,6 +75,7 @@ extension CoordinatorCore {
     }
 
     func register(route: [Data], id: String, _ r: Body.Register) {
+        guard admitWhileActive(.worker(route), id) else { return }
         guard admitRegistration(route: route, id: id, r) else { return }
         switch registry.admit(r, route: route, shardCount: configuration.shards) {
         case .refuse(let error):

@@ -1,3 +1,4 @@
+import ControlPlane
 import Foundation
 import Items
 import Logging
@@ -121,13 +122,21 @@ actor CoordinatorCore {
     nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
     /// Queries' and searches' deadlines, on a timer thread of their own.
     nonisolated let deadlines = Deadlines()
+    /// The election this coordinator takes part in (a cluster with a control
+    /// plane); nil: it is the cluster's only coordinator and always serves.
+    nonisolated let election: CoordinatorElection?
+    /// The epoch it serves with, from its first request as the active
+    /// coordinator on (an election deposes a coordinator for good, so this
+    /// never changes once set).
+    var activeEpoch: Int?
 
     init(
         configuration: CoordinatorConfiguration, logger: Logger, planner: Planner,
         clients: AsyncSocket, workers workerSocket: AsyncSocket, keyStore: KeyStore? = nil,
-        executor: CoordinatorExecutor = CoordinatorExecutor()
+        executor: CoordinatorExecutor = CoordinatorExecutor(), election: CoordinatorElection? = nil
     ) {
         self.executor = executor
+        self.election = election
         self.keyStore = keyStore
         self.configuration = configuration
         self.logger = logger
@@ -190,6 +199,8 @@ actor CoordinatorCore {
             sendError(.client(route), error.id ?? "", error.wire)
             return
         }
+        // A standby, or an active coordinator whose lease may have lapsed, serves nothing.
+        guard admitWhileActive(.client(route), envelope.id) else { return }
         // The key decides the app and the rights (CoordinatorCore+Keys.swift).
         guard let access = authorize(envelope, route: route) else { return }
         let scope = access.scope
@@ -217,7 +228,7 @@ actor CoordinatorCore {
     }
 
     func pong() -> Body.Pong {
-        Body.Pong(shardCount: configuration.shards, servedShards: servedShards())
+        Body.Pong(shardCount: configuration.shards, servedShards: servedShards(), epoch: activeEpoch)
     }
 
     func servedShards() -> [Int] { registry.servedShards(shardCount: configuration.shards) }

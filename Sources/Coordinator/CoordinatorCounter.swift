@@ -59,4 +59,6 @@ struct CoordinatorCounter: Hashable, Sendable, RawRepresentable, CustomStringCon
     static let keysTooManyItems = Self(rawValue: "keys.tooManyItems")
     static let connectionsRefusedClients = Self(rawValue: "connections.refused.clients")
     static let connectionsRefusedWorkers = Self(rawValue: "connections.refused.workers")
+    /// Requests and registrations a standby (or deposed) coordinator answered `not_active`.
+    static let notActive = Self(rawValue: "requests.notActive")
 }

@@ -49,17 +49,21 @@ class LimelightError(Exception):
     the fault is: ``position`` (a character offset in a query string) and
     ``field`` (a dotted path such as ``attributes.completionDate``)."""
 
-    def __init__(self, code: str, message: str, position: Optional[int] = None, field: Optional[str] = None) -> None:
+    def __init__(self, code: str, message: str, position: Optional[int] = None, field: Optional[str] = None,
+                 active: Optional[str] = None) -> None:
         super().__init__(code, message, position)
         self.code = code
         self.message = message
         self.position = position
         self.field = field
+        #: With ``not_active`` (a standby coordinator): the active one's endpoint, when known.
+        self.active = active
 
     @classmethod
     def from_reply(cls, reply: JSONObject) -> LimelightError:
         """Builds the exception from an ``error`` message."""
-        return cls(reply.get("code", "error"), reply.get("message", ""), reply.get("position"), reply.get("field"))
+        return cls(reply.get("code", "error"), reply.get("message", ""), reply.get("position"), reply.get("field"),
+                   reply.get("active"))
 
     def __str__(self) -> str:
         where: list[str] = []

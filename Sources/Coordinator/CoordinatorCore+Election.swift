@@ -1,0 +1,45 @@
+import ControlPlane
+import Foundation
+import WireProtocol
+
+/// Serving only while active: a coordinator of a cluster with a control
+/// plane answers requests and registrations only while it holds the lease
+/// (see ``CoordinatorElection``); otherwise it answers `not_active`, naming
+/// the active coordinator when it knows it.
+extension CoordinatorCore {
+    /// Whether to handle a request or registration from `peer` now; when
+    /// not, it has been answered `not_active`.
+    func admitWhileActive(_ peer: Peer, _ id: String) -> Bool {
+        guard let election else { return true }
+        if let epoch = election.servingEpoch() {
+            if activeEpoch == nil {
+                activeEpoch = epoch
+                logger.notice("serving as the active coordinator", metadata: ["coordinator.epoch": "\(epoch)"])
+            }
+            return true
+        }
+        count(.notActive)
+        sendError(peer, id, notActive(peer, election))
+        return false
+    }
+
+    func notActive(_ peer: Peer, _ election: CoordinatorElection) -> WireError {
+        let role = election.role
+        switch role {
+        case .deposed(let epoch, let reason):
+            return WireError(code: "not_active", message: "this coordinator no longer leads (epoch \(epoch): \(reason)); try another coordinator")
+        case .active, .standby:
+            guard let active = election.knownActive else {
+                return WireError(code: "not_active", message: "this coordinator is a standby, and no coordinator is active yet; try again shortly")
+            }
+            let endpoint: String
+            switch peer {
+            case .client: endpoint = active.clients
+            case .worker: endpoint = active.workers
+            }
+            return WireError(
+                code: "not_active", message: "this coordinator is a standby; the active one is \(active.id) (epoch \(active.epoch)) at \(endpoint)",
+                active: endpoint)
+        }
+    }
+}
