@@ -64,8 +64,8 @@ package struct ShardMap: Codable, Sendable, Equatable {
         return next
     }
 
-    /// The shard a split to `n` takes a slot of `shard` from: the source of
-    /// each new shard's copy (`j mod N`).
+    /// Asked of the map before a split: the shard that shard `j` of the split
+    /// map takes its slots from (`j mod N`), the source of its copy.
     package func source(ofNewShard j: Int) -> Int { j % shards }
 
     package func encoded() -> Data {

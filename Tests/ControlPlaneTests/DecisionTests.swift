@@ -122,7 +122,7 @@ import WireProtocol
         for slot in 0..<map.slots {
             let before = map.shard(ofSlot: slot), after = split.shard(ofSlot: slot)
             #expect(after == before || after == before + 4, "slot \(slot) went from \(before) to \(after)")
-            #expect(split.source(ofNewShard: after) == before)
+            #expect(map.source(ofNewShard: after) == before)
         }
         #expect(Array(map.slots(of: 1).prefix(3)) == [1, 5, 9])
         #expect(throws: ShardMap.Invalid.self) { try map.split(to: 6) }
