@@ -16,6 +16,9 @@ package final class CoordinatorElection: Sendable {
     package let leaseSeconds: Int
     let state: Mutex<Leadership>
     let logger: Logger
+    /// Set by ``resign()``: the loop ends without reporting the revoked
+    /// lease as a deposition (a clean stop is not a lost lease).
+    let resigning = Mutex(false)
 
     package init(store: any ControlPlaneStore, leadership: Leadership, leaseSeconds: Int, logger: Logger) {
         self.store = store
@@ -42,7 +45,7 @@ package final class CoordinatorElection: Sendable {
         var lease: Lease?
         var last = role
         var pause = Duration.zero
-        while !Task.isCancelled {
+        while !Task.isCancelled, !resigning.withLock({ $0 }) {
             if pause > .zero { try? await Task.sleep(for: pause) }
             pause = .milliseconds(leaseSeconds * 1000 / 3)
             do throws(ControlPlaneError) {
@@ -87,6 +90,7 @@ package final class CoordinatorElection: Sendable {
             // not renew in time is deposed here even while the store is silent.
             _ = servingEpoch()
             let now = role
+            if resigning.withLock({ $0 }) { return }
             if now != last {
                 last = now
                 changed(now)
@@ -98,6 +102,7 @@ package final class CoordinatorElection: Sendable {
     /// Gives the role up at once (a clean stop): the lease is revoked, so a
     /// standby takes over without waiting for it to lapse.
     package func resign() async {
+        resigning.withLock { $0 = true }
         guard case .active = role else { return }
         let lease = (try? await store.range(state.withLock { $0.keys.active }, prefix: false).values.first).flatMap {
             ActiveCoordinator.decode($0.value)?.lease

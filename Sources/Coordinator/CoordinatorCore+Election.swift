@@ -1,5 +1,6 @@
 import ControlPlane
 import Foundation
+import Items
 import WireProtocol
 
 /// Serving only while active: a coordinator of a cluster with a control
@@ -21,6 +22,22 @@ extension CoordinatorCore {
         count(.notActive)
         sendError(peer, id, notActive(peer, election))
         return false
+    }
+
+    /// The `coordinator` object of the stats: this coordinator's role in the
+    /// election, the epoch it serves with, and the active one it knows of.
+    func electionJSON(_ election: CoordinatorElection) -> JSONValue {
+        var o: [String: JSONValue] = ["epoch": activeEpoch.map { .number(Double($0)) } ?? .null]
+        switch election.role {
+        case .active: o["role"] = .string("active")
+        case .standby(let active):
+            o["role"] = .string("standby")
+            if let active { o["active"] = .string(active.id) }
+        case .deposed(_, let reason):
+            o["role"] = .string("deposed")
+            o["reason"] = .string(reason)
+        }
+        return .object(o)
     }
 
     func notActive(_ peer: Peer, _ election: CoordinatorElection) -> WireError {

@@ -13,6 +13,7 @@ and workers that know both.
 
 import collections
 import json
+import signal
 import sqlite3
 import subprocess
 import threading
@@ -125,6 +126,9 @@ def test_a_standby_answers_not_active_naming_the_active_one(etcd, procs):
         r = subprocess.run([str(bin_dir() / "limelight"), "stats", "--endpoint", endpoints, "--timeout", "1"],
                            capture_output=True, text=True, timeout=30)
         assert r.returncode == 0, r.stderr
+    # So does the Python client.
+    with Client.connect_active([dead, b_clients], timeout=1) as c:
+        assert c.endpoint == a_clients and c.ping()["epoch"] == 1
     # The active one stops cleanly: it resigns, and the standby takes over at once.
     p = procs.running.pop("a")
     p.terminate()
@@ -242,6 +246,44 @@ def test_kill_9_of_the_active_coordinator_during_a_publish_loses_nothing(etcd, p
     assert sorted(counts) == sorted(set(producer.acknowledged))
     assert set(counts.values()) == {1}
     # Both shards took changes of the new epoch, recorded in their files.
+    assert shard_epochs(data) == [2, 2]
+
+
+def test_a_coordinator_paused_past_its_lease_stops_serving(etcd, procs, tmp_path):
+    """A zombie: the active coordinator is stopped (SIGSTOP) past its lease,
+    the standby takes over, and when the first resumes it serves nothing
+    more — it answers `not_active` or has ended, deposed (exit status 3)."""
+    a_clients, a_workers = procs.coordinator("a", etcd.endpoint)
+    assert wait_until(lambda: active_id(etcd.endpoint) == "a", timeout=15)
+    b_clients, b_workers = procs.coordinator("b", etcd.endpoint)
+    data = tmp_path / "replica"
+    procs.worker("ix", "indexer", data, [a_workers, b_workers])
+    procs.worker("q", "query", data, [a_workers, b_workers])
+    with Client(a_clients, timeout=5) as c:
+        assert wait_until(lambda: len(c.ping()["servedShards"]) == SHARDS, timeout=30)
+        assert c.publish(items("before"))["stored"] == 25
+    a = procs.running["a"]
+    a.send_signal(signal.SIGSTOP)
+    try:
+        assert wait_until(lambda: active_id(etcd.endpoint) == "b", timeout=15)
+        with Client(b_clients, timeout=5) as c:
+            assert wait_until(lambda: len(c.ping()["servedShards"]) == SHARDS, timeout=30)
+            assert c.ping()["epoch"] == 2
+            assert c.publish(items("after"))["stored"] == 25
+    finally:
+        a.send_signal(signal.SIGCONT)
+    # Resumed, it must not serve: each request is refused until it ends.
+    with Client(a_clients, timeout=2) as c:
+        try:
+            c.ping()
+            raise AssertionError("the deposed coordinator answered a ping")
+        except LimelightError as e:
+            assert e.code == "not_active", e.message
+        except LimelightTimeout:
+            pass  # it has ended already
+    assert a.wait(15) == 3
+    procs.running.pop("a")
+    assert "deposed" in (tmp_path / "coordinator-a.log").read_text()
     assert shard_epochs(data) == [2, 2]
 
 
