@@ -24,6 +24,13 @@ extension CoordinatorCore {
         return false
     }
 
+    /// Whether this coordinator may still acknowledge a change: it holds its
+    /// lease now (``CoordinatorElection/servingEpoch()`` reads the clock).
+    func stillActive() -> Bool {
+        guard let election else { return true }
+        return election.servingEpoch() != nil
+    }
+
     /// The `coordinator` object of the stats: this coordinator's role in the
     /// election, the epoch it serves with, and the active one it knows of.
     func electionJSON(_ election: CoordinatorElection) -> JSONValue {
@@ -57,6 +64,17 @@ extension CoordinatorCore {
             return WireError(
                 code: "not_active", message: "this coordinator is a standby; the active one is \(active.id) (epoch \(active.epoch)) at \(endpoint)",
                 active: endpoint)
+        }
+    }
+}
+
+extension Body {
+    /// An answer that reports a change stored: a coordinator that is no
+    /// longer sure it leads must not send one.
+    var acknowledgesAChange: Bool {
+        switch self {
+        case .publishAck, .deleteAck, .entityAck, .declareAck: true
+        default: false
         }
     }
 }

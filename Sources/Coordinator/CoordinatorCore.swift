@@ -163,6 +163,13 @@ actor CoordinatorCore {
     func count(_ counter: CoordinatorCounter, by n: Int = 1) { counters[counter.rawValue, default: 0] += n }
 
     func send(_ to: Peer, _ id: String, _ body: Body) {
+        if election != nil, case .client = to, body.acknowledgesAChange, !stillActive() {
+            // Its lease may have lapsed while the change was on its way: a
+            // successor may be numbering changes now, so this one is not
+            // reported stored (the producer resends it there).
+            sendError(to, id, notActive(to, election!))
+            return
+        }
         if sendLocal(to, id, body) { return }
         let o = Outgoing(to: to, envelope: Envelope(id: id, body: body))
         let outlet: Outlet

@@ -23,7 +23,7 @@ import pytest
 import zmq
 
 from etcd_cluster import EtcdCluster
-from harness import Client, bin_dir, free_port, require_binaries, wait_until
+from harness import Client, FakeWorker, bin_dir, free_port, require_binaries, wait_until
 from limelight_client import LimelightError, LimelightTimeout
 from test_fake_coordinator import FakeCoordinator
 
@@ -43,12 +43,12 @@ class Processes:
         self.running = {}
         self.endpoints = {}
 
-    def coordinator(self, name, control_plane):
+    def coordinator(self, name, control_plane, *extra):
         log = open(self.tmp / f"coordinator-{name}.log", "a")
         p = subprocess.Popen([str(bin_dir() / "limelight-coordinator"), "--listen", "tcp://127.0.0.1:0",
                               "--workers", "tcp://127.0.0.1:0", "--no-stats", "--shards", str(SHARDS),
                               "--heartbeat-ms", "200", "--liveness-ms", "2000",
-                              "--control-plane", control_plane, "--coordinator-id", name, "--lease-seconds", "2"],
+                              "--control-plane", control_plane, "--coordinator-id", name, "--lease-seconds", "2", *extra],
                              stdout=subprocess.PIPE, stderr=log, text=True)
         log.close()
         line = p.stdout.readline().split()
@@ -285,6 +285,62 @@ def test_a_coordinator_paused_past_its_lease_stops_serving(etcd, procs, tmp_path
     procs.running.pop("a")
     assert "deposed" in (tmp_path / "coordinator-a.log").read_text()
     assert shard_epochs(data) == [2, 2]
+
+
+def test_a_coordinator_whose_lease_lapsed_acknowledges_nothing(etcd, procs, tmp_path):
+    """A write in flight when the active coordinator is paused past its
+    lease: its indexer's answer reaches the coordinator only once it resumes,
+    deposed. It must not report the item stored (its successor may number
+    changes of the shard already); the producer gets `not_active` (or
+    nothing, if the process ends first), and resends."""
+    secret = tmp_path / "cluster.secret"
+    a_clients, a_workers = procs.coordinator("a", etcd.endpoint, "--cluster-secret-file", str(secret))
+    assert wait_until(lambda: active_id(etcd.endpoint) == "a", timeout=15)
+    procs.coordinator("b", etcd.endpoint, "--cluster-secret-file", str(secret))
+    release = threading.Event()
+
+    def hold_writes(message):
+        if message["type"] != "write":
+            return []
+        release.wait(60)
+        return [("write_ack", {"shard": message["shard"], "results": [
+            {"index": i, "uniqueIdentifier": item["uniqueIdentifier"], "status": "stored"}
+            for i, item in enumerate(message["items"])]})]
+
+    indexer = FakeWorker(a_workers, "fake-ix", "indexer", list(range(SHARDS)), handler=hold_writes, secret_file=secret)
+    indexer.start()
+    try:
+        assert indexer.registered.wait(10), (indexer.received, indexer.errors)
+        answers = []
+
+        def publish():
+            try:
+                with Client(a_clients, timeout=30) as c:
+                    answers.append(c.request("publish", timeout=30, items=items("held", 1)))
+            except (LimelightError, LimelightTimeout) as e:
+                answers.append(e)
+
+        producer = threading.Thread(target=publish, daemon=True)
+        producer.start()
+        indexer.wait_for("write")
+        a = procs.running["a"]
+        a.send_signal(signal.SIGSTOP)
+        try:
+            assert wait_until(lambda: active_id(etcd.endpoint) == "b", timeout=15)
+            release.set()  # the indexer's answer waits in the paused coordinator's socket
+            time.sleep(0.5)
+        finally:
+            a.send_signal(signal.SIGCONT)
+        producer.join(40)
+        assert answers, "the producer got no answer at all"
+        answer = answers[0]
+        assert not isinstance(answer, dict), f"the deposed coordinator acknowledged the write: {answer}"
+        assert isinstance(answer, LimelightTimeout) or answer.code == "not_active", answer
+        assert a.wait(15) == 3
+        procs.running.pop("a")
+    finally:
+        release.set()
+        indexer.stop()
 
 
 def test_an_indexer_refuses_a_deposed_coordinators_change(tmp_path):
