@@ -107,12 +107,23 @@ def ping_error(endpoint):
     return e.value
 
 
-def test_a_standby_answers_not_active_naming_the_active_one(etcd, procs):
-    a_clients, _ = procs.coordinator("a", etcd.endpoint)
-    assert wait_until(lambda: active_id(etcd.endpoint) == "a", timeout=15)
-    b_clients, _ = procs.coordinator("b", etcd.endpoint)
+@pytest.fixture(params=["etcd", "file"])
+def control_plane(request, tmp_path):
+    """Either backend: a 3-member etcd cluster, or a local file (coordinators on one host)."""
+    if request.param == "file":
+        yield f"file://{tmp_path}/control-plane.json"
+        return
+    cluster = EtcdCluster(tmp_path)
+    yield cluster.endpoint
+    cluster.stop()
+
+
+def test_a_standby_answers_not_active_naming_the_active_one(control_plane, procs):
+    a_clients, _ = procs.coordinator("a", control_plane)
+    assert wait_until(lambda: active_id(control_plane) == "a", timeout=15)
+    b_clients, _ = procs.coordinator("b", control_plane)
     time.sleep(1)
-    assert active_id(etcd.endpoint) == "a"
+    assert active_id(control_plane) == "a"
     refused = ping_error(b_clients)
     assert refused.code == "not_active"
     assert refused.active == a_clients, refused.message
@@ -133,10 +144,10 @@ def test_a_standby_answers_not_active_naming_the_active_one(etcd, procs):
     p = procs.running.pop("a")
     p.terminate()
     assert p.wait(10) == 0
-    assert wait_until(lambda: active_id(etcd.endpoint) == "b", timeout=10)
+    assert wait_until(lambda: active_id(control_plane) == "b", timeout=10)
     with Client(b_clients, timeout=5) as c:
         assert wait_until(lambda: c.ping().get("epoch") == 2, timeout=5)
-    assert status(etcd.endpoint)["epoch"] == 2
+    assert status(control_plane)["epoch"] == 2
 
 
 def items(batch, n=25):
