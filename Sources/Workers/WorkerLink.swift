@@ -46,8 +46,8 @@ package final class WorkerLink: Sendable {
     let credentials: WorkerCredentials
     let sequences = SequenceReporter()
     /// The coordinators this worker may register with, and the one it is
-    /// connected to (see ``CoordinatorTargets``).
-    let targets: Mutex<CoordinatorTargets>
+    /// connected to (see ``CoordinatorEndpoints``).
+    let targets: Mutex<CoordinatorEndpoints>
 
     /// Connects as `role` with what a worker's configuration says.
     package convenience init(role: Body.Register.Role, configuration c: some WorkerLinkConfiguration, logger: Logger) throws {
@@ -75,7 +75,7 @@ package final class WorkerLink: Sendable {
         self.heartbeatMs = heartbeatMs
         self.livenessMs = livenessMs
         self.credentials = credentials
-        let targets = CoordinatorTargets(coordinator)
+        let targets = CoordinatorEndpoints(coordinator)
         self.targets = Mutex(targets)
         let first = targets.current
         let id = WorkerCredentials.routingID(workerID: workerID)
@@ -237,7 +237,7 @@ package final class WorkerLink: Sendable {
     /// Registers again with the proof the challenge asks for; without a
     /// secret to make it, refuses itself (the process exits and says why).
     /// Connects to the coordinator `decide` picks, when it picks another.
-    func move(_ decide: (inout CoordinatorTargets) -> CoordinatorTargets.Move?) async {
+    func move(_ decide: (inout CoordinatorEndpoints) -> CoordinatorEndpoints.Move?) async {
         guard let m = targets.withLock({ decide(&$0) }) else { return }
         state.setRegistered(false)
         logger.notice(
@@ -360,57 +360,4 @@ typealias SequenceReporter = LateBound<@Sendable () async -> [ShardSequence]>
 /// Where a worker keeps shard `n` inside its data folder.
 package func shardPath(data: String, shard: Int) -> String {
     (data as NSString).appendingPathComponent("shard-\(shard).sqlite")
-}
-
-/// The coordinators a worker may register with (`--coordinator A,B,…`) and
-/// the one it is connected to: its decisions, as a value.
-///
-/// A worker keeps one connection. When its coordinator is silent for the
-/// liveness period it moves to the next in the list; when a standby answers
-/// `not_active` naming the active one, it moves there — unless that is the
-/// one it just left for silence (a dead coordinator is named until its lease
-/// lapses), in which case it stays and asks again at the next heartbeat.
-package struct CoordinatorTargets: Sendable, Equatable {
-    package private(set) var endpoints: [String]
-    package private(set) var index = 0
-    /// The coordinator left last for its silence.
-    package private(set) var leftSilent: String?
-
-    package struct Move: Sendable, Equatable {
-        package var from: String
-        package var to: String
-    }
-
-    /// `list`: one endpoint, or several separated by commas.
-    package init(_ list: String) {
-        let endpoints = list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-        self.endpoints = endpoints.isEmpty ? [list] : endpoints
-    }
-
-    package var current: String { endpoints[index] }
-
-    /// The current coordinator is silent: the next one, if there is another.
-    package mutating func silent() -> Move? {
-        guard endpoints.count > 1 else { return nil }
-        let from = current
-        leftSilent = from
-        index = (index + 1) % endpoints.count
-        return Move(from: from, to: current)
-    }
-
-    /// Registered where it is: a coordinator left for silence may be named again.
-    package mutating func registered() { leftSilent = nil }
-
-    /// A standby named `active` as the active coordinator.
-    package mutating func redirected(to active: String) -> Move? {
-        guard active != current, active != leftSilent else { return nil }
-        let from = current
-        if let i = endpoints.firstIndex(of: active) {
-            index = i
-        } else {
-            endpoints.append(active)
-            index = endpoints.count - 1
-        }
-        return Move(from: from, to: current)
-    }
 }

@@ -260,6 +260,35 @@ def test_kill_9_of_the_active_coordinator_during_a_publish_loses_nothing(etcd, p
     assert shard_epochs(data) == [2, 2]
 
 
+def test_limelight_publish_given_both_coordinators_moves_to_the_new_one(etcd, procs, tmp_path):
+    """The command line's publish (the Swift client's resend) given both
+    coordinators: the active one is killed mid-file, and every item is
+    acknowledged all the same, and stored once."""
+    a_clients, a_workers = procs.coordinator("a", etcd.endpoint)
+    assert wait_until(lambda: active_id(etcd.endpoint) == "a", timeout=15)
+    b_clients, b_workers = procs.coordinator("b", etcd.endpoint)
+    data = tmp_path / "replica"
+    procs.worker("ix", "indexer", data, [a_workers, b_workers])
+    procs.worker("q", "query", data, [a_workers, b_workers])
+    with Client(a_clients, timeout=5) as c:
+        assert wait_until(lambda: len(c.ping()["servedShards"]) == SHARDS, timeout=30)
+    path = tmp_path / "items.jsonl"
+    every = [item for b in range(200) for item in items(f"cli{b}")]
+    path.write_text("".join(json.dumps(i) + "\n" for i in every))
+    log = open(tmp_path / "publish.log", "w")
+    publisher = subprocess.Popen([str(bin_dir() / "limelight"), "publish", str(path), "--endpoint", f"{b_clients},{a_clients}",
+                                  "--batch-size", "25", "--window", "1", "--ack-timeout", "2", "--retry-for", "60", "--quiet"],
+                                 stdout=log, stderr=log)
+    log.close()
+    assert wait_until(lambda: len(stored_ids(data)) >= 500 if data.exists() and (data / "shard-1.sqlite").exists() else False,
+                      timeout=60)
+    procs.kill("a")
+    assert publisher.wait(120) == 0, (tmp_path / "publish.log").read_text()
+    counts = collections.Counter(stored_ids(data))
+    assert sorted(counts) == sorted(i["uniqueIdentifier"] for i in every)
+    assert set(counts.values()) == {1}
+
+
 def test_a_coordinator_paused_past_its_lease_stops_serving(etcd, procs, tmp_path):
     """A zombie: the active coordinator is stopped (SIGSTOP) past its lease,
     the standby takes over, and when the first resumes it serves nothing

@@ -1,19 +1,18 @@
 import Testing
-
-@testable import Workers
+import WireProtocol
 
 /// Which coordinator a worker connects to: the next on silence, the one a
 /// standby names on `not_active`, but not back to one just left as silent.
-@Suite struct CoordinatorTargetsTests {
+@Suite struct CoordinatorEndpointsTests {
     @Test func oneCoordinatorNeverMoves() {
-        var t = CoordinatorTargets("tcp://a:7701")
+        var t = CoordinatorEndpoints("tcp://a:7701")
         #expect(t.current == "tcp://a:7701")
         #expect(t.silent() == nil)
         #expect(t.redirected(to: "tcp://a:7701") == nil)
     }
 
     @Test func silenceMovesToTheNextAndRoundTheList() {
-        var t = CoordinatorTargets("tcp://a:1, tcp://b:1,tcp://c:1")
+        var t = CoordinatorEndpoints("tcp://a:1, tcp://b:1,tcp://c:1")
         #expect(t.endpoints == ["tcp://a:1", "tcp://b:1", "tcp://c:1"])
         #expect(t.silent() == .init(from: "tcp://a:1", to: "tcp://b:1"))
         #expect(t.silent() == .init(from: "tcp://b:1", to: "tcp://c:1"))
@@ -21,7 +20,7 @@ import Testing
     }
 
     @Test func aStandbyRedirectsUnlessItNamesTheSilentOne() {
-        var t = CoordinatorTargets("tcp://a:1,tcp://b:1")
+        var t = CoordinatorEndpoints("tcp://a:1,tcp://b:1")
         // Connected to the standby b: it names a, the active one.
         _ = t.silent()
         #expect(t.current == "tcp://b:1")
