@@ -110,3 +110,25 @@ package final class CoordinatorElection: Sendable {
         if let lease { try? await store.revoke(lease) }
     }
 }
+
+extension CoordinatorElection {
+    /// Reads the cluster's shard map, creating it from `shards` when the
+    /// control plane has none; throws ``ShardMap/Invalid`` when the cluster
+    /// has another shard count (a coordinator started with the wrong
+    /// `--shards` must not serve).
+    package func ensureShardMap(shards: Int) async throws -> ShardMap {
+        let key = state.withLock { $0.keys.shardMap }
+        while true {
+            let existing = try await store.get(key)
+            switch ShardMap.bootstrap(existing: existing, shards: shards, key: key) {
+            case .agrees(let map): return map
+            case .conflict(let message): throw ShardMap.Invalid(code: .badShardCount, message: message)
+            case .create(let map, let t):
+                if try await store.commit(t).succeeded {
+                    logger.notice("created the cluster's shard map", metadata: ["shards": "\(map.shards)", "slots": "\(map.slots)"])
+                    return map
+                }
+            }
+        }
+    }
+}

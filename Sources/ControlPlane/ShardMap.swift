@@ -25,6 +25,10 @@ package struct ShardMap: Codable, Sendable, Equatable {
         package enum Code: String, Sendable { case badShardCount, notAMultiple, tooManyShards }
         package var code: Code
         package var message: String
+        package init(code: Code, message: String) {
+            self.code = code
+            self.message = message
+        }
         package var description: String { message }
     }
 
@@ -128,4 +132,36 @@ package struct InSyncSet: Codable, Sendable, Equatable {
     }
 
     package static func decode(_ data: Data) -> InSyncSet? { try? JSONDecoder().decode(Self.self, from: data) }
+}
+
+extension ShardMap {
+    /// What a coordinator starting with `--shards shards` makes of the map the
+    /// control plane holds (`existing`, nil when there is none yet).
+    package enum Bootstrap: Sendable, Equatable {
+        /// No map yet: create this one (the transaction fails if another
+        /// coordinator created one meanwhile; then read again).
+        case create(ShardMap, Transaction)
+        /// The map agrees with the flags.
+        case agrees(ShardMap)
+        /// The cluster has another shard count: starting would put items on
+        /// the wrong shards. The message names both.
+        case conflict(String)
+    }
+
+    package static func bootstrap(existing: KeyValue?, shards: Int, key: String) -> Bootstrap {
+        guard let existing else {
+            // A count below one is refused by the coordinator's flags first.
+            guard let map = try? ShardMap(shards: max(1, shards)) else { return .conflict("a cluster has at least one shard") }
+            return .create(map, Transaction(if: [.absent(key)], then: [.put(key, map.encoded())]))
+        }
+        guard let map = ShardMap.decode(existing.value) else {
+            return .conflict("the control plane's shard map at \(key) cannot be read: \(existing.string.prefix(200))")
+        }
+        guard map.shards == shards else {
+            return .conflict(
+                "the cluster has \(map.shards) shards (the control plane's shard map, epoch \(map.epoch)), "
+                    + "but this coordinator was started with --shards \(shards)")
+        }
+        return .agrees(map)
+    }
 }

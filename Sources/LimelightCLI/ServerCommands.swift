@@ -1,4 +1,5 @@
 import ArgumentParser
+import ControlPlane
 import Coordinator
 import Embedder
 import Foundation
@@ -147,6 +148,15 @@ package struct CoordinatorCommand: AsyncParsableCommand {
             }
         }
         let service = try CoordinatorService(configuration: c, logger: log.logger("limelight.coordinator"), keyStore: store)
+        if let election = service.election {
+            // The shard count is the cluster's, kept in the control plane: a
+            // coordinator started with another must not serve.
+            do { _ = try await election.ensureShardMap(shards: c.shards) } catch {
+                printError("limelight-coordinator: \(error)")
+                service.shutdown()
+                throw ExitCode(ExitCodes.badInput)
+            }
+        }
         var runner: ShardQueryRunner?
         if let localData {
             let shards = try localShardList()

@@ -141,3 +141,34 @@ import WireProtocol
         #expect(Compare("k", .version(2), .greater).holds(for: kv))
     }
 }
+
+@Suite struct ShardMapBootstrapTests {
+    let key = ClusterKeys(cluster: "t").shardMap
+
+    @Test func theFirstCoordinatorCreatesTheMap() throws {
+        guard case .create(let map, let t) = ShardMap.bootstrap(existing: nil, shards: 4, key: key) else {
+            Issue.record("expected a creation")
+            return
+        }
+        #expect(map == (try ShardMap(shards: 4)))
+        #expect(t.compares == [.absent(key)])
+        #expect(t.success == [.put(key, map.encoded())])
+    }
+
+    @Test func aMatchingCountAgreesAndAnotherIsRefusedNamingBoth() throws {
+        let map = try ShardMap(shards: 4)
+        let kv = KeyValue(key: key, value: map.encoded(), createRevision: 3, modRevision: 3, version: 1)
+        #expect(ShardMap.bootstrap(existing: kv, shards: 4, key: key) == .agrees(map))
+        guard case .conflict(let message) = ShardMap.bootstrap(existing: kv, shards: 8, key: key) else {
+            Issue.record("expected a conflict")
+            return
+        }
+        #expect(message.contains("4 shards") && message.contains("--shards 8"))
+        let garbage = KeyValue(key: key, value: Data("not json".utf8), createRevision: 3, modRevision: 3, version: 1)
+        guard case .conflict(let why) = ShardMap.bootstrap(existing: garbage, shards: 4, key: key) else {
+            Issue.record("expected a conflict")
+            return
+        }
+        #expect(why.contains("cannot be read"))
+    }
+}

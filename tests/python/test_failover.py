@@ -150,6 +150,22 @@ def test_a_standby_answers_not_active_naming_the_active_one(control_plane, procs
     assert status(control_plane)["epoch"] == 2
 
 
+def test_a_coordinator_started_with_another_shard_count_does_not_serve(tmp_path, procs):
+    """The shard count is the cluster's, kept in the control plane: a second
+    coordinator with another --shards exits 2 naming both counts."""
+    control_plane = f"file://{tmp_path}/control-plane.json"
+    procs.coordinator("a", control_plane)
+    assert wait_until(lambda: active_id(control_plane) == "a", timeout=15)
+    r = subprocess.run([str(bin_dir() / "limelight-coordinator"), "--listen", "tcp://127.0.0.1:0", "--workers", "tcp://127.0.0.1:0",
+                        "--no-stats", "--shards", "8", "--control-plane", control_plane], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2, r.stderr
+    assert f"{SHARDS} shards" in r.stderr and "--shards 8" in r.stderr, r.stderr
+    listed = subprocess.run([str(bin_dir() / "limelight"), "control-plane", "get", "shards/map", "--control-plane", control_plane],
+                            capture_output=True, text=True, timeout=30)
+    shard_map = json.loads(listed.stdout)
+    assert (shard_map["shards"], shard_map["slots"]) == (SHARDS, SHARDS * 1024)
+
+
 def items(batch, n=25):
     return [{"uniqueIdentifier": f"fo:{batch}:{i}", "domainIdentifier": f"test.failover.d{i % 7}",
              "attributes": {"title": f"failover {batch} {i}"}} for i in range(n)]
