@@ -253,6 +253,18 @@ def test_kill_9_of_the_active_coordinator_during_a_publish_loses_nothing(etcd, p
     # A publish is in flight now (the producer sends the next batch at once).
     procs.kill("a")
     killed_at = time.monotonic()
+    # Meanwhile a reader asks until a query is answered whole again.
+    answered_at = None
+    while answered_at is None and time.monotonic() - killed_at < 60:
+        try:
+            with Client.connect_active([a_clients, b_clients], timeout=1) as c:
+                events = list(c.query('title == "failover*"', fetch=[], deadline_ms=2000))
+            kind, completion = events[-1]
+            if kind == "completion" and not completion.get("failedShards"):
+                answered_at = time.monotonic()
+        except (LimelightError, LimelightTimeout):
+            time.sleep(0.05)
+    assert answered_at is not None, "no query was answered whole within a minute of the kill"
     producer.join(120)
     assert not producer.is_alive(), f"the producer is still at batch {len(producer.acknowledged) // 25}"
     assert producer.error is None, producer.error
@@ -261,7 +273,8 @@ def test_kill_9_of_the_active_coordinator_during_a_publish_loses_nothing(etcd, p
     with Client(b_clients, timeout=5) as c:
         assert c.ping()["epoch"] == 2
     first_after = min(t for t in producer.acked_at if t > killed_at)
-    print(f"kill -9 to the first acknowledged write: {first_after - killed_at:.2f} s; batches resent: {producer.resent}")
+    print(f"kill -9 to the first acknowledged write: {first_after - killed_at:.2f} s; "
+          f"to the first query answered whole: {answered_at - killed_at:.2f} s; batches resent: {producer.resent}")
 
     # Every acknowledged item is in the shard files exactly once.
     def settled():
