@@ -289,6 +289,38 @@ def test_kill_9_of_the_active_coordinator_during_a_publish_loses_nothing(etcd, p
     assert shard_epochs(data) == [2, 2]
 
 
+def test_the_etcd_leader_killed_during_a_publish_loses_nothing(etcd, procs, tmp_path):
+    """The control plane's own leader dies while items are published: the
+    coordinators' calls move to the other members; the active coordinator
+    keeps its lease or, if a renewal came too late, the standby takes over.
+    Either way every acknowledged item is stored once."""
+    # The coordinators talk to the leader first: its death is theirs to get over.
+    leader = etcd.leader()
+    control_plane = etcd.endpoint_first(leader)
+    a_clients, a_workers = procs.coordinator("a", control_plane)
+    assert wait_until(lambda: active_id(control_plane) == "a", timeout=15)
+    b_clients, b_workers = procs.coordinator("b", control_plane)
+    data = tmp_path / "replica"
+    procs.worker("ix", "indexer", data, [a_workers, b_workers])
+    procs.worker("q", "query", data, [a_workers, b_workers])
+    with Client(a_clients, timeout=5) as c:
+        assert wait_until(lambda: len(c.ping()["servedShards"]) == SHARDS, timeout=30)
+    producer = Producer([a_clients, b_clients], batches=60)
+    producer.start()
+    assert wait_until(lambda: len(producer.acknowledged) >= 10 * 25 or producer.error, timeout=60)
+    assert etcd.leader() == leader
+    etcd.kill(leader)
+    producer.join(120)
+    assert not producer.is_alive() and producer.error is None, producer.error
+    assert etcd.wait_for_leader() != leader
+    active = active_id(control_plane)
+    assert active in ("a", "b")
+    print(f"etcd leader killed: coordinator {active} active after; batches resent: {producer.resent}")
+    counts = collections.Counter(stored_ids(data))
+    assert sorted(counts) == sorted(set(producer.acknowledged)) and len(producer.acknowledged) == 60 * 25
+    assert set(counts.values()) == {1}
+
+
 def test_limelight_publish_given_both_coordinators_moves_to_the_new_one(etcd, procs, tmp_path):
     """The command line's publish (the Swift client's resend) given both
     coordinators: the active one is killed mid-file, and every item is
