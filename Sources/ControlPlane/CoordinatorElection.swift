@@ -34,6 +34,11 @@ package final class CoordinatorElection: Sendable {
 
     package var role: Leadership.Role { state.withLock { $0.role } }
 
+    /// Deposes this coordinator now (``Leadership/fenced(_:)``); the loop
+    /// reports it at its next turn. False when it was not active.
+    @discardableResult
+    package func fence(_ reason: String) -> Bool { state.withLock { $0.fenced(reason) } }
+
     /// The active coordinator a standby knows of.
     package var knownActive: ActiveCoordinator? { state.withLock { $0.knownActive } }
 

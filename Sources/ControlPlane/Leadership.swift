@@ -119,6 +119,14 @@ package struct Leadership: Sendable {
         return epoch
     }
 
+    /// A worker refused this coordinator's change as of an older epoch: a
+    /// successor leads. Deposes it; false when it was not active.
+    package mutating func fenced(_ reason: String) -> Bool {
+        guard case .active(let epoch) = role else { return false }
+        role = .deposed(epoch: epoch, reason: reason)
+        return true
+    }
+
     /// The active coordinator a standby names, if known.
     package var knownActive: ActiveCoordinator? {
         if case .standby(let a) = role { return a }

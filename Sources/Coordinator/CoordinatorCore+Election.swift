@@ -24,6 +24,15 @@ extension CoordinatorCore {
         return false
     }
 
+    /// An indexer refused a change as of an older epoch than its shard's:
+    /// another coordinator has taken over. This one stops serving at once
+    /// (the election then ends the process) rather than when its lease runs out.
+    func fencedOff(by worker: String, _ error: WireError) {
+        count(.staleEpochAnswers)
+        guard let election, election.fence("indexer \(worker) refused a change: \(error.message)") else { return }
+        logger.critical("fenced off by a newer coordinator", metadata: ["worker": "\(worker)", "error": "\(error.message)"])
+    }
+
     /// Whether this coordinator may still acknowledge a change: it holds its
     /// lease now (``CoordinatorElection/servingEpoch()`` reads the clock).
     func stillActive() -> Bool {

@@ -172,3 +172,15 @@ import WireProtocol
         #expect(why.contains("cannot be read"))
     }
 }
+
+@Suite struct FencedTests {
+    @Test func aStaleEpochAnswerDeposesAnActiveCoordinatorOnly() {
+        var l = Leadership(id: "a", clients: "c", workers: "w", keys: ClusterKeys(cluster: "t"))
+        #expect(!l.fenced("too early"), "a standby is not deposed")
+        l.campaigned(TransactionResult(succeeded: true, revision: 2), epoch: 3, lease: Lease(id: 1, ttlSeconds: 3), sentAt: .now)
+        #expect(l.servingEpoch(at: .now) == 3)
+        #expect(l.fenced("indexer ix refused a change"))
+        #expect(l.servingEpoch(at: .now) == nil)
+        #expect(l.role == .deposed(epoch: 3, reason: "indexer ix refused a change"))
+    }
+}

@@ -444,6 +444,48 @@ def test_a_coordinator_whose_lease_lapsed_acknowledges_nothing(etcd, procs, tmp_
         indexer.stop()
 
 
+def test_a_coordinator_fenced_off_by_an_indexer_stops_at_once(tmp_path, procs):
+    """An indexer whose shards have taken changes of a later epoch than the
+    coordinator's refuses its write (`stale_epoch`): the coordinator learns
+    that a successor leads, reports nothing stored, and ends (exit 3) without
+    waiting for its lease to run out."""
+    data = tmp_path / "replica"
+    control_plane = f"file://{tmp_path}/control-plane.json"
+    # Shard files that a coordinator of epoch 5 has written to.
+    procs.coordinator("seed", f"file://{tmp_path}/other.json")
+    procs.worker("ix", "indexer", data, [procs.endpoints["seed"][1]])
+    def opened():
+        try:
+            for shard in range(SHARDS):
+                with sqlite3.connect(f"file:{data}/shard-{shard}.sqlite?mode=ro", uri=True) as db:
+                    db.execute("SELECT count(*) FROM meta").fetchone()
+            return True
+        except sqlite3.Error:
+            return False
+    assert wait_until(opened, timeout=15)
+    procs.stop()
+    for shard in range(SHARDS):
+        with sqlite3.connect(data / f"shard-{shard}.sqlite") as db:
+            db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('coordinator.epoch', '5')")
+    a_clients, a_workers = procs.coordinator("a", control_plane, "--lease-seconds", "30")
+    assert wait_until(lambda: active_id(control_plane) == "a", timeout=15)
+    procs.worker("ix", "indexer", data, [a_workers])
+    procs.worker("q", "query", data, [a_workers])
+    with Client(a_clients, timeout=10) as c:
+        assert wait_until(lambda: len(c.ping()["servedShards"]) == SHARDS, timeout=30)
+        # Fenced off by the first refusal, it withholds even the rejection's answer.
+        with pytest.raises(LimelightError) as refused:
+            c.publish(items("fenced"))
+    assert refused.value.code == "not_active" and "epoch 5" in refused.value.message, refused.value.message
+    started = time.monotonic()
+    assert procs.running["a"].wait(10) == 3
+    assert time.monotonic() - started < 10, "it waited for its 30 s lease"
+    procs.running.pop("a")
+    log = (tmp_path / "coordinator-a.log").read_text()
+    assert "fenced off" in log and "deposed" in log
+    assert collections.Counter(stored_ids(data)) == collections.Counter()
+
+
 def test_an_indexer_refuses_a_deposed_coordinators_change(tmp_path):
     require_binaries("limelight-indexer")
     coordinator = FakeCoordinator()
