@@ -176,10 +176,12 @@ import WireProtocol
 @Suite struct FencedTests {
     @Test func aStaleEpochAnswerDeposesAnActiveCoordinatorOnly() {
         var l = Leadership(id: "a", clients: "c", workers: "w", keys: ClusterKeys(cluster: "t"))
-        #expect(!l.fenced("too early"), "a standby is not deposed")
+        let early = l.fenced("too early")
+        #expect(!early, "a standby is not deposed")
         l.campaigned(TransactionResult(succeeded: true, revision: 2), epoch: 3, lease: Lease(id: 1, ttlSeconds: 3), sentAt: .now)
         #expect(l.servingEpoch(at: .now) == 3)
-        #expect(l.fenced("indexer ix refused a change"))
+        let fenced = l.fenced("indexer ix refused a change")
+        #expect(fenced)
         #expect(l.servingEpoch(at: .now) == nil)
         #expect(l.role == .deposed(epoch: 3, reason: "indexer ix refused a change"))
     }
