@@ -33,13 +33,19 @@ package struct ActiveCoordinator: Codable, Sendable, Equatable {
     /// Where its workers connect.
     package var workers: String
     package var lease: Int64
+    /// Where its process runs: a coordinator on the same host may take over
+    /// at once when that process is gone, rather than wait for the lease.
+    package var host: String?
+    package var pid: Int?
 
-    package init(id: String, epoch: Int, clients: String, workers: String, lease: Int64) {
+    package init(id: String, epoch: Int, clients: String, workers: String, lease: Int64, host: String? = nil, pid: Int? = nil) {
         self.id = id
         self.epoch = epoch
         self.clients = clients
         self.workers = workers
         self.lease = lease
+        self.host = host
+        self.pid = pid
     }
 
     package func encoded() -> Data {

@@ -72,7 +72,7 @@ package final class CoordinatorElection: Sendable {
                     continue
                 }
                 let read = try await store.range(keys.coordinatorPrefix, prefix: true)
-                let step = state.withLock { $0.observe(read, lease: held) }
+                let step = state.withLock { $0.observe(read, lease: held, isGone: Self.isGone) }
                 switch step {
                 case .campaign(let t, let epoch):
                     let sentAt = clock.now
@@ -135,5 +135,15 @@ extension CoordinatorElection {
                 }
             }
         }
+    }
+}
+
+extension CoordinatorElection {
+    /// Whether the process an active record names has ended: it ran on this
+    /// host and no process has its pid. Only then is the answer sure (a pid
+    /// means nothing on another host), so a record of another host is never gone.
+    static func isGone(_ record: ActiveCoordinator) -> Bool {
+        guard let host = record.host, let pid = record.pid, host == ProcessInfo.processInfo.hostName, pid > 0 else { return false }
+        return kill(pid_t(pid), 0) != 0 && errno == ESRCH
     }
 }

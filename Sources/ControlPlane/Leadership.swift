@@ -39,6 +39,9 @@ package struct Leadership: Sendable {
     package let clients: String
     package let workers: String
     package let keys: ClusterKeys
+    /// This process, named in its active record (``ActiveCoordinator/host``).
+    package var host: String?
+    package var pid: Int?
     package private(set) var role: Role = .standby(active: nil)
     /// When the last successful renewal (or the campaign) was sent.
     package private(set) var renewedAt: ContinuousClock.Instant?
@@ -52,8 +55,10 @@ package struct Leadership: Sendable {
     }
 
     /// Decides from what the store holds under ``ClusterKeys/coordinatorPrefix``
-    /// and this coordinator's lease.
-    package mutating func observe(_ state: RangeResult, lease: Lease) -> Step {
+    /// and this coordinator's lease. `isGone` says whether the process an
+    /// active record names is known to have ended (on this host, no process
+    /// has its pid): its lease need not run out before another takes over.
+    package mutating func observe(_ state: RangeResult, lease: Lease, isGone: (ActiveCoordinator) -> Bool = { _ in false }) -> Step {
         let activeKV = state.first(keys.active)
         let active = activeKV.flatMap { ActiveCoordinator.decode($0.value) }
         switch role {
@@ -72,19 +77,31 @@ package struct Leadership: Sendable {
                     role = .active(epoch: active.epoch)
                     return .serve
                 }
-                role = .standby(active: active)
-                return .standBy
+                guard isGone(active), let activeKV else {
+                    role = .standby(active: active)
+                    return .standBy
+                }
+                // Its process is gone: take over now, if the record is still
+                // the one read (a put under this lease replaces it).
+                role = .standby(active: nil)
+                return campaign(state, lease: lease, replacing: activeKV)
             }
             role = .standby(active: nil)
-            let epochKV = state.first(keys.epoch)
-            let current = Int(epochKV?.string ?? "") ?? 0
-            let next = current + 1
-            let record = ActiveCoordinator(id: id, epoch: next, clients: clients, workers: workers, lease: lease.id)
-            let t = Transaction(
-                if: [.absent(keys.active), .unchanged(keys.epoch, since: epochKV?.modRevision ?? 0)],
-                then: [.put(keys.active, record.encoded(), lease: lease.id), .put(keys.epoch, Data(String(next).utf8))])
-            return .campaign(t, epoch: next)
+            return campaign(state, lease: lease, replacing: nil)
         }
+    }
+
+    /// The campaign: if the active record is absent (or still `replacing`, a
+    /// gone process's) and the epoch unchanged, become active with the next epoch.
+    func campaign(_ state: RangeResult, lease: Lease, replacing old: KeyValue?) -> Step {
+        let epochKV = state.first(keys.epoch)
+        let next = (Int(epochKV?.string ?? "") ?? 0) + 1
+        let record = ActiveCoordinator(id: id, epoch: next, clients: clients, workers: workers, lease: lease.id, host: host, pid: pid)
+        let activeIs: Compare = old.map { .unchanged(keys.active, since: $0.modRevision) } ?? .absent(keys.active)
+        let t = Transaction(
+            if: [activeIs, .unchanged(keys.epoch, since: epochKV?.modRevision ?? 0)],
+            then: [.put(keys.active, record.encoded(), lease: lease.id), .put(keys.epoch, Data(String(next).utf8))])
+        return .campaign(t, epoch: next)
     }
 
     /// The campaign's transaction answered; `sentAt` is when it was sent.

@@ -94,9 +94,11 @@ package final class CoordinatorService: Sendable {
         let (boundClients, boundWorkers) = (clientEndpoint, workerEndpoint)
         election = try configuration.controlPlane.map { endpoint in
             let id = configuration.coordinatorID ?? "coordinator-\(ProcessInfo.processInfo.hostName)-\(getpid())"
-            let leadership = Leadership(
+            var leadership = Leadership(
                 id: id, clients: configuration.advertiseClients ?? boundClients,
                 workers: configuration.advertiseWorkers ?? boundWorkers, keys: ClusterKeys(cluster: configuration.cluster))
+            leadership.host = ProcessInfo.processInfo.hostName
+            leadership.pid = Int(getpid())
             var l = logger
             l[metadataKey: "coordinator.id"] = "\(id)"
             return CoordinatorElection(

@@ -186,3 +186,32 @@ import WireProtocol
         #expect(l.role == .deposed(epoch: 3, reason: "indexer ix refused a change"))
     }
 }
+
+@Suite struct GoneProcessTests {
+    let keys = ClusterKeys(cluster: "t")
+
+    @Test func aGoneProcessOnThisHostIsReplacedAtOnce() {
+        var l = Leadership(id: "b", clients: "c", workers: "w", keys: keys)
+        l.host = "h"
+        l.pid = 2
+        let old = ActiveCoordinator(id: "a", epoch: 4, clients: "x", workers: "y", lease: 1, host: "h", pid: 1)
+        let state = RangeResult(
+            revision: 9,
+            values: [
+                KeyValue(key: keys.active, value: old.encoded(), createRevision: 7, modRevision: 7, version: 1),
+                KeyValue(key: keys.epoch, value: Data("4".utf8), createRevision: 2, modRevision: 7, version: 4),
+            ])
+        // Alive: stand by.
+        var waiting = l
+        #expect(waiting.observe(state, lease: Lease(id: 5, ttlSeconds: 10), isGone: { _ in false }) == .standBy)
+        // Gone: campaign against exactly that record.
+        guard case .campaign(let t, let epoch) = l.observe(state, lease: Lease(id: 5, ttlSeconds: 10), isGone: { $0.pid == 1 }) else {
+            Issue.record("expected a takeover")
+            return
+        }
+        #expect(epoch == 5)
+        #expect(t.compares == [.unchanged(keys.active, since: 7), .unchanged(keys.epoch, since: 7)])
+        let mine = ActiveCoordinator(id: "b", epoch: 5, clients: "c", workers: "w", lease: 5, host: "h", pid: 2)
+        #expect(t.success.first == .put(keys.active, mine.encoded(), lease: 5))
+    }
+}
