@@ -119,11 +119,16 @@ let package = Package(
                 "ClusterAuth",
                 .product(name: "Logging", package: "swift-log"),
             ], swiftSettings: hot),
+        // The state that outlives a coordinator (shard map, in-sync sets, epoch, who is active):
+        // one interface over a local file (flock) or etcd's HTTP/JSON gateway (URLSession: no gRPC, no TLS stack).
+        .target(
+            name: "ControlPlane",
+            dependencies: ["LimelightConcurrency", "JSON", "WireProtocol", .product(name: "Logging", package: "swift-log")]),
         .target(
             name: "Coordinator",
             dependencies: [
-                "LimelightConcurrency", "Allocator", "ZeroMQ", "WireProtocol", "Planner", "QueryPlan", "Items", "SearchParameters", "Embedder",
-                "ClusterAuth", "Tenancy",
+                "LimelightConcurrency", "ControlPlane", "Allocator", "ZeroMQ", "WireProtocol", "Planner", "QueryPlan", "Items", "SearchParameters",
+                "Embedder", "ClusterAuth", "Tenancy",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -137,7 +142,7 @@ let package = Package(
             name: "LimelightCLI",
             dependencies: [
                 "LimelightClient", "WireProtocol", "SpotlightQuery", "PredicateQuery", "Items", "QueryPlan",
-                "Coordinator", "Workers", "Embedder", "ShardStore", "ClusterAuth", "ZeroMQ", "Tenancy",
+                "Coordinator", "Workers", "Embedder", "ShardStore", "ClusterAuth", "ZeroMQ", "Tenancy", "ControlPlane",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
@@ -179,6 +184,7 @@ let package = Package(
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
         .testTarget(name: "WorkersTests", dependencies: ["Workers"]),
         .testTarget(name: "CoordinatorTests", dependencies: ["Coordinator", "ClusterAuth", "WireProtocol", "Planner", "QueryPlan", "Items"]),
+        .testTarget(name: "ControlPlaneTests", dependencies: ["ControlPlane", "WireProtocol"]),
         .testTarget(name: "WireProtocolTests", dependencies: ["WireProtocol", "Items", "QueryPlan"]),
         .testTarget(name: "EmbedderTests", dependencies: ["Embedder", "Items"]),
         .testTarget(name: "IntegrationTests", dependencies: ["LimelightClient", "WireProtocol", "Items", "ZeroMQ", "ClusterAuth"]),

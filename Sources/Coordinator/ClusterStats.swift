@@ -156,6 +156,7 @@ extension CoordinatorCore {
     func stats() -> JSONValue {
         var o = snapshot().json.objectValue ?? [:]
         o["replication"] = replicationJSON()
+        if let election { o["coordinator"] = electionJSON(election) }
         // What a query leaves behind until it completes: all zero when idle,
         // whether its client stayed to the end or went away mid-stream.
         let state = inFlight.state
@@ -198,6 +199,7 @@ extension ClusterSnapshot {
                 o["errors"] = int(s.errors)
                 if let f = s.diskFreeBytes { o["diskFreeBytes"] = num(Double(f)) }
                 if let t = s.diskSizeBytes { o["diskSizeBytes"] = num(Double(t)) }
+                if let n = s.staleEpochRefusals { o["staleEpochRefusals"] = int(n) }
             }
             if let at = w.lostAt { o["lostAt"] = .string(ISODate.format(at)) }
             if let why = w.lostReason { o["lostReason"] = .string(why) }

@@ -74,6 +74,21 @@ package struct CoordinatorConfiguration: Sendable {
     /// Refuse requests without a valid key (`--require-keys`); otherwise a
     /// keyless request is served unscoped (the whole store, every app's).
     package var requireKeys = false
+    /// The control plane (`etcd://HOST:PORT,…` or `file:///PATH`) through
+    /// which coordinators elect the active one; nil: this coordinator is the
+    /// cluster's only one and serves at once, with no epoch (as before).
+    package var controlPlane: String?
+    /// The cluster's name in the control plane (its keys' prefix).
+    package var cluster: String = "default"
+    /// This coordinator's name in the election (default: HOST-PID).
+    package var coordinatorID: String?
+    /// The lease an active coordinator holds, in seconds: after a crash, a
+    /// standby takes over within about this long.
+    package var leaseSeconds: Int = 3
+    /// The endpoints a standby names in `not_active` answers (default: the
+    /// bound ones, which suit loopback; give routable ones across hosts).
+    package var advertiseClients: String?
+    package var advertiseWorkers: String?
 
     package init() {}
 }

@@ -12,7 +12,7 @@ extension CoordinatorCore {
     /// Numbers a change of `shard` and keeps it for catch-ups
     /// (``ReplicationState/number(_:shard:logLimit:)``).
     func sequenced(shard: Int, _ body: Body) -> (sequence: Int, body: Body) {
-        replication.number(body, shard: shard, logLimit: configuration.catchUpLogItems)
+        replication.number(body, shard: shard, logLimit: configuration.catchUpLogItems, epoch: activeEpoch)
     }
 
     /// Notes that message `id` to `worker` carries change `sequence` of `shard`.

@@ -54,6 +54,7 @@ extension CoordinatorCore {
         case .shardDone(let d): shardDone(key: envelope.id, from: wid, d)
         case .shardSearchResult(let r): shardSearchAnswered(key: envelope.id, from: wid, r)
         case .error(let e):
+            if e.code == "stale_epoch" { fencedOff(by: wid, e) }
             if searches[envelope.id] != nil {
                 searchShardFailed(key: envelope.id, from: wid, shard: nil, reason: e.message)
             } else if let kind = writes.kind(ofMessage: envelope.id) {
@@ -75,6 +76,7 @@ extension CoordinatorCore {
     }
 
     func register(route: [Data], id: String, _ r: Body.Register) {
+        guard admitWhileActive(.worker(route), id) else { return }
         guard admitRegistration(route: route, id: id, r) else { return }
         switch registry.admit(r, route: route, shardCount: configuration.shards) {
         case .refuse(let error):

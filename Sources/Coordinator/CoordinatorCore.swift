@@ -1,3 +1,4 @@
+import ControlPlane
 import Foundation
 import Items
 import Logging
@@ -129,13 +130,21 @@ actor CoordinatorCore {
     nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
     /// Queries' and searches' deadlines, on a timer thread of their own.
     nonisolated let deadlines = Deadlines()
+    /// The election this coordinator takes part in (a cluster with a control
+    /// plane); nil: it is the cluster's only coordinator and always serves.
+    nonisolated let election: CoordinatorElection?
+    /// The epoch it serves with, from its first request as the active
+    /// coordinator on (an election deposes a coordinator for good, so this
+    /// never changes once set).
+    var activeEpoch: Int?
 
     init(
         configuration: CoordinatorConfiguration, logger: Logger, planner: Planner,
         clients: AsyncSocket, workers workerSocket: AsyncSocket, keyStore: sending KeyStore? = nil,
-        executor: CoordinatorExecutor = CoordinatorExecutor()
+        executor: CoordinatorExecutor = CoordinatorExecutor(), election: CoordinatorElection? = nil
     ) {
         self.executor = executor
+        self.election = election
         self.keyStore = keyStore
         self.configuration = configuration
         challenges = WorkerChallenges(secret: configuration.clusterSecret)
@@ -163,6 +172,13 @@ actor CoordinatorCore {
     func count(_ counter: CoordinatorCounter, by n: Int = 1) { counters[counter.rawValue, default: 0] += n }
 
     func send(_ to: Peer, _ id: String, _ body: Body) {
+        if election != nil, case .client = to, body.acknowledgesAChange, !stillActive() {
+            // Its lease may have lapsed while the change was on its way: a
+            // successor may be numbering changes now, so this one is not
+            // reported stored (the producer resends it there).
+            sendError(to, id, notActive(to, election!))
+            return
+        }
         if sendLocal(to, id, body) { return }
         if case .client(let route) = to, LocalClients.isLocal(route) {
             localClients.deliver(route, body)
@@ -209,6 +225,8 @@ actor CoordinatorCore {
     /// A decoded client request, from the client socket or from the REST
     /// API (``LocalClients``): the same checks and handlers either way.
     func handleClient(route: [Data], envelope: Envelope) {
+        // A standby, or an active coordinator whose lease may have lapsed, serves nothing.
+        guard admitWhileActive(.client(route), envelope.id) else { return }
         // The key decides the app and the rights (CoordinatorCore+Keys.swift).
         guard let access = authorize(envelope, route: route) else { return }
         let scope = access.scope
@@ -236,7 +254,7 @@ actor CoordinatorCore {
     }
 
     func pong() -> Body.Pong {
-        Body.Pong(shardCount: configuration.shards, servedShards: servedShards())
+        Body.Pong(shardCount: configuration.shards, servedShards: servedShards(), epoch: activeEpoch)
     }
 
     func servedShards() -> [Int] { registry.servedShards(shardCount: configuration.shards) }

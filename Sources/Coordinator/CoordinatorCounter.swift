@@ -59,4 +59,8 @@ struct CoordinatorCounter: Hashable, Sendable, RawRepresentable, CustomStringCon
     static let keysTooManyItems = Self(rawValue: "keys.tooManyItems")
     static let connectionsRefusedClients = Self(rawValue: "connections.refused.clients")
     static let connectionsRefusedWorkers = Self(rawValue: "connections.refused.workers")
+    /// Requests and registrations a standby (or deposed) coordinator answered `not_active`.
+    static let notActive = Self(rawValue: "requests.notActive")
+    /// Changes an indexer refused as of an older coordinator epoch (this coordinator was deposed).
+    static let staleEpochAnswers = Self(rawValue: "writes.staleEpoch")
 }

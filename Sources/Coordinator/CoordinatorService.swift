@@ -1,5 +1,6 @@
 import Allocator
 import ClusterAuth
+import ControlPlane
 import Foundation
 import Items
 import Logging
@@ -26,6 +27,11 @@ package final class CoordinatorService: Sendable {
     let core: CoordinatorCore
     /// Checks CURVE keys when CURVE is on (CurveServerSettings.swift).
     let zap: ZAPHandler?
+    /// The election, with `--control-plane`; nil for a cluster's only coordinator.
+    package let election: CoordinatorElection?
+    /// Set when the election deposed this coordinator: `run` has returned,
+    /// and the process should end (a new one campaigns afresh).
+    private let deposedReason = Mutex<String?>(nil)
 
     /// The endpoints actually bound (port 0 resolved).
     package let clientEndpoint: String
@@ -85,9 +91,25 @@ package final class CoordinatorService: Sendable {
         }
         clientEndpoint = clients.endpoint ?? configuration.listen
         workerEndpoint = workerSocket.endpoint ?? configuration.workers
+        let (boundClients, boundWorkers) = (clientEndpoint, workerEndpoint)
+        election = try configuration.controlPlane.map { endpoint in
+            let id = configuration.coordinatorID ?? "coordinator-\(ProcessInfo.processInfo.hostName)-\(getpid())"
+            var leadership = Leadership(
+                id: id, clients: configuration.advertiseClients ?? boundClients,
+                workers: configuration.advertiseWorkers ?? boundWorkers, keys: ClusterKeys(cluster: configuration.cluster))
+            leadership.host = ProcessInfo.processInfo.hostName
+            leadership.pid = Int(getpid())
+            var l = logger
+            l[metadataKey: "coordinator.id"] = "\(id)"
+            return CoordinatorElection(
+                // A member that hangs is left within a third of the lease, so
+                // that another can renew it in time.
+                store: try openControlPlane(endpoint, timeout: .milliseconds(max(300, configuration.leaseSeconds * 1000 / 3))),
+                leadership: leadership, leaseSeconds: configuration.leaseSeconds, logger: l)
+        }
         let core = CoordinatorCore(
             configuration: configuration, logger: logger, planner: planner,
-            clients: clients, workers: workerSocket, keyStore: keyStore)
+            clients: clients, workers: workerSocket, keyStore: keyStore, election: election)
         self.core = core
         refusals.core = core
         inbound.set(core)
@@ -126,6 +148,17 @@ package final class CoordinatorService: Sendable {
                     await self.core.sweep()
                 }
             }
+            if let election {
+                // Ends only when deposed: the service then stops, and the
+                // process with it (``deposed``).
+                group.addTask {
+                    await election.run { role in
+                        self.logger.notice("coordinator role changed", metadata: ["coordinator.role": "\(role)"])
+                        if case .deposed(_, let reason) = role { self.deposedReason.withLock { $0 = reason } }
+                    }
+                    if self.deposed == nil { while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) } }
+                }
+            }
             if let http {
                 group.addTask {
                     do { try await http.run() } catch {
@@ -138,10 +171,14 @@ package final class CoordinatorService: Sendable {
                 while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
             }
             await group.next()
+            if deposed == nil { await election?.resign() }
             shutdown()
             group.cancelAll()
         }
     }
+
+    /// Why the election deposed this coordinator, once it has.
+    package var deposed: String? { deposedReason.withLock { $0 } }
 
     /// Closes the sockets and the context. Safe to call more than once.
     package func shutdown() {

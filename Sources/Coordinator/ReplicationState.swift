@@ -100,17 +100,18 @@ struct ReplicationState: Sendable {
 
     /// Gives the next sequence number of `shard` to `body`, keeps the change
     /// for catch-ups (trimming the log to `logLimit` items), and returns the
-    /// numbered body to send to every replica.
-    mutating func number(_ body: Body, shard: Int, logLimit: Int) -> (sequence: Int, body: Body) {
+    /// numbered body to send to every replica, stamped with the coordinator
+    /// `epoch` when there is one (a cluster with a control plane).
+    mutating func number(_ body: Body, shard: Int, logLimit: Int, epoch: Int? = nil) -> (sequence: Int, body: Body) {
         let n = (issued[shard] ?? 0) + 1
         issued[shard] = n
         if base[shard] == nil { base[shard] = n - 1 }
         var numbered = body
         switch body {
-        case .write(var w): w.sequence = n; numbered = .write(w)
-        case .delete(var d): d.sequence = n; numbered = .delete(d)
-        case .entityDelete(var d): d.sequence = n; numbered = .entityDelete(d)
-        case .entityAssociate(var a): a.sequence = n; numbered = .entityAssociate(a)
+        case .write(var w): w.sequence = n; w.epoch = epoch; numbered = .write(w)
+        case .delete(var d): d.sequence = n; d.epoch = epoch; numbered = .delete(d)
+        case .entityDelete(var d): d.sequence = n; d.epoch = epoch; numbered = .entityDelete(d)
+        case .entityAssociate(var a): a.sequence = n; a.epoch = epoch; numbered = .entityAssociate(a)
         default: break
         }
         var weight = 1

@@ -8,10 +8,14 @@ import WireProtocol
 /// Connects and checks the server answers, or exits 3.
 func connect(_ options: EndpointOptions, defaultKeyFile: String = "limelight.key") async throws -> LimelightClient {
     let curve = try options.curve.keys()
-    let client = try LimelightClient(endpoint: options.resolved, key: try options.resolvedKey(defaultFile: defaultKeyFile), curve: curve)
+    let key = try options.resolvedKey(defaultFile: defaultKeyFile)
+    // Several endpoints (standby coordinators): the active one, found by ping.
+    let endpoints = options.resolved.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    let client: LimelightClient
     do {
-        _ = try await client.ping(timeout: .milliseconds(Int(options.timeout * 1000)))
-    } catch {
+        client = try await LimelightClient.connectActive(
+            endpoints.isEmpty ? [options.resolved] : endpoints, key: key, curve: curve, timeout: .milliseconds(Int(options.timeout * 1000)))
+    } catch let error as ClientError {
         // A CURVE handshake that fails looks like silence to the client.
         let hint = curve == nil ? "" : "; with CURVE, also check --curve-server-key and that the server allows this client's key"
         printError("limelight: cannot reach a server at \(options.resolved) (\(error))\(hint)")

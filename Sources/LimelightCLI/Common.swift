@@ -50,7 +50,11 @@ func failure(_ error: ClientError, _ what: String? = nil, refused: Int32 = ExitC
 
 /// Options every client command takes.
 struct EndpointOptions: ParsableArguments {
-    @Option(name: .long, help: "Coordinator endpoint (default: $LIMELIGHT_ENDPOINT or tcp://127.0.0.1:7700).")
+    @Option(
+        name: .long,
+        help:
+            "Coordinator endpoint (default: $LIMELIGHT_ENDPOINT or tcp://127.0.0.1:7700); with standby coordinators, each one's, separated by commas: the active one is used."
+    )
     var endpoint: String?
 
     @Option(name: .long, help: "Seconds to wait for the server to answer.")

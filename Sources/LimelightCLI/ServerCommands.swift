@@ -1,4 +1,5 @@
 import ArgumentParser
+import ControlPlane
 import Coordinator
 import Embedder
 import Foundation
@@ -64,6 +65,17 @@ package struct CoordinatorCommand: AsyncParsableCommand {
     @Flag(help: "Refuse every request without a valid API key (ping excepted). Needs --keys.") var requireKeys = false
     @Option(help: "With --keys: a file holding a master key, made (mode 0600) with a new key when it does not name a live master key.")
     var masterKeyFile: String?
+    @Option(
+        help:
+            "The control plane through which coordinators elect the active one: etcd://HOST:PORT[,HOST:PORT…] (etcd's HTTP gateway) or file:///PATH. Without it this coordinator is the cluster's only one and serves at once."
+    ) var controlPlane: String?
+    @Option(help: "With --control-plane: the cluster's name there (its keys' prefix).") var cluster = "default"
+    @Option(help: "With --control-plane: this coordinator's name in the election (default coordinator-HOST-PID).") var coordinatorId: String?
+    @Option(help: "With --control-plane: the active coordinator's lease in seconds (at least 2); a standby takes over about this long after a crash.")
+    var leaseSeconds = 3
+    @Option(help: "With --control-plane: the client endpoint a standby names when it answers not_active (default: the bound one).")
+    var advertiseClients: String?
+    @Option(help: "With --control-plane: the worker endpoint a standby names to workers (default: the bound one).") var advertiseWorkers: String?
     @OptionGroup var log: ServerLogOptions
 
     package init() {}
@@ -119,6 +131,12 @@ package struct CoordinatorCommand: AsyncParsableCommand {
         c.replicas = max(1, replicas)
         c.keyStorePath = keys
         c.requireKeys = requireKeys
+        c.controlPlane = controlPlane
+        c.cluster = cluster
+        c.coordinatorID = coordinatorId
+        c.leaseSeconds = max(2, leaseSeconds)
+        c.advertiseClients = advertiseClients
+        c.advertiseWorkers = advertiseWorkers
         var store: KeyStore?
         if let keys {
             do {
@@ -130,6 +148,15 @@ package struct CoordinatorCommand: AsyncParsableCommand {
             }
         }
         let service = try CoordinatorService(configuration: c, logger: log.logger("limelight.coordinator"), keyStore: store)
+        if let election = service.election {
+            // The shard count is the cluster's, kept in the control plane: a
+            // coordinator started with another must not serve.
+            do { _ = try await election.ensureShardMap(shards: c.shards) } catch {
+                printError("limelight-coordinator: \(error)")
+                service.shutdown()
+                throw ExitCode(ExitCodes.badInput)
+            }
+        }
         var runner: ShardQueryRunner?
         if let localData {
             let shards = try localShardList()
@@ -166,12 +193,21 @@ package struct CoordinatorCommand: AsyncParsableCommand {
             }
         }
         if failure.value != nil { throw ExitCode(1) }
+        if let reason = service.deposed {
+            // Crash-only: a deposed coordinator holds in-flight state of an
+            // epoch that is over; a new process campaigns afresh.
+            printError("limelight-coordinator: deposed: \(reason)")
+            throw ExitCode(3)
+        }
     }
 }
 
 /// The flags every worker takes (docs/design.md: `--coordinator`, `--data`, `--shards`).
 struct WorkerOptions: ParsableArguments {
-    @Option(help: "The coordinator's worker endpoint.") var coordinator = "tcp://127.0.0.1:7701"
+    @Option(
+        help:
+            "The coordinator's worker endpoint; with standby coordinators, each one's, separated by commas (the worker moves to the active one)."
+    ) var coordinator = "tcp://127.0.0.1:7701"
     @Option(help: "Folder of the shard files.") var data: String
     @Option(help: "Shards: 0,1,2 or 0-3.") var shards: String
     @Option(help: "Worker id (default: ROLE-HOST-PID).") var id: String?

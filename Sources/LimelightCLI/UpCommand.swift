@@ -140,6 +140,11 @@ struct UpCommand: AsyncParsableCommand {
             ["--listen", listen, "--workers", workers] + stats + [
                 "--shards", String(shards), "--log-level", logLevel, "--log-format", logFormat.rawValue,
                 "--keys", keyStore, "--replicas", String(replicas),
+                // The control plane of one host: a file in the data folder. A
+                // restarted coordinator takes over at once from its ended
+                // predecessor (same host, pid gone), so the lease only has to
+                // outlast a loaded machine's pauses.
+                "--control-plane", "file://\(dataDir)/control-plane.json", "--lease-seconds", "10",
             ] + (localQueries ? ["--local-data", dataDir] : []) + modelArguments + security + (requireKeys ? ["--require-keys"] : []) + placement
         }
         let coordinator = try children.spawn(

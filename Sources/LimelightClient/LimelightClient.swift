@@ -55,6 +55,9 @@ public final class LimelightClient: Sendable {
     /// The API key every request carries (docs/security.md); nil sends none,
     /// which a cluster that does not require keys serves unscoped.
     public let key: String?
+    /// With several endpoints, comma-separated (standby coordinators): all of
+    /// them, and the one the socket is connected to (``failOver(after:)``).
+    let coordinators: Mutex<CoordinatorEndpoints>
     let context: Context
     let socket: AsyncSocket
     let pending = PendingReplies()
@@ -77,6 +80,9 @@ public final class LimelightClient: Sendable {
     ) throws {
         self.endpoint = endpoint
         self.key = key
+        let coordinators = CoordinatorEndpoints(endpoint)
+        self.coordinators = Mutex(coordinators)
+        let first = coordinators.current
         context = try Context(ioThreads: 1, placement: placement)
         let pending = self.pending
         // Replies are read and handed to their waiting request or query on
@@ -94,7 +100,7 @@ public final class LimelightClient: Sendable {
             try s.set(.sendHighWaterMark(1000))
             try s.set(.receiveHighWaterMark(100_000))
             try s.set(.reconnectInterval(milliseconds: 100))
-            try s.connect(endpoint)
+            try s.connect(first)
         }
         let socket = self.socket
         receiver = Task { [endpoint] in

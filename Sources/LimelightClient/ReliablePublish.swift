@@ -24,8 +24,10 @@ public struct PublishOutcome: Sendable {
 
 extension LimelightClient {
     /// Error codes that mean "not stored this time, try again": the shard had
-    /// no live indexer, or its indexer went away before committing.
-    public static let retryableCodes: Set<String> = ["shard_unavailable", "unavailable", "busy", "timeout"]
+    /// no live indexer, or its indexer went away before committing, or the
+    /// coordinator is a standby (`not_active`: the client moves on, see
+    /// ``failOver(after:)``).
+    public static let retryableCodes: Set<String> = ["shard_unavailable", "unavailable", "busy", "timeout", "not_active"]
 
     /// Publishes a batch at least once: items that were not acknowledged —
     /// the reply did not come within `attemptTimeout` (a lost coordinator, a
@@ -81,6 +83,8 @@ extension LimelightClient {
                 || (error.code == .server && Self.retryableCodes.contains(error.server?.code ?? ""))
             {
                 outcome.lastFailure = error.server?.code ?? "\(error.code): \(error.message)"
+                // With standby coordinators: silence or `not_active` moves to another.
+                if await failOver(after: error) { backoff = .milliseconds(200) }
             }
             let pause = min(backoff, max(.zero, deadline - clock.now))
             try? await Task.sleep(for: pause)

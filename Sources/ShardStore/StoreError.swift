@@ -26,6 +26,8 @@ package struct StoreError: Error, Sendable, CustomStringConvertible {
         package static let tooManyAttributes = Code("too_many_attributes")
         /// The file was written by an incompatible version of the store.
         package static let incompatibleFormat = Code("incompatible_format")
+        /// A change from a coordinator epoch below the shard's (see ``EpochFence``).
+        package static let staleEpoch = Code("stale_epoch")
         /// SQLite failed; ``StoreError/underlying`` says how.
         package static let storage = Code("storage")
     }

@@ -23,6 +23,8 @@ extension Body {
         /// Coordinator → indexer: the shards to apply it to.
         public var shards: [Int]?
         public var sequence: Int?
+        /// The coordinator epoch that numbered it (see `Body.Write.epoch`).
+        public var epoch: Int?
         public init(entityType: String, ids: [String]? = nil, shards: [Int]? = nil) {
             self.entityType = entityType; self.ids = ids; self.shards = shards
         }
@@ -33,6 +35,8 @@ extension Body {
         public var entity: EntityAssociation
         public var shards: [Int]?
         public var sequence: Int?
+        /// The coordinator epoch that numbered it (see `Body.Write.epoch`).
+        public var epoch: Int?
         public init(uniqueIdentifier: String, entity: EntityAssociation, shards: [Int]? = nil) {
             self.uniqueIdentifier = uniqueIdentifier; self.entity = entity; self.shards = shards
         }

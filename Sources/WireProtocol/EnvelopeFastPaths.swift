@@ -129,6 +129,7 @@ extension Envelope {
         case .write(let b):
             var o: [String: JSONValue] = ["shard": .number(Double(b.shard)), "items": .array(b.items), "evict": .array(b.evict.map { .string($0) })]
             if let n = b.sequence { o["sequence"] = .number(Double(n)) }
+            if let n = b.epoch { o["epoch"] = .number(Double(n)) }
             return o
         case .resultBatch(let b):
             var o: [String: JSONValue] = ["items": .array(b.items), "seq": .number(Double(b.seq))]
@@ -243,6 +244,7 @@ extension Envelope {
             }
             var write = Body.Write(shard: try int("shard"), items: try list("items"), evict: evict)
             write.sequence = try optionalInt("sequence")
+            write.epoch = try optionalInt("epoch")
             return .write(write)
         case .resultBatch:
             var completion: Body.Completion?

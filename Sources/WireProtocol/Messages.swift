@@ -60,12 +60,17 @@ public struct WireError: Sendable, Hashable, Codable, Error, CustomStringConvert
     public var message: String
     public var position: Int?
     public var field: String?
+    /// With `not_active`: the endpoint of the coordinator that is active (for
+    /// a client, its client endpoint; for a worker, its worker endpoint), when
+    /// the standby knows it. Clients and workers move there.
+    public var active: String?
 
-    public init(code: String, message: String, position: Int? = nil, field: String? = nil) {
+    public init(code: String, message: String, position: Int? = nil, field: String? = nil, active: String? = nil) {
         self.code = code
         self.message = message
         self.position = position
         self.field = field
+        self.active = active
     }
 
     public init(_ e: ItemError) {
@@ -77,6 +82,7 @@ public struct WireError: Sendable, Hashable, Codable, Error, CustomStringConvert
         var o: [String: JSONValue] = ["code": .string(code), "message": .string(message)]
         if let position { o["position"] = .number(Double(position)) }
         if let field { o["field"] = .string(field) }
+        if let active { o["active"] = .string(active) }
         return .object(o)
     }
 
@@ -192,6 +198,9 @@ public enum Body: Sendable, Hashable {
         public var shards: [Int]?
         /// Coordinator → indexer: the shard's write sequence number (see `ShardSequence`).
         public var sequence: Int?
+        /// Coordinator → indexer: the coordinator epoch that numbered it; an
+        /// indexer refuses changes of an epoch below its shard's (`stale_epoch`).
+        public var epoch: Int?
         public init(ids: [String]? = nil, domains: [String]? = nil, all: Bool? = nil, shards: [Int]? = nil) {
             self.ids = ids; self.domains = domains; self.all = all; self.shards = shards
         }
@@ -299,7 +308,11 @@ public enum Body: Sendable, Hashable {
         public var shardCount: Int
         /// Shards with at least one live indexer and one live query worker.
         public var servedShards: [Int]
-        public init(shardCount: Int, servedShards: [Int]) { self.shardCount = shardCount; self.servedShards = servedShards }
+        /// The coordinator epoch it serves with (a cluster with a control plane).
+        public var epoch: Int?
+        public init(shardCount: Int, servedShards: [Int], epoch: Int? = nil) {
+            self.shardCount = shardCount; self.servedShards = servedShards; self.epoch = epoch
+        }
     }
     public struct Register: Sendable, Hashable, Codable {
         public enum Role: String, Sendable, Hashable, Codable { case indexer, query }
@@ -354,6 +367,9 @@ public enum Body: Sendable, Hashable {
         public var evict: [String]
         /// The shard's write sequence number the coordinator gave this write.
         public var sequence: Int?
+        /// Coordinator → indexer: the coordinator epoch that numbered it; an
+        /// indexer refuses changes of an epoch below its shard's (`stale_epoch`).
+        public var epoch: Int?
         public init(shard: Int, items: [JSONValue], evict: [String] = []) { self.shard = shard; self.items = items; self.evict = evict }
     }
     public struct WriteAck: Sendable, Hashable, Codable {

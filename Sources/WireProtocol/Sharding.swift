@@ -11,12 +11,19 @@ import Foundation
 public enum Sharding {
     public static func shard(forDomain domain: String, shardCount: Int) -> Int {
         precondition(shardCount > 0, "a cluster has at least one shard")
+        return Int(hash(domain) % UInt64(shardCount))
+    }
+
+    /// FNV-1a of the domain's UTF-8 bytes: the one hash every placement uses.
+    /// A domain's slot is `hash mod S` (`ShardMap`); as S is a multiple of
+    /// the shard count, `slot mod N` is `hash mod N`, this function's answer.
+    public static func hash(_ domain: String) -> UInt64 {
         var h: UInt64 = 0xcbf2_9ce4_8422_2325
         for b in domain.utf8 {
             h ^= UInt64(b)
             h &*= 0x0000_0100_0000_01b3
         }
-        return Int(h % UInt64(shardCount))
+        return h
     }
 
     /// Parses a shard list flag: `0,1,2`, ranges `0-3`, or `all`.

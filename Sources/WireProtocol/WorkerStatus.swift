@@ -20,6 +20,9 @@ public struct WorkerStatus: Sendable, Hashable, Codable {
     public var diskSizeBytes: Int64?
     /// An indexer's shards (a query worker reports none: the indexer beside it does).
     public var shards: [ShardStatus]?
+    /// Changes an indexer refused because they came from a coordinator epoch
+    /// below its shard's (`stale_epoch`): a deposed coordinator was fenced off.
+    public var staleEpochRefusals: Int?
 
     public init(
         uptimeSeconds: Double, handled: Int, errors: Int, diskFreeBytes: Int64? = nil,

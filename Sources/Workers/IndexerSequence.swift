@@ -10,6 +10,8 @@ enum Applied<T: Sendable>: Sendable {
     case skipped
     /// Changes before it are missing; nothing was applied.
     case gap(have: Int)
+    /// It comes from a coordinator epoch below the shard's; nothing was applied.
+    case staleEpoch(have: Int)
 }
 
 extension IndexerService {
@@ -19,20 +21,27 @@ extension IndexerService {
     /// one is applied with its number recorded in the same transaction.
     /// Changes without a number (an older coordinator) are applied as they come.
     func applySequenced<T: Sendable>(
-        _ box: StoreBox, _ exec: DedicatedThread, sequence: Int?,
+        _ box: StoreBox, _ exec: DedicatedThread, sequence: Int?, epoch: Int? = nil,
         _ change: @escaping @Sendable (ShardStore) throws -> T
     ) async throws -> Applied<T> {
-        try await exec.run { () throws -> Applied<T> in
+        let applied = try await exec.run { () throws -> Applied<T> in
             let store = box.value
             if let sequence {
-                switch try store.check(sequence: sequence) {
+                switch try store.check(sequence: sequence, epoch: epoch) {
                 case .applied: return .skipped
                 case .gap(let have): return .gap(have: have)
+                case .staleEpoch(let have): return .staleEpoch(have: have)
                 case .next: break
                 }
             }
-            return .done(try store.applying(sequence: sequence) { try change(store) })
+            do {
+                return .done(try store.applying(sequence: sequence, epoch: epoch) { try change(store) })
+            } catch let e as StoreError where e.code == .staleEpoch {
+                return .staleEpoch(have: (try? store.coordinatorEpoch()) ?? 0)
+            }
         }
+        if case .staleEpoch = applied { tally.refusedStaleEpoch() }
+        return applied
     }
 
     /// Each shard's last applied sequence number, for the registration.
@@ -44,6 +53,14 @@ extension IndexerService {
             out.append(ShardSequence(shard: shard, sequence: n))
         }
         return out
+    }
+
+    static func staleEpoch(shard: Int, epoch: Int?, have: Int) -> WireError {
+        WireError(
+            code: "stale_epoch",
+            message:
+                "shard \(shard) has taken changes of coordinator epoch \(have); this change of epoch \(epoch ?? 0) comes from a coordinator that no longer leads"
+        )
     }
 
     static func outOfSequence(shard: Int, sequence: Int, have: Int) -> WireError {

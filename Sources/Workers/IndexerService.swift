@@ -141,7 +141,7 @@ package final class IndexerService: Sendable {
             guard let (box, exec) = await ownedShard(w.shard, answering: envelope.id) else { return }
             do {
                 let embedding = self.embedding
-                let applied = try await applySequenced(box, exec, sequence: w.sequence) { store in
+                let applied = try await applySequenced(box, exec, sequence: w.sequence, epoch: w.epoch) { store in
                     let vectors = try embedding.vectors(for: w.items, in: store)
                     return try store.write(w.items, evicting: w.evict, vectors: vectors).enumerated().map { i, outcome in
                         Self.result(i, outcome)
@@ -159,6 +159,8 @@ package final class IndexerService: Sendable {
                     await link.send(envelope.id, .writeAck(Body.WriteAck(shard: w.shard, results: results)))
                 case .gap(let have):
                     await link.send(envelope.id, .error(Self.outOfSequence(shard: w.shard, sequence: w.sequence ?? 0, have: have)))
+                case .staleEpoch(let have):
+                    await link.send(envelope.id, .error(Self.staleEpoch(shard: w.shard, epoch: w.epoch, have: have)))
                 }
             } catch {
                 tally.finished(failed: true)
@@ -166,9 +168,11 @@ package final class IndexerService: Sendable {
                 await link.send(envelope.id, .error(WireError(code: "store_failed", message: "shard \(w.shard): \(error)")))
             }
         case .entityDelete(let d):
-            await applyToShards(envelope.id, d.shards, sequence: d.sequence) { store in try store.deleteEntities(type: d.entityType, ids: d.ids) }
+            await applyToShards(envelope.id, d.shards, sequence: d.sequence, epoch: d.epoch) { store in
+                try store.deleteEntities(type: d.entityType, ids: d.ids)
+            }
         case .entityAssociate(let a):
-            await applyToShards(envelope.id, a.shards, sequence: a.sequence) { store in
+            await applyToShards(envelope.id, a.shards, sequence: a.sequence, epoch: a.epoch) { store in
                 try store.associate(uniqueIdentifier: a.uniqueIdentifier, with: a.entity) ? 1 : 0
             }
         case .delete(let d):
@@ -176,7 +180,7 @@ package final class IndexerService: Sendable {
             do {
                 for shard in d.shards ?? configuration.shards {
                     guard let (box, exec) = stores[shard] else { continue }
-                    let applied = try await applySequenced(box, exec, sequence: d.sequence) { store in
+                    let applied = try await applySequenced(box, exec, sequence: d.sequence, epoch: d.epoch) { store in
                         var n = 0
                         if d.all == true { n += try store.deleteAll() }
                         if let ids = d.ids, !ids.isEmpty { n += try store.delete(ids: ids) }
@@ -185,6 +189,10 @@ package final class IndexerService: Sendable {
                     }
                     if case .gap(let have) = applied {
                         await link.send(envelope.id, .error(Self.outOfSequence(shard: shard, sequence: d.sequence ?? 0, have: have)))
+                        return
+                    }
+                    if case .staleEpoch(let have) = applied {
+                        await link.send(envelope.id, .error(Self.staleEpoch(shard: shard, epoch: d.epoch, have: have)))
                         return
                     }
                     if case .done(let n) = applied { total += n }
@@ -266,17 +274,22 @@ extension IndexerService {
     /// Runs an entity operation on each named shard (all of this indexer's
     /// when none are named) on the shard's own thread, and answers one
     /// `entity_ack` with the items affected in total, or an error.
-    func applyToShards(_ id: String, _ shards: [Int]?, sequence: Int? = nil, _ op: @escaping @Sendable (ShardStore) throws -> Int) async {
+    func applyToShards(
+        _ id: String, _ shards: [Int]?, sequence: Int? = nil, epoch: Int? = nil, _ op: @escaping @Sendable (ShardStore) throws -> Int
+    ) async {
         var total = 0
         do {
             for shard in shards ?? configuration.shards {
                 guard let (box, exec) = stores[shard] else { continue }
                 var n = 0
-                switch try await applySequenced(box, exec, sequence: sequence, op) {
+                switch try await applySequenced(box, exec, sequence: sequence, epoch: epoch, op) {
                 case .done(let count): n = count
                 case .skipped: break
                 case .gap(let have):
                     await link.send(id, .error(Self.outOfSequence(shard: shard, sequence: sequence ?? 0, have: have)))
+                    return
+                case .staleEpoch(let have):
+                    await link.send(id, .error(Self.staleEpoch(shard: shard, epoch: epoch, have: have)))
                     return
                 }
                 if n > 0 { tally.changed(shard: shard, wrote: true) }

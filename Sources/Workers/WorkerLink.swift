@@ -45,6 +45,9 @@ package final class WorkerLink: Sendable {
     let reporter = StatusReporter()
     let credentials: WorkerCredentials
     let sequences = SequenceReporter()
+    /// The coordinators this worker may register with, and the one it is
+    /// connected to (see ``CoordinatorEndpoints``).
+    let targets: Mutex<CoordinatorEndpoints>
 
     /// Connects as `role` with what a worker's configuration says.
     package convenience init(role: Body.Register.Role, configuration c: some WorkerLinkConfiguration, logger: Logger) throws {
@@ -72,6 +75,9 @@ package final class WorkerLink: Sendable {
         self.heartbeatMs = heartbeatMs
         self.livenessMs = livenessMs
         self.credentials = credentials
+        let targets = CoordinatorEndpoints(coordinator)
+        self.targets = Mutex(targets)
+        let first = targets.current
         let id = WorkerCredentials.routingID(workerID: workerID)
         let state = LinkState()
         let inline = InlineHandler()
@@ -103,7 +109,7 @@ package final class WorkerLink: Sendable {
             // application heartbeats above notice a dead *process* on a live link.
             try s.set(.heartbeatInterval(milliseconds: Int32(heartbeatMs)))
             try s.set(.heartbeatTimeout(milliseconds: Int32(livenessMs)))
-            try s.connect(coordinator)
+            try s.connect(first)
         }
     }
 
@@ -172,6 +178,7 @@ package final class WorkerLink: Sendable {
                     if self.state.silentFor() > Double(liveness) / 1000 {
                         self.logger.notice("coordinator silent; registering again", metadata: ["worker": "\(self.workerID)"])
                         self.state.touch()
+                        await self.move { $0.silent() }
                         await self.register()
                     } else {
                         let status = await self.reporter.current?()
@@ -193,12 +200,24 @@ package final class WorkerLink: Sendable {
                     case .heartbeat: continue
                     case .registered(let r):
                         self.state.setRegistered(true, heartbeatMs: r.heartbeatMs)
+                        self.targets.withLock { $0.registered() }
                         self.logger.info(
                             "registered with the coordinator", metadata: ["worker": "\(self.workerID)", "shards.total": "\(r.shardCount)"])
                     case .challenge(let c):
                         await self.answer(c, id: envelope.id)
                     case .error(let e) where e.code == "unregistered":
                         await self.register()
+                    case .error(let e) where e.code == "not_active":
+                        // A standby coordinator: not a refusal of this worker. The
+                        // heartbeat loop asks again (each beat is answered
+                        // `unregistered`, and the worker registers), so it
+                        // registers once this coordinator takes over.
+                        self.logger.notice(
+                            "the coordinator is not active", metadata: ["worker": "\(self.workerID)", "error": "\(e.message)"])
+                        if let active = e.active {
+                            await self.move { $0.redirected(to: active) }
+                            await self.register()
+                        }
                     case .error(let e) where envelope.id.hasPrefix("reg-"):
                         // The coordinator refused our registration (e.g. shards out of range): say so loudly.
                         self.logger.error("the coordinator refused this worker", metadata: ["error": "\(e.message)"])
@@ -217,6 +236,17 @@ package final class WorkerLink: Sendable {
 
     /// Registers again with the proof the challenge asks for; without a
     /// secret to make it, refuses itself (the process exits and says why).
+    /// Connects to the coordinator `decide` picks, when it picks another.
+    func move(_ decide: (inout CoordinatorEndpoints) -> CoordinatorEndpoints.Move?) async {
+        guard let m = targets.withLock({ decide(&$0) }) else { return }
+        state.setRegistered(false)
+        logger.notice(
+            "moving to another coordinator", metadata: ["worker": "\(workerID)", "coordinator.from": "\(m.from)", "coordinator.to": "\(m.to)"])
+        do { try await socket.reconnect(from: m.from, to: m.to) } catch {
+            logger.error("cannot connect to another coordinator", metadata: ["coordinator.to": "\(m.to)", "error": "\(error)"])
+        }
+    }
+
     func answer(_ challenge: Body.Challenge, id: String) async {
         switch credentials.secret() {
         case .success(let secret):

@@ -12,6 +12,7 @@ final class WorkerTally: Sendable {
     private struct State {
         var handled = 0
         var errors = 0
+        var staleEpochRefusals = 0
         var lastWrite: [Int: Date] = [:]
         var counted: [Int: Int] = [:]
         /// Bumped by every change of a shard, so a count taken across a change is not kept.
@@ -30,6 +31,16 @@ final class WorkerTally: Sendable {
             if failed { $0.errors += 1 }
         }
     }
+
+    /// A change from a deposed coordinator was refused (``EpochFence``).
+    func refusedStaleEpoch() {
+        state.withLock {
+            $0.handled += 1
+            $0.staleEpochRefusals += 1
+        }
+    }
+
+    var staleEpochRefusals: Int { state.withLock { $0.staleEpochRefusals } }
 
     /// A write, delete or purge changed the shard: its count is taken again at the next heartbeat.
     func changed(shard: Int, wrote: Bool) {
@@ -65,7 +76,7 @@ final class WorkerTally: Sendable {
     }
 
     func status(shards: [ShardStatus]?, dataFolder: String) -> WorkerStatus {
-        let (h, e, writes) = state.withLock { ($0.handled, $0.errors, $0.lastWrite) }
+        let (h, e, writes, stale) = state.withLock { ($0.handled, $0.errors, $0.lastWrite, $0.staleEpochRefusals) }
         let disk = DiskSpace(path: dataFolder)
         let withWrites = shards?.map { s -> ShardStatus in
             var s = s
@@ -73,9 +84,11 @@ final class WorkerTally: Sendable {
             return s
         }
         let up = started.duration(to: .now)
-        return WorkerStatus(
+        var status = WorkerStatus(
             uptimeSeconds: Double(up.components.seconds) + Double(up.components.attoseconds) / 1e18,
             handled: h, errors: e, diskFreeBytes: disk?.free, diskSizeBytes: disk?.size, shards: withWrites)
+        if stale > 0 { status.staleEpochRefusals = stale }
+        return status
     }
 }
 

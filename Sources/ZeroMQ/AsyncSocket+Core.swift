@@ -126,6 +126,8 @@ final class Core: Sendable {
     let state = Mutex(SharedState())
     /// Messages queued by ``AsyncSocket/post(_:)`` and not yet accepted.
     let posted = PostedSends(window: 16)
+    /// The socket, for jobs that run on the owner thread (``AsyncSocket/reconnect(from:to:)``).
+    let ownerSocket = OwnerSocket()
     let outboundCapacity: Int
     let inboundCapacity: Int
     /// The wake-up pipe: tasks write a byte, the owner thread polls the read end.

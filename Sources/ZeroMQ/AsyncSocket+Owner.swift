@@ -78,6 +78,8 @@ struct Owner {
         }
         startup.done.signal()
 
+        core.ownerSocket.set(socket)
+        defer { core.ownerSocket.set(nil) }
         var owner = Owner(core: core, socket: socket)
         core.ownerStarts()
         let error = owner.loop()
@@ -251,4 +253,19 @@ struct Owner {
         if !blockedPeers.isEmpty { return .retryLater }
         return .idle
     }
+}
+
+/// The owner thread's socket, for the jobs of tasks that run on that thread
+/// (``AsyncSocket/reconnect(from:to:)``).
+///
+/// `@unchecked Sendable`: `socket` is set and cleared by the owner thread and
+/// read only by jobs the owner thread runs (``Core/runJobs()``, between its
+/// own socket calls), so one thread alone ever touches it.
+final class OwnerSocket: @unchecked Sendable {
+    private var socket: Socket?
+
+    func set(_ socket: Socket?) { self.socket = socket }
+
+    /// The socket, when called on the owner thread while its loop runs.
+    func onOwnerThread(_ core: Core) -> Socket? { core.isOwnerThread ? socket : nil }
 }

@@ -175,6 +175,19 @@ public final class AsyncSocket: Sendable {
     /// socket has closed run on Dispatch's threads.
     public var executor: any TaskExecutor { core }
 
+    /// Drops the connection to `old` and connects to `new` instead, on the
+    /// owner thread (the only one that may call into the socket): how a
+    /// worker moves to another coordinator. Messages queued towards `old`
+    /// and not yet sent are dropped with its connection.
+    public func reconnect(from old: String, to new: String) async throws {
+        let core = self.core
+        try await withTaskExecutorPreference(core) { () async throws -> Void in
+            guard let socket = core.ownerSocket.onOwnerThread(core) else { throw ZMQError.closed("reconnect") }
+            try? socket.disconnect(old)
+            try socket.connect(new)
+        }
+    }
+
     /// Leaves work for the owner thread to do once the messages it has read
     /// are handled and no other waits: for an `intercept` that would hand a
     /// long job (a search) to another thread, when doing it on this one

@@ -49,17 +49,21 @@ class LimelightError(Exception):
     the fault is: ``position`` (a character offset in a query string) and
     ``field`` (a dotted path such as ``attributes.completionDate``)."""
 
-    def __init__(self, code: str, message: str, position: Optional[int] = None, field: Optional[str] = None) -> None:
+    def __init__(self, code: str, message: str, position: Optional[int] = None, field: Optional[str] = None,
+                 active: Optional[str] = None) -> None:
         super().__init__(code, message, position)
         self.code = code
         self.message = message
         self.position = position
         self.field = field
+        #: With ``not_active`` (a standby coordinator): the active one's endpoint, when known.
+        self.active = active
 
     @classmethod
     def from_reply(cls, reply: JSONObject) -> LimelightError:
         """Builds the exception from an ``error`` message."""
-        return cls(reply.get("code", "error"), reply.get("message", ""), reply.get("position"), reply.get("field"))
+        return cls(reply.get("code", "error"), reply.get("message", ""), reply.get("position"), reply.get("field"),
+                   reply.get("active"))
 
     def __str__(self) -> str:
         where: list[str] = []
@@ -175,6 +179,37 @@ class Client:
         self._inbox: collections.defaultdict[str, collections.deque[JSONObject]] = collections.defaultdict(collections.deque)
         # Requests whose replies are still wanted; replies to others are dropped.
         self._open: set[str] = set()
+
+    @classmethod
+    def connect_active(cls, endpoints: Iterable[str], timeout: float = 5.0, **options: Any) -> Client:
+        """A client of the active coordinator among ``endpoints``, for a
+        cluster with standby coordinators (docs/operations.md): each endpoint
+        is pinged in turn; a standby's ``not_active`` names the active one,
+        tried next; one silent for ``timeout`` seconds is passed over. Raises
+        the last endpoint's error when none answers."""
+        queue = list(endpoints)
+        tried: set[str] = set()
+        last: Optional[Exception] = None
+        while queue:
+            endpoint = queue.pop(0)
+            if endpoint in tried:
+                continue
+            tried.add(endpoint)
+            client = cls(endpoint, timeout=timeout, **options)
+            try:
+                client.ping()
+                return client
+            except LimelightError as e:
+                client.close()
+                last = e
+                if e.code == "not_active" and e.active and e.active not in tried:
+                    queue.insert(0, e.active)
+            except LimelightTimeout as e:
+                client.close()
+                last = e
+        if last is None:
+            raise LimelightError("invalid_message", "no coordinator endpoint given")
+        raise last
 
     def __enter__(self) -> Client:
         return self
