@@ -1,5 +1,5 @@
-import Crypto
 import Foundation
+import Hashing
 
 /// Secured API keys as Algolia's own clients make them
 /// (`generate_secured_api_key`): `base64(hex(hmac_sha256(parentKey, params)) + params)`,
@@ -50,7 +50,7 @@ package enum AlgoliaSecuredKey {
 
     /// Whether `parentKey` signed the params (constant time).
     package static func verify(_ p: Parsed, parentKey: String) -> Bool {
-        let mac = HMAC<SHA256>.authenticationCode(for: Data(p.params.utf8), using: SymmetricKey(data: Data(parentKey.utf8)))
+        let mac = HMACSHA256.authenticationCode(for: Array(p.params.utf8), key: Array(parentKey.utf8))
         let expected = Array(APIKey.hex(mac).utf8), got = Array(p.signature.utf8)
         guard expected.count == got.count else { return false }
         var diff: UInt8 = 0

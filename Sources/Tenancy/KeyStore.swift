@@ -1,5 +1,5 @@
-import Crypto
 import Foundation
+import Hashing
 import Items
 import SQLite
 
@@ -60,7 +60,7 @@ package final class KeyStore {
     private(set) var searchKeys: [String: String] = [:]
     /// The key search keys are sealed with (AES-GCM), in `PATH.seal` (mode
     /// 0600) beside the store: a copy of the store alone reveals no key.
-    let sealKey: SymmetricKey
+    let sealKey: [UInt8]
 
     package init(path: String) throws(TenancyError) {
         self.path = path
@@ -109,8 +109,8 @@ package final class KeyStore {
                     signingSecret: r.string(at: 9))
                 byHash[hash] = rec
                 byID[id] = rec
-                if let sealed = r.string(at: 10), let box = Data(base64Encoded: sealed).flatMap({ try? AES.GCM.SealedBox(combined: $0) }),
-                    let value = try? AES.GCM.open(box, using: sealKey)
+                if let sealed = r.string(at: 10), let box = Data(base64Encoded: sealed),
+                    let value = try? AESGCM.open([UInt8](box), key: sealKey)
                 {
                     searchKeys[id] = String(decoding: value, as: UTF8.self)
                 }
@@ -121,7 +121,7 @@ package final class KeyStore {
     }
 
     /// The seal key of `file`, made (32 random bytes, hex, mode 0600) when absent.
-    static func sealKey(_ file: String) throws(TenancyError) -> SymmetricKey {
+    static func sealKey(_ file: String) throws(TenancyError) -> [UInt8] {
         if let data = FileManager.default.contents(atPath: file) {
             let hex = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             var bytes: [UInt8] = []
@@ -131,10 +131,10 @@ package final class KeyStore {
                 i = j
             }
             guard bytes.count == 32 else { throw TenancyError(.storeFailed, "\(file) does not hold a 256-bit key in hex") }
-            return SymmetricKey(data: bytes)
+            return bytes
         }
-        let key = SymmetricKey(size: .bits256)
-        try writeSecret(key.withUnsafeBytes { APIKey.hex($0) } + "\n", to: file)
+        guard let key = SecureRandom.bytes(AESGCM.keyByteCount) else { throw TenancyError(.storeFailed, "cannot make a seal key: no random bytes") }
+        try writeSecret(APIKey.hex(key) + "\n", to: file)
         return key
     }
 
@@ -174,7 +174,7 @@ package final class KeyStore {
             signingSecret: role == .search ? SecuredKey.signingSecret(parentKey: key) : nil)
         var sealed: String?
         if role == .search {
-            do { sealed = try AES.GCM.seal(Data(key.utf8), using: sealKey).combined?.base64EncodedString() } catch {
+            do { sealed = Data(try AESGCM.seal(Array(key.utf8), key: sealKey)).base64EncodedString() } catch {
                 throw TenancyError(.storeFailed, "cannot seal the new search key: \(error)")
             }
         }

@@ -1,5 +1,5 @@
-import Crypto
 import Foundation
+import Hashing
 import Items
 import QueryPlan
 import Testing
@@ -11,7 +11,7 @@ import Testing
 @Suite struct AlgoliaSecuredKeyTests {
     /// What Algolia's clients compute: base64(hex(hmac_sha256(parent, params)) + params).
     static func algoliaKey(parent: String, params: String) -> String {
-        let mac = HMAC<SHA256>.authenticationCode(for: Data(params.utf8), using: SymmetricKey(data: Data(parent.utf8)))
+        let mac = HMACSHA256.authenticationCode(for: Array(params.utf8), key: Array(parent.utf8))
         return Data((APIKey.hex(mac) + params).utf8).base64EncodedString()
     }
 

@@ -32,4 +32,45 @@ import Testing
         #expect(!HMACSHA256.isValid(code.dropLast(), for: "message".utf8, key: "key".utf8))
         #expect(!HMACSHA256.isValid(code, for: "message".utf8, key: "other".utf8))
     }
+
+    static func bytes(_ hex: String) -> [UInt8] {
+        var out: [UInt8] = []
+        var i = hex.startIndex
+        while i < hex.endIndex {
+            let j = hex.index(i, offsetBy: 2)
+            out.append(UInt8(hex[i..<j], radix: 16)!)
+            i = j
+        }
+        return out
+    }
+
+    /// The GCM specification's test case 15 (AES-256, 96-bit IV, no AAD):
+    /// nonce, ciphertext and tag, laid out as CryptoKit's `combined`.
+    @Test func aesGCMSealsTheSpecificationsTestCase15() throws {
+        let key = Self.bytes("feffe9928665731c6d6a8f9467308308feffe9928665731c6d6a8f9467308308")
+        let nonce = Self.bytes("cafebabefacedbaddecaf888")
+        let plaintext = Self.bytes(
+            "d9313225f88406e5a55909c5aff5269a86a7a9531534f7da2e4c303d8a318a721c3c0c95956809532fcf0e2449a6b525b16aedf5aa0de657ba637b391aafd255")
+        let expected =
+            "cafebabefacedbaddecaf888"
+            + "522dc1f099567d07f47f37a32a84427d643a8cdcbfe5c0c97598a2bd2555d1aa8cb08e48590dbb3da7b08b1056828838c5f61e6393ba7a0abcc9f662898015ad"
+            + "b094dac5d93471bdec1a502270e3cc6c"
+        let sealed = try AESGCM.seal(plaintext, key: key, nonce: nonce)
+        #expect(Self.hex(sealed) == expected)
+        #expect(try AESGCM.open(sealed, key: key) == plaintext)
+    }
+
+    @Test func aSealedBoxOpensOnlyWithItsKeyAndUnchanged() throws {
+        let key = try #require(SecureRandom.bytes(AESGCM.keyByteCount))
+        let box = try AESGCM.seal(Array("llk_search".utf8), key: key)
+        #expect(try AESGCM.open(box, key: key) == Array("llk_search".utf8))
+        #expect(try AESGCM.seal(Array("llk_search".utf8), key: key) != box, "each box draws its own nonce")
+        var changed = box
+        changed[AESGCM.nonceByteCount] ^= 1
+        #expect(throws: AESGCM.Failure.self) { try AESGCM.open(changed, key: key) }
+        var other = key
+        other[0] ^= 1
+        #expect(throws: AESGCM.Failure.self) { try AESGCM.open(box, key: other) }
+        #expect(throws: AESGCM.Failure.self) { try AESGCM.open(Array(box.prefix(20)), key: key) }
+    }
 }
