@@ -186,7 +186,7 @@ extension ShardStore {
     /// Nil when this does not apply (the caller takes the general path, which
     /// gives the same results).
     func streamWordMatches(
-        _ node: Node, _ query: Query, _ context: QueryContext, within scope: [Int64]?,
+        _ node: Node, _ query: Query, _ context: QueryContext, within scope: ItemScope?,
         onBatch: ([StoredResult]) throws -> Void
     ) throws -> Int? {
         let leaves: [TextLeaf]
@@ -219,7 +219,7 @@ extension ShardStore {
         defer { try? row.reset() }
         let fetch = query.fetchAttributes.map(FetchList.init)
         var batcher = ResultBatcher(limit: query.limit, batchSize: query.batchSize)
-        var inScope = scope.map(AscendingMembership.init)
+        let inScope = scope?.bits
         var first = true
         defer { try? s.reset() }
         while true {
