@@ -73,7 +73,7 @@ final class FlatHeap {
 /// Trusted only whole: a file that is short, of another version or key, or
 /// whose checksum does not match is not used (and is written again from
 /// SQLite). Written to a temporary name and renamed, so a reader never sees
-/// a file half written.
+/// a file half written; not synced, since what a crash damages fails the checks.
 ///
 /// `@unchecked Sendable`: the mapping is read-only and lives as long as the object.
 final class DerivedFile: @unchecked Sendable {
@@ -144,6 +144,10 @@ final class DerivedFile: @unchecked Sendable {
             }
             sections.append((offset, bytes))
         }
+        // The check read every page: let them go from this process's
+        // resident set (they stay in the page cache), so that it counts only
+        // what searches touch.
+        _ = madvise(map, length, MADV_DONTNEED)
         self.base = base
         self.length = length
         self.key = key
@@ -168,7 +172,7 @@ final class DerivedFile: @unchecked Sendable {
     var sectionCount: Int { sections.count }
 
     /// Writes `sections` as a derived file at `path` with `key`: to a
-    /// temporary name beside it, synced, then renamed over it.
+    /// temporary name beside it, then renamed over it.
     static func write(path: String, key: [UInt8], sections: DerivedWriter) throws(Failure) {
         let temp = path + ".tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
@@ -225,7 +229,9 @@ final class DerivedFile: @unchecked Sendable {
         guard ftruncate(fd, off_t(length)) == 0 else {
             throw Failure(code: .unwritable, message: "cannot size \(temp): \(String(cString: strerror(errno)))")
         }
-        guard fsync(fd) == 0, rename(temp, path) == 0 else {
+        // Not synced: a file that a crash leaves short or stale fails its
+        // length or checksum and is read again from SQLite.
+        guard rename(temp, path) == 0 else {
             throw Failure(code: .unwritable, message: "cannot write \(path): \(String(cString: strerror(errno)))")
         }
         ok = true
