@@ -391,6 +391,16 @@ extension ShardStore {
         case .all: return .everything
         case .none: return .nothing
         case .and(let nodes):
+            // An app's scope among the conditions narrows the others'
+            // candidates by its bits (a test each), not by a merge with every
+            // item of the app (a disjunctive facet's filter holds the scope).
+            if nodes.contains(where: { if case .domain = $0 { true } else { false } }) {
+                let (scope, rest) = try scoped(node, context)
+                if let scope {
+                    let c = try candidates(rest, exact: needExact, context)
+                    return Candidates(ids: c.ids.map(scope.filter) ?? scope.ids, exact: c.exact)
+                }
+            }
             var ids: [Int64]?
             var exact = true
             // Exact leaves first: they are cheap and shrink what text leaves must check.
