@@ -279,11 +279,17 @@ package struct QueryWorkerCommand: AsyncParsableCommand {
     @Option(help: "Queries evaluated at once.") var concurrency = max(2, ProcessInfo.processInfo.activeProcessorCount)
     @Option(help: "Shard queries that may wait for a thread; past it a query's shard is answered busy (the coordinator tries another replica).")
     var maxQueued = 1000
+    @Option(
+        help:
+            "Memory the process's derived index structures may hold outside their mapped files (bytes, or with K, M, G): past it, a shard's are dropped and it is answered from SQLite. Default: a sixteenth of the machine's memory."
+    )
+    var memoryBudget: MemorySize?
     @OptionGroup var log: ServerLogOptions
 
     package init() {}
 
     package func run() async throws {
+        ShardStore.memoryBudget = (memoryBudget ?? MemorySize.defaultQueryBudget).bytes
         var c = QueryWorkerConfiguration(data: worker.data, shards: try worker.shardList(), workerID: worker.id)
         c.coordinator = worker.coordinator
         c.concurrency = concurrency
@@ -323,4 +329,29 @@ struct ModelOptions: ParsableArguments {
         }
         return folder
     }
+}
+
+/// An amount of memory on the command line: bytes, or a number with K, M or
+/// G (powers of 1,024), as `512M` or `2G`.
+package struct MemorySize: ExpressibleByArgument, Sendable, CustomStringConvertible {
+    package let bytes: Int
+
+    package init(bytes: Int) { self.bytes = bytes }
+
+    package init?(argument: String) {
+        let units: [Character: Int] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30]
+        let text = argument.uppercased().hasSuffix("B") ? String(argument.dropLast()) : argument
+        if let unit = text.last.flatMap({ units[Character($0.uppercased())] }) {
+            guard let n = Double(text.dropLast()), n >= 0, n * Double(unit) < Double(Int.max) else { return nil }
+            bytes = Int(n * Double(unit))
+        } else {
+            guard let n = Int(text), n >= 0 else { return nil }
+            bytes = n
+        }
+    }
+
+    package var description: String { "\(bytes)" }
+
+    /// A query worker's default: a sixteenth of the machine's memory.
+    package static var defaultQueryBudget: MemorySize { MemorySize(bytes: Int(ProcessInfo.processInfo.physicalMemory / 16)) }
 }

@@ -62,7 +62,7 @@ package enum ServerSettings {
                 Setting(key: "masterKeyFile", kind: .text), Setting(key: "socketCpu", kind: .text),
             ]
         case .indexer: return worker + [Setting(key: "purgeInterval", kind: .number), Setting(key: "durability", kind: .text)]
-        case .query: return worker + [Setting(key: "concurrency", kind: .integer)]
+        case .query: return worker + [Setting(key: "concurrency", kind: .integer), Setting(key: "memoryBudget", kind: .text)]
         }
     }
     static let exclusive: [Set<String>] = [["statsListen", "statsPort"]]

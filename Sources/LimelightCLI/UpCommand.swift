@@ -53,6 +53,11 @@ struct UpCommand: AsyncParsableCommand {
             "The coordinator answers the first copy's shard queries itself (a query worker inside its process: no message hops between them, the fastest on one host); no limelight-query processes are started for that copy."
     )
     var localQueries = false
+    @Option(
+        help:
+            "Memory each query worker's derived index structures may hold outside their mapped files (bytes, or with K, M, G; see limelight-query --memory-budget). Default: a sixteenth of the machine's memory."
+    )
+    var memoryBudget: MemorySize?
     @Option(help: "Seconds to wait for every shard to be served.") var readyTimeout = 60.0
     @Option(help: "Log level of the children.") var logLevel = "info"
     @Option(help: "Log format of the children: text, or json (one object per line).") var logFormat: LogFormat = .text
@@ -180,7 +185,8 @@ struct UpCommand: AsyncParsableCommand {
                             arguments: [
                                 "--coordinator", workerEndpoint, "--data", folder, "--shards", mine.map(String.init).joined(separator: ","),
                                 "--id", "\(prefix)\(role)-\(i)", "--log-level", logLevel, "--log-format", logFormat.rawValue,
-                            ] + workerSecurity + placement + (role == "indexer" ? indexerArguments : []), logs: logs))
+                            ] + workerSecurity + placement + (role == "indexer" ? indexerArguments : [])
+                                + (role == "query" ? memoryBudget.map { ["--memory-budget", $0.description] } ?? [] : []), logs: logs))
                 }
             }
         }

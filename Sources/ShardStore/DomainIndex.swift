@@ -34,9 +34,9 @@ final class DomainIndex {
     private(set) var epoch = ""
     /// The data it is current for (``ShardStore/dataSeen``).
     var version: UniverseCache.Version
-    /// Per domain asked, the ids of it and of its subdomains, sorted: an app
-    /// asks for the same scope at every request.
-    private var scopes: [[UInt8]: [Int64]] = [:]
+    /// Per domain asked, its items and its subdomains', as ids and bits: an
+    /// app asks for the same scope at every request.
+    private var scopes: [[UInt8]: ItemScope] = [:]
     /// Domains whose ids ``scopes`` keeps at most: the apps that share a
     /// shard, and clients' own domain tests, without holding every one asked.
     static let maxScopes = 1_024
@@ -72,7 +72,7 @@ final class DomainIndex {
         }
         for scope in Array(scopes.keys) {
             let within = rows.lazy.filter { Self.domain($0.domain, isWithin: scope) }.map(\.id)
-            if !within.isEmpty { scopes[scope]!.append(contentsOf: within) }
+            if !within.isEmpty { scopes[scope]!.append(Array(within)) }
         }
         count += rows.count
         self.watermark = watermark
@@ -80,7 +80,10 @@ final class DomainIndex {
     }
 
     /// The ids of the items of `domain` and of all its subdomains, sorted.
-    func ids(within domain: String) -> [Int64] {
+    func ids(within domain: String) -> [Int64] { scope(within: domain).ids }
+
+    /// The items of `domain` and of all its subdomains.
+    func scope(within domain: String) -> ItemScope {
         let key = Array(domain.utf8)
         if let held = scopes[key] { return held }
         // The domain itself, then its subdomains: those sort from `domain.`
@@ -108,8 +111,9 @@ final class DomainIndex {
             ids = bits.ids
         }
         if scopes.count >= Self.maxScopes { scopes = [:] }
-        scopes[key] = ids
-        return ids
+        let scope = ItemScope(ids)
+        scopes[key] = scope
+        return scope
     }
 
     /// Whether `domain` is `ancestor` or lies below it, by bytes.
@@ -129,28 +133,77 @@ final class DomainIndex {
     }
 }
 
+/// The items of an app's scope (or of any domain condition), as sorted ids
+/// and as bits: the bits test a candidate in one load, so narrowing a list
+/// of candidates to the scope costs a test per candidate rather than a merge
+/// with every item of the app, and a search's word bits are narrowed word by
+/// word (see ``SearchRun/run()``).
+struct ItemScope {
+    private(set) var ids: [Int64]
+    private(set) var bits: IDBits
+
+    init(_ ids: [Int64]) {
+        self.ids = ids
+        bits = IDBits(ids)
+    }
+
+    /// Adds ids above every one held, in order.
+    mutating func append(_ more: [Int64]) {
+        ids += more
+        for id in more { bits.insert(id) }
+    }
+
+    /// The items in both.
+    func intersection(_ other: ItemScope) -> ItemScope {
+        var out = self
+        out.ids = other.bits.filter(ids)
+        out.bits = bits.intersection(other.bits)
+        return out
+    }
+
+    /// The items in either.
+    func union(_ other: ItemScope) -> ItemScope {
+        var out = self
+        out.ids = IDs.union(ids, other.ids)
+        out.bits = bits.union(other.bits)
+        return out
+    }
+
+    /// The ids of sorted `candidates` within the scope.
+    func filter(_ candidates: [Int64]) -> [Int64] { bits.filter(candidates) }
+}
+
 extension ShardStore {
-    /// A plan's domain conditions at its top, apart from the rest: the ids
-    /// they allow (sorted; nil when there are none, or when they allow every
-    /// item) and the node left to decide. Every keyed request is
+    /// A plan's domain conditions at its top, apart from the rest: the items
+    /// they allow (nil when there are none, or when they allow every item)
+    /// and the node left to decide. Every keyed request is
     /// `and(domain(["@APP"]), …)`: taking the scope out lets the word and
     /// substring streams serve it, and spares each checked candidate a read
     /// of its domain.
-    func scoped(_ node: Node, _ context: QueryContext) throws -> (scope: [Int64]?, rest: Node) {
+    func scoped(_ node: Node, _ context: QueryContext) throws -> (scope: ItemScope?, rest: Node) {
         switch node {
-        case .domain(let domains): return (try domainCandidates(domains, context), .all)
+        case .domain(let domains): return (try domainScope(domains, context), .all)
         case .and(let nodes):
-            var scope: [Int64]?
+            var scope: ItemScope?
             var rest: [Node] = []
             for n in nodes {
                 guard case .domain(let domains) = n else { rest.append(n); continue }
-                guard let ids = try domainCandidates(domains, context) else { continue }
-                scope = scope.map { IDs.intersect($0, ids) } ?? ids
+                guard let items = try domainScope(domains, context) else { continue }
+                scope = scope.map { $0.intersection(items) } ?? items
             }
             guard scope != nil || rest.count < nodes.count else { return (nil, node) }
             return (scope, rest.isEmpty ? .all : rest.count == 1 ? rest[0] : .and(rest))
         default: return (nil, node)
         }
+    }
+
+    /// ``domainCandidates(_:_:)`` as an ``ItemScope``.
+    func domainScope(_ domains: [String], _ context: QueryContext) throws -> ItemScope? {
+        if domains.count == 1, let index = try currentDomainIndex() {
+            let scope = index.scope(within: domains[0])
+            return scope.ids.count == index.count ? nil : scope
+        }
+        return try domainCandidates(domains, context).map(ItemScope.init)
     }
 
     /// The items within any of `domains` (each with its subdomains), sorted,
@@ -209,19 +262,5 @@ extension ShardStore {
         }
         universeCache.domains = index
         return index
-    }
-}
-
-/// Membership in a sorted list for ids asked in ascending order (a stream
-/// of matches in rowid order): each test gallops on from the last.
-struct AscendingMembership {
-    let ids: [Int64]
-    var at = 0
-
-    init(_ ids: [Int64]) { self.ids = ids }
-
-    mutating func contains(_ id: Int64) -> Bool {
-        at = ids.withUnsafeBufferPointer { IDs.gallop($0, from: at, to: id) }
-        return at < ids.count && ids[at] == id
     }
 }

@@ -36,19 +36,19 @@ import SQLite
 /// after, which the compiler cannot know.
 final class ForwardIndex: @unchecked Sendable {
     /// Item `i`'s values are `itemStart[i]..<itemStart[i + 1]` (none past the end).
-    private let itemStart: [UInt32]
+    private let itemStart: Flat<UInt32>
     /// Each value's attribute name id.
-    let valueName: [UInt32]
+    let valueName: Flat<UInt32>
     /// Value `v`'s tokens are `tokens[valueStart[v]..<valueStart[v + 1]]`.
-    let valueStart: [UInt32]
+    let valueStart: Flat<UInt32>
     /// Term id << 1, | 1 for a camel-case part.
-    let tokens: [UInt32]
+    let tokens: Flat<UInt32>
     /// Term `t` is `termBytes[termStart[t]..<termStart[t + 1]]`.
-    let termBytes: [UInt8]
-    let termStart: [UInt32]
+    let termBytes: Flat<UInt8>
+    let termStart: Flat<UInt32>
     /// Whether term `t` was cut from a value that is not ASCII (folded, and
     /// matched by ``WordMatch``); otherwise from ASCII text, lowercased.
-    let termFolded: [Bool]
+    let termFolded: Flat<Bool>
     /// The terms cut from ASCII text, sorted, as a ``Vocabulary`` (its term
     /// `i` is term `asciiTerms[i]` here): a query finds the terms each of its
     /// words matches by lookups in it — the word itself, the last word's
@@ -56,12 +56,12 @@ final class ForwardIndex: @unchecked Sendable {
     /// instead of deciding every distinct term its candidates' text holds
     /// (see ``ForwardTokenCache/begin(_:_:)``).
     let asciiVocabulary: Vocabulary
-    let asciiTerms: [UInt32]
+    let asciiTerms: Flat<UInt32>
     /// Per term, what ``ForwardTokenCache/masks`` holds before a query has
     /// looked at it: decided and matching nothing for an ASCII term (the
     /// lookups set the bits of those that match), undecided (0) for a folded
     /// one, which a query decides when it first meets it.
-    let baseMasks: [UInt32]
+    let baseMasks: Flat<UInt32>
     /// The word index's terms (``PostingIndex/terms``, read in the same
     /// transaction) this index's ASCII terms are aligned with, so that one
     /// typo lookup serves both (see ``ForwardTokenCache/typoTerms(_:maxTypos:in:store:)``):
@@ -72,9 +72,9 @@ final class ForwardIndex: @unchecked Sendable {
     /// ``asciiVocabulary`` index. Nil (and the others empty) when not
     /// aligned: typo forms then come from ``asciiVocabulary`` alone.
     let wordTerms: Vocabulary?
-    let asciiOfWordTerm: [Int32]
+    let asciiOfWordTerm: Flat<Int32>
     let extraTerms: Vocabulary
-    let extraAscii: [Int32]
+    let extraAscii: Flat<Int32>
     /// Per term, the items and places it occurs at (see ``TermOccurrences``).
     let occurrences: TermOccurrences
 
@@ -89,11 +89,68 @@ final class ForwardIndex: @unchecked Sendable {
     var valueCount: Int { valueName.count }
     var tokenCount: Int { tokens.count }
 
-    var memoryBytes: Int {
-        itemStart.count * 4 + valueName.count * 4 + valueStart.count * 4 + tokens.count * 4
-            + termBytes.count + termStart.count * 4 + termFolded.count
-            + asciiVocabulary.memoryBytes + asciiTerms.count * 4 + baseMasks.count * 4
-            + asciiOfWordTerm.count * 4 + extraTerms.memoryBytes + extraAscii.count * 4 + occurrences.memoryBytes
+    /// The flat arrays' bytes (in a mapped file or on the heap).
+    private var flatBytes: Int {
+        itemStart.byteCount + valueName.byteCount + valueStart.byteCount + tokens.byteCount + termBytes.byteCount
+            + termStart.byteCount + termFolded.byteCount + asciiTerms.byteCount + baseMasks.byteCount
+            + asciiOfWordTerm.byteCount + extraAscii.byteCount + occurrences.memoryBytes
+    }
+
+    var memoryBytes: Int { flatBytes + asciiVocabulary.memoryBytes + extraTerms.memoryBytes }
+
+    /// The bytes held on the heap: the vocabularies, and the flat arrays
+    /// unless they are mapped from a derived file.
+    var heapBytes: Int { (tokens.isOnHeap ? flatBytes : 0) + asciiVocabulary.memoryBytes + extraTerms.memoryBytes }
+
+    /// Reads the index from a derived file's sections (see ``encode(into:)``);
+    /// `wordTerms`: the posting index's terms, when it was aligned with them.
+    init(decoding r: inout DerivedReader, wordTerms: Vocabulary) throws(DerivedFile.Failure) {
+        itemStart = try r.flat()
+        valueName = try r.flat()
+        valueStart = try r.flat()
+        tokens = try r.flat()
+        termBytes = try r.flat()
+        termStart = try r.flat()
+        termFolded = try r.flat()
+        asciiVocabulary = try Vocabulary(decoding: &r)
+        asciiTerms = try r.flat()
+        baseMasks = try r.flat()
+        let aligned = try r.int() == 1
+        self.wordTerms = aligned ? wordTerms : nil
+        asciiOfWordTerm = try r.flat()
+        extraTerms = try Vocabulary(decoding: &r)
+        extraAscii = try r.flat()
+        occurrences = try TermOccurrences(decoding: &r, terms: termFolded.count)
+        readSeconds = Double(bitPattern: UInt64(truncatingIfNeeded: try r.int()))
+        let terms = termFolded.count, values = valueName.count
+        try r.check(
+            valueStart.count == values + 1 && Int(valueStart.last ?? 1) == tokens.count && Int(itemStart.last ?? 1) == values
+                && termStart.count == terms + 1 && Int(termStart.last ?? 1) == termBytes.count && baseMasks.count == terms
+                && asciiTerms.count == asciiVocabulary.count && asciiTerms.allSatisfy { Int($0) < terms }
+                && (!aligned || asciiOfWordTerm.count == wordTerms.count) && extraAscii.count == extraTerms.count
+                && asciiOfWordTerm.allSatisfy { Int($0) < asciiVocabulary.count }
+                && extraAscii.allSatisfy { $0 >= 0 && Int($0) < asciiVocabulary.count },
+            "forward index")
+    }
+
+    /// Puts the index in a derived file's sections.
+    func encode(into w: inout DerivedWriter) {
+        w.put(itemStart)
+        w.put(valueName)
+        w.put(valueStart)
+        w.put(tokens)
+        w.put(termBytes)
+        w.put(termStart)
+        w.put(termFolded)
+        asciiVocabulary.encode(into: &w)
+        w.put(asciiTerms)
+        w.put(baseMasks)
+        w.put(wordTerms == nil ? 0 : 1)
+        w.put(asciiOfWordTerm)
+        extraTerms.encode(into: &w)
+        w.put(extraAscii)
+        occurrences.encode(into: &w)
+        w.put(Int(Int64(bitPattern: readSeconds.bitPattern)))
     }
 
     /// Reads and tokenizes every text value; call it inside the read
@@ -149,18 +206,19 @@ final class ForwardIndex: @unchecked Sendable {
             valueStart.append(UInt32(tokens.count))
         }
         itemStart.append(UInt32(valueName.count))
-        self.itemStart = itemStart
-        self.valueName = valueName
-        self.valueStart = valueStart
-        self.tokens = tokens
-        termBytes = terms.bytes
-        termStart = terms.starts
-        termFolded = terms.folded
+        self.itemStart = Flat(itemStart)
+        self.valueName = Flat(valueName)
+        self.valueStart = Flat(valueStart)
+        self.tokens = Flat(tokens)
+        termBytes = Flat(terms.bytes)
+        termStart = Flat(terms.starts)
+        termFolded = Flat(terms.folded)
         let (vocabulary, ids) = Self.asciiVocabulary(terms)
-        (asciiVocabulary, asciiTerms) = (vocabulary, ids)
-        baseMasks = terms.folded.map { $0 ? 0 : ForwardTokenCache.known }
+        (asciiVocabulary, asciiTerms) = (vocabulary, Flat(ids))
+        baseMasks = Flat(terms.folded.map { $0 ? 0 : ForwardTokenCache.known })
         self.wordTerms = wordTerms
-        (asciiOfWordTerm, extraTerms, extraAscii) = wordTerms.map { Self.align(vocabulary, with: $0) } ?? ([], Vocabulary(), [])
+        let aligned = wordTerms.map { Self.align(vocabulary, with: $0) } ?? ([], Vocabulary(), [])
+        (asciiOfWordTerm, extraTerms, extraAscii) = (Flat(aligned.0), aligned.1, Flat(aligned.2))
         occurrences = TermOccurrences(itemStart: itemStart, valueName: valueName, valueStart: valueStart, tokens: tokens, termFolded: terms.folded)
         readSeconds = Self.threadCPUSeconds() - cpu0
     }

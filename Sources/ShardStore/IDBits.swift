@@ -36,6 +36,20 @@ struct IDBits: Sendable, Equatable {
         words.withUnsafeMutableBufferPointer { fill($0) }
     }
 
+    /// Adds `id` (negative ids cannot be held and are left out), growing the set if need be.
+    mutating func insert(_ id: Int64) {
+        guard id >= 0 else { return }
+        let w = Int(id) >> 6
+        if w >= words.count { words += repeatElement(0, count: max(w + 1 - words.count, words.count / 4)) }
+        words[w] |= 1 << UInt64(id & 63)
+    }
+
+    /// The ids of sorted `ids` that are in the set, in order: one test each,
+    /// rather than a merge with the set's every id.
+    func filter(_ ids: [Int64]) -> [Int64] {
+        withWords { w in ids.filter { w.contains($0) } }
+    }
+
     @inline(__always)
     func contains(_ id: Int64) -> Bool {
         guard id >= 0 else { return false }

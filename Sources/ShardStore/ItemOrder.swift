@@ -18,7 +18,7 @@ import SQLite
 /// the Strings would leave it.
 struct ItemOrder: Sendable {
     /// `place[id]`: the item's place; ``absent`` for ids with no item.
-    private let place: [UInt32]
+    private let place: Flat<UInt32>
 
     static let absent = UInt32.max
 
@@ -42,8 +42,14 @@ struct ItemOrder: Sendable {
                 if ids[i] >= 0 { place[Int(ids[i])] = at }
             }
         }
-        self.place = place
+        self.place = Flat(place)
     }
+
+    init(decoding r: inout DerivedReader) throws(DerivedFile.Failure) {
+        place = try r.flat()
+    }
+
+    func encode(into w: inout DerivedWriter) { w.put(place) }
 
     /// The item's place, nil when it was not in the shard when read.
     @inline(__always)
@@ -53,5 +59,6 @@ struct ItemOrder: Sendable {
         return p == Self.absent ? nil : p
     }
 
-    var memoryBytes: Int { place.count * 4 }
+    var memoryBytes: Int { place.byteCount }
+    var heapBytes: Int { place.isOnHeap ? place.byteCount : 0 }
 }

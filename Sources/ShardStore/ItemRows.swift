@@ -28,25 +28,56 @@ import SQLite
 struct ItemRows: Sendable {
     /// Row `r`'s identifier is `bytes[start[2r]..<start[2r + 1]]`, its JSON
     /// `bytes[start[2r + 1]..<start[2r + 2]]`.
-    private let bytes: [UInt8]
-    private let start: [UInt32]
+    private let bytes: Flat<UInt8>
+    private let start: Flat<UInt32>
     /// Per item id, its row (``absent`` when it has none).
-    private let row: [UInt32]
+    private let row: Flat<UInt32>
     /// Row `r`'s `attributes` object: where it begins and ends in its JSON
     /// (``absent`` when the row has no layout), and its members' keys at
     /// `keys[keyStart[r]..<keyStart[r + 1]]`, each the offset in the JSON
     /// of the key's opening quote (see ``AttributesLayout``).
-    private let attributesAt: [UInt32]
-    private let attributesEnd: [UInt32]
-    private let keyStart: [UInt32]
-    private let keys: [UInt32]
+    private let attributesAt: Flat<UInt32>
+    private let attributesEnd: Flat<UInt32>
+    private let keyStart: Flat<UInt32>
+    private let keys: Flat<UInt32>
 
     static let absent = UInt32.max
     /// The rows' bytes held at most (offsets are 32 bits).
     static let maxBytes = 1 << 30
 
     var count: Int { start.count / 2 }
-    var memoryBytes: Int { bytes.count + (start.count + row.count + attributesAt.count + attributesEnd.count + keyStart.count + keys.count) * 4 }
+    private var flats: [Int] {
+        [bytes.byteCount, start.byteCount, row.byteCount, attributesAt.byteCount, attributesEnd.byteCount, keyStart.byteCount, keys.byteCount]
+    }
+    var memoryBytes: Int { flats.reduce(0, +) }
+    /// The bytes held on the heap (none when mapped from a derived file).
+    var heapBytes: Int { bytes.isOnHeap ? memoryBytes : 0 }
+
+    init(decoding r: inout DerivedReader) throws(DerivedFile.Failure) {
+        bytes = try r.flat()
+        start = try r.flat()
+        row = try r.flat()
+        attributesAt = try r.flat()
+        attributesEnd = try r.flat()
+        keyStart = try r.flat()
+        keys = try r.flat()
+        let rows = start.count / 2
+        try r.check(
+            start.count == 2 * rows + 1 && Int(start.last ?? 1) == bytes.count && attributesAt.count == rows
+                && attributesEnd.count == rows && keyStart.count == rows + 1 && Int(keyStart.last ?? 1) == keys.count
+                && row.allSatisfy { $0 == Self.absent || Int($0) < rows },
+            "item rows")
+    }
+
+    func encode(into w: inout DerivedWriter) {
+        w.put(bytes)
+        w.put(start)
+        w.put(row)
+        w.put(attributesAt)
+        w.put(attributesEnd)
+        w.put(keyStart)
+        w.put(keys)
+    }
 
     /// Reads every row, in the caller's read transaction; nil when an id
     /// does not fit 32 bits or the rows hold more than `maxBytes`.
@@ -75,16 +106,16 @@ struct ItemRows: Sendable {
             let layout = s.withUTF8(at: 2) { AttributesLayout($0) } ?? nil
             attributesAt.append(layout.map { UInt32($0.start) } ?? Self.absent)
             attributesEnd.append(layout.map { UInt32($0.end) } ?? Self.absent)
-            keys += layout?.keys ?? []
+            keys += layout.map { Array($0.keys) } ?? []
             keyStart.append(UInt32(keys.count))
         }
-        self.bytes = bytes
-        self.start = start
-        self.row = row
-        self.attributesAt = attributesAt
-        self.attributesEnd = attributesEnd
-        self.keyStart = keyStart
-        self.keys = keys
+        self.bytes = Flat(bytes)
+        self.start = Flat(start)
+        self.row = Flat(row)
+        self.attributesAt = Flat(attributesAt)
+        self.attributesEnd = Flat(attributesEnd)
+        self.keyStart = Flat(keyStart)
+        self.keys = Flat(keys)
     }
 
     /// Calls `body` with item `id`'s identifier, JSON and the layout of its
@@ -130,9 +161,9 @@ struct AttributesLayout: Equatable {
     let end: Int
     /// Each member's key: the offset of its opening quote (a slice of
     /// ``ItemRows``' array: no copy per hit).
-    let keys: ArraySlice<UInt32>
+    let keys: Slice<Flat<UInt32>>
 
-    init(start: Int, end: Int, keys: ArraySlice<UInt32>) {
+    init(start: Int, end: Int, keys: Slice<Flat<UInt32>>) {
         self.start = start
         self.end = end
         self.keys = keys
@@ -161,6 +192,10 @@ struct AttributesLayout: Equatable {
         guard let found else { return nil }
         start = found.0
         end = found.1
-        keys = found.2[...]
+        keys = Flat(found.2)[...]
+    }
+
+    static func == (a: AttributesLayout, b: AttributesLayout) -> Bool {
+        a.start == b.start && a.end == b.end && a.keys.elementsEqual(b.keys)
     }
 }

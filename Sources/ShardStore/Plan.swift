@@ -222,9 +222,9 @@ struct Candidates {
 
     /// The candidate ids inside an app's `scope` (nil: no scope), the
     /// shard's `universe` read only when neither narrows them.
-    func ids(within scope: [Int64]?, universe: @autoclosure () throws -> [Int64]) rethrows -> [Int64] {
+    func ids(within scope: ItemScope?, universe: @autoclosure () throws -> [Int64]) rethrows -> [Int64] {
         guard let scope else { return try ids ?? universe() }
-        return ids.map { IDs.intersect($0, scope) } ?? scope
+        return ids.map(scope.filter) ?? scope.ids
     }
 }
 

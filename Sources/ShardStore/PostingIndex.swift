@@ -40,13 +40,13 @@ final class PostingIndex: @unchecked Sendable {
     /// The terms, with their document counts (the lengths of their lists).
     let terms: Vocabulary
     /// List `i` is `ids[offsets[i]..<offsets[i + 1]]`.
-    private let offsets: [Int]
-    private let ids: [UInt32]
+    private let offsets: Flat<Int>
+    private let ids: Flat<UInt32>
     /// Beside each id, where the item holds the term: bit `c` when it is in
     /// word-index column `c`, bit `16 + c` when it is that column's first
     /// token (offset 0, FTS5's `^`). What a search's attribute criterion and
     /// column filters need, without a query (see ``PostingSearch``).
-    private let masks: [UInt32]
+    private let masks: Flat<UInt32>
     /// The largest id held (0 when none), for dense per-item scratch arrays.
     let maxID: Int
     /// Every item's text as token ids, read in the same transaction (so
@@ -69,8 +69,8 @@ final class PostingIndex: @unchecked Sendable {
     /// 85%) come from the one or two common terms among its forms: such a
     /// list is ORed in a word at a time. Costs the bitmap of every such term
     /// (`maxID / 8` bytes each).
-    private let denseAt: [Int32]
-    private let denseWords: [UInt64]
+    private let denseAt: Flat<Int32>
+    private let denseWords: Flat<UInt64>
     var denseStride: Int { maxID / 64 + 1 }
 
     /// Ids held at most by one index (8 bytes each with its mask, 512 MiB):
@@ -118,15 +118,72 @@ final class PostingIndex: @unchecked Sendable {
                 ? Self.readWithTerms(db, maxEntries: maxEntries)
                 : Self.readByCounts(db, maxEntries: maxEntries) ?? Self.readWithTerms(db, maxEntries: maxEntries)
         else { return nil }
-        (terms, offsets, ids, masks) = read
+        terms = read.terms
+        (offsets, ids, masks) = (Flat(read.offsets), Flat(read.ids), Flat(read.masks))
         // Searches look misspelt forms up in these terms from every
         // connection's thread: the tables are built before they share them.
         read.terms.prepareLookups()
-        maxID = Int(ids.max() ?? 0)
-        (denseAt, denseWords) = Self.bitmaps(offsets: offsets, ids: ids, maxID: maxID)
+        maxID = Int(read.ids.max() ?? 0)
+        let dense = Self.bitmaps(offsets: read.offsets, ids: read.ids, maxID: maxID)
+        (denseAt, denseWords) = (Flat(dense.0), Flat(dense.1))
         self.forward = forward ? try ForwardIndex(db: db, wordTerms: terms) : nil
         uidOrder = try ItemOrder(db: db)
         rows = try ItemRows(db: db)
+        file = nil
+    }
+
+    /// The derived file the flat arrays are mapped from; nil when they are on the heap.
+    let file: DerivedFile?
+
+    /// Reads the index from a derived file (see ``encode(into:)``), mapped
+    /// in place but for the vocabularies.
+    init(file: DerivedFile) throws(DerivedFile.Failure) {
+        var r = file.reader()
+        key = file.key
+        terms = try Vocabulary(decoding: &r)
+        offsets = try r.flat()
+        ids = try r.flat()
+        masks = try r.flat()
+        denseAt = try r.flat()
+        denseWords = try r.flat()
+        maxID = try r.int()
+        uidOrder = try ItemOrder(decoding: &r)
+        forward = try r.int() == 1 ? try ForwardIndex(decoding: &r, wordTerms: terms) : nil
+        rows = try r.int() == 1 ? try ItemRows(decoding: &r) : nil
+        self.file = file
+        let (terms, offsets, ids, masks, denseAt, denseWords, maxID) = (terms, offsets, ids, masks, denseAt, denseWords, maxID)
+        let stride = maxID / 64 + 1
+        try r.check(
+            r.isAtEnd && offsets.count == terms.count + 1 && offsets.first == 0 && offsets.last == ids.count && masks.count == ids.count
+                && zip(offsets, offsets.dropFirst()).allSatisfy { $0 <= $1 } && denseAt.count == terms.count
+                && denseAt.allSatisfy { $0 < 0 || Int($0) + stride <= denseWords.count } && maxID >= 0,
+            "posting lists")
+        terms.prepareLookups()
+    }
+
+    /// Puts the index in a derived file's sections.
+    func encode(into w: inout DerivedWriter) {
+        terms.encode(into: &w)
+        w.put(offsets)
+        w.put(ids)
+        w.put(masks)
+        w.put(denseAt)
+        w.put(denseWords)
+        w.put(maxID)
+        uidOrder.encode(into: &w)
+        w.put(forward == nil ? 0 : 1)
+        forward?.encode(into: &w)
+        w.put(rows == nil ? 0 : 1)
+        rows?.encode(into: &w)
+    }
+
+    /// Writes the index as `path`'s derived file and maps it back: the same
+    /// index, its flat arrays in the page cache.
+    func written(to path: String) throws(DerivedFile.Failure) -> PostingIndex {
+        var w = DerivedWriter()
+        encode(into: &w)
+        try DerivedFile.write(path: path, key: key, sections: w)
+        return try PostingIndex(file: try DerivedFile(path: path, key: key))
     }
 
     private typealias Lists = (terms: Vocabulary, offsets: [Int], ids: [UInt32], masks: [UInt32])
@@ -299,188 +356,22 @@ final class PostingIndex: @unchecked Sendable {
 
     /// Bytes held: the terms, the lists and their masks, the items' order.
     var memoryBytes: Int {
-        terms.memoryBytes + offsets.count * 8 + ids.count * 4 + masks.count * 4 + uidOrder.memoryBytes
-            + denseAt.count * 4 + denseWords.count * 8
+        terms.memoryBytes + offsets.byteCount + ids.byteCount + masks.byteCount + uidOrder.memoryBytes
+            + denseAt.byteCount + denseWords.byteCount
     }
+
+    /// Bytes held on the heap (anonymous memory), the forward index and the
+    /// rows included: the vocabularies, and every flat array unless it is
+    /// mapped from the derived file. What a ``MemoryBudget`` accounts.
+    var heapBytes: Int {
+        terms.memoryBytes + (file == nil ? memoryBytes - terms.memoryBytes : 0) + (forward?.heapBytes ?? 0) + (rows?.heapBytes ?? 0)
+    }
+
+    /// Bytes of the derived file it is mapped from (0 when on the heap).
+    var fileBytes: Int { file?.length ?? 0 }
 
     /// Calls `body` with term `i`'s list, sorted, without copying it.
     func withList<T>(_ i: Int, _ body: (UnsafeBufferPointer<UInt32>) -> T) -> T {
         ids.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[offsets[i]..<offsets[i + 1]])) }
-    }
-}
-
-/// The process's ``PostingIndex`` of each shard file, and their builds.
-///
-/// A build runs on a thread of its own, over a connection of its own (one
-/// read transaction), started by a suggestion that found no index of the
-/// current data. Under steady writes every index is soon stale, so a build
-/// starts at most once per four times the last one's duration after it ended
-/// (a fifth of a core at most), and files are held at most ``maxFiles`` at a time.
-///
-/// `@unchecked Sendable`: the entries (each a ``PostingIndex``, see there)
-/// are read and written only under `lock`.
-final class PostingIndexes: @unchecked Sendable {
-    static let shared = PostingIndexes()
-
-    /// Shard files whose index is held at most (the least recently used goes).
-    static let maxFiles = 8
-
-    private struct Entry {
-        var index: PostingIndex?
-        var building = false
-        var notBefore = ContinuousClock.now
-        var used = ContinuousClock.now
-    }
-    private let lock = NSLock()
-    private var entries: [String: Entry] = [:]
-
-    /// The index of `path` if it was read from the word index `key` identifies.
-    func index(path: String, key: [UInt8]) -> PostingIndex? {
-        lock.withLock {
-            guard let index = entries[path]?.index, index.key == key else { return nil }
-            entries[path]?.used = .now
-            return index
-        }
-    }
-
-    /// Whether any index of `path` is held or being built.
-    func hasAny(path: String) -> Bool {
-        lock.withLock { entries[path].map { $0.index != nil || $0.building } ?? false }
-    }
-
-    /// Marks a build of `path` started, if none is running and the last one
-    /// ended long enough ago; false otherwise.
-    func claim(path: String) -> Bool {
-        lock.withLock {
-            let e = entries[path] ?? Entry()
-            guard !e.building, e.notBefore <= .now else { return false }
-            entries[path, default: Entry()].building = true
-            return true
-        }
-    }
-
-    /// Records a build's end (`index` nil: it failed or the shard is too large).
-    func finish(path: String, index: PostingIndex?, took: Duration) {
-        lock.withLock {
-            var e = entries[path] ?? Entry()
-            e.building = false
-            e.notBefore = .now + took * 4
-            if let index { e.index = index; e.used = .now }
-            entries[path] = e
-            // Never the one just read (with many reads in flight, it could be
-            // the only one finished).
-            while entries.count > Self.maxFiles,
-                let oldest = entries.filter({ !$0.value.building && $0.key != path }).min(by: { $0.value.used < $1.value.used })?.key
-            {
-                entries[oldest] = nil
-            }
-        }
-    }
-
-    /// Publishes an index built by the caller (its own build, not claimed).
-    func publish(path: String, index: PostingIndex) {
-        lock.withLock {
-            entries[path, default: Entry()].index = index
-            entries[path]?.used = .now
-            while entries.count > Self.maxFiles,
-                let oldest = entries.filter({ !$0.value.building && $0.key != path }).min(by: { $0.value.used < $1.value.used })?.key
-            {
-                entries[oldest] = nil
-            }
-        }
-    }
-
-    /// Forgets `path`'s index (a test's or a tool's).
-    func forget(path: String) {
-        lock.withLock { entries[path] = nil }
-    }
-}
-
-extension ShardStore {
-    /// Reads this shard's every posting list now, on this connection, for
-    /// every connection of the process (see ``PostingIndex``); suggestions
-    /// and searches otherwise start that in the background.
-    /// Returns the lists and ids read, and the bytes the index holds; and
-    /// the ``ForwardIndex``'s figures: its tokens, distinct terms, bytes and
-    /// the CPU seconds its read took (zeros when there is none); and the
-    /// bytes of its ``ItemRows``.
-    @discardableResult
-    package func buildSuggestionIndex() throws -> (
-        terms: Int, ids: Int, bytes: Int,
-        forwardTokens: Int, forwardTerms: Int, forwardBytes: Int, forwardSeconds: Double,
-        rowsBytes: Int
-    ) {
-        do {
-            guard let index = try db.transaction(.deferred, { try PostingIndex(db: db) }) else { return (0, 0, 0, 0, 0, 0, 0, 0) }
-            PostingIndexes.shared.publish(path: path, index: index)
-            let f = index.forward
-            return (
-                index.terms.count, index.entries, index.memoryBytes,
-                f?.tokenCount ?? 0, f?.termCount ?? 0, f?.memoryBytes ?? 0, f?.readSeconds ?? 0,
-                index.rows?.memoryBytes ?? 0
-            )
-        } catch {
-            throw StoreError.wrap(error, "cannot read the suggestion index")
-        }
-    }
-
-    /// Forgets the process's ``PostingIndex`` of this shard (a benchmark's
-    /// way to time what runs before one is read).
-    package func forgetSuggestionIndex() {
-        PostingIndexes.shared.forget(path: path)
-    }
-
-    /// Whether suggestions start a ``PostingIndex`` build when the shard has
-    /// none of its current data (tests turn it off to take the other path).
-    nonisolated(unsafe) package static var buildsSuggestionIndex = true
-
-    /// The shared index of exactly the data this transaction reads, if there
-    /// is one; otherwise a build is started. `outside`: whether the request
-    /// began outside any transaction of the caller's (within one, writes not
-    /// yet committed are in the word index but not in its key).
-    /// `startsBuild` says whether a build is worth starting when there is none.
-    func currentPostingIndex(outside: Bool, startsBuild: () throws -> Bool = { true }) throws -> PostingIndex? {
-        guard outside, path != ":memory:", !path.isEmpty else { return nil }
-        let cache = searchCache.postings
-        let version = (data: dataVersion, changes: db.totalChanges)
-        if cache.keyVersion != version {
-            cache.key = try PostingIndex.key(db)
-            cache.keyVersion = version
-        }
-        if let index = PostingIndexes.shared.index(path: path, key: cache.key) {
-            cache.sharedUses += 1
-            return index
-        }
-        if try startsBuild() { startPostingIndexBuild() }
-        return nil
-    }
-
-    /// Starts a build of the shard's ``PostingIndex`` on a thread and
-    /// connection of its own, unless one is running or ran too recently.
-    func startPostingIndexBuild() {
-        guard Self.buildsSuggestionIndex, PostingIndexes.shared.claim(path: path) else { return }
-        let path = self.path
-        let logger = self.logger
-        Thread.detachNewThread {
-            let start = ContinuousClock.now
-            var index: PostingIndex?
-            do {
-                var configuration = Database.Configuration()
-                configuration.cacheSizeKiB = 16 * 1024
-                let db = try Database(path: path, mode: .readOnly, configuration: configuration)
-                index = try db.transaction(.deferred) { try PostingIndex(db: db) }
-            } catch {
-                logger.warning("cannot read the suggestion index", metadata: ["error": "\(error)"])
-            }
-            let took = start.duration(to: .now)
-            logger.debug(
-                "suggestion index read",
-                metadata: [
-                    "index.terms": "\(index?.terms.count ?? 0)", "index.ids": "\(index?.entries ?? 0)",
-                    "index.forward.tokens": "\(index?.forward?.tokenCount ?? 0)",
-                    "index.ms": "\(took.components.seconds * 1000 + took.components.attoseconds / 1_000_000_000_000_000)",
-                ])
-            PostingIndexes.shared.finish(path: path, index: index, took: took)
-        }
     }
 }

@@ -186,7 +186,7 @@ extension ShardStore {
     /// Nil when this does not apply (the caller takes the general path, which
     /// gives the same results).
     func streamWordMatches(
-        _ node: Node, _ query: Query, _ context: QueryContext, within scope: [Int64]?,
+        _ node: Node, _ query: Query, _ context: QueryContext, within scope: ItemScope?,
         onBatch: ([StoredResult]) throws -> Void
     ) throws -> Int? {
         let leaves: [TextLeaf]
@@ -219,7 +219,7 @@ extension ShardStore {
         defer { try? row.reset() }
         let fetch = query.fetchAttributes.map(FetchList.init)
         var batcher = ResultBatcher(limit: query.limit, batchSize: query.batchSize)
-        var inScope = scope.map(AscendingMembership.init)
+        let inScope = scope?.bits
         var first = true
         defer { try? s.reset() }
         while true {
@@ -391,6 +391,16 @@ extension ShardStore {
         case .all: return .everything
         case .none: return .nothing
         case .and(let nodes):
+            // An app's scope among the conditions narrows the others'
+            // candidates by its bits (a test each), not by a merge with every
+            // item of the app (a disjunctive facet's filter holds the scope).
+            if nodes.contains(where: { if case .domain = $0 { true } else { false } }) {
+                let (scope, rest) = try scoped(node, context)
+                if let scope {
+                    let c = try candidates(rest, exact: needExact, context)
+                    return Candidates(ids: c.ids.map(scope.filter) ?? scope.ids, exact: c.exact)
+                }
+            }
             var ids: [Int64]?
             var exact = true
             // Exact leaves first: they are cheap and shrink what text leaves must check.

@@ -231,7 +231,16 @@ final class SearchRun {
     func run() throws -> ShardSearchResult {
         // Filters first: usually exact index lookups.
         let filterNode = try store.compile(plan.filter.simplified())
-        let filtered = try store.candidates(filterNode, exact: true, context).ids
+        // A keyed search's filter is its app's scope and the rest: the scope
+        // narrows the rest's candidates by its bits, and when it is the whole
+        // filter, the words' bits are narrowed by it a word at a time.
+        let (scope, restNode) = try store.scoped(filterNode, context)
+        let filtered: [Int64]?
+        if let scope {
+            filtered = try store.candidates(restNode, exact: true, context).ids.map(scope.filter) ?? scope.ids
+        } else {
+            filtered = try store.candidates(filterNode, exact: true, context).ids
+        }
         let expired = try store.expiredIDs(now: Date())
 
         var postings: [WordPostings] = []
@@ -242,10 +251,14 @@ final class SearchRun {
             textBits = textBits.map { $0.intersection(p.all) } ?? p.all
             if textBits?.isEmpty == true { break }
         }
-        let textIDs = textBits?.ids
+        var textIDsRead: [Int64]?
+        func textIDs() -> [Int64]? {
+            if textIDsRead == nil { textIDsRead = textBits?.ids }
+            return textIDsRead
+        }
         func restrict(_ filter: [Int64]?) throws -> [Int64] {
             var ids: [Int64]
-            switch (textIDs, filter) {
+            switch (textIDs(), filter) {
             case (let t?, let f?): ids = IDs.intersect(t, f)
             case (let t?, nil): ids = t
             case (nil, let f?): ids = f
@@ -253,7 +266,14 @@ final class SearchRun {
             }
             return try withinRadius(IDs.subtract(ids, expired))
         }
-        var matched = try restrict(filtered)
+        var matched: [Int64]
+        var scopeIsWholeFilter = false
+        if scope != nil, case .all = restNode { scopeIsWholeFilter = true }
+        if let scope, scopeIsWholeFilter, let textBits {
+            matched = try withinRadius(IDs.subtract(textBits.intersection(scope.bits).ids, expired))
+        } else {
+            matched = try restrict(filtered)
+        }
         if mustVerify, !plan.words.isEmpty {
             matched = try matched.filter { try textMatch($0) != nil }
         }

@@ -18,7 +18,7 @@ extension ShardStore {
     /// run, and a named attribute that holds numbers (they are checked as
     /// text but are not in the word index).
     func streamSubstringMatches(
-        _ node: Node, _ query: Query, _ context: QueryContext, within scope: [Int64]?,
+        _ node: Node, _ query: Query, _ context: QueryContext, within scope: ItemScope?,
         onBatch: ([StoredResult]) throws -> Void
     ) throws -> Int? {
         guard case .text(let leaf) = node else { return nil }
@@ -55,7 +55,7 @@ extension ShardStore {
         let fetch = query.fetchAttributes.map(FetchList.init)
         let loadNames = node.names, loadDomain = node.mentionsDomain
         var batcher = ResultBatcher(limit: query.limit, batchSize: query.batchSize)
-        var inScope = scope.map(AscendingMembership.init)
+        let inScope = scope?.bits
         while let id = try next() {
             try context.checkCancelled()
             if expired.contains(id) || inScope?.contains(id) == false { continue }

@@ -21,7 +21,7 @@ import QueryPlan
 /// past ``maxNames`` or a position past ``maxPosition``.
 struct TermOccurrences: Sendable {
     /// Term `t`'s occurrences are `start[t]..<start[t + 1]`.
-    let start: [UInt32]
+    let start: Flat<UInt32>
     /// Each occurrence: its item << 32 | its place, ascending within a
     /// term (items ascending). The place is the value's index among the
     /// item's values << 23 | its attribute name id << 16 | the position
@@ -34,11 +34,11 @@ struct TermOccurrences: Sendable {
     /// just compared, and two arrays (and the value's name read from the
     /// forward index) would be a cache miss each, a fifth of the search's
     /// time in ``SearchRun/indexedTextMatches(_:_:always:)``.
-    let entries: [UInt64]
+    let entries: Flat<UInt64>
     /// Per item, a bit set when a search must take its tokens one by one
     /// instead: a bitmap (an eighth of a `Bool` per item) that stays in
     /// cache, since every candidate tests it.
-    let scanOnly: [UInt64]
+    let scanOnly: Flat<UInt64>
     /// The items described (ids `0..<items`).
     let items: Int
 
@@ -61,13 +61,30 @@ struct TermOccurrences: Sendable {
     @inline(__always) static func isPart(_ place: UInt32) -> Bool { place & 2 != 0 }
     @inline(__always) static func isLastWord(_ place: UInt32) -> Bool { place & 1 != 0 }
 
-    var memoryBytes: Int { start.count * 4 + entries.count * 8 + scanOnly.count * 8 }
+    var memoryBytes: Int { start.byteCount + entries.byteCount + scanOnly.byteCount }
 
     init() {
-        start = [0]
-        entries = []
-        scanOnly = []
+        start = Flat([0])
+        entries = Flat()
+        scanOnly = Flat()
         items = 0
+    }
+
+    init(decoding r: inout DerivedReader, terms: Int) throws(DerivedFile.Failure) {
+        start = try r.flat()
+        entries = try r.flat()
+        scanOnly = try r.flat()
+        items = try r.int()
+        try r.check(
+            start.count == terms + 1 && Int(start.last ?? 1) == entries.count && items >= 0 && scanOnly.count * 64 >= items,
+            "term occurrences")
+    }
+
+    func encode(into w: inout DerivedWriter) {
+        w.put(start)
+        w.put(entries)
+        w.put(scanOnly)
+        w.put(items)
     }
 
     init(itemStart: [UInt32], valueName: [UInt32], valueStart: [UInt32], tokens: [UInt32], termFolded: [Bool]) {
@@ -104,9 +121,9 @@ struct TermOccurrences: Sendable {
                 }
             }
         }
-        self.start = start
-        self.entries = entries
-        self.scanOnly = scanOnly
+        self.start = Flat(start)
+        self.entries = Flat(entries)
+        self.scanOnly = Flat(scanOnly)
         self.items = items
     }
 

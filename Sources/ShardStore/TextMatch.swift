@@ -46,7 +46,7 @@ final class ForwardTokenCache {
     func begin(_ forward: ForwardIndex, _ matcher: SearchWordMatcher) {
         if index !== forward || masks.count != forward.termCount {
             index = forward
-            masks = forward.baseMasks
+            masks = Array(forward.baseMasks)
         } else {
             for t in decided { masks[Int(t)] = forward.baseMasks[Int(t)] }
         }

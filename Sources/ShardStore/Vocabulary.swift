@@ -29,6 +29,25 @@ final class Vocabulary {
 
     init() {}
 
+    /// The terms of a derived file (see ``encode(into:)``), copied onto the
+    /// heap: lookups keep tables of their own beside them.
+    init(decoding r: inout DerivedReader) throws(DerivedFile.Failure) {
+        bytes = try r.array()
+        starts = try r.array()
+        docs = try r.array()
+        try r.check(
+            starts.count == docs.count + 1 && starts.first == 0 && Int(starts.last ?? -1) == bytes.count
+                && zip(starts, starts.dropFirst()).allSatisfy { $0 <= $1 },
+            "vocabulary offsets")
+    }
+
+    /// Puts the terms and their counts in a derived file's sections.
+    func encode(into w: inout DerivedWriter) {
+        w.put(bytes)
+        w.put(starts)
+        w.put(docs)
+    }
+
     /// Loads every term of the `words` table.
     init(db: Database) throws {
         try db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.words_vocab USING fts5vocab(main, 'words', 'row')")

@@ -122,4 +122,18 @@ import ZeroMQ
         #expect(throws: (any Error).self) { try UpCommand.parse(["--socket-cpu", "fast"]) }
         #expect(try UpCommand.parse(["--socket-cpu", "1"]).socketCpu == .cpu(1))
     }
+
+    /// `--memory-budget`: bytes, or K, M, G as powers of 1,024; anything
+    /// else is refused by the parser. Settable from the environment too.
+    @Test func memoryBudgetsReadAsBytes() throws {
+        #expect(MemorySize(argument: "1048576")?.bytes == 1 << 20)
+        #expect(MemorySize(argument: "512M")?.bytes == 512 << 20)
+        #expect(MemorySize(argument: "512mb")?.bytes == 512 << 20)
+        #expect(MemorySize(argument: "1.5G")?.bytes == 3 << 29)
+        #expect(MemorySize(argument: "64k")?.bytes == 64 << 10)
+        for bad in ["", "M", "-1", "12X", "1.5", "lots"] { #expect(MemorySize(argument: bad) == nil, "\(bad)") }
+        #expect(MemorySize.defaultQueryBudget.bytes == Int(ProcessInfo.processInfo.physicalMemory / 16))
+        let args = try ServerSettings.arguments(role: .query, commandLine: [], environment: ["LIMELIGHT_MEMORY_BUDGET": "256M"])
+        #expect(args.contains("--memory-budget") && args.contains("256M"))
+    }
 }

@@ -63,7 +63,7 @@ import Testing
         let escaped = Array(#"{"attributes":{"ti\"tle":"x","title":"y"},"uniqueIdentifier":"e"}"#.utf8)
         #expect(escaped.withUnsafeBufferPointer { AttributesLayout($0) } == nil)
         let plain = Array(#"{"attributes":{"a":"b","title":"y"},"uniqueIdentifier":"e"}"#.utf8)
-        #expect(plain.withUnsafeBufferPointer { AttributesLayout($0) } == AttributesLayout(start: 14, end: 35, keys: [15, 23][...]))
+        #expect(plain.withUnsafeBufferPointer { AttributesLayout($0) } == AttributesLayout(start: 14, end: 35, keys: Flat([15, 23])[...]))
 
         let dir = try TempDir()
         let s = try ForwardIndexTests.store(dir, seed: 79)

@@ -171,4 +171,24 @@ import Testing
         #expect(try writer.idSet(.domain(["@a.fresh"])).isEmpty)
         #expect(reader.domainIndexReads == 2 && writer.domainIndexReads == 2)
     }
+
+    /// A scope's bits and ids stay one set through appends, and narrow,
+    /// intersect and join as the sorted lists do.
+    @Test func scopeBitsAreItsIDs() {
+        var rng = SplitMix64(state: 97)
+        func ids(_ n: Int, below: Int64) -> [Int64] { IDs.sortedUnique((0..<n).map { _ in Int64.random(in: 0..<below, using: &rng) }) }
+        var a = ItemScope(ids(300, below: 2_000))
+        let b = ItemScope(ids(500, below: 2_000))
+        var expected = a.ids
+        for step in 0..<5 {
+            let more = IDs.sortedUnique((0..<40).map { _ in Int64(2_000 + 700 * step) + Int64.random(in: 0..<700, using: &rng) })
+            a.append(more)
+            expected += more
+            #expect(a.ids == expected && a.bits.ids == expected)
+        }
+        let candidates = ids(900, below: 6_000)
+        #expect(a.filter(candidates) == IDs.intersect(candidates, expected))
+        #expect(a.intersection(b).ids == IDs.intersect(expected, b.ids) && a.intersection(b).bits.ids == IDs.intersect(expected, b.ids))
+        #expect(a.union(b).ids == IDs.union(expected, b.ids) && a.union(b).bits.ids == IDs.union(expected, b.ids))
+    }
 }

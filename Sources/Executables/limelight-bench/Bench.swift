@@ -252,7 +252,7 @@ struct StoreBench: AsyncParsableCommand {
             let c = threadCPUSeconds()
             let read = try reader.buildSuggestionIndex()
             print(
-                "posting index: \(read.terms) terms, \(read.ids) postings, \(fmt(Double(read.bytes) / 1_048_576, 1)) MiB, read in \(fmt(Date().timeIntervalSince(t) * 1000, 1)) ms (\(fmt((threadCPUSeconds() - c) * 1000, 1)) ms CPU); forward index: \(read.forwardTokens) tokens, \(read.forwardTerms) terms, \(fmt(Double(read.forwardBytes) / 1_048_576, 1)) MiB, \(fmt(read.forwardSeconds * 1000, 1)) ms CPU of it; item rows: \(fmt(Double(read.rowsBytes) / 1_048_576, 1)) MiB"
+                "posting index: \(read.terms) terms, \(read.ids) postings, \(fmt(Double(read.bytes) / 1_048_576, 1)) MiB, read in \(fmt(Date().timeIntervalSince(t) * 1000, 1)) ms (\(fmt((threadCPUSeconds() - c) * 1000, 1)) ms CPU); forward index: \(read.forwardTokens) tokens, \(read.forwardTerms) terms, \(fmt(Double(read.forwardBytes) / 1_048_576, 1)) MiB, \(fmt(read.forwardSeconds * 1000, 1)) ms CPU of it; item rows: \(fmt(Double(read.rowsBytes) / 1_048_576, 1)) MiB; on the heap \(fmt(Double(read.heapBytes) / 1_048_576, 1)) MiB, derived file \(fmt(Double(read.fileBytes) / 1_048_576, 1)) MiB"
             )
         }
         for (kind, qs) in searches {
@@ -515,7 +515,8 @@ struct ClusterBench: AsyncParsableCommand {
             }
             if corpus.wants("suggest") { try await benchSuggest(client, words, count: corpus.queries, shards: n, rate: rate) }
             print(
-                "resident memory after the queries: " + cluster.residentMemory().map { "\($0.name) \($0.megabytes) MB" }.joined(separator: ", ")
+                "resident memory after the queries (anonymous + file-backed): "
+                    + cluster.residentMemory().map { "\($0.name) \($0.megabytes) MB (\($0.anonymous) + \($0.file))" }.joined(separator: ", ")
                     + "; data folder \(cluster.dataBytes() / 1_000_000) MB (\(stored > 0 ? cluster.dataBytes() / stored : 0) bytes an item)")
         }
         let peersAfter = corpus.runPeers()
@@ -588,9 +589,11 @@ struct BenchCluster {
     /// `limelight up`'s ready line: `ready ENDPOINT STATS-URL REST-URL`.
     let readyLine: String
     /// Each process of the cluster (`up`'s children, named by their `--id`,
-    /// or `coordinator`) and its resident memory, from /proc.
-    func residentMemory() -> [(name: String, megabytes: Int)] {
-        var out: [(String, Int)] = []
+    /// or `coordinator`) and its resident memory in MB, from /proc: all of
+    /// it, and its anonymous and file-backed parts (`RssAnon`, `RssFile`:
+    /// mapped derived files and the binary count in the second).
+    func residentMemory() -> [(name: String, megabytes: Int, anonymous: Int, file: Int)] {
+        var out: [(String, Int, Int, Int)] = []
         for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] where Int32(entry) != nil {
             guard let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
                 let ppid = stat.split(separator: ")").last?.split(separator: " ").dropFirst().first.flatMap({ Int32($0) }),
@@ -602,10 +605,11 @@ struct BenchCluster {
             let name =
                 argv.firstIndex(of: "--id").flatMap { argv.indices.contains($0 + 1) ? argv[$0 + 1] : nil }
                 ?? (argv.first.map { ($0 as NSString).lastPathComponent } ?? entry)
-            let kb =
-                status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }?
-                .split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
-            out.append((name, kb / 1024))
+            func kb(_ field: String) -> Int {
+                status.split(separator: "\n").first { $0.hasPrefix(field + ":") }?
+                    .split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
+            }
+            out.append((name, kb("VmRSS") / 1024, kb("RssAnon") / 1024, kb("RssFile") / 1024))
         }
         return out.sorted { $0.0 < $1.0 }
     }

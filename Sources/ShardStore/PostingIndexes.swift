@@ -1,0 +1,261 @@
+import Foundation
+import Logging
+import SQLite
+
+/// The process's ``PostingIndex`` of each shard file, and their builds.
+///
+/// A build runs on a thread of its own, over a connection of its own (one
+/// read transaction), started by a suggestion that found no index of the
+/// current data. Under steady writes every index is soon stale, so a build
+/// starts at most once per four times the last one's duration after it ended
+/// (a fifth of a core at most), and files are held at most ``maxFiles`` at a time.
+///
+/// The indexes held are bounded by ``budget``: their heap bytes
+/// (``PostingIndex/heapBytes``: what is not mapped from a derived file)
+/// stay within it, the least recently used going first; an index that does
+/// not fit alone is not held, and its shard is answered from FTS5 and
+/// SQLite, as before any index is read.
+///
+/// `@unchecked Sendable`: the entries (each a ``PostingIndex``, see there)
+/// are read and written only under `lock`.
+final class PostingIndexes: @unchecked Sendable {
+    static let shared = PostingIndexes()
+
+    /// Shard files whose index is held at most (the least recently used goes).
+    static let maxFiles = 8
+
+    /// The heap bytes the held indexes may take together.
+    var budget: Int {
+        get { lock.withLock { limit } }
+        set { lock.withLock { limit = newValue } }
+    }
+    /// The heap bytes of the indexes held now (at most ``budget``).
+    var accountedBytes: Int { lock.withLock { entries.values.reduce(0) { $0 + ($1.index?.heapBytes ?? 0) } } }
+    /// Indexes refused or dropped to stay within the budget (for tests and stats).
+    private(set) var overBudget = 0
+
+    private struct Entry {
+        var index: PostingIndex?
+        var building = false
+        var notBefore = ContinuousClock.now
+        var used = ContinuousClock.now
+    }
+    private let lock = NSLock()
+    private var entries: [String: Entry] = [:]
+    private var limit: Int
+
+    init(budget: Int = .max) { limit = budget }
+
+    /// The index of `path` if it was read from the word index `key` identifies.
+    func index(path: String, key: [UInt8]) -> PostingIndex? {
+        lock.withLock {
+            guard let index = entries[path]?.index, index.key == key else { return nil }
+            entries[path]?.used = .now
+            return index
+        }
+    }
+
+    /// Whether any index of `path` is held or being built.
+    func hasAny(path: String) -> Bool {
+        lock.withLock { entries[path].map { $0.index != nil || $0.building } ?? false }
+    }
+
+    /// Marks a build of `path` started, if none is running and the last one
+    /// ended long enough ago; false otherwise.
+    func claim(path: String) -> Bool {
+        lock.withLock {
+            let e = entries[path] ?? Entry()
+            guard !e.building, e.notBefore <= .now else { return false }
+            entries[path, default: Entry()].building = true
+            return true
+        }
+    }
+
+    /// Records a build's end (`index` nil: it failed or the shard is too large).
+    func finish(path: String, index: PostingIndex?, took: Duration) {
+        lock.withLock {
+            var e = entries[path] ?? Entry()
+            e.building = false
+            e.notBefore = .now + took * 4
+            entries[path] = e
+            if let index { hold(index, path: path) }
+        }
+    }
+
+    /// Publishes an index built by the caller (its own build, not claimed).
+    func publish(path: String, index: PostingIndex) {
+        lock.withLock { hold(index, path: path) }
+    }
+
+    /// Holds `index` as `path`'s, within ``maxFiles`` and the budget; under `lock`.
+    private func hold(_ index: PostingIndex, path: String) {
+        entries[path, default: Entry()].index = nil
+        // Never the one just read (with many reads in flight, it could be
+        // the only one finished).
+        func evictOldest() -> Bool {
+            guard let oldest = entries.filter({ $0.value.index != nil && $0.key != path }).min(by: { $0.value.used < $1.value.used })?.key
+            else { return false }
+            if entries[oldest]!.building { entries[oldest]!.index = nil } else { entries[oldest] = nil }
+            return true
+        }
+        let bytes = index.heapBytes
+        guard bytes <= limit else {
+            overBudget += 1
+            return
+        }
+        while entries.values.reduce(0, { $0 + ($1.index?.heapBytes ?? 0) }) + bytes > limit {
+            overBudget += 1
+            guard evictOldest() else { return }
+        }
+        entries[path]!.index = index
+        entries[path]!.used = .now
+        while entries.values.filter({ $0.index != nil }).count > Self.maxFiles, evictOldest() {}
+    }
+
+    /// Forgets `path`'s index (a test's or a tool's).
+    func forget(path: String) {
+        lock.withLock { entries[path] = nil }
+    }
+}
+
+extension PostingIndex {
+    /// The index of the data `db`'s transaction reads, for the shard file
+    /// `shard`: mapped from its derived file (``DerivedFile``) when that was
+    /// read from the same data and is whole; otherwise read from FTS5 and
+    /// SQLite, written as the derived file and mapped. A file that cannot be
+    /// written leaves the index on the heap. One process builds at a time
+    /// (a lock file beside it): the others then map what it wrote.
+    static func load(db: Database, shard: String, logger: Logger) throws -> PostingIndex? {
+        guard ShardStore.usesDerivedFiles, shard != ":memory:", !shard.isEmpty else { return try PostingIndex(db: db) }
+        let path = DerivedFile.path(forShard: shard)
+        let key = try Self.key(db)
+        func mapped() -> PostingIndex? {
+            do {
+                return try PostingIndex(file: DerivedFile(path: path, key: key))
+            } catch {
+                if error.code != .missing { logger.info("derived file not used", metadata: ["derived.path": "\(path)", "derived.why": "\(error)"]) }
+                return nil
+            }
+        }
+        if let index = mapped() { return index }
+        let lock = open(path + ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        defer { if lock >= 0 { close(lock) } }
+        if lock >= 0 {
+            while flock(lock, LOCK_EX) != 0, errno == EINTR {}
+            if let index = mapped() { return index }
+        }
+        guard let built = try PostingIndex(db: db) else { return nil }
+        do {
+            return try built.written(to: path)
+        } catch {
+            logger.warning("cannot write the derived file; the index stays in memory", metadata: ["derived.path": "\(path)", "error": "\(error)"])
+            return built
+        }
+    }
+}
+
+extension ShardStore {
+    /// Reads this shard's every posting list now, on this connection, for
+    /// every connection of the process (see ``PostingIndex``); suggestions
+    /// and searches otherwise start that in the background.
+    /// Returns the lists and ids read, and the bytes the index holds; and
+    /// the ``ForwardIndex``'s figures: its tokens, distinct terms, bytes and
+    /// the CPU seconds its read took (zeros when there is none); the
+    /// bytes of its ``ItemRows``; and of all of it, the bytes on the heap and
+    /// the length of the derived file mapped (see ``PostingIndex/load(db:shard:logger:)``).
+    @discardableResult
+    package func buildSuggestionIndex() throws -> (
+        terms: Int, ids: Int, bytes: Int,
+        forwardTokens: Int, forwardTerms: Int, forwardBytes: Int, forwardSeconds: Double,
+        rowsBytes: Int, heapBytes: Int, fileBytes: Int
+    ) {
+        do {
+            guard let index = try db.transaction(.deferred, { try PostingIndex.load(db: db, shard: path, logger: logger) }) else {
+                return (0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+            }
+            PostingIndexes.shared.publish(path: path, index: index)
+            let f = index.forward
+            return (
+                index.terms.count, index.entries, index.memoryBytes,
+                f?.tokenCount ?? 0, f?.termCount ?? 0, f?.memoryBytes ?? 0, f?.readSeconds ?? 0,
+                index.rows?.memoryBytes ?? 0, index.heapBytes, index.fileBytes
+            )
+        } catch {
+            throw StoreError.wrap(error, "cannot read the suggestion index")
+        }
+    }
+
+    /// Forgets the process's ``PostingIndex`` of this shard (a benchmark's
+    /// way to time what runs before one is read).
+    package func forgetSuggestionIndex() {
+        PostingIndexes.shared.forget(path: path)
+    }
+
+    /// Whether a ``PostingIndex`` is kept in a derived file beside the shard
+    /// and mapped (tests turn it off to compare with the heap's).
+    nonisolated(unsafe) package static var usesDerivedFiles = true
+
+    /// The heap bytes the process's posting indexes may hold together (see
+    /// ``PostingIndexes``); a query worker's `--memory-budget`.
+    package static var memoryBudget: Int {
+        get { PostingIndexes.shared.budget }
+        set { PostingIndexes.shared.budget = newValue }
+    }
+
+    /// The heap bytes the process's posting indexes hold now.
+    package static var memoryAccounted: Int { PostingIndexes.shared.accountedBytes }
+
+    /// Whether suggestions start a ``PostingIndex`` build when the shard has
+    /// none of its current data (tests turn it off to take the other path).
+    nonisolated(unsafe) package static var buildsSuggestionIndex = true
+
+    /// The shared index of exactly the data this transaction reads, if there
+    /// is one; otherwise a build is started. `outside`: whether the request
+    /// began outside any transaction of the caller's (within one, writes not
+    /// yet committed are in the word index but not in its key).
+    /// `startsBuild` says whether a build is worth starting when there is none.
+    func currentPostingIndex(outside: Bool, startsBuild: () throws -> Bool = { true }) throws -> PostingIndex? {
+        guard outside, path != ":memory:", !path.isEmpty else { return nil }
+        let cache = searchCache.postings
+        let version = (data: dataVersion, changes: db.totalChanges)
+        if cache.keyVersion != version {
+            cache.key = try PostingIndex.key(db)
+            cache.keyVersion = version
+        }
+        if let index = PostingIndexes.shared.index(path: path, key: cache.key) {
+            cache.sharedUses += 1
+            return index
+        }
+        if try startsBuild() { startPostingIndexBuild() }
+        return nil
+    }
+
+    /// Starts a build of the shard's ``PostingIndex`` on a thread and
+    /// connection of its own, unless one is running or ran too recently.
+    func startPostingIndexBuild() {
+        guard Self.buildsSuggestionIndex, PostingIndexes.shared.claim(path: path) else { return }
+        let path = self.path
+        let logger = self.logger
+        Thread.detachNewThread {
+            let start = ContinuousClock.now
+            var index: PostingIndex?
+            do {
+                var configuration = Database.Configuration()
+                configuration.cacheSizeKiB = 16 * 1024
+                let db = try Database(path: path, mode: .readOnly, configuration: configuration)
+                index = try db.transaction(.deferred) { try PostingIndex.load(db: db, shard: path, logger: logger) }
+            } catch {
+                logger.warning("cannot read the suggestion index", metadata: ["error": "\(error)"])
+            }
+            let took = start.duration(to: .now)
+            logger.debug(
+                "suggestion index read",
+                metadata: [
+                    "index.terms": "\(index?.terms.count ?? 0)", "index.ids": "\(index?.entries ?? 0)",
+                    "index.forward.tokens": "\(index?.forward?.tokenCount ?? 0)",
+                    "index.ms": "\(took.components.seconds * 1000 + took.components.attoseconds / 1_000_000_000_000_000)",
+                ])
+            PostingIndexes.shared.finish(path: path, index: index, took: took)
+        }
+    }
+}
