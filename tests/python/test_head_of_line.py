@@ -94,24 +94,24 @@ def test_a_stalled_client_does_not_delay_another(cluster):
     for n in range(200):
         stalled.send(json.dumps({"v": 1, "type": "query", "id": f"s{n}", "query": 'title == "*"', "batchSize": 1,
                                  "fetchAttributes": ["title", "contentDescription"]}).encode())
-    time.sleep(3)
-    # Another client's query is answered in full while the stalled one reads nothing.
+    def counters():
+        with Client(c.endpoint, timeout=10) as probe:
+            return probe.stats().get("counters", {})
+    # The stalled client's outbox overflows: its new messages are dropped,
+    # not buffered without bound, and its queries are stopped, freeing the
+    # query workers for others. (Waited for: until then its 800 shard queries
+    # fill the query workers' queues, and how long the 60,000 messages take
+    # to pile up depends on the machine's load.)
+    assert wait_until(lambda: counters().get("outbox.dropped", 0) > 0 and counters().get("queries.abandoned", 0) > 0,
+                      timeout=60), counters()
+    print(f"messages dropped for the stalled client: {counters().get('outbox.dropped')}")
+    # Another client's query is answered in full while the stalled one still reads nothing.
     started = time.monotonic()
     with Client(c.endpoint, timeout=30) as other:
         events = list(other.query('title == "*"', fetch=[]))
         pong = other.ping()
     took = time.monotonic() - started
     print(f"another client's query of {count} items took {took:.2f} s beside a stalled client")
-    assert events[-1][0] == "completion" and events[-1][1]["count"] == count
+    assert events[-1][0] == "completion" and events[-1][1]["count"] == count, events[-1]
     assert len(pong["servedShards"]) == 4
-    def counters():
-        with Client(c.endpoint, timeout=10) as probe:
-            return probe.stats().get("counters", {})
-    # The stalled client's outbox overflowed: its new messages were dropped,
-    # not buffered without bound, and its queries were stopped, freeing the
-    # query workers for others. (Waited for: on a loaded machine the 60,000
-    # messages take a while to pile up.)
-    assert wait_until(lambda: counters().get("outbox.dropped", 0) > 0 and counters().get("queries.abandoned", 0) > 0,
-                      timeout=60), counters()
-    print(f"messages dropped for the stalled client: {counters().get('outbox.dropped')}")
     stalled.close()
