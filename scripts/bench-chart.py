@@ -65,6 +65,9 @@ def table(runs):
     rows = [head, "|" + " --- |" * (head.count("|") - 1)]
     for r in runs:
         parts = r.get("publish_parts_items_per_s") or [1]
+        # A last part shorter than the others (the corpus's remainder) times too few items to compare.
+        if len(parts) > 1 and r.get("part_items") and r["items"] % r["part_items"]:
+            parts = parts[:-1]
         cells = [f'{r["items"]:,}', r["date"][:10], f'{r["publish_items_per_s"]:,.0f} ({parts[-1] / parts[0]:.2f}x)']
         cells += [f'{r["kinds"][k]["p50"]:.2f}' if k in r["kinds"] else "" for k in KINDS]
         t = peer(r, "tantivy", "query_p50_ms")
