@@ -10,6 +10,7 @@ import pathlib
 import queue
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -339,3 +340,38 @@ class FakeWorker(threading.Thread):
         forgets the worker when a send to it fails or its heartbeats lapse."""
         self._stop_requested.set()
         self.join(5)
+
+
+class ProcessSet:
+    """Processes a test starts by name (their logs in ``tmp``), killed or
+    stopped by name, and all stopped at the end (SIGTERM, then SIGKILL after
+    10 s)."""
+
+    def __init__(self, tmp):
+        self.tmp = tmp
+        self.running = {}
+
+    def kill(self, name):
+        p = self.running.pop(name)
+        p.kill()
+        p.wait()
+
+    def stop(self):
+        for name in list(self.running):
+            p = self.running.pop(name)
+            p.terminate()
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+def stored_ids(data, shards):
+    """The unique identifiers in a replica's shard files (``shard-N.sqlite``
+    in ``data``), read with SQLite itself."""
+    ids = []
+    for shard in range(shards):
+        with sqlite3.connect(f"file:{data}/shard-{shard}.sqlite?mode=ro", uri=True) as db:
+            ids += [row[0] for row in db.execute("SELECT uid FROM items")]
+    return ids

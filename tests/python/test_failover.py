@@ -23,7 +23,7 @@ import pytest
 import zmq
 
 from etcd_cluster import EtcdCluster
-from harness import Client, FakeWorker, bin_dir, free_port, require_binaries, wait_until
+from harness import Client, FakeWorker, ProcessSet, bin_dir, free_port, require_binaries, stored_ids, wait_until
 from limelight_client import LimelightError, LimelightTimeout
 from test_fake_coordinator import FakeCoordinator
 
@@ -37,10 +37,9 @@ def etcd(tmp_path):
     cluster.stop()
 
 
-class Processes:
+class Processes(ProcessSet):
     def __init__(self, tmp):
-        self.tmp = tmp
-        self.running = {}
+        super().__init__(tmp)
         self.endpoints = {}
 
     def coordinator(self, name, control_plane, *extra):
@@ -64,21 +63,6 @@ class Processes:
                                                "--data", str(data), "--shards", ",".join(map(str, range(SHARDS))),
                                                "--id", name], stdout=log, stderr=log)
         log.close()
-
-    def kill(self, name):
-        p = self.running.pop(name)
-        p.kill()
-        p.wait()
-
-    def stop(self):
-        for name in list(self.running):
-            p = self.running.pop(name)
-            p.terminate()
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
 
 
 @pytest.fixture
@@ -218,14 +202,6 @@ class Producer(threading.Thread):
             self.error = e
 
 
-def stored_ids(data):
-    ids = []
-    for shard in range(SHARDS):
-        with sqlite3.connect(f"file:{data}/shard-{shard}.sqlite?mode=ro", uri=True) as db:
-            ids += [row[0] for row in db.execute("SELECT uid FROM items")]
-    return ids
-
-
 def shard_epochs(data):
     epochs = []
     for shard in range(SHARDS):
@@ -278,11 +254,11 @@ def test_kill_9_of_the_active_coordinator_during_a_publish_loses_nothing(etcd, p
 
     # Every acknowledged item is in the shard files exactly once.
     def settled():
-        counts = collections.Counter(stored_ids(data))
+        counts = collections.Counter(stored_ids(data, SHARDS))
         return all(counts[u] == 1 for u in producer.acknowledged)
     assert len(producer.acknowledged) == 60 * 25
     assert wait_until(settled, timeout=10)
-    counts = collections.Counter(stored_ids(data))
+    counts = collections.Counter(stored_ids(data, SHARDS))
     assert sorted(counts) == sorted(set(producer.acknowledged))
     assert set(counts.values()) == {1}
     # Both shards took changes of the new epoch, recorded in their files.
@@ -316,7 +292,7 @@ def test_the_etcd_leader_killed_during_a_publish_loses_nothing(etcd, procs, tmp_
     active = active_id(control_plane)
     assert active in ("a", "b")
     print(f"etcd leader killed: coordinator {active} active after; batches resent: {producer.resent}")
-    counts = collections.Counter(stored_ids(data))
+    counts = collections.Counter(stored_ids(data, SHARDS))
     assert sorted(counts) == sorted(set(producer.acknowledged)) and len(producer.acknowledged) == 60 * 25
     assert set(counts.values()) == {1}
 
@@ -341,11 +317,11 @@ def test_limelight_publish_given_both_coordinators_moves_to_the_new_one(etcd, pr
                                   "--batch-size", "25", "--window", "1", "--ack-timeout", "2", "--retry-for", "60", "--quiet"],
                                  stdout=log, stderr=log)
     log.close()
-    assert wait_until(lambda: len(stored_ids(data)) >= 500 if data.exists() and (data / "shard-1.sqlite").exists() else False,
+    assert wait_until(lambda: len(stored_ids(data, SHARDS)) >= 500 if data.exists() and (data / "shard-1.sqlite").exists() else False,
                       timeout=60)
     procs.kill("a")
     assert publisher.wait(120) == 0, (tmp_path / "publish.log").read_text()
-    counts = collections.Counter(stored_ids(data))
+    counts = collections.Counter(stored_ids(data, SHARDS))
     assert sorted(counts) == sorted(i["uniqueIdentifier"] for i in every)
     assert set(counts.values()) == {1}
 
@@ -483,7 +459,7 @@ def test_a_coordinator_fenced_off_by_an_indexer_stops_at_once(tmp_path, procs):
     procs.running.pop("a")
     log = (tmp_path / "coordinator-a.log").read_text()
     assert "fenced off" in log and "deposed" in log
-    assert collections.Counter(stored_ids(data)) == collections.Counter()
+    assert collections.Counter(stored_ids(data, SHARDS)) == collections.Counter()
 
 
 def test_an_indexer_refuses_a_deposed_coordinators_change(tmp_path):

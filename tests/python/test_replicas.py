@@ -9,24 +9,22 @@ SQLite files read directly to see what each replica holds.
 """
 
 import json
-import sqlite3
 import subprocess
 import time
 
 import pytest
 import zmq
 
-from harness import Client, bin_dir, require_binaries, wait_until
+from harness import Client, ProcessSet, bin_dir, require_binaries, stored_ids, wait_until
 
 SHARDS = 2
 
 
-class Processes:
+class Processes(ProcessSet):
     """A coordinator and workers started by name; all stopped at the end."""
 
     def __init__(self, tmp):
-        self.tmp = tmp
-        self.running = {}
+        super().__init__(tmp)
         self.endpoint = self.workers = None
 
     def coordinator(self, *extra, same_endpoints=False):
@@ -52,21 +50,6 @@ class Processes:
                                                "--id", name, *extra], stdout=log, stderr=log)
         log.close()
 
-    def kill(self, name):
-        p = self.running.pop(name)
-        p.kill()
-        p.wait()
-
-    def stop(self):
-        for name in list(self.running):
-            p = self.running.pop(name)
-            p.terminate()
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-
 
 @pytest.fixture
 def procs(tmp_path):
@@ -74,15 +57,6 @@ def procs(tmp_path):
     p = Processes(tmp_path)
     yield p
     p.stop()
-
-
-def stored_ids(data):
-    """The unique identifiers in a replica's shard files, read with SQLite itself."""
-    ids = []
-    for shard in range(SHARDS):
-        with sqlite3.connect(f"file:{data}/shard-{shard}.sqlite?mode=ro", uri=True) as db:
-            ids += [row[0] for row in db.execute("SELECT uid FROM items")]
-    return ids
 
 
 def items(prefix, n):
@@ -138,7 +112,7 @@ def test_a_replica_that_was_away_is_caught_up_and_not_queried_meanwhile(procs, t
         expected = {i["uniqueIdentifier"] for i in first + second} - {"first:0", "first:1"}
         stale = [r for s in replication(c) for r in s["replicas"] if r["replica"].endswith("/b")]
         assert stale and all(not r["fresh"] for r in stale), stale
-        assert set(stored_ids(b)) == {i["uniqueIdentifier"] for i in first}  # b's files really are behind
+        assert set(stored_ids(b, SHARDS)) == {i["uniqueIdentifier"] for i in first}  # b's files really are behind
 
         # Its query worker is alive, reading the stale files: queries must not
         # go there (round robin over two workers would, every other time).
@@ -150,8 +124,8 @@ def test_a_replica_that_was_away_is_caught_up_and_not_queried_meanwhile(procs, t
         # b comes back: it is sent what it missed, and serves again once it has it.
         procs.worker("ix-b", "indexer", b)
         assert wait_until(lambda: all_fresh(c, 2), timeout=30), replication(c)
-        assert sorted(stored_ids(b)) == sorted(stored_ids(a))
-        assert set(stored_ids(b)) == expected
+        assert sorted(stored_ids(b, SHARDS)) == sorted(stored_ids(a, SHARDS))
+        assert set(stored_ids(b, SHARDS)) == expected
         for shard in replication(c):
             assert {r["sequence"] for r in shard["replicas"]} == {shard["committed"]}
         assert c.stats()["counters"]["catchup.started"] >= 1
@@ -161,7 +135,7 @@ def test_a_replica_that_was_away_is_caught_up_and_not_queried_meanwhile(procs, t
         procs.worker("ix-c", "indexer", fresh)
         procs.worker("q-c", "query", fresh)
         assert wait_until(lambda: all_fresh(c, 3), timeout=30), replication(c)
-        assert set(stored_ids(fresh)) == expected
+        assert set(stored_ids(fresh, SHARDS)) == expected
         for _ in range(6):
             ids, completion = found(c)
             assert completion["failedShards"] == [] and set(ids) == expected
@@ -184,7 +158,7 @@ def test_a_replica_further_behind_than_the_log_is_copied_from_a_fresh_one(procs,
         for n in range(4):
             assert c.publish(items(f"far{n}", 100))["stored"] == 100
         assert c.delete(ids=["far0:0"]) == 1
-        behind = sorted(stored_ids(b))
+        behind = sorted(stored_ids(b, SHARDS))
         assert len(behind) == 9
         started = time.monotonic()
         procs.worker("ix-b", "indexer", b)
@@ -192,12 +166,12 @@ def test_a_replica_further_behind_than_the_log_is_copied_from_a_fresh_one(procs,
         print(f"replica b copied and fresh {time.monotonic() - started:.1f} s after its indexer started")
         counters = c.stats()["counters"]
         assert counters["catchup.detached"] >= SHARDS and counters["copy.finished"] == SHARDS, counters
-        assert sorted(stored_ids(b)) == sorted(stored_ids(a)) and len(stored_ids(b)) == 408
+        assert sorted(stored_ids(b, SHARDS)) == sorted(stored_ids(a, SHARDS)) and len(stored_ids(b, SHARDS)) == 408
         # It takes writes again, and both replicas answer queries alike.
         assert c.publish(items("after", 50))["stored"] == 50
         assert c.delete(ids=["near:1"]) == 1
         assert wait_until(lambda: all_fresh(c, 2), timeout=30), json.dumps(replication(c))
-        assert sorted(stored_ids(b)) == sorted(stored_ids(a)) and len(stored_ids(b)) == 457
+        assert sorted(stored_ids(b, SHARDS)) == sorted(stored_ids(a, SHARDS)) and len(stored_ids(b, SHARDS)) == 457
         for shard in replication(c):
             assert {r["sequence"] for r in shard["replicas"]} == {shard["committed"]}
         for _ in range(6):
@@ -300,7 +274,7 @@ def test_a_restarted_coordinator_continues_the_numbers_and_copies_over_a_diverge
         assert wait_until(lambda: all_fresh(c, 2), timeout=30), replication(c)
         assert c.publish(items("two", 100))["stored"] == 100
         assert wait_until(lambda: all_fresh(c, 2), timeout=30), replication(c)
-        assert sorted(stored_ids(a)) == sorted(stored_ids(b)) and len(stored_ids(a)) == 200
+        assert sorted(stored_ids(a, SHARDS)) == sorted(stored_ids(b, SHARDS)) and len(stored_ids(a, SHARDS)) == 200
         for shard in replication(c):
             assert shard["issued"] >= 2 and {r["sequence"] for r in shard["replicas"]} == {shard["issued"]}
 
@@ -330,8 +304,8 @@ def test_a_restarted_coordinator_continues_the_numbers_and_copies_over_a_diverge
         counters = c.stats()["counters"]
         assert counters["catchup.detached"] >= SHARDS and counters["copy.finished"] >= SHARDS, counters
         want = {i["uniqueIdentifier"] for i in items("one", 100) + items("two", 100) + items("four", 100)}
-        assert set(stored_ids(b)) == want
-        assert sorted(stored_ids(a)) == sorted(stored_ids(b))
+        assert set(stored_ids(b, SHARDS)) == want
+        assert sorted(stored_ids(a, SHARDS)) == sorted(stored_ids(b, SHARDS))
         for _ in range(6):
             ids, completion = found(c)
             assert completion["failedShards"] == [] and sorted(ids) == sorted(want), json.dumps(replication(c))
@@ -387,7 +361,7 @@ def test_a_restarted_coordinator_waits_for_a_replica_before_numbering(procs, tmp
         assert c.publish(items("four", 100))["stored"] == 100
         assert wait_until(lambda: all_fresh(c, 2), timeout=30), json.dumps(replication(c))
         want = {i["uniqueIdentifier"] for i in items("one", 100) + items("three", 100) + items("four", 100)}
-        assert set(stored_ids(a)) == want and sorted(stored_ids(b)) == sorted(stored_ids(a))
+        assert set(stored_ids(a, SHARDS)) == want and sorted(stored_ids(b, SHARDS)) == sorted(stored_ids(a, SHARDS))
         for _ in range(6):
             ids, completion = found(c)
             assert completion["failedShards"] == [] and sorted(ids) == sorted(want)
