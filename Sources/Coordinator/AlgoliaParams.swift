@@ -1,5 +1,6 @@
 import Foundation
 import Items
+import QueryPlan
 
 /// Algolia's search parameters as clients send them, made into the JSON
 /// object the core's ``SearchRequest`` reads.
@@ -21,7 +22,7 @@ enum AlgoliaParams {
         "percentileComputation", "attributeCriteriaComputedByMinProximity", "synonyms", "replaceSynonymsInHighlight",
         "minProximity", "explain", "exactOnSingleWordQuery", "alternativesAsExact", "removeWordsIfNoResults",
         "optionalWords", "disableTypoToleranceOnAttributes", "disableExactOnAttributes", "allowTyposOnNumericTokens",
-        "restrictHighlightAndSnippetArrays", "distinct", "getRankingInfo_", "personalizationImpact", "reRankingApplyFilter",
+        "restrictHighlightAndSnippetArrays", "getRankingInfo_", "personalizationImpact", "reRankingApplyFilter",
         "maxFacetHits", "sortFacetValuesBy", "renderingContent", "restrictIndices", "validUntil", "aroundPrecision",
         "minimumAroundRadius", "aroundLatLngViaIP", "relevancyStrictness", "typoToleranceOnAttributes", "mode",
         "semanticSearch", "attributesToRetrieve_", "insidePolygon", "numericAttributesForFiltering", "x-algolia-agent",
@@ -89,10 +90,14 @@ enum AlgoliaParams {
 /// An index's settings, as applied to its searches.
 ///
 /// Stored as given (GET answers them back) and read here at each search:
-/// a setting is the default of the search parameter of the same name, and
-/// `searchableAttributes` of `restrictSearchableAttributes`; `ranking`'s
-/// `asc(…)`/`desc(…)` criteria (a standard replica's sort) go before
-/// `customRanking`; `unretrievableAttributes` are never returned.
+/// a setting is the default of the search parameter of the same name
+/// (`ranking`, `customRanking`, `distinct`, `attributeForDistinct` among
+/// them: every shard ranks by the plan's ``QueryPlan/RankCriterion`` list,
+/// Algolia's default formula when the index sets none), and
+/// `searchableAttributes` of `restrictSearchableAttributes` (its entries as
+/// written, equal-rank groups and `unordered()` included; a search's own
+/// `restrictSearchableAttributes` keeps those of its names, in the
+/// setting's order); `unretrievableAttributes` are never returned.
 struct AlgoliaSettings: Sendable {
     var json: [String: JSONValue]
 
@@ -100,7 +105,7 @@ struct AlgoliaSettings: Sendable {
     static let defaults = [
         "hitsPerPage", "attributesToRetrieve", "attributesToHighlight", "attributesToSnippet", "highlightPreTag",
         "highlightPostTag", "snippetEllipsisText", "typoTolerance", "minWordSizefor1Typo", "minWordSizefor2Typos",
-        "paginationLimitedTo", "maxValuesPerFacet", "queryType",
+        "paginationLimitedTo", "maxValuesPerFacet", "queryType", "customRanking", "distinct", "attributeForDistinct",
     ]
 
     /// The search's parameters with the settings' defaults filled in.
@@ -109,30 +114,57 @@ struct AlgoliaSettings: Sendable {
         for name in Self.defaults where p[name] == nil {
             if let v = json[name], v != .null { p[name] = v }
         }
-        if p["restrictSearchableAttributes"] == nil, let names = searchableAttributes, !names.isEmpty {
-            p["restrictSearchableAttributes"] = .array(names.map { .string($0) })
+        if let entries = json["searchableAttributes"]?.arrayValue?.compactMap(\.stringValue), !entries.isEmpty {
+            if let asked = AlgoliaParams.names(p["restrictSearchableAttributes"]) {
+                // The setting's entries narrowed to the names asked, each keeping its rank.
+                let kept = entries.map { entry in
+                    entry.split(separator: ",").filter { part in
+                        SearchableAttribute.parse([String(part)]).contains { asked.contains($0.name) }
+                    }.joined(separator: ",")
+                }
+                p["restrictSearchableAttributes"] = .array(kept.filter { !$0.isEmpty }.map { .string($0) })
+            } else if p["restrictSearchableAttributes"] == nil {
+                p["restrictSearchableAttributes"] = .array(entries.map { .string($0) })
+            }
         }
-        if p["customRanking"] == nil {
-            let sorts = (json["ranking"]?.arrayValue ?? []).compactMap(\.stringValue).filter { $0.hasPrefix("asc(") || $0.hasPrefix("desc(") }
-            let custom = (json["customRanking"]?.arrayValue ?? []).compactMap(\.stringValue)
-            if !(sorts + custom).isEmpty { p["customRanking"] = .array((sorts + custom).map { .string($0) }) }
+        if p["ranking"] == nil {
+            p["ranking"] = json["ranking"].flatMap { $0 == .null ? nil : $0 } ?? .array(Self.defaultRanking.map { .string($0) })
         }
         return p
     }
+
+    /// Refuses ranking settings no search could apply (so that a mistake is
+    /// answered by `set_settings`, not by every search after it): names the
+    /// unknown criteria, or the value that is not of the setting's type.
+    static func check(_ given: [String: JSONValue]) throws(RESTError) {
+        if let r = given["ranking"], r != .null {
+            guard let list = r.arrayValue, list.allSatisfy({ $0.stringValue != nil }) else {
+                throw RESTError(.badRequest, "ranking: expected a list of ranking criteria")
+            }
+            let unknown = list.compactMap(\.stringValue).filter { RankCriterion(name: $0) == nil }
+            guard unknown.isEmpty else {
+                throw RESTError(
+                    .badRequest,
+                    "ranking: unknown ranking criteria \(unknown.map { "'\($0)'" }.joined(separator: ", ")) (expected typo, geo, "
+                        + "words, filters, proximity, attribute, exact, custom, asc(attribute) or desc(attribute))")
+            }
+        }
+        if let d = given["distinct"], d != .null, d.boolValue == nil, !(d.intValue.map { (0...4).contains($0) } ?? false) {
+            throw RESTError(.badRequest, "distinct: expected true, false or a number of hits per group from 0 to 4")
+        }
+        if let a = given["attributeForDistinct"], a != .null, a.stringValue == nil {
+            throw RESTError(.badRequest, "attributeForDistinct: expected an attribute name")
+        }
+    }
+
+    /// Algolia's default `ranking`, an index's unless its settings say otherwise.
+    static let defaultRanking = RankCriterion.algolia.map(\.name)
 
     /// `searchableAttributes` as attribute names: equal-rank groups
     /// (`"title,alternative"`) split, `unordered(…)` unwrapped.
     var searchableAttributes: [String]? {
         guard let list = json["searchableAttributes"]?.arrayValue else { return nil }
-        var out: [String] = []
-        for entry in list.compactMap(\.stringValue) {
-            for part in entry.split(separator: ",") {
-                var name = part.trimmingCharacters(in: .whitespaces)
-                if name.hasPrefix("unordered("), name.hasSuffix(")") { name = String(name.dropFirst(10).dropLast()) }
-                if !name.isEmpty { out.append(name) }
-            }
-        }
-        return out
+        return SearchableAttribute.parse(list.compactMap(\.stringValue)).map(\.name)
     }
 
     var unretrievable: Set<String> { Set((json["unretrievableAttributes"]?.arrayValue ?? []).compactMap(\.stringValue)) }

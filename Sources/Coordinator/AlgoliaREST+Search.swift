@@ -37,6 +37,8 @@ extension AlgoliaREST {
         // A replica shows its primary's records with its own settings.
         let recordsOf = settings.primary ?? index
         var applied = settings.apply(to: params)
+        // Browsing exports every record: distinct would hide some.
+        if browse { applied["distinct"] = nil }
         // Retrieved here, on the records: a nested object is stored as its
         // dotted attributes, which the core would not match by the object's name.
         let retrieve = AlgoliaParams.names(applied["attributesToRetrieve"])

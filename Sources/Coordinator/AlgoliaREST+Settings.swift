@@ -38,7 +38,7 @@ extension AlgoliaREST {
         if s["hitsPerPage"] == nil { s["hitsPerPage"] = .number(20) }
         if s["paginationLimitedTo"] == nil { s["paginationLimitedTo"] = .number(1000) }
         if s["ranking"] == nil {
-            s["ranking"] = .array(["typo", "geo", "words", "filters", "proximity", "attribute", "exact", "custom"].map { .string($0) })
+            s["ranking"] = .array(AlgoliaSettings.defaultRanking.map { .string($0) })
         }
         return .object(s)
     }
@@ -49,6 +49,7 @@ extension AlgoliaREST {
     /// the same settings (but `replicas`) to them.
     func setSettings(_ c: Call, _ index: String) async throws(RESTError) -> JSONValue {
         let given = try Self.object(c.body, "the body must be the settings, a JSON object")
+        try AlgoliaSettings.check(given)
         var m = try await loadMeta(c, index) ?? AlgoliaIndexMeta(name: index)
         let before = Set(m.settings.replicas)
         for (k, v) in given {

@@ -63,6 +63,12 @@ public struct SearchPlan: Sendable, Hashable {
     /// Vector ranking fused with the lexical one (see ``HybridRanking``);
     /// nil for words alone.
     public var semantic: SemanticPlan?
+    /// The ranking formula, criteria in order (Algolia's `ranking`); nil for
+    /// Limelight's own order (``RankCriterion/limelight``, distance then
+    /// custom ranking without words).
+    public var ranking: [RankCriterion]?
+    /// Only the best hits per value of an attribute; nil for every hit.
+    public var distinct: DistinctPlan?
 
     public init(
         words: [String] = [], prefixLast: Bool = true, typos: TypoPolicy = TypoPolicy(),
@@ -149,6 +155,10 @@ public struct SearchRank: Sendable, Hashable {
     /// Whether the item matched the query's words and is among its shard's
     /// best `window` by them; false for a hit sent only for its semantic score.
     public var lexical: Bool = true
+    /// The hit's value of the plan's ``SearchPlan/distinct`` attribute (its
+    /// first, for a list), by which the merge keeps the best per value; nil
+    /// without distinct or when the item has none (each such hit is its own group).
+    public var distinctValue: JSONValue?
 
     public static let noExactAttribute = 1_000
 
@@ -175,6 +185,7 @@ public struct SearchRank: Sendable, Hashable {
         if let geoDistance { o["geoDistance"] = .number(geoDistance) }
         if let semanticScore { o["semanticScore"] = .number(semanticScore) }
         if !lexical { o["lexical"] = .bool(false) }
+        if let distinctValue { o["distinct"] = distinctValue }
         return .object(o)
     }
 
@@ -183,6 +194,7 @@ public struct SearchRank: Sendable, Hashable {
         defer {
             semanticScore = o["semanticScore"]?.doubleValue
             lexical = o["lexical"]?.boolValue ?? true
+            distinctValue = o["distinct"]
         }
         func int(_ k: String) -> Int { o[k]?.intValue ?? 0 }
         self.init(
@@ -194,11 +206,12 @@ public struct SearchRank: Sendable, Hashable {
 }
 
 public enum SearchRanking {
-    /// True when `a` ranks before `b`. With query words: typos, proximity,
-    /// attribute, exactness (whole value, then exact words), custom ranking,
-    /// distance; without: distance first when there is a point, then custom
-    /// ranking. Ties go to the smaller unique identifier, so the order is total
-    /// and the same on every shard and in the merge.
+    /// True when `a` ranks before `b`: by the plan's ``SearchPlan/ranking``
+    /// when it has one; else with query words: typos, proximity, attribute,
+    /// exactness (whole value, then exact words), custom ranking, distance;
+    /// without: distance first when there is a point, then custom ranking.
+    /// Ties go to the smaller unique identifier, so the order is total and
+    /// the same on every shard and in the merge.
     public static func precedes(_ a: SearchRank, _ aID: String, _ b: SearchRank, _ bID: String, plan: SearchPlan) -> Bool {
         let c = compare(a, b, plan: plan)
         return c != 0 ? c < 0 : aID < bID
@@ -209,6 +222,7 @@ public enum SearchRanking {
     /// where a sort that breaks ties by something else than identifiers
     /// would make two of `precedes`.
     public static func compare(_ a: SearchRank, _ b: SearchRank, plan: SearchPlan) -> Int {
+        if let ranking = plan.ranking { return compare(a, b, ranking: ranking, plan: plan) }
         // Straight-line comparisons: this runs inside sorts of thousands of hits.
         if plan.words.isEmpty {
             let d = compareDistance(a, b)
@@ -235,22 +249,9 @@ public enum SearchRanking {
         }
     }
 
-    /// Custom ranking values: numbers compared directly, missing ones last,
-    /// text by ``SortValue``'s order.
+    /// The custom ranking's values (see ``compareValue(at:_:_:ascending:)``).
     static func compareCustom(_ a: SearchRank, _ b: SearchRank, _ plan: SearchPlan) -> Int {
-        for (i, key) in plan.customRanking.enumerated() {
-            let x = i < a.custom.count ? a.custom[i] : .null
-            let y = i < b.custom.count ? b.custom[i] : .null
-            let c: Int
-            if case .null = x, case .null = y { continue }
-            if case .number(let p) = x, case .number(let q) = y {
-                c = p == q ? 0 : ((p < q) == key.ascending ? -1 : 1)
-            } else {
-                c = SortValue.compare(SortValue(json: x), SortValue(json: y), ascending: key.ascending)
-            }
-            if c != 0 { return c }
-        }
-        return 0
+        compareCustom(a, b, plan.customRanking, from: 0)
     }
 }
 
@@ -279,6 +280,8 @@ extension SearchPlan {
         if let around { o["around"] = .object(["latitude": .number(around.latitude), "longitude": .number(around.longitude)]) }
         if let fetchAttributes { o["fetchAttributes"] = .array(fetchAttributes.map { .string($0) }) }
         if let semantic { o["semantic"] = semantic.json }
+        if let ranking { o["ranking"] = .array(ranking.map { .string($0.name) }) }
+        if let distinct { o["distinct"] = .object(["attribute": .string(distinct.attribute), "count": .number(Double(distinct.count))]) }
         return .object(o)
     }
 
@@ -314,5 +317,18 @@ extension SearchPlan {
             fetchAttributes: o["fetchAttributes"]?.arrayValue?.compactMap(\.stringValue))
         aroundRadius = o["aroundRadius"]?.doubleValue
         if let s = o["semantic"], s != .null { semantic = try SemanticPlan(json: s) }
+        if let r = o["ranking"]?.arrayValue {
+            var criteria: [RankCriterion] = []
+            for (i, name) in r.enumerated() {
+                guard let c = name.stringValue.flatMap(RankCriterion.init(name:)) else {
+                    throw PlanDecodingError(path: "search.ranking[\(i)]", message: "expected a ranking criterion")
+                }
+                criteria.append(c)
+            }
+            ranking = criteria
+        }
+        if let d = o["distinct"], let a = d["attribute"]?.stringValue {
+            distinct = DistinctPlan(attribute: a, count: max(1, d["count"]?.intValue ?? 1))
+        }
     }
 }

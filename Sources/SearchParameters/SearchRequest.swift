@@ -57,6 +57,7 @@ package struct SearchRequest: Sendable {
         "insideBoundingBox", "attributesToHighlight", "attributesToSnippet", "highlightPreTag", "highlightPostTag",
         "snippetEllipsisText", "getRankingInfo", "typoTolerance", "minWordSizefor1Typo", "minWordSizefor2Typos",
         "restrictSearchableAttributes", "customRanking", "queryType", "paginationLimitedTo", "semantic", "hybrid",
+        "ranking", "distinct", "attributeForDistinct",
         // Accepted and without effect here: analytics and personalization switches UI libraries send.
         "analytics", "clickAnalytics", "analyticsTags", "userToken", "enablePersonalization", "enableABTest",
         "enableRules", "ruleContexts",
@@ -161,6 +162,35 @@ package struct SearchRequest: Sendable {
                 guard asc || desc else { throw invalid("customRanking[\(i)]", "expected asc(attribute) or desc(attribute)") }
                 plan.customRanking.append(CustomRank(attribute: String(spec.dropFirst(asc ? 4 : 5).dropLast()), ascending: asc))
             }
+        }
+        if let r = try strings("ranking") {
+            var criteria: [RankCriterion] = []
+            var unknown: [String] = []
+            for name in r {
+                if let c = RankCriterion(name: name) { criteria.append(c) } else { unknown.append(name) }
+            }
+            guard unknown.isEmpty else {
+                throw invalid(
+                    "ranking",
+                    "unknown ranking criteria: \(unknown.map { "'\($0)'" }.joined(separator: ", ")) (expected typo, geo, words, "
+                        + "filters, proximity, attribute, exact, custom, asc(attribute) or desc(attribute))")
+            }
+            plan.ranking = criteria
+        }
+        if let d = o["distinct"] {
+            let n: Int
+            if let b = d.boolValue {
+                n = b ? 1 : 0
+            } else if let i = d.intValue, (0...4).contains(i) {
+                n = i
+            } else {
+                throw invalid("distinct", "expected true, false or a number of hits per group from 0 to 4")
+            }
+            // Without an attribute to group by, distinct is ignored (as Algolia does).
+            let attribute = try string("attributeForDistinct", "")
+            if n > 0, !attribute.isEmpty { plan.distinct = DistinctPlan(attribute: attribute, count: n) }
+        } else if let a = o["attributeForDistinct"], a.stringValue == nil {
+            throw invalid("attributeForDistinct", "expected an attribute name")
         }
         plan.facets = try strings("facets") ?? []
         // `*` is every facet attribute, as in Algolia: each shard counts

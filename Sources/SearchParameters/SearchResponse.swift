@@ -65,14 +65,16 @@ package struct SearchResponseBuilder: Sendable {
             ranked = HybridRanking.fuse(ranks: hits.map(\.rank), ids: hits.map(\.id), plan: plan).map { ($0.index, $0) }
         } else {
             // One integer per hit for the criteria that decide most
-            // comparisons (``SearchRanking/primaryKey(_:)``, which orders as
-            // `compare` does when the query has words); ties go to `precedes`.
+            // comparisons (``SearchRankKey``, which orders as `compare` does
+            // on the criteria it packs when the query has words); ties go
+            // to the rest of the plan's order.
             var keys: [UInt64] = []
-            var keyed = !plan.words.isEmpty
+            let rankKey = SearchRankKey(plan: plan)
+            var keyed = !plan.words.isEmpty && !rankKey.packed.isEmpty
             if keyed {
                 keys.reserveCapacity(hits.count)
                 for i in hits.indices {
-                    guard let k = SearchRanking.primaryKey(hits[i].rank) else { keyed = false; break }
+                    guard let k = rankKey.key(hits[i].rank) else { keyed = false; break }
                     keys.append(k)
                 }
             }
@@ -81,15 +83,30 @@ package struct SearchResponseBuilder: Sendable {
             // ``SearchRanking/afterPrimaryMatters(_:)``), sparing the whole
             // comparison per tie, which copies each hit out for it.
             let ranks = hits.map(\.rank), ids = hits.map(\.id)
-            let byID = keyed && !SearchRanking.afterPrimaryMatters(ranks)
+            let byID = keyed && !rankKey.restMatters(ranks)
             ranked = hits.indices.sorted { a, b in
                 if keyed, keys[a] != keys[b] { return keys[a] < keys[b] }
                 if byID { return ids[a] < ids[b] }
+                if keyed {
+                    let c = rankKey.compareRest(ranks[a], ranks[b], plan: plan)
+                    return c != 0 ? c < 0 : ids[a] < ids[b]
+                }
                 return SearchRanking.precedes(ranks[a], ids[a], ranks[b], ids[b], plan: plan)
             }.map { ($0, nil) }
         }
         let limit = min(request.offset + request.length, request.paginationLimitedTo)
-        let page = request.offset < limit ? ranked[min(ranked.count, request.offset)..<min(ranked.count, limit)] : []
+        var page = request.offset < limit ? ranked[min(ranked.count, request.offset)..<min(ranked.count, limit)] : []
+        var nbHits = nbHits
+        if let d = plan.distinct {
+            // Groups, not hits, are paged and counted (Algolia's `hitsPerPage`
+            // counts groups with distinct): the best `count` hits of each
+            // value over every shard (a value may be on several), each
+            // group's together in the order of its best.
+            let groups = DistinctPlan.pick(
+                Array(ranked.indices), keys: { hits[ranked[$0].index].rank.distinctValue }, perGroup: d.count, groups: limit)
+            page = request.offset < groups.count ? ArraySlice(groups[request.offset...].joined().map { ranked[$0] }) : []
+            nbHits = DistinctPlan.groups(facets[DistinctPlan.groupsFacet] ?? [:])
+        }
         var hitBytes: [UInt8] = [UInt8(ascii: "[")]
         if !page.isEmpty {
             writeHits(Array(page), hits, rawItems, plan, into: &hitBytes)
@@ -116,7 +133,9 @@ package struct SearchResponseBuilder: Sendable {
             // `*`: every facet with a value on some shard, beside those named.
             let facetNames =
                 plan.facets.contains("*")
-                ? Array(Set(plan.facets.filter { $0 != "*" }).union(facets.filter { !$0.value.isEmpty }.keys)).sorted()
+                ? Array(
+                    Set(plan.facets.filter { $0 != "*" }).union(facets.filter { !$0.value.isEmpty && $0.key != DistinctPlan.groupsFacet }.keys)
+                ).sorted()
                 : plan.facets
             var f: [String: JSONValue] = [:]
             for facet in facetNames {

@@ -217,7 +217,7 @@ final class SearchRun {
             // The names `*` covers, as every other query language resolves them.
             if case .exists(.allText(let all)) = try store.compile(.exists(.allText)) { ids = all } else { ids = [] }
         } else {
-            ids = try plan.searchableAttributes.compactMap { try store.searchableNameID($0) }
+            ids = try SearchableAttribute.parse(plan.searchableAttributes).compactMap { try store.searchableNameID($0.name) }
         }
         let key = SearchAttributes.Key(order: plan.searchableAttributes, ids: ids, names: store.names.count, data: store.dataVersion)
         if let held = store.searchCache.attributes, held.key == key {
@@ -291,6 +291,7 @@ final class SearchRun {
         } else {
             result = ShardSearchResult(nbHits: matched.count)
             try countFacets(matched: matched, restrict: restrict, into: &result)
+            if let d = plan.distinct { result.facets[DistinctPlan.groupsFacet] = try distinctGroups(matched, d) }
         }
         guard plan.window > 0 else { return result }
         var lexicalIDs: [Int64] = []
@@ -350,6 +351,12 @@ final class SearchRun {
             for t in typos { perLevel[min(t, 3)] += 1 }
             var needed = 0, filled = 0
             while needed < 3, filled < plan.window { filled += perLevel[needed]; needed += 1 }
+            // Only when typos decide first and the attribute next (and
+            // every hit of the window counts, so not with distinct) do the
+            // levels and groups past the window not matter.
+            let lead = Self.selectionCriteria(plan)
+            let cutShort = plan.distinct == nil && lead.starts(with: [.typo, .attribute])
+            if !cutShort { needed = 3 }
             // Per rank group, the items whose word starts the attribute (FTS5's
             // `^`, the first token of the column) and the others; an item takes
             // the first group it is found in.
@@ -380,22 +387,22 @@ final class SearchRun {
                     let filter = "{" + cols.map { "c\($0.column)" }.joined(separator: " ") + "} : "
                     let groupMask = PostingSearch.mask(cols.map(\.column))
                     if levelMasks != nil {
-                        assign(columns: groupMask << 16, SearchRank.attribute(rank, atStart: true))
+                        assign(columns: groupMask << 16, attributes.attribute(rank, atStart: true))
                     } else {
                         assign(
                             try ftsIDs(filter + "(" + forms.map { "^" + $0 }.joined(separator: " OR ") + ")"),
-                            SearchRank.attribute(rank, atStart: true))
+                            attributes.attribute(rank, atStart: true))
                     }
-                    if before + count >= plan.window { break groups }
+                    if cutShort, before + count >= plan.window { break groups }
                     if g == groups.count - 1 {
                         // A match found in no better column is in one of the last group's.
-                        for k in 0..<n where typos[k] == level && !assigned[k] { attribute[k] = SearchRank.attribute(rank, atStart: false) }
+                        for k in 0..<n where typos[k] == level && !assigned[k] { attribute[k] = attributes.attribute(rank, atStart: false) }
                     } else if levelMasks != nil {
-                        assign(columns: groupMask, SearchRank.attribute(rank, atStart: false))
-                        if before + count >= plan.window { break groups }
+                        assign(columns: groupMask, attributes.attribute(rank, atStart: false))
+                        if cutShort, before + count >= plan.window { break groups }
                     } else {
-                        assign(try ftsIDs(filter + "(" + forms.joined(separator: " OR ") + ")"), SearchRank.attribute(rank, atStart: false))
-                        if before + count >= plan.window { break groups }
+                        assign(try ftsIDs(filter + "(" + forms.joined(separator: " OR ") + ")"), attributes.attribute(rank, atStart: false))
+                        if cutShort, before + count >= plan.window { break groups }
                     }
                 }
             }
@@ -407,18 +414,29 @@ final class SearchRun {
         // The buckets that fill the window: by typos when proximity must still
         // be worked out (several words), by every cheap criterion otherwise.
         // One integer per item orders by the cheap criteria (each is small).
+        // The key packs the criteria the plan's order starts with, of
+        // those known here (``selectionCriteria(_:)``); with none (a ranking
+        // led by a sort or distance) or with distinct, every match goes on.
+        let lead = Self.selectionCriteria(plan)
         let keys: [Int] = (0..<n).map { k in
-            plan.words.count > 1
-                ? typos[k]
-                : typos[k] << 48 | min(attribute[k], 65535) << 32 | min(exactAttribute[k], 65535) << 16 | (1023 - min(exactWords[k], 1023))
+            var key = 0
+            for c in lead {
+                switch c {
+                case .typo: key = key << 8 | min(typos[k], 255)
+                case .attribute: key = key << 16 | min(attribute[k], 65535)
+                case .exact: key = key << 26 | min(exactAttribute[k], 65535) << 10 | (1023 - min(exactWords[k], 1023))
+                default: break
+                }
+            }
+            return key
         }
         // The buckets wanted are every item whose key is at most the window's
         // last key, the `window`-th least (``SearchRun/least(_:_:)``); the
         // order they are taken in does not matter, since the full comparison
         // sorts them below.
-        let last = Self.least(keys, min(plan.window, n))
+        let last = lead.isEmpty || plan.distinct != nil ? Int.max : Self.least(keys, min(plan.window, n))
         var chosen = (0..<n).filter { keys[$0] <= last }
-        if plan.words.isEmpty, plan.around == nil, chosen.count > 4 * plan.window {
+        if plan.words.isEmpty, plan.around == nil, plan.distinct == nil, chosen.count > 4 * plan.window {
             chosen = try withoutTiesPastTheWindow(chosen, matched: matched)
         }
         let ids = chosen.map { matched[$0] }
@@ -455,18 +473,21 @@ final class SearchRun {
         // it — the window, and whatever ties with its last — have their
         // identifier read and are ordered (see ``windowOrder``).
         let positions: [Int]
-        if let order = try tieOrder(candidates: ids.count), let places = Self.places(ids, in: order) {
+        if let d = plan.distinct {
+            positions = try distinctWindow(ids: ids, ranks: &ranks, d)
+        } else if let order = try tieOrder(candidates: ids.count), let places = Self.places(ids, in: order) {
             // Places in the identifiers' order stand for them: the window
             // comes out of one bounded heap in the full order, and only its
             // own identifiers are read. (`ranks` as a constant: the closure
             // then reads it without an access check or a copy per rank.)
             let ranks = ranks
-            if !plan.words.isEmpty, let keys = Self.primaryKeys(ranks) {
+            let rankKey = SearchRankKey(plan: plan)
+            if !plan.words.isEmpty, !rankKey.packed.isEmpty, let keys = Self.primaryKeys(ranks, rankKey) {
                 // One integer per candidate for the criteria that decide
-                // most comparisons (see ``SearchRanking/primaryKey(_:)``).
+                // most comparisons (see ``SearchRankKey``).
                 // (Ranks read through a buffer: an array's element passed
                 // on is copied, its custom values retained and released.)
-                let tail = SearchRanking.afterPrimaryMatters(ranks)
+                let tail = rankKey.restMatters(ranks)
                 if !tail, ids.count <= 4 * plan.window {
                     // The key and the place order the candidates wholly:
                     // sorted as pairs of integers, with no closure called
@@ -480,7 +501,7 @@ final class SearchRun {
                         Self.smallest(Array(ids.indices), plan.window) { a, b in
                             if keys[a] != keys[b] { return keys[a] < keys[b] }
                             if tail {
-                                let c = SearchRanking.compareAfterPrimary(ranks[a], ranks[b], plan: plan)
+                                let c = rankKey.compareRest(ranks[a], ranks[b], plan: plan)
                                 if c != 0 { return c < 0 }
                             }
                             return places[a] < places[b]
@@ -521,12 +542,12 @@ final class SearchRun {
         return added
     }
 
-    /// Every rank's ``SearchRanking/primaryKey(_:)``; nil when one has none.
-    static func primaryKeys(_ ranks: [SearchRank]) -> [UInt64]? {
+    /// Every rank's ``SearchRankKey/key(_:)``; nil when one has none.
+    static func primaryKeys(_ ranks: [SearchRank], _ rankKey: SearchRankKey) -> [UInt64]? {
         var keys: [UInt64] = []
         keys.reserveCapacity(ranks.count)
         for r in ranks {
-            guard let k = SearchRanking.primaryKey(r) else { return nil }
+            guard let k = rankKey.key(r) else { return nil }
             keys.append(k)
         }
         return keys

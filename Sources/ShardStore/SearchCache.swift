@@ -80,17 +80,31 @@ struct SearchAttributes {
     let coversEveryColumn: Bool
     let rankByName: [Int]
     let noRank: Int
+    /// Per rank, whether every attribute of that rank is `unordered()`: a
+    /// match anywhere in it counts as one at its start.
+    let unordered: [Bool]
+
+    /// The attribute criterion of a match in an attribute of `rank`.
+    func attribute(_ rank: Int, atStart: Bool) -> Int {
+        SearchRank.attribute(rank, atStart: atStart || (rank < unordered.count && unordered[rank]))
+    }
 
     init(_ key: Key, names: [Int64: String]) {
         self.key = key
         let ids = key.ids
-        let order = key.order.isEmpty ? SearchPlan.defaultAttributeOrder : key.order
+        let order = SearchableAttribute.parse(key.order.isEmpty ? SearchPlan.defaultAttributeOrder : key.order)
+        let last = (order.last?.rank ?? -1) + 1
         searchable = ids
         var rankOf: [Int64: Int] = [:]
         for id in ids {
             let name = names[id] ?? ""
-            rankOf[id] = order.firstIndex(of: name) ?? order.count
+            rankOf[id] = order.first { $0.name == name }?.rank ?? last
         }
+        var unordered = [Bool](repeating: false, count: last + 1)
+        for ranked in Dictionary(grouping: order, by: \.rank) where ranked.value.allSatisfy(\.unordered) {
+            unordered[ranked.key] = true
+        }
+        self.unordered = unordered
         var best: [Int: Int] = [:]
         for id in ids {
             let c = Layout.wordColumn(names[id] ?? "")

@@ -27,12 +27,12 @@ extension SearchRun {
         return out.mapValues(IDs.sortedUnique)
     }
 
-    /// Sets each rank's custom values, in the plan's order (entity priority
+    /// Sets each rank's custom values, in the plan's order (``SearchPlan/rankValues``) (entity priority
     /// 0 and null when an item has none). The ranks that have none of them
     /// share one array: a common word or an empty query ranks tens of
     /// thousands of matches, and an array built per item was a tenth of it.
     func addCustomRanking(ids: [Int64], to ranks: inout [SearchRank]) throws {
-        guard !plan.customRanking.isEmpty else { return }
+        guard !plan.rankValues.isEmpty else { return }
         let (held, defaults) = try customValues(ids: ids)
         let anyHeld = held.contains { !$0.isEmpty }
         for (i, id) in ids.enumerated() {
@@ -50,7 +50,7 @@ extension SearchRun {
     func customValues(ids: [Int64]) throws -> (held: [[Int64: JSONValue]], defaults: [JSONValue]) {
         var held: [[Int64: JSONValue]] = []
         var defaults: [JSONValue] = []
-        for key in plan.customRanking {
+        for key in plan.rankValues {
             var values: [Int64: JSONValue] = [:]
             if key.attribute == CustomRank.entityPriority {
                 for (id, priority) in try store.entityPriorities() { values[id] = .number(priority) }

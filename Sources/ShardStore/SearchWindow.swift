@@ -37,6 +37,28 @@ extension SearchRun {
         return better + smallest(tied, window - better.count) { uids[$0] < uids[$1] }
     }
 
+    /// The criteria the plan's order starts with that pick a window's
+    /// candidates before proximity is known: typos, then (one word) the
+    /// attribute and exactness, as far as they lead the order. Words
+    /// (every match has all) and proximity (0 for one word) are passed
+    /// over; with several words, only typos (the rest needs the text).
+    static func selectionCriteria(_ plan: SearchPlan) -> [RankCriterion] {
+        var out: [RankCriterion] = []
+        for c in plan.effectiveRanking {
+            switch c {
+            case .words: continue
+            case .proximity where plan.words.count == 1: continue
+            case .typo: out.append(c)
+            case .attribute, .exact:
+                guard plan.words.count == 1 else { return out }
+                out.append(c)
+            default: return out
+            }
+            if plan.words.count > 1 { return out }
+        }
+        return out
+    }
+
     /// The `k` least of `items` by `less`, in order.
     static func smallest(_ items: [Int], _ k: Int, by less: (Int, Int) -> Bool) -> [Int] {
         guard k > 0 else { return [] }

@@ -296,7 +296,7 @@ extension SearchRun {
                     }
                 }
                 guard rank >= 0 else { continue }
-                attribute = min(attribute, SearchRank.attribute(rank, atStart: atStart))
+                attribute = min(attribute, attributes.attribute(rank, atStart: atStart))
                 if wholeWords == (1 << UInt32(words)) - 1, endsWithLastWord { exact = min(exact, rank) }
             }
             answers.append(tracker.proximity.map { ($0, attribute, exact) })

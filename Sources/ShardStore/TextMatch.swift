@@ -186,7 +186,7 @@ extension SearchRun {
             var whole = s.withUTF8(at: 1) { matcher.scanASCII($0, lowered: &scratch.lowered, rows: &scratch.rows, record) } ?? nil
             if whole == nil { whole = matcher.scan(s.string(at: 1) ?? "", record) }
             if any {
-                attribute = min(attribute, SearchRank.attribute(rank, atStart: atStart))
+                attribute = min(attribute, attributes.attribute(rank, atStart: atStart))
                 if whole == true { exact = min(exact, rank) }
             }
         }
@@ -264,7 +264,7 @@ extension SearchRun {
                         }
                     }
                     if any {
-                        attribute = min(attribute, SearchRank.attribute(rank, atStart: atStart))
+                        attribute = min(attribute, attributes.attribute(rank, atStart: atStart))
                         if whole, wholeTokens == words { exact = min(exact, rank) }
                     }
                 }

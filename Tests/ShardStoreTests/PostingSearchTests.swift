@@ -92,7 +92,13 @@ import Testing
         var rng = SplitMix(state: seed)
         let attributeSets: [[String]] = [
             [], ["title"], ["contentDescription", "title"], ["keywords", "displayName"],
-            ["section"], ["title", "section", "displayName"],
+            ["section"], ["title", "section", "displayName"], ["title,displayName", "unordered(contentDescription)"],
+            ["unordered(keywords)", "title"],
+        ]
+        // Reordered rankings, sorts among them (``RankCriterion``), now and then.
+        let rankings: [[RankCriterion]] = [
+            RankCriterion.algolia, [.attribute, .typo, .exact, .custom], [.sort(CustomRank(attribute: "size", ascending: false)), .typo],
+            [.exact, .proximity, .typo], [.typo, .custom, .attribute], [.custom, .sort(CustomRank(attribute: "size", ascending: true))],
         ]
         return (0..<n).map { _ in
             let words = (0..<(1 + Int(rng.next() % 2))).map { _ in queryWord(&rng) }
@@ -103,6 +109,8 @@ import Testing
                 window: [1, 3, 10, 20, 200][Int(rng.next() % 5)])
             if rng.next() % 4 == 0 { plan.filter = .domain(["@beta"]) }
             if rng.next() % 4 == 0 { plan.facets = ["section"] }
+            if rng.next() % 3 == 0 { plan.ranking = rankings[Int(rng.next() % UInt64(rankings.count))] }
+            if rng.next() % 5 == 0 { plan.distinct = DistinctPlan(attribute: "section", count: 1 + Int(rng.next() % 2)) }
             return plan
         }
     }
@@ -124,7 +132,7 @@ import Testing
                 // out of the process's few: read it again then.
                 if try PostingIndexTests.held(indexed) == nil { try indexed.buildSuggestionIndex() }
                 let a = try indexed.search(plan), b = try plain.search(plan)
-                #expect(a == b, "\(plan.words) \(plan.searchableAttributes) \(plan.window)")
+                #expect(a == b, "\(plan.words) \(plan.searchableAttributes) \(plan.window) \(plan.ranking ?? [])")
                 found += a.hits.count
             }
             #expect(found > 500)
