@@ -181,6 +181,8 @@ extension SearchRanking {
                 if textual, a.exactAttribute != b.exactAttribute { return a.exactAttribute < b.exactAttribute ? -1 : 1 }
                 if textual, a.exactWords != b.exactWords { return a.exactWords > b.exactWords ? -1 : 1 }
             case .geo:
+                // Nothing without a point (as ``SearchPlan/effectiveRanking`` drops it).
+                guard plan.around != nil else { continue }
                 let c = compareGeo(a, b)
                 if c != 0 { return c }
             case .custom:

