@@ -242,6 +242,12 @@ public struct SearchableAttribute: Sendable, Hashable {
     public var rank: Int
     public var unordered: Bool
 
+    public init(name: String, rank: Int, unordered: Bool) {
+        self.name = name
+        self.rank = rank
+        self.unordered = unordered
+    }
+
     /// The names of `entries` (a plan's ``SearchPlan/searchableAttributes``)
     /// in order, each with its entry's rank.
     public static func parse(_ entries: [String]) -> [SearchableAttribute] {

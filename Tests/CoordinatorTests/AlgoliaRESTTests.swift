@@ -102,7 +102,7 @@ struct AlgoliaRESTTests {
         #expect(AlgoliaREST.highlightPrefixes("Ecuador", [], "<em>", "</em>") == "Ecuador")
     }
 
-    @Test("settings fill what the search leaves out; a replica's sort goes first")
+    @Test("settings fill what the search leaves out; ranking and searchable attributes go as written")
     func settings() {
         let s = AlgoliaSettings(json: [
             "hitsPerPage": .number(7), "customRanking": .array([.string("desc(pop)")]),
@@ -112,8 +112,15 @@ struct AlgoliaRESTTests {
         ])
         let p = s.apply(to: ["hitsPerPage": .number(3)])
         #expect(p["hitsPerPage"] == .number(3))
-        #expect(p["customRanking"] == .array([.string("asc(price)"), .string("desc(pop)")]))
-        #expect(p["restrictSearchableAttributes"] == .array([.string("title"), .string("alt"), .string("body")]))
+        #expect(p["customRanking"] == .array([.string("desc(pop)")]))
+        #expect(p["ranking"] == .array([.string("asc(price)"), .string("typo")]))
+        #expect(p["restrictSearchableAttributes"] == .array([.string("title,alt"), .string("unordered(body)")]))
+        // A search's own restriction keeps the setting's order, groups and unordered().
+        let narrowed = s.apply(to: ["restrictSearchableAttributes": .array([.string("body"), .string("alt")])])
+        #expect(narrowed["restrictSearchableAttributes"] == .array([.string("alt"), .string("unordered(body)")]))
+        // Without a ranking setting, Algolia's default (geo second).
+        let plain = AlgoliaSettings(json: [:]).apply(to: [:])
+        #expect(plain["ranking"] == .array(["typo", "geo", "words", "filters", "proximity", "attribute", "exact", "custom"].map { .string($0) }))
         #expect(s.replicas == ["r1", "r2"])
     }
 

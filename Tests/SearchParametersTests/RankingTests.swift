@@ -168,7 +168,7 @@ import WireProtocol
         func hit(_ id: String, _ typos: Int, _ source: String) -> Body.RankedHit {
             var rank = SearchRank(words: 1, typos: typos)
             rank.distinctValue = .string(source)
-            return Body.RankedHit(id: id, item: .object(["title": .string(id)]), rank: rank)
+            return Body.RankedHit(id: id, item: .object(["attributes": .object(["title": .string(id)])]), rank: rank)
         }
         b.add(
             Body.ShardSearchResult(
@@ -179,7 +179,7 @@ import WireProtocol
                 shard: 1, hits: [hit("libx1", 0, "x"), hit("libz", 2, "z")], nbHits: 2,
                 facets: ["section": ["libs": 2], DistinctPlan.groupsFacet: ["x": 1, "z": 1]], facetStats: [:], exhaustiveFacetsCount: true))
         let response = try JSONValue.parse(Data(b.responseBytes(processingTimeMS: 1)))
-        #expect(response["hits"]?.arrayValue?.compactMap { $0["title"]?.stringValue } == ["libx-dev", "liby1"])
+        #expect(response["hits"]?.arrayValue?.compactMap { $0["objectID"]?.stringValue } == ["libx-dev", "liby1"])
         #expect(response["nbHits"]?.intValue == 3)
         #expect(response["nbPages"]?.intValue == 2)
         #expect(response["facets"]?["section"]?["libs"]?.intValue == 5)
