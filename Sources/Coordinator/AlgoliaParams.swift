@@ -160,13 +160,6 @@ struct AlgoliaSettings: Sendable {
     /// Algolia's default `ranking`, an index's unless its settings say otherwise.
     static let defaultRanking = RankCriterion.algolia.map(\.name)
 
-    /// `searchableAttributes` as attribute names: equal-rank groups
-    /// (`"title,alternative"`) split, `unordered(…)` unwrapped.
-    var searchableAttributes: [String]? {
-        guard let list = json["searchableAttributes"]?.arrayValue else { return nil }
-        return SearchableAttribute.parse(list.compactMap(\.stringValue)).map(\.name)
-    }
-
     var unretrievable: Set<String> { Set((json["unretrievableAttributes"]?.arrayValue ?? []).compactMap(\.stringValue)) }
     var replicas: [String] {
         (json["replicas"]?.arrayValue ?? []).compactMap(\.stringValue).map { r in

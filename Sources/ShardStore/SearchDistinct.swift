@@ -11,7 +11,8 @@ import SQLite
 /// (``FacetColumn``); a hit without one is a group of its own. The window is
 /// ``SearchPlan/window`` groups (Algolia's `hitsPerPage` counts groups), so
 /// the shard ranks every match rather than the few buckets that fill a
-/// window of hits: deduplicating can empty most of them.
+/// window of hits: deduplicating can empty most of them. Hits that only a
+/// semantic search found carry no value and are groups of their own.
 extension SearchRun {
     /// Each of `ids`' group: the first value of the distinct attribute, nil when it has none.
     func distinctKeys(_ ids: [Int64], _ d: DistinctPlan) throws -> [String?] {
