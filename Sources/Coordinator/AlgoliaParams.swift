@@ -17,9 +17,9 @@ enum AlgoliaParams {
     /// which refuses any name it does not know.
     static let ignored: Set<String> = [
         "responseFields", "sumOrFiltersScores", "facetingAfterDistinct", "advancedSyntax", "advancedSyntaxFeatures",
-        "ignorePlurals", "removeStopWords", "queryLanguages", "naturalLanguages", "decompoundQuery", "enableReRanking",
-        "percentileComputation", "attributeCriteriaComputedByMinProximity", "synonyms", "replaceSynonymsInHighlight",
-        "minProximity", "explain", "exactOnSingleWordQuery", "alternativesAsExact", "removeWordsIfNoResults",
+        "naturalLanguages", "decompoundQuery", "enableReRanking",
+        "percentileComputation", "attributeCriteriaComputedByMinProximity", "replaceSynonymsInHighlight",
+        "minProximity", "explain", "exactOnSingleWordQuery", "removeWordsIfNoResults",
         "optionalWords", "disableTypoToleranceOnAttributes", "disableExactOnAttributes", "allowTyposOnNumericTokens",
         "restrictHighlightAndSnippetArrays", "distinct", "getRankingInfo_", "personalizationImpact", "reRankingApplyFilter",
         "maxFacetHits", "sortFacetValuesBy", "renderingContent", "restrictIndices", "validUntil", "aroundPrecision",
@@ -100,7 +100,8 @@ struct AlgoliaSettings: Sendable {
     static let defaults = [
         "hitsPerPage", "attributesToRetrieve", "attributesToHighlight", "attributesToSnippet", "highlightPreTag",
         "highlightPostTag", "snippetEllipsisText", "typoTolerance", "minWordSizefor1Typo", "minWordSizefor2Typos",
-        "paginationLimitedTo", "maxValuesPerFacet", "queryType",
+        "paginationLimitedTo", "maxValuesPerFacet", "queryType", "ignorePlurals", "removeStopWords", "queryLanguages",
+        "alternativesAsExact",
     ]
 
     /// The search's parameters with the settings' defaults filled in.

@@ -1,6 +1,7 @@
 import Foundation
 import Items
 import QueryPlan
+import SearchParameters
 
 /// Index settings, the list of indices, synonyms.
 extension AlgoliaREST {
@@ -101,7 +102,8 @@ extension AlgoliaREST {
     // MARK: Synonyms
 
     /// Stored as items of the index's meta domain, one per synonym; kept and
-    /// answered as Algolia does, not yet applied when matching (docs/algolia.md).
+    /// answered as Algolia does. Regular and one-way synonyms change matching
+    /// (``matchingSynonyms(_:_:)``, ``QueryExpansion``).
     static func synonymItem(_ index: String, _ id: String, _ synonym: [String: JSONValue]) -> JSONValue {
         var s = synonym
         s["objectID"] = .string(id)
@@ -117,6 +119,16 @@ extension AlgoliaREST {
             .and([.domain([AlgoliaIndex.metaDomain(index)]), .exists(.named("algoliaSynonym"))]), key: c.key)
         return found.compactMap { $0["attributes"]?["algoliaSynonym"]?.stringValue.flatMap { try? JSONValue.parse($0) }?.objectValue }
             .sorted { ($0["objectID"]?.stringValue ?? "") < ($1["objectID"]?.stringValue ?? "") }
+    }
+
+    /// The index's synonyms as searches apply them: kept by ``AlgoliaState``
+    /// after the first search reads them, so a search of an index costs no
+    /// read for them; dropped when they are written here.
+    func matchingSynonyms(_ c: Call, _ index: String) async throws(RESTError) -> [QuerySynonym] {
+        if let known = state.synonyms(c.app, index) { return known }
+        let list = try await synonyms(c, index).compactMap(QuerySynonym.init(json:))
+        state.setSynonyms(c.app, index, list)
+        return list
     }
 
     static let synonymTypes: Set<String> = ["synonym", "onewaysynonym", "altcorrection1", "altcorrection2", "placeholder"]
@@ -142,6 +154,7 @@ extension AlgoliaREST {
             items.append(Self.synonymItem(index, id, s))
         }
         try await publish(items, key: c.key)
+        state.setSynonyms(c.app, index, nil)
         return .object(["taskID": task(), "updatedAt": .string(Self.now())])
     }
 
@@ -149,6 +162,7 @@ extension AlgoliaREST {
         let (_, s) = try checkedSynonym(c.body, id: id, at: "the synonym")
         _ = try await ensureMeta(c, index)
         try await publish([Self.synonymItem(index, id, s)], key: c.key)
+        state.setSynonyms(c.app, index, nil)
         return .object(["taskID": task(), "updatedAt": .string(Self.now()), "id": .string(id)])
     }
 
@@ -161,12 +175,14 @@ extension AlgoliaREST {
 
     func deleteSynonym(_ c: Call, _ index: String, _ id: String) async throws(RESTError) -> JSONValue {
         try await delete(ids: [AlgoliaIndex.synonymPrefix(index) + id], key: c.key)
+        state.setSynonyms(c.app, index, nil)
         return .object(["taskID": task(), "deletedAt": .string(Self.now())])
     }
 
     func deleteSynonyms(_ c: Call, _ index: String) async throws(RESTError) {
         let ids = try await synonyms(c, index).compactMap { $0["objectID"]?.stringValue }.map { AlgoliaIndex.synonymPrefix(index) + $0 }
         if !ids.isEmpty { try await delete(ids: ids, key: c.key) }
+        state.setSynonyms(c.app, index, nil)
     }
 
     func clearSynonyms(_ c: Call, _ index: String) async throws(RESTError) -> JSONValue {
