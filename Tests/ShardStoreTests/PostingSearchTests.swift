@@ -94,7 +94,7 @@ import Testing
             [], ["title"], ["contentDescription", "title"], ["keywords", "displayName"],
             ["section"], ["title", "section", "displayName"],
         ]
-        return (0..<n).map { _ in
+        let plans = (0..<n).map { _ in
             let words = (0..<(1 + Int(rng.next() % 2))).map { _ in queryWord(&rng) }
             var plan = SearchPlan(
                 words: words, prefixLast: rng.next() % 3 != 0,
@@ -105,6 +105,7 @@ import Testing
             if rng.next() % 4 == 0 { plan.facets = ["section"] }
             return plan
         }
+        return ForwardIndexTests.withAlternatives(plans, seed: seed, words: words)
     }
 
     /// Two readers of one shard, one taking the index and one FTS5, answer

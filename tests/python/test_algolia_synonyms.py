@@ -1,0 +1,139 @@
+"""Synonyms, ``ignorePlurals`` and ``removeStopWords`` change what Algolia's
+own Python client (``algoliasearch`` v4) finds through the REST API, on a
+cluster as ``limelight up`` starts it (keys required): docs/algolia.md.
+
+The examples are Algolia's documented ones: the regular synonyms
+["pants", "trousers", "slacks"], the one-way synonym "tablet" → "ipad",
+"car"/"cars" and "child"/"children", "what is a record" searching "record".
+"""
+
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+
+import pytest
+
+# scripts/install-deps --python installs it (clients/python/requirements.txt).
+from algoliasearch.http.hosts import Host, HostsCollection
+from algoliasearch.search.client import SearchClientSync
+from algoliasearch.search.config import SearchConfig
+
+from harness import keyed_cluster
+
+INDEX = "shop"
+
+RECORDS = [
+    {"objectID": "p1", "title": "Blue pants", "kind": "clothes"},
+    {"objectID": "p2", "title": "Grey trousers", "kind": "clothes"},
+    {"objectID": "p3", "title": "Corduroy slacks", "kind": "clothes"},
+    {"objectID": "p4", "title": "Red shirt", "kind": "clothes"},
+    {"objectID": "t1", "title": "Android tablet", "kind": "device"},
+    {"objectID": "t2", "title": "Apple iPad", "kind": "device"},
+    {"objectID": "c1", "title": "Toy car", "kind": "toy"},
+    {"objectID": "c2", "title": "Racing cars", "kind": "toy"},
+    {"objectID": "k1", "title": "Books for a child", "kind": "book"},
+    {"objectID": "k2", "title": "Stories for children", "kind": "book"},
+    {"objectID": "r1", "title": "The record of the year", "kind": "music"},
+    {"objectID": "w1", "title": "What is it", "kind": "music"},
+]
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory):
+    for cluster in keyed_cluster(tmp_path_factory, "synonyms", shards=2):
+        port = urllib.parse.urlsplit(cluster.rest_url).port
+        config = SearchConfig("default", (cluster.data / "limelight.key").read_text().strip())
+        config.hosts = HostsCollection([Host(url="127.0.0.1", scheme="http", port=port)])
+        c = SearchClientSync.create_with_config(config)
+        c.save_objects(INDEX, RECORDS, wait_for_tasks=True)
+        yield c
+        c.close()
+
+
+def ids(client, query, **params):
+    r = client.search_single_index(INDEX, dict({"query": query, "hitsPerPage": 100}, **params)).to_dict()
+    return sorted(h["objectID"] for h in r["hits"]), r
+
+
+def test_regular_synonyms_find_each_other(client):
+    assert ids(client, "trousers")[0] == ["p2"]
+    client.wait_for_task(INDEX, client.save_synonyms(INDEX, [
+        {"objectID": "pants", "type": "synonym", "synonyms": ["pants", "trousers", "slacks"]}]).task_id)
+    for word in ("pants", "trousers", "slacks"):
+        found, r = ids(client, word, attributesToHighlight=["title"])
+        assert found == ["p1", "p2", "p3"], word
+        # The synonym is highlighted where it matched, and ranks as the word
+        # itself: no typo, an exact word.
+        grey = next(h for h in r["hits"] if h["objectID"] == "p2")
+        assert grey["_highlightResult"]["title"]["value"] == "Grey <em>trousers</em>"
+    # Typed letter by letter, the last word is a prefix of its own: "pan"
+    # finds pants, not its synonyms.
+    assert ids(client, "pan")[0] == ["p1"]
+    # The `synonyms` parameter turns them off for one search.
+    assert ids(client, "pants", synonyms=False)[0] == ["p1"]
+    # Deleted, they no longer apply.
+    client.wait_for_task(INDEX, client.delete_synonym(INDEX, "pants").task_id)
+    assert ids(client, "pants")[0] == ["p1"]
+
+
+def test_a_one_way_synonym_matches_one_way_only(client):
+    client.wait_for_task(INDEX, client.save_synonyms(INDEX, [
+        {"objectID": "tablet", "type": "onewaysynonym", "input": "tablet", "synonyms": ["ipad", "galaxy tab"]},
+    ]).task_id)
+    assert ids(client, "tablet")[0] == ["t1", "t2"]
+    assert ids(client, "ipad")[0] == ["t2"]
+    client.wait_for_task(INDEX, client.clear_synonyms(INDEX).task_id)
+    assert ids(client, "tablet")[0] == ["t1"]
+
+
+def test_ignore_plurals_as_a_parameter_and_a_setting(client):
+    # Complete words (a trailing space: no prefix) and no typos ("cars" is
+    # one letter from "car"), so that only plurals can join them.
+    exact = {"typoTolerance": False}
+    assert ids(client, "car ")[0] == ["c1"]
+    assert ids(client, "car ", ignorePlurals=True)[0] == ["c1", "c2"]
+    assert ids(client, "cars", ignorePlurals=["en"], **exact)[0] == ["c1", "c2"]
+    assert ids(client, "child ", ignorePlurals=True)[0] == ["k1", "k2"]
+    assert ids(client, "children", ignorePlurals=True)[0] == ["k1", "k2"]
+    # Another language than English changes nothing.
+    assert ids(client, "cars", ignorePlurals=["fr"], **exact)[0] == ["c2"]
+    client.wait_for_task(INDEX, client.set_settings(INDEX, {"ignorePlurals": True}).task_id)
+    try:
+        assert ids(client, "child ")[0] == ["k1", "k2"]
+        # The parameter overrides the setting.
+        assert ids(client, "child ", ignorePlurals=False)[0] == ["k1"]
+    finally:
+        client.wait_for_task(INDEX, client.set_settings(INDEX, {"ignorePlurals": None}).task_id)
+    assert ids(client, "child ")[0] == ["k1"]
+
+
+def test_remove_stop_words_as_a_parameter_and_a_setting(client):
+    # Every word must match: "what is a record" finds nothing as typed.
+    assert ids(client, "what is a record")[0] == []
+    assert ids(client, "what is a record", removeStopWords=True)[0] == ["r1"]
+    assert ids(client, "what is a record", removeStopWords=["en"])[0] == ["r1"]
+    assert ids(client, "what is a record", removeStopWords=["de"])[0] == []
+    # A query of stop words alone is searched as typed.
+    assert ids(client, "what is it", removeStopWords=True, queryType="prefixNone")[0] == ["w1"]
+    client.wait_for_task(INDEX, client.set_settings(INDEX, {"removeStopWords": ["en"]}).task_id)
+    try:
+        assert ids(client, "what is a record")[0] == ["r1"]
+        assert ids(client, "what is a record", removeStopWords=False)[0] == []
+    finally:
+        client.wait_for_task(INDEX, client.set_settings(INDEX, {"removeStopWords": None}).task_id)
+
+
+def test_a_wrong_value_is_refused_and_named(client):
+    # Sent as raw HTTP: the client would refuse these values itself.
+    config = client._config
+    host = config.hosts._hosts[0]
+    for name, value in (("alternativesAsExact", ["sometimes"]), ("ignorePlurals", {"en": True})):
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{host.port}/1/indexes/{INDEX}/query", method="POST",
+            data=json.dumps({"query": "x", name: value}).encode(),
+            headers={"X-Algolia-API-Key": config.api_key, "X-Algolia-Application-Id": "default"})
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(request, timeout=10)
+        assert e.value.code == 400
+        assert name in json.loads(e.value.read())["message"], name
