@@ -61,11 +61,17 @@ package struct QuerySynonym: Sendable, Hashable {
 ///   forms (``EnglishInflection``).
 /// - Synonyms: a query word matches the one-word texts of every regular
 ///   synonym holding it, and the one-word `synonyms` of every one-way
-///   synonym whose `input` it is. Texts of several words ("new york") are not
-///   applied (a plan's alternative is one word): see docs/algolia.md.
+///   synonym whose `input` it is.
+/// - Several words: where the query holds a synonym's text of several words
+///   ("new york" of `["NY", "new york"]`), each of those words also matches
+///   the synonym's one-word texts, so a record holding "NY" matches both
+///   words at one place (proximity 1). The reverse — "ny" finding records
+///   that hold "new york" — is not applied, nor are texts of several words
+///   for one another: a plan's alternative is one word (docs/algolia.md).
 /// - Ranking: an alternative matches as the word itself with no typo, for
 ///   every criterion; for `exact` as `alternativesAsExact` says, by default
-///   plurals and one-word synonyms (Algolia's default), so that a record
+///   plurals and one-word synonyms but not those standing for several words
+///   (Algolia's default: `ignorePlurals`, `singleWordSynonym`), so that a record
 ///   holding "trousers" ranks for "pants" as one holding "pants" does.
 /// - Alternatives match whole words: the last word's prefix matching is the
 ///   word's own, not its synonyms'.
@@ -76,6 +82,8 @@ package struct QueryExpansion: Sendable, Hashable {
     package var pluralsAsExact = true
     /// `alternativesAsExact` holds `singleWordSynonym`.
     package var synonymsAsExact = true
+    /// `alternativesAsExact` holds `multiWordsSynonym`.
+    package var multiWordSynonymsAsExact = false
     /// Whether the index's synonyms apply (the `synonyms` parameter).
     package var useSynonyms = true
     package var synonyms: [QuerySynonym] = []
@@ -109,7 +117,8 @@ package struct QueryExpansion: Sendable, Hashable {
         }
         var alternatives: [[WordAlternative]] = []
         var any = false
-        for word in kept {
+        let spans = useSynonyms ? phraseAlternatives(kept) : []
+        for (k, word) in kept.enumerated() {
             var list: [WordAlternative] = []
             func add(_ w: String, exact: Bool) {
                 guard w != word, !w.isEmpty else { return }
@@ -128,6 +137,9 @@ package struct QueryExpansion: Sendable, Hashable {
                     }
                 }
             }
+            for (start, length, texts) in spans where start <= k && k < start + length {
+                for text in texts { add(text, exact: multiWordSynonymsAsExact) }
+            }
             if ignorePlurals {
                 for form in EnglishInflection.forms(of: word) { add(form, exact: pluralsAsExact) }
             }
@@ -135,6 +147,22 @@ package struct QueryExpansion: Sendable, Hashable {
             alternatives.append(list)
         }
         return (kept, any ? alternatives : [])
+    }
+
+    /// Where the query holds a synonym's input of several words: the span
+    /// (first word, length) and the one-word texts it finds.
+    func phraseAlternatives(_ words: [String]) -> [(start: Int, length: Int, texts: [String])] {
+        var out: [(start: Int, length: Int, texts: [String])] = []
+        for s in synonyms {
+            for (i, input) in s.inputs.enumerated() where input.count > 1 && input.count <= words.count {
+                let texts = s.texts.enumerated().filter { j, text in text.count == 1 && (s.oneWay || j != i) }.map { $0.element[0] }
+                guard !texts.isEmpty else { continue }
+                for start in 0...(words.count - input.count) where words[start..<(start + input.count)].elementsEqual(input) {
+                    out.append((start, input.count, texts))
+                }
+            }
+        }
+        return out
     }
 
     /// Whether a language setting (`ignorePlurals`, `removeStopWords`) turns

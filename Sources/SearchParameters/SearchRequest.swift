@@ -281,6 +281,7 @@ package struct SearchRequest: Sendable {
             }
             e.pluralsAsExact = names.contains("ignorePlurals")
             e.synonymsAsExact = names.contains("singleWordSynonym")
+            e.multiWordSynonymsAsExact = names.contains("multiWordsSynonym")
         }
         if let v = o["synonyms"] {
             guard let b = v.boolValue ?? (v.stringValue == "true" ? true : v.stringValue == "false" ? false : nil) else {

@@ -66,7 +66,29 @@ import Testing
         let ny = try synonym(#"{"objectID": "ny", "type": "synonym", "synonyms": ["NY", "new york", "NYC"]}"#)
         let e = QueryExpansion(synonyms: [ny])
         #expect(words(e.expand(["ny"], prefixLast: false).alternatives[0]) == ["nyc"])
-        #expect(e.expand(["new", "york"], prefixLast: false).alternatives.isEmpty)
+    }
+
+    /// Multi-word synonyms, such as "NY" = "New York": where the query holds
+    /// the words of a text, each of them also matches the one-word texts (not
+    /// exact by default: `alternativesAsExact` lacks `multiWordsSynonym`).
+    @Test func aPhraseOfTheQueryFindsItsOneWordSynonyms() throws {
+        let ny = try synonym(#"{"objectID": "ny", "type": "synonym", "synonyms": ["NY", "New York", "NYC"]}"#)
+        let e = QueryExpansion(synonyms: [ny])
+        let found = e.expand(["pizza", "new", "york", "style"], prefixLast: false)
+        #expect(found.alternatives.count == 4 && found.alternatives[0].isEmpty && found.alternatives[3].isEmpty)
+        #expect(words(found.alternatives[1]) == ["ny", "nyc"] && words(found.alternatives[2]) == ["ny", "nyc"])
+        #expect(found.alternatives[1].allSatisfy { !$0.exact })
+        var exact = e
+        exact.multiWordSynonymsAsExact = true
+        #expect(exact.expand(["new", "york"], prefixLast: true).alternatives[0].allSatisfy { $0.exact })
+        // The words apart, or one of them alone, are not the text.
+        #expect(e.expand(["york", "new"], prefixLast: false).alternatives.isEmpty)
+        #expect(e.expand(["new"], prefixLast: false).alternatives.isEmpty)
+        // One way: the input's words find the synonyms, not the reverse.
+        let oneWay = try synonym(#"{"objectID": "la", "type": "onewaysynonym", "input": "los angeles", "synonyms": ["LA", "city of angels"]}"#)
+        let la = QueryExpansion(synonyms: [oneWay]).expand(["los", "angeles"], prefixLast: false)
+        #expect(words(la.alternatives[0]) == ["la"] && words(la.alternatives[1]) == ["la"])
+        #expect(QueryExpansion(synonyms: [oneWay]).expand(["la"], prefixLast: false).alternatives.isEmpty)
     }
 
     /// `"car"` matches `"cars"` and `"child"` matches `"children"`; "foot"

@@ -36,6 +36,8 @@ RECORDS = [
     {"objectID": "k2", "title": "Stories for children", "kind": "book"},
     {"objectID": "r1", "title": "The record of the year", "kind": "music"},
     {"objectID": "w1", "title": "What is it", "kind": "music"},
+    {"objectID": "n1", "title": "NY pizza", "kind": "food"},
+    {"objectID": "n2", "title": "New York bagels", "kind": "food"},
 ]
 
 
@@ -85,6 +87,21 @@ def test_a_one_way_synonym_matches_one_way_only(client):
     assert ids(client, "ipad")[0] == ["t2"]
     client.wait_for_task(INDEX, client.clear_synonyms(INDEX).task_id)
     assert ids(client, "tablet")[0] == ["t1"]
+
+
+def test_a_phrase_of_the_query_finds_its_one_word_synonyms(client):
+    # Algolia's multi-word synonym example: "NY" = "New York".
+    assert ids(client, "new york")[0] == ["n2"]
+    client.wait_for_task(INDEX, client.save_synonyms(INDEX, [
+        {"objectID": "ny", "type": "synonym", "synonyms": ["NY", "new york"]}]).task_id)
+    try:
+        found, r = ids(client, "new york", attributesToHighlight=["title"])
+        assert found == ["n1", "n2"]
+        pizza = next(h for h in r["hits"] if h["objectID"] == "n1")
+        assert pizza["_highlightResult"]["title"]["value"] == "<em>NY</em> pizza"
+        assert pizza["_highlightResult"]["title"]["matchLevel"] == "full"
+    finally:
+        client.wait_for_task(INDEX, client.clear_synonyms(INDEX).task_id)
 
 
 def test_ignore_plurals_as_a_parameter_and_a_setting(client):
