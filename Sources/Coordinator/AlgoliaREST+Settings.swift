@@ -142,27 +142,38 @@ extension AlgoliaREST {
         return (objectID, s)
     }
 
+    /// The index whose synonyms a write changes, and its replicas when the
+    /// request says `forwardToReplicas=true` (as Algolia: a replica searches
+    /// with its own synonyms, so a sort replica needs them forwarded).
+    func synonymTargets(_ c: Call, _ index: String) async throws(RESTError) -> [String] {
+        guard c.query["forwardToReplicas"] == "true", let m = try await loadMeta(c, index) else { return [index] }
+        return [index] + m.settings.replicas
+    }
+
     func saveSynonyms(_ c: Call, _ index: String) async throws(RESTError) -> JSONValue {
         guard let list = c.body.arrayValue else { throw RESTError(.badRequest, "the body must be a list of synonyms") }
-        _ = try await ensureMeta(c, index)
-        if c.query["replaceExistingSynonyms"] == "true" || c.query["clearExistingSynonyms"] == "true" {
-            try await deleteSynonyms(c, index)
-        }
+        var checked: [(String, [String: JSONValue])] = []
+        for (i, v) in list.enumerated() { checked.append(try checkedSynonym(v, id: nil, at: "synonyms[\(i)]")) }
         var items: [JSONValue] = []
-        for (i, v) in list.enumerated() {
-            let (id, s) = try checkedSynonym(v, id: nil, at: "synonyms[\(i)]")
-            items.append(Self.synonymItem(index, id, s))
+        let targets = try await synonymTargets(c, index)
+        for target in targets {
+            _ = try await ensureMeta(c, target)
+            if c.query["replaceExistingSynonyms"] == "true" || c.query["clearExistingSynonyms"] == "true" {
+                try await deleteSynonyms(c, target)
+            }
+            items += checked.map { Self.synonymItem(target, $0.0, $0.1) }
         }
         try await publish(items, key: c.key)
-        state.setSynonyms(c.app, index, nil)
+        for target in targets { state.setSynonyms(c.app, target, nil) }
         return .object(["taskID": task(), "updatedAt": .string(Self.now())])
     }
 
     func saveSynonym(_ c: Call, _ index: String, _ id: String) async throws(RESTError) -> JSONValue {
         let (_, s) = try checkedSynonym(c.body, id: id, at: "the synonym")
-        _ = try await ensureMeta(c, index)
-        try await publish([Self.synonymItem(index, id, s)], key: c.key)
-        state.setSynonyms(c.app, index, nil)
+        let targets = try await synonymTargets(c, index)
+        for target in targets { _ = try await ensureMeta(c, target) }
+        try await publish(targets.map { Self.synonymItem($0, id, s) }, key: c.key)
+        for target in targets { state.setSynonyms(c.app, target, nil) }
         return .object(["taskID": task(), "updatedAt": .string(Self.now()), "id": .string(id)])
     }
 
@@ -174,8 +185,9 @@ extension AlgoliaREST {
     }
 
     func deleteSynonym(_ c: Call, _ index: String, _ id: String) async throws(RESTError) -> JSONValue {
-        try await delete(ids: [AlgoliaIndex.synonymPrefix(index) + id], key: c.key)
-        state.setSynonyms(c.app, index, nil)
+        let targets = try await synonymTargets(c, index)
+        try await delete(ids: targets.map { AlgoliaIndex.synonymPrefix($0) + id }, key: c.key)
+        for target in targets { state.setSynonyms(c.app, target, nil) }
         return .object(["taskID": task(), "deletedAt": .string(Self.now())])
     }
 
@@ -186,7 +198,7 @@ extension AlgoliaREST {
     }
 
     func clearSynonyms(_ c: Call, _ index: String) async throws(RESTError) -> JSONValue {
-        try await deleteSynonyms(c, index)
+        for target in try await synonymTargets(c, index) { try await deleteSynonyms(c, target) }
         return .object(["taskID": task(), "updatedAt": .string(Self.now())])
     }
 

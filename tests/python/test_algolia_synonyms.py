@@ -104,6 +104,23 @@ def test_a_phrase_of_the_query_finds_its_one_word_synonyms(client):
         client.wait_for_task(INDEX, client.clear_synonyms(INDEX).task_id)
 
 
+def test_synonyms_forwarded_to_a_replica_apply_there(client):
+    client.wait_for_task(INDEX, client.set_settings(INDEX, {"replicas": ["shop_by_kind"]}).task_id)
+    replica = lambda q: sorted(h["objectID"] for h in client.search_single_index(
+        "shop_by_kind", {"query": q, "hitsPerPage": 100}).to_dict()["hits"])
+    try:
+        pants = [{"objectID": "pants", "type": "synonym", "synonyms": ["pants", "trousers"]}]
+        # A replica searches with its own synonyms: none unless forwarded.
+        client.wait_for_task(INDEX, client.save_synonyms(INDEX, pants).task_id)
+        assert ids(client, "pants")[0] == ["p1", "p2"] and replica("pants") == ["p1"]
+        client.wait_for_task(INDEX, client.save_synonyms(INDEX, pants, forward_to_replicas=True).task_id)
+        assert replica("pants") == ["p1", "p2"]
+        client.wait_for_task(INDEX, client.clear_synonyms(INDEX, forward_to_replicas=True).task_id)
+        assert replica("pants") == ["p1"] and ids(client, "pants")[0] == ["p1"]
+    finally:
+        client.wait_for_task(INDEX, client.set_settings(INDEX, {"replicas": None}).task_id)
+
+
 def test_ignore_plurals_as_a_parameter_and_a_setting(client):
     # Complete words (a trailing space: no prefix) and no typos ("cars" is
     # one letter from "car"), so that only plurals can join them.
