@@ -58,6 +58,19 @@ def ids(client, query, **params):
     return sorted(h["objectID"] for h in r["hits"]), r
 
 
+def raw_search(client, body):
+    """A search sent as raw HTTP, for what the client's models would refuse
+    (its `RankingInfo` requires fields Limelight does not write, such as
+    `geoDistance` without a point) or validate before sending."""
+    config = client._config
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{config.hosts._hosts[0].port}/1/indexes/{INDEX}/query", method="POST",
+        data=json.dumps(body).encode(),
+        headers={"X-Algolia-API-Key": config.api_key, "X-Algolia-Application-Id": "default"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())
+
+
 def test_regular_synonyms_find_each_other(client):
     assert ids(client, "trousers")[0] == ["p2"]
     client.wait_for_task(INDEX, client.save_synonyms(INDEX, [
@@ -69,6 +82,13 @@ def test_regular_synonyms_find_each_other(client):
         # itself: no typo, an exact word.
         grey = next(h for h in r["hits"] if h["objectID"] == "p2")
         assert grey["_highlightResult"]["title"]["value"] == "Grey <em>trousers</em>"
+    # Ranked as the word itself (alternativesAsExact's default holds
+    # singleWordSynonym): no typo, one exact word, every hit alike.
+    r = raw_search(client, {"query": "pants", "getRankingInfo": True})
+    assert [(h["_rankingInfo"]["nbTypos"], h["_rankingInfo"]["nbExactWords"]) for h in r["hits"]] == [(0, 1)] * 3
+    r = raw_search(client, {"query": "pants", "getRankingInfo": True, "alternativesAsExact": ["ignorePlurals"]})
+    exact = {h["objectID"]: h["_rankingInfo"]["nbExactWords"] for h in r["hits"]}
+    assert exact == {"p1": 1, "p2": 0, "p3": 0}
     # Typed letter by letter, the last word is a prefix of its own: "pan"
     # finds pants, not its synonyms.
     assert ids(client, "pan")[0] == ["p1"]
@@ -160,14 +180,8 @@ def test_remove_stop_words_as_a_parameter_and_a_setting(client):
 
 def test_a_wrong_value_is_refused_and_named(client):
     # Sent as raw HTTP: the client would refuse these values itself.
-    config = client._config
-    host = config.hosts._hosts[0]
     for name, value in (("alternativesAsExact", ["sometimes"]), ("ignorePlurals", {"en": True})):
-        request = urllib.request.Request(
-            f"http://127.0.0.1:{host.port}/1/indexes/{INDEX}/query", method="POST",
-            data=json.dumps({"query": "x", name: value}).encode(),
-            headers={"X-Algolia-API-Key": config.api_key, "X-Algolia-Application-Id": "default"})
         with pytest.raises(urllib.error.HTTPError) as e:
-            urllib.request.urlopen(request, timeout=10)
+            raw_search(client, {"query": "x", name: value})
         assert e.value.code == 400
         assert name in json.loads(e.value.read())["message"], name
