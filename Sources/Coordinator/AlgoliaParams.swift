@@ -18,9 +18,9 @@ enum AlgoliaParams {
     /// which refuses any name it does not know.
     static let ignored: Set<String> = [
         "responseFields", "sumOrFiltersScores", "facetingAfterDistinct", "advancedSyntax", "advancedSyntaxFeatures",
-        "ignorePlurals", "removeStopWords", "queryLanguages", "naturalLanguages", "decompoundQuery", "enableReRanking",
-        "percentileComputation", "attributeCriteriaComputedByMinProximity", "synonyms", "replaceSynonymsInHighlight",
-        "minProximity", "explain", "exactOnSingleWordQuery", "alternativesAsExact", "removeWordsIfNoResults",
+        "naturalLanguages", "decompoundQuery", "enableReRanking",
+        "percentileComputation", "attributeCriteriaComputedByMinProximity", "replaceSynonymsInHighlight",
+        "minProximity", "explain", "exactOnSingleWordQuery", "removeWordsIfNoResults",
         "optionalWords", "disableTypoToleranceOnAttributes", "disableExactOnAttributes", "allowTyposOnNumericTokens",
         "restrictHighlightAndSnippetArrays", "getRankingInfo_", "personalizationImpact", "reRankingApplyFilter",
         "maxFacetHits", "sortFacetValuesBy", "renderingContent", "restrictIndices", "validUntil", "aroundPrecision",
@@ -106,6 +106,7 @@ struct AlgoliaSettings: Sendable {
         "hitsPerPage", "attributesToRetrieve", "attributesToHighlight", "attributesToSnippet", "highlightPreTag",
         "highlightPostTag", "snippetEllipsisText", "typoTolerance", "minWordSizefor1Typo", "minWordSizefor2Typos",
         "paginationLimitedTo", "maxValuesPerFacet", "queryType", "customRanking", "distinct", "attributeForDistinct",
+        "ignorePlurals", "removeStopWords", "queryLanguages", "alternativesAsExact",
     ]
 
     /// The search's parameters with the settings' defaults filled in.

@@ -89,6 +89,9 @@ extension AlgoliaREST {
 /// replica acknowledged it, so every task id handed out is `published`.
 final class AlgoliaState: Sendable {
     private let metas = Mutex<[String: AlgoliaIndexMeta]>([:])
+    /// Each index's synonyms as matching applies them, read at its first
+    /// search and dropped whenever its synonyms or meta are written here.
+    private let synonymLists = Mutex<[String: [QuerySynonym]]>([:])
     private let lastTask: Atomic<Int>
 
     init() {
@@ -100,7 +103,13 @@ final class AlgoliaState: Sendable {
     func issued(_ task: Int) -> Bool { task <= lastTask.load(ordering: .relaxed) }
 
     func meta(_ app: String?, _ index: String) -> AlgoliaIndexMeta? { metas.withLock { $0[Self.key(app, index)] } }
-    func setMeta(_ app: String?, _ index: String, _ m: AlgoliaIndexMeta?) { metas.withLock { $0[Self.key(app, index)] = m } }
+    func setMeta(_ app: String?, _ index: String, _ m: AlgoliaIndexMeta?) {
+        metas.withLock { $0[Self.key(app, index)] = m }
+        setSynonyms(app, index, nil)
+    }
+
+    func synonyms(_ app: String?, _ index: String) -> [QuerySynonym]? { synonymLists.withLock { $0[Self.key(app, index)] } }
+    func setSynonyms(_ app: String?, _ index: String, _ s: [QuerySynonym]?) { synonymLists.withLock { $0[Self.key(app, index)] = s } }
 
     static func key(_ app: String?, _ index: String) -> String { (app ?? "") + "\u{0}" + index }
 }

@@ -49,8 +49,10 @@ extension AlgoliaREST {
         let plain =
             asWritten && !browse && !primaryFlattened && hidden.isEmpty && retrieve == nil
             && settings.json["renderingContent"] == nil && applied["offset"] == nil && applied["length"] == nil
+        let synonyms = try await matchingSynonyms(c, index)
         let bytes = try await searchBytes(applied, within: AlgoliaIndex.records(recordsOf), key: c.key) { request in
             request.recordPrefix = prefix
+            request.applySynonyms(synonyms)
             if browse {
                 // Browsing reads every record, past the search's pagination limit.
                 request.paginationLimitedTo = Int.max / 2

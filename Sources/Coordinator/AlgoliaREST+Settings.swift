@@ -1,6 +1,7 @@
 import Foundation
 import Items
 import QueryPlan
+import SearchParameters
 
 /// Index settings, the list of indices, synonyms.
 extension AlgoliaREST {
@@ -102,7 +103,8 @@ extension AlgoliaREST {
     // MARK: Synonyms
 
     /// Stored as items of the index's meta domain, one per synonym; kept and
-    /// answered as Algolia does, not yet applied when matching (docs/algolia.md).
+    /// answered as Algolia does. Regular and one-way synonyms change matching
+    /// (``matchingSynonyms(_:_:)``, ``QueryExpansion``).
     static func synonymItem(_ index: String, _ id: String, _ synonym: [String: JSONValue]) -> JSONValue {
         var s = synonym
         s["objectID"] = .string(id)
@@ -120,6 +122,16 @@ extension AlgoliaREST {
             .sorted { ($0["objectID"]?.stringValue ?? "") < ($1["objectID"]?.stringValue ?? "") }
     }
 
+    /// The index's synonyms as searches apply them: kept by ``AlgoliaState``
+    /// after the first search reads them, so a search of an index costs no
+    /// read for them; dropped when they are written here.
+    func matchingSynonyms(_ c: Call, _ index: String) async throws(RESTError) -> [QuerySynonym] {
+        if let known = state.synonyms(c.app, index) { return known }
+        let list = try await synonyms(c, index).compactMap(QuerySynonym.init(json:))
+        state.setSynonyms(c.app, index, list)
+        return list
+    }
+
     static let synonymTypes: Set<String> = ["synonym", "onewaysynonym", "altcorrection1", "altcorrection2", "placeholder"]
 
     func checkedSynonym(_ v: JSONValue, id: String?, at: String) throws(RESTError) -> (String, [String: JSONValue]) {
@@ -131,25 +143,38 @@ extension AlgoliaREST {
         return (objectID, s)
     }
 
+    /// The index whose synonyms a write changes, and its replicas when the
+    /// request says `forwardToReplicas=true` (as Algolia: a replica searches
+    /// with its own synonyms, so a sort replica needs them forwarded).
+    func synonymTargets(_ c: Call, _ index: String) async throws(RESTError) -> [String] {
+        guard c.query["forwardToReplicas"] == "true", let m = try await loadMeta(c, index) else { return [index] }
+        return [index] + m.settings.replicas
+    }
+
     func saveSynonyms(_ c: Call, _ index: String) async throws(RESTError) -> JSONValue {
         guard let list = c.body.arrayValue else { throw RESTError(.badRequest, "the body must be a list of synonyms") }
-        _ = try await ensureMeta(c, index)
-        if c.query["replaceExistingSynonyms"] == "true" || c.query["clearExistingSynonyms"] == "true" {
-            try await deleteSynonyms(c, index)
-        }
+        var checked: [(String, [String: JSONValue])] = []
+        for (i, v) in list.enumerated() { checked.append(try checkedSynonym(v, id: nil, at: "synonyms[\(i)]")) }
         var items: [JSONValue] = []
-        for (i, v) in list.enumerated() {
-            let (id, s) = try checkedSynonym(v, id: nil, at: "synonyms[\(i)]")
-            items.append(Self.synonymItem(index, id, s))
+        let targets = try await synonymTargets(c, index)
+        for target in targets {
+            _ = try await ensureMeta(c, target)
+            if c.query["replaceExistingSynonyms"] == "true" || c.query["clearExistingSynonyms"] == "true" {
+                try await deleteSynonyms(c, target)
+            }
+            items += checked.map { Self.synonymItem(target, $0.0, $0.1) }
         }
         try await publish(items, key: c.key)
+        for target in targets { state.setSynonyms(c.app, target, nil) }
         return .object(["taskID": task(), "updatedAt": .string(Self.now())])
     }
 
     func saveSynonym(_ c: Call, _ index: String, _ id: String) async throws(RESTError) -> JSONValue {
         let (_, s) = try checkedSynonym(c.body, id: id, at: "the synonym")
-        _ = try await ensureMeta(c, index)
-        try await publish([Self.synonymItem(index, id, s)], key: c.key)
+        let targets = try await synonymTargets(c, index)
+        for target in targets { _ = try await ensureMeta(c, target) }
+        try await publish(targets.map { Self.synonymItem($0, id, s) }, key: c.key)
+        for target in targets { state.setSynonyms(c.app, target, nil) }
         return .object(["taskID": task(), "updatedAt": .string(Self.now()), "id": .string(id)])
     }
 
@@ -161,17 +186,20 @@ extension AlgoliaREST {
     }
 
     func deleteSynonym(_ c: Call, _ index: String, _ id: String) async throws(RESTError) -> JSONValue {
-        try await delete(ids: [AlgoliaIndex.synonymPrefix(index) + id], key: c.key)
+        let targets = try await synonymTargets(c, index)
+        try await delete(ids: targets.map { AlgoliaIndex.synonymPrefix($0) + id }, key: c.key)
+        for target in targets { state.setSynonyms(c.app, target, nil) }
         return .object(["taskID": task(), "deletedAt": .string(Self.now())])
     }
 
     func deleteSynonyms(_ c: Call, _ index: String) async throws(RESTError) {
         let ids = try await synonyms(c, index).compactMap { $0["objectID"]?.stringValue }.map { AlgoliaIndex.synonymPrefix(index) + $0 }
         if !ids.isEmpty { try await delete(ids: ids, key: c.key) }
+        state.setSynonyms(c.app, index, nil)
     }
 
     func clearSynonyms(_ c: Call, _ index: String) async throws(RESTError) -> JSONValue {
-        try await deleteSynonyms(c, index)
+        for target in try await synonymTargets(c, index) { try await deleteSynonyms(c, target) }
         return .object(["taskID": task(), "updatedAt": .string(Self.now())])
     }
 

@@ -21,6 +21,22 @@ public struct CustomRank: Sendable, Hashable {
     ]
 }
 
+/// Another word a query word matches (a synonym, a plural): a whole token
+/// equal to ``word`` counts as the query word, with no typo, for every
+/// criterion; for `exact` only when ``exact`` is set (Algolia's
+/// `alternativesAsExact`).
+public struct WordAlternative: Sendable, Hashable {
+    /// Folded, one token.
+    public var word: String
+    /// Whether a match counts for the `exact` criterion (words matched
+    /// whole, and a value that is the whole query).
+    public var exact: Bool
+    public init(_ word: String, exact: Bool = true) {
+        self.word = word
+        self.exact = exact
+    }
+}
+
 /// Parameter search (Algolia's `SearchParameters`) as every shard evaluates
 /// it: the query language parses into this, the coordinator sends it to a
 /// query worker per shard, and merges what they return by ``SearchRanking``.
@@ -31,6 +47,11 @@ public struct SearchPlan: Sendable, Hashable {
     /// The folded query words, in order; empty for an empty query (every item
     /// that passes the filters matches).
     public var words: [String]
+    /// Per query word, the other words it matches (``WordAlternative``):
+    /// empty when no word has any (the plan then costs what it did without
+    /// them), else one list per word. The coordinator fills them (synonyms,
+    /// plurals); shards only match them.
+    public var alternatives: [[WordAlternative]] = []
     /// Whether the last word also matches as a prefix (as-you-type); false
     /// when the typed query ends with a space, since the word is then complete.
     public var prefixLast: Bool
@@ -282,6 +303,12 @@ extension SearchPlan {
         if let semantic { o["semantic"] = semantic.json }
         if let ranking { o["ranking"] = .array(ranking.map { .string($0.name) }) }
         if let distinct { o["distinct"] = .object(["attribute": .string(distinct.attribute), "count": .number(Double(distinct.count))]) }
+        if !alternatives.isEmpty {
+            o["alternatives"] = .array(
+                alternatives.map { list in
+                    .array(list.map { $0.exact ? .string($0.word) : .object(["word": .string($0.word), "exact": .bool(false)]) })
+                })
+        }
         return .object(o)
     }
 
@@ -330,5 +357,27 @@ extension SearchPlan {
         if let d = o["distinct"], let a = d["attribute"]?.stringValue {
             distinct = DistinctPlan(attribute: a, count: max(1, d["count"]?.intValue ?? 1))
         }
+        if let lists = o["alternatives"]?.arrayValue {
+            alternatives = try lists.enumerated().map { (i, list) throws(PlanDecodingError) in
+                guard let list = list.arrayValue else {
+                    throw PlanDecodingError(path: "search.alternatives[\(i)]", message: "expected a list of words")
+                }
+                return try list.map { a throws(PlanDecodingError) in
+                    if let w = a.stringValue { return WordAlternative(w) }
+                    guard let w = a["word"]?.stringValue else {
+                        throw PlanDecodingError(path: "search.alternatives[\(i)]", message: "expected a word or {word, exact}")
+                    }
+                    return WordAlternative(w, exact: a["exact"]?.boolValue ?? true)
+                }
+            }
+            guard alternatives.isEmpty || alternatives.count == words.count else {
+                throw PlanDecodingError(path: "search.alternatives", message: "expected one list per query word")
+            }
+        }
+    }
+
+    /// The alternatives of query word `w` (none when the plan has none).
+    @inline(__always) public func alternatives(of w: Int) -> [WordAlternative] {
+        w < alternatives.count ? alternatives[w] : []
     }
 }

@@ -176,14 +176,40 @@ public struct SearchWordMatcher: Sendable {
     let policy: TypoPolicy
     /// Each word's ``letterMask(_:)``.
     let masks: [UInt64]
+    /// Per word, the other whole tokens it matches (``WordAlternative``):
+    /// empty when no word has any, so that a plain search tests nothing more.
+    public let alternatives: [[WordAlternative]]
+    /// ``alternatives``' words as bytes.
+    let alternativeBytes: [[[UInt8]]]
 
-    public init(words: [String], prefixLast: Bool, policy: TypoPolicy) {
+    public init(words: [String], prefixLast: Bool, policy: TypoPolicy, alternatives: [[WordAlternative]] = []) {
         original = words
         self.words = words.map { Array($0.utf8) }
         masks = self.words.map { Self.letterMask($0) }
         allowed = words.map { policy.allowed(for: $0) }
         self.prefixLast = prefixLast
         self.policy = policy
+        let given = alternatives.count == words.count && alternatives.contains { !$0.isEmpty }
+        self.alternatives = given ? alternatives : []
+        alternativeBytes = given ? alternatives.map { $0.map { Array($0.word.utf8) } } : []
+    }
+
+    /// Whether folded `token` is an alternative of word `w` (and, with
+    /// `exactOnly`, one that counts as exact).
+    @inline(__always)
+    public func isAlternative(_ w: Int, _ token: String, exactOnly: Bool = false) -> Bool {
+        guard w < alternatives.count else { return false }
+        return alternatives[w].contains { $0.word == token && (!exactOnly || $0.exact) }
+    }
+
+    /// ``isAlternative(_:_:exactOnly:)`` of bytes.
+    @inline(__always)
+    func isAlternative(_ w: Int, _ token: UnsafeBufferPointer<UInt8>, exactOnly: Bool = false) -> Bool {
+        guard w < alternativeBytes.count else { return false }
+        for (k, a) in alternativeBytes[w].enumerated() where a.count == token.count && token.elementsEqual(a) {
+            if !exactOnly || alternatives[w][k].exact { return true }
+        }
+        return false
     }
 
     /// Calls `found(word, position)` for every token of `value` (camel-case
@@ -197,10 +223,15 @@ public struct SearchWordMatcher: Sendable {
         for token in SearchTokens.tokens(value) {
             for (w, word) in original.enumerated() {
                 let isLast = prefixLast && w == original.count - 1
-                if WordMatch.of(word: word, token: token.folded, isLast: isLast, policy: policy) != nil { found(w, token.position) }
+                if WordMatch.of(word: word, token: token.folded, isLast: isLast, policy: policy) != nil || isAlternative(w, token.folded) {
+                    found(w, token.position)
+                }
             }
         }
-        return SearchTokens.queryWords(value) == original
+        let valueWords = SearchTokens.queryWords(value)
+        guard !alternatives.isEmpty else { return valueWords == original }
+        return valueWords.count == original.count
+            && valueWords.indices.allSatisfy { valueWords[$0] == original[$0] || isAlternative($0, valueWords[$0], exactOnly: true) }
     }
 
     /// ``scan(_:_:)`` over UTF-8 bytes that are all ASCII, with no allocation
@@ -226,7 +257,11 @@ public struct SearchWordMatcher: Sendable {
         if rows.count < 3 * 64 { rows = [Int](repeating: 0, count: 3 * 64) }
         var whole = true
         let count = Self.forEachASCIIToken(bytes, lowered: &lowered) { token, mask, position, isPart in
-            if !isPart, whole { whole = position < words.count && token.elementsEqual(words[position]) }
+            if !isPart, whole {
+                whole =
+                    position < words.count
+                    && (token.elementsEqual(words[position]) || (!alternatives.isEmpty && isAlternative(position, token, exactOnly: true)))
+            }
             check(token, mask, position, &rows, found)
         }
         return whole && count == words.count
@@ -326,7 +361,9 @@ public struct SearchWordMatcher: Sendable {
     /// whole-value test of ``scanASCII(_:lowered:rows:_:)``.
     public func equalsASCII(_ token: UnsafeBufferPointer<UInt8>) -> UInt64 {
         var bits: UInt64 = 0
-        for (w, word) in words.enumerated() where token.elementsEqual(word) { bits |= 1 << UInt64(w) }
+        for (w, word) in words.enumerated() where token.elementsEqual(word) || isAlternative(w, token, exactOnly: true) {
+            bits |= 1 << UInt64(w)
+        }
         return bits
     }
 
@@ -341,7 +378,7 @@ public struct SearchWordMatcher: Sendable {
         var mask: UInt64 = 0
         for (w, word) in original.enumerated() {
             let isLast = prefixLast && w == original.count - 1
-            if token == word || (isLast && token.hasPrefix(word)) { bits |= 1 << UInt64(w); continue }
+            if token == word || (isLast && token.hasPrefix(word)) || isAlternative(w, token) { bits |= 1 << UInt64(w); continue }
             let k = allowed[w]
             guard k > 0 else { continue }
             if bytes == nil {
@@ -361,7 +398,7 @@ public struct SearchWordMatcher: Sendable {
     /// as ``scan(_:_:)``'s whole-value test compares them.
     public func equalsFolded(_ token: String) -> UInt64 {
         var bits: UInt64 = 0
-        for (w, word) in original.enumerated() where word == token { bits |= 1 << UInt64(w) }
+        for (w, word) in original.enumerated() where word == token || isAlternative(w, token, exactOnly: true) { bits |= 1 << UInt64(w) }
         return bits
     }
 
@@ -400,6 +437,7 @@ public struct SearchWordMatcher: Sendable {
             {
                 found(w, position); continue
             }
+            if !alternatives.isEmpty, isAlternative(w, token) { found(w, position); continue }
             let k = allowed[w]
             guard k > 0, abs(token.count - word.count) <= k else { continue }
             let wm = masks[w]

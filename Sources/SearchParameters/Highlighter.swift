@@ -5,7 +5,8 @@ import QueryPlan
 /// Marks the query's words in attribute values, for `_highlightResult` and
 /// `_snippetResult`. A token is marked when it matches a query word by the
 /// rule the shards matched with (``WordMatch``): the same tokenizer, the same
-/// typos, the last word as a prefix.
+/// typos, the last word as a prefix, a word's alternatives (synonyms,
+/// plurals: ``WordAlternative``) as the word.
 ///
 /// ASCII values (most values) are cut and compared on their bytes by the
 /// shards' own matcher (``SearchWordMatcher/forEachASCIIToken(_:lowered:_:)``
@@ -27,7 +28,7 @@ package struct Highlighter: Sendable {
         words = plan.words
         prefixLast = plan.prefixLast
         typos = plan.typos
-        matcher = SearchWordMatcher(words: plan.words, prefixLast: plan.prefixLast, policy: plan.typos)
+        matcher = SearchWordMatcher(words: plan.words, prefixLast: plan.prefixLast, policy: plan.typos, alternatives: plan.alternatives)
         self.preTag = preTag
         self.postTag = postTag
         self.ellipsis = ellipsis
@@ -108,6 +109,7 @@ package struct Highlighter: Sendable {
                         from: utf8.startIndex, to: token.range.lowerBound)..<utf8.distance(from: utf8.startIndex, to: token.range.upperBound)
                 record(range, token.position) { w in
                     WordMatch.of(word: words[w], token: token.folded, isLast: prefixLast && w == words.count - 1, policy: typos) != nil
+                        || matcher.isAlternative(w, token.folded)
                 }
             }
         }

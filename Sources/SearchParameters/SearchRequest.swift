@@ -50,6 +50,11 @@ package struct SearchRequest: Sendable {
     /// namespace in the app), and no `domainIdentifier` or `entity` is
     /// written. Nil for the ZeroMQ search, whose hits keep both.
     package var recordPrefix: String?
+    /// The query's words as typed (folded), before ``expansion``.
+    package var typedWords: [String] = []
+    /// Stop words, plurals and synonyms (``QueryExpansion``): what makes
+    /// the plan's words and their alternatives out of ``typedWords``.
+    package var expansion = QueryExpansion()
 
     package static let knownParameters: Set<String> = [
         "query", "page", "hitsPerPage", "offset", "length", "attributesToRetrieve", "facets", "maxValuesPerFacet",
@@ -57,7 +62,8 @@ package struct SearchRequest: Sendable {
         "insideBoundingBox", "attributesToHighlight", "attributesToSnippet", "highlightPreTag", "highlightPostTag",
         "snippetEllipsisText", "getRankingInfo", "typoTolerance", "minWordSizefor1Typo", "minWordSizefor2Typos",
         "restrictSearchableAttributes", "customRanking", "queryType", "paginationLimitedTo", "semantic", "hybrid",
-        "ranking", "distinct", "attributeForDistinct",
+        "ranking", "distinct", "attributeForDistinct", "ignorePlurals", "removeStopWords", "queryLanguages",
+        "alternativesAsExact", "synonyms",
         // Accepted and without effect here: analytics and personalization switches UI libraries send.
         "analytics", "clickAnalytics", "analyticsTags", "userToken", "enablePersonalization", "enableABTest",
         "enableRules", "ruleContexts",
@@ -141,6 +147,9 @@ package struct SearchRequest: Sendable {
         case "prefixNone": plan.prefixLast = false
         default: throw invalid("queryType", "'\(queryType)' is not supported: use prefixLast or prefixNone")
         }
+        typedWords = plan.words
+        expansion = try Self.expansion(o)
+        (plan.words, plan.alternatives) = expansion.expand(typedWords, prefixLast: plan.prefixLast)
         if let t = o["typoTolerance"] {
             if let b = t.boolValue {
                 plan.typos.enabled = b
@@ -263,6 +272,54 @@ package struct SearchRequest: Sendable {
             plan.fetchAttributes = fetch
         }
         self.plan = plan
+    }
+
+    /// Applies an index's synonyms (the REST API's, for the index searched)
+    /// to the plan's words.
+    package mutating func applySynonyms(_ synonyms: [QuerySynonym]) {
+        guard !synonyms.isEmpty else { return }
+        expansion.synonyms = synonyms
+        (plan.words, plan.alternatives) = expansion.expand(typedWords, prefixLast: plan.prefixLast)
+    }
+
+    /// `removeStopWords`, `ignorePlurals` (English: `true`, or a list of
+    /// languages holding `"en"`; `true` means `queryLanguages` when given),
+    /// `alternativesAsExact` and `synonyms` (true unless false).
+    static func expansion(_ o: [String: JSONValue]) throws(SearchParametersError) -> QueryExpansion {
+        func invalid(_ p: String, _ m: String) -> SearchParametersError { SearchParametersError(.invalidParameter, m, parameter: p) }
+        var english: Bool?
+        if let q = o["queryLanguages"] {
+            guard let en = QueryExpansion.english(q), q.boolValue == nil else {
+                throw invalid("queryLanguages", "expected a list of languages (ISO codes, e.g. [\"en\"])")
+            }
+            english = en
+        }
+        func language(_ k: String) throws(SearchParametersError) -> Bool {
+            guard let v = o[k] else { return false }
+            guard let en = QueryExpansion.english(v) else {
+                throw invalid(k, "expected true, false or a list of languages (ISO codes, e.g. [\"en\"]); English is the one supported")
+            }
+            let isTrue = v.boolValue == true || v.stringValue == "true"
+            return isTrue ? (english ?? true) : en
+        }
+        var e = QueryExpansion(removeStopWords: try language("removeStopWords"), ignorePlurals: try language("ignorePlurals"))
+        if let a = o["alternativesAsExact"] {
+            let names = a.arrayValue?.compactMap(\.stringValue) ?? a.stringValue.map { $0.split(separator: ",").map(String.init) }
+            let known: Set<String> = ["ignorePlurals", "singleWordSynonym", "multiWordsSynonym"]
+            guard let names, names.allSatisfy(known.contains) else {
+                throw invalid("alternativesAsExact", "expected a list of ignorePlurals, singleWordSynonym, multiWordsSynonym")
+            }
+            e.pluralsAsExact = names.contains("ignorePlurals")
+            e.synonymsAsExact = names.contains("singleWordSynonym")
+            e.multiWordSynonymsAsExact = names.contains("multiWordsSynonym")
+        }
+        if let v = o["synonyms"] {
+            guard let b = v.boolValue ?? (v.stringValue == "true" ? true : v.stringValue == "false" ? false : nil) else {
+                throw invalid("synonyms", "expected true or false")
+            }
+            e.useSynonyms = b
+        }
+        return e
     }
 
     static func point(_ s: String) -> Location? {

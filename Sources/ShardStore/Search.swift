@@ -204,7 +204,7 @@ final class SearchRun {
         self.context = context
         postingSearch = index.map(PostingSearch.init)
         rows = store.searchCache.searchesUseItemRows ? index?.rows : nil
-        matcher = SearchWordMatcher(words: plan.words, prefixLast: plan.prefixLast, policy: plan.typos)
+        matcher = SearchWordMatcher(words: plan.words, prefixLast: plan.prefixLast, policy: plan.typos, alternatives: plan.alternatives)
         if store.searchCache.searchesUseForwardIndex, let f = index?.forward, plan.words.count <= ForwardTokenCache.maxWords {
             forward = f
             store.searchCache.forwardTokens.begin(f, matcher)
@@ -246,7 +246,7 @@ final class SearchRun {
         var postings: [WordPostings] = []
         var textBits: IDBits?
         for (i, word) in plan.words.enumerated() {
-            let p = try wordPostings(word, isLast: i == plan.words.count - 1)
+            let p = try wordPostings(word, isLast: i == plan.words.count - 1, alternatives: plan.alternatives(of: i))
             postings.append(p)
             textBits = textBits.map { $0.intersection(p.all) } ?? p.all
             if textBits?.isEmpty == true { break }

@@ -13,16 +13,20 @@ extension SearchRun {
     /// several words, ``textMatch(_:)`` compares a value's words with the
     /// query's, so "firefox-esr" is exact for "firefox esr"; with one word a
     /// value must be the word itself, "vim." is not.)
+    /// An alternative of the word that counts as exact (``WordAlternative``)
+    /// is such a value too.
     func wholeValueMatches() throws -> [Int: [Int64]] {
-        let key = plan.words.joined(separator: " ")
-        guard key.count <= Fold.keyCharacters else { return [:] }
+        var keys = [plan.words.joined(separator: " ")]
+        if plan.words.count == 1 { keys += plan.alternatives(of: 0).filter(\.exact).map(\.word) }
         let s = try store.db.prepare("SELECT item FROM attrs WHERE name = ? AND key = ?")
         var out: [Int: [Int64]] = [:]
-        for name in searchable {
-            try s.bind(name, at: 0)
-            try s.bind(key, at: 1)
-            while try s.step() { out[rankOf[name]!, default: []].append(s.int64(at: 0)) }
-            try s.reset()
+        for key in keys where key.count <= Fold.keyCharacters {
+            for name in searchable {
+                try s.bind(name, at: 0)
+                try s.bind(key, at: 1)
+                while try s.step() { out[rankOf[name]!, default: []].append(s.int64(at: 0)) }
+                try s.reset()
+            }
         }
         return out.mapValues(IDs.sortedUnique)
     }

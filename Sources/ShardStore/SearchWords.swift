@@ -35,20 +35,21 @@ extension SearchRun {
     /// (``ShardStore/typoForms(_:maxTypos:in:)``); what this adds is the
     /// posting unions (`limelight-bench store`'s `refinements` kind
     /// exercises it).
-    func wordPostings(_ word: String, isLast: Bool) throws -> WordPostings {
-        guard let index = postingSearch?.index else { return try lookUpWordPostings(word, isLast: isLast) }
+    func wordPostings(_ word: String, isLast: Bool, alternatives: [WordAlternative] = []) throws -> WordPostings {
+        guard let index = postingSearch?.index else { return try lookUpWordPostings(word, isLast: isLast, alternatives: alternatives) }
         let allowed = plan.typos.allowed(for: word)
         let cache = store.searchCache
         if cache.wordPostingsIndex !== index {
             cache.wordPostings = [:]
             cache.wordPostingsIndex = index
         }
-        let key = "\(isLast && plan.prefixLast ? "p" : "w")\(allowed) \(columnMask.map { String($0) } ?? "*") \(word)"
+        var key = "\(isLast && plan.prefixLast ? "p" : "w")\(allowed) \(columnMask.map { String($0) } ?? "*") \(word)"
+        for a in alternatives { key += (a.exact ? " =" : " ~") + a.word }
         if let known = cache.wordPostings[key] {
             cache.wordPostingsReused += 1
             return known
         }
-        let p = try lookUpWordPostings(word, isLast: isLast)
+        let p = try lookUpWordPostings(word, isLast: isLast, alternatives: alternatives)
         let bytes = p.memoryBytes
         if cache.wordPostings.count >= SearchCache.maxWordPostings || cache.wordPostingsBytes + bytes > SearchCache.maxWordPostingsBytes {
             cache.wordPostings = [:]
@@ -69,7 +70,10 @@ extension SearchRun {
         try postingSearch?.index.terms ?? store.vocabulary()
     }
 
-    func lookUpWordPostings(_ word: String, isLast: Bool) throws -> WordPostings {
+    /// `alternatives`: other words the query word matches as whole tokens
+    /// (``WordAlternative``), held at no typo, and in ``WordPostings/exact``
+    /// when they count as exact.
+    func lookUpWordPostings(_ word: String, isLast: Bool, alternatives: [WordAlternative] = []) throws -> WordPostings {
         var p = WordPostings()
         let exactForm = Self.quote(word)
         p.formsByTypos[0] = [exactForm]
@@ -87,6 +91,7 @@ extension SearchRun {
             p.exact = IDBits(exact)
             p.byTypos[0] = prefix ? IDBits(IDs.union(exact, try ftsIDs(columnFilter + exactForm + " *"))) : p.exact
         }
+        if !alternatives.isEmpty { try addAlternatives(alternatives, to: &p) }
         let allowed = plan.typos.allowed(for: word)
         if allowed > 0 {
             let vocabulary = try typoVocabulary()
@@ -127,5 +132,29 @@ extension SearchRun {
         }
         p.all = IDBits.union(p.byTypos)
         return p
+    }
+
+    /// The items holding an alternative of the word, added at no typo (and
+    /// as exact where it counts so): from the index when it answers for the
+    /// word and every alternative, else from FTS5 (the forms of no typo then
+    /// come from FTS5 too, so both stay one set).
+    func addAlternatives(_ alternatives: [WordAlternative], to p: inout WordPostings) throws {
+        p.formsByTypos[0] += alternatives.map { Self.quote($0.word) }
+        if let search = postingSearch, p.termsByTypos[0] != nil, alternatives.allSatisfy({ PostingSearch.isPlain($0.word) }) {
+            for a in alternatives {
+                let terms = search.exact(a.word)
+                p.termsByTypos[0]! += terms
+                let bits = search.bits(terms, columns: columnMask)
+                p.byTypos[0] = p.byTypos[0].union(bits)
+                if a.exact { p.exact = p.exact.union(bits) }
+            }
+            return
+        }
+        p.termsByTypos[0] = nil
+        for a in alternatives {
+            let bits = IDBits(try ftsIDs(columnFilter + Self.quote(a.word)))
+            p.byTypos[0] = p.byTypos[0].union(bits)
+            if a.exact { p.exact = p.exact.union(bits) }
+        }
     }
 }

@@ -83,6 +83,12 @@ final class ForwardTokenCache {
             if matcher.prefixLast, w == matcher.words.count - 1 {
                 for i in range { set(i, matches) }
             }
+            if w < matcher.alternatives.count {
+                for a in matcher.alternatives[w] {
+                    let r = vocabulary.range(prefix: a.word)
+                    if let first = r.first, vocabulary.length(first) == a.word.utf8.count { set(first, a.exact ? matches | equals : matches) }
+                }
+            }
             let k = matcher.allowed[w]
             if k > 0 {
                 for i in typoTerms(matcher.original[w], maxTypos: k, in: forward, store: store) { set(i, matches) }

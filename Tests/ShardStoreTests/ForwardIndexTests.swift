@@ -89,7 +89,27 @@ import Testing
             if rng.next() % 4 == 0 { plan.facets = ["section"] }
             plans.append(plan)
         }
-        return plans
+        return withAlternatives(plans, seed: seed)
+    }
+
+    /// Every third plan with alternatives for some of its words (synonyms,
+    /// plurals: ``WordAlternative``), drawn from `words`' tokens, exact or
+    /// not, ASCII and not; from a generator of their own, so the plans are
+    /// otherwise those drawn without them.
+    static func withAlternatives(_ plans: [SearchPlan], seed: UInt64, words: [String] = Self.words) -> [SearchPlan] {
+        var rng = SplitMix64(state: seed ^ 0xA1_7E)
+        let tokens = Array(Set(words.flatMap(SearchTokens.queryWords)))
+            .sorted()
+        return plans.enumerated().map { k, plan in
+            guard k % 3 == 1 else { return plan }
+            var p = plan
+            p.alternatives = plan.words.map { _ in
+                (0..<Int(rng.next() % 3)).map { _ in
+                    WordAlternative(tokens[Int(rng.next() % UInt64(tokens.count))], exact: rng.next() % 4 != 0)
+                }
+            }
+            return p
+        }
     }
 
     static func store(_ dir: TempDir, seed: UInt64, count: Int = 300) throws -> ShardStore {
@@ -350,7 +370,7 @@ import Testing
                     typos: [TypoPolicy(), TypoPolicy(minWordSizeForOneTypo: 1, minWordSizeForTwoTypos: 2)][Int(rng.next() % 2)]))
         }
         for plan in plans {
-            let matcher = SearchWordMatcher(words: plan.words, prefixLast: plan.prefixLast, policy: plan.typos)
+            let matcher = SearchWordMatcher(words: plan.words, prefixLast: plan.prefixLast, policy: plan.typos, alternatives: plan.alternatives)
             own.begin(forward, matcher)
             own.lookUp()
             shared.begin(forward, matcher)

@@ -100,7 +100,7 @@ import Testing
             RankCriterion.algolia, [.attribute, .typo, .exact, .custom], [.sort(CustomRank(attribute: "size", ascending: false)), .typo],
             [.exact, .proximity, .typo], [.typo, .custom, .attribute], [.custom, .sort(CustomRank(attribute: "size", ascending: true))],
         ]
-        return (0..<n).map { _ in
+        let plans = (0..<n).map { _ in
             let words = (0..<(1 + Int(rng.next() % 2))).map { _ in queryWord(&rng) }
             var plan = SearchPlan(
                 words: words, prefixLast: rng.next() % 3 != 0,
@@ -113,6 +113,7 @@ import Testing
             if rng.next() % 5 == 0 { plan.distinct = DistinctPlan(attribute: "section", count: 1 + Int(rng.next() % 2)) }
             return plan
         }
+        return ForwardIndexTests.withAlternatives(plans, seed: seed, words: words)
     }
 
     /// Two readers of one shard, one taking the index and one FTS5, answer
