@@ -386,6 +386,9 @@ final class SearchRun {
                 groups: for (g, (rank, cols)) in groups.enumerated() {
                     let filter = "{" + cols.map { "c\($0.column)" }.joined(separator: " ") + "} : "
                     let groupMask = PostingSearch.mask(cols.map(\.column))
+                    // In an unordered group a match away from the start ranks
+                    // as one at the start: the window can be full only once both are in.
+                    let startRanksBetter = attributes.attribute(rank, atStart: true) != attributes.attribute(rank, atStart: false)
                     if levelMasks != nil {
                         assign(columns: groupMask << 16, attributes.attribute(rank, atStart: true))
                     } else {
@@ -393,7 +396,7 @@ final class SearchRun {
                             try ftsIDs(filter + "(" + forms.map { "^" + $0 }.joined(separator: " OR ") + ")"),
                             attributes.attribute(rank, atStart: true))
                     }
-                    if cutShort, before + count >= plan.window { break groups }
+                    if cutShort, startRanksBetter, before + count >= plan.window { break groups }
                     if g == groups.count - 1 {
                         // A match found in no better column is in one of the last group's.
                         for k in 0..<n where typos[k] == level && !assigned[k] { attribute[k] = attributes.attribute(rank, atStart: false) }

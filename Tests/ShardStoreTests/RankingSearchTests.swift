@@ -35,7 +35,8 @@ import Testing
                     }
                     #expect(
                         window.map(\.uniqueIdentifier) == expected.map(\.uniqueIdentifier),
-                        "\(plan.words) \(plan.searchableAttributes) \(plan.window) \(plan.ranking ?? []) \(String(describing: plan.distinct))")
+                        "\(plan.words) \(plan.alternatives) \(plan.prefixLast) \(plan.searchableAttributes) \(plan.window) \(plan.ranking ?? []) \(String(describing: plan.distinct)) index: \(store === s)"
+                    )
                     #expect(window.map(\.rank) == expected.map(\.rank))
                     compared += window.count
                 }
