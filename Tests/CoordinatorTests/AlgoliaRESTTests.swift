@@ -127,4 +127,35 @@ struct AlgoliaRESTTests {
         #expect(!LocalClients.isLocal([Data("client".utf8)]))
         #expect(local.route() != route)
     }
+
+    @Test("InstantSearch's page with refined disjunctive facets is recognised, and nothing else")
+    func disjunctivePage() {
+        let base: [String: JSONValue] = ["query": .string("lib"), "maxValuesPerFacet": .number(10)]
+        var main = base
+        main["facets"] = .array([.string("section"), .string("arch")])
+        main["hitsPerPage"] = .number(20)
+        main["facetFilters"] = .array([.array([.string("section:libs")]), .array([.string("arch:all")])])
+        var extra = base
+        extra["facets"] = .string("section")
+        extra["hitsPerPage"] = .number(0)
+        extra["facetFilters"] = .array([.array([.string("arch:all")])])
+        extra["attributesToRetrieve"] = .array([])
+        extra["analytics"] = .bool(false)
+        let page = AlgoliaDisjunctivePage([("i", nil, main), ("i", nil, extra)])
+        #expect(page?.extras.map(\.facet) == ["section"])
+        #expect(page?.index == "i")
+        // Alone, another index, a hit asked, another query, two facets, a facet search: run one by one.
+        #expect(AlgoliaDisjunctivePage([("i", nil, main)]) == nil)
+        #expect(AlgoliaDisjunctivePage([("i", nil, main), ("j", nil, extra)]) == nil)
+        var hit = extra
+        hit["hitsPerPage"] = .number(1)
+        #expect(AlgoliaDisjunctivePage([("i", nil, main), ("i", nil, hit)]) == nil)
+        var other = extra
+        other["query"] = .string("libs")
+        #expect(AlgoliaDisjunctivePage([("i", nil, main), ("i", nil, other)]) == nil)
+        var two = extra
+        two["facets"] = .array([.string("section"), .string("arch")])
+        #expect(AlgoliaDisjunctivePage([("i", nil, main), ("i", nil, two)]) == nil)
+        #expect(AlgoliaDisjunctivePage([("i", nil, main), ("i", "section", extra)]) == nil)
+    }
 }
