@@ -90,6 +90,8 @@ extension AlgoliaREST {
 final class AlgoliaState: Sendable {
     private let metas = Mutex<[String: AlgoliaIndexMeta]>([:])
     private let lastTask: Atomic<Int>
+    /// Whether ``AlgoliaRecord/objectsAttribute`` was declared by this process.
+    let objectsDeclared = Atomic<Bool>(false)
 
     init() {
         // Ids keep increasing across restarts: they start from the clock.

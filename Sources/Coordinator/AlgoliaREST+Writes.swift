@@ -2,6 +2,7 @@ import Foundation
 import Items
 import QueryPlan
 import SearchParameters
+import WireProtocol
 
 /// Records: writes, reads, and whole-index operations. Every write is
 /// answered once every live replica of its shards acknowledged it (the
@@ -214,7 +215,7 @@ extension AlgoliaREST {
         }
         func save(_ id: String, _ record: [String: JSONValue]) throws(RESTError) {
             guard !id.isEmpty else { throw RESTError(.badRequest, "an objectID must not be empty") }
-            if !flattens, record["_geoloc"] != nil || record.values.contains(where: { $0.objectValue != nil }) { flattens = true }
+            if !flattens, record["_geoloc"] != nil || record.values.contains(where: Self.flattened) { flattens = true }
             var r = record
             r["objectID"] = .string(id)
             let item = try AlgoliaRecord.item(r, objectID: id, index: index)
@@ -267,6 +268,7 @@ extension AlgoliaREST {
                     meta.flattened = true
                     try await saveMeta(c, meta)
                 }
+                if items.contains(where: { $0["attributes"]?[AlgoliaRecord.objectsAttribute] != nil }) { try await declareObjects(c) }
                 try await publish(items, key: c.key)
             case .deleteIDs(let ids): try await delete(ids: ids, key: c.key)
             case .clear: try await delete(domains: [AlgoliaIndex.recordsDomain(index)], key: c.key)
@@ -277,6 +279,22 @@ extension AlgoliaREST {
                 meta = try await ensureMeta(c, index)
             }
         }
+    }
+
+    /// Whether a field's value is stored otherwise than as given: an object
+    /// (as dotted attributes) or a list of objects.
+    static func flattened(_ v: JSONValue) -> Bool {
+        v.objectValue != nil || v.arrayValue?.contains { $0.objectValue != nil } == true
+    }
+
+    /// Declares ``AlgoliaRecord/objectsAttribute`` not searchable, once per
+    /// process, before the first record holding it is stored (declaring it
+    /// again is accepted, so a restarted coordinator just declares it anew).
+    func declareObjects(_ c: Call) async throws(RESTError) {
+        guard !state.objectsDeclared.load(ordering: .relaxed) else { return }
+        let spec = AttributeSpec(name: AlgoliaRecord.objectsAttribute, type: .text, searchable: false, searchableByDefault: false)
+        _ = try await call(.declare(Body.Declare(attributes: [AttributeDeclaration(spec)])), key: c.key)
+        state.objectsDeclared.store(true, ordering: .relaxed)
     }
 
     /// A partial update: plain values replace the attribute, Algolia's

@@ -64,10 +64,23 @@ struct AlgoliaRESTTests {
         #expect(back == record)
     }
 
-    @Test("a list of objects is refused, naming the field")
-    func listsOfObjects() {
+    @Test("a list of objects becomes a list per field, and comes back whole; one mixed with values is refused")
+    func listsOfObjects() throws {
+        let variants = JSONValue.array([
+            .object(["sku": .string("a"), "price": .number(3)]), .object(["sku": .string("b")]),
+        ])
+        let record: [String: JSONValue] = ["objectID": .string("o"), "variants": variants]
+        let item = try AlgoliaRecord.item(record, objectID: "o", index: "p")
+        let attributes = try #require(item["attributes"]?.objectValue)
+        #expect(attributes["variants.sku"] == .array([.string("a"), .string("b")]))
+        #expect(attributes["variants.price"] == .array([.number(3)]))
+        #expect(attributes["variants"] == nil)
+        #expect(try #require(AlgoliaRecord.record(item: item, index: "p")) == record)
         #expect(throws: RESTError.self) {
-            try AlgoliaRecord.item(["variants": .array([.object(["size": .number(1)])])], objectID: "o", index: "p")
+            try AlgoliaRecord.item(["variants": .array([.object(["size": .number(1)]), .number(2)])], objectID: "o", index: "p")
+        }
+        #expect(throws: RESTError.self) {
+            try AlgoliaRecord.item([AlgoliaRecord.objectsAttribute: .string("x")], objectID: "o", index: "p")
         }
     }
 

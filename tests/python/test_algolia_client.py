@@ -362,7 +362,7 @@ def test_malformed_requests_are_400_naming_the_fault(world):
     code, message = post(f"/1/indexes/{INDEX}/batch", json.dumps({"requests": [{"action": "upsert", "body": {}}]}).encode())
     assert code == 400 and "upsert" in message and "requests[0]" in message
     code, message = post(f"/1/indexes/{INDEX}/batch", json.dumps({"requests": [{"action": "addObject", "body": {
-        "objectID": "bad", "variants": [{"size": 1}]}}]}).encode())
+        "objectID": "bad", "variants": [{"size": 1}, 2]}}]}).encode())
     assert code == 400 and "variants" in message
 
 

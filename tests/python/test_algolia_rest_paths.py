@@ -217,3 +217,30 @@ def test_list_indices_measures_the_records_bytes(world):
     assert listed["sized"]["fileSize"] == listed["sized"]["dataSize"]
     everything = sum(len(json.dumps(r, separators=(",", ":"), ensure_ascii=False).encode()) for r in recs)
     assert abs(listed[INDEX]["dataSize"] - everything) <= everything * 0.01
+
+
+def test_lists_of_objects_are_faceted_by_field_and_read_back_whole(world):
+    _, client, _, _, _ = world
+    shirts = [
+        {"objectID": "s1", "title": "Linen shirt", "variants": [{"sku": "L-RED", "price": 30, "size": {"eu": 40}},
+                                                                 {"sku": "L-BLUE", "price": 35}]},
+        {"objectID": "s2", "title": "Cotton shirt", "variants": [{"sku": "C-RED", "price": 20}],
+         "care": {"steps": [{"how": "wash"}, {"how": "iron"}]}},
+        {"objectID": "s3", "title": "Plain shirt", "variants": []},
+    ]
+    client.save_objects("shirts", shirts, wait_for_tasks=True)
+    for s in shirts:
+        assert as_dict(client.get_object("shirts", s["objectID"])) == s
+    r = as_dict(client.search_single_index("shirts", {"query": "", "facets": ["variants.sku", "care.steps.how"],
+                                                      "hitsPerPage": 10}))
+    assert r["facets"]["variants.sku"] == {"L-RED": 1, "L-BLUE": 1, "C-RED": 1}
+    assert r["facets"]["care.steps.how"] == {"wash": 1, "iron": 1}
+    assert sorted(h["objectID"] for h in r["hits"]) == ["s1", "s2", "s3"]
+    assert {h["objectID"]: h.get("variants") for h in r["hits"]} == {s["objectID"]: s["variants"] for s in shirts}
+    r = as_dict(client.search_single_index("shirts", {"query": "", "filters": "variants.price < 25"}))
+    assert [h["objectID"] for h in r["hits"]] == ["s2"]
+    # The values are searched as Algolia searches nested attributes; the kept JSON is not.
+    assert [h["objectID"] for h in as_dict(client.search_single_index("shirts", {"query": "l-blue"}))["hits"]] == ["s1"]
+    assert as_dict(client.search_single_index("shirts", {"query": "sku"}))["nbHits"] == 0
+    every = as_dict(client.search_single_index("shirts", {"query": "", "facets": ["*"]}))
+    assert "algoliaObjects" not in every["facets"] and "variants.sku" in every["facets"]
