@@ -218,7 +218,10 @@ extension AlgoliaREST {
             if !flattens, record["_geoloc"] != nil || record.values.contains(where: Self.flattened) { flattens = true }
             var r = record
             r["objectID"] = .string(id)
-            let item = try AlgoliaRecord.item(r, objectID: id, index: index)
+            let item: JSONValue
+            do throws(RESTError) { item = try AlgoliaRecord.item(r, objectID: id, index: index) } catch {
+                throw RESTError(error.code, "record '\(id)' is refused, and nothing of the batch was stored: \(error.message)")
+            }
             do throws(ItemError) { _ = try decoder.decode(item) } catch {
                 let field = error.field.map { " (\($0))" } ?? ""
                 throw RESTError(.badRequest, "record '\(id)' is refused, and nothing of the batch was stored: \(error.message)\(field)")
@@ -232,7 +235,11 @@ extension AlgoliaREST {
             case .save(let id, let record): try save(id, record)
             case .partial(let id, let changes, let create):
                 guard let before = current[id] ?? (create ? [:] : nil) else { continue }
-                try save(id, try Self.applyPartial(changes, to: before))
+                let after: [String: JSONValue]
+                do throws(RESTError) { after = try Self.applyPartial(changes, to: before) } catch {
+                    throw RESTError(error.code, "record '\(id)' is refused, and nothing of the batch was stored: \(error.message)")
+                }
+                try save(id, after)
             case .delete(let id):
                 close()
                 current[id] = nil
