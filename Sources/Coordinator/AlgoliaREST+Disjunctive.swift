@@ -106,37 +106,147 @@ extension AlgoliaREST {
             }
             request.plan.facets.append(SearchPlan.disjunctiveSetSizes)
         }
-        var main: [String: JSONValue]
+        // The first request's answer: as written, its hits not read into a
+        // tree (they are most of its bytes), only its facets rewritten
+        // without the extra requests'; or, when the hits needed rebuilding,
+        // the object it already is.
+        var fields: [String: JSONValue] = [:]
+        var written: (bytes: [UInt8], members: [String: Range<Int>])?
         switch answer {
-        case .object(let o): main = o
+        case .object(let o): fields = o
         case .written(let bytes):
-            guard case .object(let o)? = try? JSONValue.parse(Data(bytes)) else {
+            guard let members = JSONMembers.scan(bytes) else {
                 throw RESTError(.internalError, "the search's response is not a JSON object")
             }
-            main = o
+            written = (bytes, members)
+            for k in ["facets", "facets_stats", "query", "exhaustiveNbHits", "exhaustiveFacetsCount", "processingTimeMS", "aroundLatLng"] {
+                if let r = members[k] { fields[k] = try? JSONValue.parse(Data(bytes[r])) }
+            }
         }
-        var facets = main["facets"]?.objectValue ?? [:]
-        var stats = main["facets_stats"]?.objectValue ?? [:]
+        var facets = fields["facets"]?.objectValue ?? [:]
+        var stats = fields["facets_stats"]?.objectValue ?? [:]
         let sizes = facets.removeValue(forKey: SearchPlan.disjunctiveSetSizes)?.objectValue ?? [:]
-        var results: [JSONValue] = []
+        var results: [[UInt8]] = []
         for (i, extra) in extras.enumerated() {
             let alias = AlgoliaDisjunctivePage.alias(i)
             let counts = facets.removeValue(forKey: alias) ?? .object([:])
             let stat = stats.removeValue(forKey: alias)
             var o: [String: JSONValue] = [
                 "hits": .array([]), "nbHits": sizes[alias] ?? .number(0), "hitsPerPage": .number(0),
-                "page": .number(0), "nbPages": .number(0), "query": main["query"] ?? .string(""),
-                "exhaustiveNbHits": main["exhaustiveNbHits"] ?? .bool(true),
-                "exhaustiveFacetsCount": main["exhaustiveFacetsCount"] ?? .bool(true),
-                "params": .string(echoed[i]), "processingTimeMS": main["processingTimeMS"] ?? .number(0),
+                "page": .number(0), "nbPages": .number(0), "query": fields["query"] ?? .string(""),
+                "exhaustiveNbHits": fields["exhaustiveNbHits"] ?? .bool(true),
+                "exhaustiveFacetsCount": fields["exhaustiveFacetsCount"] ?? .bool(true),
+                "params": .string(echoed[i]), "processingTimeMS": fields["processingTimeMS"] ?? .number(0),
                 "index": .string(page.index), "facets": .object([extra.facet: counts]),
                 "facets_stats": .object(stat.map { [extra.facet: $0] } ?? [:]),
             ]
-            for k in ["aroundLatLng", "renderingContent"] { o[k] = main[k] }
-            results.append(.object(o))
+            for k in ["aroundLatLng", "renderingContent"] { o[k] = fields[k] }
+            results.append(JSONWriter.bytes(.object(o)))
         }
-        main["facets"] = mainFacets ? .object(facets) : nil
-        main["facets_stats"] = mainFacets ? .object(stats) : nil
-        return JSONWriter.bytes(.object(["results": .array([.object(main)] + results)]))
+        var first: [UInt8]
+        if let written {
+            first = JSONMembers.replacing(
+                written.bytes, written.members,
+                ["facets": mainFacets ? JSONWriter.bytes(.object(facets)) : nil, "facets_stats": mainFacets ? JSONWriter.bytes(.object(stats)) : nil])
+        } else {
+            fields["facets"] = mainFacets ? .object(facets) : nil
+            fields["facets_stats"] = mainFacets ? .object(stats) : nil
+            first = JSONWriter.bytes(.object(fields))
+        }
+        var out: [UInt8] = Array("{\"results\":[".utf8)
+        out.reserveCapacity(first.count + 1024)
+        out += first
+        for r in results {
+            out.append(UInt8(ascii: ","))
+            out += r
+        }
+        out += Array("]}".utf8)
+        return out
+
+    }
+}
+
+/// The members of a JSON object's text found without reading their values
+/// into a tree: a search's response is mostly its hits, which the page's
+/// answer passes on as they were written.
+enum JSONMembers {
+    /// Each top-level key and the byte range of its value; nil when the
+    /// bytes are not one JSON object.
+    static func scan(_ b: [UInt8]) -> [String: Range<Int>]? {
+        var i = 0
+        func space() { while i < b.count, b[i] == 0x20 || b[i] == 0x0A || b[i] == 0x0D || b[i] == 0x09 { i += 1 } }
+        func string() -> Bool {
+            guard i < b.count, b[i] == UInt8(ascii: "\"") else { return false }
+            i += 1
+            while i < b.count, b[i] != UInt8(ascii: "\"") { i += b[i] == UInt8(ascii: "\\") ? 2 : 1 }
+            guard i < b.count else { return false }
+            i += 1
+            return true
+        }
+        func value() -> Bool {
+            guard i < b.count else { return false }
+            switch b[i] {
+            case UInt8(ascii: "\""): return string()
+            case UInt8(ascii: "{"), UInt8(ascii: "["):
+                var depth = 0
+                while i < b.count {
+                    switch b[i] {
+                    case UInt8(ascii: "\""): if !string() { return false }; continue
+                    case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
+                    case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                        depth -= 1
+                        if depth == 0 { i += 1; return true }
+                    default: break
+                    }
+                    i += 1
+                }
+                return false
+            default:
+                while i < b.count, ![UInt8(ascii: ","), UInt8(ascii: "}"), UInt8(ascii: "]"), 0x20, 0x0A, 0x0D, 0x09].contains(b[i]) { i += 1 }
+                return true
+            }
+        }
+        var out: [String: Range<Int>] = [:]
+        space()
+        guard i < b.count, b[i] == UInt8(ascii: "{") else { return nil }
+        i += 1
+        while true {
+            space()
+            guard i < b.count else { return nil }
+            if b[i] == UInt8(ascii: "}") { return out }
+            let keyStart = i
+            guard string(), let key = (try? JSONValue.parse(Data(b[keyStart..<i])))?.stringValue else { return nil }
+            space()
+            guard i < b.count, b[i] == UInt8(ascii: ":") else { return nil }
+            i += 1
+            space()
+            let start = i
+            guard value() else { return nil }
+            out[key] = start..<i
+            space()
+            if i < b.count, b[i] == UInt8(ascii: ",") { i += 1 }
+        }
+    }
+
+    /// The object with these members' values replaced (nil: the member left
+    /// out), the others' bytes as they were.
+    static func replacing(_ b: [UInt8], _ members: [String: Range<Int>], _ values: [String: [UInt8]?]) -> [UInt8] {
+        var out: [UInt8] = [UInt8(ascii: "{")]
+        out.reserveCapacity(b.count)
+        for (key, range) in members.sorted(by: { $0.value.lowerBound < $1.value.lowerBound }) {
+            let bytes: ArraySlice<UInt8>
+            if let replaced = values[key] {
+                guard let r = replaced else { continue }
+                bytes = r[...]
+            } else {
+                bytes = b[range]
+            }
+            if out.count > 1 { out.append(UInt8(ascii: ",")) }
+            JSONWriter.writeString(key, into: &out)
+            out.append(UInt8(ascii: ":"))
+            out += bytes
+        }
+        out.append(UInt8(ascii: "}"))
+        return out
     }
 }
