@@ -93,6 +93,8 @@ final class AlgoliaState: Sendable {
     /// search and dropped whenever its synonyms or meta are written here.
     private let synonymLists = Mutex<[String: [QuerySynonym]]>([:])
     private let lastTask: Atomic<Int>
+    /// Whether ``AlgoliaRecord/objectsAttribute`` was declared by this process.
+    let objectsDeclared = Atomic<Bool>(false)
 
     init() {
         // Ids keep increasing across restarts: they start from the clock.

@@ -29,8 +29,10 @@ extension AlgoliaREST {
     /// unretrievable, no `attributesToRetrieve`, no `renderingContent`),
     /// the core's bytes are answered as they are, with the index's name
     /// spliced in, rather than read into a tree and written again.
+    /// `shape` adds to the parsed request's plan (``AlgoliaDisjunctivePage``'s facets).
     func searchAnswer(
-        _ c: Call, _ index: String, _ params: [String: JSONValue], browse: Bool = false, asWritten: Bool
+        _ c: Call, _ index: String, _ params: [String: JSONValue], browse: Bool = false, asWritten: Bool,
+        shape: (@Sendable (inout SearchRequest) -> Void)? = nil
     ) async throws(RESTError) -> SearchAnswer {
         guard let meta = try await loadMeta(c, index) else { throw RESTError(.notFound, "index '\(index)' does not exist") }
         let settings = meta.settings
@@ -58,6 +60,7 @@ extension AlgoliaREST {
                 request.paginationLimitedTo = Int.max / 2
                 request.plan.window = request.offset + request.length
             }
+            shape?(&request)
         }
         if plain, bytes.first == UInt8(ascii: "{"), bytes.count > 2 {
             var out: [UInt8] = Array("{\"index\":".utf8)
@@ -109,6 +112,7 @@ extension AlgoliaREST {
             guard let o = r.objectValue, let index = o["indexName"]?.stringValue, !index.isEmpty else {
                 throw RESTError(.badRequest, "requests[\(i)] needs an indexName")
             }
+            try checkIndex(c, index)
             let params = AlgoliaParams.from(o, dropping: ["indexName", "type"])
             var facet: String?
             if o["type"]?.stringValue == "facet" {
@@ -116,6 +120,9 @@ extension AlgoliaREST {
                 facet = f
             }
             parts.append((index, facet, params))
+        }
+        if strategy == "none", let page = AlgoliaDisjunctivePage(parts), let merged = try await disjunctivePage(c, page) {
+            return .bytes(merged)
         }
         var answers: [Result<[UInt8], RESTError>]
         if strategy == "none" {

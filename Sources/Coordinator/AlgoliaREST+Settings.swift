@@ -85,11 +85,15 @@ extension AlgoliaREST {
             .compactMap(AlgoliaIndexMeta.init(item:)).sorted { $0.name < $1.name }
         var out: [JSONValue] = []
         for m in metas {
-            let response = try await search(["hitsPerPage": .number(0)], within: AlgoliaIndex.records(m.settings.primary ?? m.name), key: c.key)
+            let records = m.settings.primary ?? m.name
+            let response = try await search(["hitsPerPage": .number(0)], within: AlgoliaIndex.records(records), key: c.key)
+            let entries = response["nbHits"]?.intValue ?? 0
+            // A replica holds no records of its own.
+            let size = m.settings.primary == nil ? try await dataSize(c, records, entries: entries) : 0
             var o: [String: JSONValue] = [
                 "name": .string(m.name), "createdAt": .string(ISODate.format(m.createdAt)),
-                "updatedAt": .string(ISODate.format(m.updatedAt)), "entries": response["nbHits"] ?? .number(0),
-                "dataSize": .number(0), "fileSize": .number(0), "lastBuildTimeS": .number(0),
+                "updatedAt": .string(ISODate.format(m.updatedAt)), "entries": .number(Double(entries)),
+                "dataSize": .number(Double(size)), "fileSize": .number(Double(size)), "lastBuildTimeS": .number(0),
                 "numberOfPendingTasks": .number(0), "pendingTask": .bool(false),
             ]
             if let p = m.settings.primary { o["primary"] = .string(p) }
@@ -98,6 +102,24 @@ extension AlgoliaREST {
             out.append(.object(o))
         }
         return .object(["items": .array(out), "nbPages": .number(1)])
+    }
+
+    /// Records read to measure an index's size; beyond, the size is scaled from them.
+    static let sizeSample = 1000
+
+    /// The bytes of an index's records, each as its JSON (the record a `GET`
+    /// answers, written compactly): summed over every record up to
+    /// ``sizeSample`` of them, and for a larger index the mean of that many
+    /// times `entries`. A shard holds many indices in one file, so no file
+    /// size is the index's own: `fileSize` is the same measure.
+    func dataSize(_ c: Call, _ index: String, entries: Int) async throws(RESTError) -> Int {
+        guard entries > 0 else { return 0 }
+        let sample = try await items(AlgoliaIndex.records(index), key: c.key, limit: Self.sizeSample)
+        let bytes = sample.reduce(0) { sum, item in
+            sum + (AlgoliaRecord.record(item: item, index: index).map { JSONWriter.bytes(.object($0)).count } ?? 0)
+        }
+        guard !sample.isEmpty else { return 0 }
+        return sample.count >= entries ? bytes : Int((Double(bytes) / Double(sample.count) * Double(entries)).rounded())
     }
 
     // MARK: Synonyms

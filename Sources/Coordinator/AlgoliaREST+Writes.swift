@@ -2,6 +2,7 @@ import Foundation
 import Items
 import QueryPlan
 import SearchParameters
+import WireProtocol
 
 /// Records: writes, reads, and whole-index operations. Every write is
 /// answered once every live replica of its shards acknowledged it (the
@@ -55,6 +56,7 @@ extension AlgoliaREST {
             guard let index = r["indexName"]?.stringValue, let id = r["objectID"]?.stringValue else {
                 throw RESTError(.badRequest, "requests[\(i)] needs indexName and objectID")
             }
+            try checkIndex(c, index)
             let meta = try await loadMeta(c, index)
             guard var record = try await records(c, meta?.settings.primary ?? index, [id])[id] else {
                 results.append(.null)
@@ -108,9 +110,12 @@ extension AlgoliaREST {
             if byIndex[index] == nil { order.append(index) }
             byIndex[index, default: []].append(op)
         }
-        for index in order {
-            try await write(c, index, byIndex[index]!)
-            taskIDs[index] = task()
+        // Every index's operations checked before any is stored.
+        var prepared: [PreparedWrite] = []
+        for index in order { prepared.append(try await prepare(c, index, byIndex[index]!)) }
+        for w in prepared {
+            try await apply(c, w)
+            taskIDs[w.index] = task()
         }
         return .object(["taskID": .object(taskIDs), "objectIDs": .array(ops.compactMap { Self.objectID($0.op) }.map { .string($0) })])
     }
@@ -136,6 +141,10 @@ extension AlgoliaREST {
                 guard let n = r["indexName"]?.stringValue, !n.isEmpty else { throw RESTError(.badRequest, "\(at) needs an indexName") }
                 name = n
             }
+            let needsBody = ["addObject", "updateObject", "partialUpdateObject", "partialUpdateObjectNoCreate"].contains(action)
+            if needsBody, r["body"]?.objectValue == nil {
+                throw RESTError(.badRequest, "\(at): \(action) needs a body that is the record, a JSON object; nothing of the batch was stored")
+            }
             let body = r["body"]?.objectValue ?? [:]
             let id = body["objectID"]?.stringValue
             func needID() throws(RESTError) -> String {
@@ -160,37 +169,65 @@ extension AlgoliaREST {
         return out
     }
 
-    /// Runs operations in order: saves gathered into publishes, a delete or
-    /// clear sending what was gathered first; partial updates read the
-    /// records they change (their last state within the batch).
+    /// A batch's effects, worked out in full before anything is stored.
+    enum Step {
+        /// Records to store, as items; `flattens`: some record of the index
+        /// so far had a nested object or `_geoloc`.
+        case publish([JSONValue], flattens: Bool)
+        case deleteIDs([String])
+        case clear
+        case deleteIndex
+    }
+
+    /// One index's operations, checked and made into steps.
+    struct PreparedWrite {
+        var index: String
+        var steps: [Step]
+    }
+
+    /// Runs operations in order, refused whole when one is bad.
     func write(_ c: Call, _ index: String, _ ops: [Operation]) async throws(RESTError) {
-        var meta = try await ensureMeta(c, index)
-        if let primary = meta.settings.primary {
+        try await apply(c, try await prepare(c, index, ops))
+    }
+
+    /// Checks every operation and works out its effect, storing nothing:
+    /// each record is made into its item and checked as a shard checks it
+    /// (``ItemDecoder``), partial updates applied to the records they change
+    /// (their last state within the batch), so that a bad record or
+    /// operation refuses the whole batch, naming it, as Algolia does.
+    /// Saves are gathered into publishes; a delete or clear ends one.
+    func prepare(_ c: Call, _ index: String, _ ops: [Operation]) async throws(RESTError) -> PreparedWrite {
+        if let primary = try await loadMeta(c, index)?.settings.primary {
             throw RESTError(.badRequest, "index '\(index)' is a replica of '\(primary)': write its records to '\(primary)'")
         }
         let partialIDs = ops.compactMap { op -> String? in if case .partial(let id, _, _) = op { id } else { nil } }
         var current = try await records(c, index, Array(Set(partialIDs)))
+        var steps: [Step] = []
         var pending: [String: JSONValue] = [:]
         var pendingOrder: [String] = []
-        func flush() async throws(RESTError) {
+        var flattens = false
+        let decoder = ItemDecoder()
+        func close() {
             guard !pendingOrder.isEmpty else { return }
-            // Marked before the records are stored, so no search answers them unrebuilt.
-            if flattens, !meta.flattened {
-                meta.flattened = true
-                try await saveMeta(c, meta)
-            }
-            try await publish(pendingOrder.compactMap { pending[$0] }, key: c.key)
+            steps.append(.publish(pendingOrder.compactMap { pending[$0] }, flattens: flattens))
             pending = [:]
             pendingOrder = []
         }
-        var flattens = false
         func save(_ id: String, _ record: [String: JSONValue]) throws(RESTError) {
             guard !id.isEmpty else { throw RESTError(.badRequest, "an objectID must not be empty") }
-            if !flattens, record["_geoloc"] != nil || record.values.contains(where: { $0.objectValue != nil }) { flattens = true }
+            if !flattens, record["_geoloc"] != nil || record.values.contains(where: Self.flattened) { flattens = true }
             var r = record
             r["objectID"] = .string(id)
+            let item: JSONValue
+            do throws(RESTError) { item = try AlgoliaRecord.item(r, objectID: id, index: index) } catch {
+                throw RESTError(error.code, "record '\(id)' is refused, and nothing of the batch was stored: \(error.message)")
+            }
+            do throws(ItemError) { _ = try decoder.decode(item) } catch {
+                let field = error.field.map { " (\($0))" } ?? ""
+                throw RESTError(.badRequest, "record '\(id)' is refused, and nothing of the batch was stored: \(error.message)\(field)")
+            }
             if pending[id] == nil { pendingOrder.append(id) }
-            pending[id] = try AlgoliaRecord.item(r, objectID: id, index: index)
+            pending[id] = item
             current[id] = r
         }
         for op in ops {
@@ -198,25 +235,73 @@ extension AlgoliaREST {
             case .save(let id, let record): try save(id, record)
             case .partial(let id, let changes, let create):
                 guard let before = current[id] ?? (create ? [:] : nil) else { continue }
-                try save(id, try Self.applyPartial(changes, to: before))
+                let after: [String: JSONValue]
+                do throws(RESTError) { after = try Self.applyPartial(changes, to: before) } catch {
+                    throw RESTError(error.code, "record '\(id)' is refused, and nothing of the batch was stored: \(error.message)")
+                }
+                try save(id, after)
             case .delete(let id):
-                try await flush()
+                close()
                 current[id] = nil
-                try await delete(ids: [AlgoliaIndex.uid(index, id)], key: c.key)
+                if case .deleteIDs(let ids)? = steps.last {
+                    steps[steps.count - 1] = .deleteIDs(ids + [AlgoliaIndex.uid(index, id)])
+                } else {
+                    steps.append(.deleteIDs([AlgoliaIndex.uid(index, id)]))
+                }
             case .clear:
-                try await flush()
+                close()
                 current = [:]
-                try await delete(domains: [AlgoliaIndex.recordsDomain(index)], key: c.key)
+                steps.append(.clear)
             case .deleteIndex:
-                try await flush()
+                close()
                 current = [:]
+                flattens = false
+                steps.append(.deleteIndex)
+            }
+        }
+        close()
+        return PreparedWrite(index: index, steps: steps)
+    }
+
+    /// Stores a prepared write, step by step.
+    func apply(_ c: Call, _ w: PreparedWrite) async throws(RESTError) {
+        let index = w.index
+        var meta = try await ensureMeta(c, index)
+        for step in w.steps {
+            switch step {
+            case .publish(let items, let flattens):
+                // Marked before the records are stored, so no search answers them unrebuilt.
+                if flattens, !meta.flattened {
+                    meta.flattened = true
+                    try await saveMeta(c, meta)
+                }
+                if items.contains(where: { $0["attributes"]?[AlgoliaRecord.objectsAttribute] != nil }) { try await declareObjects(c) }
+                try await publish(items, key: c.key)
+            case .deleteIDs(let ids): try await delete(ids: ids, key: c.key)
+            case .clear: try await delete(domains: [AlgoliaIndex.recordsDomain(index)], key: c.key)
+            case .deleteIndex:
                 try await delete(domains: [AlgoliaIndex.domain(index)], key: c.key)
                 state.setMeta(c.app, index, nil)
                 // What the batch writes after the delete goes to a new, empty index.
                 meta = try await ensureMeta(c, index)
             }
         }
-        try await flush()
+    }
+
+    /// Whether a field's value is stored otherwise than as given: an object
+    /// (as dotted attributes) or a list of objects.
+    static func flattened(_ v: JSONValue) -> Bool {
+        v.objectValue != nil || v.arrayValue?.contains { $0.objectValue != nil } == true
+    }
+
+    /// Declares ``AlgoliaRecord/objectsAttribute`` not searchable, once per
+    /// process, before the first record holding it is stored (declaring it
+    /// again is accepted, so a restarted coordinator just declares it anew).
+    func declareObjects(_ c: Call) async throws(RESTError) {
+        guard !state.objectsDeclared.load(ordering: .relaxed) else { return }
+        let spec = AttributeSpec(name: AlgoliaRecord.objectsAttribute, type: .text, searchable: false, searchableByDefault: false)
+        _ = try await call(.declare(Body.Declare(attributes: [AttributeDeclaration(spec)])), key: c.key)
+        state.objectsDeclared.store(true, ordering: .relaxed)
     }
 
     /// A partial update: plain values replace the attribute, Algolia's

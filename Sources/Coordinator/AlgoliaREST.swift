@@ -44,6 +44,9 @@ struct AlgoliaREST: Sendable {
         /// The key's app (nil without keys), read once per request: the
         /// settings cache is per app.
         var app: String?
+        /// A secured key's `restrictIndices`, as the index domains it may see
+        /// (nil: every index).
+        var restrictDomains: [String]? = nil
     }
 
     func handle(_ request: Request) async -> Response {
@@ -79,9 +82,10 @@ struct AlgoliaREST: Sendable {
             HTTPField.Name(name).flatMap { request.headers[$0] } ?? query[name]
         }
         let key = header("x-algolia-api-key")
+        let (app, domains) = await core.appAndDomains(ofKey: key)
         return Call(
             method: request.method, segments: Array(segments), body: body, query: query,
-            key: key, applicationID: header("x-algolia-application-id"), app: await core.app(ofKey: key))
+            key: key, applicationID: header("x-algolia-application-id"), app: app, restrictDomains: domains)
     }
 
     // MARK: Routes
@@ -119,6 +123,7 @@ struct AlgoliaREST: Sendable {
             }
         }
         guard !index.isEmpty else { throw RESTError(.badRequest, "the index name is empty") }
+        try checkIndex(c, index)
         let r = Array(s.dropFirst(2))
         let path = r.joined(separator: "/")
         switch (m, r.count) {
@@ -153,6 +158,16 @@ struct AlgoliaREST: Sendable {
         guard let asked = c.applicationID, !asked.isEmpty else { return }
         guard let app = c.app, app != asked else { return }
         throw RESTError(.forbidden, "the API key belongs to app '\(app)', not to the application id '\(asked)' this request names")
+    }
+
+    /// A secured key with `restrictIndices` reaches only those indices;
+    /// another is refused as Algolia refuses it (403), not answered empty.
+    /// An index is allowed when its domain is within one the key may see.
+    func checkIndex(_ c: Call, _ index: String) throws(RESTError) {
+        guard let allowed = c.restrictDomains else { return }
+        let domain = AlgoliaIndex.domain(index)
+        for d in allowed where domain == d || domain.hasPrefix(d + ".") || d.hasPrefix(domain + ".") { return }
+        throw RESTError(.forbidden, "Index not allowed with this API key")
     }
 
     // MARK: Responses

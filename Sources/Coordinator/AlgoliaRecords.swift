@@ -53,12 +53,27 @@ enum AlgoliaIndex {
 ///   filters and facets name them, and rebuilt when the record is read;
 /// - `_geoloc` (`{"lat", "lng"}`) becomes the `latitude` and `longitude`
 ///   attributes the geo parameters use, and is rebuilt from them;
-/// - `null` fields are left out, as an absent attribute.
+/// - `null` fields are left out, as an absent attribute;
+/// - a list of objects (`"variants": [{"sku": "a"}, {"sku": "b"}]`) becomes
+///   a list per field (`variants.sku: ["a", "b"]`), which filters and facets
+///   name as Algolia does, and is kept whole in ``objectsAttribute`` for
+///   reading back (the per-field lists cannot rebuild it: a field absent
+///   from some objects leaves no gap, since a list holds no null).
 enum AlgoliaRecord {
+    /// The attribute that keeps a record's lists of objects as given: the
+    /// JSON text of `{"dotted.name": list}`. Declared not searchable
+    /// (``AlgoliaREST/declareObjects(_:)``), so that no query matches its
+    /// text and `facets: ["*"]` does not count it.
+    static let objectsAttribute = "algoliaObjects"
+
     /// The publishable item for a record, or why it cannot be one (naming the field).
     static func item(_ record: [String: JSONValue], objectID: String, index: String) throws(RESTError) -> JSONValue {
         var attributes: [String: JSONValue] = [:]
+        var objects: [String: JSONValue] = [:]
         for (name, value) in record where name != "objectID" {
+            if name == objectsAttribute {
+                throw RESTError(.badRequest, "field '\(name)' is reserved: Limelight keeps a record's lists of objects in it")
+            }
             if name == "_geoloc" {
                 guard case .object(let g) = value, let lat = g["lat"]?.doubleValue, let lng = g["lng"]?.doubleValue else {
                     if value == .null { continue }
@@ -68,8 +83,9 @@ enum AlgoliaRecord {
                 attributes["longitude"] = .number(lng)
                 continue
             }
-            try flatten(value, name: name, into: &attributes)
+            try flatten(value, name: name, into: &attributes, objects: &objects)
         }
+        if !objects.isEmpty { attributes[objectsAttribute] = .string(JSONWriter.string(.object(objects))) }
         return .object([
             "uniqueIdentifier": .string(AlgoliaIndex.uid(index, objectID)),
             "domainIdentifier": .string(AlgoliaIndex.recordDomain(index, objectID)),
@@ -77,16 +93,30 @@ enum AlgoliaRecord {
         ])
     }
 
-    static func flatten(_ value: JSONValue, name: String, into out: inout [String: JSONValue]) throws(RESTError) {
+    static func flatten(
+        _ value: JSONValue, name: String, into out: inout [String: JSONValue], objects: inout [String: JSONValue]
+    ) throws(RESTError) {
         switch value {
         case .null: return
         case .object(let o):
-            for (k, v) in o { try flatten(v, name: name + "." + k, into: &out) }
-        case .array(let a):
-            if a.contains(where: { $0.objectValue != nil }) {
-                throw RESTError(.badRequest, "field '\(name)': lists of objects are not supported; flatten them into lists of values per field")
+            for (k, v) in o { try flatten(v, name: name + "." + k, into: &out, objects: &objects) }
+        case .array(let a) where a.contains(where: { $0.objectValue != nil }):
+            // Each field's values, in the objects' order, as one list.
+            var lists: [String: [JSONValue]] = [:]
+            for (i, element) in a.enumerated() {
+                guard element.objectValue != nil else {
+                    throw RESTError(.badRequest, "field '\(name)': a list mixes objects and other values (at \(i))")
+                }
+                var fields: [String: JSONValue] = [:]
+                var inner: [String: JSONValue] = [:]
+                try flatten(element, name: name, into: &fields, objects: &inner)
+                guard inner.isEmpty else {
+                    throw RESTError(.badRequest, "field '\(name)': lists of objects within a list of objects are not supported")
+                }
+                for (k, v) in fields { lists[k, default: []] += v.arrayValue ?? [v] }
             }
-            out[name] = value
+            for (k, values) in lists { out[k] = .array(values) }
+            objects[name] = value
         default:
             out[name] = value
         }
@@ -105,6 +135,7 @@ enum AlgoliaRecord {
     static func unflatten(_ attributes: [String: JSONValue]) -> [String: JSONValue] {
         var out: [String: JSONValue] = [:]
         var flat = attributes
+        let objects = takeObjects(&flat)
         if let lat = flat["latitude"]?.doubleValue, let lng = flat["longitude"]?.doubleValue {
             flat["latitude"] = nil
             flat["longitude"] = nil
@@ -119,7 +150,19 @@ enum AlgoliaRecord {
             let parts = name.split(separator: ".").map(String.init)
             insert(value, at: parts[...], into: &out)
         }
+        for (name, list) in objects { insert(list, at: name.split(separator: ".").map(String.init)[...], into: &out) }
         return out
+    }
+
+    /// The lists of objects kept whole, taken out of the attributes with
+    /// the per-field lists made of them.
+    static func takeObjects(_ flat: inout [String: JSONValue]) -> [String: JSONValue] {
+        guard let text = flat.removeValue(forKey: objectsAttribute)?.stringValue,
+            case .object(let objects)? = try? JSONValue.parse(Data(text.utf8))
+        else { return [:] }
+        let made = flat.keys.filter { k in objects.keys.contains { k.hasPrefix($0 + ".") } }
+        for k in made { flat[k] = nil }
+        return objects
     }
 
     static func insert(_ value: JSONValue, at path: ArraySlice<String>, into o: inout [String: JSONValue]) {
@@ -148,7 +191,12 @@ enum AlgoliaRecord {
                 inner["latitude"] = nil
                 inner["longitude"] = nil
                 inner["location"] = nil
+                inner[objectsAttribute] = nil
                 for name in hidden { inner[name] = nil }
+                // A list of objects' per-field lists: no highlight of the list as given.
+                if let kept = o[objectsAttribute]?.stringValue, case .object(let lists)? = try? JSONValue.parse(Data(kept.utf8)) {
+                    for k in Array(inner.keys) where lists.keys.contains(where: { k.hasPrefix($0 + ".") }) { inner[k] = nil }
+                }
                 special[k] = .object(unflattenNames(inner))
             } else if !hidden.contains(k) {
                 attributes[k] = v

@@ -103,4 +103,11 @@ extension CoordinatorCore {
     func app(ofKey key: String?) -> String? {
         try? Access.resolve(key: key, store: keyStore, requireKeys: false).scope.app
     }
+
+    /// The app of a key (as ``app(ofKey:)``) and, for a secured key, the
+    /// domains it is restricted to: one resolution for both.
+    func appAndDomains(ofKey key: String?) -> (app: String?, restrictDomains: [String]?) {
+        guard let access = try? Access.resolve(key: key, store: keyStore, requireKeys: false) else { return (nil, nil) }
+        return (access.scope.app, access.restrictDomains)
+    }
 }

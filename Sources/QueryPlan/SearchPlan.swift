@@ -64,6 +64,17 @@ public struct SearchPlan: Sendable, Hashable {
     /// refinements: its counts are those of the result it would have if none
     /// of its values were picked.
     public var disjunctiveFilters: [String: Predicate]
+    /// Facets counted under another name: name in ``facets`` → the attribute
+    /// counted. An alias with a disjunctive filter lets one search count an
+    /// attribute both over the matches and over that filter (Algolia's
+    /// InstantSearch asks both in one `/queries` call, which the REST API
+    /// answers with one search).
+    public var facetAliases: [String: String] = [:]
+    /// A pseudo-facet: named in ``facets``, its counts are, for each
+    /// disjunctive facet of ``facets``, how many items match that facet's
+    /// filter (and the words), keyed by the facet's name. Counts add up over
+    /// shards as facet counts do, so they travel as one.
+    public static let disjunctiveSetSizes = "\u{1}disjunctiveSetSizes"
     /// Values of each facet the answer lists, most frequent first.
     public var maxValuesPerFacet: Int
     /// Attributes free text is searched in, best first; empty for the default
@@ -299,6 +310,7 @@ extension SearchPlan {
         ]
         if let aroundRadius { o["aroundRadius"] = .number(aroundRadius) }
         if let around { o["around"] = .object(["latitude": .number(around.latitude), "longitude": .number(around.longitude)]) }
+        if !facetAliases.isEmpty { o["facetAliases"] = .object(facetAliases.mapValues { .string($0) }) }
         if let fetchAttributes { o["fetchAttributes"] = .array(fetchAttributes.map { .string($0) }) }
         if let semantic { o["semantic"] = semantic.json }
         if let ranking { o["ranking"] = .array(ranking.map { .string($0.name) }) }
@@ -343,6 +355,7 @@ extension SearchPlan {
             window: max(0, o["window"]?.intValue ?? 20),
             fetchAttributes: o["fetchAttributes"]?.arrayValue?.compactMap(\.stringValue))
         aroundRadius = o["aroundRadius"]?.doubleValue
+        facetAliases = o["facetAliases"]?.objectValue?.compactMapValues(\.stringValue) ?? [:]
         if let s = o["semantic"], s != .null { semantic = try SemanticPlan(json: s) }
         if let r = o["ranking"]?.arrayValue {
             var criteria: [RankCriterion] = []

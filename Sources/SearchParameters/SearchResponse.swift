@@ -369,7 +369,7 @@ package struct SearchResponseBuilder: Sendable {
     /// text written as JSON.
     private static let hex = Array("0123456789ABCDEF".utf8)
 
-    static func urlEncoded(_ params: JSONValue) -> String {
+    package static func urlEncoded(_ params: JSONValue) -> String {
         guard case .object(let o) = params else { return "" }
         var out: [UInt8] = []
         for k in o.keys.sorted() {

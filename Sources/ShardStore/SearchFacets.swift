@@ -158,7 +158,7 @@ extension SearchRun {
             facets.remove(at: star)
             facets += store.facetAttributes().filter { !facets.contains($0) }
         }
-        for facet in facets {
+        for facet in facets where facet != SearchPlan.disjunctiveSetSizes {
             try context.checkCancelled()
             var set = matched
             if let filter = plan.disjunctiveFilters[facet] {
@@ -172,7 +172,7 @@ extension SearchRun {
                     disjunctiveSets[facet] = set
                 }
             }
-            guard let name = store.nameIDs[facet] else { result.facets[facet] = [:]; continue }
+            guard let name = store.nameIDs[plan.facetAliases[facet] ?? facet] else { result.facets[facet] = [:]; continue }
             let column = try store.facetColumn(name)
             let (counts, stats) = column.counts(over: set)
             var values: [(String, Int)] = []
@@ -184,6 +184,11 @@ extension SearchRun {
             }
             result.facets[facet] = Dictionary(values, uniquingKeysWith: +)
             if let stats { result.facetStats[facet] = stats }
+        }
+        if facets.contains(SearchPlan.disjunctiveSetSizes) {
+            var sizes: [String: Int] = [:]
+            for facet in facets where plan.disjunctiveFilters[facet] != nil { sizes[facet] = disjunctiveSets[facet]?.count ?? 0 }
+            result.facets[SearchPlan.disjunctiveSetSizes] = sizes
         }
     }
 }

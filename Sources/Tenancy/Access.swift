@@ -13,6 +13,9 @@ package struct Access: Sendable {
     package var secured: Bool
     /// Requests are counted per bucket: the key's id, and the user token of a secured key.
     package var rateBucket: String?
+    /// A secured key's `restrictDomains` (Algolia's `restrictIndices`): the
+    /// REST API refuses an index outside them rather than answer it empty.
+    package var restrictDomains: [String]? = nil
 
     package static let open = Access(role: nil, scope: .unscoped, record: nil, secured: false, rateBucket: nil)
 
@@ -77,7 +80,7 @@ package struct Access: Sendable {
         let bucket = parent.id + (restrictions.userToken.map { "/" + $0 } ?? "")
         return Access(
             role: .search, scope: TenantScope(app: parent.app, restriction: restriction), record: parent,
-            secured: true, rateBucket: bucket)
+            secured: true, rateBucket: bucket, restrictDomains: restrictions.restrictDomains)
     }
 }
 

@@ -64,10 +64,23 @@ struct AlgoliaRESTTests {
         #expect(back == record)
     }
 
-    @Test("a list of objects is refused, naming the field")
-    func listsOfObjects() {
+    @Test("a list of objects becomes a list per field, and comes back whole; one mixed with values is refused")
+    func listsOfObjects() throws {
+        let variants = JSONValue.array([
+            .object(["sku": .string("a"), "price": .number(3)]), .object(["sku": .string("b")]),
+        ])
+        let record: [String: JSONValue] = ["objectID": .string("o"), "variants": variants]
+        let item = try AlgoliaRecord.item(record, objectID: "o", index: "p")
+        let attributes = try #require(item["attributes"]?.objectValue)
+        #expect(attributes["variants.sku"] == .array([.string("a"), .string("b")]))
+        #expect(attributes["variants.price"] == .array([.number(3)]))
+        #expect(attributes["variants"] == nil)
+        #expect(try #require(AlgoliaRecord.record(item: item, index: "p")) == record)
         #expect(throws: RESTError.self) {
-            try AlgoliaRecord.item(["variants": .array([.object(["size": .number(1)])])], objectID: "o", index: "p")
+            try AlgoliaRecord.item(["variants": .array([.object(["size": .number(1)]), .number(2)])], objectID: "o", index: "p")
+        }
+        #expect(throws: RESTError.self) {
+            try AlgoliaRecord.item([AlgoliaRecord.objectsAttribute: .string("x")], objectID: "o", index: "p")
         }
     }
 
@@ -133,5 +146,36 @@ struct AlgoliaRESTTests {
         #expect(!LocalClients.isLocal([Data([0, 0, 0, 0, 1])]))
         #expect(!LocalClients.isLocal([Data("client".utf8)]))
         #expect(local.route() != route)
+    }
+
+    @Test("InstantSearch's page with refined disjunctive facets is recognised, and nothing else")
+    func disjunctivePage() {
+        let base: [String: JSONValue] = ["query": .string("lib"), "maxValuesPerFacet": .number(10)]
+        var main = base
+        main["facets"] = .array([.string("section"), .string("arch")])
+        main["hitsPerPage"] = .number(20)
+        main["facetFilters"] = .array([.array([.string("section:libs")]), .array([.string("arch:all")])])
+        var extra = base
+        extra["facets"] = .string("section")
+        extra["hitsPerPage"] = .number(0)
+        extra["facetFilters"] = .array([.array([.string("arch:all")])])
+        extra["attributesToRetrieve"] = .array([])
+        extra["analytics"] = .bool(false)
+        let page = AlgoliaDisjunctivePage([("i", nil, main), ("i", nil, extra)])
+        #expect(page?.extras.map(\.facet) == ["section"])
+        #expect(page?.index == "i")
+        // Alone, another index, a hit asked, another query, two facets, a facet search: run one by one.
+        #expect(AlgoliaDisjunctivePage([("i", nil, main)]) == nil)
+        #expect(AlgoliaDisjunctivePage([("i", nil, main), ("j", nil, extra)]) == nil)
+        var hit = extra
+        hit["hitsPerPage"] = .number(1)
+        #expect(AlgoliaDisjunctivePage([("i", nil, main), ("i", nil, hit)]) == nil)
+        var other = extra
+        other["query"] = .string("libs")
+        #expect(AlgoliaDisjunctivePage([("i", nil, main), ("i", nil, other)]) == nil)
+        var two = extra
+        two["facets"] = .array([.string("section"), .string("arch")])
+        #expect(AlgoliaDisjunctivePage([("i", nil, main), ("i", nil, two)]) == nil)
+        #expect(AlgoliaDisjunctivePage([("i", nil, main), ("i", "section", extra)]) == nil)
     }
 }

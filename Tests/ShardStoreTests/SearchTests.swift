@@ -133,6 +133,22 @@ import Testing
         #expect(conjunctive.facets["section"] == ["python": 1])
     }
 
+    @Test func anAliasCountsAFacetOverItsOwnFilterBesideTheConjunctiveCounts() throws {
+        let (_, s) = try store()
+        let refinement = QueryPlan.Predicate.text(
+            TextTest(attribute: .named("section"), pattern: TextPattern(literal: "python"), options: [.caseInsensitive]))
+        var plan = SearchPlan(
+            filter: refinement, facets: ["section", "own", SearchPlan.disjunctiveSetSizes], disjunctiveFilters: ["own": .all])
+        plan.facetAliases = ["own": "section"]
+        let r = try s.search(plan)
+        #expect(r.facets["section"] == ["python": 1])
+        #expect(r.facets["own"] == ["editors": 3, "python": 1, "graphics": 1])
+        // The alias's filter matches all five items: its request's nbHits.
+        #expect(r.facets[SearchPlan.disjunctiveSetSizes] == ["own": 5])
+        // The plan travels to query workers as JSON, aliases included.
+        #expect(try SearchPlan(json: plan.json) == plan)
+    }
+
     @Test func vocabularyFindsTermsWithinTheEditDistance() {
         let v = Vocabulary()
         for t in ["inkscape", "inkscape2", "inkspace", "ink", "pyhton", "python", "python3"].sorted() { v.append(t, docs: 1) }

@@ -362,7 +362,7 @@ def test_malformed_requests_are_400_naming_the_fault(world):
     code, message = post(f"/1/indexes/{INDEX}/batch", json.dumps({"requests": [{"action": "upsert", "body": {}}]}).encode())
     assert code == 400 and "upsert" in message and "requests[0]" in message
     code, message = post(f"/1/indexes/{INDEX}/batch", json.dumps({"requests": [{"action": "addObject", "body": {
-        "objectID": "bad", "variants": [{"size": 1}]}}]}).encode())
+        "objectID": "bad", "variants": [{"size": 1}, 2]}}]}).encode())
     assert code == 400 and "variants" in message
 
 
@@ -397,8 +397,10 @@ def test_a_secured_key_from_the_official_client_narrows_a_search(world):
     # The filter cannot be widened by the request's own filters.
     r = as_dict(narrowed.search_single_index(INDEX, {"query": "", "filters": "section:net OR section:admin"}))
     assert r["nbHits"] == len(admin)
-    # restrictIndices: another index of the app shows nothing.
-    assert as_dict(narrowed.search_single_index("grocer", {"query": ""}))["nbHits"] == 0
+    # restrictIndices: another index of the app is refused, as Algolia refuses it.
+    with pytest.raises(RequestException) as e:
+        narrowed.search_single_index("grocer", {"query": ""})
+    assert e.value.status_code == 403 and "Index not allowed" in str(e.value)
     with pytest.raises(RequestException) as e:
         narrowed.save_object(INDEX, {"objectID": "x"})
     assert e.value.status_code == 403
