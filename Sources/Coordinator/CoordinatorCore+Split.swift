@@ -3,93 +3,6 @@ import Foundation
 import Logging
 import WireProtocol
 
-/// A split this coordinator carries out: the one the control plane holds at
-/// `shards/split` (a ``ShardSplit``, written by `limelight shards split`).
-///
-/// Each new shard j starts as a mirror of its source i = j mod N: every
-/// change numbered for i is numbered for j too, with the same number (the
-/// two sequences move in step from the moment the split is adopted), and
-/// sent to j's indexers, which no query reads. A j replica registering
-/// empty is further behind than the log reaches, so it is copied — from a
-/// replica of i, its snapshot's number meaning the same changes on j — and
-/// the log catches it up. When every new shard has a fresh replica, client
-/// writes are held; once every new shard has applied its last change, each
-/// new shard purges the rows of the slots its source keeps (nobody reads
-/// it yet), the split is stored as purging, queries are held too (and those
-/// running finish), each source purges the rows of the slots its sibling
-/// took — one SQLite transaction each —, and the new map is committed,
-/// deleting the split in the same transaction. The coordinator then routes
-/// writes and queries by the new map and releases what it held, in order.
-struct SplitRun: Sendable {
-    enum Step: Sendable, Equatable {
-        /// New shards are copied and caught up; their sources' changes are mirrored to them.
-        case copying
-        /// Writes are held until every new shard has applied its last change.
-        case draining
-        /// The new shards purge the slots their sources keep.
-        case purgingTargets
-        /// The purge phase is being stored, so that a successor does not copy again.
-        case storing
-        /// Queries are held until those running have finished.
-        case holdingQueries
-        /// The sources purge the slots their siblings took.
-        case purgingSources
-        /// The new map is being committed.
-        case committing
-    }
-
-    var split: ShardSplit
-    var step = Step.copying
-    /// Source shard → the new shards that mirror it.
-    var mirrors: [Int: [Int]]
-    /// Mirrored changes awaiting their answer (answered to nobody).
-    var mirrorIDs: Set<String> = []
-    /// Purges awaiting their answer: message id → shard.
-    var purges: [String: Int] = [:]
-    /// Client requests held while writes or queries wait, in arrival order.
-    var held: [HeldRequest] = []
-    var holdsQueries = false
-    var started = ContinuousClock.now
-    var pausedAt: ContinuousClock.Instant?
-    var queriesHeldAt: ContinuousClock.Instant?
-
-    struct HeldRequest: Sendable {
-        var route: [Data]
-        var envelope: Envelope
-    }
-
-    init(split: ShardSplit) {
-        self.split = split
-        var mirrors: [Int: [Int]] = [:]
-        for t in split.targets { mirrors[t.source, default: []].append(t.shard) }
-        self.mirrors = mirrors
-    }
-
-    /// The shard new shard `shard` is copied from, while it is copied.
-    func source(of shard: Int) -> Int? {
-        guard step == .copying || step == .draining else { return nil }
-        return split.targets.first { $0.shard == shard }?.source
-    }
-
-    /// Whether a client request waits now: changes while writes are paused,
-    /// reads while queries are.
-    func holds(_ body: Body) -> Bool {
-        switch body {
-        case .publish, .delete, .entityDonate, .entityDelete, .entityAssociate, .declare: step != .copying
-        case .query, .search, .suggest, .spotlight, .continueSearch: holdsQueries
-        default: false
-        }
-    }
-}
-
-/// What the service's split loop must write to the control plane.
-enum SplitCommand: Sendable {
-    /// Store the split's purge phase.
-    case store(Transaction)
-    /// Commit the new map (and delete the split).
-    case commit(Transaction, ShardMap)
-}
-
 extension Body {
     /// The same change for new shard `shard` (a mirror of its source's).
     func forShard(_ shard: Int) -> Body {
@@ -137,20 +50,16 @@ extension CoordinatorCore {
 
     /// Takes up the split the control plane holds, once every source has a
     /// live indexer (its registration tells this coordinator the source's
-    /// number, which the new shard's numbering starts from).
+    /// number, from which the new shard's numbering starts).
     func adoptSplit(_ split: ShardSplit) {
         guard splitRun == nil, split.before.shards == shardCount else { return }
         for t in split.targets where writeReplicas(shard: t.source).isEmpty { return }
-        var run = SplitRun(split: split)
-        if split.phase == .purging {
-            // A predecessor purged the new shards already: finish the sources.
-            run.mirrors = [:]
-            run.step = .holdingQueries
-            run.holdsQueries = true
-            run.pausedAt = .now
-            run.queriesHeldAt = .now
-        } else {
+        let run = SplitRun(split: split, now: .now)
+        if run.step == .copying {
             for t in split.targets {
+                // Numbers of the new shard mean the same changes as its
+                // source's; an empty replica of it is copied (the log starts
+                // after the source's last number).
                 let issued = replication.issued[t.source] ?? 0
                 replication.issued[t.shard] = issued
                 replication.committed[t.shard] = issued
@@ -169,47 +78,32 @@ extension CoordinatorCore {
             ])
     }
 
-    /// Run by the service's split loop with what the control plane holds:
-    /// moves the split on, and says what to write when it must.
-    func splitTick(_ stored: ShardSplit?, splitRevision: Int, mapRevision: Int) -> SplitCommand? {
+    /// Run by the service's split loop with what the control plane holds
+    /// (the split read at `splitRevision`, the map at `mapRevision`): moves
+    /// the split on (``SplitRun/tick(_:keys:revision:mapRevision:now:)``),
+    /// and says what to write when it must.
+    func splitTick(_ stored: ShardSplit?, splitRevision: Int, mapRevision: Int) -> SplitRun.Action? {
         guard let stored else { return nil }
+        // The new shards' workers may register from now on, even while the
+        // split waits for its sources' indexers.
+        pendingSplitTo = stored.to
         if splitRun == nil { adoptSplit(stored) }
         guard var run = splitRun else { return nil }
-        switch run.step {
-        case .copying:
-            guard run.split.targets.allSatisfy({ targetFresh($0.shard) }) else { return nil }
-            run.step = .draining
-            run.pausedAt = .now
-            splitRun = run
+        let wasCopying = run.step == .copying
+        let seen = SplitRun.Observed(
+            targetsFresh: run.split.targets.allSatisfy { targetFresh($0.shard) },
+            targetsDrained: run.split.targets.allSatisfy { targetDrained($0.shard) },
+            queriesRunning: !queries.isEmpty || !searches.isEmpty)
+        let action = run.tick(seen, keys: splitKeys, revision: splitRevision, mapRevision: mapRevision, now: .now)
+        splitRun = run
+        if wasCopying, run.step != .copying {
             logger.notice("every new shard is fresh: writes held until they have every change", metadata: ["split.to": "\(run.split.to)"])
-            return splitTick(stored, splitRevision: splitRevision, mapRevision: mapRevision)
-        case .draining:
-            guard run.split.targets.allSatisfy({ targetDrained($0.shard) }) else { return nil }
-            run.mirrors = [:]
-            run.step = .purgingTargets
-            splitRun = run
-            for t in run.split.targets { sendPurge(shard: t.shard) }
-            return nil
-        case .purgingTargets, .purgingSources:
-            return nil
-        case .storing:
-            var next = run.split
-            next.phase = .purging
-            return .store(
-                Transaction(if: [.unchanged(splitKeys.shardSplit, since: splitRevision)], then: [.put(splitKeys.shardSplit, next.encoded())]))
-        case .holdingQueries:
-            guard queries.isEmpty, searches.isEmpty else { return nil }
-            run.step = .purgingSources
-            splitRun = run
-            for source in Set(run.split.targets.map(\.source)).sorted() { sendPurge(shard: source) }
-            return nil
-        case .committing:
-            let map = run.split.after
-            return .commit(
-                Transaction(
-                    if: [.unchanged(splitKeys.shardSplit, since: splitRevision), .unchanged(splitKeys.shardMap, since: mapRevision)],
-                    then: [.put(splitKeys.shardMap, map.encoded()), .delete(splitKeys.shardSplit)]), map)
         }
+        if case .purge(let shards) = action {
+            for shard in shards { sendPurge(shard: shard) }
+            return nil
+        }
+        return action
     }
 
     var splitKeys: ClusterKeys { ClusterKeys(cluster: configuration.cluster) }
@@ -235,13 +129,15 @@ extension CoordinatorCore {
     func sendPurge(shard: Int) {
         guard let run = splitRun else { return }
         let map = run.split.after
-        let change = sequenced(
-            shard: shard, .delete(Body.Delete(shards: [shard], keepSlots: Body.KeepSlots(slots: map.slots, shards: map.shards, shard: shard))))
+        let keep = Body.KeepSlots(slots: map.slots, shards: map.shards, shard: shard)
+        let change = sequenced(shard: shard, .delete(Body.Delete(shards: [shard], keepSlots: keep)))
         let replicas = writeReplicas(shard: shard)
-        if replicas.isEmpty { logger.warning("a shard to purge has no live indexer; the purge waits for one", metadata: ["shard": "\(shard)"]) }
+        if replicas.isEmpty {
+            logger.warning("a shard to purge has no live indexer; the log sends it the purge later", metadata: ["shard": "\(shard)"])
+        }
         for w in replicas {
             let id = makeID("u")
-            splitRun?.purges[id] = shard
+            splitRun?.purgeSent(id, shard: shard)
             track(id, worker: w.id, shard: shard, sequence: change.sequence)
             send(.worker(w.route), id, change.body)
         }
@@ -250,45 +146,34 @@ extension CoordinatorCore {
     /// Follows an answer to a mirrored change or a purge. Returns false when
     /// `id` is neither.
     func splitReply(id: String, from worker: String, _ body: Body) -> Bool {
-        guard var run = splitRun else { return false }
-        if run.mirrorIDs.remove(id) != nil {
-            splitRun = run
-            return true
-        }
-        guard let shard = run.purges.removeValue(forKey: id) else { return false }
-        switch body {
-        case .deleteAck(let a):
+        guard splitRun != nil else { return false }
+        if splitRun?.mirrorIDs.remove(id) != nil { return true }
+        guard let shard = splitRun?.purges[id] else { return false }
+        var succeeded = false
+        if case .deleteAck(let a) = body {
+            succeeded = true
             logger.info(
                 "shard purged of the slots it no longer owns", metadata: ["shard": "\(shard)", "worker": "\(worker)", "purged": "\(a.deleted)"])
-        default:
-            // Sent again on the next registration of the worker (the log has it).
-            logger.warning("a purge failed", metadata: ["shard": "\(shard)", "worker": "\(worker)", "answer": "\(body.type.rawValue)"])
         }
-        splitRun = run
-        guard run.purges.isEmpty else { return true }
-        switch run.step {
-        case .purgingTargets:
-            splitRun?.step = .storing
-        case .purgingSources:
-            splitRun?.step = .committing
-        default: break
+        switch splitRun?.purgeAnswered(id, succeeded: succeeded) {
+        case .notAPurge?, nil:
+            return false
+        case .counted?:
+            return true
+        case .resend(let shard)?:
+            logger.warning("a purge failed; sending it again", metadata: ["shard": "\(shard)", "worker": "\(worker)", "answer": "\(body)"])
+            sendPurge(shard: shard)
+            return true
         }
-        return true
     }
 
-    /// The answer to ``SplitCommand/store(_:)``: the new shards are purged;
-    /// queries wait from now until the sources are.
-    func splitStored(_ succeeded: Bool) {
-        guard succeeded, splitRun?.step == .storing else { return }
-        splitRun?.step = .holdingQueries
-        splitRun?.holdsQueries = true
-        splitRun?.queriesHeldAt = .now
-    }
+    /// The answer to ``SplitRun/Action/store(_:)``.
+    func splitStored(_ succeeded: Bool) { splitRun?.stored(succeeded, now: .now) }
 
-    /// The answer to ``SplitCommand/commit(_:_:)``: route by the new map and
-    /// release what waited. A refused commit is tried again at the next tick.
+    /// The answer to ``SplitRun/Action/commit(_:_:)``: route by the new map and
+    /// release what waited, in order.
     func splitCommitted(_ succeeded: Bool, map: ShardMap) {
-        guard succeeded, let run = splitRun, run.step == .committing else { return }
+        guard var run = splitRun, run.committed(succeeded) else { return }
         shardMap = map
         splitRun = nil
         pendingSplitTo = nil

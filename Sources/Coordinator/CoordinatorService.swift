@@ -206,7 +206,7 @@ package final class CoordinatorService: Sendable {
                 case .commit(let t, let map)?:
                     let result = try await store.commit(t)
                     await core.splitCommitted(result.succeeded, map: map)
-                case nil:
+                case .purge?, nil:
                     break
                 }
             } catch {

@@ -54,10 +54,10 @@ def all_in_sync(cluster, replicas, sequence_at_least=0):
 
 
 def test_a_line_per_shard_with_its_slots_and_replicas_in_sync(cluster):
-    master = (cluster.data / "master.key").read_text().strip()
+    admin = (cluster.data / "limelight.key").read_text().strip()
     items = [{"uniqueIdentifier": f"s:{i}", "domainIdentifier": f"test.shards.d{i}",
               "attributes": {"title": f"sharded {i}"}} for i in range(40)]
-    with Client(cluster.endpoint, timeout=10, key=master) as c:
+    with Client(cluster.endpoint, timeout=10, key=admin) as c:
         c.publish(items)
     # Each shard got at least one change (40 domains over 2 shards), applied by both replicas.
     assert wait_until(lambda: all_in_sync(cluster, REPLICAS, sequence_at_least=1), timeout=20), status_lines(cluster)
