@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from harness import Client, bin_dir, require_binaries, start_cluster, stop_cluster, stored_ids, wait_until
+from harness import Client, bin_dir, child_pid, require_binaries, start_cluster, stop_cluster, stored_ids, wait_until
 
 SHARDS = 2
 REPLICAS = 2
@@ -181,5 +181,46 @@ def test_split_two_shards_into_four_while_publishing_and_querying(tmp_path):
         assert wait_until(lambda: len(status_lines(cluster)) == 4 and all(
             s["replicas"] and all(r["state"] == "in sync" for r in s["replicas"]) for s in status_lines(cluster)), timeout=20), \
             status_lines(cluster)
+    finally:
+        stop_cluster(cluster.process)
+
+
+def test_a_coordinator_killed_while_the_new_shards_are_copied_takes_the_split_up_again(tmp_path):
+    """kill -9 of the coordinator once the new shards' indexers have
+    registered: `limelight up` restarts it, it reads the split from the control
+    plane, copies the new shards again, and the split finishes with every
+    acknowledged item found exactly once."""
+    import signal
+
+    require_binaries("limelight", "limelight-coordinator", "limelight-indexer", "limelight-query")
+    cluster = start_cluster(tmp_path / "data", shards=2)
+    try:
+        with Client(cluster.endpoint, timeout=20) as c:
+            first = split_items("k", 3000)
+            for k in range(0, len(first), 500):
+                assert c.publish(first[k:k + 500])["stored"] == 500
+        acked = {i["uniqueIdentifier"] for i in first}
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LIMELIGHT_KEY")}
+        env["LIMELIGHT_DATA"] = str(cluster.data)
+        split = subprocess.Popen([str(bin_dir() / "limelight"), "shards", "split", "--to", "4", "--endpoint", cluster.endpoint,
+                                  "--wait-seconds", "180"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        # The new shards' indexers are up and registered: the coordinator is splitting.
+        with Client(cluster.endpoint, timeout=20) as c:
+            assert wait_until(lambda: any(w["id"] == "indexer-s2" for w in c.stats()["workers"]), timeout=30)
+        pid = child_pid(cluster.process, "coordinator")
+        os.kill(pid, signal.SIGKILL)
+        out, err = split.communicate(timeout=240)
+        assert split.returncode == 0, (out, err)
+        assert "split done: 4 shards" in out, out
+        with Client(cluster.endpoint, timeout=20) as c:
+            assert wait_until(lambda: c.ping()["shardCount"] == 4, timeout=20)
+            more = split_items("after", 200)
+            assert c.publish(more)["stored"] == 200
+            acked |= {i["uniqueIdentifier"] for i in more}
+            ids = found(c)
+            assert len(ids) == len(set(ids)), "an item answered twice"
+            assert set(ids) == acked, (len(set(ids) - acked), len(acked - set(ids)))
+        stored = stored_ids(cluster.data, 4)
+        assert len(stored) == len(set(stored)) and set(stored) == acked
     finally:
         stop_cluster(cluster.process)
