@@ -7,16 +7,16 @@ import Foundation
 /// that takes over in the middle.
 ///
 /// New shard j (N ≤ j < M) takes its slots from shard `j mod N`, its
-/// source. The record changes twice: once the new shards have purged the
-/// rows of the slots their sources keep (``Phase/purging``: from then on a
-/// new shard holds rows its source no longer will, so a successor must not
-/// copy it again), and when the new map is committed, which deletes it in
-/// the same transaction.
+/// source. The record changes twice: before the shards purge the rows of
+/// the slots they no longer own (``Phase/purging``: from then on a new shard
+/// may lack rows its source still has, so a successor must not copy it
+/// again, only purge again), and when the new map is committed, which
+/// deletes it in the same transaction.
 package struct ShardSplit: Codable, Sendable, Equatable {
     package enum Phase: String, Codable, Sendable {
         /// The new shards are being copied from their sources and caught up.
         case copying
-        /// The new shards are purged; the sources are next, then the map.
+        /// The shards purge the rows of slots they no longer own; the map is next.
         case purging
     }
 

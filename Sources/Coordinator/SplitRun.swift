@@ -16,12 +16,12 @@ import WireProtocol
 /// 1. every new shard has a fresh replica: client writes are held
 ///    (``Step/draining``) until every replica of the new shards has applied
 ///    its last change, and the mirroring stops;
-/// 2. each new shard purges the rows of the slots its source keeps (no
-///    query reads it yet), and the purge phase is stored, so that a
-///    successor does not copy the new shards again;
-/// 3. queries are held too, until those running have finished; each source
-///    purges the rows of the slots its new shards took, in one SQLite
-///    transaction;
+/// 2. the purge phase is stored, so that a successor does not copy the new
+///    shards again once they have dropped their sources' rows;
+/// 3. queries are held too, until those running have finished; then every
+///    shard purges, all at once: each new shard the rows of the slots its
+///    source keeps, each source those its new shards took, each in one
+///    SQLite transaction;
 /// 4. the new map is committed, deleting the split in the same transaction;
 ///    the coordinator routes by it and releases what it held, in order.
 ///
@@ -32,10 +32,9 @@ struct SplitRun: Sendable {
     enum Step: Sendable, Equatable {
         case copying
         case draining
-        case purgingTargets
         case storing
         case holdingQueries
-        case purgingSources
+        case purging
         case committing
     }
 
@@ -126,16 +125,16 @@ struct SplitRun: Sendable {
         case .draining:
             guard seen.targetsDrained else { return nil }
             mirrors = [:]
-            step = .purgingTargets
-            return .purge(split.targets.map(\.shard))
-        case .purgingTargets, .purgingSources:
-            return nil
+            step = .storing
+            return .store(split.storingPurge(keys: keys, readAt: revision))
         case .storing:
             return .store(split.storingPurge(keys: keys, readAt: revision))
+        case .purging:
+            return nil
         case .holdingQueries:
             guard !seen.queriesRunning else { return nil }
-            step = .purgingSources
-            return .purge(split.sources)
+            step = .purging
+            return .purge(split.sources + split.targets.map(\.shard))
         case .committing:
             return .commit(split.committing(keys: keys, readAt: revision, mapRevision: mapRevision), split.after)
         }
@@ -159,13 +158,13 @@ struct SplitRun: Sendable {
         guard let shard = purges.removeValue(forKey: id) else { return .notAPurge }
         if !succeeded { return .resend(shard: shard) }
         guard purges.isEmpty else { return .counted }
-        if step == .purgingTargets { step = .storing }
-        if step == .purgingSources { step = .committing }
+        if step == .purging { step = .committing }
         return .counted
     }
 
-    /// The answer to ``Action/store(_:)``: queries are held from now on. A
-    /// refused store is tried again at the next tick.
+    /// The answer to ``Action/store(_:)``: queries are held from now on (the
+    /// shards purge once the running ones have finished). A refused store is
+    /// tried again at the next tick.
     mutating func stored(_ succeeded: Bool, now: ContinuousClock.Instant) {
         guard succeeded, step == .storing else { return }
         split.phase = .purging
