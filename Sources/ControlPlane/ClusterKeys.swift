@@ -17,6 +17,8 @@ package struct ClusterKeys: Sendable, Equatable {
     package var coordinatorPrefix: String { root + "coordinator/" }
     /// The shard map (a ``ShardMap``).
     package var shardMap: String { root + "shards/map" }
+    /// The split under way, if any (a ``ShardSplit``).
+    package var shardSplit: String { root + "shards/split" }
     /// A shard's in-sync replicas (an ``InSyncSet``).
     package func inSync(shard: Int) -> String { root + "shards/\(shard)/in-sync" }
     /// Keys, declarations, settings, the cluster secret.

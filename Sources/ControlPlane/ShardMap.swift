@@ -136,7 +136,8 @@ package struct InSyncSet: Codable, Sendable, Equatable {
 
 extension ShardMap {
     /// What a coordinator starting with `--shards shards` makes of the map the
-    /// control plane holds (`existing`, nil when there is none yet).
+    /// control plane holds (`existing`, nil when there is none yet). The map
+    /// agrees when it has `shards` shards, or more made from them by splits.
     package enum Bootstrap: Sendable, Equatable {
         /// No map yet: create this one (the transaction fails if another
         /// coordinator created one meanwhile; then read again).
@@ -157,7 +158,10 @@ extension ShardMap {
         guard let map = ShardMap.decode(existing.value) else {
             return .conflict("the control plane's shard map at \(key) cannot be read: \(existing.string.prefix(200))")
         }
-        guard map.shards == shards else {
+        // A cluster made with `shards` that has been split since keeps its
+        // slot count, shards × slots per shard: the map's count is the one in force.
+        let splitSince = map.shards > shards && map.shards % shards == 0 && map.slots == shards * defaultSlotsPerShard
+        guard map.shards == shards || splitSince else {
             return .conflict(
                 "the cluster has \(map.shards) shards (the control plane's shard map, epoch \(map.epoch)), "
                     + "but this coordinator was started with --shards \(shards)")

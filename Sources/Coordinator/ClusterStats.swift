@@ -1,3 +1,4 @@
+import ControlPlane
 import Foundation
 import Items
 import WireProtocol
@@ -127,7 +128,7 @@ extension CoordinatorCore {
                 record: l.record, live: false, lastSeenMsAgo: Int(l.record.lastSeen.duration(to: now).milliseconds),
                 queueDepth: 0, lostAt: l.lostAt, lostReason: l.reason)
         }
-        let shards = (0..<configuration.shards).map { s -> ClusterSnapshot.Shard in
+        let shards = (0..<admittedShardCount).map { s -> ClusterSnapshot.Shard in
             let indexers = liveWorkers(.indexer, shard: s)
             var shard = ClusterSnapshot.Shard(
                 shard: s, indexers: indexers.map(\.id),
@@ -143,7 +144,7 @@ extension CoordinatorCore {
             return shard
         }
         return ClusterSnapshot(
-            time: Date(), uptimeSeconds: Date().timeIntervalSince(startedAt), shardCount: configuration.shards, shards: shards,
+            time: Date(), uptimeSeconds: Date().timeIntervalSince(startedAt), shardCount: shardCount, shards: shards,
             workers: live + lost, counters: counters, queriesInFlight: queries.count, publishesInFlight: writes.publishes.count,
             deletesInFlight: writes.deletes.count, queryLatencyMs: Array(queryLatenciesMs.suffix(Self.latencySamples)),
             firstBatchLatencyMs: Array(firstBatchLatenciesMs.suffix(Self.latencySamples)),
@@ -157,6 +158,11 @@ extension CoordinatorCore {
         var o = snapshot().json.objectValue ?? [:]
         o["replication"] = replicationJSON()
         if let election { o["coordinator"] = electionJSON(election) }
+        if let m = shardMap {
+            o["shardMap"] = .object([
+                "slots": .number(Double(m.slots)), "shards": .number(Double(m.shards)), "epoch": .number(Double(m.epoch)),
+            ])
+        }
         // What a query leaves behind until it completes: all zero when idle,
         // whether its client stayed to the end or went away mid-stream.
         let state = inFlight.state

@@ -11,10 +11,6 @@ extension CoordinatorCore {
 
     /// Numbers a change of `shard` and keeps it for catch-ups
     /// (``ReplicationState/number(_:shard:logLimit:)``).
-    func sequenced(shard: Int, _ body: Body) -> (sequence: Int, body: Body) {
-        replication.number(body, shard: shard, logLimit: configuration.catchUpLogItems, epoch: activeEpoch)
-    }
-
     /// Notes that message `id` to `worker` carries change `sequence` of `shard`.
     func track(_ id: String, worker: String, shard: Int, sequence: Int, catchUp: Bool = false) {
         replication.track(id, worker: worker, shard: shard, sequence: sequence, catchUp: catchUp)
@@ -161,7 +157,7 @@ extension CoordinatorCore {
     func replicationJSON() -> JSONValue {
         func int(_ i: Int) -> JSONValue { .number(Double(i)) }
         let indexerOf = Dictionary(workers.values.filter { $0.role == .indexer }.map { (replicaName($0), $0.id) }, uniquingKeysWith: { a, _ in a })
-        let shards: [JSONValue] = (0..<configuration.shards).map { s in
+        let shards: [JSONValue] = (0..<admittedShardCount).map { s in
             let committed = replication.committed[s] ?? 0
             let replicas: [JSONValue] = replication.applied.keys.sorted().compactMap { name in
                 guard let have = replication.applied[name]?[s] else { return nil }

@@ -26,16 +26,16 @@ extension CoordinatorCore {
         // `shards` limits the delete to those shards (all of them when absent):
         // `{"all": true, "shards": [2]}` empties shard 2 only. A shard the
         // cluster does not have is an error, and nothing is deleted.
-        var targets = Array(0..<configuration.shards)
+        var targets = Array(0..<shardCount)
         if let only = d.shards {
-            let missing = only.filter { $0 < 0 || $0 >= configuration.shards }
+            let missing = only.filter { $0 < 0 || $0 >= shardCount }
             guard missing.isEmpty else {
                 let names = missing.map(String.init).joined(separator: ", ")
                 sendError(
                     .client(client), id,
                     WireError(
                         code: "bad_shard",
-                        message: "the cluster has shards 0-\(configuration.shards - 1); "
+                        message: "the cluster has shards 0-\(shardCount - 1); "
                             + "no shard \(names); nothing was deleted", field: "shards"))
                 return
             }
@@ -103,7 +103,7 @@ extension CoordinatorCore {
     /// declared; so a declaration that conflicts with the values of one shard
     /// changes no shard.
     func declare(client: [Data], id: String, _ d: Body.Declare, scope: TenantScope) {
-        let missing = (0..<configuration.shards).filter { liveWorkers(.indexer, shard: $0).isEmpty }
+        let missing = (0..<shardCount).filter { liveWorkers(.indexer, shard: $0).isEmpty }
         if !missing.isEmpty {
             sendError(
                 .client(client), id,

@@ -18,6 +18,9 @@ struct ShardCopies: Sendable {
         var source: String
         var target: String
         var replica: String
+        /// The shard the snapshot is read from: `shard`, or during a split
+        /// the new shard's source (whose numbers `shard` shares).
+        var sourceShard: Int? = nil
         var sequence = 0
         var size = 0
         var received = 0
@@ -47,14 +50,16 @@ extension CoordinatorCore {
         guard replication.detached[name]?.contains(shard) ?? false,
             !replication.copies.copying(replica: name, shard: shard)
         else { return }
-        let committed = replication.committed[shard] ?? 0
-        let source = writeReplicas(shard: shard).first { w in
+        // A split's new shard is copied from its source, which it mirrors.
+        let from = splitRun?.source(of: shard) ?? shard
+        let committed = replication.committed[from] ?? 0
+        let source = writeReplicas(shard: from).first { w in
             let n = replicaName(w)
-            return n != name && (replication.lineage[shard]?.contains(n) ?? false)
-                && (replication.applied[n]?[shard] ?? 0) >= committed && replication.catchingUp[w.id]?[shard] == nil
+            return (n != name || from != shard) && (replication.lineage[from]?.contains(n) ?? false)
+                && (replication.applied[n]?[from] ?? 0) >= committed && replication.catchingUp[w.id]?[from] == nil
         }
         guard let source else { return }
-        let copy = ShardCopies.Copy(id: makeID("copy-"), shard: shard, source: source.id, target: target, replica: name)
+        let copy = ShardCopies.Copy(id: makeID("copy-"), shard: shard, source: source.id, target: target, replica: name, sourceShard: from)
         replication.copies.running[copy.id] = copy
         count(.copyStarted)
         logger.info(
@@ -73,7 +78,9 @@ extension CoordinatorCore {
         }
         let id = makeID("y")
         replication.copies.ofMessage[id] = copyID
-        send(.worker(source.route), id, .copyRequest(Body.CopyRequest(shard: c.shard, copy: c.id, offset: offset, maxBytes: Self.copyChunkBytes)))
+        send(
+            .worker(source.route), id,
+            .copyRequest(Body.CopyRequest(shard: c.sourceShard ?? c.shard, copy: c.id, offset: offset, maxBytes: Self.copyChunkBytes)))
     }
 
     /// Follows an answer to a copy message. Returns false when `id` is not one.
@@ -81,7 +88,7 @@ extension CoordinatorCore {
         guard let copyID = replication.copies.ofMessage.removeValue(forKey: id) else { return false }
         guard var c = replication.copies.running[copyID] else { return true }
         switch body {
-        case .copyChunk(let chunk) where worker == c.source:
+        case .copyChunk(var chunk) where worker == c.source:
             guard let target = workers[c.target] else {
                 abandonCopy(copyID, reason: "its target is gone")
                 return true
@@ -92,6 +99,7 @@ extension CoordinatorCore {
             let next = makeID("y")
             replication.copies.ofMessage[next] = copyID
             count(.copyBytes, by: chunk.size == 0 ? 0 : (chunk.data.utf8.count * 3) / 4)
+            chunk.shard = c.shard
             send(.worker(target.route), next, .copyChunk(chunk))
         case .copyAck(let ack) where worker == c.target:
             c.received = ack.received

@@ -86,7 +86,7 @@ extension CoordinatorCore {
     func broadcastEntityOperation(client: [Data], id: String, _ op: EntityOperation, body: (Int) -> Body) {
         fanOut(
             WriteTracker.PendingDelete(client: client, requestID: id, entity: op),
-            id: makeID("e"), to: Array(0..<configuration.shards), body)
+            id: makeID("e"), to: Array(0..<shardCount), body)
     }
 
     func finishEntityOperation(_ op: EntityOperation, _ pending: WriteTracker.PendingDelete, total: Int) {

@@ -72,17 +72,17 @@ extension CoordinatorCore {
                 }
                 domain = s
             }
-            let shard = Sharding.shard(forDomain: domain, shardCount: configuration.shards)
+            let shard = Sharding.shard(forDomain: domain, shardCount: shardCount)
             byShard[shard, default: []].append(i)
             allIDs.append(uid)
         }
         pending.shardOf = byShard
         var sends: [(id: String, write: WriteTracker.ShardWrite, route: [Data], body: Body, sequence: Int)] = []
-        for shard in 0..<configuration.shards {
+        for shard in 0..<shardCount {
             let indices = byShard[shard] ?? []
             // An item whose domain moved to another shard must leave its old one.
             var evict: [String] = []
-            if configuration.shards > 1 {
+            if shardCount > 1 {
                 let here = Set(indices.compactMap { p.items[$0]["uniqueIdentifier"]?.stringValue })
                 evict = allIDs.filter { !here.contains($0) }
             }

@@ -30,7 +30,7 @@ extension CoordinatorCore {
         }
         let key = makeID("q")
         let deadline = request.deadlineMs ?? configuration.defaultDeadlineMs
-        let shards = planner.shards(for: query, shardCount: configuration.shards)
+        let shards = planner.shards(for: query, shardCount: shardCount)
         var rq = RunningQuery(
             key: key, client: client, requestID: id, query: query, planJSON: query.json,
             deadlineMs: deadline, started: .now)

@@ -152,7 +152,7 @@ extension CoordinatorCore {
             rs.deadlineTimer = atDeadline(deadline) { $0.searchDeadlineReached(key) }
         }
         inFlight.begin(rs)
-        let shards = request.plan.filter == .none ? [] : Array(0..<configuration.shards)
+        let shards = request.plan.filter == .none ? [] : Array(0..<shardCount)
         for shard in shards { dispatchSearch(key, shard: shard) }
         finishSearchIfDone(key)
     }

@@ -40,6 +40,7 @@ extension CoordinatorCore {
         }
         if copyReply(id: envelope.id, from: wid, envelope.body) { return }
         if sequencedReply(id: envelope.id, from: wid, envelope.body) { return }
+        if splitReply(id: envelope.id, from: wid, envelope.body) { return }
         switch envelope.body {
         case .heartbeat(let h):
             if let status = h.status { registry.report(status, of: wid) }
@@ -78,7 +79,7 @@ extension CoordinatorCore {
     func register(route: [Data], id: String, _ r: Body.Register) {
         guard admitWhileActive(.worker(route), id) else { return }
         guard admitRegistration(route: route, id: id, r) else { return }
-        switch registry.admit(r, route: route, shardCount: configuration.shards) {
+        switch registry.admit(r, route: route, shardCount: admittedShardCount) {
         case .refuse(let error):
             sendError(.worker(route), id, error)
             return
@@ -95,7 +96,7 @@ extension CoordinatorCore {
                 "worker": "\(r.worker)", "worker.role": "\(r.role.rawValue)",
                 "shards": "\(r.shards.map(String.init).joined(separator: ","))",
             ])
-        send(.worker(route), id, .registered(Body.Registered(shardCount: configuration.shards, heartbeatMs: configuration.heartbeatMs)))
+        send(.worker(route), id, .registered(Body.Registered(shardCount: admittedShardCount, heartbeatMs: configuration.heartbeatMs)))
         replicaRegistered(r)
     }
 

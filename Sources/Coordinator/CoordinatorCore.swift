@@ -137,6 +137,19 @@ actor CoordinatorCore {
     /// coordinator on (an election deposes a coordinator for good, so this
     /// never changes once set).
     var activeEpoch: Int?
+    /// The cluster's shard map, as the control plane holds it (nil without
+    /// one: shards by `hash mod N`, no slots); the stats show it.
+    var shardMap: ShardMap?
+    /// The shard split under way (CoordinatorCore+Split.swift).
+    var splitRun: SplitRun?
+    /// The shard count of a split the control plane holds that this
+    /// coordinator has not taken up yet: its new shards' workers may register.
+    var pendingSplitTo: Int?
+
+    func useShardMap(_ map: ShardMap, splitTo: Int? = nil) {
+        shardMap = map
+        pendingSplitTo = splitTo
+    }
 
     init(
         configuration: CoordinatorConfiguration, logger: Logger, planner: Planner,
@@ -227,6 +240,8 @@ actor CoordinatorCore {
     func handleClient(route: [Data], envelope: Envelope) {
         // A standby, or an active coordinator whose lease may have lapsed, serves nothing.
         guard admitWhileActive(.client(route), envelope.id) else { return }
+        // A split holds writes, then queries, for the moments it needs them still.
+        if holdForSplit(route: route, envelope: envelope) { return }
         // The key decides the app and the rights (CoordinatorCore+Keys.swift).
         guard let access = authorize(envelope, route: route) else { return }
         let scope = access.scope
@@ -254,10 +269,10 @@ actor CoordinatorCore {
     }
 
     func pong() -> Body.Pong {
-        Body.Pong(shardCount: configuration.shards, servedShards: servedShards(), epoch: activeEpoch)
+        Body.Pong(shardCount: shardCount, servedShards: servedShards(), epoch: activeEpoch)
     }
 
-    func servedShards() -> [Int] { registry.servedShards(shardCount: configuration.shards) }
+    func servedShards() -> [Int] { registry.servedShards(shardCount: shardCount) }
 
     func liveWorkers(_ role: Body.Register.Role, shard: Int) -> [WorkerRecord] {
         registry.liveWorkers(role, shard: shard)

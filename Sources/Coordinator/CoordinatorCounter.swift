@@ -49,6 +49,12 @@ struct CoordinatorCounter: Hashable, Sendable, RawRepresentable, CustomStringCon
     static let copyFinished = Self(rawValue: "copy.finished")
     static let copyMs = Self(rawValue: "copy.ms")
     static let copyAbandoned = Self(rawValue: "copy.abandoned")
+    /// Shard splits finished, and the last one's figures: its whole time,
+    /// how long client writes were held, and how long queries were.
+    static let splitsDone = Self(rawValue: "split.done")
+    static let splitMs = Self(rawValue: "split.ms")
+    static let splitWritePauseMs = Self(rawValue: "split.writePauseMs")
+    static let splitQueryPauseMs = Self(rawValue: "split.queryPauseMs")
 
     // Clients, keys and connections.
     static let errors = Self(rawValue: "errors")

@@ -116,6 +116,9 @@ package final class CoordinatorService: Sendable {
         http = configuration.statsPort.map { HTTPEndpoint(host: configuration.statsHost, port: $0, core: core, logger: logger) }
     }
 
+    /// The shard map the control plane holds: the coordinator routes by it.
+    package func useShardMap(_ map: ShardMap, splitTo: Int? = nil) async { await core.useShardMap(map, splitTo: splitTo) }
+
     /// The stats URL (`http://HOST:PORT/stats`, port 0 resolved) once the HTTP
     /// endpoint listens; nil when it serves none. Throws when it cannot bind,
     /// and `run` then returns. Call it while `run` is running.
@@ -159,6 +162,9 @@ package final class CoordinatorService: Sendable {
                     if self.deposed == nil { while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) } }
                 }
             }
+            if let election {
+                group.addTask { await self.followSplits(election.store) }
+            }
             if let http {
                 group.addTask {
                     do { try await http.run() } catch {
@@ -174,6 +180,38 @@ package final class CoordinatorService: Sendable {
             if deposed == nil { await election?.resign() }
             shutdown()
             group.cancelAll()
+        }
+    }
+
+    /// Follows the shard split the control plane holds (`shards/split`,
+    /// written by `limelight shards split`): reads it every 20 ms while one
+    /// is under way (a write pause lasts a few of these reads), every 250 ms
+    /// otherwise, and writes what the core's ``CoordinatorCore/splitTick(_:splitRevision:mapRevision:)``
+    /// asks for. Only the active coordinator carries a split on.
+    func followSplits(_ store: any ControlPlaneStore) async {
+        let keys = ClusterKeys(cluster: configuration.cluster)
+        while !Task.isCancelled {
+            let busy = await core.splitRun != nil
+            try? await Task.sleep(for: .milliseconds(busy ? 20 : 250))
+            guard election?.servingEpoch() != nil else { continue }
+            do throws(ControlPlaneError) {
+                let read = try await store.range(keys.root + "shards/", prefix: true)
+                let splitKV = read.first(keys.shardSplit), mapKV = read.first(keys.shardMap)
+                let stored = splitKV.flatMap { ShardSplit.decode($0.value) }
+                let command = await core.splitTick(stored, splitRevision: splitKV?.modRevision ?? 0, mapRevision: mapKV?.modRevision ?? 0)
+                switch command {
+                case .store(let t)?:
+                    let result = try await store.commit(t)
+                    await core.splitStored(result.succeeded)
+                case .commit(let t, let map)?:
+                    let result = try await store.commit(t)
+                    await core.splitCommitted(result.succeeded, map: map)
+                case .purge?, nil:
+                    break
+                }
+            } catch {
+                logger.warning("could not read or write the shard split in the control plane", metadata: ["error": "\(error)"])
+            }
         }
     }
 

@@ -15,7 +15,7 @@ package struct LimelightCommand: AsyncParsableCommand {
             UpCommand.self, PublishCommand.self, QueryCommand.self, PredicateCommand.self, SearchCommand.self,
             DeleteCommand.self, DeclareCommand.self, StatsCommand.self, EmbedCommand.self,
             EntitiesCommand.self, SuggestCommand.self, SpotlightCommand.self, ContinueCommand.self, KeysCommand.self,
-            ControlPlaneCommand.self,
+            ControlPlaneCommand.self, ShardsCommand.self,
         ])
 
     package init() {}

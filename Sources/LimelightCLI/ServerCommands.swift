@@ -151,7 +151,12 @@ package struct CoordinatorCommand: AsyncParsableCommand {
         if let election = service.election {
             // The shard count is the cluster's, kept in the control plane: a
             // coordinator started with another must not serve.
-            do { _ = try await election.ensureShardMap(shards: c.shards) } catch {
+            do {
+                let map = try await election.ensureShardMap(shards: c.shards)
+                // The new shards of a split under way may register at once.
+                let split = try await election.store.get(ClusterKeys(cluster: c.cluster).shardSplit).flatMap { ShardSplit.decode($0.value) }
+                await service.useShardMap(map, splitTo: split?.to)
+            } catch {
                 printError("limelight-coordinator: \(error)")
                 service.shutdown()
                 throw ExitCode(ExitCodes.badInput)

@@ -1,5 +1,6 @@
 import ArgumentParser
 import ClusterAuth
+import ControlPlane
 import Foundation
 import LimelightClient
 import ShardStore
@@ -169,6 +170,20 @@ struct UpCommand: AsyncParsableCommand {
         if statsListen == nil, let port = URL(string: statsURL)?.port { boundStats = ["--stats-port", String(port)] }
         children.setArguments(coordinatorArguments(listen: clientEndpoint, workers: workerEndpoint, stats: boundStats), of: "coordinator")
 
+        func spawnWorker(_ role: String, name: String, folder: String, shards mine: [Int]) throws {
+            try children.spawn(
+                Supervisor.Spec(
+                    name: name, executable: bin + "/limelight-\(role)",
+                    arguments: [
+                        "--coordinator", workerEndpoint, "--data", folder, "--shards", mine.map(String.init).joined(separator: ","),
+                        "--id", name, "--log-level", logLevel, "--log-format", logFormat.rawValue,
+                    ] + workerSecurity + placement + (role == "indexer" ? indexerArguments : [])
+                        + (role == "query" ? memoryBudget.map { ["--memory-budget", $0.description] } ?? [] : []), logs: logs))
+        }
+        // The shard count in force: the control plane's map, which splits
+        // (`limelight shards split`) make larger than --shards.
+        let controlPlane = FileControlPlane(path: "\(dataDir)/control-plane.json")
+        let current = await Self.shardCount(controlPlane) ?? shards
         // Shards are dealt round-robin: worker i of a role serves the shards s
         // with s % count == i; each replica has its own set, on its own files.
         for replica in 0..<replicas {
@@ -177,19 +192,29 @@ struct UpCommand: AsyncParsableCommand {
             for (role, count) in [("indexer", indexers), ("query", queryWorkers)] {
                 if role == "query", replica == 0, localQueries { continue }
                 for i in 0..<count {
-                    let mine = (0..<shards).filter { $0 % count == i }
+                    let mine = (0..<current).filter { $0 % count == i }
                     guard !mine.isEmpty else { continue }
-                    try children.spawn(
-                        Supervisor.Spec(
-                            name: "\(prefix)\(role)-\(i)", executable: bin + "/limelight-\(role)",
-                            arguments: [
-                                "--coordinator", workerEndpoint, "--data", folder, "--shards", mine.map(String.init).joined(separator: ","),
-                                "--id", "\(prefix)\(role)-\(i)", "--log-level", logLevel, "--log-format", logFormat.rawValue,
-                            ] + workerSecurity + placement + (role == "indexer" ? indexerArguments : [])
-                                + (role == "query" ? memoryBudget.map { ["--memory-budget", $0.description] } ?? [] : []), logs: logs))
+                    try spawnWorker(role, name: "\(prefix)\(role)-\(i)", folder: folder, shards: mine)
                 }
             }
         }
+        // A split's new shards get an indexer and a query worker of their
+        // own in each replica, started as soon as the split is recorded.
+        var served = current
+        func startSplitWorkers() async throws {
+            guard let to = await Self.splitTarget(controlPlane), to > served else { return }
+            for j in served..<to {
+                for replica in 0..<replicas {
+                    let prefix = replica == 0 ? "" : "replica\(replica)-"
+                    for role in ["indexer", "query"] {
+                        try spawnWorker(role, name: "\(prefix)\(role)-s\(j)", folder: Self.replicaFolder(dataDir, replica), shards: [j])
+                    }
+                }
+            }
+            printError("limelight: splitting to \(to) shards: started the workers of shards \(served)-\(to - 1)")
+            served = to
+        }
+        try await startSplitWorkers()
 
         let signals = SignalWatcher(signals: [SIGINT, SIGTERM]) { children.requestStop() }
         defer { _ = signals }
@@ -219,13 +244,17 @@ struct UpCommand: AsyncParsableCommand {
         let restURL = statsURL.hasSuffix("/stats") ? String(statsURL.dropLast("/stats".count)) : "-"
         printLine("ready \(clientEndpoint) \(statsURL) \(restURL)")
 
-        // Run until a signal, restarting children that die, or until one keeps failing.
+        // Run until a signal, restarting children that die, or until one keeps
+        // failing; start the workers a split needs.
+        var ticks = 0
         while !children.stopRequested {
             if let why = supervise(children, logs: logs) {
                 printError("limelight: \(why); stopping the cluster (logs in \(logs))")
                 children.stopAll()
                 throw ExitCode(1)
             }
+            ticks += 1
+            if ticks % 3 == 0 { try await startSplitWorkers() }
             try? await Task.sleep(for: .milliseconds(100))
         }
         children.stopAll()
@@ -283,6 +312,19 @@ struct UpCommand: AsyncParsableCommand {
         } else {
             try Data("{\"shards\": \(shards)}\n".utf8).write(to: URL(fileURLWithPath: marker))
         }
+    }
+
+    /// The shard count of the map in the data folder's control plane; nil
+    /// before the coordinator first made it.
+    static func shardCount(_ store: FileControlPlane) async -> Int? {
+        guard let kv = try? await store.get(ClusterKeys().shardMap) else { return nil }
+        return ShardMap.decode(kv.value)?.shards
+    }
+
+    /// The shard count a split under way leads to, if one is.
+    static func splitTarget(_ store: FileControlPlane) async -> Int? {
+        guard let kv = try? await store.get(ClusterKeys().shardSplit) else { return nil }
+        return ShardSplit.decode(kv.value)?.to
     }
 
     /// Replica 0 keeps its shard files in the data folder itself (as a

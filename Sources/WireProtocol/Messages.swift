@@ -201,8 +201,23 @@ public enum Body: Sendable, Hashable {
         /// Coordinator → indexer: the coordinator epoch that numbered it; an
         /// indexer refuses changes of an epoch below its shard's (`stale_epoch`).
         public var epoch: Int?
-        public init(ids: [String]? = nil, domains: [String]? = nil, all: Bool? = nil, shards: [Int]? = nil) {
-            self.ids = ids; self.domains = domains; self.all = all; self.shards = shards
+        /// Coordinator → indexer, during a shard split: delete every item
+        /// whose domain's slot another shard owns (see ``KeepSlots``).
+        public var keepSlots: KeepSlots?
+        public init(ids: [String]? = nil, domains: [String]? = nil, all: Bool? = nil, shards: [Int]? = nil, keepSlots: KeepSlots? = nil) {
+            self.ids = ids; self.domains = domains; self.all = all; self.shards = shards; self.keepSlots = keepSlots
+        }
+    }
+    /// The slots a shard keeps when it purges after a split: those `s` with
+    /// `s mod shards == shard`, a domain's slot being `hash(domain) mod slots`.
+    public struct KeepSlots: Sendable, Hashable, Codable {
+        public var slots: Int
+        public var shards: Int
+        public var shard: Int
+        public init(slots: Int, shards: Int, shard: Int) { self.slots = slots; self.shards = shards; self.shard = shard }
+        /// Whether the shard keeps the items of `domain`.
+        public func keeps(domain: String) -> Bool {
+            slots > 0 && shards > 0 && Int(Sharding.hash(domain) % UInt64(slots)) % shards == shard
         }
     }
     public struct DeleteAck: Sendable, Hashable, Codable {

@@ -185,6 +185,9 @@ package final class IndexerService: Sendable {
                         if d.all == true { n += try store.deleteAll() }
                         if let ids = d.ids, !ids.isEmpty { n += try store.delete(ids: ids) }
                         if let domains = d.domains, !domains.isEmpty { n += try store.delete(domains: domains) }
+                        if let keep = d.keepSlots {
+                            n += try store.purge(keeping: { keep.keeps(domain: $0) }, what: "slots mod \(keep.shards) == \(keep.shard)")
+                        }
                         return n
                     }
                     if case .gap(let have) = applied {

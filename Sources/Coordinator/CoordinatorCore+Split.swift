@@ -1,0 +1,202 @@
+import ControlPlane
+import Foundation
+import Logging
+import WireProtocol
+
+extension Body {
+    /// The same change for new shard `shard` (a mirror of its source's).
+    func forShard(_ shard: Int) -> Body {
+        switch self {
+        case .write(var w):
+            w.shard = shard
+            return .write(w)
+        case .delete(var d):
+            d.shards = [shard]
+            return .delete(d)
+        case .entityDelete(var d):
+            d.shards = [shard]
+            return .entityDelete(d)
+        case .entityAssociate(var a):
+            a.shards = [shard]
+            return .entityAssociate(a)
+        default: return self
+        }
+    }
+}
+
+extension CoordinatorCore {
+    /// The shard count writes and queries are routed by: the map's.
+    var shardCount: Int { shardMap?.shards ?? configuration.shards }
+
+    /// The shards workers may register for: during a split, the new ones too.
+    var admittedShardCount: Int { max(shardCount, splitRun?.split.to ?? 0, pendingSplitTo ?? 0) }
+
+    /// Numbers a change of `shard` and, while a split mirrors the shard,
+    /// the same change for each of its new shards (sent to their indexers
+    /// here; nobody awaits their answers).
+    func sequenced(shard: Int, _ body: Body) -> (sequence: Int, body: Body) {
+        let change = replication.number(body, shard: shard, logLimit: configuration.catchUpLogItems, epoch: activeEpoch)
+        for j in splitRun?.mirrors[shard] ?? [] {
+            let mirrored = replication.number(body.forShard(j), shard: j, logLimit: configuration.catchUpLogItems, epoch: activeEpoch)
+            for w in writeReplicas(shard: j) {
+                let id = makeID("m")
+                splitRun?.mirrorIDs.insert(id)
+                track(id, worker: w.id, shard: j, sequence: mirrored.sequence)
+                send(.worker(w.route), id, mirrored.body)
+            }
+        }
+        return change
+    }
+
+    /// Takes up the split the control plane holds, once every source has a
+    /// live indexer (its registration tells this coordinator the source's
+    /// number, from which the new shard's numbering starts).
+    func adoptSplit(_ split: ShardSplit) {
+        guard splitRun == nil, split.before.shards == shardCount else { return }
+        for t in split.targets where writeReplicas(shard: t.source).isEmpty { return }
+        let run = SplitRun(split: split, now: .now)
+        if run.step == .copying {
+            for t in split.targets {
+                // Numbers of the new shard mean the same changes as its
+                // source's; an empty replica of it is copied (the log starts
+                // after the source's last number).
+                let issued = replication.issued[t.source] ?? 0
+                replication.issued[t.shard] = issued
+                replication.committed[t.shard] = issued
+                replication.base[t.shard] = issued
+                replication.log.removeValue(forKey: t.shard)
+                replication.logWeight.removeValue(forKey: t.shard)
+                replication.logStart[t.shard] = issued + 1
+            }
+        }
+        splitRun = run
+        logger.notice(
+            "splitting shards",
+            metadata: [
+                "split.from": "\(split.before.shards)", "split.to": "\(split.to)", "split.phase": "\(split.phase.rawValue)",
+                "map.epoch": "\(split.before.epoch)",
+            ])
+    }
+
+    /// Run by the service's split loop with what the control plane holds
+    /// (the split read at `splitRevision`, the map at `mapRevision`): moves
+    /// the split on (``SplitRun/tick(_:keys:revision:mapRevision:now:)``),
+    /// and says what to write when it must.
+    func splitTick(_ stored: ShardSplit?, splitRevision: Int, mapRevision: Int) -> SplitRun.Action? {
+        guard let stored else { return nil }
+        // The new shards' workers may register from now on, even while the
+        // split waits for its sources' indexers.
+        pendingSplitTo = stored.to
+        if splitRun == nil { adoptSplit(stored) }
+        guard var run = splitRun else { return nil }
+        let wasCopying = run.step == .copying
+        let seen = SplitRun.Observed(
+            targetsFresh: run.split.targets.allSatisfy { targetFresh($0.shard) },
+            targetsDrained: run.split.targets.allSatisfy { targetDrained($0.shard) },
+            queriesRunning: !queries.isEmpty || !searches.isEmpty)
+        let action = run.tick(seen, keys: splitKeys, revision: splitRevision, mapRevision: mapRevision, now: .now)
+        splitRun = run
+        if wasCopying, run.step != .copying {
+            logger.notice("every new shard is fresh: writes held until they have every change", metadata: ["split.to": "\(run.split.to)"])
+        }
+        if case .purge(let shards) = action {
+            for shard in shards { sendPurge(shard: shard) }
+            return nil
+        }
+        return action
+    }
+
+    var splitKeys: ClusterKeys { ClusterKeys(cluster: configuration.cluster) }
+
+    /// A new shard has a live replica with every change committed, that is
+    /// not copying or catching up.
+    func targetFresh(_ shard: Int) -> Bool {
+        liveWorkers(.indexer, shard: shard).contains { w in
+            let name = replicaName(w)
+            return replication.applied[name]?[shard] != nil && isFresh(w, shard: shard)
+                && replication.catchingUp[w.id]?[shard] == nil && !replication.copies.copying(replica: name, shard: shard)
+        }
+    }
+
+    /// Every live replica of the new shard has applied its last numbered change.
+    func targetDrained(_ shard: Int) -> Bool {
+        let issued = replication.issued[shard] ?? 0
+        let live = liveWorkers(.indexer, shard: shard)
+        return !live.isEmpty && live.allSatisfy { (replication.applied[replicaName($0)]?[shard] ?? -1) >= issued }
+    }
+
+    /// Sends `shard`'s purge, a numbered change, to each of its live replicas.
+    func sendPurge(shard: Int) {
+        guard let run = splitRun else { return }
+        let map = run.split.after
+        let keep = Body.KeepSlots(slots: map.slots, shards: map.shards, shard: shard)
+        let change = sequenced(shard: shard, .delete(Body.Delete(shards: [shard], keepSlots: keep)))
+        let replicas = writeReplicas(shard: shard)
+        if replicas.isEmpty {
+            logger.warning("a shard to purge has no live indexer; the log sends it the purge later", metadata: ["shard": "\(shard)"])
+        }
+        for w in replicas {
+            let id = makeID("u")
+            splitRun?.purgeSent(id, shard: shard)
+            track(id, worker: w.id, shard: shard, sequence: change.sequence)
+            send(.worker(w.route), id, change.body)
+        }
+    }
+
+    /// Follows an answer to a mirrored change or a purge. Returns false when
+    /// `id` is neither.
+    func splitReply(id: String, from worker: String, _ body: Body) -> Bool {
+        guard splitRun != nil else { return false }
+        if splitRun?.mirrorIDs.remove(id) != nil { return true }
+        guard let shard = splitRun?.purges[id] else { return false }
+        var succeeded = false
+        if case .deleteAck(let a) = body {
+            succeeded = true
+            logger.info(
+                "shard purged of the slots it no longer owns", metadata: ["shard": "\(shard)", "worker": "\(worker)", "purged": "\(a.deleted)"])
+        }
+        switch splitRun?.purgeAnswered(id, succeeded: succeeded) {
+        case .notAPurge?, nil:
+            return false
+        case .counted?:
+            return true
+        case .resend(let shard)?:
+            logger.warning("a purge failed; sending it again", metadata: ["shard": "\(shard)", "worker": "\(worker)", "answer": "\(body)"])
+            sendPurge(shard: shard)
+            return true
+        }
+    }
+
+    /// The answer to ``SplitRun/Action/store(_:)``.
+    func splitStored(_ succeeded: Bool) { splitRun?.stored(succeeded, now: .now) }
+
+    /// The answer to ``SplitRun/Action/commit(_:_:)``: route by the new map and
+    /// release what waited, in order.
+    func splitCommitted(_ succeeded: Bool, map: ShardMap) {
+        guard var run = splitRun, run.committed(succeeded) else { return }
+        shardMap = map
+        splitRun = nil
+        pendingSplitTo = nil
+        let now = ContinuousClock.now
+        let writesMs = run.pausedAt.map { Int($0.duration(to: now) / .milliseconds(1)) } ?? 0
+        let queriesMs = run.queriesHeldAt.map { Int($0.duration(to: now) / .milliseconds(1)) } ?? 0
+        count(.splitsDone)
+        counters[CoordinatorCounter.splitWritePauseMs.rawValue] = writesMs
+        counters[CoordinatorCounter.splitQueryPauseMs.rawValue] = queriesMs
+        counters[CoordinatorCounter.splitMs.rawValue] = Int(run.started.duration(to: now) / .milliseconds(1))
+        logger.notice(
+            "shards split: routing by the new map",
+            metadata: [
+                "split.to": "\(map.shards)", "map.epoch": "\(map.epoch)", "split.writePauseMs": "\(writesMs)",
+                "split.queryPauseMs": "\(queriesMs)", "split.held": "\(run.held.count)",
+            ])
+        for h in run.held { handleClient(route: h.route, envelope: h.envelope) }
+    }
+
+    /// Holds a client request while the split pauses its kind; true when held.
+    func holdForSplit(route: [Data], envelope: Envelope) -> Bool {
+        guard let run = splitRun, run.holds(envelope.body) else { return false }
+        splitRun?.held.append(SplitRun.HeldRequest(route: route, envelope: envelope))
+        return true
+    }
+}

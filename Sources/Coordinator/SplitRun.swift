@@ -1,0 +1,184 @@
+import ControlPlane
+import Foundation
+import WireProtocol
+
+/// A split this coordinator carries out: the one the control plane holds at
+/// `shards/split` (a ``ShardSplit``, written by `limelight shards split`).
+///
+/// Each new shard j starts as a mirror of its source i = j mod N: every
+/// change numbered for i is numbered for j too, with the same number (the
+/// two sequences move in step from the moment the split is taken up), and
+/// sent to j's indexers, which no query reads. A j replica registering
+/// empty is further behind than the log reaches, so it is copied — from a
+/// replica of i, the snapshot's number meaning the same changes on j — and
+/// the log catches it up. Then:
+///
+/// 1. every new shard has a fresh replica: client writes are held
+///    (``Step/draining``) until every replica of the new shards has applied
+///    its last change, and the mirroring stops;
+/// 2. the purge phase is stored, so that a successor does not copy the new
+///    shards again once they have dropped their sources' rows;
+/// 3. queries are held too, until those running have finished; then every
+///    shard purges, all at once: each new shard the rows of the slots its
+///    source keeps, each source those its new shards took, each in one
+///    SQLite transaction;
+/// 4. the new map is committed, deleting the split in the same transaction;
+///    the coordinator routes by it and releases what it held, in order.
+///
+/// No query runs across the switch, so none merges answers of two maps.
+/// A value: its methods take what the coordinator observed or was answered
+/// and say what to do (``Action``); `SplitRunTests` test them without processes.
+struct SplitRun: Sendable {
+    enum Step: Sendable, Equatable {
+        case copying
+        case draining
+        case storing
+        case holdingQueries
+        case purging
+        case committing
+    }
+
+    /// What the coordinator must do.
+    enum Action: Sendable, Equatable {
+        /// Send each shard its purge (a numbered delete keeping its own slots);
+        /// report each answer to ``purgeSent(_:shard:)`` / ``purgeAnswered(_:succeeded:)``.
+        case purge([Int])
+        /// Write this to the control plane; report to ``stored(_:now:)``.
+        case store(Transaction)
+        /// Commit this (the new map); report to ``committed(_:)``.
+        case commit(Transaction, ShardMap)
+    }
+
+    /// What the coordinator sees at a tick.
+    struct Observed: Sendable, Equatable {
+        /// Every new shard has a live replica with every committed change, not copying or catching up.
+        var targetsFresh: Bool
+        /// Every live replica of every new shard has applied its last numbered change.
+        var targetsDrained: Bool
+        /// Queries or searches are running.
+        var queriesRunning: Bool
+    }
+
+    struct HeldRequest: Sendable {
+        var route: [Data]
+        var envelope: Envelope
+    }
+
+    var split: ShardSplit
+    private(set) var step: Step
+    /// Source shard → the new shards that mirror it (none once they drained).
+    private(set) var mirrors: [Int: [Int]] = [:]
+    /// Mirrored changes awaiting their answer, which nobody else awaits.
+    var mirrorIDs: Set<String> = []
+    /// Purges awaiting their answer: message id → shard.
+    private(set) var purges: [String: Int] = [:]
+    /// Client requests held while writes or queries wait, in arrival order.
+    var held: [HeldRequest] = []
+    private(set) var holdsQueries = false
+    let started: ContinuousClock.Instant
+    private(set) var pausedAt: ContinuousClock.Instant?
+    private(set) var queriesHeldAt: ContinuousClock.Instant?
+
+    /// Takes up `split` as the control plane holds it. One in its purge
+    /// phase was left by a predecessor after the new shards were purged:
+    /// it goes on from the sources' purge, writes and queries held (a copy
+    /// now would bring back the rows the new shards dropped).
+    init(split: ShardSplit, now: ContinuousClock.Instant) {
+        self.split = split
+        started = now
+        if split.phase == .purging {
+            step = .holdingQueries
+            holdsQueries = true
+            pausedAt = now
+            queriesHeldAt = now
+        } else {
+            step = .copying
+            for t in split.targets { mirrors[t.source, default: []].append(t.shard) }
+        }
+    }
+
+    /// The shard new shard `shard` is copied from, while it may be copied.
+    func source(of shard: Int) -> Int? {
+        guard step == .copying || step == .draining else { return nil }
+        return split.targets.first { $0.shard == shard }?.source
+    }
+
+    /// Whether a client request waits now: changes from the write pause on,
+    /// reads while queries are held.
+    func holds(_ body: Body) -> Bool {
+        switch body {
+        case .publish, .delete, .entityDonate, .entityDelete, .entityAssociate, .declare: step != .copying
+        case .query, .search, .suggest, .spotlight, .continueSearch: holdsQueries
+        default: false
+        }
+    }
+
+    /// A tick: moves on when what it waits for is there. `revision` and
+    /// `mapRevision` are the control plane's, for the transactions.
+    mutating func tick(_ seen: Observed, keys: ClusterKeys, revision: Int, mapRevision: Int, now: ContinuousClock.Instant) -> Action? {
+        switch step {
+        case .copying:
+            guard seen.targetsFresh else { return nil }
+            step = .draining
+            pausedAt = now
+            return tick(seen, keys: keys, revision: revision, mapRevision: mapRevision, now: now)
+        case .draining:
+            guard seen.targetsDrained else { return nil }
+            mirrors = [:]
+            step = .storing
+            return .store(split.storingPurge(keys: keys, readAt: revision))
+        case .storing:
+            return .store(split.storingPurge(keys: keys, readAt: revision))
+        case .purging:
+            return nil
+        case .holdingQueries:
+            guard !seen.queriesRunning else { return nil }
+            step = .purging
+            return .purge(split.sources + split.targets.map(\.shard))
+        case .committing:
+            return .commit(split.committing(keys: keys, readAt: revision, mapRevision: mapRevision), split.after)
+        }
+    }
+
+    /// Purge message `id` went to a replica of `shard`.
+    mutating func purgeSent(_ id: String, shard: Int) { purges[id] = shard }
+
+    /// What an answer to a message means for the split.
+    enum PurgeAnswer: Sendable, Equatable {
+        /// The message was not a purge.
+        case notAPurge
+        /// Counted; when it was the last, the split has moved on.
+        case counted
+        /// The purge failed: send `shard` its purge again (a purge is idempotent).
+        case resend(shard: Int)
+    }
+
+    /// The answer to purge message `id`.
+    mutating func purgeAnswered(_ id: String, succeeded: Bool) -> PurgeAnswer {
+        guard let shard = purges.removeValue(forKey: id) else { return .notAPurge }
+        if !succeeded { return .resend(shard: shard) }
+        guard purges.isEmpty else { return .counted }
+        if step == .purging { step = .committing }
+        return .counted
+    }
+
+    /// The answer to ``Action/store(_:)``: queries are held from now on (the
+    /// shards purge once the running ones have finished). A refused store is
+    /// tried again at the next tick.
+    mutating func stored(_ succeeded: Bool, now: ContinuousClock.Instant) {
+        guard succeeded, step == .storing else { return }
+        split.phase = .purging
+        step = .holdingQueries
+        holdsQueries = true
+        queriesHeldAt = now
+    }
+
+    /// The answer to ``Action/commit(_:_:)``: true when the new map is in
+    /// force (route by it, release what was held). A refused commit is tried
+    /// again at the next tick, with the revisions read then.
+    mutating func committed(_ succeeded: Bool) -> Bool {
+        guard succeeded, step == .committing else { return false }
+        holdsQueries = false
+        return true
+    }
+}

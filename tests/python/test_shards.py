@@ -1,0 +1,226 @@
+"""`limelight shards status` on a `limelight up` cluster (issue 34, point 4):
+a line per shard with its slots and each replica's state, read from the
+coordinator's stats with the data folder's master key, as users run it
+(keys required); and `limelight shards split --to 4` on a 2-shard cluster
+under publish and query load.
+"""
+
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+from harness import Client, bin_dir, child_pid, require_binaries, start_cluster, stop_cluster, stored_ids, wait_until
+
+SHARDS = 2
+REPLICAS = 2
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    require_binaries("limelight", "limelight-coordinator", "limelight-indexer", "limelight-query")
+    c = start_cluster(tmp_path_factory.mktemp("shards"), shards=SHARDS,
+                      extra=("--require-keys", "--replicas", str(REPLICAS)))
+    try:
+        yield c
+    finally:
+        stop_cluster(c.process)
+
+
+def shards_status(cluster, *extra, key_env=None):
+    """Runs `limelight shards status` as an operator on the cluster's host does:
+    the key is found in the data folder ($LIMELIGHT_DATA)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LIMELIGHT_KEY")}
+    env["LIMELIGHT_DATA"] = str(cluster.data)
+    env.update(key_env or {})
+    return subprocess.run([str(bin_dir() / "limelight"), "shards", "status", "--endpoint", cluster.endpoint, *extra],
+                          capture_output=True, text=True, timeout=30, env=env)
+
+
+def status_lines(cluster):
+    r = shards_status(cluster, "--json")
+    assert r.returncode == 0, r.stderr
+    return [json.loads(line) for line in r.stdout.splitlines()]
+
+
+def all_in_sync(cluster, replicas, sequence_at_least=0):
+    lines = status_lines(cluster)
+    return len(lines) == SHARDS and all(
+        len(s["replicas"]) == replicas
+        and all(r["state"] == "in sync" and r["live"] and r["sequence"] >= sequence_at_least for r in s["replicas"])
+        for s in lines)
+
+
+def test_a_line_per_shard_with_its_slots_and_replicas_in_sync(cluster):
+    admin = (cluster.data / "limelight.key").read_text().strip()
+    items = [{"uniqueIdentifier": f"s:{i}", "domainIdentifier": f"test.shards.d{i}",
+              "attributes": {"title": f"sharded {i}"}} for i in range(40)]
+    with Client(cluster.endpoint, timeout=10, key=admin) as c:
+        c.publish(items)
+    # Each shard got at least one change (40 domains over 2 shards), applied by both replicas.
+    assert wait_until(lambda: all_in_sync(cluster, REPLICAS, sequence_at_least=1), timeout=20), status_lines(cluster)
+    lines = status_lines(cluster)
+    assert [s["shard"] for s in lines] == list(range(SHARDS))
+    # `limelight up` makes 1,024 slots per shard (ShardMap.defaultSlotsPerShard).
+    assert all(s["slots"] == 1024 for s in lines)
+    assert all(s["queryWorkers"] >= 1 for s in lines)
+    names = {r["replica"] for s in lines for r in s["replicas"]}
+    assert len(names) == REPLICAS
+
+    text = shards_status(cluster)
+    assert text.returncode == 0, text.stderr
+    rows = text.stdout.splitlines()
+    assert len(rows) == SHARDS
+    assert rows[0].startswith("shard 0: 1024 slots,") and "in sync" in rows[0]
+
+
+def test_an_unknown_key_may_not_read_the_shards(cluster):
+    r = shards_status(cluster, key_env={"LIMELIGHT_KEY": "not-a-key"})
+    assert r.returncode == 6, (r.returncode, r.stderr)
+    assert "key" in r.stderr.lower(), r.stderr
+    assert r.stdout == ""
+
+
+def split_items(prefix, n, domains=97):
+    return [{"uniqueIdentifier": f"{prefix}:{i}", "domainIdentifier": f"test.split.d{i % domains}",
+             "attributes": {"title": f"splitme {prefix} {i}"}} for i in range(n)]
+
+
+def found(client):
+    """The identifiers a query for every published item answers, duplicates kept."""
+    events = list(client.query('title == "splitme*"', fetch=[], deadline_ms=20_000))
+    kind, completion = events[-1]
+    assert kind == "completion", events[-1]
+    assert not completion.get("failedShards"), completion
+    return [i["uniqueIdentifier"] for k, v in events if k == "batch" for i in v]
+
+
+def test_split_two_shards_into_four_while_publishing_and_querying(tmp_path):
+    """`limelight shards split --to 4` on a 2-shard `limelight up` under load:
+    every acknowledged item is found exactly once during and after, on exactly
+    one shard file, and the status shows four shards in sync."""
+    import threading
+
+    require_binaries("limelight", "limelight-coordinator", "limelight-indexer", "limelight-query")
+    cluster = start_cluster(tmp_path / "data", shards=2)
+    try:
+        acked, sent = set(), set()
+        lock = threading.Lock()
+        with Client(cluster.endpoint, timeout=20) as c:
+            first = split_items("a", 3000)
+            for k in range(0, len(first), 500):
+                assert c.publish(first[k:k + 500])["stored"] == 500
+            acked |= {i["uniqueIdentifier"] for i in first}
+            sent |= acked
+
+        stop = threading.Event()
+        problems = []
+
+        def publisher():
+            with Client(cluster.endpoint, timeout=30) as p:
+                n = 0
+                while not stop.is_set():
+                    batch = split_items(f"b{n}", 50)
+                    with lock:
+                        sent.update(i["uniqueIdentifier"] for i in batch)
+                    ack = p.publish(batch)
+                    if ack["stored"] != 50:
+                        problems.append(f"publish {n}: {ack}")
+                    with lock:
+                        acked.update(i["uniqueIdentifier"] for i in batch)
+                    n += 1
+                    time.sleep(0.02)
+
+        queried = []
+
+        def querier():
+            with Client(cluster.endpoint, timeout=30) as q:
+                while not stop.is_set():
+                    with lock:
+                        before = set(acked)
+                    ids = found(q)
+                    with lock:
+                        after = set(sent)
+                    answer = set(ids)
+                    if len(ids) != len(answer):
+                        problems.append(f"a query answered {len(ids) - len(answer)} items twice")
+                    if not before <= answer:
+                        problems.append(f"a query missed {len(before - answer)} acknowledged items, e.g. {sorted(before - answer)[:3]}")
+                    if not answer <= after:
+                        problems.append(f"a query answered {len(answer - after)} items never sent")
+                    queried.append(len(ids))
+
+        threads = [threading.Thread(target=publisher), threading.Thread(target=querier)]
+        for t in threads:
+            t.start()
+        time.sleep(1)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LIMELIGHT_KEY")}
+        env["LIMELIGHT_DATA"] = str(cluster.data)
+        split = subprocess.run([str(bin_dir() / "limelight"), "shards", "split", "--to", "4", "--endpoint", cluster.endpoint,
+                                "--wait-seconds", "180"], capture_output=True, text=True, timeout=240, env=env)
+        time.sleep(1)
+        stop.set()
+        for t in threads:
+            t.join(60)
+        assert split.returncode == 0, (split.stdout, split.stderr)
+        assert "split done: 4 shards" in split.stdout, split.stdout
+        assert not problems, problems[:5]
+        assert len(queried) >= 3, queried
+
+        with Client(cluster.endpoint, timeout=20) as c:
+            assert c.ping()["shardCount"] == 4
+            ids = found(c)
+            assert len(ids) == len(set(ids)), "an item answered twice after the split"
+            assert set(ids) == acked, (len(set(ids) - acked), len(acked - set(ids)))
+            # Every acknowledged item on exactly one shard file, the one its slot names.
+            stored = stored_ids(cluster.data, 4)
+            assert len(stored) == len(set(stored)), "an item on two shards"
+            assert set(stored) == acked
+        assert wait_until(lambda: len(status_lines(cluster)) == 4 and all(
+            s["replicas"] and all(r["state"] == "in sync" for r in s["replicas"]) for s in status_lines(cluster)), timeout=20), \
+            status_lines(cluster)
+    finally:
+        stop_cluster(cluster.process)
+
+
+def test_a_coordinator_killed_while_the_new_shards_are_copied_takes_the_split_up_again(tmp_path):
+    """kill -9 of the coordinator once the new shards' indexers have
+    registered: `limelight up` restarts it, it reads the split from the control
+    plane, copies the new shards again, and the split finishes with every
+    acknowledged item found exactly once."""
+    import signal
+
+    require_binaries("limelight", "limelight-coordinator", "limelight-indexer", "limelight-query")
+    cluster = start_cluster(tmp_path / "data", shards=2)
+    try:
+        with Client(cluster.endpoint, timeout=20) as c:
+            first = split_items("k", 3000)
+            for k in range(0, len(first), 500):
+                assert c.publish(first[k:k + 500])["stored"] == 500
+        acked = {i["uniqueIdentifier"] for i in first}
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LIMELIGHT_KEY")}
+        env["LIMELIGHT_DATA"] = str(cluster.data)
+        split = subprocess.Popen([str(bin_dir() / "limelight"), "shards", "split", "--to", "4", "--endpoint", cluster.endpoint,
+                                  "--wait-seconds", "180"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        # The new shards' indexers are up and registered: the coordinator is splitting.
+        with Client(cluster.endpoint, timeout=20) as c:
+            assert wait_until(lambda: any(w["id"] == "indexer-s2" for w in c.stats()["workers"]), timeout=30)
+        pid = child_pid(cluster.process, "coordinator")
+        os.kill(pid, signal.SIGKILL)
+        out, err = split.communicate(timeout=240)
+        assert split.returncode == 0, (out, err)
+        assert "split done: 4 shards" in out, out
+        with Client(cluster.endpoint, timeout=20) as c:
+            assert wait_until(lambda: c.ping()["shardCount"] == 4, timeout=20)
+            more = split_items("after", 200)
+            assert c.publish(more)["stored"] == 200
+            acked |= {i["uniqueIdentifier"] for i in more}
+            ids = found(c)
+            assert len(ids) == len(set(ids)), "an item answered twice"
+            assert set(ids) == acked, (len(set(ids) - acked), len(acked - set(ids)))
+        stored = stored_ids(cluster.data, 4)
+        assert len(stored) == len(set(stored)) and set(stored) == acked
+    finally:
+        stop_cluster(cluster.process)
