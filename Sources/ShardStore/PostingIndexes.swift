@@ -10,6 +10,13 @@ import SQLite
 /// starts at most once per four times the last one's duration after it ended
 /// (a fifth of a core at most), and files are held at most ``maxFiles`` at a time.
 ///
+/// Once the writes stop, waiting out that interval would leave searches on
+/// FTS5 for four builds' time after the last commit: a build may also start
+/// as soon as the data has been quiet (the same word-index key seen) for
+/// ``quietBeforeBuild`` and at least as long as the last build took, so that
+/// searches are back on an index about one build after the last commit while
+/// writes that keep coming still cost at most half a core in builds.
+///
 /// The indexes held are bounded by ``budget``: their heap bytes
 /// (``PostingIndex/heapBytes``: what is not mapped from a derived file)
 /// stay within it, the least recently used going first; an index that does
@@ -34,11 +41,28 @@ final class PostingIndexes: @unchecked Sendable {
     /// Indexes refused or dropped to stay within the budget (for tests and stats).
     private(set) var overBudget = 0
 
+    /// How long the data must have been unchanged before a build may start
+    /// sooner than the interval after the last one (see above); nil: never.
+    /// `LIMELIGHT_INDEX_QUIET_MS` sets it (`off`: nil), for a benchmark to
+    /// time both ways with one build.
+    static let quietBeforeBuild: Duration? = {
+        switch ProcessInfo.processInfo.environment["LIMELIGHT_INDEX_QUIET_MS"] {
+        case "off": return nil
+        case let ms?: return Int(ms).map { .milliseconds(max(0, $0)) } ?? .milliseconds(500)
+        case nil: return .milliseconds(500)
+        }
+    }()
+
     private struct Entry {
         var index: PostingIndex?
         var building = false
         var notBefore = ContinuousClock.now
         var used = ContinuousClock.now
+        /// The last build's duration.
+        var took = Duration.zero
+        /// The word-index key last asked for, and when it was first seen.
+        var lastKey: [UInt8] = []
+        var keySeen = ContinuousClock.now
     }
     private let lock = NSLock()
     private var entries: [String: Entry] = [:]
@@ -60,13 +84,24 @@ final class PostingIndexes: @unchecked Sendable {
         lock.withLock { entries[path].map { $0.index != nil || $0.building } ?? false }
     }
 
-    /// Marks a build of `path` started, if none is running and the last one
-    /// ended long enough ago; false otherwise.
-    func claim(path: String) -> Bool {
+    /// Marks a build of `path` started, if none is running and either the
+    /// last one ended long enough ago or the data, whose word index `key`
+    /// identifies (nil: not known), has been quiet long enough; false otherwise.
+    func claim(path: String, key: [UInt8]? = nil) -> Bool {
         lock.withLock {
-            let e = entries[path] ?? Entry()
-            guard !e.building, e.notBefore <= .now else { return false }
-            entries[path, default: Entry()].building = true
+            var e = entries[path] ?? Entry()
+            let now = ContinuousClock.now
+            if let key, key != e.lastKey {
+                e.lastKey = key
+                e.keySeen = now
+            }
+            let quiet = key != nil && Self.quietBeforeBuild.map { e.keySeen.duration(to: now) >= max($0, e.took) } ?? false
+            guard !e.building, e.notBefore <= now || quiet else {
+                entries[path] = e
+                return false
+            }
+            e.building = true
+            entries[path] = e
             return true
         }
     }
@@ -76,6 +111,7 @@ final class PostingIndexes: @unchecked Sendable {
         lock.withLock {
             var e = entries[path] ?? Entry()
             e.building = false
+            e.took = took
             e.notBefore = .now + took * 4
             entries[path] = e
             if let index { hold(index, path: path) }
@@ -226,14 +262,15 @@ extension ShardStore {
             cache.sharedUses += 1
             return index
         }
-        if try startsBuild() { startPostingIndexBuild() }
+        if try startsBuild() { startPostingIndexBuild(key: cache.key) }
         return nil
     }
 
     /// Starts a build of the shard's ``PostingIndex`` on a thread and
-    /// connection of its own, unless one is running or ran too recently.
-    func startPostingIndexBuild() {
-        guard Self.buildsSuggestionIndex, PostingIndexes.shared.claim(path: path) else { return }
+    /// connection of its own, unless one is running or ran too recently
+    /// while the data, whose word index `key` identifies, keeps changing.
+    func startPostingIndexBuild(key: [UInt8]? = nil) {
+        guard Self.buildsSuggestionIndex, PostingIndexes.shared.claim(path: path, key: key) else { return }
         let path = self.path
         let logger = self.logger
         Thread.detachNewThread {

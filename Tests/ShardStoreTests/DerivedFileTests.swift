@@ -185,6 +185,29 @@ import Testing
         #expect(none.accountedBytes == 0 && none.index(path: built[1].0.path, key: built[1].mapped.key) == nil)
     }
 
+    /// Builds under steady writes wait four times the last build's duration;
+    /// once the data is quiet (the same key asked for) for the quiet time and
+    /// the last build's duration, a build starts without waiting that out.
+    @Test func aBuildStartsOnceTheDataIsQuiet() throws {
+        let held = PostingIndexes()
+        let path = "/nonexistent/quiet-\(UInt32.random(in: 0...UInt32.max)).sqlite"
+        #expect(held.claim(path: path, key: [1]))
+        #expect(!held.claim(path: path, key: [1]))  // one build at a time
+        held.finish(path: path, index: nil, took: .seconds(2))  // the next, by the interval, in 8 s
+        // The data keeps changing: no build.
+        #expect(!held.claim(path: path, key: [2]))
+        Thread.sleep(forTimeInterval: 2.2)
+        #expect(!held.claim(path: path, key: [3]))
+        // Quiet for the last build's duration (longer than the quiet time): a build.
+        Thread.sleep(forTimeInterval: 2.2)
+        #expect(held.claim(path: path, key: [3]))
+        held.finish(path: path, index: nil, took: .milliseconds(500))
+        // Without a key (a caller that does not know it), only the interval counts.
+        #expect(!held.claim(path: path))
+        Thread.sleep(forTimeInterval: 2.1)
+        #expect(held.claim(path: path))
+    }
+
     @Test func checksumsSeeEveryByteFedInAnyPieces() {
         let bytes = (0..<1000).map { UInt8(truncatingIfNeeded: $0 &* 37) }
         let whole = bytes.withUnsafeBytes { DerivedFile.checksum($0) }
