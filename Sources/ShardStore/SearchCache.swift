@@ -36,7 +36,7 @@ final class SearchCache {
     var rowsServed = 0
     /// Whether a read-only connection takes its vocabulary from the
     /// process's ``SharedVocabularies`` (tests turn it off to compare).
-    var sharesVocabulary = true
+    var sharesVocabulary = SharedVocabularies.enabled
     /// Each forward-index term's words, per query (see ``ForwardTokenCache``).
     let forwardTokens = ForwardTokenCache()
 

@@ -22,6 +22,9 @@ import Foundation
 /// built, after which it is only read.
 final class SharedVocabularies: @unchecked Sendable {
     static let shared = SharedVocabularies()
+    /// Whether connections share by default; `LIMELIGHT_SHARED_VOCABULARY=off`
+    /// turns it off, for a benchmark to time both ways with one build.
+    static let enabled = ProcessInfo.processInfo.environment["LIMELIGHT_SHARED_VOCABULARY"] != "off"
 
     struct Held {
         let vocabulary: Vocabulary
