@@ -5,17 +5,21 @@ import SQLite
 /// The process's ``PostingIndex`` of each shard file, and their builds.
 ///
 /// A build runs on a thread of its own, over a connection of its own (one
-/// read transaction), started by a suggestion that found no index of the
-/// current data. Under steady writes every index is soon stale, so a build
-/// starts at most once per four times the last one's duration after it ended
-/// (a fifth of a core at most), and files are held at most ``maxFiles`` at a time.
+/// read transaction), started by a suggestion or a search that found no
+/// index of the current data, and files are held at most ``maxFiles`` at a
+/// time.
 ///
-/// Once the writes stop, waiting out that interval would leave searches on
-/// FTS5 for four builds' time after the last commit: a build may also start
-/// as soon as the data has been quiet (the same word-index key seen) for
-/// ``quietBeforeBuild`` and at least as long as the last build took, so that
-/// searches are back on an index about one build after the last commit while
-/// writes that keep coming still cost at most half a core in builds.
+/// Under writes an index is stale as soon as the next commit lands, so a
+/// build of new data starts only once the data has been quiet (the same
+/// word-index key asked for) for ``quietBeforeBuild`` and at least as long
+/// as the last build took: one started during steady writes would read data
+/// already gone, with CPU the writers and the searches need; after the last
+/// commit, searches are back on an index about two builds' time later. Data
+/// already read (a build that failed, a shard too large, an index let go for
+/// the budget) is read again at most once per four times the last build's
+/// duration after it ended, and so is any data when the key is not known or
+/// `LIMELIGHT_INDEX_QUIET_MS` is `off` (then builds also run during writes,
+/// a fifth of a core at most).
 ///
 /// The indexes held are bounded by ``budget``: their heap bytes
 /// (``PostingIndex/heapBytes``: what is not mapped from a derived file)
@@ -41,8 +45,8 @@ final class PostingIndexes: @unchecked Sendable {
     /// Indexes refused or dropped to stay within the budget (for tests and stats).
     private(set) var overBudget = 0
 
-    /// How long the data must have been unchanged before a build may start
-    /// sooner than the interval after the last one (see above); nil: never.
+    /// How long the data must have been unchanged before a build of it
+    /// starts (see above); nil: builds by the interval alone.
     /// `LIMELIGHT_INDEX_QUIET_MS` sets it (`off`: nil), for a benchmark to
     /// time both ways with one build.
     static let quietBeforeBuild: Duration? = {
@@ -63,6 +67,8 @@ final class PostingIndexes: @unchecked Sendable {
         /// The word-index key last asked for, and when it was first seen.
         var lastKey: [UInt8] = []
         var keySeen = ContinuousClock.now
+        /// The key the last build was started for.
+        var readKey: [UInt8]?
     }
     private let lock = NSLock()
     private var entries: [String: Entry] = [:]
@@ -84,25 +90,30 @@ final class PostingIndexes: @unchecked Sendable {
         lock.withLock { entries[path].map { $0.index != nil || $0.building } ?? false }
     }
 
-    /// Marks a build of `path` started, if none is running and either the
-    /// last one ended long enough ago or the data, whose word index `key`
-    /// identifies (nil: not known), has been quiet long enough; false otherwise.
+    /// Marks a build of `path` started, if none is running and the data,
+    /// whose word index `key` identifies (nil: not known), may be read now
+    /// (see above); false otherwise.
     func claim(path: String, key: [UInt8]? = nil) -> Bool {
         lock.withLock {
             var e = entries[path] ?? Entry()
+            defer { entries[path] = e }
             let now = ContinuousClock.now
             if let key, key != e.lastKey {
                 e.lastKey = key
                 e.keySeen = now
             }
-            let quiet = key != nil && Self.quietBeforeBuild.map { e.keySeen.duration(to: now) >= max($0, e.took) } ?? false
-            guard !e.building, e.notBefore <= now || quiet else {
-                entries[path] = e
-                return false
+            guard !e.building else { return false }
+            let start: Bool
+            if let key, let quiet = Self.quietBeforeBuild, let read = e.readKey, key != read {
+                start = e.keySeen.duration(to: now) >= max(quiet, e.took)
+            } else {
+                start = e.notBefore <= now
             }
-            e.building = true
-            entries[path] = e
-            return true
+            if start {
+                e.building = true
+                if let key { e.readKey = key }
+            }
+            return start
         }
     }
 

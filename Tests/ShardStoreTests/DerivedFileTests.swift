@@ -185,15 +185,16 @@ import Testing
         #expect(none.accountedBytes == 0 && none.index(path: built[1].0.path, key: built[1].mapped.key) == nil)
     }
 
-    /// Builds under steady writes wait four times the last build's duration;
-    /// once the data is quiet (the same key asked for) for the quiet time and
-    /// the last build's duration, a build starts without waiting that out.
+    /// A build of new data starts once the data is quiet (the same key asked
+    /// for) for the quiet time and the last build's duration, never while
+    /// it keeps changing; data already read waits four times the last
+    /// build's duration; without a key, only that interval counts.
     @Test func aBuildStartsOnceTheDataIsQuiet() throws {
         let held = PostingIndexes()
         let path = "/nonexistent/quiet-\(UInt32.random(in: 0...UInt32.max)).sqlite"
-        #expect(held.claim(path: path, key: [1]))
+        #expect(held.claim(path: path, key: [1]))  // the first, at once
         #expect(!held.claim(path: path, key: [1]))  // one build at a time
-        held.finish(path: path, index: nil, took: .seconds(2))  // the next, by the interval, in 8 s
+        held.finish(path: path, index: nil, took: .seconds(2))
         // The data keeps changing: no build.
         #expect(!held.claim(path: path, key: [2]))
         Thread.sleep(forTimeInterval: 2.2)
@@ -202,10 +203,11 @@ import Testing
         Thread.sleep(forTimeInterval: 2.2)
         #expect(held.claim(path: path, key: [3]))
         held.finish(path: path, index: nil, took: .milliseconds(500))
-        // Without a key (a caller that does not know it), only the interval counts.
+        // The same data again (the build found no index): after 4 x 500 ms.
+        #expect(!held.claim(path: path, key: [3]))
         #expect(!held.claim(path: path))
-        Thread.sleep(forTimeInterval: 2.1)
-        #expect(held.claim(path: path))
+        Thread.sleep(forTimeInterval: 2.2)
+        #expect(held.claim(path: path, key: [3]))
     }
 
     @Test func checksumsSeeEveryByteFedInAnyPieces() {
