@@ -28,7 +28,7 @@ import Testing
     /// budget maps none of the shard file and caches little, and answers as
     /// a store with the default sizes does.
     @Test func readOnlyStoresTakeTheReaderSizes() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let path = dir.path("shard.sqlite")
         let writer = try ShardStore(path: path, logger: testLogger)
         try writer.put(PostingSearchTests.randomItems(300, seed: 91, prefix: "m"))

@@ -20,7 +20,7 @@ import Testing
     /// exact and prefix ones at once.
     @Test(arguments: [61, 67] as [UInt64])
     func searchesBetweenWritesAgreeWithAFreshReader(seed: UInt64) throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let w = try PostingSearchTests.store(dir, seed: seed)
         let readers = try (0..<2).map { _ in try openStore(dir, mode: .readOnly) }
         defer {
