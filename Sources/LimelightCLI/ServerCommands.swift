@@ -286,7 +286,7 @@ package struct QueryWorkerCommand: AsyncParsableCommand {
     var maxQueued = 1000
     @Option(
         help:
-            "Memory the process's derived index structures may hold outside their mapped files (bytes, or with K, M, G): past it, a shard's are dropped and it is answered from SQLite. Default: a sixteenth of the machine's memory."
+            "Memory the process may hold for its shards (bytes, or with K, M, G): SQLite's page caches and maps of its connections, and the derived index structures outside their mapped files (past it, a shard's are dropped and it is answered from SQLite). Default: a sixteenth of the machine's memory."
     )
     var memoryBudget: MemorySize?
     @OptionGroup var log: ServerLogOptions
@@ -294,8 +294,16 @@ package struct QueryWorkerCommand: AsyncParsableCommand {
     package init() {}
 
     package func run() async throws {
-        ShardStore.memoryBudget = (memoryBudget ?? MemorySize.defaultQueryBudget).bytes
-        var c = QueryWorkerConfiguration(data: worker.data, shards: try worker.shardList(), workerID: worker.id)
+        // The budget covers SQLite's caches and maps of every connection (a
+        // shard's queries at once, and one on the socket's thread) and the
+        // posting indexes' heap (see ReaderMemory).
+        let budget = (memoryBudget ?? MemorySize.defaultQueryBudget).bytes
+        let shards = try worker.shardList()
+        let connections = shards.count * (concurrency + 1)
+        let reader = ReaderMemory(budget: budget, connections: connections)
+        ShardStore.readerMemory = reader
+        ShardStore.memoryBudget = reader.indexBudget(budget, connections: connections)
+        var c = QueryWorkerConfiguration(data: worker.data, shards: shards, workerID: worker.id)
         c.coordinator = worker.coordinator
         c.concurrency = concurrency
         c.credentials = try worker.security.credentials()

@@ -56,7 +56,7 @@ struct UpCommand: AsyncParsableCommand {
     var localQueries = false
     @Option(
         help:
-            "Memory each query worker's derived index structures may hold outside their mapped files (bytes, or with K, M, G; see limelight-query --memory-budget). Default: a sixteenth of the machine's memory."
+            "Memory each query worker may hold for its shards: SQLite's caches and maps, and the derived index structures outside their mapped files (bytes, or with K, M, G; see limelight-query --memory-budget). Default: a sixteenth of the machine's memory."
     )
     var memoryBudget: MemorySize?
     @Option(help: "Seconds to wait for every shard to be served.") var readyTimeout = 60.0

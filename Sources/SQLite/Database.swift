@@ -214,16 +214,33 @@ package final class Database {
         }
         do {
             let result = try body()
+            if !nested { resetStatementsInProgress() }
             try prepare(nested ? "RELEASE limelight_nested" : "COMMIT").run()
             return result
         } catch {
             if nested {
                 try? execute("ROLLBACK TO limelight_nested")
                 try? execute("RELEASE limelight_nested")
-            } else if !isAutocommit {
-                try? execute("ROLLBACK")
+            } else {
+                resetStatementsInProgress()
+                if !isAutocommit { try? execute("ROLLBACK") }
             }
             throw error
+        }
+    }
+
+    /// Resets every statement of the connection still at a row: one a loop
+    /// left at its first match, or a thrown error (a cancelled query's)
+    /// ended. A statement in progress keeps the connection's read snapshot
+    /// past its transaction's end, so each later read of a long-lived
+    /// connection (a query worker's) would see the data as it was then.
+    /// Called as the outermost transaction ends, when its body is done with
+    /// every statement.
+    private func resetStatementsInProgress() {
+        var next = sqlite3_next_stmt(handle, nil)
+        while let statement = next {
+            if sqlite3_stmt_busy(statement) != 0 { sqlite3_reset(statement) }
+            next = sqlite3_next_stmt(handle, statement)
         }
     }
 

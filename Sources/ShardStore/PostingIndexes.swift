@@ -5,10 +5,21 @@ import SQLite
 /// The process's ``PostingIndex`` of each shard file, and their builds.
 ///
 /// A build runs on a thread of its own, over a connection of its own (one
-/// read transaction), started by a suggestion that found no index of the
-/// current data. Under steady writes every index is soon stale, so a build
-/// starts at most once per four times the last one's duration after it ended
-/// (a fifth of a core at most), and files are held at most ``maxFiles`` at a time.
+/// read transaction), started by a suggestion or a search that found no
+/// index of the current data, and files are held at most ``maxFiles`` at a
+/// time.
+///
+/// Under writes an index is stale as soon as the next commit lands, so a
+/// build of new data starts only once the data has been quiet (the same
+/// word-index key asked for) for ``quietBeforeBuild`` and at least as long
+/// as the last build took: one started during steady writes would read data
+/// already gone, with CPU the writers and the searches need; after the last
+/// commit, searches are back on an index about two builds' time later. Data
+/// already read (a build that failed, a shard too large, an index let go for
+/// the budget) is read again at most once per four times the last build's
+/// duration after it ended, and so is any data when the key is not known or
+/// `LIMELIGHT_INDEX_QUIET_MS` is `off` (then builds also run during writes,
+/// a fifth of a core at most).
 ///
 /// The indexes held are bounded by ``budget``: their heap bytes
 /// (``PostingIndex/heapBytes``: what is not mapped from a derived file)
@@ -34,11 +45,30 @@ final class PostingIndexes: @unchecked Sendable {
     /// Indexes refused or dropped to stay within the budget (for tests and stats).
     private(set) var overBudget = 0
 
+    /// How long the data must have been unchanged before a build of it
+    /// starts (see above); nil: builds by the interval alone.
+    /// `LIMELIGHT_INDEX_QUIET_MS` sets it (`off`: nil), for a benchmark to
+    /// time both ways with one build.
+    static let quietBeforeBuild: Duration? = {
+        switch ProcessInfo.processInfo.environment["LIMELIGHT_INDEX_QUIET_MS"] {
+        case "off": return nil
+        case let ms?: return Int(ms).map { .milliseconds(max(0, $0)) } ?? .milliseconds(500)
+        case nil: return .milliseconds(500)
+        }
+    }()
+
     private struct Entry {
         var index: PostingIndex?
         var building = false
         var notBefore = ContinuousClock.now
         var used = ContinuousClock.now
+        /// The last build's duration.
+        var took = Duration.zero
+        /// The word-index key last asked for, and when it was first seen.
+        var lastKey: [UInt8] = []
+        var keySeen = ContinuousClock.now
+        /// The key the last build was started for.
+        var readKey: [UInt8]?
     }
     private let lock = NSLock()
     private var entries: [String: Entry] = [:]
@@ -60,14 +90,30 @@ final class PostingIndexes: @unchecked Sendable {
         lock.withLock { entries[path].map { $0.index != nil || $0.building } ?? false }
     }
 
-    /// Marks a build of `path` started, if none is running and the last one
-    /// ended long enough ago; false otherwise.
-    func claim(path: String) -> Bool {
+    /// Marks a build of `path` started, if none is running and the data,
+    /// whose word index `key` identifies (nil: not known), may be read now
+    /// (see above); false otherwise.
+    func claim(path: String, key: [UInt8]? = nil) -> Bool {
         lock.withLock {
-            let e = entries[path] ?? Entry()
-            guard !e.building, e.notBefore <= .now else { return false }
-            entries[path, default: Entry()].building = true
-            return true
+            var e = entries[path] ?? Entry()
+            defer { entries[path] = e }
+            let now = ContinuousClock.now
+            if let key, key != e.lastKey {
+                e.lastKey = key
+                e.keySeen = now
+            }
+            guard !e.building else { return false }
+            let start: Bool
+            if let key, let quiet = Self.quietBeforeBuild, let read = e.readKey, key != read {
+                start = e.keySeen.duration(to: now) >= max(quiet, e.took)
+            } else {
+                start = e.notBefore <= now
+            }
+            if start {
+                e.building = true
+                if let key { e.readKey = key }
+            }
+            return start
         }
     }
 
@@ -76,6 +122,7 @@ final class PostingIndexes: @unchecked Sendable {
         lock.withLock {
             var e = entries[path] ?? Entry()
             e.building = false
+            e.took = took
             e.notBefore = .now + took * 4
             entries[path] = e
             if let index { hold(index, path: path) }
@@ -226,14 +273,15 @@ extension ShardStore {
             cache.sharedUses += 1
             return index
         }
-        if try startsBuild() { startPostingIndexBuild() }
+        if try startsBuild() { startPostingIndexBuild(key: cache.key) }
         return nil
     }
 
     /// Starts a build of the shard's ``PostingIndex`` on a thread and
-    /// connection of its own, unless one is running or ran too recently.
-    func startPostingIndexBuild() {
-        guard Self.buildsSuggestionIndex, PostingIndexes.shared.claim(path: path) else { return }
+    /// connection of its own, unless one is running or ran too recently
+    /// while the data, whose word index `key` identifies, keeps changing.
+    func startPostingIndexBuild(key: [UInt8]? = nil) {
+        guard Self.buildsSuggestionIndex, PostingIndexes.shared.claim(path: path, key: key) else { return }
         let path = self.path
         let logger = self.logger
         Thread.detachNewThread {

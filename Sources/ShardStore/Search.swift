@@ -129,7 +129,8 @@ extension ShardStore {
     }
 
     /// The shard's vocabulary, rebuilt when the data changed and the one held
-    /// is older than ``vocabularyMaxAge``.
+    /// is older than ``vocabularyMaxAge`` (read-only connections share it,
+    /// see ``SharedVocabularies``).
     func vocabulary() throws -> Vocabulary {
         let cache = searchCache
         if let v = cache.vocabulary,
@@ -137,12 +138,12 @@ extension ShardStore {
         {
             return v
         }
-        let v = try Vocabulary(db: db)
-        cache.vocabulary = v
+        let read = try readVocabulary()
+        cache.vocabulary = read.vocabulary
         cache.typoForms = [:]
-        cache.vocabularyVersion = dataVersion
-        cache.vocabularyBuilt = .now
-        return v
+        cache.vocabularyVersion = read.isCurrent ? dataVersion : -2
+        cache.vocabularyBuilt = read.built
+        return read.vocabulary
     }
 
     /// `vocabulary.fuzzy`, remembered while `vocabulary` is the one asked

@@ -34,6 +34,9 @@ final class SearchCache {
     var searchesUseItemRows = true
     /// Hits whose rows came from an ``ItemRows`` (for tests).
     var rowsServed = 0
+    /// Whether a read-only connection takes its vocabulary from the
+    /// process's ``SharedVocabularies`` (tests turn it off to compare).
+    var sharesVocabulary = SharedVocabularies.enabled
     /// Each forward-index term's words, per query (see ``ForwardTokenCache``).
     let forwardTokens = ForwardTokenCache()
 

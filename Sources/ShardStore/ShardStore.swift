@@ -99,9 +99,11 @@ package final class ShardStore {
         if mode == .readOnly {
             // Queries read pages straight from the map instead of copying each
             // miss out of the OS cache: ~6 % off a word query's p50 and a third
-            // of its p99. Address space only; the writer keeps
-            // plain reads (no gain measured there).
-            configuration.mmapSizeBytes = 1 << 30
+            // of its p99. The writer keeps plain reads (no gain measured
+            // there). A query worker sizes both from its budget (``ReaderMemory``).
+            let memory = Self.readerMemory
+            configuration.cacheSizeKiB = memory.cacheKiB
+            configuration.mmapSizeBytes = memory.mmapBytes
         }
         do {
             db = try Database(

@@ -29,7 +29,7 @@ extension ShardStore {
         if case .one(let name?) = leaf.names {
             let numbers = try db.prepare("SELECT 1 FROM attrs WHERE name = ? AND num IS NOT NULL AND kind = 1 LIMIT 1")
             try numbers.bind(name, at: 0)
-            if try numbers.step() { return nil }
+            if try numbers.scalar() != nil { return nil }
         }
         let (lookup, watermark) = try substringLookup(Self.runs(leaf.test.pattern.literals), names: leaf.names)
         guard case .match(let match) = lookup else { return nil }

@@ -185,6 +185,31 @@ import Testing
         #expect(none.accountedBytes == 0 && none.index(path: built[1].0.path, key: built[1].mapped.key) == nil)
     }
 
+    /// A build of new data starts once the data is quiet (the same key asked
+    /// for) for the quiet time and the last build's duration, never while
+    /// it keeps changing; data already read waits four times the last
+    /// build's duration; without a key, only that interval counts.
+    @Test func aBuildStartsOnceTheDataIsQuiet() throws {
+        let held = PostingIndexes()
+        let path = "/nonexistent/quiet-\(UInt32.random(in: 0...UInt32.max)).sqlite"
+        #expect(held.claim(path: path, key: [1]))  // the first, at once
+        #expect(!held.claim(path: path, key: [1]))  // one build at a time
+        held.finish(path: path, index: nil, took: .seconds(2))
+        // The data keeps changing: no build.
+        #expect(!held.claim(path: path, key: [2]))
+        Thread.sleep(forTimeInterval: 2.2)
+        #expect(!held.claim(path: path, key: [3]))
+        // Quiet for the last build's duration (longer than the quiet time): a build.
+        Thread.sleep(forTimeInterval: 2.2)
+        #expect(held.claim(path: path, key: [3]))
+        held.finish(path: path, index: nil, took: .milliseconds(500))
+        // The same data again (the build found no index): after 4 x 500 ms.
+        #expect(!held.claim(path: path, key: [3]))
+        #expect(!held.claim(path: path))
+        Thread.sleep(forTimeInterval: 2.2)
+        #expect(held.claim(path: path, key: [3]))
+    }
+
     @Test func checksumsSeeEveryByteFedInAnyPieces() {
         let bytes = (0..<1000).map { UInt8(truncatingIfNeeded: $0 &* 37) }
         let whole = bytes.withUnsafeBytes { DerivedFile.checksum($0) }

@@ -310,6 +310,53 @@ enum Reference {
     }
 }
 
+extension DifferentialTests {
+    /// Queries between another connection's writes: a read-only connection
+    /// kept open across the writer's commits (new items, replaced ones under
+    /// new ids, deleted ones), with its caches (domains, identifiers,
+    /// universe) patched or read again, returns exactly what the plain
+    /// definition does over the items after each commit.
+    @Test(arguments: [4, 5] as [UInt64])
+    func readerAgreesWithTheDefinitionBetweenWrites(seed: UInt64) throws {
+        var rng = SplitMix64(state: seed)
+        let dir = TempDir()
+        let writer = try openStore(dir)
+        let reader = try openStore(dir, mode: .readOnly)
+        let decoder = ItemDecoder()
+        var current: [String: Item] = [:]
+        func put(_ items: [JSONValue]) throws {
+            try writer.put(items)
+            for json in items { let i = try decoder.decode(json); current[i.uniqueIdentifier] = i }
+        }
+        try put(Self.corpus(&rng))
+        var checked = 0
+        for round in 0..<5 {
+            // Some items of a fresh corpus replace theirs, some are new (ids
+            // past the first corpus's), some are deleted.
+            let fresh = Self.corpus(&rng)
+            try put(Array(fresh.shuffled(using: &rng).prefix(30)))
+            let added = fresh.suffix(10).enumerated().map { k, json -> JSONValue in
+                guard case .object(var o) = json else { return json }
+                o["uniqueIdentifier"] = .string("added\(round)-\(k)")
+                return .object(o)
+            }
+            try put(added)
+            let gone = Array(current.keys.sorted().shuffled(using: &rng).prefix(8))
+            #expect(try writer.delete(ids: gone) == gone.count)
+            for id in gone { current[id] = nil }
+            for _ in 0..<80 {
+                let p = Self.predicate(&rng, depth: 2)
+                let expected = Set(current.values.filter { Reference.matches(p, $0) }.map(\.uniqueIdentifier))
+                let got = try reader.idSet(p)
+                #expect(got == expected, "round \(round): \(p)")
+                if got != expected { return }
+                checked += 1
+            }
+        }
+        #expect(checked == 400)
+    }
+}
+
 @Suite struct CursorTests {
     /// Paging with `after` through a sort full of ties (ratings repeat, many
     /// items have none) gives every match once, in the order of one sorted run.

@@ -189,6 +189,28 @@ final class TempDir {
         #expect(try db.prepare("SELECT 1").scalar() == .integer(1))
     }
 
+    /// A statement left at a row inside a transaction (a loop that stopped
+    /// at its first match, or one a thrown error ended) does not keep the
+    /// connection on that transaction's snapshot: the next transaction sees
+    /// another connection's commits.
+    @Test func aStatementLeftSteppedDoesNotHoldTheSnapshot() throws {
+        let dir = TempDir()
+        let path = dir.path("wal.db")
+        let writer = try Database(path: path)
+        try writer.execute("CREATE TABLE t(x)")
+        try writer.execute("INSERT INTO t VALUES (1), (2)")
+        let reader = try Database(path: path, mode: .readOnly)
+        let left = try reader.prepare("SELECT x FROM t ORDER BY x")
+        try reader.transaction {
+            let stepped = try left.step()
+            #expect(stepped && left.int64(at: 0) == 1)  // and left there
+        }
+        try writer.execute("INSERT INTO t VALUES (3)")
+        let seen = try reader.transaction { try reader.prepare("SELECT count(*) FROM t").scalar()?.int64 }
+        #expect(seen == 3)
+        #expect(try reader.prepare("SELECT count(*) FROM t").scalar()?.int64 == 3)
+    }
+
     @Test func readOnlyConnectionSeesEachCommit() throws {
         let dir = TempDir()
         let path = dir.path("wal.db")

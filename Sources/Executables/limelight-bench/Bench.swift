@@ -17,7 +17,8 @@ struct Bench: AsyncParsableCommand {
         commandName: "limelight-bench",
         abstract: "Index a corpus and time queries, beside ../shared/bench/peers.py on the same corpus.",
         subcommands: [
-            StoreBench.self, ClusterBench.self, ScaleBench.self, RESTBench.self, PathBench.self, LoadBench.self, StagesBench.self, EmbedBench.self,
+            StoreBench.self, ClusterBench.self, ScaleBench.self, WritesBench.self, RESTBench.self, PathBench.self, LoadBench.self, StagesBench.self,
+            EmbedBench.self,
             VectorBench.self,
         ],
         defaultSubcommand: StoreBench.self)
