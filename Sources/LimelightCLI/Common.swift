@@ -143,9 +143,25 @@ func whereNotJSON(_ line: String) -> String {
 }
 
 /// Runs `body` until SIGINT or SIGTERM arrives, then cancels it and waits for it to finish.
+///
+/// The signals are watched before `body` starts: a server prints its ready
+/// line from `body`, and a signal sent the moment that line is read must
+/// find the watcher in place (while it is being installed, the signal is
+/// ignored and would be lost).
 func runUntilSignalled(_ body: @escaping @Sendable () async -> Void) async {
+    // The task once started, and whether a signal came before it was.
+    let state = Mutex<(task: Task<Void, Never>?, signalled: Bool)>((nil, false))
+    let watcher = SignalWatcher(signals: [SIGINT, SIGTERM]) {
+        state.withLock { s in
+            s.signalled = true
+            s.task?.cancel()
+        }
+    }
     let task = Task { await body() }
-    let watcher = SignalWatcher(signals: [SIGINT, SIGTERM]) { task.cancel() }
+    state.withLock { s in
+        s.task = task
+        if s.signalled { task.cancel() }
+    }
     await task.value
     _ = watcher
 }
