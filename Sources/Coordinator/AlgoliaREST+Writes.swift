@@ -28,6 +28,7 @@ extension AlgoliaREST {
         return .object(["taskID": task(), "deletedAt": .string(Self.now())])
     }
 
+    /// Atomic against every other write of the record (``atomically(_:_:_:)``).
     func partialUpdate(_ c: Call, _ index: String, _ id: String) async throws(RESTError) -> JSONValue {
         let changes = try Self.object(c.body, "the body must be the attributes to change, a JSON object")
         let create = c.query["createIfNotExists"] != "false"
@@ -110,12 +111,14 @@ extension AlgoliaREST {
             if byIndex[index] == nil { order.append(index) }
             byIndex[index, default: []].append(op)
         }
-        // Every index's operations checked before any is stored.
-        var prepared: [PreparedWrite] = []
-        for index in order { prepared.append(try await prepare(c, index, byIndex[index]!)) }
-        for w in prepared {
-            try await apply(c, w)
-            taskIDs[w.index] = task()
+        try await atomically(c, order.map { ($0, byIndex[$0]!) }) { () async throws(RESTError) in
+            // Every index's operations checked before any is stored.
+            var prepared: [PreparedWrite] = []
+            for index in order { prepared.append(try await prepare(c, index, byIndex[index]!)) }
+            for w in prepared {
+                try await apply(c, w)
+                taskIDs[w.index] = task()
+            }
         }
         return .object(["taskID": .object(taskIDs), "objectIDs": .array(ops.compactMap { Self.objectID($0.op) }.map { .string($0) })])
     }
@@ -187,7 +190,32 @@ extension AlgoliaREST {
 
     /// Runs operations in order, refused whole when one is bad.
     func write(_ c: Call, _ index: String, _ ops: [Operation]) async throws(RESTError) {
-        try await apply(c, try await prepare(c, index, ops))
+        try await atomically(c, [(index, ops)]) { () async throws(RESTError) in
+            try await apply(c, try await prepare(c, index, ops))
+        }
+    }
+
+    /// Runs `work` holding the keys of every record the operations write
+    /// when one of them is a partial update (a read, then a write): no other
+    /// write of those records — REST or ZeroMQ, through this coordinator,
+    /// the only one taking writes — is applied between the read and the
+    /// write, and the read sees every write of them acknowledged before
+    /// (``ItemWriteLocks``). The keys are taken all at once, so two batches
+    /// never wait for each other. Without a partial update each publish or
+    /// delete holds its own records' keys as it is stored.
+    func atomically(_ c: Call, _ ops: [(index: String, ops: [Operation])], _ work: () async throws(RESTError) -> Void) async throws(RESTError) {
+        let reads = ops.contains { $0.ops.contains { if case .partial = $0 { true } else { false } } }
+        guard reads else { return try await work() }
+        let uids = ops.flatMap { i in i.ops.compactMap(Self.objectID).map { AlgoliaIndex.uid(i.index, $0) } }
+        let owner = await core.lockItems(uids, key: c.key)
+        let result: Result<Void, RESTError> = await CoordinatorCore.$lockOwner.withValue(owner) {
+            do throws(RESTError) {
+                try await work()
+                return .success(())
+            } catch { return .failure(error) }
+        }
+        await core.unlockItems(owner)
+        try result.get()
     }
 
     /// Checks every operation and works out its effect, storing nothing:

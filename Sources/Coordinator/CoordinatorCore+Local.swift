@@ -62,8 +62,11 @@ extension CoordinatorCore {
     }
 
     /// A client request as the client socket would hand it over, with its key.
+    /// Made within a read-modify-write (``lockOwner``), it acts as its owner.
     func localRequest(_ body: Body, key: String?) async -> [Body] {
-        await local { core, route, id in
+        let owner = Self.lockOwner
+        return await local { core, route, id in
+            if let owner { core.localLockOwners[route] = owner }
             core.handleClient(route: route, envelope: Envelope(id: id, body: body, key: key))
         }
     }

@@ -121,6 +121,12 @@ actor CoordinatorCore {
     nonisolated let metrics = CoordinatorMetrics()
     /// Requests made in this process (the REST API), waiting for their answers.
     var localClients = LocalClients()
+    /// Items whose writes are in flight, and the writes waiting for them
+    /// (CoordinatorCore+ItemLocks.swift).
+    var itemLocks = ItemWriteLocks<(isolated CoordinatorCore) -> Void>()
+    /// Local requests made by a read-modify-write, by route: its owner name.
+    var localLockOwners: [[Data]: String] = [:]
+    var nextLockOwner = 0
     /// API keys (`--keys`); nil when the cluster has none (see CoordinatorCore+Keys.swift).
     let keyStore: KeyStore?
     var rateLimiter = RateLimiter()
@@ -193,9 +199,13 @@ actor CoordinatorCore {
             return
         }
         if sendLocal(to, id, body) { return }
-        if case .client(let route) = to, LocalClients.isLocal(route) {
-            localClients.deliver(route, body)
-            return
+        if case .client(let route) = to {
+            // Its items' keys go once the request is answered, after the answer.
+            defer { releaseItems(answered: route, id, body) }
+            if LocalClients.isLocal(route) {
+                localClients.deliver(route, body)
+                return
+            }
         }
         let o = Outgoing(to: to, envelope: Envelope(id: id, body: body))
         let outlet: Outlet
@@ -246,11 +256,18 @@ actor CoordinatorCore {
         guard let access = authorize(envelope, route: route) else { return }
         let scope = access.scope
         switch envelope.body {
-        case .publish(let p): publish(client: route, id: envelope.id, scope.qualify(publish: p), scope: scope)
+        case .publish(let p):
+            let p = scope.qualify(publish: p)
+            serialised(route, envelope.id, keys: p.items.compactMap { $0["uniqueIdentifier"]?.stringValue }) { core in
+                core.publish(client: route, id: envelope.id, p, scope: scope)
+            }
         case .query(let q): startQuery(client: route, id: envelope.id, q, scope: scope)
         case .search(let q): startSearch(client: route, id: envelope.id, q, scope: scope)
         case .cancel(let c): cancel(client: route, requestID: c.query)
-        case .delete(let d): delete(client: route, id: envelope.id, d, scope: scope)
+        case .delete(let d):
+            serialised(route, envelope.id, keys: (d.all == true ? [] : d.ids ?? []).map { scope.qualify(uid: $0) }) { core in
+                core.delete(client: route, id: envelope.id, d, scope: scope)
+            }
         case .entityDonate(let d): donateEntities(client: route, id: envelope.id, d, scope: scope)
         case .entityDelete(let d): deleteEntities(client: route, id: envelope.id, d, scope: scope)
         case .entityAssociate(let a): associateEntity(client: route, id: envelope.id, a, scope: scope)

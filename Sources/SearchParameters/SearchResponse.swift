@@ -278,6 +278,11 @@ package struct SearchResponseBuilder: Sendable {
         }
         if let d = rank.geoDistance { o.set("_geoDistance", .number(d)) }
         if request.getRankingInfo {
+            // Every field Algolia's clients require (their `RankingInfo`):
+            // Limelight's figures for the criteria it computes; `filters`
+            // and `userScore` constant 0 and `promoted` false (no
+            // `optionalFilters` scores, no stored score, no rules);
+            // `geoDistance` 0 without a point, as Algolia answers.
             var info: [String: JSONValue] = [
                 "nbTypos": .number(Double(rank.typos)),
                 "words": .number(Double(rank.words)),
@@ -291,7 +296,9 @@ package struct SearchResponseBuilder: Sendable {
                 "userScore": .number(0),
                 "promoted": .bool(false),
             ]
-            if let d = rank.geoDistance { info["geoDistance"] = .number(d) }
+            info["geoDistance"] = .number(rank.geoDistance ?? 0)
+            // Distances tie in steps of 10 m (``RankCriterion``'s `geo`).
+            if rank.geoDistance != nil { info["geoPrecision"] = .number(10) }
             if let fusion {
                 // Both parts of a hybrid rank: the positions in each ranking
                 // (null past the window), the cosine score, the fused score.

@@ -143,3 +143,29 @@ def test_distinct_keeps_the_best_per_source_and_counts_groups(client):
 
     # A search may turn it off.
     assert as_dict(client.search_single_index("debsrc", {"query": "", "hitsPerPage": 0, "distinct": False}))["nbHits"] == len(recs)
+
+
+def test_ranking_info_is_read_by_the_official_client(client):
+    """``getRankingInfo``: the client reads every hit's ``_rankingInfo`` into
+    its own model (which requires ``geoDistance``, ``userScore`` and more),
+    with Limelight's figures for the criteria it computes."""
+    client.save_objects("ranked", [
+        {"objectID": "exact", "name": "quokka lantern", "_geoloc": {"lat": 48.8566, "lng": 2.3522}},
+        {"objectID": "apart", "name": "lantern of the quokka"},
+    ], wait_for_tasks=True)
+    r = client.search_single_index("ranked", {"query": "quokka lantern", "getRankingInfo": True})
+    info = {h.object_id: h.ranking_info for h in r.hits}
+    assert [h.object_id for h in r.hits] == ["exact", "apart"]
+    for i in info.values():
+        assert (i.nb_typos, i.nb_exact_words, i.words) == (0, 2, 2)
+    assert info["exact"].proximity_distance == 1 < info["apart"].proximity_distance
+    assert (info["exact"].to_dict()["exactValue"], info["apart"].to_dict()["exactValue"]) == (True, False)
+    # No point to measure from: 0, as Algolia answers; the constants.
+    assert info["exact"].geo_distance == 0 and info["exact"].geo_precision is None
+    assert (info["exact"].user_score, info["exact"].filters, info["exact"].promoted) == (0, 0, False)
+    # Around a point: the distance in metres, and the 10 m steps it ties in.
+    r = client.search_single_index("ranked", {"query": "quokka", "aroundLatLng": "48.8606, 2.3376",
+                                              "getRankingInfo": True})
+    near = {h.object_id: h.ranking_info for h in r.hits}["exact"]
+    assert 1100 < near.geo_distance < 1200
+    assert near.geo_precision == 10
