@@ -37,7 +37,9 @@ import Testing
     }
 
     /// Every kind of read, against the items that should be left in.
-    func expectAnswers(_ s: ShardStore, _ kept: Set<String>, _ when: String) throws {
+    /// Suggestions are checked while marked only: unmarked, they come from
+    /// the vocabulary, which may lag by ``ShardStore/vocabularyMaxAge``.
+    func expectAnswers(_ s: ShardStore, _ kept: Set<String>, _ when: String, marked: Bool = true) throws {
         #expect(try s.idSet(.all) == kept, "query, \(when)")
         #expect(try s.idSet(text("title", "widget*", "cd")) == kept, "word query, \(when)")
         #expect(try s.count(matching: .all) == kept.count, "count, \(when)")
@@ -46,8 +48,10 @@ import Testing
         #expect((r.facets["section"] ?? [:]).values.reduce(0, +) == kept.count, "facets, \(when)")
         let empty = try s.search(SearchPlan(words: [], window: 1_000))
         #expect(Set(empty.hits.map(\.uniqueIdentifier)) == kept, "browse, \(when)")
-        let suggestion = try s.suggest(SearchPlan(words: ["widg"]), limit: 5).first { $0.text == "widget" }
-        #expect(suggestion?.count == kept.count, "suggestion, \(when)")
+        if marked {
+            let suggestion = try s.suggest(SearchPlan(words: ["widg"]), limit: 5).first { $0.text == "widget" }
+            #expect(suggestion?.count == kept.count, "suggestion, \(when)")
+        }
         let keptDomains = Set(Self.domains.filter { Self.filter.keeps(domain: $0) })
         #expect(Set(try s.domains().keys) == keptDomains, "domains, \(when)")
         for domain in Self.domains.prefix(6) {
@@ -79,13 +83,13 @@ import Testing
             let domain = Self.domains.first { Self.filter.keeps(domain: $0) }!
             try writer.put([item("new:\(batches)", domain: domain, #"{"title": "widget new", "section": "s0"}"#)])
             kept.insert("new:\(batches)")
-            if batches % 5 == 1 { try expectAnswers(reader, kept, "after batch \(batches)") }
+            if batches % 5 == 1 { try expectAnswers(reader, kept, "after batch \(batches)", marked: remaining) }
             if !remaining { break }
         }
         #expect(batches >= moved.count / 7)
         #expect(try writer.movedSlots() == nil)
         #expect(try writer.purgeMovedBatch(limit: 7).remaining == false)
-        try expectAnswers(reader, kept, "after the purge")
+        try expectAnswers(reader, kept, "after the purge", marked: false)
         // Gone from the file, not only from answers.
         #expect(try writer.count() == kept.count)
     }
