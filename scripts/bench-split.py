@@ -4,8 +4,9 @@
 published, then `limelight shards split --to 4` while a client publishes
 batches and another queries. Prints one JSON object: the split's total
 time, bytes copied, the coordinator's write and query pauses, the longest
-publish and query seen by the clients during the split, and query p50/p99
-before and during.
+publish and query seen by the clients during the split, query p50/p99
+before and during, and the same while the shards purge the moved rows in
+the background after the switch (until no shard file holds a purge mark).
 
     scripts/bench-split.py --bin .build-release/release --corpus .bench/debian-packages.jsonl
 """
@@ -14,6 +15,7 @@ import argparse
 import json
 import os
 import pathlib
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -57,8 +59,9 @@ def main():
         publish_s = time.monotonic() - t
 
         phase = {"name": "before"}
-        latencies = {"before": [], "during": []}
+        latencies = {"before": [], "during": [], "purge": []}
         publishes = []
+        purge_publishes = []
         stop = threading.Event()
 
         def querier():
@@ -89,6 +92,8 @@ def main():
                     assert ack["stored"] == 20, ack
                     if started_in == "during":
                         publishes.append((time.monotonic() - t0) * 1000)
+                    elif started_in == "purge":
+                        purge_publishes.append((time.monotonic() - t0) * 1000)
                     time.sleep(0.05)
 
         threads = [threading.Thread(target=querier), threading.Thread(target=publisher)]
@@ -102,6 +107,21 @@ def main():
         split = subprocess.run([str(pathlib.Path(args.bin) / "limelight"), "shards", "split", "--to", "4",
                                 "--endpoint", cluster.endpoint], capture_output=True, text=True, env=env, timeout=1800)
         split_s = time.monotonic() - t
+        # The switch is done; each shard deletes the rows it no longer owns
+        # in the background, and removes its mark when done.
+        phase["name"] = "purge"
+        t = time.monotonic()
+
+        def marked():
+            n = 0
+            for shard in range(4):
+                with sqlite3.connect(f"file:{data}/shard-{shard}.sqlite?mode=ro", uri=True, timeout=30) as db:
+                    n += db.execute("SELECT count(*) FROM meta WHERE key = 'split.keep'").fetchone()[0]
+            return n
+
+        while marked() and time.monotonic() - t < 1800:
+            time.sleep(0.2)
+        purge_s = time.monotonic() - t
         phase["name"] = "after"
         stop.set()
         for th in threads:
@@ -122,6 +142,11 @@ def main():
             "query_during": {"n": len(latencies["during"]), "p50": percentile(latencies["during"], 50),
                              "p99": percentile(latencies["during"], 99),
                              "max": round(max(latencies["during"]), 1) if latencies["during"] else None},
+            "purge_s": round(purge_s, 2),
+            "longest_publish_purge_ms": round(max(purge_publishes), 1) if purge_publishes else None,
+            "query_purge": {"n": len(latencies["purge"]), "p50": percentile(latencies["purge"], 50),
+                            "p99": percentile(latencies["purge"], 99),
+                            "max": round(max(latencies["purge"]), 1) if latencies["purge"] else None},
             "split_stdout": split.stdout.strip().splitlines(),
         }, indent=1))
     finally:

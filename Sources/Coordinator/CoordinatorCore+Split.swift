@@ -153,7 +153,8 @@ extension CoordinatorCore {
         if case .deleteAck(let a) = body {
             succeeded = true
             logger.info(
-                "shard purged of the slots it no longer owns", metadata: ["shard": "\(shard)", "worker": "\(worker)", "purged": "\(a.deleted)"])
+                "shard marked the slots it no longer owns; its indexer purges them in the background",
+                metadata: ["shard": "\(shard)", "worker": "\(worker)", "moved": "\(a.deleted)"])
         }
         switch splitRun?.purgeAnswered(id, succeeded: succeeded) {
         case .notAPurge?, nil:

@@ -19,13 +19,17 @@ import WireProtocol
 /// 2. the purge phase is stored, so that a successor does not copy the new
 ///    shards again once they have dropped their sources' rows;
 /// 3. queries are held too, until those running have finished; then every
-///    shard purges, all at once: each new shard the rows of the slots its
-///    source keeps, each source those its new shards took, each in one
-///    SQLite transaction;
+///    shard marks, all at once, the rows of the slots it does not own under
+///    the new map — each new shard those its source keeps, each source those
+///    its new shards took — in one small SQLite transaction
+///    (`ShardStore.markMoved(keeping:)`): from then on every read of the
+///    shard leaves them out, and its indexer deletes them in the background,
+///    a small transaction at a time;
 /// 4. the new map is committed, deleting the split in the same transaction;
 ///    the coordinator routes by it and releases what it held, in order.
 ///
-/// No query runs across the switch, so none merges answers of two maps.
+/// No query runs across the switch, so none merges answers of two maps; the
+/// pauses last the drain and the marks (milliseconds), not the purges.
 /// A value: its methods take what the coordinator observed or was answered
 /// and say what to do (``Action``); `SplitRunTests` test them without processes.
 struct SplitRun: Sendable {
@@ -40,7 +44,8 @@ struct SplitRun: Sendable {
 
     /// What the coordinator must do.
     enum Action: Sendable, Equatable {
-        /// Send each shard its purge (a numbered delete keeping its own slots);
+        /// Send each shard its purge (a numbered delete keeping its own slots,
+        /// which marks the others' rows left out and purged in the background);
         /// report each answer to ``purgeSent(_:shard:)`` / ``purgeAnswered(_:succeeded:)``.
         case purge([Int])
         /// Write this to the control plane; report to ``stored(_:now:)``.

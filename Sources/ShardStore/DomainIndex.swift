@@ -116,6 +116,17 @@ final class DomainIndex {
         return scope
     }
 
+    /// The ids of the items of every domain (exactly it, not its
+    /// subdomains) whose UTF-8 bytes `include` accepts, sorted.
+    func ids(ofDomains include: ([UInt8]) -> Bool) -> [Int64] {
+        let bits = IDBits(maxID: Int(max(0, watermark))) { words in
+            for (g, domain) in domains.enumerated() where include(domain) {
+                for id in members[g] where id >= 0 { words[Int(id) >> 6] |= 1 << UInt64(id & 63) }
+            }
+        }
+        return bits.ids
+    }
+
     /// Whether `domain` is `ancestor` or lies below it, by bytes.
     static func domain(_ domain: [UInt8], isWithin ancestor: [UInt8]) -> Bool {
         guard domain.count >= ancestor.count, domain.starts(with: ancestor) else { return false }
@@ -180,7 +191,15 @@ extension ShardStore {
     /// `and(domain(["@APP"]), …)`: taking the scope out lets the word and
     /// substring streams serve it, and spares each checked candidate a read
     /// of its domain.
+    /// While a split's purge is under way, the scope leaves out the items of
+    /// the slots another shard owns (``slotScope()``), whatever the node.
     func scoped(_ node: Node, _ context: QueryContext) throws -> (scope: ItemScope?, rest: Node) {
+        let (scope, rest) = try domainScoped(node, context)
+        guard let kept = try slotScope() else { return (scope, rest) }
+        return (scope.map { $0.intersection(kept) } ?? kept, rest)
+    }
+
+    func domainScoped(_ node: Node, _ context: QueryContext) throws -> (scope: ItemScope?, rest: Node) {
         switch node {
         case .domain(let domains): return (try domainScope(domains, context), .all)
         case .and(let nodes):

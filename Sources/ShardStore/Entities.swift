@@ -77,11 +77,14 @@ extension ShardStore {
         return clauses.count == 1 ? clauses[0] : .or(clauses)
     }
 
-    /// The distinct domains the shard holds, each with its item count.
+    /// The distinct domains the shard holds, each with its item count (not
+    /// those a split's purge under way is deleting).
     package func domains() throws -> [String: Int] {
         var out: [String: Int] = [:]
+        let keep = try movedSlots()
         try db.prepare("SELECT domain, count(*) FROM items GROUP BY domain").forEachRow { r in
-            out[r.string(at: 0) ?? ""] = Int(r.int64(at: 1))
+            let domain = r.string(at: 0) ?? ""
+            if keep?.keeps(domain: domain) ?? true { out[domain] = Int(r.int64(at: 1)) }
         }
         return out
     }

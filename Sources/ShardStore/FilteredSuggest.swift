@@ -34,7 +34,8 @@ extension ShardStore {
                 defer { searchCache.postings.shared = nil }
                 let context = QueryContext(isCancelled: { false }, wantsScores: false)
                 let found = try filterItems(plan.filter.simplified(), context)
-                let allowed = IDs.subtract(try found ?? universe(context), try expiredIDs(now: Date()))
+                var allowed = IDs.subtract(try found ?? universe(context), try expiredIDs(now: Date()))
+                if let kept = try slotScope() { allowed = kept.filter(allowed) }
                 if allowed.isEmpty { return [] }
                 let earlier = Array(plan.words.dropLast())
                 if earlier.isEmpty { return try filteredWordCounts(last, prefixLast: plan.prefixLast, allowed: allowed) }

@@ -20,6 +20,8 @@ final class UniverseCache {
     /// Every domain's items, patched at each change rather than read again
     /// (see ``DomainIndex``); it holds its own version.
     var domains: DomainIndex?
+    /// The items a split's purge under way leaves in (see ``ShardStore/slotScope()``).
+    var kept: (Version, ItemScope?)?
 }
 
 /// State of one query evaluation.

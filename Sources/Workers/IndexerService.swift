@@ -107,7 +107,8 @@ package final class IndexerService: Sendable {
                         if Task.isCancelled { break }
                         await self.purge()
                     }
-                }
+                },
+                { await self.purgeMovedSlots() },
             ])
     }
 
@@ -186,7 +187,9 @@ package final class IndexerService: Sendable {
                         if let ids = d.ids, !ids.isEmpty { n += try store.delete(ids: ids) }
                         if let domains = d.domains, !domains.isEmpty { n += try store.delete(domains: domains) }
                         if let keep = d.keepSlots {
-                            n += try store.purge(keeping: { keep.keeps(domain: $0) }, what: "slots mod \(keep.shards) == \(keep.shard)")
+                            // Only marked here (milliseconds): the rows go in
+                            // the background (``purgeMovedSlots()``).
+                            n += try store.markMoved(keeping: SlotFilter(slots: keep.slots, shards: keep.shards, shard: keep.shard))
                         }
                         return n
                     }
