@@ -78,19 +78,22 @@ extension AlgoliaREST {
     /// index or a parameter the core refuses: answered as they are today).
     func disjunctivePage(_ c: Call, _ page: AlgoliaDisjunctivePage) async throws(RESTError) -> [UInt8]? {
         guard let meta = try await loadMeta(c, page.index) else { return nil }
+        let flattened =
+            meta.settings.primary == nil ? meta.flattened : (try await loadMeta(c, meta.settings.primary!))?.flattened ?? true
+        let hidden = meta.settings.unretrievable
         var filters: [QueryPlan.Predicate] = []
         var echoed: [String] = []
         // Each extra's filter and `params` as its own search would have them
-        // (the settings filled in, `attributesToRetrieve` applied here, as ``searchAnswer``).
+        // (the settings filled in, `attributesToRetrieve` where ``searchAnswer`` applies it).
         for extra in page.extras {
             var applied = meta.settings.apply(to: extra.params)
-            applied["attributesToRetrieve"] = nil
+            _ = Self.retrieval(&applied, flattened: flattened, hidden: hidden)
             guard let request = try? SearchRequest(params: .object(applied)) else { return nil }
             filters.append(request.plan.filter)
             echoed.append(SearchResponseBuilder.urlEncoded(request.params))
         }
         var mainApplied = meta.settings.apply(to: page.main)
-        mainApplied["attributesToRetrieve"] = nil
+        _ = Self.retrieval(&mainApplied, flattened: flattened, hidden: hidden)
         guard let mainRequest = try? SearchRequest(params: .object(mainApplied)) else { return nil }
         // The sizes travel as one facet's values, cut to maxValuesPerFacet.
         guard page.extras.count <= mainRequest.plan.maxValuesPerFacet else { return nil }

@@ -26,7 +26,7 @@ extension AlgoliaREST {
 
     /// One index's search. `asWritten`: when the hits need no rebuilding (no
     /// record of the index had a nested object or `_geoloc`, nothing is
-    /// unretrievable, no `attributesToRetrieve`, no `renderingContent`),
+    /// unretrievable, no `attributesToRetrieve` left to apply here, no `renderingContent`),
     /// the core's bytes are answered as they are, with the index's name
     /// spliced in, rather than read into a tree and written again.
     /// `shape` adds to the parsed request's plan (``AlgoliaDisjunctivePage``'s facets).
@@ -41,13 +41,10 @@ extension AlgoliaREST {
         var applied = settings.apply(to: params)
         // Browsing exports every record: distinct would hide some.
         if browse { applied["distinct"] = nil }
-        // Retrieved here, on the records: a nested object is stored as its
-        // dotted attributes, which the core would not match by the object's name.
-        let retrieve = AlgoliaParams.names(applied["attributesToRetrieve"])
-        applied["attributesToRetrieve"] = nil
         let prefix = AlgoliaIndex.prefix(recordsOf)
         let hidden = settings.unretrievable
         let primaryFlattened = settings.primary == nil ? meta.flattened : (try await loadMeta(c, recordsOf))?.flattened ?? true
+        let retrieve = Self.retrieval(&applied, flattened: primaryFlattened, hidden: hidden)
         let plain =
             asWritten && !browse && !primaryFlattened && hidden.isEmpty && retrieve == nil
             && settings.json["renderingContent"] == nil && applied["offset"] == nil && applied["length"] == nil
@@ -81,6 +78,26 @@ extension AlgoliaREST {
         if response["nbPages"] == nil { response["nbPages"] = .number(1) }
         if let ordering = settings.json["renderingContent"] { response["renderingContent"] = ordering }
         return .object(response)
+    }
+
+    /// Who applies `attributesToRetrieve`: the names left for the REST API
+    /// to cut the hits to after the search (nil: none), the parameter taken
+    /// out of `applied` then. Retrieved here, on the records, when a nested
+    /// object is stored as its dotted attributes (`flattened`), which the
+    /// core would not match by the object's name, or when some attributes are
+    /// unretrievable. Otherwise the core retrieves them, reading and sending
+    /// only those attributes, unless that would change the highlights: the
+    /// core highlights only the retrieved attributes by default, Algolia every
+    /// searchable one, so only a request naming what to highlight qualifies.
+    static func retrieval(_ applied: inout [String: JSONValue], flattened: Bool, hidden: Set<String>) -> Set<String>? {
+        let names = AlgoliaParams.names(applied["attributesToRetrieve"])
+        applied["attributesToRetrieve"] = nil
+        guard let names else { return nil }
+        guard !flattened, hidden.isEmpty, applied["attributesToHighlight"] != nil, !names.contains(where: { $0.contains(".") }) else {
+            return names
+        }
+        applied["attributesToRetrieve"] = .array(names.sorted().map { .string($0) })
+        return nil
     }
 
     func searchIndex(_ c: Call, _ index: String) async throws(RESTError) -> AlgoliaREST.Answer {

@@ -82,7 +82,7 @@ struct AlgoliaREST: Sendable {
             HTTPField.Name(name).flatMap { request.headers[$0] } ?? query[name]
         }
         let key = header("x-algolia-api-key")
-        let (app, domains) = await core.appAndDomains(ofKey: key)
+        let (app, domains) = core.appAndDomainsInPlace(ofKey: key)
         return Call(
             method: request.method, segments: Array(segments), body: body, query: query,
             key: key, applicationID: header("x-algolia-application-id"), app: app, restrictDomains: domains)

@@ -52,18 +52,30 @@ struct LocalClients {
 extension CoordinatorCore {
     /// Runs `start` with a fresh local route and request id, and returns the
     /// replies sent to that route, the last one ending the request.
-    func local(_ start: (isolated CoordinatorCore, _ route: [Data], _ id: String) -> Void) async -> [Body] {
-        let route = localClients.route()
-        let id = makeID("r")
-        return await withCheckedContinuation { c in
-            localClients.waiters[route] = LocalClients.Waiter(continuation: c)
-            start(self, route, id)
+    ///
+    /// `start` runs on the calling thread, as the actor (the lock the
+    /// sockets' threads take, ``CoordinatorExecutor/run(_:)``), as a
+    /// message from a socket is handled: a hop onto the actor would wake the
+    /// executor's thread for each request, and on a busy machine waiting
+    /// for that thread to be scheduled costs more than the handling. The
+    /// caller is never the actor (a REST handler), which the lock needs: it
+    /// is not re-entrant.
+    nonisolated func local(_ start: @Sendable (isolated CoordinatorCore, _ route: [Data], _ id: String) -> Void) async -> [Body] {
+        await withCheckedContinuation { c in
+            executor.run {
+                assumeIsolated { core in
+                    let route = core.localClients.route()
+                    let id = core.makeID("r")
+                    core.localClients.waiters[route] = LocalClients.Waiter(continuation: c)
+                    start(core, route, id)
+                }
+            }
         }
     }
 
     /// A client request as the client socket would hand it over, with its key.
     /// Made within a read-modify-write (``lockOwner``), it acts as its owner.
-    func localRequest(_ body: Body, key: String?) async -> [Body] {
+    nonisolated func localRequest(_ body: Body, key: String?) async -> [Body] {
         let owner = Self.lockOwner
         return await local { core, route, id in
             if let owner { core.localLockOwners[route] = owner }
@@ -75,7 +87,7 @@ extension CoordinatorCore {
     /// the key's app: checked as a `search` message is, then scattered by
     /// ``launchSearch(client:id:request:deadlineMs:mode:scope:)``.
     /// `prepare` shapes the parsed request (hits as records, the index's settings).
-    func localSearch(
+    nonisolated func localSearch(
         params: JSONValue, key: String?, within predicate: QueryPlan.Predicate,
         prepare: @Sendable (inout SearchRequest) -> Void
     ) async -> [Body] {
@@ -112,5 +124,11 @@ extension CoordinatorCore {
     func appAndDomains(ofKey key: String?) -> (app: String?, restrictDomains: [String]?) {
         guard let access = try? Access.resolve(key: key, store: keyStore, requireKeys: false) else { return (nil, nil) }
         return (access.scope.app, access.restrictDomains)
+    }
+
+    /// ``appAndDomains(ofKey:)`` on the calling thread, as the actor (see
+    /// ``local(_:)``); never from the actor itself.
+    nonisolated func appAndDomainsInPlace(ofKey key: String?) -> (app: String?, restrictDomains: [String]?) {
+        executor.run { assumeIsolated { $0.appAndDomains(ofKey: key) } }
     }
 }

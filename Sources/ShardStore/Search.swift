@@ -230,18 +230,15 @@ final class SearchRun {
     }
 
     func run() throws -> ShardSearchResult {
-        // Filters first: usually exact index lookups.
-        let filterNode = try store.compile(plan.filter.simplified())
+        // Filters first: usually exact index lookups, each condition read
+        // once for this filter and the disjunctive facets' (``SearchFilters``).
         // A keyed search's filter is its app's scope and the rest: the scope
         // narrows the rest's candidates by its bits, and when it is the whole
         // filter, the words' bits are narrowed by it a word at a time.
-        let (scope, restNode) = try store.scoped(filterNode, context)
-        let filtered: [Int64]?
-        if let scope {
-            filtered = try store.candidates(restNode, exact: true, context).ids.map(scope.filter) ?? scope.ids
-        } else {
-            filtered = try store.candidates(filterNode, exact: true, context).ids
-        }
+        let filters = SearchFilters(store: store, context: context)
+        let parts = try filters.parts(plan.filter)
+        let scope = parts.scope
+        let filtered = parts.ids
         let expired = try store.expiredIDs(now: Date())
 
         var postings: [WordPostings] = []
@@ -269,7 +266,7 @@ final class SearchRun {
         }
         var matched: [Int64]
         var scopeIsWholeFilter = false
-        if scope != nil, case .all = restNode { scopeIsWholeFilter = true }
+        if scope != nil, parts.restIsAll { scopeIsWholeFilter = true }
         if let scope, scopeIsWholeFilter, let textBits {
             matched = try withinRadius(IDs.subtract(textBits.intersection(scope.bits).ids, expired))
         } else {
@@ -286,12 +283,12 @@ final class SearchRun {
         if let semantic, semantic.counts {
             result = ShardSearchResult(nbHits: IDs.union(matched, semantic.ids).count)
             try countFacets(
-                matched: IDs.union(matched, semantic.ids), restrict: restrict,
+                matched: IDs.union(matched, semantic.ids), filters: filters, restrict: restrict,
                 alsoMatching: { try self.withinRadius(IDs.subtract(IDs.intersect(semantic.all, $0 ?? semantic.all), expired)) },
                 into: &result)
         } else {
             result = ShardSearchResult(nbHits: matched.count)
-            try countFacets(matched: matched, restrict: restrict, into: &result)
+            try countFacets(matched: matched, filters: filters, restrict: restrict, into: &result)
             if let d = plan.distinct { result.facets[DistinctPlan.groupsFacet] = try distinctGroups(matched, d) }
         }
         guard plan.window > 0 else { return result }

@@ -146,10 +146,11 @@ extension FacetColumn {
 extension SearchRun {
     /// Facet counts: conjunctive facets over the matches, a disjunctive one
     /// over the matches of the filter without its own refinements.
-    /// `alsoMatching` adds, for a disjunctive facet's filter, the items that
+    /// `filters` finds each filter's items (the search's own filter's
+    /// conditions already read). `alsoMatching` adds, for a disjunctive facet's filter, the items that
     /// match it otherwise than by words (a semantic search's vector matches).
     func countFacets(
-        matched: [Int64], restrict: ([Int64]?) throws -> [Int64],
+        matched: [Int64], filters: SearchFilters, restrict: ([Int64]?) throws -> [Int64],
         alsoMatching: (([Int64]?) throws -> [Int64])? = nil, into result: inout ShardSearchResult
     ) throws {
         var disjunctiveSets: [String: [Int64]] = [:]
@@ -165,10 +166,10 @@ extension SearchRun {
                 if let known = disjunctiveSets[facet] {
                     set = known
                 } else {
-                    let node = try store.compile(filter.simplified())
-                    set = try restrict(try store.candidates(node, exact: true, context).ids)
+                    let items = try filters.ids(filter)
+                    set = try restrict(items)
                     if mustVerify, !plan.words.isEmpty { set = try set.filter { try textMatch($0) != nil } }
-                    if let alsoMatching { set = IDs.union(set, try alsoMatching(try store.candidates(node, exact: true, context).ids)) }
+                    if let alsoMatching { set = IDs.union(set, try alsoMatching(items)) }
                     disjunctiveSets[facet] = set
                 }
             }

@@ -308,6 +308,42 @@ enum Reference {
         #expect(checked == 300)
         #expect(nonEmpty > 100, "most plans should select some items but not all")
     }
+
+    /// A search's own filter and its disjunctive facets' filters, built
+    /// from one pool of random conditions as InstantSearch's page builds
+    /// them (each facet's filter is the search's without one condition, some
+    /// beside a domain scope): each condition's items are read once per
+    /// search and intersected per filter, which must give every filter's
+    /// items exactly (the search's `nbHits`, each facet's set size).
+    @Test(arguments: [4, 5, 6] as [UInt64])
+    func sharedFilterConditionsAgreeWithTheDefinition(seed: UInt64) throws {
+        var rng = SplitMix64(state: seed)
+        let dir = TempDir()
+        let store = try openStore(dir)
+        let items = Self.corpus(&rng)
+        try store.put(items)
+        let decoder = ItemDecoder()
+        let current = try items.map { try decoder.decode($0) }
+        func count(_ p: QueryPlan.Predicate) -> Int { current.filter { Reference.matches(p, $0) }.count }
+        var checked = 0
+        for _ in 0..<60 {
+            let pool = (0..<Int.random(in: 2...4, using: &rng)).map { _ in Self.predicate(&rng, depth: 1) }
+            let scope: [QueryPlan.Predicate] =
+                Bool.random(using: &rng) ? [.domain([["org.a", "org", "org.c"].randomElement(using: &rng)!])] : []
+            let main = QueryPlan.Predicate.and(scope + pool)
+            var disjunctive: [String: QueryPlan.Predicate] = [:]
+            for i in pool.indices { disjunctive["f\(i)"] = .and(scope + pool.enumerated().filter { $0.offset != i }.map(\.element)) }
+            var plan = SearchPlan(
+                filter: main, facets: disjunctive.keys.sorted() + [SearchPlan.disjunctiveSetSizes], disjunctiveFilters: disjunctive,
+                window: 0)
+            plan.facetAliases = disjunctive.mapValues { _ in "title" }
+            let r = try store.search(plan)
+            #expect(r.nbHits == count(main), "\(main)")
+            #expect(r.facets[SearchPlan.disjunctiveSetSizes] == disjunctive.mapValues(count), "\(main)")
+            checked += 1
+        }
+        #expect(checked == 60)
+    }
 }
 
 extension DifferentialTests {

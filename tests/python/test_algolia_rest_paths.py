@@ -244,3 +244,40 @@ def test_lists_of_objects_are_faceted_by_field_and_read_back_whole(world):
     assert as_dict(client.search_single_index("shirts", {"query": "sku"}))["nbHits"] == 0
     every = as_dict(client.search_single_index("shirts", {"query": "", "facets": ["*"]}))
     assert "algoliaObjects" not in every["facets"] and "variants.sku" in every["facets"]
+
+
+@pytest.mark.parametrize("retrieve, highlight", [
+    (["title"], ["title", "contentDescription"]),
+    (["title", "section", "objectID"], []),
+    (["title", "noSuchAttribute"], ["contentDescription"]),
+])
+def test_retrieved_attributes_are_the_full_records_cut(world, retrieve, highlight):
+    """Records with no nested object are retrieved by the core (only those
+    attributes read and sent) when the request names what to highlight; the
+    answer is the full records' cut to `attributesToRetrieve`, highlights
+    untouched, as the REST API cuts them itself otherwise."""
+    keyed, _, _, admin_key, _ = world
+    query = {"query": "python", "hitsPerPage": 15, "attributesToHighlight": highlight}
+    status, full = post(keyed, admin_key, f"/1/indexes/{INDEX}/query", query)
+    assert status == 200, full
+    status, cut = post(keyed, admin_key, f"/1/indexes/{INDEX}/query", dict(query, attributesToRetrieve=retrieve))
+    assert status == 200, cut
+    assert len(full["hits"]) >= 5
+    keep = set(retrieve) | {"objectID", "_highlightResult", "_snippetResult", "_rankingInfo"}
+    want = [{k: v for k, v in h.items() if k in keep} for h in full["hits"]]
+    assert cut["hits"] == want
+    assert without_time({k: v for k, v in cut.items() if k not in ("hits", "params")}) == \
+        without_time({k: v for k, v in full.items() if k not in ("hits", "params")})
+
+
+def test_retrieving_without_naming_highlights_keeps_algolias_default_highlights(world):
+    """Without `attributesToHighlight`, Algolia highlights every searchable
+    attribute whatever is retrieved: the hits keep the contentDescription's highlight."""
+    keyed, _, _, admin_key, _ = world
+    status, answer = post(keyed, admin_key, f"/1/indexes/{INDEX}/query",
+                          {"query": "python", "attributesToRetrieve": ["title"]})
+    assert status == 200, answer
+    assert answer["hits"]
+    for hit in answer["hits"]:
+        assert set(hit) <= {"title", "objectID", "_highlightResult"}
+    assert any("contentDescription" in hit["_highlightResult"] for hit in answer["hits"])
