@@ -12,7 +12,7 @@ import QueryPlan
 /// ``QueryPlan/Predicate``) and each filter is the intersection of its
 /// conditions', which is what ``ShardStore/candidates(_:exact:_:)`` gives
 /// for their conjunction. The domain conditions at the top stay an
-/// ``ItemScope`` (see ``ShardStore/scoped(_:_:)``).
+/// ``ItemScope`` (see ``ShardStore/scoped(_:_:)``), with a split's purge's.
 final class SearchFilters {
     private let store: ShardStore
     private let context: QueryContext
@@ -81,10 +81,12 @@ final class SearchFilters {
         return ids
     }
 
+    /// While a split's purge is under way, every scope leaves out the items
+    /// of the slots another shard owns (``ShardStore/slotScope()``), as
+    /// ``ShardStore/scoped(_:_:)`` does.
     private func scope(_ domains: [[String]]) throws -> ItemScope? {
-        guard !domains.isEmpty else { return nil }
         if let held = scopes[domains] { return held }
-        var scope: ItemScope?
+        var scope: ItemScope? = try store.slotScope()
         for ds in domains {
             guard let items = try store.domainScope(ds, context) else { continue }
             scope = scope.map { $0.intersection(items) } ?? items
