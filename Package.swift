@@ -184,7 +184,7 @@ let package = Package(
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
         .testTarget(name: "WorkersTests", dependencies: ["Workers"]),
         .testTarget(name: "CoordinatorTests", dependencies: ["Coordinator", "ClusterAuth", "WireProtocol", "Planner", "QueryPlan", "Items"]),
-        .testTarget(name: "ControlPlaneTests", dependencies: ["ControlPlane", "WireProtocol"]),
+        .testTarget(name: "ControlPlaneTests", dependencies: ["ControlPlane", "WireProtocol", "ShardStore"]),
         .testTarget(name: "WireProtocolTests", dependencies: ["WireProtocol", "Items", "QueryPlan"]),
         .testTarget(name: "EmbedderTests", dependencies: ["Embedder", "Items"]),
         .testTarget(name: "IntegrationTests", dependencies: ["LimelightClient", "WireProtocol", "Items", "ZeroMQ", "ClusterAuth"]),

@@ -1,12 +1,12 @@
 import Foundation
+import Items
 import SQLite
 
 /// The slots a shard keeps after a split: a domain's slot is
 /// `hash(domain) mod slots` and the shard keeps those with
-/// `slot mod shards == shard`. The hash is FNV-1a of the domain's UTF-8
-/// bytes, WireProtocol's `Sharding.hash` (a test holds the two equal): only
-/// the exact domain decides, not its parent's, so `org.debian.games` may
-/// stay where `org.debian` leaves.
+/// `slot mod shards == shard`. The hash is ``Items/DomainHash``, the one the
+/// coordinator routes by: only the exact domain decides, not its parent's,
+/// so `org.debian.games` may stay where `org.debian` leaves.
 package struct SlotFilter: Sendable, Hashable {
     package var slots: Int
     package var shards: Int
@@ -21,12 +21,7 @@ package struct SlotFilter: Sendable, Hashable {
     /// Whether the shard keeps the items of the domain of these UTF-8 bytes.
     package func keeps<C: Collection<UInt8>>(utf8 domain: C) -> Bool {
         guard slots > 0, shards > 0 else { return false }
-        var h: UInt64 = 0xcbf2_9ce4_8422_2325
-        for b in domain {
-            h ^= UInt64(b)
-            h &*= 0x0000_0100_0000_01b3
-        }
-        return Int(h % UInt64(slots)) % shards == shard
+        return Int(DomainHash.fnv1a(utf8: domain) % UInt64(slots)) % shards == shard
     }
 
     package func keeps(domain: String) -> Bool { keeps(utf8: domain.utf8) }

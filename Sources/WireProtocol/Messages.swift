@@ -215,10 +215,6 @@ public enum Body: Sendable, Hashable {
         public var shards: Int
         public var shard: Int
         public init(slots: Int, shards: Int, shard: Int) { self.slots = slots; self.shards = shards; self.shard = shard }
-        /// Whether the shard keeps the items of `domain`.
-        public func keeps(domain: String) -> Bool {
-            slots > 0 && shards > 0 && Int(Sharding.hash(domain) % UInt64(slots)) % shards == shard
-        }
     }
     public struct DeleteAck: Sendable, Hashable, Codable {
         public var deleted: Int

@@ -1,4 +1,5 @@
 import Foundation
+import Items
 
 /// Which shard holds a domain's items.
 ///
@@ -17,14 +18,7 @@ public enum Sharding {
     /// FNV-1a of the domain's UTF-8 bytes: the one hash every placement uses.
     /// A domain's slot is `hash mod S` (`ShardMap`); as S is a multiple of
     /// the shard count, `slot mod N` is `hash mod N`, this function's answer.
-    public static func hash(_ domain: String) -> UInt64 {
-        var h: UInt64 = 0xcbf2_9ce4_8422_2325
-        for b in domain.utf8 {
-            h ^= UInt64(b)
-            h &*= 0x0000_0100_0000_01b3
-        }
-        return h
-    }
+    public static func hash(_ domain: String) -> UInt64 { DomainHash.fnv1a(utf8: domain.utf8) }
 
     /// Parses a shard list flag: `0,1,2`, ranges `0-3`, or `all`.
     public static func parseList(_ text: String, shardCount: Int? = nil) -> [Int]? {

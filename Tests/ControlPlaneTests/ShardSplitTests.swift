@@ -1,5 +1,6 @@
 import ControlPlane
 import Foundation
+import ShardStore
 import Testing
 import WireProtocol
 
@@ -47,8 +48,8 @@ import WireProtocol
         for i in 0..<500 {
             let domain = "org.example.d\(i)"
             let source = before.shard(ofDomain: domain)
-            let keptBySource = Body.KeepSlots(slots: after.slots, shards: 4, shard: source).keeps(domain: domain)
-            let keptBySibling = Body.KeepSlots(slots: after.slots, shards: 4, shard: source + 2).keeps(domain: domain)
+            let keptBySource = SlotFilter(slots: after.slots, shards: 4, shard: source).keeps(domain: domain)
+            let keptBySibling = SlotFilter(slots: after.slots, shards: 4, shard: source + 2).keeps(domain: domain)
             #expect(keptBySource != keptBySibling, "\(domain)")
             #expect(keptBySource == (after.shard(ofDomain: domain) == source))
         }

@@ -14,7 +14,7 @@ import Testing
     static let filter = SlotFilter(slots: 4096, shards: 2, shard: 0)
     static let domains = (0..<40).map { "test.slots.d\($0)" }
 
-    /// FNV-1a as WireProtocol's `Sharding.hash` computes it, for two domains
+    /// FNV-1a (``DomainHash``, the coordinator's routing hash), for two domains
     /// worked out by hand: `org.debian` is slot 0 mod 2, `org.debian.games` 1.
     @Test func slotsFollowTheDomainsOwnHash() {
         #expect(Self.filter.keeps(domain: "org.debian"))
