@@ -165,23 +165,3 @@ func runUntilSignalled(_ body: @escaping @Sendable () async -> Void) async {
     await task.value
     _ = watcher
 }
-
-/// Turns signals into a callback on a dispatch queue (never a signal handler context).
-///
-/// Not `Sendable` (Dispatch's signal sources are not): the function that
-/// makes one keeps it until it returns, and its `deinit` cancels the sources.
-final class SignalWatcher {
-    private let sources: [DispatchSourceSignal]
-
-    init(signals: [Int32], _ handler: @escaping @Sendable () -> Void) {
-        sources = signals.map { s in
-            signal(s, SIG_IGN)
-            let src = DispatchSource.makeSignalSource(signal: s, queue: .global())
-            src.setEventHandler(handler: handler)
-            src.resume()
-            return src
-        }
-    }
-
-    deinit { sources.forEach { $0.cancel() } }
-}
