@@ -23,7 +23,7 @@ enum AlgoliaParams {
         "minProximity", "explain", "exactOnSingleWordQuery", "removeWordsIfNoResults",
         "optionalWords", "disableTypoToleranceOnAttributes", "disableExactOnAttributes", "allowTyposOnNumericTokens",
         "restrictHighlightAndSnippetArrays", "getRankingInfo_", "personalizationImpact", "reRankingApplyFilter",
-        "maxFacetHits", "sortFacetValuesBy", "renderingContent", "restrictIndices", "validUntil", "aroundPrecision",
+        "maxFacetHits", "sortFacetValuesBy", "renderingContent", "restrictIndices", "validUntil",
         "minimumAroundRadius", "aroundLatLngViaIP", "relevancyStrictness", "typoToleranceOnAttributes", "mode",
         "semanticSearch", "attributesToRetrieve_", "insidePolygon", "numericAttributesForFiltering", "x-algolia-agent",
     ]

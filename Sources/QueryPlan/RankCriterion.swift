@@ -7,8 +7,8 @@ import Items
 public enum RankCriterion: Sendable, Hashable {
     /// Fewer typos first.
     case typo
-    /// Nearer the plan's `around` point first, in steps of
-    /// ``SearchRanking/geoPrecision`` metres; nothing without a point.
+    /// Nearer the plan's `around` point first, in the groups of the plan's
+    /// ``SearchPlan/aroundPrecision`` (10 m by default); nothing without a point.
     case geo
     /// More query words matched first (every word must match, so this
     /// decides only between lexical hits and hits sent for their semantic score).
@@ -155,11 +155,6 @@ extension SearchPlan {
 }
 
 extension SearchRanking {
-    /// Metres within which distances tie in an explicit ranking's `geo`
-    /// criterion: Algolia's default `aroundPrecision` (a hit 0–9 m away
-    /// ties with one 5 m away, and beats one 10 m away).
-    public static let geoPrecision = 10.0
-
     /// ``compare(_:_:plan:)`` for a plan with an explicit ranking: the
     /// criteria in the ranking's order.
     static func compare(_ a: SearchRank, _ b: SearchRank, ranking: [RankCriterion], plan: SearchPlan) -> Int {
@@ -183,7 +178,7 @@ extension SearchRanking {
             case .geo:
                 // Nothing without a point (as ``SearchPlan/effectiveRanking`` drops it).
                 guard plan.around != nil else { continue }
-                let c = compareGeo(a, b)
+                let c = compareGeo(a, b, plan.aroundPrecision ?? .algoliaDefault)
                 if c != 0 { return c }
             case .custom:
                 let c = compareCustom(a, b, plan.customRanking, from: 0)
@@ -197,12 +192,13 @@ extension SearchRanking {
         return 0
     }
 
-    /// Distances in steps of ``geoPrecision``; a hit without one after every hit with one.
-    static func compareGeo(_ a: SearchRank, _ b: SearchRank) -> Int {
+    /// Distances in the groups of `precision` (Algolia's default: a hit
+    /// 0–9 m away ties with one 5 m away, and beats one 10 m away); a hit
+    /// without one after every hit with one.
+    static func compareGeo(_ a: SearchRank, _ b: SearchRank, _ precision: GeoPrecision) -> Int {
         switch (a.geoDistance, b.geoDistance) {
         case (let x?, let y?):
-            let p = (x / geoPrecision).rounded(.down), q = (y / geoPrecision).rounded(.down)
-            return p < q ? -1 : p > q ? 1 : 0
+            return precision.compare(x, y)
         case (nil, .some): return 1
         case (.some, nil): return -1
         default: return 0

@@ -88,6 +88,9 @@ public struct SearchPlan: Sendable, Hashable {
     /// Metres from `around` beyond which items do not match (the filter holds
     /// the latitude/longitude box around the circle; shards measure the rest).
     public var aroundRadius: Double?
+    /// How coarsely an explicit ranking's `geo` criterion compares distances
+    /// (Algolia's `aroundPrecision`); nil for groups of 10 m.
+    public var aroundPrecision: GeoPrecision?
     /// How many of the best hits a shard returns: the end of the page asked for.
     public var window: Int
     /// Attributes each hit carries; nil for all.
@@ -309,6 +312,7 @@ extension SearchPlan {
             "window": .number(Double(window)),
         ]
         if let aroundRadius { o["aroundRadius"] = .number(aroundRadius) }
+        if let aroundPrecision { o["aroundPrecision"] = aroundPrecision.json }
         if let around { o["around"] = .object(["latitude": .number(around.latitude), "longitude": .number(around.longitude)]) }
         if !facetAliases.isEmpty { o["facetAliases"] = .object(facetAliases.mapValues { .string($0) }) }
         if let fetchAttributes { o["fetchAttributes"] = .array(fetchAttributes.map { .string($0) }) }
@@ -355,6 +359,12 @@ extension SearchPlan {
             window: max(0, o["window"]?.intValue ?? 20),
             fetchAttributes: o["fetchAttributes"]?.arrayValue?.compactMap(\.stringValue))
         aroundRadius = o["aroundRadius"]?.doubleValue
+        if let p = o["aroundPrecision"], p != .null {
+            switch GeoPrecision.parse(p) {
+            case .success(let precision): aroundPrecision = precision
+            case .failure(let problem): throw PlanDecodingError(path: "search.aroundPrecision", message: problem.message)
+            }
+        }
         facetAliases = o["facetAliases"]?.objectValue?.compactMapValues(\.stringValue) ?? [:]
         if let s = o["semantic"], s != .null { semantic = try SemanticPlan(json: s) }
         if let r = o["ranking"]?.arrayValue {

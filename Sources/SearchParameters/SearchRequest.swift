@@ -59,6 +59,7 @@ package struct SearchRequest: Sendable {
     package static let knownParameters: Set<String> = [
         "query", "page", "hitsPerPage", "offset", "length", "attributesToRetrieve", "facets", "maxValuesPerFacet",
         "facetFilters", "numericFilters", "tagFilters", "filters", "disjunctiveFacets", "aroundLatLng", "aroundRadius",
+        "aroundPrecision",
         "insideBoundingBox", "attributesToHighlight", "attributesToSnippet", "highlightPreTag", "highlightPostTag",
         "snippetEllipsisText", "getRankingInfo", "typoTolerance", "minWordSizefor1Typo", "minWordSizefor2Typos",
         "restrictSearchableAttributes", "customRanking", "queryType", "paginationLimitedTo", "semantic", "hybrid",
@@ -242,6 +243,14 @@ package struct SearchRequest: Sendable {
             }
         } else if o["aroundRadius"] != nil {
             throw invalid("aroundRadius", "needs aroundLatLng")
+        }
+        // Read with or without a point, as Algolia accepts it: without one
+        // there are no distances and it changes nothing.
+        if let p = o["aroundPrecision"], p != .null {
+            switch GeoPrecision.parse(p) {
+            case .success(let precision): plan.aroundPrecision = precision
+            case .failure(let problem): throw invalid("aroundPrecision", problem.message)
+            }
         }
         if let b = o["insideBoundingBox"] {
             var boxes: [[Double]] = []

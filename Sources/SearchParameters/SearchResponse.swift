@@ -296,9 +296,15 @@ package struct SearchResponseBuilder: Sendable {
                 "userScore": .number(0),
                 "promoted": .bool(false),
             ]
-            info["geoDistance"] = .number(rank.geoDistance ?? 0)
-            // Distances tie in steps of 10 m (``RankCriterion``'s `geo`).
-            if rank.geoDistance != nil { info["geoPrecision"] = .number(10) }
+            // As Algolia reports them: `geoDistance` the distance divided by
+            // the precision of its group (``GeoPrecision``), `geoPrecision`
+            // that precision (`_geoDistance` on the hit stays in metres).
+            info["geoDistance"] = .number(0)
+            if let d = rank.geoDistance {
+                let precision = (request.plan.aroundPrecision ?? .algoliaDefault).precision(at: d)
+                info["geoDistance"] = .number((d / precision).rounded(.down))
+                info["geoPrecision"] = .number(precision)
+            }
             if let fusion {
                 // Both parts of a hybrid rank: the positions in each ranking
                 // (null past the window), the cosine score, the fused score.

@@ -83,6 +83,15 @@ def test_geo_is_second_a_nearer_hit_before_a_higher_custom_rank(client):
     assert ids(client, "cafes", around) == ["near", "far", "nowhere"]
     # Without a point, geo does nothing: the custom ranking decides.
     assert ids(client, "cafes", {"query": "cafe"})[:3] == ["nowhere", "far", "near"]
+    # aroundPrecision: groups of 5 km tie both (about 50 m and 3.3 km away),
+    # so the custom ranking decides; bands of 100 m up to 1 km and 5 km past
+    # it put them in different groups again.
+    assert ids(client, "cafes", {**around, "aroundPrecision": 5000}) == ["far", "near", "nowhere"]
+    bands = [{"from": 0, "value": 100}, {"from": 1000, "value": 5000}]
+    assert ids(client, "cafes", {**around, "aroundPrecision": bands}) == ["near", "far", "nowhere"]
+    with pytest.raises(RequestException) as refused:
+        client.search_single_index("cafes", {**around, "aroundPrecision": [{"from": 0}]})
+    assert refused.value.status_code == 400 and "aroundPrecision" in str(refused.value)
     # Custom before geo: the higher rating first.
     client.set_settings("cafes", {"ranking": ["typo", "custom", "geo"]})
     assert ids(client, "cafes", around)[:3] == ["nowhere", "far", "near"]
@@ -163,9 +172,15 @@ def test_ranking_info_is_read_by_the_official_client(client):
     # No point to measure from: 0, as Algolia answers; the constants.
     assert info["exact"].geo_distance == 0 and info["exact"].geo_precision is None
     assert (info["exact"].user_score, info["exact"].filters, info["exact"].promoted) == (0, 0, False)
-    # Around a point: the distance in metres, and the 10 m steps it ties in.
-    r = client.search_single_index("ranked", {"query": "quokka", "aroundLatLng": "48.8606, 2.3376",
-                                              "getRankingInfo": True})
+    # Around a point: the distance divided by the precision of its group, and
+    # that precision (10 m by default, or aroundPrecision's), as Algolia
+    # reports them; the hit's _geoDistance in metres.
+    around = {"query": "quokka", "aroundLatLng": "48.8606, 2.3376", "getRankingInfo": True}
+    r = client.search_single_index("ranked", around)
+    hit = {h.object_id: h for h in r.hits}["exact"]
+    assert 110 <= hit.ranking_info.geo_distance <= 120
+    assert hit.ranking_info.geo_precision == 10
+    assert 1100 < hit.to_dict()["_geoDistance"] < 1200
+    r = client.search_single_index("ranked", {**around, "aroundPrecision": 500})
     near = {h.object_id: h.ranking_info for h in r.hits}["exact"]
-    assert 1100 < near.geo_distance < 1200
-    assert near.geo_precision == 10
+    assert (near.geo_distance, near.geo_precision) == (2, 500)
