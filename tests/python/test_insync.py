@@ -18,6 +18,7 @@ acknowledged.
 import collections
 import fcntl
 import json
+import socket
 import subprocess
 import threading
 import time
@@ -243,3 +244,115 @@ def run_coordinator_and_replica_kill(control_plane, procs, tmp_path):
     assert_every_acknowledged_item_once([r1, r2], producer.acknowledged, endpoints)
     print(f"coordinator and replica killed: first acknowledged write {first_ack - killed_at:.2f} s after, "
           f"first query answered whole {answered_at - killed_at:.2f} s after; batches resent {producer.resent}")
+
+
+class Blackhole:
+    """A TCP relay in front of one etcd member that can be cut: from then on
+    it forwards nothing either way and answers no new connection, as a
+    blackhole route would (the connections stay open, silent)."""
+
+    def __init__(self, target_port):
+        self.target_port = target_port
+        self.cut_off = threading.Event()
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.sockets = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self.server.accept()
+            except OSError:
+                return
+            self.sockets.append(client)
+            if self.cut_off.is_set():
+                continue
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.target_port), timeout=2)
+            except OSError:
+                client.close()
+                continue
+            self.sockets.append(upstream)
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    def _pump(self, source, sink):
+        try:
+            while True:
+                data = source.recv(65536)
+                if not data:
+                    break
+                if self.cut_off.is_set():
+                    continue  # swallowed: nothing reaches the other side
+                sink.sendall(data)
+            if not self.cut_off.is_set():
+                sink.shutdown(socket.SHUT_WR)  # etcd's HTTP/1.0 answers end with the connection
+        except OSError:
+            pass
+
+    def cut(self):
+        self.cut_off.set()
+
+    def close(self):
+        self.server.close()
+        for s in self.sockets:
+            try:
+                s.close()
+            except OSError:
+                pass
+
+
+def test_the_active_coordinator_cut_off_from_etcd_only_stops_serving_and_a_standby_takes_over(procs, tmp_path):
+    """The active coordinator loses etcd (every member blackholed, for it
+    alone) while its clients and workers still reach it: it stops serving
+    once its lease's time has passed (exit status 3, deposed), the standby
+    takes over, and the invariant holds."""
+    etcd = EtcdCluster(tmp_path)
+    relays = [Blackhole(client) for _, client, _ in etcd.members]
+    try:
+        through_relays = "etcd://" + ",".join(f"127.0.0.1:{r.port}" for r in relays)
+        a_clients, a_workers = procs.coordinator("a", through_relays)
+        assert wait_until(lambda: active_id(etcd.endpoint) == "a", timeout=15)
+        b_clients, b_workers = procs.coordinator("b", etcd.endpoint)
+        endpoints = [a_clients, b_clients]
+        r1, r2 = tmp_path / "r1", tmp_path / "r2"
+        procs.replica("r1", r1, [b_workers, a_workers])
+        procs.replica("r2", r2, [b_workers, a_workers])
+        assert wait_until(lambda: all_in_sync(etcd.endpoint, ["r1", "r2"]), timeout=30)
+        producer = Producer(endpoints, batches=300, prefix="cut")
+        producer.start()
+        assert wait_until(lambda: len(producer.acks) >= 8 or producer.error, timeout=60)
+        assert producer.error is None, producer.error
+        for r in relays:
+            r.cut()
+        cut_at = time.monotonic()
+        a = procs.running["a"]
+        assert a.wait(30) == 3, "the coordinator cut off from etcd did not stop as deposed"
+        stopped_at = time.monotonic()
+        procs.running.pop("a")
+        assert "deposed" in (tmp_path / "coordinator-a.log").read_text()
+        assert wait_until(lambda: active_id(etcd.endpoint) == "b", timeout=15)
+        answered_at = None
+        while answered_at is None and time.monotonic() - cut_at < 60:
+            try:
+                found(endpoints)
+                answered_at = time.monotonic()
+            except (LimelightError, LimelightTimeout, AssertionError):
+                time.sleep(0.05)
+        assert answered_at is not None, "no query was answered whole within a minute of the cut"
+        producer.join(120)
+        assert not producer.is_alive() and producer.error is None, producer.error
+        first_ack = min(t for s, t in producer.acks if s > stopped_at)
+        with Client(b_clients, timeout=5) as c:
+            assert c.ping()["epoch"] == 2
+        assert wait_until(lambda: all(replica_state(endpoints, "r1")) and all(replica_state(endpoints, "r2")), timeout=30)
+        assert_every_acknowledged_item_once([r1, r2], producer.acknowledged, endpoints)
+        print(f"cut off from etcd: stopped serving {stopped_at - cut_at:.2f} s after; first acknowledged write "
+              f"{first_ack - cut_at:.2f} s after the cut, first query answered whole {answered_at - cut_at:.2f} s after; "
+              f"batches resent {producer.resent}")
+    finally:
+        procs.stop()
+        for r in relays:
+            r.close()
+        etcd.stop()
