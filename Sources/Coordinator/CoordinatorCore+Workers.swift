@@ -43,6 +43,13 @@ extension CoordinatorCore {
         if splitReply(id: envelope.id, from: wid, envelope.body) { return }
         switch envelope.body {
         case .heartbeat(let h):
+            if let election, election.servingEpoch() == nil {
+                // Deposed (its lease lapsed, or a successor fenced it off): its
+                // workers move on now rather than when the process has ended.
+                count(.notActive)
+                sendError(.worker(route), envelope.id, notActive(.worker(route), election))
+                return
+            }
             if let status = h.status { registry.report(status, of: wid) }
             send(.worker(route), envelope.id, .heartbeat(Body.Heartbeat()))
         case .writeAck(let a): writeAcked(writeID: envelope.id, ack: a, error: nil)
