@@ -253,7 +253,12 @@ package final class CoordinatorService: Sendable {
                         continue
                     }
                     // Not written, or not known: read what the control plane holds.
-                    let kv = try await store.get(keys.inSync(shard: shard))
+                    let kv: KeyValue?
+                    do throws(ControlPlaneError) { kv = try await store.get(keys.inSync(shard: shard)) } catch {
+                        // Tried again later; its stale revision makes it fail, then read.
+                        await core.inSyncWrote(shard: shard, set: set, succeeded: false, revision: 0)
+                        throw error
+                    }
                     let stored = kv.flatMap { InSyncSet.decode($0.value) }
                     if let kv, stored == set {
                         // The lost answer's transaction was applied.

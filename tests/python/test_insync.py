@@ -93,8 +93,8 @@ class Producer(threading.Thread):
                 while True:
                     sent_at = time.monotonic()
                     try:
-                        with Client(self.endpoints[self.current], timeout=3) as c:
-                            ack = c.publish(batch, timeout=5)
+                        with Client(self.endpoints[self.current], timeout=2) as c:
+                            ack = c.publish(batch, timeout=2)
                         if ack["stored"] == len(batch):
                             self.acknowledged += [i["uniqueIdentifier"] for i in batch]
                             self.acks.append((sent_at, time.monotonic()))
@@ -120,7 +120,7 @@ class Producer(threading.Thread):
 def found(endpoints, follow=True):
     """Every identifier a query answered whole names, from the active
     coordinator (with `follow`), or from the first of `endpoints` only."""
-    with (Client.connect_active(endpoints, timeout=2) if follow else Client(endpoints[0], timeout=2)) as c:
+    with (Client.connect_active(endpoints, timeout=1) if follow else Client(endpoints[0], timeout=1)) as c:
         events = list(c.query('title == "failover*"', fetch=[], deadline_ms=10_000))
     kind, completion = events[-1]
     assert kind == "completion" and not completion.get("failedShards"), completion
