@@ -28,7 +28,9 @@ extension CoordinatorCore {
     }
 
     /// The replicas whose indexer a coordinator that has numbered no change
-    /// of `shard` yet waits for (see `Configuration.replicaWaitMs`), while
+    /// of `shard` yet waits for. With in-sync sets (a control plane): a member
+    /// of the shard's set, with no time limit (``awaitedMembers(shard:)``).
+    /// Otherwise, or while the shard has no set yet (see `Configuration.replicaWaitMs`), while
     /// the shard has history (some indexer reports a number) and the wait has
     /// not run out: those known from a live query worker of the shard with no
     /// registered indexer of it, and, while fewer replicas than
@@ -37,6 +39,7 @@ extension CoordinatorCore {
     /// known to no one after a restart). Empty once the coordinator numbered
     /// a change.
     func awaitedReplicas(shard: Int) -> [String] {
+        if let members = awaitedMembers(shard: shard) { return members }
         guard replication.base[shard] == nil, (replication.issued[shard] ?? 0) > 0,
             Date().timeIntervalSince(startedAt) * 1000 < Double(configuration.replicaWaitMs)
         else { return [] }
@@ -50,9 +53,25 @@ extension CoordinatorCore {
 
     func replicaName(_ w: WorkerRecord) -> String { replication.name(of: w.id) }
 
-    func isFresh(_ w: WorkerRecord, shard: Int) -> Bool { replication.isFresh(w.id, shard: shard) }
+    func isFresh(_ w: WorkerRecord, shard: Int) -> Bool { isFresh(w.id, shard: shard) }
 
-    func isFresh(_ id: String, shard: Int) -> Bool { replication.isFresh(id, shard: shard) }
+    func isFresh(_ id: String, shard: Int) -> Bool {
+        Self.isFresh(id, shard: shard, replication: replication, inSync: keepsInSync ? inSync : nil)
+    }
+
+    /// ``ReplicationState/isFresh(_:shard:)``, but with in-sync sets a query
+    /// worker whose replica's indexer this coordinator has not heard from is
+    /// fresh only while the replica is a member of the shard's set and this
+    /// coordinator has numbered no change of the shard (a member holds every
+    /// acknowledged change until then).
+    static func isFresh(_ id: String, shard: Int, replication: ReplicationState, inSync: InSyncReplicas?) -> Bool {
+        guard let inSync, let name = replication.replicaOf[id], replication.applied[name]?[shard] == nil else {
+            return replication.isFresh(id, shard: shard)
+        }
+        let members = inSync.members(shard)
+        guard inSync.loaded, !members.isEmpty else { return replication.isFresh(id, shard: shard) }
+        return members.contains(name) && replication.base[shard] == nil
+    }
 
     // MARK: Registration and answers
 
@@ -62,7 +81,7 @@ extension CoordinatorCore {
     /// before any new change reaches the worker, so changes arrive in order.
     func replicaRegistered(_ r: Body.Register) {
         copiesLost(r.worker)
-        perform(replication.registered(r))
+        perform(replication.registered(r, notInSync: notInSync(r)))
     }
 
     /// Carries out what the replication state decided (``ReplicationState/Action``).
@@ -94,6 +113,13 @@ extension CoordinatorCore {
                         ])
                 case .fellBehind:
                     break
+                case .notInSync(let have, let issued):
+                    logger.warning(
+                        "replica out of the in-sync set reports changes this coordinator has not numbered; copied from an in-sync member",
+                        metadata: [
+                            "replica": "\(name)", "worker": "\(worker)", "shard": "\(shard)",
+                            "replica.sequence": "\(have)", "shard.sequence": "\(issued)",
+                        ])
                 }
                 startCopy(to: worker, shard: shard)
             case .copy(let worker, let shard):
@@ -173,11 +199,13 @@ extension CoordinatorCore {
                 }
                 return .object(o)
             }
-            return .object([
+            var o: [String: JSONValue] = [
                 "shard": int(s), "issued": int(replication.issued[s] ?? 0), "committed": int(committed),
                 "logStart": int(replication.start(s)), "logEntries": int(replication.log[s]?.count ?? 0),
                 "replicas": .array(replicas),
-            ])
+            ]
+            if let set = inSyncJSON(shard: s) { o["inSync"] = set }
+            return .object(o)
         }
         return .object(["shards": .array(shards)])
     }

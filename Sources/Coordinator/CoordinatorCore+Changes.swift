@@ -66,7 +66,14 @@ extension CoordinatorCore {
                 writes.deleteUnroutable(pendingID, shard: shard, reason: unavailableReason(shard: shard))
                 continue
             }
+            guard inSyncCovers(shard: shard, replicas: replicas) else {
+                writes.deleteUnroutable(pendingID, shard: shard, reason: noMemberReason(shard: shard))
+                continue
+            }
             let change = sequenced(shard: shard, body(shard))
+            if let ticket = inSyncSent(shard: shard, sequence: change.sequence, to: replicas) {
+                writes.deleteWaits(pendingID, shard: shard, ticket: ticket)
+            }
             for w in replicas {
                 let wid = makeID("x")
                 writes.deleteSent(wid, for: pendingID, to: w.id, shard: shard)

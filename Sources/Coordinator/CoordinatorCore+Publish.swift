@@ -99,8 +99,20 @@ extension CoordinatorCore {
                 }
                 continue
             }
+            guard inSyncCovers(shard: shard, replicas: replicas) else {
+                for i in indices {
+                    pending.results[i] = ItemResult(
+                        index: i, uniqueIdentifier: p.items[i]["uniqueIdentifier"]?.stringValue, status: .rejected,
+                        error: WireError(code: "shard_unavailable", message: noMemberReason(shard: shard) + "; nothing was stored, resend later"))
+                }
+                continue
+            }
             let items = indices.map { p.items[$0] }
             let change = sequenced(shard: shard, .write(Body.Write(shard: shard, items: items, evict: evict)))
+            if let ticket = inSyncSent(shard: shard, sequence: change.sequence, to: replicas) {
+                pending.inSync.tickets[shard] = ticket
+                pending.inSync.items[shard] = indices
+            }
             for w in replicas {
                 sends.append(
                     (
@@ -126,14 +138,10 @@ extension CoordinatorCore {
     func perform(_ actions: [WriteTracker.Action]) {
         for action in actions {
             switch action {
-            case .publishDone(let client, let requestID, let ack, let started):
-                metrics.publishDuration.record(duration: started.duration(to: .now))
-                count(.publishStored, by: ack.stored)
-                count(.publishRejected, by: ack.rejected)
-                send(.client(client), requestID, .publishAck(ack))
-                startWaitingWrites()
+            case .publishDone(let client, let requestID, let ack, let started, let inSync):
+                answerWhenInSync(HeldAnswer(wait: inSync, answer: .publish(client: client, requestID: requestID, ack: ack, started: started)))
             case .deleteDone(let pending):
-                finishDelete(pending)
+                answerWhenInSync(HeldAnswer(wait: pending.inSync, answer: .delete(pending)))
             case .declareRound(let id, let message, let declaring):
                 sendDeclareRound(id, message, declaring: declaring)
             case .declareDone(let client, let requestID, let error):

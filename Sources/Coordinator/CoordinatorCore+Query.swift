@@ -59,8 +59,8 @@ extension CoordinatorCore {
     /// The next live query worker of a shard not tried yet, round robin.
     func nextQueryWorker(shard: Int, tried: Set<String>) -> WorkerRecord? {
         // Never a replica behind the shard's committed changes (see ReplicationState).
-        let replication = replication
-        return registry.nextQueryWorker(shard: shard, tried: tried) { replication.isFresh($0, shard: shard) }
+        let replication = replication, inSync = keepsInSync ? inSync : nil
+        return registry.nextQueryWorker(shard: shard, tried: tried) { Self.isFresh($0, shard: shard, replication: replication, inSync: inSync) }
     }
 
     func nextQueryWorkerExists(shard: Int, tried: Set<String>) -> Bool {

@@ -43,6 +43,13 @@ extension CoordinatorCore {
         if splitReply(id: envelope.id, from: wid, envelope.body) { return }
         switch envelope.body {
         case .heartbeat(let h):
+            if let election, election.servingEpoch() == nil {
+                // Deposed (its lease lapsed, or a successor fenced it off): its
+                // workers move on now rather than when the process has ended.
+                count(.notActive)
+                sendError(.worker(route), envelope.id, notActive(.worker(route), election))
+                return
+            }
             if let status = h.status { registry.report(status, of: wid) }
             send(.worker(route), envelope.id, .heartbeat(Body.Heartbeat()))
         case .writeAck(let a): writeAcked(writeID: envelope.id, ack: a, error: nil)
@@ -78,6 +85,16 @@ extension CoordinatorCore {
 
     func register(route: [Data], id: String, _ r: Body.Register) {
         guard admitWhileActive(.worker(route), id) else { return }
+        if keepsInSync, r.role == .indexer, !inSync.loaded {
+            // Until the sets are read, a replica out of them could set a
+            // shard's numbering; the worker registers again at its next beat.
+            count(.notActive)
+            sendError(
+                .worker(route), id,
+                WireError(code: "not_active", message: "this coordinator has just taken over and is reading the in-sync replica sets; register again")
+            )
+            return
+        }
         guard admitRegistration(route: route, id: id, r) else { return }
         switch registry.admit(r, route: route, shardCount: admittedShardCount) {
         case .refuse(let error):

@@ -97,6 +97,10 @@ actor CoordinatorCore {
     var challenges: WorkerChallenges
     /// Replicas' sequence numbers and the catch-up log (CoordinatorCore+CatchUp.swift).
     var replication = ReplicationState()
+    /// Each shard's in-sync replica set, with a control plane (CoordinatorCore+InSync.swift).
+    var inSync = InSyncReplicas()
+    /// Answers waiting for the control plane to hold their in-sync requests.
+    var heldAnswers: [HeldAnswer] = []
     var nextID = 0
 
     /// Publishes, deletes and declarations in flight (``WriteTracker``).

@@ -49,6 +49,14 @@ struct CoordinatorCounter: Hashable, Sendable, RawRepresentable, CustomStringCon
     static let copyFinished = Self(rawValue: "copy.finished")
     static let copyMs = Self(rawValue: "copy.ms")
     static let copyAbandoned = Self(rawValue: "copy.abandoned")
+    /// In-sync sets (``InSyncReplicas``): replicas taken out before a change
+    /// they missed was acknowledged, replicas put back once caught up,
+    /// acknowledgements that waited for the control plane, and changes
+    /// refused because no in-sync member of their shard was live.
+    static let inSyncRemoved = Self(rawValue: "insync.removed")
+    static let inSyncRejoined = Self(rawValue: "insync.rejoined")
+    static let inSyncHeld = Self(rawValue: "insync.heldAnswers")
+    static let inSyncNoMember = Self(rawValue: "insync.noMember")
     /// Shard splits finished, and the last one's figures: its whole time,
     /// how long client writes were held, and how long queries were.
     static let splitsDone = Self(rawValue: "split.done")

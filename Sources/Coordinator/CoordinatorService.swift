@@ -164,6 +164,7 @@ package final class CoordinatorService: Sendable {
             }
             if let election {
                 group.addTask { await self.followSplits(election.store) }
+                group.addTask { await self.followInSync(election.store) }
             }
             if let http {
                 group.addTask {
@@ -212,6 +213,65 @@ package final class CoordinatorService: Sendable {
             } catch {
                 logger.warning("could not read or write the shard split in the control plane", metadata: ["error": "\(error)"])
             }
+        }
+    }
+
+    /// Keeps the shards' in-sync sets in the control plane (see
+    /// ``InSyncReplicas``): once this coordinator serves, reads them, then
+    /// every few milliseconds makes the transactions the core asks for (a
+    /// replica to take out before a change it missed is acknowledged, one to
+    /// put back). A transaction that fails, or whose answer is lost, is
+    /// followed by a fresh read of the set before the next try.
+    func followInSync(_ store: any ControlPlaneStore) async {
+        let keys = ClusterKeys(cluster: configuration.cluster)
+        let prefix = keys.root + "shards/"
+        while !Task.isCancelled {
+            guard let epoch = election?.servingEpoch() else {
+                try? await Task.sleep(for: .milliseconds(20))
+                continue
+            }
+            do throws(ControlPlaneError) {
+                if await !core.inSyncLoaded {
+                    let read = try await store.range(prefix, prefix: true)
+                    var sets: [Int: (set: InSyncSet?, revision: Int)] = [:]
+                    for kv in read.values {
+                        guard kv.key.hasSuffix("/in-sync"),
+                            let shard = Int(kv.key.dropFirst(prefix.count).split(separator: "/").first ?? "")
+                        else { continue }
+                        sets[shard] = (InSyncSet.decode(kv.value), kv.modRevision)
+                    }
+                    await core.loadInSync(sets, epoch: epoch)
+                }
+                for step in await core.inSyncSteps() {
+                    guard case .write(let shard, let set, let t) = step else { continue }
+                    var result: TransactionResult?
+                    do throws(ControlPlaneError) { result = try await store.commit(t) } catch {
+                        logger.warning("could not write an in-sync set; reading it again", metadata: ["shard": "\(shard)", "error": "\(error)"])
+                    }
+                    if let result, result.succeeded {
+                        await core.inSyncWrote(shard: shard, set: set, succeeded: true, revision: result.revision)
+                        continue
+                    }
+                    // Not written, or not known: read what the control plane holds.
+                    let kv: KeyValue?
+                    do throws(ControlPlaneError) { kv = try await store.get(keys.inSync(shard: shard)) } catch {
+                        // Tried again later; its stale revision makes it fail, then read.
+                        await core.inSyncWrote(shard: shard, set: set, succeeded: false, revision: 0)
+                        throw error
+                    }
+                    let stored = kv.flatMap { InSyncSet.decode($0.value) }
+                    if let kv, stored == set {
+                        // The lost answer's transaction was applied.
+                        await core.inSyncWrote(shard: shard, set: set, succeeded: true, revision: kv.modRevision)
+                    } else {
+                        await core.inSyncWrote(shard: shard, set: set, succeeded: false, revision: 0)
+                        await core.inSyncReread(shard: shard, stored: stored, revision: kv?.modRevision ?? 0)
+                    }
+                }
+            } catch {
+                logger.warning("could not read the in-sync sets from the control plane", metadata: ["error": "\(error)"])
+            }
+            try? await Task.sleep(for: .milliseconds(5))
         }
     }
 

@@ -89,6 +89,10 @@ struct ReplicationState: Sendable {
         case tooFarBehind(have: Int, issued: Int, logStart: Int)
         /// It fell behind the log while connected.
         case fellBehind
+        /// It is not in the shard's in-sync set and reports numbers this
+        /// coordinator has not given out: changes no one acknowledged, or
+        /// ones numbered before the shard continued from an in-sync member.
+        case notInSync(have: Int, issued: Int)
     }
 
     func start(_ shard: Int) -> Int { logStart[shard] ?? (issued[shard] ?? 0) + 1 }
@@ -160,7 +164,13 @@ struct ReplicationState: Sendable {
     /// replaying the declarations, once) and which to detach and copy.
     /// Answers still due from before are dropped: the registration says how
     /// far the replica is, and the catch-up starts from there.
-    mutating func registered(_ r: Body.Register) -> [Action] {
+    ///
+    /// `notInSync`: the shards whose in-sync set (``InSyncReplicas``) does not
+    /// name this replica. Such a replica never sets a shard's numbering: one
+    /// ahead of this coordinator's numbers holds only unacknowledged changes
+    /// (every acknowledged one is on each member), so it is detached and
+    /// copied from a member.
+    mutating func registered(_ r: Body.Register, notInSync: Set<Int> = []) -> [Action] {
         catchingUp.removeValue(forKey: r.worker)
         for (id, f) in inFlight where f.worker == r.worker { inFlight.removeValue(forKey: id) }
         guard r.role == .indexer else {
@@ -178,6 +188,11 @@ struct ReplicationState: Sendable {
             let issued = issued[shard] ?? 0
             applied[name, default: [:]][shard] = have
             detached[name]?.remove(shard)
+            if notInSync.contains(shard), have > issued {
+                detached[name, default: []].insert(shard)
+                actions.append(.detached(worker: r.worker, shard: shard, .notInSync(have: have, issued: issued)))
+                continue
+            }
             if let base = base[shard], have > base, !(lineage[shard]?.contains(name) ?? false) {
                 // This coordinator (restarted) has numbered changes from a
                 // lower number than this replica reports, and the replica got

@@ -40,6 +40,18 @@ struct WriteTracker: Sendable {
         var started: ContinuousClock.Instant
         /// The app the items were published for (their names are qualified; see `TenantScope`).
         var scope: TenantScope = .unscoped
+        /// What the acknowledgement waits for in the control plane (``InSyncWait``).
+        var inSync = InSyncWait()
+    }
+
+    /// Per shard, the in-sync request (``InSyncReplicas/sent(_:sequence:to:)``)
+    /// the control plane must hold before a change is acknowledged: the
+    /// members the change did not go to are out of the set by then.
+    struct InSyncWait: Sendable, Equatable {
+        var tickets: [Int: Int] = [:]
+        /// Per shard, the positions in the client's batch of its items (a
+        /// publish's): rejected if the request cannot be written.
+        var items: [Int: [Int]] = [:]
     }
 
     struct PendingDelete: Sendable {
@@ -50,6 +62,8 @@ struct WriteTracker: Sendable {
         var failed: [ShardFailure] = []
         /// Set for entity deletes and associations, which answer `entity_ack`.
         var entity: EntityOperation? = nil
+        /// What the answer waits for in the control plane (``InSyncWait``).
+        var inSync = InSyncWait()
     }
 
     struct PendingDeclare: Sendable {
@@ -75,7 +89,8 @@ struct WriteTracker: Sendable {
     /// What the core must do after an event.
     enum Action: Sendable {
         /// Every replica of a publish answered (or is gone): acknowledge it.
-        case publishDone(client: [Data], requestID: String, ack: Body.PublishAck, started: ContinuousClock.Instant)
+        /// `inSync`: what must be in the control plane before it is sent.
+        case publishDone(client: [Data], requestID: String, ack: Body.PublishAck, started: ContinuousClock.Instant, inSync: InSyncWait)
         /// Every shard of a delete or entity operation answered (or is named failed).
         case deleteDone(PendingDelete)
         /// Send `message` to every live indexer (``declareSent(_:for:to:)``
@@ -155,6 +170,11 @@ struct WriteTracker: Sendable {
         return waiting.removeFirst()
     }
 
+    /// A change of `shard` for delete `id` waits for in-sync request `ticket`.
+    mutating func deleteWaits(_ id: String, shard: Int, ticket: Int) {
+        deletes[id]?.inSync.tickets[shard] = ticket
+    }
+
     /// Starts tracking a publish; its writes follow (``writeSent(_:_:)``),
     /// then ``publishRouted(_:)``.
     mutating func beginPublish(_ id: String, _ pending: PendingPublish) {
@@ -231,7 +251,7 @@ struct WriteTracker: Sendable {
         return [
             .publishDone(
                 client: pending.client, requestID: pending.requestID,
-                ack: Body.PublishAck(batch: pending.batch, results: results), started: pending.started)
+                ack: Body.PublishAck(batch: pending.batch, results: results), started: pending.started, inSync: pending.inSync)
         ]
     }
 

@@ -18,14 +18,37 @@ struct ShardsStatusCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status", abstract: "A line per shard: its number, slots, replicas and their state (--json: a JSON object per line).")
     @OptionGroup var endpoint: EndpointOptions
-    @Flag(help: "A JSON object per line: shard, slots, replicas [{replica, state, sequence, live}], queryWorkers.") var json = false
+    @Flag(
+        help:
+            "A JSON object per line: shard, slots, inSyncSet (the control plane's in-sync replicas, null: none), replicas [{replica, state, sequence, live, inSyncSet}], queryWorkers."
+    ) var json = false
+    @Option(
+        help:
+            "Read each shard's in-sync set from this control plane (etcd://HOST:PORT[,…] or file:///PATH) rather than as the active coordinator last wrote it."
+    )
+    var controlPlane: String?
+    @Option(help: "The cluster's name in the control plane.") var cluster = "default"
 
     func run() async throws {
         let client = try await connectForKeys(endpoint)
         defer { client.close() }
         let stats: JSONValue
         do { stats = try await client.stats() } catch let e as ClientError { throw failure(e, "shards status") }
-        for row in ShardStatus.rows(stats: stats) { printLine(json ? row.json.serializedString() : row.text) }
+        var rows = ShardStatus.rows(stats: stats)
+        if let controlPlane {
+            let store: any ControlPlaneStore
+            do { store = try openControlPlane(controlPlane) } catch {
+                printError("limelight shards status: \(error)")
+                throw ExitCode(ExitCodes.badInput)
+            }
+            let keys = ClusterKeys(cluster: cluster)
+            for i in rows.indices {
+                let key = keys.inSync(shard: rows[i].shard)
+                let kv = try await controlPlaneCall { () async throws(ControlPlaneError) in try await store.get(key) }
+                rows[i].inSync = kv.flatMap { InSyncSet.decode($0.value) }?.replicas
+            }
+        }
+        for row in rows { printLine(json ? row.json.serializedString() : row.text) }
     }
 }
 
@@ -60,6 +83,9 @@ struct ShardStatus: Equatable {
     var slots: Int?
     var replicas: [Replica]
     var queryWorkers: Int
+    /// The shard's in-sync set in the control plane: the replicas that hold
+    /// every acknowledged change (nil: the cluster keeps none, or has none yet).
+    var inSync: [String]?
 
     /// One per shard of the stats' `shards`, with the replicas of its `replication` entry.
     static func rows(stats: JSONValue) -> [ShardStatus] {
@@ -77,7 +103,9 @@ struct ShardStatus: Equatable {
                 guard let name = r["replica"]?.stringValue else { return nil }
                 return Replica(name: name, state: state(of: r), sequence: r["sequence"]?.intValue ?? 0, live: r["live"]?.boolValue ?? false)
             }
-            return ShardStatus(shard: n, slots: perShard, replicas: replicas, queryWorkers: s["queryWorkers"]?.arrayValue?.count ?? 0)
+            let inSync = replication[n]?["inSync"]?["replicas"]?.arrayValue.map { $0.compactMap(\.stringValue) }
+            return ShardStatus(
+                shard: n, slots: perShard, replicas: replicas, queryWorkers: s["queryWorkers"]?.arrayValue?.count ?? 0, inSync: inSync)
         }
     }
 
@@ -93,18 +121,20 @@ struct ShardStatus: Equatable {
 
     var text: String {
         let list = replicas.isEmpty ? "none" : replicas.map { "\($0.name) \($0.state.rawValue) (\($0.sequence))" }.joined(separator: ", ")
-        return "shard \(shard): \(slots.map { "\($0) slots" } ?? "no slots"), \(queryWorkers) query workers, replicas: \(list)"
+        let set = inSync.map { ", in-sync set: " + ($0.isEmpty ? "none" : $0.joined(separator: ", ")) } ?? ""
+        return "shard \(shard): \(slots.map { "\($0) slots" } ?? "no slots"), \(queryWorkers) query workers, replicas: \(list)\(set)"
     }
 
     var json: JSONValue {
         .object([
             "shard": .number(Double(shard)), "slots": slots.map { .number(Double($0)) } ?? .null,
             "queryWorkers": .number(Double(queryWorkers)),
+            "inSyncSet": inSync.map { .array($0.map { .string($0) }) } ?? .null,
             "replicas": .array(
                 replicas.map {
                     .object([
                         "replica": .string($0.name), "state": .string($0.state.rawValue), "sequence": .number(Double($0.sequence)),
-                        "live": .bool($0.live),
+                        "live": .bool($0.live), "inSyncSet": .bool(inSync?.contains($0.name) ?? false),
                     ])
                 }),
         ])

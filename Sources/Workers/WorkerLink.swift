@@ -217,6 +217,12 @@ package final class WorkerLink: Sendable {
                         if let active = e.active {
                             await self.move { $0.redirected(to: active) }
                             await self.register()
+                        } else if envelope.id == "hb" {
+                            // The coordinator it is registered with no longer
+                            // leads (deposed) and names no successor: the next
+                            // one, as if it were silent.
+                            await self.move { $0.silent() }
+                            await self.register()
                         }
                     case .error(let e) where envelope.id.hasPrefix("reg-"):
                         // The coordinator refused our registration (e.g. shards out of range): say so loudly.

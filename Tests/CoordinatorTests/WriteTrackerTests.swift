@@ -32,7 +32,7 @@ struct WriteTrackerTests {
     }
 
     static func ack(_ actions: [WriteTracker.Action]) -> Body.PublishAck? {
-        guard actions.count == 1, case .publishDone(let client, let requestID, let ack, _) = actions[0],
+        guard actions.count == 1, case .publishDone(let client, let requestID, let ack, _, _) = actions[0],
             client == Self.client, requestID == "r1"
         else { return nil }
         return ack

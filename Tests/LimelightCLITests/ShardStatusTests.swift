@@ -34,6 +34,19 @@ import Testing
         #expect(json["replicas"]?.arrayValue?.first?["state"]?.stringValue == "detached")
     }
 
+    /// The in-sync set the coordinator keeps in the control plane, per shard and per replica.
+    @Test func theInSyncSetIsShownPerShardAndPerReplica() throws {
+        let withSet = stats.replacingOccurrences(
+            of: #"{"shard": 0, "replicas": ["#, with: #"{"shard": 0, "inSync": {"replicas": ["a"], "epoch": 2}, "replicas": ["#)
+        let rows = ShardStatus.rows(stats: try JSONValue.parse(withSet))
+        #expect(rows[0].inSync == ["a"] && rows[1].inSync == nil)
+        #expect(rows[0].text.hasSuffix("c copying (0), in-sync set: a"))
+        let json = rows[0].json
+        #expect(json["inSyncSet"]?.arrayValue?.compactMap(\.stringValue) == ["a"])
+        #expect(json["replicas"]?.arrayValue?.map { $0["inSyncSet"]?.boolValue } == [true, false, false])
+        #expect(rows[1].json["inSyncSet"] == .null)
+    }
+
     @Test func aClusterWithoutAMapHasNoSlots() throws {
         let rows = ShardStatus.rows(stats: try JSONValue.parse(#"{"shards": [{"shard": 0}]}"#))
         #expect(rows == [ShardStatus(shard: 0, slots: nil, replicas: [], queryWorkers: 0)])
