@@ -74,6 +74,7 @@ extension CoordinatorCore {
         guard let ticket = inSync.sent(shard, sequence: sequence, to: Set(replicas.map(replicaName))) else { return nil }
         let leaving = inSync.shard(shard).out.subtracting(before)
         if !leaving.isEmpty {
+            inSyncWork.signal()
             logger.notice(
                 "in-sync replicas missed a change: taking them out of the set before it is acknowledged",
                 metadata: ["shard": "\(shard)", "replicas": "\(leaving.sorted().joined(separator: ","))", "sequence": "\(sequence)"])
@@ -159,6 +160,7 @@ extension CoordinatorCore {
                     !replication.copies.copying(replica: name, shard: shard)
                 else { continue }
                 if inSync.caughtUp(shard, replica: name, applied: have) {
+                    inSyncWork.signal()
                     logger.info(
                         "replica has every change: putting it back in the in-sync set", metadata: ["shard": "\(shard)", "replica": "\(name)"])
                 }

@@ -1,6 +1,7 @@
 import ControlPlane
 import Foundation
 import Items
+import LimelightConcurrency
 import Logging
 import Planner
 import QueryPlan
@@ -101,6 +102,10 @@ actor CoordinatorCore {
     var inSync = InSyncReplicas()
     /// Answers waiting for the control plane to hold their in-sync requests.
     var heldAnswers: [HeldAnswer] = []
+    /// Wakes the service's in-sync loop when a set is to be written
+    /// (`CoordinatorService.followInSync`), so that an answer held for it
+    /// waits for the control plane's transaction alone.
+    let inSyncWork = Wakeup()
     var nextID = 0
 
     /// Publishes, deletes and declarations in flight (``WriteTracker``).

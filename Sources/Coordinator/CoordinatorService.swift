@@ -230,6 +230,7 @@ package final class CoordinatorService: Sendable {
                 try? await Task.sleep(for: .milliseconds(20))
                 continue
             }
+            var lookAgain = false
             do throws(ControlPlaneError) {
                 if await !core.inSyncLoaded {
                     let read = try await store.range(prefix, prefix: true)
@@ -242,7 +243,10 @@ package final class CoordinatorService: Sendable {
                     }
                     await core.loadInSync(sets, epoch: epoch)
                 }
-                for step in await core.inSyncSteps() {
+                let steps = await core.inSyncSteps()
+                // Written sets may release answers that free more work: look again at once.
+                lookAgain = !steps.isEmpty
+                for step in steps {
                     guard case .write(let shard, let set, let t) = step else { continue }
                     var result: TransactionResult?
                     do throws(ControlPlaneError) { result = try await store.commit(t) } catch {
@@ -266,12 +270,14 @@ package final class CoordinatorService: Sendable {
                     } else {
                         await core.inSyncWrote(shard: shard, set: set, succeeded: false, revision: 0)
                         await core.inSyncReread(shard: shard, stored: stored, revision: kv?.modRevision ?? 0)
+                        lookAgain = false
                     }
                 }
             } catch {
                 logger.warning("could not read the in-sync sets from the control plane", metadata: ["error": "\(error)"])
+                lookAgain = false
             }
-            try? await Task.sleep(for: .milliseconds(5))
+            if !lookAgain { await core.inSyncWork.wait(upTo: .milliseconds(100)) }
         }
     }
 

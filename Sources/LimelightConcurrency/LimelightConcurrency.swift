@@ -127,3 +127,46 @@ package final class DedicatedThread: Sendable {
 
     package func stop() { thread.stop() }
 }
+
+/// Wakes one waiting loop early: `signal()` from anywhere, `wait(upTo:)` in
+/// the loop. A signal given while the loop is busy is kept (one), so the
+/// loop never sleeps through work that came meanwhile; the bound makes the
+/// loop look again anyway, so a place that forgets to signal costs latency,
+/// never progress.
+package final class Wakeup: Sendable {
+    private let state = Mutex<(pending: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+
+    package init() {}
+
+    package func signal() {
+        let waiter = state.withLock { s -> CheckedContinuation<Void, Never>? in
+            guard let w = s.waiter else {
+                s.pending = true
+                return nil
+            }
+            s.waiter = nil
+            return w
+        }
+        waiter?.resume()
+    }
+
+    /// Returns at the next signal (at once for one kept), or after `bound`.
+    package func wait(upTo bound: Duration) async {
+        let timer = Task {
+            try? await Task.sleep(for: bound)
+            if !Task.isCancelled { self.signal() }
+        }
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { s -> Bool in
+                if s.pending {
+                    s.pending = false
+                    return true
+                }
+                s.waiter = c
+                return false
+            }
+            if now { c.resume() }
+        }
+        timer.cancel()
+    }
+}
