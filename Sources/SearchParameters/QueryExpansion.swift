@@ -59,20 +59,24 @@ package struct QuerySynonym: Sendable, Hashable {
 ///   matches its singular and plural forms ("car" and "cars", "child" and
 ///   "children", "mouse" and "mice"), by English rules and common irregular
 ///   forms (``EnglishInflection``).
-/// - Synonyms: a query word matches the one-word texts of every regular
-///   synonym holding it, and the one-word `synonyms` of every one-way
-///   synonym whose `input` it is.
+/// - Synonyms: a query word matches the other texts of every regular
+///   synonym holding it, and the `synonyms` of every one-way synonym whose
+///   `input` it is; a text of several words as a phrase
+///   (``WordAlternative/phrase``: its words adjacent, in order, in one
+///   value), so "ny" of `["NY", "new york"]` finds "New York Times" and not
+///   "new company in York" (Algolia: "the engine considers multi-word
+///   synonyms as a phrase").
 /// - Several words: where the query holds a synonym's text of several words
 ///   ("new york" of `["NY", "new york"]`), each of those words also matches
-///   the synonym's one-word texts, so a record holding "NY" matches both
-///   words at one place (proximity 1). The reverse — "ny" finding records
-///   that hold "new york" — is not applied, nor are texts of several words
-///   for one another: a plan's alternative is one word (docs/algolia.md).
+///   the synonym's other texts, so a record holding "NY" matches both words
+///   at one place (proximity 1), and one holding "big apple" (of `["new
+///   york", "big apple"]`) matches both at the phrase's place.
 /// - Ranking: an alternative matches as the word itself with no typo, for
 ///   every criterion; for `exact` as `alternativesAsExact` says, by default
-///   plurals and one-word synonyms but not those standing for several words
-///   (Algolia's default: `ignorePlurals`, `singleWordSynonym`), so that a record
-///   holding "trousers" ranks for "pants" as one holding "pants" does.
+///   plurals and one-word synonyms but not texts of several words on either
+///   side (Algolia's default: `ignorePlurals`, `singleWordSynonym`; its
+///   `multiWordsSynonym` names "NY" = "New York"), so that a record holding
+///   "trousers" ranks for "pants" as one holding "pants" does.
 /// - Alternatives match whole words: the last word's prefix matching is the
 ///   word's own, not its synonyms'.
 package struct QueryExpansion: Sendable, Hashable {
@@ -90,8 +94,9 @@ package struct QueryExpansion: Sendable, Hashable {
 
     package init(
         removeStopWords: Bool = false, ignorePlurals: Bool = false, pluralsAsExact: Bool = true, synonymsAsExact: Bool = true,
-        useSynonyms: Bool = true, synonyms: [QuerySynonym] = []
+        multiWordSynonymsAsExact: Bool = false, useSynonyms: Bool = true, synonyms: [QuerySynonym] = []
     ) {
+        self.multiWordSynonymsAsExact = multiWordSynonymsAsExact
         self.removeStopWords = removeStopWords
         self.ignorePlurals = ignorePlurals
         self.pluralsAsExact = pluralsAsExact
@@ -120,28 +125,28 @@ package struct QueryExpansion: Sendable, Hashable {
         let spans = useSynonyms ? phraseAlternatives(kept) : []
         for (k, word) in kept.enumerated() {
             var list: [WordAlternative] = []
-            func add(_ w: String, exact: Bool) {
-                guard w != word, !w.isEmpty else { return }
-                if let i = list.firstIndex(where: { $0.word == w }) {
-                    if exact { list[i].exact = true }
+            func add(_ a: WordAlternative) {
+                guard a.word != word, !a.word.isEmpty else { return }
+                if let i = list.firstIndex(where: { $0.word == a.word }) {
+                    if a.exact { list[i].exact = true }
                 } else {
-                    list.append(WordAlternative(w, exact: exact))
+                    list.append(a)
                 }
             }
             if useSynonyms {
                 for s in synonyms {
                     for (i, input) in s.inputs.enumerated() where input == [word] {
-                        for (j, text) in s.texts.enumerated() where text.count == 1 && (s.oneWay || j != i) {
-                            add(text[0], exact: synonymsAsExact)
+                        for (j, text) in s.texts.enumerated() where s.oneWay || j != i {
+                            add(WordAlternative(phrase: text, exact: text.count == 1 ? synonymsAsExact : multiWordSynonymsAsExact))
                         }
                     }
                 }
             }
             for (start, length, texts) in spans where start <= k && k < start + length {
-                for text in texts { add(text, exact: multiWordSynonymsAsExact) }
+                for text in texts { add(WordAlternative(phrase: text, exact: multiWordSynonymsAsExact)) }
             }
             if ignorePlurals {
-                for form in EnglishInflection.forms(of: word) { add(form, exact: pluralsAsExact) }
+                for form in EnglishInflection.forms(of: word) { add(WordAlternative(form, exact: pluralsAsExact)) }
             }
             any = any || !list.isEmpty
             alternatives.append(list)
@@ -150,12 +155,14 @@ package struct QueryExpansion: Sendable, Hashable {
     }
 
     /// Where the query holds a synonym's input of several words: the span
-    /// (first word, length) and the one-word texts it finds.
-    func phraseAlternatives(_ words: [String]) -> [(start: Int, length: Int, texts: [String])] {
-        var out: [(start: Int, length: Int, texts: [String])] = []
+    /// (first word, length) and the texts it finds (one word or several;
+    /// every word of the span gets each as an alternative, a text of
+    /// several words as a phrase).
+    func phraseAlternatives(_ words: [String]) -> [(start: Int, length: Int, texts: [[String]])] {
+        var out: [(start: Int, length: Int, texts: [[String]])] = []
         for s in synonyms {
             for (i, input) in s.inputs.enumerated() where input.count > 1 && input.count <= words.count {
-                let texts = s.texts.enumerated().filter { j, text in text.count == 1 && (s.oneWay || j != i) }.map { $0.element[0] }
+                let texts = s.texts.enumerated().filter { j, text in (s.oneWay || j != i) && text != input }.map(\.element)
                 guard !texts.isEmpty else { continue }
                 for start in 0...(words.count - input.count) where words[start..<(start + input.count)].elementsEqual(input) {
                     out.append((start, input.count, texts))

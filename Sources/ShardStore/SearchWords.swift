@@ -44,7 +44,9 @@ extension SearchRun {
             cache.wordPostingsIndex = index
         }
         var key = "\(isLast && plan.prefixLast ? "p" : "w")\(allowed) \(columnMask.map { String($0) } ?? "*") \(word)"
-        for a in alternatives { key += (a.exact ? " =" : " ~") + a.word }
+        for a in alternatives { key += (a.exact ? " =" : " ~") + (a.isPhrase ? "\"" + a.word + "\"" : a.word) }
+        // A phrase's items are verified on the searchable attributes' text.
+        if alternatives.contains(where: \.isPhrase) { key += " in " + searchable.map(String.init).joined(separator: ",") }
         if let known = cache.wordPostings[key] {
             cache.wordPostingsReused += 1
             return known
@@ -139,6 +141,14 @@ extension SearchRun {
     /// word and every alternative, else from FTS5 (the forms of no typo then
     /// come from FTS5 too, so both stay one set).
     func addAlternatives(_ alternatives: [WordAlternative], to p: inout WordPostings) throws {
+        let phrases = alternatives.filter(\.isPhrase)
+        let alternatives = alternatives.filter { !$0.isPhrase }
+        for phrase in phrases {
+            let bits = IDBits(try phraseItems(phrase))
+            p.byTypos[0] = p.byTypos[0].union(bits)
+            if phrase.exact { p.exact = p.exact.union(bits) }
+        }
+        guard !alternatives.isEmpty else { return }
         p.formsByTypos[0] += alternatives.map { Self.quote($0.word) }
         if let search = postingSearch, p.termsByTypos[0] != nil, alternatives.allSatisfy({ PostingSearch.isPlain($0.word) }) {
             for a in alternatives {
@@ -156,5 +166,42 @@ extension SearchRun {
             p.byTypos[0] = p.byTypos[0].union(bits)
             if a.exact { p.exact = p.exact.union(bits) }
         }
+    }
+
+    /// The items where a phrase alternative occurs (``WordAlternative/phrase``):
+    /// those holding each of its words (from the index when it answers for
+    /// them, else FTS5), each confirmed on its searchable attributes' text
+    /// by the matcher's own phrase rule (FTS5's positions put a token's
+    /// camel-case parts after the value, and run on from one value to the
+    /// next of a column, so its phrase queries are not this rule).
+    func phraseItems(_ phrase: WordAlternative) throws -> [Int64] {
+        var candidates: IDBits?
+        for word in phrase.phrase {
+            let bits: IDBits
+            if let search = postingSearch, PostingSearch.isPlain(word) {
+                bits = search.bits(search.exact(word), columns: columnMask)
+            } else {
+                bits = IDBits(try ftsIDs(columnFilter + Self.quote(word)))
+            }
+            candidates = candidates.map { $0.intersection(bits) } ?? bits
+            if candidates?.isEmpty == true { return [] }
+        }
+        guard let ids = candidates?.ids, let i = matcher.phrases.firstIndex(where: { $0.tokens == phrase.phrase.map { Array($0.utf8) } })
+        else { return [] }
+        let s = try store.db.prepare("SELECT name, text FROM attrs WHERE item = ? AND kind IN (0, 5)")
+        var out: [Int64] = []
+        for id in ids {
+            try context.checkCancelled()
+            try s.bind(id, at: 0)
+            while try s.step() {
+                guard rankOf[s.int64(at: 0)] != nil, let text = s.string(at: 1) else { continue }
+                if matcher.containsPhrase(i, in: text) {
+                    out.append(id)
+                    break
+                }
+            }
+            try s.reset()
+        }
+        return out
     }
 }
