@@ -42,31 +42,37 @@ public struct WordAlternative: Sendable, Hashable {
     public var exact: Bool
     /// A phrase's folded words (at least two); empty for one word.
     public var phrase: [String]
-    public init(_ word: String, exact: Bool = true) {
+    /// The typos a match counts for (0, 1 or 2): Algolia's alternative
+    /// corrections (`altcorrection1`, `altcorrection2`) rank "as words with
+    /// one or two typos", below the word itself.
+    public var typos: Int
+    public init(_ word: String, exact: Bool = true, typos: Int = 0) {
         self.word = word
         self.exact = exact
         phrase = []
+        self.typos = min(max(typos, 0), 2)
     }
 
     /// A phrase of folded words; one word makes a word's alternative.
-    public init(phrase words: [String], exact: Bool = true) {
+    public init(phrase words: [String], exact: Bool = true, typos: Int = 0) {
         word = words.joined(separator: " ")
         self.exact = exact
         phrase = words.count > 1 ? words : []
+        self.typos = min(max(typos, 0), 2)
     }
 
     public var isPhrase: Bool { !phrase.isEmpty }
 
-    /// The wire form: a word's text when exact, else `{word, exact}`; a
-    /// phrase as `{phrase: [words], exact}` (a plan without phrases is the
-    /// JSON it was before they existed).
+    /// The wire form: a word's text when exact with no typo, else `{word,
+    /// exact, typos}`; a phrase as `{phrase: [words], exact, typos}`
+    /// (`exact` written when false, `typos` when not 0: a plan without
+    /// phrases or corrections is the JSON it was before they existed).
     public var json: JSONValue {
-        if isPhrase {
-            var o: [String: JSONValue] = ["phrase": .array(phrase.map { .string($0) })]
-            if !exact { o["exact"] = .bool(false) }
-            return .object(o)
-        }
-        return exact ? .string(word) : .object(["word": .string(word), "exact": .bool(false)])
+        if !isPhrase, exact, typos == 0 { return .string(word) }
+        var o: [String: JSONValue] = isPhrase ? ["phrase": .array(phrase.map { .string($0) })] : ["word": .string(word)]
+        if !exact { o["exact"] = .bool(false) }
+        if typos > 0 { o["typos"] = .number(Double(typos)) }
+        return .object(o)
     }
 
     public init(json a: JSONValue, path: String) throws(PlanDecodingError) {
@@ -75,6 +81,8 @@ public struct WordAlternative: Sendable, Hashable {
             return
         }
         let exact = a["exact"]?.boolValue ?? true
+        let typos = a["typos"]?.intValue ?? 0
+        guard (0...2).contains(typos) else { throw PlanDecodingError(path: path, message: "expected typos of 0, 1 or 2") }
         if let list = a["phrase"]?.arrayValue {
             let words = list.compactMap(\.stringValue)
             guard words.count == list.count, words.count > 1, words.count <= Self.maxPhraseWords,
@@ -82,13 +90,13 @@ public struct WordAlternative: Sendable, Hashable {
             else {
                 throw PlanDecodingError(path: path, message: "expected a phrase of 2 to \(Self.maxPhraseWords) words without spaces")
             }
-            self.init(phrase: words, exact: exact)
+            self.init(phrase: words, exact: exact, typos: typos)
             return
         }
         guard let w = a["word"]?.stringValue else {
             throw PlanDecodingError(path: path, message: "expected a word, {word, exact} or {phrase, exact}")
         }
-        self.init(w, exact: exact)
+        self.init(w, exact: exact, typos: typos)
     }
 
     /// The most words a phrase holds (its progress through a text is one bit a word).

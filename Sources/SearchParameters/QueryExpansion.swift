@@ -7,8 +7,12 @@ import QueryPlan
 ///
 /// - `synonym` (regular): every text is equivalent to every other.
 /// - `onewaysynonym`: the `input` finds its `synonyms`, never the reverse.
-/// - `altcorrection1`, `altcorrection2`, `placeholder`: stored and answered,
-///   not applied (``QuerySynonym/init(json:)`` returns nil for them).
+/// - `altcorrection1`, `altcorrection2`: the `word` finds its `corrections`
+///   (one way), a match counting as one or two typos (Algolia: "treated as
+///   words with one or two typos", ranked below the word itself), never
+///   exact.
+/// - `placeholder`: stored and answered, not applied
+///   (``QuerySynonym/init(json:)`` returns nil for it).
 package struct QuerySynonym: Sendable, Hashable {
     /// The texts a query word is looked up in: every text of a regular
     /// synonym, the input of a one-way one.
@@ -17,11 +21,15 @@ package struct QuerySynonym: Sendable, Hashable {
     /// it finds.
     package var texts: [[String]]
     package var oneWay: Bool
+    /// The typos a match of a text counts for: 0, or 1 and 2 for
+    /// alternative corrections.
+    package var typos: Int
 
-    package init(inputs: [[String]], texts: [[String]], oneWay: Bool) {
+    package init(inputs: [[String]], texts: [[String]], oneWay: Bool, typos: Int = 0) {
         self.inputs = inputs
         self.texts = texts
         self.oneWay = oneWay
+        self.typos = typos
     }
 
     /// From an Algolia synonym object; nil for types that do not change
@@ -36,6 +44,10 @@ package struct QuerySynonym: Sendable, Hashable {
         case "onewaysynonym":
             guard let input = o["input"]?.stringValue.map(words), !input.isEmpty, !synonyms.isEmpty else { return nil }
             self.init(inputs: [input], texts: synonyms, oneWay: true)
+        case "altcorrection1", "altcorrection2":
+            let corrections = (o["corrections"]?.arrayValue ?? []).compactMap(\.stringValue).map(words).filter { !$0.isEmpty }
+            guard let word = o["word"]?.stringValue.map(words), !word.isEmpty, !corrections.isEmpty else { return nil }
+            self.init(inputs: [word], texts: corrections, oneWay: true, typos: o["type"]?.stringValue?.lowercased() == "altcorrection1" ? 1 : 2)
         default:
             return nil
         }
@@ -128,6 +140,8 @@ package struct QueryExpansion: Sendable, Hashable {
             func add(_ a: WordAlternative) {
                 guard a.word != word, !a.word.isEmpty else { return }
                 if let i = list.firstIndex(where: { $0.word == a.word }) {
+                    // Found several ways: the best of them.
+                    if a.typos < list[i].typos { list[i].typos = a.typos }
                     if a.exact { list[i].exact = true }
                 } else {
                     list.append(a)
@@ -137,13 +151,14 @@ package struct QueryExpansion: Sendable, Hashable {
                 for s in synonyms {
                     for (i, input) in s.inputs.enumerated() where input == [word] {
                         for (j, text) in s.texts.enumerated() where s.oneWay || j != i {
-                            add(WordAlternative(phrase: text, exact: text.count == 1 ? synonymsAsExact : multiWordSynonymsAsExact))
+                            let exact = s.typos == 0 && (text.count == 1 ? synonymsAsExact : multiWordSynonymsAsExact)
+                            add(WordAlternative(phrase: text, exact: exact, typos: s.typos))
                         }
                     }
                 }
             }
-            for (start, length, texts) in spans where start <= k && k < start + length {
-                for text in texts { add(WordAlternative(phrase: text, exact: multiWordSynonymsAsExact)) }
+            for (start, length, texts, typos) in spans where start <= k && k < start + length {
+                for text in texts { add(WordAlternative(phrase: text, exact: typos == 0 && multiWordSynonymsAsExact, typos: typos)) }
             }
             if ignorePlurals {
                 for form in EnglishInflection.forms(of: word) { add(WordAlternative(form, exact: pluralsAsExact)) }
@@ -158,14 +173,14 @@ package struct QueryExpansion: Sendable, Hashable {
     /// (first word, length) and the texts it finds (one word or several;
     /// every word of the span gets each as an alternative, a text of
     /// several words as a phrase).
-    func phraseAlternatives(_ words: [String]) -> [(start: Int, length: Int, texts: [[String]])] {
-        var out: [(start: Int, length: Int, texts: [[String]])] = []
+    func phraseAlternatives(_ words: [String]) -> [(start: Int, length: Int, texts: [[String]], typos: Int)] {
+        var out: [(start: Int, length: Int, texts: [[String]], typos: Int)] = []
         for s in synonyms {
             for (i, input) in s.inputs.enumerated() where input.count > 1 && input.count <= words.count {
                 let texts = s.texts.enumerated().filter { j, text in (s.oneWay || j != i) && text != input }.map(\.element)
                 guard !texts.isEmpty else { continue }
                 for start in 0...(words.count - input.count) where words[start..<(start + input.count)].elementsEqual(input) {
-                    out.append((start, input.count, texts))
+                    out.append((start, input.count, texts, s.typos))
                 }
             }
         }

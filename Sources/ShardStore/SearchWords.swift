@@ -44,7 +44,7 @@ extension SearchRun {
             cache.wordPostingsIndex = index
         }
         var key = "\(isLast && plan.prefixLast ? "p" : "w")\(allowed) \(columnMask.map { String($0) } ?? "*") \(word)"
-        for a in alternatives { key += (a.exact ? " =" : " ~") + (a.isPhrase ? "\"" + a.word + "\"" : a.word) }
+        for a in alternatives { key += (a.exact ? " =" : " ~") + "\(a.typos)" + (a.isPhrase ? "\"" + a.word + "\"" : a.word) }
         // A phrase's items are verified on the searchable attributes' text.
         if alternatives.contains(where: \.isPhrase) { key += " in " + searchable.map(String.init).joined(separator: ",") }
         if let known = cache.wordPostings[key] {
@@ -93,7 +93,7 @@ extension SearchRun {
             p.exact = IDBits(exact)
             p.byTypos[0] = prefix ? IDBits(IDs.union(exact, try ftsIDs(columnFilter + exactForm + " *"))) : p.exact
         }
-        if !alternatives.isEmpty { try addAlternatives(alternatives, to: &p) }
+        if !alternatives.isEmpty { try addAlternatives(alternatives.filter { $0.typos == 0 }, to: &p) }
         let allowed = plan.typos.allowed(for: word)
         if allowed > 0 {
             let vocabulary = try typoVocabulary()
@@ -132,6 +132,7 @@ extension SearchRun {
                 }
             }
         }
+        for a in alternatives where a.typos > 0 { try addCorrection(a, to: &p) }
         p.all = IDBits.union(p.byTypos)
         return p
     }
@@ -141,6 +142,7 @@ extension SearchRun {
     /// word and every alternative, else from FTS5 (the forms of no typo then
     /// come from FTS5 too, so both stay one set).
     func addAlternatives(_ alternatives: [WordAlternative], to p: inout WordPostings) throws {
+        guard !alternatives.isEmpty else { return }
         let phrases = alternatives.filter(\.isPhrase)
         let alternatives = alternatives.filter { !$0.isPhrase }
         for phrase in phrases {
@@ -166,6 +168,32 @@ extension SearchRun {
             p.byTypos[0] = p.byTypos[0].union(bits)
             if a.exact { p.exact = p.exact.union(bits) }
         }
+    }
+
+    /// The items holding an alternative that counts as typos (an
+    /// alternative correction), added at its level of typos (never exact),
+    /// with its term where the one-word attribute lookups find that level's
+    /// forms: among the level's index terms while they are the index's,
+    /// else among its FTS5 forms (the index terms then turned into forms).
+    func addCorrection(_ a: WordAlternative, to p: inout WordPostings) throws {
+        let t = a.typos
+        if a.isPhrase {
+            p.byTypos[t] = p.byTypos[t].union(IDBits(try phraseItems(a)))
+            return
+        }
+        if let search = postingSearch, PostingSearch.isPlain(a.word), p.termsByTypos[t] != nil || p.formsByTypos[t].isEmpty {
+            let terms = search.exact(a.word)
+            p.termsByTypos[t] = (p.termsByTypos[t] ?? []) + terms
+            p.byTypos[t] = p.byTypos[t].union(search.bits(terms, columns: columnMask))
+            return
+        }
+        if let held = p.termsByTypos[t], let search = postingSearch {
+            // The level's forms as FTS5 text from here on.
+            p.formsByTypos[t] = held.map { Self.quote(search.index.terms.term($0)) }
+            p.termsByTypos[t] = nil
+        }
+        p.formsByTypos[t].append(Self.quote(a.word))
+        p.byTypos[t] = p.byTypos[t].union(IDBits(try ftsIDs(columnFilter + Self.quote(a.word))))
     }
 
     /// The items where a phrase alternative occurs (``WordAlternative/phrase``):

@@ -54,10 +54,10 @@ import Testing
         #expect(QueryExpansion(useSynonyms: false, synonyms: [tablet]).expand(["tablet"], prefixLast: true).alternatives.isEmpty)
     }
 
-    /// Types that do not change matching are not read as synonyms.
+    /// Types that do not change matching (placeholders) and synonyms of one
+    /// text are not read as synonyms.
     @Test func otherTypesDoNotApply() throws {
         for json in [
-            #"{"objectID": "a", "type": "altcorrection1", "word": "car", "corrections": ["vehicle"]}"#,
             #"{"objectID": "b", "type": "placeholder", "placeholder": "<street>", "replacements": ["street", "st"]}"#,
             #"{"objectID": "c", "type": "synonym", "synonyms": ["lonely"]}"#,
         ] {
@@ -273,5 +273,38 @@ import Testing
             #expect(apart.ranges.isEmpty && apart.matched == [false], "\(fast)")
             #expect(h.matches("Café in New York", fast: fast).ranges == [9..<12, 13..<17], "\(fast)")
         }
+    }
+
+    /// Alternative corrections: "Same as a one-way synonym, except that when
+    /// matched, they will count as 1 (respectively 2) typos in the ranking
+    /// formula" (`{"type": "altCorrection1", "word": "car", "corrections":
+    /// ["vehicle", "auto"]}`); never exact, since they count as typos.
+    @Test func alternativeCorrectionsCountAsTypos() throws {
+        let one = try synonym(#"{"objectID": "synonymID", "type": "altCorrection1", "word": "car", "corrections": ["vehicle", "auto"]}"#)
+        let e = QueryExpansion(synonyms: [one])
+        #expect(
+            e.expand(["car"], prefixLast: false).alternatives == [
+                [WordAlternative("vehicle", exact: false, typos: 1), WordAlternative("auto", exact: false, typos: 1)]
+            ])
+        // One way.
+        #expect(e.expand(["vehicle"], prefixLast: false).alternatives.isEmpty)
+        let two = try synonym(#"{"objectID": "p", "type": "altcorrection2", "word": "pants", "corrections": ["trousers"]}"#)
+        #expect(
+            QueryExpansion(synonyms: [two]).expand(["pants"], prefixLast: true).alternatives == [
+                [WordAlternative("trousers", exact: false, typos: 2)]
+            ])
+        // Found also as a regular synonym: the fewer typos, and exact.
+        let regular = try synonym(#"{"objectID": "r", "type": "synonym", "synonyms": ["pants", "trousers"]}"#)
+        #expect(QueryExpansion(synonyms: [two, regular]).expand(["pants"], prefixLast: true).alternatives == [[WordAlternative("trousers")]])
+        // Over the wire.
+        var plan = SearchPlan(words: ["car"])
+        plan.alternatives = [[WordAlternative("vehicle", exact: false, typos: 1), WordAlternative(phrase: ["motor", "car"], typos: 2)]]
+        #expect(
+            plan.json["alternatives"]?.arrayValue?[0].arrayValue?[0]
+                == .object(["word": .string("vehicle"), "exact": .bool(false), "typos": .number(1)]))
+        #expect(try SearchPlan(json: plan.json) == plan)
+        var wrong = plan.json.objectValue!
+        wrong["alternatives"] = .array([.array([.object(["word": .string("x"), "typos": .number(3)])])])
+        #expect(throws: PlanDecodingError.self) { try SearchPlan(json: .object(wrong)) }
     }
 }

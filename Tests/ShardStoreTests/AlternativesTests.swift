@@ -159,4 +159,35 @@ import Testing
         let lists = try stores.map { try $0.search(list) }
         #expect(lists.allSatisfy { ids($0) == ["l2", "t7"] })
     }
+
+    /// An alternative correction (``WordAlternative/typos``) matches as the
+    /// word with its typos: Algolia's example, "pants" with the
+    /// `altcorrection2` "trousers" ranks "1. pants (0 typos) 2. panto (1
+    /// typo) 3. trousers (2 typos)"; the three readers agree.
+    @Test func anAlternativeCorrectionCountsAsTypos() throws {
+        let dir = try TempDir()
+        let stores = try Self.readers(
+            dir,
+            [
+                item("a", #"{"title": "trousers"}"#), item("b", #"{"title": "panto"}"#), item("c", #"{"title": "pants"}"#),
+                item("d", #"{"title": "Grey slacks"}"#),
+            ])
+        defer { PostingIndexes.shared.forget(path: stores[0].path) }
+        for typos in [1, 2] {
+            var plan = SearchPlan(words: ["pants"], prefixLast: false, window: 10)
+            plan.alternatives = [[WordAlternative("trousers", exact: false, typos: typos)]]
+            let found = try stores.map { try $0.search(plan) }
+            #expect(found[0] == found[1] && found[1] == found[2])
+            #expect(found[0].hits.map(\.uniqueIdentifier) == (typos == 2 ? ["c", "b", "a"] : ["c", "a", "b"]))
+            #expect(found[0].hits.map(\.rank.typos) == (typos == 2 ? [0, 1, 2] : [0, 1, 1]))
+            #expect(found[0].hits.first { $0.uniqueIdentifier == "a" }?.rank.exactWords == 0)
+            // As a phrase.
+            var phrase = SearchPlan(words: ["pants"], prefixLast: false, window: 10)
+            phrase.alternatives = [[WordAlternative(phrase: ["grey", "slacks"], exact: false, typos: typos)]]
+            let slacks = try stores.map { try $0.search(phrase) }
+            #expect(slacks[0] == slacks[1] && slacks[1] == slacks[2])
+            #expect(slacks[0].hits.map(\.uniqueIdentifier).sorted() == ["b", "c", "d"])
+            #expect(slacks[0].hits.first { $0.uniqueIdentifier == "d" }?.rank.typos == typos)
+        }
+    }
 }

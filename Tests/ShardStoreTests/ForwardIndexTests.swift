@@ -106,7 +106,9 @@ import Testing
             var p = plan
             p.alternatives = plan.words.map { _ in
                 (0..<Int(rng.next() % 3)).map { _ in
-                    WordAlternative(tokens[Int(rng.next() % UInt64(tokens.count))], exact: rng.next() % 4 != 0)
+                    // Now and then an alternative correction, counted as typos.
+                    let typos = rng.next() % 5 == 0 ? 1 + Int(rng.next() % 2) : 0
+                    return WordAlternative(tokens[Int(rng.next() % UInt64(tokens.count))], exact: typos == 0 && rng.next() % 4 != 0, typos: typos)
                 }
             }
             // Every other such plan with a phrase for some word: the

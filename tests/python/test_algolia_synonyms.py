@@ -178,6 +178,26 @@ def test_two_phrases_of_one_group_find_each_other(client):
         client.wait_for_task(INDEX, client.clear_synonyms(INDEX).task_id)
 
 
+def test_alternative_corrections_count_as_typos(client):
+    # Algolia: "Same as a one-way synonym, except that when matched, they
+    # will count as 1 (respectively 2) typos in the ranking formula."
+    client.wait_for_task(INDEX, client.save_synonyms(INDEX, [
+        {"objectID": "t", "type": "altcorrection1", "word": "trousers", "corrections": ["pants"]},
+        {"objectID": "p", "type": "altcorrection2", "word": "pants", "corrections": ["trousers"]},
+    ]).task_id)
+    try:
+        def typos(query):
+            r = raw_search(client, {"query": query, "getRankingInfo": True})
+            return [(h["objectID"], h["_rankingInfo"]["nbTypos"], h["_rankingInfo"]["nbExactWords"]) for h in r["hits"]]
+        # The word itself first, then its correction with its typos, not exact.
+        assert typos("trousers") == [("p2", 0, 1), ("p1", 1, 0)]
+        assert typos("pants") == [("p1", 0, 1), ("p2", 2, 0)]
+        assert ids(client, "slacks")[0] == ["p3"]
+    finally:
+        client.wait_for_task(INDEX, client.clear_synonyms(INDEX).task_id)
+    assert ids(client, "trousers")[0] == ["p2"]
+
+
 def test_synonyms_forwarded_to_a_replica_apply_there(client):
     client.wait_for_task(INDEX, client.set_settings(INDEX, {"replicas": ["shop_by_kind"]}).task_id)
     replica = lambda q: sorted(h["objectID"] for h in client.search_single_index(
