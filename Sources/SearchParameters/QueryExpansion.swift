@@ -134,7 +134,7 @@ package struct QueryExpansion: Sendable, Hashable {
         }
         var alternatives: [[WordAlternative]] = []
         var any = false
-        let spans = useSynonyms ? phraseAlternatives(kept) : []
+        let spans = useSynonyms ? phraseAlternatives(kept, prefixLast: prefixLast) : []
         for (k, word) in kept.enumerated() {
             var list: [WordAlternative] = []
             func add(_ a: WordAlternative) {
@@ -173,14 +173,25 @@ package struct QueryExpansion: Sendable, Hashable {
     /// (first word, length) and the texts it finds (one word or several;
     /// every word of the span gets each as an alternative, a text of
     /// several words as a phrase).
-    func phraseAlternatives(_ words: [String]) -> [(start: Int, length: Int, texts: [[String]], typos: Int)] {
+    ///
+    /// While the last word is typed (`prefixLast`), an input that ends the
+    /// query applies once its last word starts with the query's last word
+    /// (Algolia: "the engine only matches the synonym when the last word
+    /// starts to match … you may not want to retrieve results with "NY"
+    /// when you type "ne". However, you do when you type "new yo"").
+    func phraseAlternatives(_ words: [String], prefixLast: Bool = false) -> [(start: Int, length: Int, texts: [[String]], typos: Int)] {
         var out: [(start: Int, length: Int, texts: [[String]], typos: Int)] = []
         for s in synonyms {
             for (i, input) in s.inputs.enumerated() where input.count > 1 && input.count <= words.count {
                 let texts = s.texts.enumerated().filter { j, text in (s.oneWay || j != i) && text != input }.map(\.element)
                 guard !texts.isEmpty else { continue }
-                for start in 0...(words.count - input.count) where words[start..<(start + input.count)].elementsEqual(input) {
-                    out.append((start, input.count, texts, s.typos))
+                for start in 0...(words.count - input.count) {
+                    let end = start + input.count
+                    let typed =
+                        prefixLast && end == words.count
+                        ? words[start..<(end - 1)].elementsEqual(input.dropLast()) && input[input.count - 1].hasPrefix(words[end - 1])
+                        : words[start..<end].elementsEqual(input)
+                    if typed { out.append((start, input.count, texts, s.typos)) }
                 }
             }
         }

@@ -307,4 +307,23 @@ import Testing
         wrong["alternatives"] = .array([.array([.object(["word": .string("x"), "typos": .number(3)])])])
         #expect(throws: PlanDecodingError.self) { try SearchPlan(json: .object(wrong)) }
     }
+
+    /// "In case of a multi-word synonym, the engine only matches the synonym
+    /// when the last word starts to match. For example, if you have a
+    /// one-way synonym "New York = NY", you may not want to retrieve results
+    /// with "NY" when you type "ne". However, you do when you type "new yo"."
+    @Test func aTextOfSeveralWordsAppliesOnceItsLastWordIsStarted() throws {
+        let ny = try synonym(#"{"objectID": "ny", "type": "onewaysynonym", "input": "New York", "synonyms": ["NY"]}"#)
+        let e = QueryExpansion(synonyms: [ny])
+        #expect(e.expand(["ne"], prefixLast: true).alternatives.isEmpty)
+        #expect(e.expand(["new"], prefixLast: true).alternatives.isEmpty)
+        let typing = e.expand(["new", "yo"], prefixLast: true)
+        #expect(
+            typing.words == ["new", "yo"] && typing.alternatives == [[WordAlternative("ny", exact: false)], [WordAlternative("ny", exact: false)]])
+        // A complete word (a trailing space) must be the input's.
+        #expect(e.expand(["new", "yo"], prefixLast: false).alternatives.isEmpty)
+        // Only the last word is a prefix; a word before it must be whole.
+        #expect(e.expand(["ne", "york"], prefixLast: true).alternatives.isEmpty)
+        #expect(e.expand(["new", "yo", "pizza"], prefixLast: true).alternatives.isEmpty)
+    }
 }

@@ -129,6 +129,10 @@ def test_a_phrase_of_the_query_finds_its_one_word_synonyms(client):
         pizza = next(h for h in r["hits"] if h["objectID"] == "n1")
         assert pizza["_highlightResult"]["title"]["value"] == "<em>NY</em> pizza"
         assert pizza["_highlightResult"]["title"]["matchLevel"] == "full"
+        # Algolia: "you may not want to retrieve results with "NY" when you
+        # type "ne". However, you do when you type "new yo"."
+        assert ids(client, "new yo")[0] == ["n1", "n2", "n3", "n4"]
+        assert "n1" not in ids(client, "ne")[0]
     finally:
         client.wait_for_task(INDEX, client.clear_synonyms(INDEX).task_id)
 
