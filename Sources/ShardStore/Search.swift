@@ -206,10 +206,8 @@ final class SearchRun {
         postingSearch = index.map(PostingSearch.init)
         rows = store.searchCache.searchesUseItemRows ? index?.rows : nil
         matcher = SearchWordMatcher(words: plan.words, prefixLast: plan.prefixLast, policy: plan.typos, alternatives: plan.alternatives)
-        // A phrase alternative needs the tokens in order, which the
-        // forward index's per-term masks do not follow: such a plan ranks
-        // by the text scan, the definition (phrases are rare: a synonym's
-        // text of several words).
+        // A phrase alternative needs the tokens in order, which the forward
+        // index's per-term masks do not follow: such a plan ranks by the scan.
         if store.searchCache.searchesUseForwardIndex, let f = index?.forward, plan.words.count <= ForwardTokenCache.maxWords,
             matcher.phrases.isEmpty
         {
