@@ -441,7 +441,7 @@ import Testing
             plain.searchCache.searchesUsePostingIndex = false
             try forward.buildSuggestionIndex()
             defer { PostingIndexes.shared.forget(path: forward.path) }
-            var found = 0, runs = 0, phrases = 0
+            var found = 0, runs = 0, phrases = 0, phraseHits = 0
             for plan in Self.randomPlans(150, seed: seed) + PostingSearchTests.randomPlans(50, seed: seed) {
                 // Other suites' indexes, read in parallel, can push this one
                 // out of the process's few: read it again then.
@@ -451,9 +451,12 @@ import Testing
                 found += a.hits.count
                 runs += 1
                 // (A plan with a phrase alternative ranks by the text scan.)
-                if plan.hasPhraseAlternatives { phrases += 1 }
+                if plan.hasPhraseAlternatives {
+                    phrases += 1
+                    phraseHits += a.hits.count
+                }
             }
-            #expect(found > 400 && phrases > 10, "\(found) \(phrases)")
+            #expect(found > 400 && phrases > 10 && phraseHits > 20, "\(found) \(phrases) \(phraseHits)")
             #expect(forward.searchCache.forwardSearches == runs - phrases && postingsOnly.searchCache.forwardSearches == 0)
             #expect(postingsOnly.searchCache.postingSearches == runs && plain.searchCache.postingSearches == 0)
         }
