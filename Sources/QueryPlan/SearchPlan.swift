@@ -25,16 +25,82 @@ public struct CustomRank: Sendable, Hashable {
 /// equal to ``word`` counts as the query word, with no typo, for every
 /// criterion; for `exact` only when ``exact`` is set (Algolia's
 /// `alternativesAsExact`).
+///
+/// Or a phrase (a synonym of several words: "ny" for "new york"): the
+/// words of ``phrase``, each a whole token equal to it (no typo, no
+/// prefix), at consecutive positions of one value, count as the query word
+/// met at the phrase's first and last positions (so proximity to the words
+/// before and after it is measured from its ends), with no typo. Algolia:
+/// "the engine considers multi-word synonyms as a phrase": "NY" finds "New
+/// York Times", not "new company in York".
 public struct WordAlternative: Sendable, Hashable {
-    /// Folded, one token.
+    /// Folded, one token; for a phrase, its words joined by spaces (so
+    /// that it equals no token).
     public var word: String
     /// Whether a match counts for the `exact` criterion (words matched
     /// whole, and a value that is the whole query).
     public var exact: Bool
-    public init(_ word: String, exact: Bool = true) {
+    /// A phrase's folded words (at least two); empty for one word.
+    public var phrase: [String]
+    /// The typos a match counts for (0, 1 or 2): Algolia's alternative
+    /// corrections (`altcorrection1`, `altcorrection2`) rank "as words with
+    /// one or two typos", below the word itself.
+    public var typos: Int
+    public init(_ word: String, exact: Bool = true, typos: Int = 0) {
         self.word = word
         self.exact = exact
+        phrase = []
+        self.typos = min(max(typos, 0), 2)
     }
+
+    /// A phrase of folded words; one word makes a word's alternative.
+    public init(phrase words: [String], exact: Bool = true, typos: Int = 0) {
+        word = words.joined(separator: " ")
+        self.exact = exact
+        phrase = words.count > 1 ? words : []
+        self.typos = min(max(typos, 0), 2)
+    }
+
+    public var isPhrase: Bool { !phrase.isEmpty }
+
+    /// The wire form: a word's text when exact with no typo, else `{word,
+    /// exact, typos}`; a phrase as `{phrase: [words], exact, typos}`
+    /// (`exact` written when false, `typos` when not 0: a plan without
+    /// phrases or corrections is the JSON it was before they existed).
+    public var json: JSONValue {
+        if !isPhrase, exact, typos == 0 { return .string(word) }
+        var o: [String: JSONValue] = isPhrase ? ["phrase": .array(phrase.map { .string($0) })] : ["word": .string(word)]
+        if !exact { o["exact"] = .bool(false) }
+        if typos > 0 { o["typos"] = .number(Double(typos)) }
+        return .object(o)
+    }
+
+    public init(json a: JSONValue, path: String) throws(PlanDecodingError) {
+        if let w = a.stringValue {
+            self.init(w)
+            return
+        }
+        let exact = a["exact"]?.boolValue ?? true
+        let typos = a["typos"]?.intValue ?? 0
+        guard (0...2).contains(typos) else { throw PlanDecodingError(path: path, message: "expected typos of 0, 1 or 2") }
+        if let list = a["phrase"]?.arrayValue {
+            let words = list.compactMap(\.stringValue)
+            guard words.count == list.count, words.count > 1, words.count <= Self.maxPhraseWords,
+                !words.contains(where: { $0.isEmpty || $0.contains(" ") })
+            else {
+                throw PlanDecodingError(path: path, message: "expected a phrase of 2 to \(Self.maxPhraseWords) words without spaces")
+            }
+            self.init(phrase: words, exact: exact, typos: typos)
+            return
+        }
+        guard let w = a["word"]?.stringValue else {
+            throw PlanDecodingError(path: path, message: "expected a word, {word, exact} or {phrase, exact}")
+        }
+        self.init(w, exact: exact, typos: typos)
+    }
+
+    /// The most words a phrase holds (its progress through a text is one bit a word).
+    public static let maxPhraseWords = 64
 }
 
 /// Parameter search (Algolia's `SearchParameters`) as every shard evaluates
@@ -319,12 +385,7 @@ extension SearchPlan {
         if let semantic { o["semantic"] = semantic.json }
         if let ranking { o["ranking"] = .array(ranking.map { .string($0.name) }) }
         if let distinct { o["distinct"] = .object(["attribute": .string(distinct.attribute), "count": .number(Double(distinct.count))]) }
-        if !alternatives.isEmpty {
-            o["alternatives"] = .array(
-                alternatives.map { list in
-                    .array(list.map { $0.exact ? .string($0.word) : .object(["word": .string($0.word), "exact": .bool(false)]) })
-                })
-        }
+        if !alternatives.isEmpty { o["alternatives"] = .array(alternatives.map { list in .array(list.map(\.json)) }) }
         return .object(o)
     }
 
@@ -385,12 +446,8 @@ extension SearchPlan {
                 guard let list = list.arrayValue else {
                     throw PlanDecodingError(path: "search.alternatives[\(i)]", message: "expected a list of words")
                 }
-                return try list.map { a throws(PlanDecodingError) in
-                    if let w = a.stringValue { return WordAlternative(w) }
-                    guard let w = a["word"]?.stringValue else {
-                        throw PlanDecodingError(path: "search.alternatives[\(i)]", message: "expected a word or {word, exact}")
-                    }
-                    return WordAlternative(w, exact: a["exact"]?.boolValue ?? true)
+                return try list.enumerated().map { (k, a) throws(PlanDecodingError) in
+                    try WordAlternative(json: a, path: "search.alternatives[\(i)][\(k)]")
                 }
             }
             guard alternatives.isEmpty || alternatives.count == words.count else {
@@ -398,6 +455,9 @@ extension SearchPlan {
             }
         }
     }
+
+    /// Whether some word has a phrase for alternative (``WordAlternative/phrase``).
+    public var hasPhraseAlternatives: Bool { alternatives.contains { $0.contains(where: \.isPhrase) } }
 
     /// The alternatives of query word `w` (none when the plan has none).
     @inline(__always) public func alternatives(of w: Int) -> [WordAlternative] {

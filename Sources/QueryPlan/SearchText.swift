@@ -181,6 +181,10 @@ public struct SearchWordMatcher: Sendable {
     public let alternatives: [[WordAlternative]]
     /// ``alternatives``' words as bytes.
     let alternativeBytes: [[[UInt8]]]
+    /// The phrase alternatives (``WordAlternative/phrase``) of every word,
+    /// in one list: empty when there are none, so that a search without
+    /// them tests nothing more.
+    public let phrases: [Phrase]
 
     public init(words: [String], prefixLast: Bool, policy: TypoPolicy, alternatives: [[WordAlternative]] = []) {
         original = words
@@ -192,24 +196,15 @@ public struct SearchWordMatcher: Sendable {
         let given = alternatives.count == words.count && alternatives.contains { !$0.isEmpty }
         self.alternatives = given ? alternatives : []
         alternativeBytes = given ? alternatives.map { $0.map { Array($0.word.utf8) } } : []
-    }
-
-    /// Whether folded `token` is an alternative of word `w` (and, with
-    /// `exactOnly`, one that counts as exact).
-    @inline(__always)
-    public func isAlternative(_ w: Int, _ token: String, exactOnly: Bool = false) -> Bool {
-        guard w < alternatives.count else { return false }
-        return alternatives[w].contains { $0.word == token && (!exactOnly || $0.exact) }
-    }
-
-    /// ``isAlternative(_:_:exactOnly:)`` of bytes.
-    @inline(__always)
-    func isAlternative(_ w: Int, _ token: UnsafeBufferPointer<UInt8>, exactOnly: Bool = false) -> Bool {
-        guard w < alternativeBytes.count else { return false }
-        for (k, a) in alternativeBytes[w].enumerated() where a.count == token.count && token.elementsEqual(a) {
-            if !exactOnly || alternatives[w][k].exact { return true }
+        var phrases: [Phrase] = []
+        if given {
+            for (w, list) in alternatives.enumerated() {
+                for a in list where a.isPhrase && a.phrase.count <= WordAlternative.maxPhraseWords {
+                    phrases.append(Phrase(word: w, tokens: a.phrase.map { Array($0.utf8) }, exact: a.exact))
+                }
+            }
         }
-        return false
+        self.phrases = phrases
     }
 
     /// Calls `found(word, position)` for every token of `value` (camel-case
@@ -220,6 +215,7 @@ public struct SearchWordMatcher: Sendable {
     public func scan(_ value: String, _ found: (Int, Int) -> Void) -> Bool {
         var copy = value
         if let whole = copy.withUTF8({ scanASCII($0, found) }) { return whole }
+        var progress = PhraseProgress(self)
         for token in SearchTokens.tokens(value) {
             for (w, word) in original.enumerated() {
                 let isLast = prefixLast && w == original.count - 1
@@ -227,8 +223,10 @@ public struct SearchWordMatcher: Sendable {
                     found(w, token.position)
                 }
             }
+            if !phrases.isEmpty { followPhrases(token.folded.utf8, at: token.position, &progress, found) }
         }
         let valueWords = SearchTokens.queryWords(value)
+        if !phrases.isEmpty { return isWholeQuery(valueWords.map { Array($0.utf8) }) }
         guard !alternatives.isEmpty else { return valueWords == original }
         return valueWords.count == original.count
             && valueWords.indices.allSatisfy { valueWords[$0] == original[$0] || isAlternative($0, valueWords[$0], exactOnly: true) }
@@ -255,6 +253,7 @@ public struct SearchWordMatcher: Sendable {
     ) -> Bool? {
         for b in bytes where b >= 128 { return nil }
         if rows.count < 3 * 64 { rows = [Int](repeating: 0, count: 3 * 64) }
+        if !phrases.isEmpty { return scanASCIIWithPhrases(bytes, lowered: &lowered, rows: &rows, found) }
         var whole = true
         let count = Self.forEachASCIIToken(bytes, lowered: &lowered) { token, mask, position, isPart in
             if !isPart, whole {

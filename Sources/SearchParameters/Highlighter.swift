@@ -113,6 +113,7 @@ package struct Highlighter: Sendable {
                 }
             }
         }
+        if !matcher.phrases.isEmpty { markPhrases(bytes, scratch) }
         // A whole token and its camel-case part may both match: keep the union.
         scratch.ranges.sort { $0.lowerBound < $1.lowerBound }
         for r in scratch.ranges {
@@ -122,6 +123,40 @@ package struct Highlighter: Sendable {
                 scratch.matches.ranges.append(r)
             }
         }
+    }
+
+    /// Marks the tokens of each occurrence of a phrase alternative
+    /// (``WordAlternative/phrase``: its words at consecutive positions, as
+    /// the shards matched it), and its word as matched.
+    func markPhrases(_ bytes: UnsafeBufferPointer<UInt8>, _ scratch: HighlightScratch) {
+        let value = String(decoding: bytes, as: UTF8.self)
+        let utf8 = value.utf8
+        // Per position, the tokens there: their index among the recorded tokens and folded bytes.
+        var index: [Int: Int] = [:]
+        for (k, t) in scratch.matches.tokens.enumerated() { index[t.range.lowerBound << 32 | t.range.upperBound] = k }
+        var byPosition: [[(k: Int, folded: [UInt8])]] = []
+        for token in SearchTokens.tokens(value) {
+            let lo = utf8.distance(from: utf8.startIndex, to: token.range.lowerBound)
+            let hi = utf8.distance(from: utf8.startIndex, to: token.range.upperBound)
+            guard let k = index[lo << 32 | hi] else { continue }
+            while byPosition.count <= token.position { byPosition.append([]) }
+            byPosition[token.position].append((k, Array(token.folded.utf8)))
+        }
+        var marked = Set(scratch.matches.marked)
+        for phrase in matcher.phrases where phrase.tokens.count <= byPosition.count {
+            for start in 0...(byPosition.count - phrase.tokens.count) {
+                var ks: [Int] = []
+                for (j, word) in phrase.tokens.enumerated() {
+                    let here = byPosition[start + j].filter { $0.folded == word }.map(\.k)
+                    if here.isEmpty { ks = []; break }
+                    ks += here
+                }
+                guard !ks.isEmpty else { continue }
+                scratch.matches.matched[phrase.word] = true
+                for k in ks where marked.insert(k).inserted { scratch.ranges.append(scratch.matches.tokens[k].range) }
+            }
+        }
+        scratch.matches.marked = marked.sorted()
     }
 
     func level(_ matched: [Bool]) -> MatchLevel {

@@ -7,8 +7,12 @@ import QueryPlan
 ///
 /// - `synonym` (regular): every text is equivalent to every other.
 /// - `onewaysynonym`: the `input` finds its `synonyms`, never the reverse.
-/// - `altcorrection1`, `altcorrection2`, `placeholder`: stored and answered,
-///   not applied (``QuerySynonym/init(json:)`` returns nil for them).
+/// - `altcorrection1`, `altcorrection2`: the `word` finds its `corrections`
+///   (one way), a match counting as one or two typos (Algolia: "treated as
+///   words with one or two typos", ranked below the word itself), never
+///   exact.
+/// - `placeholder`: stored and answered, not applied
+///   (``QuerySynonym/init(json:)`` returns nil for it).
 package struct QuerySynonym: Sendable, Hashable {
     /// The texts a query word is looked up in: every text of a regular
     /// synonym, the input of a one-way one.
@@ -17,11 +21,15 @@ package struct QuerySynonym: Sendable, Hashable {
     /// it finds.
     package var texts: [[String]]
     package var oneWay: Bool
+    /// The typos a match of a text counts for: 0, or 1 and 2 for
+    /// alternative corrections.
+    package var typos: Int
 
-    package init(inputs: [[String]], texts: [[String]], oneWay: Bool) {
+    package init(inputs: [[String]], texts: [[String]], oneWay: Bool, typos: Int = 0) {
         self.inputs = inputs
         self.texts = texts
         self.oneWay = oneWay
+        self.typos = typos
     }
 
     /// From an Algolia synonym object; nil for types that do not change
@@ -36,6 +44,10 @@ package struct QuerySynonym: Sendable, Hashable {
         case "onewaysynonym":
             guard let input = o["input"]?.stringValue.map(words), !input.isEmpty, !synonyms.isEmpty else { return nil }
             self.init(inputs: [input], texts: synonyms, oneWay: true)
+        case "altcorrection1", "altcorrection2":
+            let corrections = (o["corrections"]?.arrayValue ?? []).compactMap(\.stringValue).map(words).filter { !$0.isEmpty }
+            guard let word = o["word"]?.stringValue.map(words), !word.isEmpty, !corrections.isEmpty else { return nil }
+            self.init(inputs: [word], texts: corrections, oneWay: true, typos: o["type"]?.stringValue?.lowercased() == "altcorrection1" ? 1 : 2)
         default:
             return nil
         }
@@ -59,20 +71,24 @@ package struct QuerySynonym: Sendable, Hashable {
 ///   matches its singular and plural forms ("car" and "cars", "child" and
 ///   "children", "mouse" and "mice"), by English rules and common irregular
 ///   forms (``EnglishInflection``).
-/// - Synonyms: a query word matches the one-word texts of every regular
-///   synonym holding it, and the one-word `synonyms` of every one-way
-///   synonym whose `input` it is.
+/// - Synonyms: a query word matches the other texts of every regular
+///   synonym holding it, and the `synonyms` of every one-way synonym whose
+///   `input` it is; a text of several words as a phrase
+///   (``WordAlternative/phrase``: its words adjacent, in order, in one
+///   value), so "ny" of `["NY", "new york"]` finds "New York Times" and not
+///   "new company in York" (Algolia: "the engine considers multi-word
+///   synonyms as a phrase").
 /// - Several words: where the query holds a synonym's text of several words
 ///   ("new york" of `["NY", "new york"]`), each of those words also matches
-///   the synonym's one-word texts, so a record holding "NY" matches both
-///   words at one place (proximity 1). The reverse — "ny" finding records
-///   that hold "new york" — is not applied, nor are texts of several words
-///   for one another: a plan's alternative is one word (docs/algolia.md).
+///   the synonym's other texts, so a record holding "NY" matches both words
+///   at one place (proximity 1), and one holding "big apple" (of `["new
+///   york", "big apple"]`) matches both at the phrase's place.
 /// - Ranking: an alternative matches as the word itself with no typo, for
 ///   every criterion; for `exact` as `alternativesAsExact` says, by default
-///   plurals and one-word synonyms but not those standing for several words
-///   (Algolia's default: `ignorePlurals`, `singleWordSynonym`), so that a record
-///   holding "trousers" ranks for "pants" as one holding "pants" does.
+///   plurals and one-word synonyms but not texts of several words on either
+///   side (Algolia's default: `ignorePlurals`, `singleWordSynonym`; its
+///   `multiWordsSynonym` names "NY" = "New York"), so that a record holding
+///   "trousers" ranks for "pants" as one holding "pants" does.
 /// - Alternatives match whole words: the last word's prefix matching is the
 ///   word's own, not its synonyms'.
 package struct QueryExpansion: Sendable, Hashable {
@@ -90,8 +106,9 @@ package struct QueryExpansion: Sendable, Hashable {
 
     package init(
         removeStopWords: Bool = false, ignorePlurals: Bool = false, pluralsAsExact: Bool = true, synonymsAsExact: Bool = true,
-        useSynonyms: Bool = true, synonyms: [QuerySynonym] = []
+        multiWordSynonymsAsExact: Bool = false, useSynonyms: Bool = true, synonyms: [QuerySynonym] = []
     ) {
+        self.multiWordSynonymsAsExact = multiWordSynonymsAsExact
         self.removeStopWords = removeStopWords
         self.ignorePlurals = ignorePlurals
         self.pluralsAsExact = pluralsAsExact
@@ -117,31 +134,34 @@ package struct QueryExpansion: Sendable, Hashable {
         }
         var alternatives: [[WordAlternative]] = []
         var any = false
-        let spans = useSynonyms ? phraseAlternatives(kept) : []
+        let spans = useSynonyms ? phraseAlternatives(kept, prefixLast: prefixLast) : []
         for (k, word) in kept.enumerated() {
             var list: [WordAlternative] = []
-            func add(_ w: String, exact: Bool) {
-                guard w != word, !w.isEmpty else { return }
-                if let i = list.firstIndex(where: { $0.word == w }) {
-                    if exact { list[i].exact = true }
+            func add(_ a: WordAlternative) {
+                guard a.word != word, !a.word.isEmpty else { return }
+                if let i = list.firstIndex(where: { $0.word == a.word }) {
+                    // Found several ways: the best of them.
+                    if a.typos < list[i].typos { list[i].typos = a.typos }
+                    if a.exact { list[i].exact = true }
                 } else {
-                    list.append(WordAlternative(w, exact: exact))
+                    list.append(a)
                 }
             }
             if useSynonyms {
                 for s in synonyms {
                     for (i, input) in s.inputs.enumerated() where input == [word] {
-                        for (j, text) in s.texts.enumerated() where text.count == 1 && (s.oneWay || j != i) {
-                            add(text[0], exact: synonymsAsExact)
+                        for (j, text) in s.texts.enumerated() where s.oneWay || j != i {
+                            let exact = s.typos == 0 && (text.count == 1 ? synonymsAsExact : multiWordSynonymsAsExact)
+                            add(WordAlternative(phrase: text, exact: exact, typos: s.typos))
                         }
                     }
                 }
             }
-            for (start, length, texts) in spans where start <= k && k < start + length {
-                for text in texts { add(text, exact: multiWordSynonymsAsExact) }
+            for (start, length, texts, typos) in spans where start <= k && k < start + length {
+                for text in texts { add(WordAlternative(phrase: text, exact: typos == 0 && multiWordSynonymsAsExact, typos: typos)) }
             }
             if ignorePlurals {
-                for form in EnglishInflection.forms(of: word) { add(form, exact: pluralsAsExact) }
+                for form in EnglishInflection.forms(of: word) { add(WordAlternative(form, exact: pluralsAsExact)) }
             }
             any = any || !list.isEmpty
             alternatives.append(list)
@@ -150,15 +170,28 @@ package struct QueryExpansion: Sendable, Hashable {
     }
 
     /// Where the query holds a synonym's input of several words: the span
-    /// (first word, length) and the one-word texts it finds.
-    func phraseAlternatives(_ words: [String]) -> [(start: Int, length: Int, texts: [String])] {
-        var out: [(start: Int, length: Int, texts: [String])] = []
+    /// (first word, length) and the texts it finds (one word or several;
+    /// every word of the span gets each as an alternative, a text of
+    /// several words as a phrase).
+    ///
+    /// While the last word is typed (`prefixLast`), an input that ends the
+    /// query applies once its last word starts with the query's last word
+    /// (Algolia: "the engine only matches the synonym when the last word
+    /// starts to match … you may not want to retrieve results with "NY"
+    /// when you type "ne". However, you do when you type "new yo"").
+    func phraseAlternatives(_ words: [String], prefixLast: Bool = false) -> [(start: Int, length: Int, texts: [[String]], typos: Int)] {
+        var out: [(start: Int, length: Int, texts: [[String]], typos: Int)] = []
         for s in synonyms {
             for (i, input) in s.inputs.enumerated() where input.count > 1 && input.count <= words.count {
-                let texts = s.texts.enumerated().filter { j, text in text.count == 1 && (s.oneWay || j != i) }.map { $0.element[0] }
+                let texts = s.texts.enumerated().filter { j, text in (s.oneWay || j != i) && text != input }.map(\.element)
                 guard !texts.isEmpty else { continue }
-                for start in 0...(words.count - input.count) where words[start..<(start + input.count)].elementsEqual(input) {
-                    out.append((start, input.count, texts))
+                for start in 0...(words.count - input.count) {
+                    let end = start + input.count
+                    let typed =
+                        prefixLast && end == words.count
+                        ? words[start..<(end - 1)].elementsEqual(input.dropLast()) && input[input.count - 1].hasPrefix(words[end - 1])
+                        : words[start..<end].elementsEqual(input)
+                    if typed { out.append((start, input.count, texts, s.typos)) }
                 }
             }
         }

@@ -206,7 +206,11 @@ final class SearchRun {
         postingSearch = index.map(PostingSearch.init)
         rows = store.searchCache.searchesUseItemRows ? index?.rows : nil
         matcher = SearchWordMatcher(words: plan.words, prefixLast: plan.prefixLast, policy: plan.typos, alternatives: plan.alternatives)
-        if store.searchCache.searchesUseForwardIndex, let f = index?.forward, plan.words.count <= ForwardTokenCache.maxWords {
+        // A phrase alternative needs the tokens in order, which the forward
+        // index's per-term masks do not follow: such a plan ranks by the scan.
+        if store.searchCache.searchesUseForwardIndex, let f = index?.forward, plan.words.count <= ForwardTokenCache.maxWords,
+            matcher.phrases.isEmpty
+        {
             forward = f
             store.searchCache.forwardTokens.begin(f, matcher)
             store.searchCache.forwardSearches += 1
@@ -337,7 +341,10 @@ final class SearchRun {
         }
         var attribute = [Int](repeating: noRank, count: n)
         var exactAttribute = [Int](repeating: SearchRank.noExactAttribute, count: n)
-        if plan.words.count == 1, let p = postings.first {
+        // With a phrase alternative, the attribute and exactness come from
+        // the text, as with several words (a phrase is not one posting).
+        let fromText = plan.words.count > 1 || !matcher.phrases.isEmpty
+        if !fromText, let p = postings.first {
             // One word: the attribute and exactness of every match decide which
             // items make the window, so they come from posting lists (with
             // several words they come from the text, read anyway for
@@ -447,7 +454,7 @@ final class SearchRun {
                 words: plan.words.count, typos: typos[k], proximity: 0, attribute: attribute[k],
                 exactAttribute: exactAttribute[k], exactWords: exactWords[k])
         }
-        if plan.words.count > 1 {
+        if fromText {
             // From the forward index all at once (see
             // ``indexedTextMatches(_:_:always:)``), else item by item.
             let found =

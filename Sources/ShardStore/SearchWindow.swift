@@ -44,17 +44,20 @@ extension SearchRun {
     /// over; with several words, only typos (the rest needs the text).
     static func selectionCriteria(_ plan: SearchPlan) -> [RankCriterion] {
         var out: [RankCriterion] = []
+        // Attribute and exactness come from the text with several words or
+        // a phrase alternative: only typos are known before it is read.
+        let fromText = plan.words.count > 1 || plan.hasPhraseAlternatives
         for c in plan.effectiveRanking {
             switch c {
             case .words: continue
             case .proximity where plan.words.count == 1: continue
             case .typo: out.append(c)
             case .attribute, .exact:
-                guard plan.words.count == 1 else { return out }
+                guard !fromText else { return out }
                 out.append(c)
             default: return out
             }
-            if plan.words.count > 1 { return out }
+            if fromText { return out }
         }
         return out
     }

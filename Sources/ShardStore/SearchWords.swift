@@ -44,7 +44,9 @@ extension SearchRun {
             cache.wordPostingsIndex = index
         }
         var key = "\(isLast && plan.prefixLast ? "p" : "w")\(allowed) \(columnMask.map { String($0) } ?? "*") \(word)"
-        for a in alternatives { key += (a.exact ? " =" : " ~") + a.word }
+        for a in alternatives { key += (a.exact ? " =" : " ~") + "\(a.typos)" + (a.isPhrase ? "\"" + a.word + "\"" : a.word) }
+        // A phrase's items are verified on the searchable attributes' text.
+        if alternatives.contains(where: \.isPhrase) { key += " in " + searchable.map(String.init).joined(separator: ",") }
         if let known = cache.wordPostings[key] {
             cache.wordPostingsReused += 1
             return known
@@ -91,7 +93,7 @@ extension SearchRun {
             p.exact = IDBits(exact)
             p.byTypos[0] = prefix ? IDBits(IDs.union(exact, try ftsIDs(columnFilter + exactForm + " *"))) : p.exact
         }
-        if !alternatives.isEmpty { try addAlternatives(alternatives, to: &p) }
+        if !alternatives.isEmpty { try addAlternatives(alternatives.filter { $0.typos == 0 }, to: &p) }
         let allowed = plan.typos.allowed(for: word)
         if allowed > 0 {
             let vocabulary = try typoVocabulary()
@@ -130,6 +132,7 @@ extension SearchRun {
                 }
             }
         }
+        for a in alternatives where a.typos > 0 { try addCorrection(a, to: &p) }
         p.all = IDBits.union(p.byTypos)
         return p
     }
@@ -139,6 +142,15 @@ extension SearchRun {
     /// word and every alternative, else from FTS5 (the forms of no typo then
     /// come from FTS5 too, so both stay one set).
     func addAlternatives(_ alternatives: [WordAlternative], to p: inout WordPostings) throws {
+        guard !alternatives.isEmpty else { return }
+        let phrases = alternatives.filter(\.isPhrase)
+        let alternatives = alternatives.filter { !$0.isPhrase }
+        for phrase in phrases {
+            let bits = IDBits(try phraseItems(phrase))
+            p.byTypos[0] = p.byTypos[0].union(bits)
+            if phrase.exact { p.exact = p.exact.union(bits) }
+        }
+        guard !alternatives.isEmpty else { return }
         p.formsByTypos[0] += alternatives.map { Self.quote($0.word) }
         if let search = postingSearch, p.termsByTypos[0] != nil, alternatives.allSatisfy({ PostingSearch.isPlain($0.word) }) {
             for a in alternatives {
@@ -156,5 +168,68 @@ extension SearchRun {
             p.byTypos[0] = p.byTypos[0].union(bits)
             if a.exact { p.exact = p.exact.union(bits) }
         }
+    }
+
+    /// The items holding an alternative that counts as typos (an
+    /// alternative correction), added at its level of typos (never exact),
+    /// with its term where the one-word attribute lookups find that level's
+    /// forms: among the level's index terms while they are the index's,
+    /// else among its FTS5 forms (the index terms then turned into forms).
+    func addCorrection(_ a: WordAlternative, to p: inout WordPostings) throws {
+        let t = a.typos
+        if a.isPhrase {
+            p.byTypos[t] = p.byTypos[t].union(IDBits(try phraseItems(a)))
+            return
+        }
+        if let search = postingSearch, PostingSearch.isPlain(a.word), p.termsByTypos[t] != nil || p.formsByTypos[t].isEmpty {
+            let terms = search.exact(a.word)
+            p.termsByTypos[t] = (p.termsByTypos[t] ?? []) + terms
+            p.byTypos[t] = p.byTypos[t].union(search.bits(terms, columns: columnMask))
+            return
+        }
+        if let held = p.termsByTypos[t], let search = postingSearch {
+            // The level's forms as FTS5 text from here on.
+            p.formsByTypos[t] = held.map { Self.quote(search.index.terms.term($0)) }
+            p.termsByTypos[t] = nil
+        }
+        p.formsByTypos[t].append(Self.quote(a.word))
+        p.byTypos[t] = p.byTypos[t].union(IDBits(try ftsIDs(columnFilter + Self.quote(a.word))))
+    }
+
+    /// The items where a phrase alternative occurs (``WordAlternative/phrase``):
+    /// those holding each of its words (from the index when it answers for
+    /// them, else FTS5), each confirmed on its searchable attributes' text
+    /// by the matcher's own phrase rule (FTS5's positions put a token's
+    /// camel-case parts after the value, and run on from one value to the
+    /// next of a column, so its phrase queries are not this rule).
+    func phraseItems(_ phrase: WordAlternative) throws -> [Int64] {
+        var candidates: IDBits?
+        for word in phrase.phrase {
+            let bits: IDBits
+            if let search = postingSearch, PostingSearch.isPlain(word) {
+                bits = search.bits(search.exact(word), columns: columnMask)
+            } else {
+                bits = IDBits(try ftsIDs(columnFilter + Self.quote(word)))
+            }
+            candidates = candidates.map { $0.intersection(bits) } ?? bits
+            if candidates?.isEmpty == true { return [] }
+        }
+        guard let ids = candidates?.ids, let i = matcher.phrases.firstIndex(where: { $0.tokens == phrase.phrase.map { Array($0.utf8) } })
+        else { return [] }
+        let s = try store.db.prepare("SELECT name, text FROM attrs WHERE item = ? AND kind IN (0, 5)")
+        var out: [Int64] = []
+        for id in ids {
+            try context.checkCancelled()
+            try s.bind(id, at: 0)
+            while try s.step() {
+                guard rankOf[s.int64(at: 0)] != nil, let text = s.string(at: 1) else { continue }
+                if matcher.containsPhrase(i, in: text) {
+                    out.append(id)
+                    break
+                }
+            }
+            try s.reset()
+        }
+        return out
     }
 }

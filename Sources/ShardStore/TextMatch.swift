@@ -184,13 +184,22 @@ extension SearchRun {
             let v = valueIndex
             valueIndex += 1
             var any = false, atStart = false
+            // A phrase is reported where it ends, at its first position as
+            // well as its last: its words' matches are put in the order of
+            // their positions first, as the tracker takes them.
+            let phrases = !matcher.phrases.isEmpty
+            var met: [(position: Int, word: Int)] = []
             let record = { (w: Int, position: Int) in
-                tracker.met(w, value: v, position: position)
+                if phrases { met.append((position, w)) } else { tracker.met(w, value: v, position: position) }
                 any = true
                 if position == 0 { atStart = true }
             }
             var whole = s.withUTF8(at: 1) { matcher.scanASCII($0, lowered: &scratch.lowered, rows: &scratch.rows, record) } ?? nil
             if whole == nil { whole = matcher.scan(s.string(at: 1) ?? "", record) }
+            if phrases {
+                met.sort { ($0.position, $0.word) < ($1.position, $1.word) }
+                for m in met { tracker.met(m.word, value: v, position: m.position) }
+            }
             if any {
                 attribute = min(attribute, attributes.attribute(rank, atStart: atStart))
                 if whole == true { exact = min(exact, rank) }

@@ -36,13 +36,15 @@ import Testing
 
     /// "a search for tablet will find iPad … However, a search for iPad won't
     /// find tablet": `{"type": "oneWaySynonym", "input": "tablet",
-    /// "synonyms": ["ipad", "galaxy tab"]}`. "galaxy tab" is two words: not
-    /// applied (a plan's alternative is one word).
+    /// "synonyms": ["ipad", "galaxy tab"]}`. "galaxy tab" is two words: a
+    /// phrase alternative.
     @Test func oneWaySynonymsGoOneWay() throws {
         let tablet = try synonym(
             #"{"objectID": "a-unique-identifier", "type": "oneWaySynonym", "input": "tablet", "synonyms": ["ipad", "galaxy tab"]}"#)
         let e = QueryExpansion(synonyms: [tablet])
-        #expect(words(e.expand(["tablet"], prefixLast: true).alternatives[0]) == ["ipad"])
+        let found = e.expand(["tablet"], prefixLast: true).alternatives[0]
+        #expect(words(found) == ["galaxy tab", "ipad"])
+        #expect(found.first { $0.isPhrase }?.phrase == ["galaxy", "tab"])
         #expect(e.expand(["ipad"], prefixLast: true).alternatives.isEmpty)
         #expect(e.expand(["galaxy"], prefixLast: true).alternatives.isEmpty)
         // Case and diacritics fold as query words do.
@@ -52,20 +54,16 @@ import Testing
         #expect(QueryExpansion(useSynonyms: false, synonyms: [tablet]).expand(["tablet"], prefixLast: true).alternatives.isEmpty)
     }
 
-    /// Types that do not change matching are not read as synonyms; a
-    /// multi-word text is no alternative of a one-word query either way.
-    @Test func otherTypesAndPhrasesDoNotApply() throws {
+    /// Types that do not change matching (placeholders) and synonyms of one
+    /// text are not read as synonyms.
+    @Test func otherTypesDoNotApply() throws {
         for json in [
-            #"{"objectID": "a", "type": "altcorrection1", "word": "car", "corrections": ["vehicle"]}"#,
             #"{"objectID": "b", "type": "placeholder", "placeholder": "<street>", "replacements": ["street", "st"]}"#,
             #"{"objectID": "c", "type": "synonym", "synonyms": ["lonely"]}"#,
         ] {
             let object = try #require(try JSONValue.parse(json).objectValue)
             #expect(QuerySynonym(json: object) == nil, "\(json)")
         }
-        let ny = try synonym(#"{"objectID": "ny", "type": "synonym", "synonyms": ["NY", "new york", "NYC"]}"#)
-        let e = QueryExpansion(synonyms: [ny])
-        #expect(words(e.expand(["ny"], prefixLast: false).alternatives[0]) == ["nyc"])
     }
 
     /// Multi-word synonyms, such as "NY" = "New York": where the query holds
@@ -87,7 +85,7 @@ import Testing
         // One way: the input's words find the synonyms, not the reverse.
         let oneWay = try synonym(#"{"objectID": "la", "type": "onewaysynonym", "input": "los angeles", "synonyms": ["LA", "city of angels"]}"#)
         let la = QueryExpansion(synonyms: [oneWay]).expand(["los", "angeles"], prefixLast: false)
-        #expect(words(la.alternatives[0]) == ["la"] && words(la.alternatives[1]) == ["la"])
+        #expect(words(la.alternatives[0]) == ["city of angels", "la"] && words(la.alternatives[1]) == ["city of angels", "la"])
         #expect(QueryExpansion(synonyms: [oneWay]).expand(["la"], prefixLast: false).alternatives.isEmpty)
     }
 
@@ -181,5 +179,151 @@ import Testing
             #expect(m.ranges.count == 2 && m.matched == [true], "\(fast)")
             #expect(h.matches("Pantalón gris", fast: fast).ranges == [0..<9], "\(fast)")
         }
+    }
+
+    /// Algolia: "if you have a synonym "NY = New York", a query "NY" can find
+    /// a result "New York Times". However, it cannot find a result "new
+    /// company in York" because it doesn't contain a phrase "New York"": the
+    /// one-word query gets the text of several words as a phrase, not as
+    /// words apart; not exact by default ("multi-word synonyms score lower
+    /// than their original words on the exact ranking criterion"), exact with
+    /// `multiWordsSynonym` ("Multi-word synonyms, such as "NY" = "New York",
+    /// are considered exact matches").
+    @Test func aWordFindsTheTextsOfSeveralWordsAsPhrases() throws {
+        let ny = try synonym(#"{"objectID": "ny", "type": "synonym", "synonyms": ["NY", "New York"]}"#)
+        let e = QueryExpansion(synonyms: [ny])
+        let found = e.expand(["ny"], prefixLast: false)
+        #expect(found.alternatives == [[WordAlternative(phrase: ["new", "york"], exact: false)]])
+        var exact = e
+        exact.multiWordSynonymsAsExact = true
+        #expect(exact.expand(["ny"], prefixLast: false).alternatives == [[WordAlternative(phrase: ["new", "york"], exact: true)]])
+        // One-word texts keep `singleWordSynonym`'s exactness beside it.
+        let three = try synonym(#"{"objectID": "ny", "type": "synonym", "synonyms": ["NY", "new york", "NYC"]}"#)
+        let both = QueryExpansion(synonyms: [three]).expand(["ny"], prefixLast: false).alternatives[0]
+        #expect(both == [WordAlternative(phrase: ["new", "york"], exact: false), WordAlternative("nyc", exact: true)])
+        // "HD ⇔ High Definition … search for HD … matches records with "High
+        // Definition"": in the other direction too.
+        let hd = try synonym(#"{"objectID": "hd", "type": "synonym", "synonyms": ["HD", "High Definition"]}"#)
+        #expect(
+            QueryExpansion(synonyms: [hd]).expand(["hd"], prefixLast: true).alternatives == [
+                [WordAlternative(phrase: ["high", "definition"], exact: false)]
+            ])
+        let back = QueryExpansion(synonyms: [hd]).expand(["high", "definition"], prefixLast: false).alternatives
+        #expect(back == [[WordAlternative("hd", exact: false)], [WordAlternative("hd", exact: false)]])
+    }
+
+    /// A text of several words for another: `["big apple", "new york"]`
+    /// gives each word of "big apple" the phrase "new york", and the
+    /// reverse; "distant learning = remote learning" (Algolia's example of
+    /// multi-word synonyms and the exact criterion) likewise.
+    @Test func twoPhrasesFindEachOther() throws {
+        let apple = try synonym(#"{"objectID": "apple", "type": "synonym", "synonyms": ["big apple", "new york"]}"#)
+        let e = QueryExpansion(synonyms: [apple])
+        let big = e.expand(["big", "apple", "pizza"], prefixLast: false).alternatives
+        let newYork = WordAlternative(phrase: ["new", "york"], exact: false)
+        #expect(big == [[newYork], [newYork], []])
+        let bigApple = WordAlternative(phrase: ["big", "apple"], exact: false)
+        #expect(e.expand(["new", "york"], prefixLast: false).alternatives == [[bigApple], [bigApple]])
+        // A word alone is none of the texts.
+        #expect(e.expand(["apple"], prefixLast: false).alternatives.isEmpty)
+        let learning = try synonym(#"{"objectID": "l", "type": "synonym", "synonyms": ["distant learning", "remote learning"]}"#)
+        var exact = QueryExpansion(synonyms: [learning])
+        #expect(
+            exact.expand(["distant", "learning"], prefixLast: false).alternatives[0] == [
+                WordAlternative(phrase: ["remote", "learning"], exact: false)
+            ])
+        exact.multiWordSynonymsAsExact = true
+        #expect(
+            exact.expand(["remote", "learning"], prefixLast: false).alternatives[1] == [
+                WordAlternative(phrase: ["distant", "learning"], exact: true)
+            ])
+    }
+
+    /// Phrases over the wire: `{phrase, exact}`, read back as written; a
+    /// phrase of one word or with an empty word is refused, naming where.
+    @Test func phraseWireForm() throws {
+        var plan = SearchPlan(words: ["ny", "pizza"])
+        plan.alternatives = [[WordAlternative(phrase: ["new", "york"], exact: false), WordAlternative("nyc")], []]
+        #expect(
+            plan.json["alternatives"]?.arrayValue?[0].arrayValue?[0]
+                == .object(["phrase": .array([.string("new"), .string("york")]), "exact": .bool(false)]))
+        #expect(try SearchPlan(json: plan.json) == plan)
+        for bad in [JSONValue.array([.string("new")]), .array([.string("new"), .string("")]), .array([.string("new"), .number(1)])] {
+            var wrong = plan.json.objectValue!
+            wrong["alternatives"] = .array([.array([.object(["phrase": bad])]), .array([])])
+            #expect {
+                try SearchPlan(json: .object(wrong))
+            } throws: { error in
+                (error as? PlanDecodingError)?.path == "search.alternatives[0][0]"
+            }
+        }
+    }
+
+    /// The highlighter marks a phrase alternative's words where they are
+    /// adjacent, as the word, and not the same words apart.
+    @Test func highlightsPhrases() {
+        var plan = SearchPlan(words: ["ny"], prefixLast: false)
+        plan.alternatives = [[WordAlternative(phrase: ["new", "york"])]]
+        let h = Highlighter(plan: plan)
+        for fast in [true, false] {
+            let m = h.matches("The New York Times", fast: fast)
+            #expect(m.ranges == [4..<7, 8..<12] && m.matched == [true], "\(fast)")
+            #expect(h.highlight("New York", fast: fast).fullyHighlighted, "\(fast)")
+            let apart = h.matches("new company in York", fast: fast)
+            #expect(apart.ranges.isEmpty && apart.matched == [false], "\(fast)")
+            #expect(h.matches("Café in New York", fast: fast).ranges == [9..<12, 13..<17], "\(fast)")
+        }
+    }
+
+    /// Alternative corrections: "Same as a one-way synonym, except that when
+    /// matched, they will count as 1 (respectively 2) typos in the ranking
+    /// formula" (`{"type": "altCorrection1", "word": "car", "corrections":
+    /// ["vehicle", "auto"]}`); never exact, since they count as typos.
+    @Test func alternativeCorrectionsCountAsTypos() throws {
+        let one = try synonym(#"{"objectID": "synonymID", "type": "altCorrection1", "word": "car", "corrections": ["vehicle", "auto"]}"#)
+        let e = QueryExpansion(synonyms: [one])
+        #expect(
+            e.expand(["car"], prefixLast: false).alternatives == [
+                [WordAlternative("vehicle", exact: false, typos: 1), WordAlternative("auto", exact: false, typos: 1)]
+            ])
+        // One way.
+        #expect(e.expand(["vehicle"], prefixLast: false).alternatives.isEmpty)
+        let two = try synonym(#"{"objectID": "p", "type": "altcorrection2", "word": "pants", "corrections": ["trousers"]}"#)
+        #expect(
+            QueryExpansion(synonyms: [two]).expand(["pants"], prefixLast: true).alternatives == [
+                [WordAlternative("trousers", exact: false, typos: 2)]
+            ])
+        // Found also as a regular synonym: the fewer typos, and exact.
+        let regular = try synonym(#"{"objectID": "r", "type": "synonym", "synonyms": ["pants", "trousers"]}"#)
+        #expect(QueryExpansion(synonyms: [two, regular]).expand(["pants"], prefixLast: true).alternatives == [[WordAlternative("trousers")]])
+        // Over the wire.
+        var plan = SearchPlan(words: ["car"])
+        plan.alternatives = [[WordAlternative("vehicle", exact: false, typos: 1), WordAlternative(phrase: ["motor", "car"], typos: 2)]]
+        #expect(
+            plan.json["alternatives"]?.arrayValue?[0].arrayValue?[0]
+                == .object(["word": .string("vehicle"), "exact": .bool(false), "typos": .number(1)]))
+        #expect(try SearchPlan(json: plan.json) == plan)
+        var wrong = plan.json.objectValue!
+        wrong["alternatives"] = .array([.array([.object(["word": .string("x"), "typos": .number(3)])])])
+        #expect(throws: PlanDecodingError.self) { try SearchPlan(json: .object(wrong)) }
+    }
+
+    /// "In case of a multi-word synonym, the engine only matches the synonym
+    /// when the last word starts to match. For example, if you have a
+    /// one-way synonym "New York = NY", you may not want to retrieve results
+    /// with "NY" when you type "ne". However, you do when you type "new yo"."
+    @Test func aTextOfSeveralWordsAppliesOnceItsLastWordIsStarted() throws {
+        let ny = try synonym(#"{"objectID": "ny", "type": "onewaysynonym", "input": "New York", "synonyms": ["NY"]}"#)
+        let e = QueryExpansion(synonyms: [ny])
+        #expect(e.expand(["ne"], prefixLast: true).alternatives.isEmpty)
+        #expect(e.expand(["new"], prefixLast: true).alternatives.isEmpty)
+        let typing = e.expand(["new", "yo"], prefixLast: true)
+        #expect(
+            typing.words == ["new", "yo"] && typing.alternatives == [[WordAlternative("ny", exact: false)], [WordAlternative("ny", exact: false)]])
+        // A complete word (a trailing space) must be the input's.
+        #expect(e.expand(["new", "yo"], prefixLast: false).alternatives.isEmpty)
+        // Only the last word is a prefix; a word before it must be whole.
+        #expect(e.expand(["ne", "york"], prefixLast: true).alternatives.isEmpty)
+        #expect(e.expand(["new", "yo", "pizza"], prefixLast: true).alternatives.isEmpty)
     }
 }

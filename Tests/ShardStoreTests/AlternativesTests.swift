@@ -76,4 +76,118 @@ import Testing
         #expect(found[0] == found[1] && found[1] == found[2])
         #expect(ids(found[0]) == ["c1"] && found[0].hits[0].rank.proximity == 1 && found[0].hits[0].rank.exactAttribute == 0)
     }
+
+    static let cities = [
+        item("t1", #"{"title": "The New York Times", "contentDescription": "pizza in new york"}"#),
+        item("t2", #"{"title": "new company in York"}"#),
+        item("t3", #"{"title": "York, New Brunswick"}"#),
+        item("t4", #"{"title": "New", "contentDescription": "York"}"#),
+        item("t5", #"{"title": "New York"}"#),
+        item("t6", #"{"title": "NY pizza"}"#),
+        item("t7", #"{"title": "Big Apple pizza", "contentDescription": "NewYork"}"#),
+        item("t8", #"{"title": "new newyork york"}"#),
+        item("t9", #"{"title": "Nouvelle Yörk"}"#),
+        item("t10", #"{"title": "Nouvelle-yörk pizza"}"#),
+    ]
+
+    /// A phrase alternative (``WordAlternative/phrase``) matches its words
+    /// only adjacent, in order, in one value ("NY" finds "New York Times",
+    /// not "new company in York", Algolia's example), with no typo, exact
+    /// as marked, ASCII or not; the three readers agree.
+    @Test func aPhraseMatchesOnlyAdjacentWords() throws {
+        let dir = try TempDir()
+        let stores = try Self.readers(dir, Self.cities)
+        defer { PostingIndexes.shared.forget(path: stores[0].path) }
+        var plan = SearchPlan(words: ["ny"], prefixLast: false, window: 20)
+        plan.alternatives = [[WordAlternative(phrase: ["new", "york"], exact: false), WordAlternative(phrase: ["nouvelle", "york"])]]
+        let found = try stores.map { try $0.search(plan) }
+        #expect(found[0] == found[1] && found[1] == found[2])
+        #expect(ids(found[0]) == ["t1", "t10", "t5", "t6", "t9"])
+        #expect(found[0].nbHits == 5)
+        for hit in found[0].hits { #expect(hit.rank.typos == 0, "\(hit.uniqueIdentifier)") }
+        let byID = Dictionary(uniqueKeysWithValues: found[0].hits.map { ($0.uniqueIdentifier, $0.rank) })
+        // "new york" is not exact (as marked), "nouvelle york" is.
+        #expect(byID["t5"]?.exactWords == 0 && byID["t5"]?.exactAttribute == SearchRank.noExactAttribute)
+        #expect(byID["t9"]?.exactWords == 1 && byID["t9"]?.exactAttribute == 0)
+        #expect(byID["t6"]?.exactWords == 1 && byID["t6"]?.exactAttribute == SearchRank.noExactAttribute)
+        // The phrase at the title's start, or after its first word.
+        #expect(byID["t5"]?.attribute == 0 && byID["t1"]?.attribute == 1)
+        // The exact whole value first; the inexact phrase after the exact words.
+        let order = found[0].hits.map(\.uniqueIdentifier)
+        #expect(order.first == "t9" && order.last == "t1")
+        #expect(order.firstIndex(of: "t5")! > order.firstIndex(of: "t6")! && order.firstIndex(of: "t5")! > order.firstIndex(of: "t10")!)
+    }
+
+    /// Proximity counts a phrase from its ends: "ny pizza" finds "pizza in
+    /// new york" at distance 2 (pizza, in, new) and the two words of "big
+    /// apple" found as "new york" at one place; a phrase across two values
+    /// of a list is no match.
+    @Test func phrasesInSeveralWordQueries() throws {
+        let dir = try TempDir()
+        let stores = try Self.readers(
+            dir,
+            Self.cities + [
+                item("l1", #"{"title": "list", "keywords": ["big", "apple"]}"#),
+                item("l2", #"{"title": "list", "keywords": ["big apple", "x"]}"#),
+            ])
+        defer { PostingIndexes.shared.forget(path: stores[0].path) }
+        var plan = SearchPlan(words: ["ny", "pizza"], prefixLast: false, window: 20)
+        plan.alternatives = [[WordAlternative(phrase: ["new", "york"], exact: false)], []]
+        let found = try stores.map { try $0.search(plan) }
+        #expect(found[0] == found[1] && found[1] == found[2])
+        #expect(ids(found[0]) == ["t1", "t6"])
+        let t1 = try #require(found[0].hits.first { $0.uniqueIdentifier == "t1" })
+        #expect(t1.rank.proximity == 2 && t1.rank.typos == 0)
+        #expect(found[0].hits.first { $0.uniqueIdentifier == "t6" }?.rank.proximity == 1)
+        let newYork = WordAlternative(phrase: ["new", "york"], exact: false)
+        var apple = SearchPlan(words: ["big", "apple"], prefixLast: false, window: 20)
+        apple.alternatives = [[newYork], [newYork]]
+        let apples = try stores.map { try $0.search(apple) }
+        #expect(apples[0] == apples[1] && apples[1] == apples[2])
+        #expect(ids(apples[0]) == ["l1", "l2", "t1", "t5", "t7"])
+        let t5 = try #require(apples[0].hits.first { $0.uniqueIdentifier == "t5" })
+        #expect(t5.rank.proximity == 1 && t5.rank.exactWords == 0)
+        // Each word at both ends of the phrase: a whole value the query is.
+        var exactApple = apple
+        exactApple.alternatives = [[WordAlternative(phrase: ["new", "york"])], [WordAlternative(phrase: ["new", "york"])]]
+        let exact = try stores.map { try $0.search(exactApple) }
+        #expect(exact[0] == exact[1] && exact[1] == exact[2])
+        #expect(exact[0].hits.first?.uniqueIdentifier == "t5" && exact[0].hits.first?.rank.exactAttribute == 0)
+        // Two values of a list are not one phrase.
+        var list = SearchPlan(words: ["thing"], prefixLast: false, window: 20)
+        list.alternatives = [[WordAlternative(phrase: ["big", "apple"])]]
+        let lists = try stores.map { try $0.search(list) }
+        #expect(lists.allSatisfy { ids($0) == ["l2", "t7"] })
+    }
+
+    /// An alternative correction (``WordAlternative/typos``) matches as the
+    /// word with its typos: Algolia's example, "pants" with the
+    /// `altcorrection2` "trousers" ranks "1. pants (0 typos) 2. panto (1
+    /// typo) 3. trousers (2 typos)"; the three readers agree.
+    @Test func anAlternativeCorrectionCountsAsTypos() throws {
+        let dir = try TempDir()
+        let stores = try Self.readers(
+            dir,
+            [
+                item("a", #"{"title": "trousers"}"#), item("b", #"{"title": "panto"}"#), item("c", #"{"title": "pants"}"#),
+                item("d", #"{"title": "Grey slacks"}"#),
+            ])
+        defer { PostingIndexes.shared.forget(path: stores[0].path) }
+        for typos in [1, 2] {
+            var plan = SearchPlan(words: ["pants"], prefixLast: false, window: 10)
+            plan.alternatives = [[WordAlternative("trousers", exact: false, typos: typos)]]
+            let found = try stores.map { try $0.search(plan) }
+            #expect(found[0] == found[1] && found[1] == found[2])
+            #expect(found[0].hits.map(\.uniqueIdentifier) == (typos == 2 ? ["c", "b", "a"] : ["c", "a", "b"]))
+            #expect(found[0].hits.map(\.rank.typos) == (typos == 2 ? [0, 1, 2] : [0, 1, 1]))
+            #expect(found[0].hits.first { $0.uniqueIdentifier == "a" }?.rank.exactWords == 0)
+            // As a phrase.
+            var phrase = SearchPlan(words: ["pants"], prefixLast: false, window: 10)
+            phrase.alternatives = [[WordAlternative(phrase: ["grey", "slacks"], exact: false, typos: typos)]]
+            let slacks = try stores.map { try $0.search(phrase) }
+            #expect(slacks[0] == slacks[1] && slacks[1] == slacks[2])
+            #expect(slacks[0].hits.map(\.uniqueIdentifier).sorted() == ["b", "c", "d"])
+            #expect(slacks[0].hits.first { $0.uniqueIdentifier == "d" }?.rank.typos == typos)
+        }
+    }
 }

@@ -94,18 +94,33 @@ import Testing
 
     /// Every third plan with alternatives for some of its words (synonyms,
     /// plurals: ``WordAlternative``), drawn from `words`' tokens, exact or
-    /// not, ASCII and not; from a generator of their own, so the plans are
+    /// not, ASCII and not, every sixth with phrases; from a generator of their own, so the plans are
     /// otherwise those drawn without them.
     static func withAlternatives(_ plans: [SearchPlan], seed: UInt64, words: [String] = Self.words) -> [SearchPlan] {
         var rng = SplitMix64(state: seed ^ 0xA1_7E)
         let tokens = Array(Set(words.flatMap(SearchTokens.queryWords)))
             .sorted()
+        let phrases = words.map(SearchTokens.queryWords).filter { $0.count > 1 }
         return plans.enumerated().map { k, plan in
             guard k % 3 == 1 else { return plan }
             var p = plan
             p.alternatives = plan.words.map { _ in
                 (0..<Int(rng.next() % 3)).map { _ in
-                    WordAlternative(tokens[Int(rng.next() % UInt64(tokens.count))], exact: rng.next() % 4 != 0)
+                    // Now and then an alternative correction, counted as typos.
+                    let typos = rng.next() % 5 == 0 ? 1 + Int(rng.next() % 2) : 0
+                    return WordAlternative(tokens[Int(rng.next() % UInt64(tokens.count))], exact: typos == 0 && rng.next() % 4 != 0, typos: typos)
+                }
+            }
+            // Every other such plan with a phrase for some word: the
+            // tokens of one of `words` (met adjacent wherever it is), or
+            // two tokens drawn apart (adjacent now and then).
+            if k % 6 == 1 {
+                for w in p.alternatives.indices where w == 0 || rng.next() % 2 == 0 {
+                    let phrase =
+                        rng.next() % 2 == 0 && !phrases.isEmpty
+                        ? phrases[Int(rng.next() % UInt64(phrases.count))]
+                        : (0..<2).map { _ in tokens[Int(rng.next() % UInt64(tokens.count))] }
+                    p.alternatives[w].append(WordAlternative(phrase: phrase, exact: rng.next() % 3 != 0))
                 }
             }
             return p
@@ -157,7 +172,8 @@ import Testing
     }
 
     /// Calls `body` with a run of each of 150 random plans (a third of them
-    /// the words of one of `values`), each in a read transaction.
+    /// the words of one of `values`), each in a read transaction; but those
+    /// with a phrase alternative, which use no forward index.
     static func forEachRun(
         _ s: ShardStore, _ index: PostingIndex, seed: UInt64, values: [String],
         _ body: (SearchRun, SearchPlan) throws -> Void
@@ -165,7 +181,14 @@ import Testing
         for plan in randomPlans(150, seed: seed, values: values) {
             try s.db.transaction(.deferred) {
                 try s.reloadIfChanged()
-                try body(try SearchRun(store: s, plan: plan, context: QueryContext(isCancelled: { false }, wantsScores: false), index: index), plan)
+                let run = try SearchRun(store: s, plan: plan, context: QueryContext(isCancelled: { false }, wantsScores: false), index: index)
+                // A plan with a phrase alternative ranks by the text scan,
+                // not the forward index (whose masks do not follow phrases).
+                if plan.hasPhraseAlternatives {
+                    #expect(run.forward == nil)
+                    return
+                }
+                try body(run, plan)
             }
         }
     }
@@ -418,7 +441,7 @@ import Testing
             plain.searchCache.searchesUsePostingIndex = false
             try forward.buildSuggestionIndex()
             defer { PostingIndexes.shared.forget(path: forward.path) }
-            var found = 0, runs = 0
+            var found = 0, runs = 0, phrases = 0, phraseHits = 0
             for plan in Self.randomPlans(150, seed: seed) + PostingSearchTests.randomPlans(50, seed: seed) {
                 // Other suites' indexes, read in parallel, can push this one
                 // out of the process's few: read it again then.
@@ -427,9 +450,14 @@ import Testing
                 #expect(a == b && b == c, "\(plan.words) \(plan.searchableAttributes) \(plan.window) \(plan.typos)")
                 found += a.hits.count
                 runs += 1
+                // (A plan with a phrase alternative ranks by the text scan.)
+                if plan.hasPhraseAlternatives {
+                    phrases += 1
+                    phraseHits += a.hits.count
+                }
             }
-            #expect(found > 400)
-            #expect(forward.searchCache.forwardSearches == runs && postingsOnly.searchCache.forwardSearches == 0)
+            #expect(found > 400 && phrases > 10 && phraseHits > 20, "\(found) \(phrases) \(phraseHits)")
+            #expect(forward.searchCache.forwardSearches == runs - phrases && postingsOnly.searchCache.forwardSearches == 0)
             #expect(postingsOnly.searchCache.postingSearches == runs && plain.searchCache.postingSearches == 0)
         }
     }

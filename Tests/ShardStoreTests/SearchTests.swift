@@ -316,4 +316,70 @@ import Testing
             #expect(whole == (SearchTokens.queryWords(value) == query), "\(query) is \(value)")
         }
     }
+
+    /// With phrase alternatives (``WordAlternative/phrase``): the scan
+    /// reports a phrase's word at its first and last positions where its
+    /// words are whole tokens (or camel-case parts) at consecutive
+    /// positions, ASCII or not, and a value is the whole query when its
+    /// tokens are the words or their exact alternatives, phrases included.
+    @Test func phrasesAgreeWithTheDefinition() {
+        var rng = SplitMix64(state: 29)
+        let pieces = ["new", "New", "york", "York", "NewYork", "big", "apple", "Yörk", "nouvelle", "-", " ", ", ", "x", "newYork"]
+        let words = ["ny", "big", "apple", "x", "york"]
+        let phrases = [["new", "york"], ["big", "apple"], ["nouvelle", "york"], ["york", "new", "york"], ["x", "x"]]
+        var found = 0, wholes = 0
+        for _ in 0..<4000 {
+            let value = (0..<(Int(rng.next() % 7))).map { _ in pieces[Int(rng.next() % UInt64(pieces.count))] }
+                .joined(separator: rng.next() % 3 == 0 ? "" : " ")
+            let query = (0..<(1 + Int(rng.next() % 3))).map { _ in words[Int(rng.next() % UInt64(words.count))] }
+            let alternatives = query.map { _ in
+                (0..<Int(rng.next() % 3)).map { _ in
+                    WordAlternative(phrase: phrases[Int(rng.next() % UInt64(phrases.count))], exact: rng.next() % 3 != 0)
+                }
+            }
+            let matcher = SearchWordMatcher(words: query, prefixLast: false, policy: TypoPolicy(), alternatives: alternatives)
+            var fast = Set<[Int]>()
+            let whole = matcher.scan(value) { fast.insert([$0, $1]) }
+            // The definition: tokens by position, each phrase tried at every start.
+            let tokens = SearchTokens.tokens(value)
+            var slow = Set<[Int]>()
+            for token in tokens {
+                for (w, word) in query.enumerated() where WordMatch.of(word: word, token: token.folded, isLast: false, policy: TypoPolicy()) != nil {
+                    slow.insert([w, token.position])
+                }
+            }
+            let positions = (tokens.map(\.position).max() ?? -1) + 1
+            for (w, list) in alternatives.enumerated() {
+                for a in list where a.isPhrase {
+                    for start in 0..<max(0, positions - a.phrase.count + 1) {
+                        let at = a.phrase.indices.allSatisfy { j in tokens.contains { $0.position == start + j && $0.folded == a.phrase[j] } }
+                        if at { slow.formUnion([[w, start], [w, start + a.phrase.count - 1]]) }
+                    }
+                }
+            }
+            #expect(fast == slow, "\(query) \(alternatives) in \(value)")
+            found += slow.isEmpty ? 0 : 1
+            // Whole: some way of cutting the value's words into the query's,
+            // a word as itself or one exact phrase, a run of words sharing
+            // one exact phrase as that phrase once.
+            let valueWords = SearchTokens.queryWords(value)
+            func cut(_ i: Int, _ j: Int) -> Bool {
+                if i == query.count { return j == valueWords.count }
+                if j < valueWords.count, valueWords[j] == query[i], cut(i + 1, j + 1) { return true }
+                for a in alternatives[i] where a.exact && Array(valueWords.dropFirst(j).prefix(a.phrase.count)) == a.phrase {
+                    var k = i + 1
+                    if cut(k, j + a.phrase.count) { return true }
+                    while k < query.count, alternatives[k].contains(where: { $0.exact && $0.phrase == a.phrase }) {
+                        k += 1
+                        if cut(k, j + a.phrase.count) { return true }
+                    }
+                }
+                return false
+            }
+            let expected = cut(0, 0)
+            #expect(whole == expected, "\(query) \(alternatives) is \(value)")
+            wholes += expected ? 1 : 0
+        }
+        #expect(found > 400 && wholes > 20, "\(found) \(wholes)")
+    }
 }

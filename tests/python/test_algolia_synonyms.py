@@ -4,7 +4,9 @@ cluster as ``limelight up`` starts it (keys required): docs/algolia.md.
 
 The examples are Algolia's documented ones: the regular synonyms
 ["pants", "trousers", "slacks"], the one-way synonym "tablet" → "ipad",
-"car"/"cars" and "child"/"children", "what is a record" searching "record".
+"galaxy tab", "NY" = "New York" (a query "NY" finds "New York Times", not
+"new company in York"), "car"/"cars" and "child"/"children", "what is a
+record" searching "record".
 """
 
 import json
@@ -38,6 +40,10 @@ RECORDS = [
     {"objectID": "w1", "title": "What is it", "kind": "music"},
     {"objectID": "n1", "title": "NY pizza", "kind": "food"},
     {"objectID": "n2", "title": "New York bagels", "kind": "food"},
+    {"objectID": "n3", "title": "The New York Times", "kind": "news"},
+    {"objectID": "n4", "title": "new company in York", "kind": "news"},
+    {"objectID": "b1", "title": "Big Apple pizza", "kind": "food"},
+    {"objectID": "g1", "title": "Samsung Galaxy Tab", "kind": "device"},
 ]
 
 
@@ -103,25 +109,97 @@ def test_a_one_way_synonym_matches_one_way_only(client):
     client.wait_for_task(INDEX, client.save_synonyms(INDEX, [
         {"objectID": "tablet", "type": "onewaysynonym", "input": "tablet", "synonyms": ["ipad", "galaxy tab"]},
     ]).task_id)
-    assert ids(client, "tablet")[0] == ["t1", "t2"]
+    # "galaxy tab" is a phrase: its words adjacent, in order.
+    assert ids(client, "tablet")[0] == ["g1", "t1", "t2"]
     assert ids(client, "ipad")[0] == ["t2"]
+    assert ids(client, "galaxy tab")[0] == ["g1"]
     client.wait_for_task(INDEX, client.clear_synonyms(INDEX).task_id)
     assert ids(client, "tablet")[0] == ["t1"]
 
 
 def test_a_phrase_of_the_query_finds_its_one_word_synonyms(client):
     # Algolia's multi-word synonym example: "NY" = "New York".
-    assert ids(client, "new york")[0] == ["n2"]
+    assert ids(client, "new york")[0] == ["n2", "n3", "n4"]
     client.wait_for_task(INDEX, client.save_synonyms(INDEX, [
         {"objectID": "ny", "type": "synonym", "synonyms": ["NY", "new york"]}]).task_id)
     try:
         found, r = ids(client, "new york", attributesToHighlight=["title"])
-        assert found == ["n1", "n2"]
+        # (n4 holds both words, which is all a query of two words asks.)
+        assert found == ["n1", "n2", "n3", "n4"]
         pizza = next(h for h in r["hits"] if h["objectID"] == "n1")
         assert pizza["_highlightResult"]["title"]["value"] == "<em>NY</em> pizza"
         assert pizza["_highlightResult"]["title"]["matchLevel"] == "full"
+        # Algolia: "you may not want to retrieve results with "NY" when you
+        # type "ne". However, you do when you type "new yo"."
+        assert ids(client, "new yo")[0] == ["n1", "n2", "n3", "n4"]
+        assert "n1" not in ids(client, "ne")[0]
     finally:
         client.wait_for_task(INDEX, client.clear_synonyms(INDEX).task_id)
+
+
+def test_a_word_finds_its_synonyms_of_several_words_as_phrases(client):
+    # Algolia: "if you have a synonym "NY = New York", a query "NY" can find
+    # a result "New York Times". However, it cannot find a result "new
+    # company in York" because it doesn't contain a phrase "New York"."
+    assert ids(client, "ny")[0] == ["n1"]
+    client.wait_for_task(INDEX, client.save_synonyms(INDEX, [
+        {"objectID": "ny", "type": "synonym", "synonyms": ["NY", "New York"]}]).task_id)
+    try:
+        found, r = ids(client, "ny", attributesToHighlight=["title"])
+        assert found == ["n1", "n2", "n3"]
+        times = next(h for h in r["hits"] if h["objectID"] == "n3")
+        assert times["_highlightResult"]["title"]["value"] == "The <em>New</em> <em>York</em> Times"
+        assert times["_highlightResult"]["title"]["matchedWords"] == ["ny"]
+        # Not exact by default; exact with multiWordsSynonym; no typo either way.
+        def ranking(**params):
+            r = raw_search(client, dict({"query": "ny", "getRankingInfo": True}, **params))
+            return {h["objectID"]: (h["_rankingInfo"]["nbTypos"], h["_rankingInfo"]["nbExactWords"]) for h in r["hits"]}
+        assert ranking() == {"n1": (0, 1), "n2": (0, 0), "n3": (0, 0)}
+        assert ranking(alternativesAsExact=["multiWordsSynonym"]) == {"n1": (0, 1), "n2": (0, 1), "n3": (0, 1)}
+        # A phrase with the query's other words: "ny bagels".
+        assert ids(client, "ny bagels")[0] == ["n2"]
+    finally:
+        client.wait_for_task(INDEX, client.clear_synonyms(INDEX).task_id)
+    assert ids(client, "ny")[0] == ["n1"]
+
+
+def test_two_phrases_of_one_group_find_each_other(client):
+    assert ids(client, "big apple")[0] == ["b1"]
+    client.wait_for_task(INDEX, client.save_synonyms(INDEX, [
+        {"objectID": "nyc", "type": "synonym", "synonyms": ["big apple", "new york"]}]).task_id)
+    try:
+        found, r = ids(client, "big apple", attributesToHighlight=["title"])
+        assert found == ["b1", "n2", "n3"]
+        bagels = next(h for h in r["hits"] if h["objectID"] == "n2")
+        assert bagels["_highlightResult"]["title"]["value"] == "<em>New</em> <em>York</em> bagels"
+        assert bagels["_highlightResult"]["title"]["matchLevel"] == "full"
+        # The reverse; n4 holds both words apart, which the query's own
+        # words match.
+        assert ids(client, "new york")[0] == ["b1", "n2", "n3", "n4"]
+        assert ids(client, "big apple pizza")[0] == ["b1"]
+        assert ids(client, "new york bagels")[0] == ["n2"]
+    finally:
+        client.wait_for_task(INDEX, client.clear_synonyms(INDEX).task_id)
+
+
+def test_alternative_corrections_count_as_typos(client):
+    # Algolia: "Same as a one-way synonym, except that when matched, they
+    # will count as 1 (respectively 2) typos in the ranking formula."
+    client.wait_for_task(INDEX, client.save_synonyms(INDEX, [
+        {"objectID": "t", "type": "altcorrection1", "word": "trousers", "corrections": ["pants"]},
+        {"objectID": "p", "type": "altcorrection2", "word": "pants", "corrections": ["trousers"]},
+    ]).task_id)
+    try:
+        def typos(query):
+            r = raw_search(client, {"query": query, "getRankingInfo": True})
+            return [(h["objectID"], h["_rankingInfo"]["nbTypos"], h["_rankingInfo"]["nbExactWords"]) for h in r["hits"]]
+        # The word itself first, then its correction with its typos, not exact.
+        assert typos("trousers") == [("p2", 0, 1), ("p1", 1, 0)]
+        assert typos("pants") == [("p1", 0, 1), ("p2", 2, 0)]
+        assert ids(client, "slacks")[0] == ["p3"]
+    finally:
+        client.wait_for_task(INDEX, client.clear_synonyms(INDEX).task_id)
+    assert ids(client, "trousers")[0] == ["p2"]
 
 
 def test_synonyms_forwarded_to_a_replica_apply_there(client):
