@@ -79,6 +79,12 @@ extension CoordinatorCore {
     func register(route: [Data], id: String, _ r: Body.Register) {
         guard admitWhileActive(.worker(route), id) else { return }
         guard admitRegistration(route: route, id: id, r) else { return }
+        if let refusal = retiredRefusal(r) {
+            count(.workersRefused)
+            logger.warning("refused a retired replica's worker", metadata: ["worker": "\(r.worker)", "error": "\(refusal.message)"])
+            sendError(.worker(route), id, refusal)
+            return
+        }
         switch registry.admit(r, route: route, shardCount: admittedShardCount) {
         case .refuse(let error):
             sendError(.worker(route), id, error)

@@ -61,6 +61,12 @@ struct ReplicationState: Sendable {
     var lineage: [Int: Set<String>] = [:]
     /// Whole-shard copies to detached replicas (see `ShardCopies`).
     var copies = ShardCopies()
+    /// Replicas no query reads, per shard: one being added until it is in
+    /// sync, one retired or being retired (see `ReplicaRun`).
+    var unqueried: [String: Set<Int>] = [:]
+    /// Replicas no change is sent to, per shard, nor a catch-up or a copy:
+    /// one being retired, once fenced, or retired.
+    var fenced: [String: Set<Int>] = [:]
 
     /// What the core must do for a replica.
     enum Action: Equatable, Sendable {
@@ -149,6 +155,7 @@ struct ReplicationState: Sendable {
     func isFresh(_ worker: String, shard: Int) -> Bool {
         guard let name = replicaOf[worker] else { return true }
         if detached[name]?.contains(shard) ?? false { return false }
+        if unqueried[name]?.contains(shard) ?? false { return false }
         guard let have = applied[name]?[shard] else { return true }
         return have >= (committed[shard] ?? 0)
     }
@@ -279,6 +286,7 @@ struct ReplicationState: Sendable {
         for w in indexers {
             let name = name(of: w.id)
             for shard in w.shards {
+                if fenced[name]?.contains(shard) ?? false { continue }
                 if detached[name]?.contains(shard) ?? false {
                     actions.append(.copy(worker: w.id, shard: shard))
                     continue

@@ -1,0 +1,122 @@
+import ControlPlane
+import Foundation
+import Testing
+
+@testable import Coordinator
+
+/// A replica change's decisions (``ReplicaRun``), without processes: an
+/// addition waits for the new replica to be in sync and keeps queries off it
+/// until then; a retirement is refused for a shard's last in-sync replica,
+/// fences the replica, waits for what it was sent, then completes; a move
+/// does both; a coordinator taking over continues from the stored phase.
+@Suite struct ReplicaRunTests {
+    let keys = ClusterKeys(cluster: "t")
+    let t0 = ContinuousClock.now
+    let none = RetiredReplicas()
+
+    func seen(inSync: Bool = false, lacking: [Int] = [], busy: Bool = false) -> ReplicaRun.Observed {
+        ReplicaRun.Observed(addedInSync: inSync, shardsWithoutAnother: lacking, retiredBusy: busy)
+    }
+
+    @Test func anAdditionCompletesOnceTheNewReplicaIsInSyncAndIsQueriedOnlyThen() {
+        let change = ReplicaChange(kind: .add, shards: [0, 1], add: "h:/new", folder: "/new")
+        var run = ReplicaRun(change: change, now: t0)
+        #expect(run.step == .adding)
+        #expect(run.queryExcluded == "h:/new" && run.writeExcluded == nil)
+        #expect(run.tick(seen(), keys: keys, revision: 5, retired: none, retiredRevision: 0) == nil)
+        #expect(run.queryExcluded == "h:/new")
+        let action = run.tick(seen(inSync: true), keys: keys, revision: 5, retired: none, retiredRevision: 0)
+        #expect(action == .complete(change.completing(keys: keys, readAt: 5, retired: none, retiredRevision: 0)))
+        #expect(run.queryExcluded == nil && run.writeExcluded == nil)
+        // A refused transaction (the record changed) is tried again; then it is done.
+        #expect(run.completed(false) == false)
+        #expect(run.tick(seen(inSync: true), keys: keys, revision: 6, retired: none, retiredRevision: 0) != nil)
+        #expect(run.completed(true))
+        #expect(run.step == .done && run.queryExcluded == nil)
+    }
+
+    @Test func retiringTheLastInSyncReplicaIsRefusedNamingTheShardAndFencesNothing() {
+        let change = ReplicaChange(kind: .retire, shards: [0, 1, 2], retire: "h:/old")
+        var run = ReplicaRun(change: change, now: t0)
+        #expect(run.step == .checking)
+        guard case .store(let t)? = run.tick(seen(lacking: [2]), keys: keys, revision: 9, retired: none, retiredRevision: 0) else {
+            Issue.record("expected the refusal to be stored")
+            return
+        }
+        #expect(run.step == .refused && run.writeExcluded == nil && run.queryExcluded == nil)
+        #expect(t.compares == [.unchanged(keys.replicaChange, since: 9)])
+        guard case .put(_, let v, _)? = t.success.first, let stored = ReplicaChange.decode(v) else {
+            Issue.record("expected a put of the record")
+            return
+        }
+        #expect(stored.phase == .refused)
+        #expect(stored.reason?.contains("shard 2 has no in-sync replica but h:/old") == true)
+        run.stored(true)
+        #expect(run.tick(seen(lacking: [2]), keys: keys, revision: 10, retired: none, retiredRevision: 0) == nil)
+    }
+
+    @Test func aRetirementFencesTheReplicaWaitsForWhatItWasSentThenRecordsItRetired() {
+        let change = ReplicaChange(kind: .retire, shards: [0], retire: "h:/old")
+        var run = ReplicaRun(change: change, now: t0)
+        #expect(run.tick(seen(), keys: keys, revision: 3, retired: none, retiredRevision: 0) == nil)
+        #expect(run.step == .draining && run.writeExcluded == "h:/old" && run.queryExcluded == "h:/old")
+        #expect(run.tick(seen(busy: true), keys: keys, revision: 3, retired: none, retiredRevision: 0) == nil)
+        let action = run.tick(seen(), keys: keys, revision: 3, retired: none, retiredRevision: 7)
+        guard case .complete(let t)? = action else {
+            Issue.record("expected the completion, got \(String(describing: action))")
+            return
+        }
+        #expect(t.compares == [.unchanged(keys.replicaChange, since: 3), .unchanged(keys.retiredReplicas, since: 7)])
+        guard case .put(let k, let v, _)? = t.success.last, t.success.first == .delete(keys.replicaChange) else {
+            Issue.record("expected the record deleted and the retired replicas put, got \(t.success)")
+            return
+        }
+        #expect(k == keys.retiredReplicas && RetiredReplicas.decode(v)?.isRetired("h:/old", shard: 0) == true)
+        #expect(run.completed(true))
+        #expect(run.writeExcluded == "h:/old")
+    }
+
+    @Test func aShardThatLosesItsOtherReplicaWhileDrainingLiftsTheFenceAndChecksAgain() {
+        var run = ReplicaRun(change: ReplicaChange(kind: .retire, shards: [0], retire: "h:/old"), now: t0)
+        _ = run.tick(seen(), keys: keys, revision: 3, retired: none, retiredRevision: 0)
+        #expect(run.step == .draining)
+        #expect(run.tick(seen(lacking: [0]), keys: keys, revision: 3, retired: none, retiredRevision: 0) == nil)
+        #expect(run.step == .checking && run.writeExcluded == nil)
+        guard case .store? = run.tick(seen(lacking: [0]), keys: keys, revision: 3, retired: none, retiredRevision: 0) else {
+            Issue.record("expected a refusal")
+            return
+        }
+        #expect(run.step == .refused)
+    }
+
+    @Test func aMoveAddsThenRetires() {
+        let change = ReplicaChange(kind: .move, shards: [0, 1], add: "h:/new", folder: "/new", retire: "h:/old")
+        var run = ReplicaRun(change: change, now: t0)
+        #expect(run.queryExcluded == "h:/new" && run.writeExcluded == nil)
+        #expect(run.tick(seen(), keys: keys, revision: 2, retired: none, retiredRevision: 0) == nil)
+        // In sync: the retirement's check runs at once, and the old replica is fenced.
+        #expect(run.tick(seen(inSync: true), keys: keys, revision: 2, retired: none, retiredRevision: 0) == nil)
+        #expect(run.step == .draining && run.queryExcluded == "h:/old" && run.writeExcluded == "h:/old")
+        let retiredBefore = RetiredReplicas(replicas: ["h:/new": [0, 1, 3]])
+        guard case .complete(let t)? = run.tick(seen(inSync: true), keys: keys, revision: 2, retired: retiredBefore, retiredRevision: 4),
+            case .put(_, let v, _)? = t.success.last, let after = RetiredReplicas.decode(v)
+        else {
+            Issue.record("expected the completion")
+            return
+        }
+        // The added replica is no longer retired from the shards it joined; the old one is.
+        #expect(after.replicas == ["h:/new": [3], "h:/old": [0, 1]])
+    }
+
+    @Test func aSuccessorContinuesFromTheStoredPhase() {
+        var stored = ReplicaChange(kind: .move, shards: [0], add: "h:/new", retire: "h:/old")
+        stored.phase = .retiring
+        let run = ReplicaRun(change: stored, now: t0)
+        #expect(run.step == .checking && run.queryExcluded == nil)
+        stored.phase = .refused
+        var refused = ReplicaRun(change: stored, now: t0)
+        #expect(refused.step == .refused)
+        #expect(refused.tick(seen(), keys: keys, revision: 1, retired: none, retiredRevision: 0) == nil)
+        #expect(run.carriesOut(stored) && !run.carriesOut(ReplicaChange(kind: .retire, shards: [0], retire: "h:/old")))
+    }
+}
