@@ -205,6 +205,24 @@ final class Supervisor: Sendable {
         return nil
     }
 
+    /// Stops a child for good (SIGTERM, then SIGKILL after 5 s): it is
+    /// not restarted, and its exit is not reported (a retired replica's worker).
+    func retire(_ name: String) {
+        let p = state.withLock { s in
+            s.specs.removeValue(forKey: name)
+            s.pending.removeAll { $0.name == name }
+            return s.running.removeValue(forKey: name)
+        }
+        guard let p, p.isRunning else { return }
+        kill(p.processIdentifier, SIGTERM)
+        let end = Date().addingTimeInterval(5)
+        while Date() < end, p.isRunning { usleep(20_000) }
+        if p.isRunning { kill(p.processIdentifier, SIGKILL) }
+    }
+
+    /// The names of the children it supervises.
+    var names: [String] { state.withLock { Array($0.specs.keys) } }
+
     /// Workers first (so nothing is mid-write when the coordinator goes), then
     /// the coordinator: SIGTERM, then SIGKILL after 5 s.
     func stopAll() {
