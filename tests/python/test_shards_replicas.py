@@ -1,0 +1,182 @@
+"""`limelight shards add-replica`, `retire` and `move` on a `limelight up`
+cluster (issue 34, point 4): a replica added under publish and query load
+holds every acknowledged item exactly once in its own SQLite files and is
+queried once in sync; the old replica retired under load leaves answers
+complete; retiring a shard's last in-sync replica is refused, naming the shard.
+"""
+
+import json
+import os
+import subprocess
+import threading
+import time
+
+from harness import Client, bin_dir, require_binaries, start_cluster, stop_cluster, stored_ids, wait_until
+
+SHARDS = 2
+
+
+def items(prefix, n, domains=97):
+    return [{"uniqueIdentifier": f"{prefix}:{i}", "domainIdentifier": f"test.replicas.d{i % domains}",
+             "attributes": {"title": f"replicame {prefix} {i}"}} for i in range(n)]
+
+
+def found(client):
+    """The identifiers a query for every published item answers, duplicates kept."""
+    events = list(client.query('title == "replicame*"', fetch=[], deadline_ms=20_000))
+    kind, completion = events[-1]
+    assert kind == "completion", events[-1]
+    assert not completion.get("failedShards"), completion
+    return [i["uniqueIdentifier"] for k, v in events if k == "batch" for i in v]
+
+
+def limelight(cluster, *args, timeout=240):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LIMELIGHT_KEY")}
+    env["LIMELIGHT_DATA"] = str(cluster.data)
+    return subprocess.run([str(bin_dir() / "limelight"), *args, "--endpoint", cluster.endpoint],
+                          capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def status(cluster):
+    r = limelight(cluster, "shards", "status", "--json", timeout=30)
+    assert r.returncode == 0, r.stderr
+    return [json.loads(line) for line in r.stdout.splitlines()]
+
+
+def replicas_of(cluster):
+    return {s["shard"]: {r["replica"].split(":", 1)[1]: r["state"] for r in s["replicas"]} for s in status(cluster)}
+
+
+class Load:
+    """A publisher and a querier: every answer must hold every item
+    acknowledged before it was asked, once, and nothing never sent."""
+
+    def __init__(self, cluster, acked):
+        self.cluster, self.acked, self.sent = cluster, acked, set(acked)
+        self.lock, self.stop, self.problems, self.queried = threading.Lock(), threading.Event(), [], []
+        self.threads = [threading.Thread(target=self.publisher), threading.Thread(target=self.querier)]
+
+    def __enter__(self):
+        for t in self.threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        for t in self.threads:
+            t.join(60)
+
+    def publisher(self):
+        with Client(self.cluster.endpoint, timeout=30) as p:
+            n = 0
+            while not self.stop.is_set():
+                batch = items(f"{id(self)}-{n}", 50)
+                with self.lock:
+                    self.sent.update(i["uniqueIdentifier"] for i in batch)
+                ack = p.publish(batch)
+                if ack["stored"] != 50:
+                    self.problems.append(f"publish {n}: {ack}")
+                with self.lock:
+                    self.acked.update(i["uniqueIdentifier"] for i in batch)
+                n += 1
+                time.sleep(0.02)
+
+    def querier(self):
+        with Client(self.cluster.endpoint, timeout=30) as q:
+            while not self.stop.is_set():
+                with self.lock:
+                    before = set(self.acked)
+                ids = found(q)
+                with self.lock:
+                    after = set(self.sent)
+                answer = set(ids)
+                if len(ids) != len(answer):
+                    self.problems.append(f"a query answered {len(ids) - len(answer)} items twice")
+                if not before <= answer:
+                    self.problems.append(f"a query missed {len(before - answer)} acknowledged items, e.g. {sorted(before - answer)[:3]}")
+                if not answer <= after:
+                    self.problems.append(f"a query answered {len(answer - after)} items never sent")
+                self.queried.append(len(ids))
+
+
+def query_worker_batches(cluster, worker_id):
+    import urllib.request
+    with urllib.request.urlopen(cluster.stats_url, timeout=10) as r:
+        s = json.load(r)
+    return next((w.get("batches", 0) for w in s["workers"] if w["id"] == worker_id and w["state"] == "live"), None)
+
+
+def test_add_a_replica_under_load_then_retire_the_old_one(tmp_path):
+    require_binaries("limelight", "limelight-coordinator", "limelight-indexer", "limelight-query")
+    cluster = start_cluster(tmp_path / "data", shards=SHARDS)
+    new = tmp_path / "data" / "replica-new"
+    try:
+        old = str(cluster.data.resolve())
+        acked = set()
+        with Client(cluster.endpoint, timeout=20) as c:
+            first = items("a", 3000)
+            for k in range(0, len(first), 500):
+                assert c.publish(first[k:k + 500])["stored"] == 500
+            acked |= {i["uniqueIdentifier"] for i in first}
+
+        # Added under load: answers stay complete and exact throughout.
+        with Load(cluster, acked) as load:
+            time.sleep(1)
+            add = limelight(cluster, "shards", "add-replica", "--data", str(new), "--wait-seconds", "180")
+            time.sleep(1)
+        assert add.returncode == 0, (add.stdout, add.stderr)
+        assert "done: adding replica" in add.stdout, add.stdout
+        assert not load.problems, load.problems[:5]
+        assert len(load.queried) >= 3, load.queried
+        states = replicas_of(cluster)
+        assert all(states[s].get(str(new.resolve())) == "in sync" for s in range(SHARDS)), states
+
+        # The new replica's own SQLite files hold every acknowledged item exactly once.
+        def complete():
+            stored = stored_ids(new, SHARDS)
+            return len(stored) == len(set(stored)) and set(stored) == acked
+        assert wait_until(complete, timeout=30), "the new replica lacks an acknowledged item, or holds one twice"
+
+        # It is queried now: its query worker answers shards' parts.
+        query_id = "added-replica-new-query"
+        before = query_worker_batches(cluster, query_id)
+        assert before is not None, "the new replica's query worker is not live"
+        with Client(cluster.endpoint, timeout=20) as c:
+            def answered_by_new():
+                ids = found(c)
+                assert len(ids) == len(set(ids)) and set(ids) == acked
+                return (query_worker_batches(cluster, query_id) or 0) > before
+            assert wait_until(answered_by_new, timeout=30), "no query reached the new replica"
+
+        # The old replica (the data folder itself) retired under load.
+        with Load(cluster, acked) as load:
+            time.sleep(1)
+            retire = limelight(cluster, "shards", "retire", "--replica", str(cluster.data), "--wait-seconds", "120")
+            time.sleep(1)
+        assert retire.returncode == 0, (retire.stdout, retire.stderr)
+        assert "done: retiring replica" in retire.stdout, retire.stdout
+        assert not load.problems, load.problems[:5]
+        assert wait_until(lambda: all(set(r) == {str(new.resolve())} for r in replicas_of(cluster).values()), timeout=20), \
+            replicas_of(cluster)
+        with Client(cluster.endpoint, timeout=20) as c:
+            ids = found(c)
+            assert len(ids) == len(set(ids)) and set(ids) == acked
+            more = items("after", 200)
+            assert c.publish(more)["stored"] == 200
+            acked |= {i["uniqueIdentifier"] for i in more}
+            ids = found(c)
+            assert len(ids) == len(set(ids)) and set(ids) == acked
+        # The old replica's files were sent nothing after it was fenced.
+        old_ids = set(stored_ids(old, SHARDS))
+        assert not any(i.startswith("after:") for i in old_ids)
+
+        # Retiring the last in-sync replica is refused, naming the shard; nothing changes.
+        last = limelight(cluster, "shards", "retire", "--replica", str(new), timeout=60)
+        assert last.returncode == 2, (last.returncode, last.stdout, last.stderr)
+        assert "shard 0 has no in-sync replica but" in last.stderr and str(new.resolve()) in last.stderr, last.stderr
+        states = replicas_of(cluster)
+        assert all(states[s] == {str(new.resolve()): "in sync"} for s in range(SHARDS)), states
+        with Client(cluster.endpoint, timeout=20) as c:
+            assert set(found(c)) == acked
+    finally:
+        stop_cluster(cluster.process)
