@@ -117,7 +117,7 @@ extension CoordinatorCore {
         guard !ids.isEmpty else { return false }
         if replication.inFlight.values.contains(where: { ids.contains($0.worker) }) { return true }
         if replication.copies.running.values.contains(where: { ids.contains($0.source) || ids.contains($0.target) }) { return true }
-        if queries.values.contains(where: { !$0.scatter.workers.isDisjoint(with: ids) }) { return true }
+        if queries.values.contains(where: { $0.scatter.workers.contains(where: ids.contains) }) { return true }
         return ids.contains { !inFlight.searchesRunning(on: $0).isEmpty }
     }
 
