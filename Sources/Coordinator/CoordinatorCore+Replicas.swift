@@ -31,7 +31,7 @@ extension CoordinatorCore {
             shardsWithoutAnother: change.retire.map { name in change.shards.filter { !hasAnotherInSyncReplica(than: name, shard: $0) } } ?? [],
             retiredBusy: change.retire.map(replicaBusy) ?? false)
         let before = run.step
-        let action = run.tick(seen, keys: splitKeys, revision: revision, retired: retired, retiredRevision: retiredRevision)
+        let action = run.tick(seen, keys: splitKeys, revision: revision, retired: retired, retiredRevision: retiredRevision, now: .now)
         replicaRun = run
         if before != run.step {
             logger.notice("replica change moved on", metadata: ["change": "\(change.summary)", "change.step": "\(run.step)"])
@@ -87,14 +87,21 @@ extension CoordinatorCore {
     }
 
     /// The replica's indexer of `shard` is live and holds every committed
-    /// change (not detached, copying or catching up); with
-    /// `withQueryWorker`, a query worker of it is live too.
+    /// change (not detached, copying or catching up) — or is being sent
+    /// each one it lacks, as a replica under a steady write load always is
+    /// for the last few; with `withQueryWorker`, a query worker of it is live too.
     func replicaInSync(_ name: String, shard: Int, withQueryWorker: Bool) -> Bool {
         guard let w = liveWorkers(.indexer, shard: shard).first(where: { replicaName($0) == name }),
-            let have = replication.applied[name]?[shard], have >= (replication.committed[shard] ?? 0),
+            let have = replication.applied[name]?[shard],
             !(replication.detached[name]?.contains(shard) ?? false), replication.catchingUp[w.id]?[shard] == nil,
             !replication.copies.copying(replica: name, shard: shard)
         else { return false }
+        let committed = replication.committed[shard] ?? 0
+        if have < committed {
+            guard committed - have <= 4096 else { return false }
+            let sent = Set(replication.inFlight.values.filter { $0.worker == w.id && $0.shard == shard }.map(\.sequence))
+            guard (have + 1...committed).allSatisfy(sent.contains) else { return false }
+        }
         return !withQueryWorker || liveWorkers(.query, shard: shard).contains { replication.replicaOf[$0.id] == name }
     }
 

@@ -13,8 +13,9 @@ import Foundation
 ///    holds every committed change of each shard and a query worker of it
 ///    is live, an addition completes; a move goes on to retire.
 /// 2. **Checking**: a retirement goes on only while each shard has another
-///    replica in sync (indexer) with a live query worker; otherwise the
-///    change is refused, with the shard named, and nothing is retired.
+///    replica in sync (indexer) with a live query worker; when a shard has
+///    none for ``refuseAfter`` (a replica restarting may come back sooner),
+///    the change is refused, with the shard named, and nothing is retired.
 /// 3. **Draining**: the old replica is fenced — no write and no query is
 ///    sent to it from now on — and the changes and query parts sent to it
 ///    before are awaited. Every write acknowledged meanwhile reached the
@@ -62,6 +63,10 @@ struct ReplicaRun: Sendable {
     private(set) var step: Step
     private(set) var refusalStored = false
     let started: ContinuousClock.Instant
+    /// Since when the check has found a shard without another in-sync replica.
+    private(set) var lackingSince: ContinuousClock.Instant?
+    /// How long a shard may lack another in-sync replica before the retirement is refused.
+    static let refuseAfter = Duration.seconds(3)
 
     init(change: ReplicaChange, now: ContinuousClock.Instant) {
         self.change = change
@@ -99,7 +104,9 @@ struct ReplicaRun: Sendable {
         }
     }
 
-    mutating func tick(_ seen: Observed, keys: ClusterKeys, revision: Int, retired: RetiredReplicas, retiredRevision: Int) -> Action? {
+    mutating func tick(
+        _ seen: Observed, keys: ClusterKeys, revision: Int, retired: RetiredReplicas, retiredRevision: Int, now: ContinuousClock.Instant
+    ) -> Action? {
         switch step {
         case .adding:
             guard seen.addedInSync else { return nil }
@@ -109,9 +116,12 @@ struct ReplicaRun: Sendable {
             }
             change.phase = .retiring
             step = .checking
-            return tick(seen, keys: keys, revision: revision, retired: retired, retiredRevision: retiredRevision)
+            return tick(seen, keys: keys, revision: revision, retired: retired, retiredRevision: retiredRevision, now: now)
         case .checking:
             if let shard = seen.shardsWithoutAnother.first {
+                let since = lackingSince ?? now
+                lackingSince = since
+                guard since.duration(to: now) >= Self.refuseAfter else { return nil }
                 step = .refused
                 change.phase = .refused
                 change.reason =
@@ -119,6 +129,7 @@ struct ReplicaRun: Sendable {
                     + "(add one first: limelight shards add-replica, or limelight shards move)"
                 return .store(change.storing(keys: keys, readAt: revision))
             }
+            lackingSince = nil
             step = .draining
             return nil
         case .draining:

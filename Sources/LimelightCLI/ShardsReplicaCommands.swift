@@ -94,13 +94,6 @@ struct ShardsRetireCommand: AsyncParsableCommand {
     func run() async throws {
         try await ReplicaChangeRun(endpoint: endpoint, options: options, command: "retire").run { _, status, shards in
             let name = try ReplicaChangeRun.resolve(replica, status: status, shards: shards)
-            for s in status where shards.contains(s.shard) {
-                guard s.replicas.contains(where: { $0.name != name && $0.state == .inSync }) else {
-                    throw ReplicaCommandError(
-                        "shard \(s.shard) has no in-sync replica but \(name): retiring it would leave the shard none "
-                            + "(add one first: limelight shards add-replica, or limelight shards move)")
-                }
-            }
             return ReplicaChange(kind: .retire, shards: shards, retire: name)
         }
     }
@@ -180,6 +173,24 @@ struct ReplicaChangeRun {
         do { change = try make(map, before.rows, try options.shardList(count: map.shards)) } catch let e as ReplicaCommandError {
             throw fail(e.description)
         }
+        if change.kind == .retire, let name = change.retire {
+            // Checked first from the stats (the coordinator checks again): a
+            // replica under writes may lag a change for a moment, so a few
+            // readings over ``ReplicaRun.refuseAfter``'s span are taken.
+            var rows = before.rows
+            var lacking = Self.lacking(rows, retiring: name, shards: change.shards)
+            let until = clock.now.advanced(by: .seconds(3))
+            while !lacking.isEmpty, clock.now < until {
+                try? await Task.sleep(for: .milliseconds(200))
+                rows = try await status().rows
+                lacking = Self.lacking(rows, retiring: name, shards: change.shards)
+            }
+            if let shard = lacking.first {
+                throw fail(
+                    "shard \(shard) has no in-sync replica but \(name): retiring it would leave the shard none "
+                        + "(add one first: limelight shards add-replica, or limelight shards move)")
+            }
+        }
         if let under = read.first(keys.replicaChange).flatMap({ ReplicaChange.decode($0.value) }) {
             guard under.kind == change.kind, under.add == change.add, under.retire == change.retire, under.shards == change.shards else {
                 throw fail("another replica change is under way (\(under.summary)); wait for it to finish")
@@ -220,6 +231,11 @@ struct ReplicaChangeRun {
             }
         }
         throw fail("not finished after \(Int(options.waitSeconds)) s; it goes on (see limelight shards status)", 1)
+    }
+
+    /// The shards among `shards` with no in-sync replica but `retiring`.
+    static func lacking(_ rows: [ShardStatus], retiring: String, shards: [Int]) -> [Int] {
+        rows.filter { shards.contains($0.shard) && !$0.replicas.contains { $0.name != retiring && $0.state == .inSync } }.map(\.shard)
     }
 
     /// One line: each changing replica's state per shard.

@@ -23,14 +23,14 @@ import Testing
         var run = ReplicaRun(change: change, now: t0)
         #expect(run.step == .adding)
         #expect(run.queryExcluded == "h:/new" && run.writeExcluded == nil)
-        #expect(run.tick(seen(), keys: keys, revision: 5, retired: none, retiredRevision: 0) == nil)
+        #expect(run.tick(seen(), keys: keys, revision: 5, retired: none, retiredRevision: 0, now: t0) == nil)
         #expect(run.queryExcluded == "h:/new")
-        let action = run.tick(seen(inSync: true), keys: keys, revision: 5, retired: none, retiredRevision: 0)
-        #expect(action == .complete(change.completing(keys: keys, readAt: 5, retired: none, retiredRevision: 0)))
+        let action = run.tick(seen(inSync: true), keys: keys, revision: 5, retired: none, retiredRevision: 0, now: t0)
+        #expect(action == .complete(change.completing(keys: keys, readAt: 5, retired: none, retiredRevision: 0, now: t0)))
         #expect(run.queryExcluded == nil && run.writeExcluded == nil)
         // A refused transaction (the record changed) is tried again; then it is done.
         #expect(run.completed(false) == false)
-        #expect(run.tick(seen(inSync: true), keys: keys, revision: 6, retired: none, retiredRevision: 0) != nil)
+        #expect(run.tick(seen(inSync: true), keys: keys, revision: 6, retired: none, retiredRevision: 0, now: t0) != nil)
         #expect(run.completed(true))
         #expect(run.step == .done && run.queryExcluded == nil)
     }
@@ -39,7 +39,11 @@ import Testing
         let change = ReplicaChange(kind: .retire, shards: [0, 1, 2], retire: "h:/old")
         var run = ReplicaRun(change: change, now: t0)
         #expect(run.step == .checking)
-        guard case .store(let t)? = run.tick(seen(lacking: [2]), keys: keys, revision: 9, retired: none, retiredRevision: 0) else {
+        // A shard without another in-sync replica is given a moment (a replica restarting may be back).
+        #expect(run.tick(seen(lacking: [2]), keys: keys, revision: 9, retired: none, retiredRevision: 0, now: t0) == nil)
+        #expect(run.step == .checking && run.writeExcluded == nil)
+        let later = t0.advanced(by: ReplicaRun.refuseAfter)
+        guard case .store(let t)? = run.tick(seen(lacking: [2]), keys: keys, revision: 9, retired: none, retiredRevision: 0, now: later) else {
             Issue.record("expected the refusal to be stored")
             return
         }
@@ -52,16 +56,16 @@ import Testing
         #expect(stored.phase == .refused)
         #expect(stored.reason?.contains("shard 2 has no in-sync replica but h:/old") == true)
         run.stored(true)
-        #expect(run.tick(seen(lacking: [2]), keys: keys, revision: 10, retired: none, retiredRevision: 0) == nil)
+        #expect(run.tick(seen(lacking: [2]), keys: keys, revision: 10, retired: none, retiredRevision: 0, now: t0) == nil)
     }
 
     @Test func aRetirementFencesTheReplicaWaitsForWhatItWasSentThenRecordsItRetired() {
         let change = ReplicaChange(kind: .retire, shards: [0], retire: "h:/old")
         var run = ReplicaRun(change: change, now: t0)
-        #expect(run.tick(seen(), keys: keys, revision: 3, retired: none, retiredRevision: 0) == nil)
+        #expect(run.tick(seen(), keys: keys, revision: 3, retired: none, retiredRevision: 0, now: t0) == nil)
         #expect(run.step == .draining && run.writeExcluded == "h:/old" && run.queryExcluded == "h:/old")
-        #expect(run.tick(seen(busy: true), keys: keys, revision: 3, retired: none, retiredRevision: 0) == nil)
-        let action = run.tick(seen(), keys: keys, revision: 3, retired: none, retiredRevision: 7)
+        #expect(run.tick(seen(busy: true), keys: keys, revision: 3, retired: none, retiredRevision: 0, now: t0) == nil)
+        let action = run.tick(seen(), keys: keys, revision: 3, retired: none, retiredRevision: 7, now: t0)
         guard case .complete(let t)? = action else {
             Issue.record("expected the completion, got \(String(describing: action))")
             return
@@ -76,13 +80,19 @@ import Testing
         #expect(run.writeExcluded == "h:/old")
     }
 
-    @Test func aShardThatLosesItsOtherReplicaWhileDrainingLiftsTheFenceAndChecksAgain() {
+    @Test func aShardThatLosesItsOtherReplicaWhileDrainingLiftsTheFenceChecksAgainAndRefusesOnlyAfterAMoment() {
         var run = ReplicaRun(change: ReplicaChange(kind: .retire, shards: [0], retire: "h:/old"), now: t0)
-        _ = run.tick(seen(), keys: keys, revision: 3, retired: none, retiredRevision: 0)
+        _ = run.tick(seen(), keys: keys, revision: 3, retired: none, retiredRevision: 0, now: t0)
         #expect(run.step == .draining)
-        #expect(run.tick(seen(lacking: [0]), keys: keys, revision: 3, retired: none, retiredRevision: 0) == nil)
+        #expect(run.tick(seen(lacking: [0]), keys: keys, revision: 3, retired: none, retiredRevision: 0, now: t0) == nil)
         #expect(run.step == .checking && run.writeExcluded == nil)
-        guard case .store? = run.tick(seen(lacking: [0]), keys: keys, revision: 3, retired: none, retiredRevision: 0) else {
+        // Back in time: fenced again.
+        #expect(run.tick(seen(), keys: keys, revision: 3, retired: none, retiredRevision: 0, now: t0) == nil)
+        #expect(run.step == .draining && run.writeExcluded == "h:/old")
+        #expect(run.tick(seen(lacking: [0]), keys: keys, revision: 3, retired: none, retiredRevision: 0, now: t0) == nil)
+        #expect(run.tick(seen(lacking: [0]), keys: keys, revision: 3, retired: none, retiredRevision: 0, now: t0) == nil)
+        let later = t0.advanced(by: .seconds(5))
+        guard case .store? = run.tick(seen(lacking: [0]), keys: keys, revision: 3, retired: none, retiredRevision: 0, now: later) else {
             Issue.record("expected a refusal")
             return
         }
@@ -93,12 +103,12 @@ import Testing
         let change = ReplicaChange(kind: .move, shards: [0, 1], add: "h:/new", folder: "/new", retire: "h:/old")
         var run = ReplicaRun(change: change, now: t0)
         #expect(run.queryExcluded == "h:/new" && run.writeExcluded == nil)
-        #expect(run.tick(seen(), keys: keys, revision: 2, retired: none, retiredRevision: 0) == nil)
+        #expect(run.tick(seen(), keys: keys, revision: 2, retired: none, retiredRevision: 0, now: t0) == nil)
         // In sync: the retirement's check runs at once, and the old replica is fenced.
-        #expect(run.tick(seen(inSync: true), keys: keys, revision: 2, retired: none, retiredRevision: 0) == nil)
+        #expect(run.tick(seen(inSync: true), keys: keys, revision: 2, retired: none, retiredRevision: 0, now: t0) == nil)
         #expect(run.step == .draining && run.queryExcluded == "h:/old" && run.writeExcluded == "h:/old")
         let retiredBefore = RetiredReplicas(replicas: ["h:/new": [0, 1, 3]])
-        guard case .complete(let t)? = run.tick(seen(inSync: true), keys: keys, revision: 2, retired: retiredBefore, retiredRevision: 4),
+        guard case .complete(let t)? = run.tick(seen(inSync: true), keys: keys, revision: 2, retired: retiredBefore, retiredRevision: 4, now: t0),
             case .put(_, let v, _)? = t.success.last, let after = RetiredReplicas.decode(v)
         else {
             Issue.record("expected the completion")
@@ -116,7 +126,7 @@ import Testing
         stored.phase = .refused
         var refused = ReplicaRun(change: stored, now: t0)
         #expect(refused.step == .refused)
-        #expect(refused.tick(seen(), keys: keys, revision: 1, retired: none, retiredRevision: 0) == nil)
+        #expect(refused.tick(seen(), keys: keys, revision: 1, retired: none, retiredRevision: 0, now: t0) == nil)
         #expect(run.carriesOut(stored) && !run.carriesOut(ReplicaChange(kind: .retire, shards: [0], retire: "h:/old")))
     }
 }
