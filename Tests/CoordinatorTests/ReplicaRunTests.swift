@@ -23,15 +23,19 @@ import Testing
         var run = ReplicaRun(change: change, now: t0)
         #expect(run.step == .adding)
         #expect(run.queryExcluded == "h:/new" && run.writeExcluded == nil)
-        #expect(run.tick(seen(), keys: keys, revision: 5, retired: none, retiredRevision: 0, now: t0) == nil)
+        let a1 = run.tick(seen(), keys: keys, revision: 5, retired: none, retiredRevision: 0, now: t0)
+        #expect(a1 == nil)
         #expect(run.queryExcluded == "h:/new")
         let action = run.tick(seen(inSync: true), keys: keys, revision: 5, retired: none, retiredRevision: 0, now: t0)
-        #expect(action == .complete(change.completing(keys: keys, readAt: 5, retired: none, retiredRevision: 0, now: t0)))
+        #expect(action == .complete(change.completing(keys: keys, readAt: 5, retired: none, retiredRevision: 0)))
         #expect(run.queryExcluded == nil && run.writeExcluded == nil)
         // A refused transaction (the record changed) is tried again; then it is done.
-        #expect(run.completed(false) == false)
-        #expect(run.tick(seen(inSync: true), keys: keys, revision: 6, retired: none, retiredRevision: 0, now: t0) != nil)
-        #expect(run.completed(true))
+        let done1 = run.completed(false)
+        #expect(done1 == false)
+        let a2 = run.tick(seen(inSync: true), keys: keys, revision: 6, retired: none, retiredRevision: 0, now: t0)
+        #expect(a2 != nil)
+        let done2 = run.completed(true)
+        #expect(done2)
         #expect(run.step == .done && run.queryExcluded == nil)
     }
 
@@ -40,7 +44,8 @@ import Testing
         var run = ReplicaRun(change: change, now: t0)
         #expect(run.step == .checking)
         // A shard without another in-sync replica is given a moment (a replica restarting may be back).
-        #expect(run.tick(seen(lacking: [2]), keys: keys, revision: 9, retired: none, retiredRevision: 0, now: t0) == nil)
+        let a3 = run.tick(seen(lacking: [2]), keys: keys, revision: 9, retired: none, retiredRevision: 0, now: t0)
+        #expect(a3 == nil)
         #expect(run.step == .checking && run.writeExcluded == nil)
         let later = t0.advanced(by: ReplicaRun.refuseAfter)
         guard case .store(let t)? = run.tick(seen(lacking: [2]), keys: keys, revision: 9, retired: none, retiredRevision: 0, now: later) else {
@@ -56,15 +61,18 @@ import Testing
         #expect(stored.phase == .refused)
         #expect(stored.reason?.contains("shard 2 has no in-sync replica but h:/old") == true)
         run.stored(true)
-        #expect(run.tick(seen(lacking: [2]), keys: keys, revision: 10, retired: none, retiredRevision: 0, now: t0) == nil)
+        let a4 = run.tick(seen(lacking: [2]), keys: keys, revision: 10, retired: none, retiredRevision: 0, now: t0)
+        #expect(a4 == nil)
     }
 
     @Test func aRetirementFencesTheReplicaWaitsForWhatItWasSentThenRecordsItRetired() {
         let change = ReplicaChange(kind: .retire, shards: [0], retire: "h:/old")
         var run = ReplicaRun(change: change, now: t0)
-        #expect(run.tick(seen(), keys: keys, revision: 3, retired: none, retiredRevision: 0, now: t0) == nil)
+        let a5 = run.tick(seen(), keys: keys, revision: 3, retired: none, retiredRevision: 0, now: t0)
+        #expect(a5 == nil)
         #expect(run.step == .draining && run.writeExcluded == "h:/old" && run.queryExcluded == "h:/old")
-        #expect(run.tick(seen(busy: true), keys: keys, revision: 3, retired: none, retiredRevision: 0, now: t0) == nil)
+        let a6 = run.tick(seen(busy: true), keys: keys, revision: 3, retired: none, retiredRevision: 0, now: t0)
+        #expect(a6 == nil)
         let action = run.tick(seen(), keys: keys, revision: 3, retired: none, retiredRevision: 7, now: t0)
         guard case .complete(let t)? = action else {
             Issue.record("expected the completion, got \(String(describing: action))")
@@ -76,7 +84,8 @@ import Testing
             return
         }
         #expect(k == keys.retiredReplicas && RetiredReplicas.decode(v)?.isRetired("h:/old", shard: 0) == true)
-        #expect(run.completed(true))
+        let done3 = run.completed(true)
+        #expect(done3)
         #expect(run.writeExcluded == "h:/old")
     }
 
@@ -84,13 +93,17 @@ import Testing
         var run = ReplicaRun(change: ReplicaChange(kind: .retire, shards: [0], retire: "h:/old"), now: t0)
         _ = run.tick(seen(), keys: keys, revision: 3, retired: none, retiredRevision: 0, now: t0)
         #expect(run.step == .draining)
-        #expect(run.tick(seen(lacking: [0]), keys: keys, revision: 3, retired: none, retiredRevision: 0, now: t0) == nil)
+        let a7 = run.tick(seen(lacking: [0]), keys: keys, revision: 3, retired: none, retiredRevision: 0, now: t0)
+        #expect(a7 == nil)
         #expect(run.step == .checking && run.writeExcluded == nil)
         // Back in time: fenced again.
-        #expect(run.tick(seen(), keys: keys, revision: 3, retired: none, retiredRevision: 0, now: t0) == nil)
+        let a8 = run.tick(seen(), keys: keys, revision: 3, retired: none, retiredRevision: 0, now: t0)
+        #expect(a8 == nil)
         #expect(run.step == .draining && run.writeExcluded == "h:/old")
-        #expect(run.tick(seen(lacking: [0]), keys: keys, revision: 3, retired: none, retiredRevision: 0, now: t0) == nil)
-        #expect(run.tick(seen(lacking: [0]), keys: keys, revision: 3, retired: none, retiredRevision: 0, now: t0) == nil)
+        let a9 = run.tick(seen(lacking: [0]), keys: keys, revision: 3, retired: none, retiredRevision: 0, now: t0)
+        #expect(a9 == nil)
+        let a10 = run.tick(seen(lacking: [0]), keys: keys, revision: 3, retired: none, retiredRevision: 0, now: t0)
+        #expect(a10 == nil)
         let later = t0.advanced(by: .seconds(5))
         guard case .store? = run.tick(seen(lacking: [0]), keys: keys, revision: 3, retired: none, retiredRevision: 0, now: later) else {
             Issue.record("expected a refusal")
@@ -103,9 +116,11 @@ import Testing
         let change = ReplicaChange(kind: .move, shards: [0, 1], add: "h:/new", folder: "/new", retire: "h:/old")
         var run = ReplicaRun(change: change, now: t0)
         #expect(run.queryExcluded == "h:/new" && run.writeExcluded == nil)
-        #expect(run.tick(seen(), keys: keys, revision: 2, retired: none, retiredRevision: 0, now: t0) == nil)
+        let a11 = run.tick(seen(), keys: keys, revision: 2, retired: none, retiredRevision: 0, now: t0)
+        #expect(a11 == nil)
         // In sync: the retirement's check runs at once, and the old replica is fenced.
-        #expect(run.tick(seen(inSync: true), keys: keys, revision: 2, retired: none, retiredRevision: 0, now: t0) == nil)
+        let a12 = run.tick(seen(inSync: true), keys: keys, revision: 2, retired: none, retiredRevision: 0, now: t0)
+        #expect(a12 == nil)
         #expect(run.step == .draining && run.queryExcluded == "h:/old" && run.writeExcluded == "h:/old")
         let retiredBefore = RetiredReplicas(replicas: ["h:/new": [0, 1, 3]])
         guard case .complete(let t)? = run.tick(seen(inSync: true), keys: keys, revision: 2, retired: retiredBefore, retiredRevision: 4, now: t0),
@@ -126,7 +141,31 @@ import Testing
         stored.phase = .refused
         var refused = ReplicaRun(change: stored, now: t0)
         #expect(refused.step == .refused)
-        #expect(refused.tick(seen(), keys: keys, revision: 1, retired: none, retiredRevision: 0, now: t0) == nil)
+        let a13 = refused.tick(seen(), keys: keys, revision: 1, retired: none, retiredRevision: 0, now: t0)
+        #expect(a13 == nil)
         #expect(run.carriesOut(stored) && !run.carriesOut(ReplicaChange(kind: .retire, shards: [0], retire: "h:/old")))
+    }
+}
+
+/// The fences a replica change sets in the replication state.
+@Suite struct ReplicaFenceTests {
+    @Test func anUnqueriedReplicaIsNotFreshAndAFencedOneIsNotRepaired() {
+        var r = ReplicationState()
+        r.replicaOf["q1"] = "h:/new"
+        r.replicaOf["i1"] = "h:/new"
+        r.applied["h:/new"] = [0: 5]
+        r.committed[0] = 5
+        r.issued[0] = 5
+        #expect(r.isFresh("q1", shard: 0))
+        r.unqueried["h:/new"] = [0]
+        #expect(!r.isFresh("q1", shard: 0))
+        #expect(r.isFresh("q1", shard: 1))
+        // Behind with nothing on its way: the sweep catches it up, unless it is fenced.
+        r.committed[0] = 7
+        r.issued[0] = 7
+        r.logStart[0] = 1
+        #expect(r.repairs(indexers: [(id: "i1", shards: [0])]) == [.catchUp(worker: "i1", shard: 0, after: 5)])
+        r.fenced["h:/new"] = [0]
+        #expect(r.repairs(indexers: [(id: "i1", shards: [0])]).isEmpty)
     }
 }

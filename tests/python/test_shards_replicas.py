@@ -106,7 +106,7 @@ def query_worker_batches(cluster, worker_id):
     return next((w.get("batches", 0) for w in s["workers"] if w["id"] == worker_id and w["state"] == "live"), None)
 
 
-def test_add_a_replica_under_load_then_retire_the_old_one(tmp_path):
+def test_add_a_replica_under_load_retire_the_old_one_then_move_it(tmp_path):
     require_binaries("limelight", "limelight-coordinator", "limelight-indexer", "limelight-query")
     cluster = start_cluster(tmp_path / "data", shards=SHARDS)
     new = tmp_path / "data" / "replica-new"
@@ -170,13 +170,85 @@ def test_add_a_replica_under_load_then_retire_the_old_one(tmp_path):
         old_ids = set(stored_ids(old, SHARDS))
         assert not any(i.startswith("after:") for i in old_ids)
 
+        # Moved under load to another folder: added, then the new one retired.
+        moved = tmp_path / "data" / "replica-moved"
+        with Load(cluster, acked) as load:
+            time.sleep(1)
+            move = limelight(cluster, "shards", "move", "--from", str(new), "--to-data", str(moved), "--wait-seconds", "180")
+            time.sleep(1)
+        assert move.returncode == 0, (move.stdout, move.stderr)
+        assert "done: moving shards 0,1 from replica" in move.stdout, move.stdout
+        assert not load.problems, load.problems[:5]
+        assert wait_until(lambda: all(set(r) == {str(moved.resolve())} for r in replicas_of(cluster).values()), timeout=20), \
+            replicas_of(cluster)
+        stored = stored_ids(moved, SHARDS)
+        assert len(stored) == len(set(stored)) and set(stored) == acked
+
         # Retiring the last in-sync replica is refused, naming the shard; nothing changes.
-        last = limelight(cluster, "shards", "retire", "--replica", str(new), timeout=60)
+        last = limelight(cluster, "shards", "retire", "--replica", str(moved), timeout=60)
         assert last.returncode == 2, (last.returncode, last.stdout, last.stderr)
-        assert "shard 0 has no in-sync replica but" in last.stderr and str(new.resolve()) in last.stderr, last.stderr
+        assert "shard 0 has no in-sync replica but" in last.stderr and str(moved.resolve()) in last.stderr, last.stderr
         states = replicas_of(cluster)
-        assert all(states[s] == {str(new.resolve()): "in sync"} for s in range(SHARDS)), states
+        assert all(states[s] == {str(moved.resolve()): "in sync"} for s in range(SHARDS)), states
         with Client(cluster.endpoint, timeout=20) as c:
             assert set(found(c)) == acked
     finally:
+        stop_cluster(cluster.process)
+
+
+def test_a_replica_whose_workers_the_operator_starts_is_waited_for_then_retired_and_told_to_stop(tmp_path):
+    """As on a cluster across hosts: `add-replica --replica NAME` waits while
+    the operator starts the new replica's indexer and query worker (here by
+    hand, naming the replica); once in sync it is queried. Retired, its
+    workers are told to stop: they exit 2 with the reason."""
+    require_binaries("limelight", "limelight-coordinator", "limelight-indexer", "limelight-query")
+    cluster = start_cluster(tmp_path / "data", shards=SHARDS)
+    folder = tmp_path / "host2"
+    name = f"host2:{folder}"
+    workers = []
+    try:
+        acked = set()
+        with Client(cluster.endpoint, timeout=20) as c:
+            first = items("h", 1000)
+            assert c.publish(first)["stored"] == 1000
+            acked |= {i["uniqueIdentifier"] for i in first}
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LIMELIGHT_KEY")}
+        env["LIMELIGHT_DATA"] = str(cluster.data)
+        add = subprocess.Popen([str(bin_dir() / "limelight"), "shards", "add-replica", "--replica", name, "--endpoint", cluster.endpoint,
+                                "--wait-seconds", "120"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        first_line = add.stdout.readline()
+        assert first_line.startswith(f"adding replica {name} to shards 0,1"), (first_line, add.stderr.read() if add.poll() is not None else "")
+        time.sleep(1)
+        assert add.poll() is None, "the command did not wait for the replica's workers"
+        with Client(cluster.endpoint, timeout=20) as c:
+            more = items("h2", 300)
+            assert c.publish(more)["stored"] == 300
+            acked |= {i["uniqueIdentifier"] for i in more}
+        for role, executable in (("indexer", "limelight-indexer"), ("query", "limelight-query")):
+            with open(tmp_path / f"host2-{role}.log", "w") as log:
+                workers.append(subprocess.Popen(
+                    [str(bin_dir() / executable), "--coordinator", cluster.workers_endpoint, "--data", str(folder), "--shards", "0,1",
+                     "--replica", name, "--id", f"host2-{role}", "--cluster-secret-file", str(cluster.data / "cluster.secret")],
+                    stdout=subprocess.DEVNULL, stderr=log))
+        out, err = add.communicate(timeout=150)
+        assert add.returncode == 0, (out, err)
+        assert "done: adding replica" in out, out
+        stored = stored_ids(folder, SHARDS)
+        assert len(stored) == len(set(stored)) and set(stored) == acked
+        assert all(r.get(str(folder)) == "in sync" for r in replicas_of(cluster).values()), replicas_of(cluster)
+
+        retire = limelight(cluster, "shards", "retire", "--replica", name, "--wait-seconds", "60")
+        assert retire.returncode == 0, (retire.stdout, retire.stderr)
+        for role, w in zip(("indexer", "query"), workers):
+            assert w.wait(timeout=30) == 2, role
+            assert f"replica {name} was retired from shard" in (tmp_path / f"host2-{role}.log").read_text(), role
+        assert wait_until(lambda: all(str(folder) not in r for r in replicas_of(cluster).values()), timeout=20), replicas_of(cluster)
+        with Client(cluster.endpoint, timeout=20) as c:
+            ids = found(c)
+            assert len(ids) == len(set(ids)) and set(ids) == acked
+    finally:
+        for w in workers:
+            if w.poll() is None:
+                w.kill()
+                w.wait()
         stop_cluster(cluster.process)
