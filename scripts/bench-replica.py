@@ -59,6 +59,7 @@ def main():
         phase = {"name": "before"}
         latencies = {"before": [], "add": [], "retire": []}
         publishes = {"add": [], "retire": []}
+        failed = []
         stop = threading.Event()
 
         def querier():
@@ -71,7 +72,9 @@ def main():
                     t0 = time.monotonic()
                     events = list(q.query(text, fetch=["title"], limit=20, deadline_ms=30_000))
                     ms = (time.monotonic() - t0) * 1000
-                    assert events[-1][0] == "completion" and not events[-1][1].get("failedShards"), events[-1]
+                    assert events[-1][0] == "completion", events[-1]
+                    if events[-1][1].get("failedShards"):
+                        failed.append((started_in, events[-1][1]["failedShards"]))
                     if started_in in latencies:
                         latencies[started_in].append(ms)
 
@@ -128,6 +131,7 @@ def main():
             "query_before": q("before"), "query_during_add": q("add"), "query_during_retire": q("retire"),
             "longest_publish_add_ms": round(max(publishes["add"]), 1) if publishes["add"] else None,
             "longest_publish_retire_ms": round(max(publishes["retire"]), 1) if publishes["retire"] else None,
+            "queries_with_failed_shards": failed[:5], "queries_with_failed_shards_n": len(failed),
             "add_stdout": add.stdout.strip().splitlines(), "retire_stdout": retire.stdout.strip().splitlines(),
         }, indent=1))
     finally:

@@ -29,7 +29,9 @@ extension CoordinatorCore {
         let seen = ReplicaRun.Observed(
             addedInSync: change.add.map { name in change.shards.allSatisfy { replicaInSync(name, shard: $0, withQueryWorker: true) } } ?? true,
             shardsWithoutAnother: change.retire.map { name in change.shards.filter { !hasAnotherInSyncReplica(than: name, shard: $0) } } ?? [],
-            retiredBusy: change.retire.map(replicaBusy) ?? false)
+            retiredChangesBusy: change.retire.map(replicaChangesBusy) ?? false,
+            retiredQueriesBusy: change.retire.map(replicaQueriesBusy) ?? false,
+            othersCaughtUp: change.retire.map { name in change.shards.allSatisfy { othersCaughtUp(than: name, shard: $0) } } ?? true)
         let before = run.step
         let action = run.tick(seen, keys: splitKeys, revision: revision, retired: retired, retiredRevision: retiredRevision, now: .now)
         replicaRun = run
@@ -118,14 +120,31 @@ extension CoordinatorCore {
         return inSync && queryable
     }
 
-    /// Changes, copies or query parts sent to a worker of replica `name` are unanswered.
-    func replicaBusy(_ name: String) -> Bool {
+    /// Changes or copies sent to a worker of replica `name` are unanswered.
+    func replicaChangesBusy(_ name: String) -> Bool {
         let ids = Set(workers.values.filter { replicaName($0) == name }.map(\.id))
         guard !ids.isEmpty else { return false }
         if replication.inFlight.values.contains(where: { ids.contains($0.worker) }) { return true }
-        if replication.copies.running.values.contains(where: { ids.contains($0.source) || ids.contains($0.target) }) { return true }
+        return replication.copies.running.values.contains { ids.contains($0.source) || ids.contains($0.target) }
+    }
+
+    /// Query or search parts sent to a query worker of replica `name` are unanswered.
+    func replicaQueriesBusy(_ name: String) -> Bool {
+        let ids = Set(workers.values.filter { replicaName($0) == name }.map(\.id))
+        guard !ids.isEmpty else { return false }
         if queries.values.contains(where: { $0.scatter.workers.contains(where: ids.contains) }) { return true }
         return ids.contains { !inFlight.searchesRunning(on: $0).isEmpty }
+    }
+
+    /// Some replica of `shard` other than `name`, not fenced, has applied
+    /// every committed change: its query workers are fresh.
+    func othersCaughtUp(than name: String, shard: Int) -> Bool {
+        let committed = replication.committed[shard] ?? 0
+        return liveWorkers(.indexer, shard: shard).contains { w in
+            let other = replicaName(w)
+            return other != name && !(replication.fenced[other]?.contains(shard) ?? false)
+                && !(replication.detached[other]?.contains(shard) ?? false) && (replication.applied[other]?[shard] ?? -1) >= committed
+        }
     }
 
     /// Forgets the live workers every shard of which their replica was

@@ -16,13 +16,20 @@ import Foundation
 ///    replica in sync (indexer) with a live query worker; when a shard has
 ///    none for ``refuseAfter`` (a replica restarting may come back sooner),
 ///    the change is refused, with the shard named, and nothing is retired.
-/// 3. **Draining**: the old replica is fenced — no write and no query is
-///    sent to it from now on — and the changes and query parts sent to it
-///    before are awaited. Every write acknowledged meanwhile reached the
-///    other in-sync replicas (an acknowledgement needs every replica that
-///    was sent the write), so none is lost. Should a shard lose its other
-///    in-sync replica meanwhile, the fence is lifted and the check runs again.
-/// 4. **Completing**: the record is deleted and the replica recorded as
+/// 3. **Draining**: the old replica is fenced from writes — no change is
+///    sent to it from now on — and the changes sent to it before are
+///    awaited. Every write acknowledged meanwhile reached the other in-sync
+///    replicas (an acknowledgement needs every replica that was sent the
+///    write), so none is lost. Queries may still read it while it is fresh
+///    (the next committed change makes it stale, and the others fresh);
+///    they move off it once the others have applied every committed change,
+///    so that a shard is never left without a fresh replica to read, not
+///    even while a change is on its way to the others.
+/// 4. **Unquerying**: the old replica is fenced from queries too; the query
+///    parts sent to it before are awaited. Should a shard lose its other
+///    in-sync replica while the old one drains, the fences are lifted and
+///    the check runs again.
+/// 5. **Completing**: the record is deleted and the replica recorded as
 ///    retired, in one transaction; the core then tells its workers to stop.
 ///
 /// A value: ``tick(_:keys:revision:retired:retiredRevision:)`` takes what
@@ -33,6 +40,7 @@ struct ReplicaRun: Sendable {
         case adding
         case checking
         case draining
+        case unquerying
         case completing
         /// Refused (stored once ``refusalStored``): the command deletes the record.
         case refused
@@ -54,9 +62,12 @@ struct ReplicaRun: Sendable {
         /// The shards with no in-sync replica but the one retired (with a
         /// live query worker): retiring it would leave them none.
         var shardsWithoutAnother: [Int]
-        /// Changes, copies or query parts sent to the retired replica's
-        /// workers are still unanswered.
-        var retiredBusy: Bool
+        /// Changes or copies sent to the retired replica's workers are still unanswered.
+        var retiredChangesBusy: Bool
+        /// Query parts sent to the retired replica's query workers are still unanswered.
+        var retiredQueriesBusy: Bool
+        /// On every shard some other replica has applied every committed change.
+        var othersCaughtUp: Bool
     }
 
     private(set) var change: ReplicaChange
@@ -91,15 +102,15 @@ struct ReplicaRun: Sendable {
     var queryExcluded: String? {
         switch step {
         case .adding: change.add
-        case .draining, .completing, .done: change.retire
-        case .checking, .refused: nil
+        case .unquerying, .completing, .done: change.retire
+        case .checking, .draining, .refused: nil
         }
     }
 
     /// The replica no write is sent to: the one retired, once fenced.
     var writeExcluded: String? {
         switch step {
-        case .draining, .completing, .done: change.retire
+        case .draining, .unquerying, .completing, .done: change.retire
         default: nil
         }
     }
@@ -132,12 +143,16 @@ struct ReplicaRun: Sendable {
             lackingSince = nil
             step = .draining
             return nil
-        case .draining:
+        case .draining, .unquerying:
             guard seen.shardsWithoutAnother.isEmpty else {
                 step = .checking
                 return nil
             }
-            guard !seen.retiredBusy else { return nil }
+            if step == .draining {
+                guard !seen.retiredChangesBusy, seen.othersCaughtUp else { return nil }
+                step = .unquerying
+            }
+            guard !seen.retiredQueriesBusy else { return nil }
             step = .completing
             return .complete(change.completing(keys: keys, readAt: revision, retired: retired, retiredRevision: retiredRevision))
         case .completing:

@@ -14,8 +14,14 @@ import Testing
     let t0 = ContinuousClock.now
     let none = RetiredReplicas()
 
-    func seen(inSync: Bool = false, lacking: [Int] = [], busy: Bool = false) -> ReplicaRun.Observed {
-        ReplicaRun.Observed(addedInSync: inSync, shardsWithoutAnother: lacking, retiredBusy: busy)
+    func seen(
+        inSync: Bool = false, lacking: [Int] = [], busy: Bool = false, querying: Bool = false, othersBehind: Bool = false
+    )
+        -> ReplicaRun.Observed
+    {
+        ReplicaRun.Observed(
+            addedInSync: inSync, shardsWithoutAnother: lacking, retiredChangesBusy: busy, retiredQueriesBusy: querying,
+            othersCaughtUp: !othersBehind)
     }
 
     @Test func anAdditionCompletesOnceTheNewReplicaIsInSyncAndIsQueriedOnlyThen() {
@@ -70,9 +76,15 @@ import Testing
         var run = ReplicaRun(change: change, now: t0)
         let a5 = run.tick(seen(), keys: keys, revision: 3, retired: none, retiredRevision: 0, now: t0)
         #expect(a5 == nil)
-        #expect(run.step == .draining && run.writeExcluded == "h:/old" && run.queryExcluded == "h:/old")
+        // Fenced from writes; still read while it is fresh.
+        #expect(run.step == .draining && run.writeExcluded == "h:/old" && run.queryExcluded == nil)
         let a6 = run.tick(seen(busy: true), keys: keys, revision: 3, retired: none, retiredRevision: 0, now: t0)
         #expect(a6 == nil)
+        // Queries move off it only once another replica has every committed change.
+        let behind = run.tick(seen(othersBehind: true), keys: keys, revision: 3, retired: none, retiredRevision: 0, now: t0)
+        #expect(behind == nil && run.step == .draining && run.queryExcluded == nil)
+        let querying = run.tick(seen(querying: true), keys: keys, revision: 3, retired: none, retiredRevision: 0, now: t0)
+        #expect(querying == nil && run.step == .unquerying && run.queryExcluded == "h:/old")
         let action = run.tick(seen(), keys: keys, revision: 3, retired: none, retiredRevision: 7, now: t0)
         guard case .complete(let t)? = action else {
             Issue.record("expected the completion, got \(String(describing: action))")
@@ -118,10 +130,10 @@ import Testing
         #expect(run.queryExcluded == "h:/new" && run.writeExcluded == nil)
         let a11 = run.tick(seen(), keys: keys, revision: 2, retired: none, retiredRevision: 0, now: t0)
         #expect(a11 == nil)
-        // In sync: the retirement's check runs at once, and the old replica is fenced.
+        // In sync: the retirement's check runs at once, and the old replica is fenced from writes.
         let a12 = run.tick(seen(inSync: true), keys: keys, revision: 2, retired: none, retiredRevision: 0, now: t0)
         #expect(a12 == nil)
-        #expect(run.step == .draining && run.queryExcluded == "h:/old" && run.writeExcluded == "h:/old")
+        #expect(run.step == .draining && run.queryExcluded == nil && run.writeExcluded == "h:/old")
         let retiredBefore = RetiredReplicas(replicas: ["h:/new": [0, 1, 3]])
         guard case .complete(let t)? = run.tick(seen(inSync: true), keys: keys, revision: 2, retired: retiredBefore, retiredRevision: 4, now: t0),
             case .put(_, let v, _)? = t.success.last, let after = RetiredReplicas.decode(v)

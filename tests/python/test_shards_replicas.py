@@ -67,6 +67,18 @@ class Load:
             t.join(60)
 
     def publisher(self):
+        try:
+            self.publish()
+        except Exception as e:  # noqa: BLE001  (a failure is a problem the test reports)
+            self.problems.append(f"publisher: {e!r}")
+
+    def querier(self):
+        try:
+            self.query()
+        except Exception as e:  # noqa: BLE001
+            self.problems.append(f"querier: {e!r}")
+
+    def publish(self):
         with Client(self.cluster.endpoint, timeout=30) as p:
             n = 0
             while not self.stop.is_set():
@@ -81,7 +93,7 @@ class Load:
                 n += 1
                 time.sleep(0.02)
 
-    def querier(self):
+    def query(self):
         with Client(self.cluster.endpoint, timeout=30) as q:
             while not self.stop.is_set():
                 with self.lock:
