@@ -77,6 +77,9 @@ extension CoordinatorCore {
         var unqueried: [String: Set<Int>] = [:]
         var fenced: [String: Set<Int>] = [:]
         for (name, shards) in retired.replicas {
+            // A retired replica being added again takes its shards' changes.
+            var shards = Set(shards)
+            if let run = replicaRun, run.change.add == name { shards.subtract(run.change.shards) }
             unqueried[name, default: []].formUnion(shards)
             fenced[name, default: []].formUnion(shards)
         }
@@ -162,7 +165,8 @@ extension CoordinatorCore {
     /// Why a registration is refused: its replica was retired from one of its shards.
     func retiredRefusal(_ r: Body.Register) -> WireError? {
         let name = r.replica ?? r.worker
-        guard let shard = r.shards.first(where: { retired.isRetired(name, shard: $0) }) else { return nil }
+        let readding = replicaRun.map { $0.change.add == name ? Set($0.change.shards) : [] } ?? []
+        guard let shard = r.shards.first(where: { retired.isRetired(name, shard: $0) && !readding.contains($0) }) else { return nil }
         return WireError(
             code: "retired",
             message:

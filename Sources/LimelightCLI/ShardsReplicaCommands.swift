@@ -48,11 +48,14 @@ func replicaName(folder: String) -> String {
 }
 
 /// The replica among `known` that `given` names: itself, or a data folder
-/// of this host (`limelight-data/replica-1` for `HOST:/abs/limelight-data/replica-1`).
+/// of this host (`limelight-data/replica-1` for `HOST:/abs/limelight-data/replica-1`),
+/// or of the one other host that has a replica in that folder.
 func resolveReplica(_ given: String, known: [String]) -> String? {
     if known.contains(given) { return given }
+    if known.contains(replicaName(folder: given)) { return replicaName(folder: given) }
+    // A folder of another host: only when one host has it.
     let path = URL(fileURLWithPath: given).standardizedFileURL.path
-    let matches = known.filter { $0 == replicaName(folder: given) || $0.hasSuffix(":" + path) }
+    let matches = known.filter { $0.hasSuffix(":" + path) }
     return matches.count == 1 ? matches[0] : nil
 }
 

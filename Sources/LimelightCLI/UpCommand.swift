@@ -237,8 +237,14 @@ struct UpCommand: AsyncParsableCommand {
             for role in ["indexer", "query"] { try spawnWorker(role, name: "\(prefix)-\(role)", folder: r.folder, shards: r.shards) }
         }
         for r in added.replicas where !isRetired(r.folder, r.shards) { try startAddedReplica(r) }
+        // The coordinator reads the control plane every 250 ms: started a
+        // second after the change is recorded, the new query worker finds
+        // the coordinator keeping queries off its replica until it is in sync.
+        var changeSeenAt: (change: ReplicaChange, at: Date)?
         func followReplicaChanges() async throws {
-            if let change = await Self.replicaChange(controlPlane), change.phase == .adding, let folder = change.folder,
+            let change = await Self.replicaChange(controlPlane)
+            if change != changeSeenAt?.change { changeSeenAt = change.map { ($0, Date()) } }
+            if let change, change.phase == .adding, let folder = change.folder, let seen = changeSeenAt, Date().timeIntervalSince(seen.at) >= 1,
                 !added.replicas.contains(where: { $0.folder == folder })
             {
                 let r = AddedReplicas.Replica(folder: folder, shards: change.shards)
@@ -248,10 +254,20 @@ struct UpCommand: AsyncParsableCommand {
                 printError("limelight: \(change.summary): started its indexer and query worker on \(folder)")
             }
             let retired = await Self.retiredReplicas(controlPlane)
-            for (name, w) in folderOf where w.shards.allSatisfy({ retired.isRetired(replicaName(folder: w.folder), shard: $0) }) {
+            // A retired replica being added again is not stopped.
+            func isRetired(_ folder: String, _ shards: [Int]) -> Bool {
+                let name = replicaName(folder: folder)
+                return change?.add != name && shards.allSatisfy { retired.isRetired(name, shard: $0) }
+            }
+            for (name, w) in folderOf where isRetired(w.folder, w.shards) {
                 folderOf.removeValue(forKey: name)
                 children.retire(name)
                 printError("limelight: stopped \(name): its replica \(w.folder) was retired")
+            }
+            // A retired added replica is forgotten: added again, it is started again.
+            if added.replicas.contains(where: { isRetired($0.folder, $0.shards) }) {
+                added.replicas.removeAll { isRetired($0.folder, $0.shards) }
+                added.write(addedFile)
             }
         }
 

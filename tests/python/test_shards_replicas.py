@@ -204,6 +204,14 @@ def test_add_a_replica_under_load_retire_the_old_one_then_move_it(tmp_path):
         assert all(states[s] == {str(moved.resolve()): "in sync"} for s in range(SHARDS)), states
         with Client(cluster.endpoint, timeout=20) as c:
             assert set(found(c)) == acked
+
+        # The first replica, retired, added again: its files are brought up to date.
+        again = limelight(cluster, "shards", "add-replica", "--data", str(cluster.data), "--wait-seconds", "120")
+        assert again.returncode == 0, (again.stdout, again.stderr)
+        stored = stored_ids(old, SHARDS)
+        assert len(stored) == len(set(stored)) and set(stored) == acked
+        assert all(set(r) == {old, str(moved.resolve())} and set(r.values()) == {"in sync"} for r in replicas_of(cluster).values()), \
+            replicas_of(cluster)
     finally:
         stop_cluster(cluster.process)
 
