@@ -180,4 +180,28 @@ import Testing
         r.fenced["h:/new"] = [0]
         #expect(r.repairs(indexers: [(id: "i1", shards: [0])]).isEmpty)
     }
+
+    @Test func whileAReplicaIsKeptFromQueriesTheReadOnesAreFreshWhenAllTheyLackIsOnItsWay() {
+        var r = ReplicationState()
+        r.replicaOf["q0"] = "h:/old"
+        r.replicaOf["i0"] = "h:/old"
+        r.replicaOf["i1"] = "h:/new"
+        r.applied["h:/old"] = [0: 5]
+        r.applied["h:/new"] = [0: 6]
+        r.committed[0] = 6
+        r.issued[0] = 6
+        r.track("w6-old", worker: "i0", shard: 0, sequence: 6)
+        // No replica kept from queries: one change behind is stale, as always.
+        #expect(!r.isFresh("q0", shard: 0))
+        r.unqueried["h:/new"] = [0]
+        #expect(r.isFresh("q0", shard: 0))
+        // A change it lacks that is not on its way to it, or only as a catch-up's: stale.
+        r.committed[0] = 7
+        r.track("c7-old", worker: "i0", shard: 0, sequence: 7, catchUp: true)
+        #expect(!r.isFresh("q0", shard: 0))
+        r.track("c7-old", worker: "i0", shard: 0, sequence: 7)
+        #expect(r.isFresh("q0", shard: 0))
+        r.catchingUp["i0"] = [0: 7]
+        #expect(!r.isFresh("q0", shard: 0))
+    }
 }
