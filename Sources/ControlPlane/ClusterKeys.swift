@@ -19,6 +19,10 @@ package struct ClusterKeys: Sendable, Equatable {
     package var shardMap: String { root + "shards/map" }
     /// The split under way, if any (a ``ShardSplit``).
     package var shardSplit: String { root + "shards/split" }
+    /// The replica change under way, if any (a ``ReplicaChange``).
+    package var replicaChange: String { root + "shards/replica-change" }
+    /// The replicas retired from shards (``RetiredReplicas``): their workers are refused.
+    package var retiredReplicas: String { root + "shards/retired" }
     /// A shard's in-sync replicas (an ``InSyncSet``).
     package func inSync(shard: Int) -> String { root + "shards/\(shard)/in-sync" }
     /// Keys, declarations, settings, the cluster secret.

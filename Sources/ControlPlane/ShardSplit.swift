@@ -50,9 +50,12 @@ package struct ShardSplit: Codable, Sendable, Equatable {
     }
 
     /// The transaction that records this split: only when none is under way
-    /// and the map is the one it was made from (read at `mapRevision`).
+    /// and the map is the one it was made from (read at `mapRevision`), and
+    /// no replica change is under way.
     package func starting(keys: ClusterKeys, mapRevision: Int) -> Transaction {
-        Transaction(if: [.absent(keys.shardSplit), .unchanged(keys.shardMap, since: mapRevision)], then: [.put(keys.shardSplit, encoded())])
+        Transaction(
+            if: [.absent(keys.shardSplit), .absent(keys.replicaChange), .unchanged(keys.shardMap, since: mapRevision)],
+            then: [.put(keys.shardSplit, encoded())])
     }
 
     /// The transaction that records the purge phase, replacing the record

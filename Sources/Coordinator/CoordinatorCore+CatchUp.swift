@@ -23,7 +23,8 @@ extension CoordinatorCore {
     func writeReplicas(shard: Int) -> [WorkerRecord] {
         if !awaitedReplicas(shard: shard).isEmpty { return [] }
         return liveWorkers(.indexer, shard: shard).filter { w in
-            !(replication.detached[replicaName(w)]?.contains(shard) ?? false)
+            let name = replicaName(w)
+            return !(replication.detached[name]?.contains(shard) ?? false) && !(replication.fenced[name]?.contains(shard) ?? false)
         }
     }
 
@@ -194,6 +195,13 @@ extension CoordinatorCore {
                     "live": .bool(indexerOf[name] != nil),
                 ]
                 if let w = indexerOf[name], let end = replication.catchingUp[w]?[s] { o["catchingUpTo"] = int(end) }
+                // A replica change under way: one being retired takes no
+                // writes; one being added is read by no query yet.
+                if replication.fenced[name]?.contains(s) ?? false {
+                    o["retiring"] = .bool(true)
+                } else if replication.unqueried[name]?.contains(s) ?? false {
+                    o["joining"] = .bool(true)
+                }
                 if let c = replication.copies.running.values.first(where: { $0.replica == name && $0.shard == s }) {
                     o["copying"] = .object(["copy": .string(c.id), "from": .string(c.source), "received": int(c.received), "size": int(c.size)])
                 }

@@ -96,6 +96,12 @@ extension CoordinatorCore {
             return
         }
         guard admitRegistration(route: route, id: id, r) else { return }
+        if let refusal = retiredRefusal(r) {
+            count(.workersRefused)
+            logger.warning("refused a retired replica's worker", metadata: ["worker": "\(r.worker)", "error": "\(refusal.message)"])
+            sendError(.worker(route), id, refusal)
+            return
+        }
         switch registry.admit(r, route: route, shardCount: admittedShardCount) {
         case .refuse(let error):
             sendError(.worker(route), id, error)

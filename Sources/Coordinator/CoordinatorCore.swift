@@ -160,6 +160,11 @@ actor CoordinatorCore {
     /// The shard count of a split the control plane holds that this
     /// coordinator has not taken up yet: its new shards' workers may register.
     var pendingSplitTo: Int?
+    /// The replica change under way (CoordinatorCore+Replicas.swift).
+    var replicaRun: ReplicaRun?
+    /// The replicas retired from shards, as the control plane holds them:
+    /// their workers are refused.
+    var retired = RetiredReplicas()
 
     func useShardMap(_ map: ShardMap, splitTo: Int? = nil) {
         shardMap = map

@@ -63,6 +63,9 @@ struct CoordinatorCounter: Hashable, Sendable, RawRepresentable, CustomStringCon
     static let splitMs = Self(rawValue: "split.ms")
     static let splitWritePauseMs = Self(rawValue: "split.writePauseMs")
     static let splitQueryPauseMs = Self(rawValue: "split.queryPauseMs")
+    /// Replica changes finished (add-replica, retire, move), and the last one's time.
+    static let replicaChangesDone = Self(rawValue: "replicaChange.done")
+    static let replicaChangeMs = Self(rawValue: "replicaChange.ms")
 
     // Clients, keys and connections.
     static let errors = Self(rawValue: "errors")

@@ -188,11 +188,13 @@ package final class CoordinatorService: Sendable {
     /// written by `limelight shards split`): reads it every 20 ms while one
     /// is under way (a write pause lasts a few of these reads), every 250 ms
     /// otherwise, and writes what the core's ``CoordinatorCore/splitTick(_:splitRevision:mapRevision:)``
-    /// asks for. Only the active coordinator carries a split on.
+    /// asks for; the same for a replica change (`shards/replica-change`,
+    /// ``CoordinatorCore/replicaTick(_:revision:retired:retiredRevision:)``).
+    /// Only the active coordinator carries a split or a change on.
     func followSplits(_ store: any ControlPlaneStore) async {
         let keys = ClusterKeys(cluster: configuration.cluster)
         while !Task.isCancelled {
-            let busy = await core.splitRun != nil
+            let busy = await core.changeUnderWay
             try? await Task.sleep(for: .milliseconds(busy ? 20 : 250))
             guard election?.servingEpoch() != nil else { continue }
             do throws(ControlPlaneError) {
@@ -208,6 +210,20 @@ package final class CoordinatorService: Sendable {
                     let result = try await store.commit(t)
                     await core.splitCommitted(result.succeeded, map: map)
                 case .purge?, nil:
+                    break
+                }
+                let changeKV = read.first(keys.replicaChange), retiredKV = read.first(keys.retiredReplicas)
+                let change = await core.replicaTick(
+                    changeKV.flatMap { ReplicaChange.decode($0.value) }, revision: changeKV?.modRevision ?? 0,
+                    retired: retiredKV.flatMap { RetiredReplicas.decode($0.value) }, retiredRevision: retiredKV?.modRevision ?? 0)
+                switch change {
+                case .store(let t)?:
+                    let result = try await store.commit(t)
+                    await core.replicaStored(result.succeeded)
+                case .complete(let t)?:
+                    let result = try await store.commit(t)
+                    await core.replicaCompleted(result.succeeded)
+                case nil:
                     break
                 }
             } catch {

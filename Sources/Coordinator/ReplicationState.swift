@@ -61,6 +61,12 @@ struct ReplicationState: Sendable {
     var lineage: [Int: Set<String>] = [:]
     /// Whole-shard copies to detached replicas (see `ShardCopies`).
     var copies = ShardCopies()
+    /// Replicas no query reads, per shard: one being added until it is in
+    /// sync, one retired or being retired (see `ReplicaRun`).
+    var unqueried: [String: Set<Int>] = [:]
+    /// Replicas no change is sent to, per shard, nor a catch-up or a copy:
+    /// one being retired, once fenced, or retired.
+    var fenced: [String: Set<Int>] = [:]
 
     /// What the core must do for a replica.
     enum Action: Equatable, Sendable {
@@ -153,8 +159,30 @@ struct ReplicationState: Sendable {
     func isFresh(_ worker: String, shard: Int) -> Bool {
         guard let name = replicaOf[worker] else { return true }
         if detached[name]?.contains(shard) ?? false { return false }
+        if unqueried[name]?.contains(shard) ?? false { return false }
         guard let have = applied[name]?[shard] else { return true }
-        return have >= (committed[shard] ?? 0)
+        let committed = committed[shard] ?? 0
+        if have >= committed { return true }
+        // While a replica of the shard is kept from queries (being added or
+        // retired), it may commit a change before the replicas that are read
+        // do: they are read still when all they lack is on its way to them as
+        // live changes, which no client has been told are stored (a write is
+        // acknowledged once every replica sent it has answered).
+        guard unqueried.values.contains(where: { $0.contains(shard) }) else { return false }
+        return awaitsOnly(name, shard: shard, after: have, through: committed)
+    }
+
+    /// Whether every change of `shard` after `have` through `committed` is in
+    /// flight to replica `name` as a live change (not a catch-up's), and no
+    /// catch-up of the shard is under way to it.
+    func awaitsOnly(_ name: String, shard: Int, after have: Int, through committed: Int) -> Bool {
+        guard committed - have <= 1024 else { return false }
+        if catchingUp.contains(where: { $0.value[shard] != nil && self.name(of: $0.key) == name }) { return false }
+        var sent = Set<Int>()
+        for f in inFlight.values where f.shard == shard && !f.catchUp && f.sequence > have && f.sequence <= committed {
+            if self.name(of: f.worker) == name { sent.insert(f.sequence) }
+        }
+        return sent.count == committed - have
     }
 
     // MARK: Events
@@ -294,6 +322,7 @@ struct ReplicationState: Sendable {
         for w in indexers {
             let name = name(of: w.id)
             for shard in w.shards {
+                if fenced[name]?.contains(shard) ?? false { continue }
                 if detached[name]?.contains(shard) ?? false {
                     actions.append(.copy(worker: w.id, shard: shard))
                     continue

@@ -8,7 +8,9 @@ import LimelightClient
 struct ShardsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "shards", abstract: "Show the cluster's shards: their slots, replicas and each replica's state.",
-        subcommands: [ShardsStatusCommand.self, ShardsSplitCommand.self])
+        subcommands: [
+            ShardsStatusCommand.self, ShardsSplitCommand.self, ShardsAddReplicaCommand.self, ShardsRetireCommand.self, ShardsMoveCommand.self,
+        ])
 }
 
 /// `status`: a line per shard, from the coordinator's stats (an admin or
@@ -75,6 +77,8 @@ struct ShardStatus: Equatable {
         case behind
         /// Its indexer is not connected.
         case away
+        /// It is being retired: no write or query is sent to it.
+        case retiring
     }
 
     var shard: Int
@@ -113,6 +117,7 @@ struct ShardStatus: Equatable {
     /// first (a copy, a catch-up), then whether it is fresh.
     static func state(of r: JSONValue) -> State {
         if r["live"]?.boolValue == false { return .away }
+        if r["retiring"]?.boolValue == true { return .retiring }
         if r["copying"] != nil { return .copying }
         if r["catchingUpTo"] != nil { return .catchingUp }
         if r["detached"]?.boolValue == true { return .detached }

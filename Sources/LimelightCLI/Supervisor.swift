@@ -51,6 +51,8 @@ final class Supervisor: Sendable {
         var pending: [(name: String, due: Date)] = []
         var stopRequested = false
         var stopping = false
+        /// Children stopped for good (``retire(_:)``), perhaps still exiting.
+        var retired: [Process] = []
     }
     private let state = Mutex(State())
 
@@ -205,15 +207,33 @@ final class Supervisor: Sendable {
         return nil
     }
 
+    /// Stops a child for good with SIGTERM, without waiting: it is not
+    /// restarted, and its exit is not reported (a retired replica's worker).
+    /// ``stopAll()`` still waits for it (and kills it if it lingers).
+    func retire(_ name: String) {
+        let p = state.withLock { s in
+            s.specs.removeValue(forKey: name)
+            s.pending.removeAll { $0.name == name }
+            let p = s.running.removeValue(forKey: name)
+            if let p { s.retired.append(p) }
+            return p
+        }
+        guard let p, p.isRunning else { return }
+        kill(p.processIdentifier, SIGTERM)
+    }
+
+    /// The names of the children it supervises.
+    var names: [String] { state.withLock { Array($0.specs.keys) } }
+
     /// Workers first (so nothing is mid-write when the coordinator goes), then
     /// the coordinator: SIGTERM, then SIGKILL after 5 s.
     func stopAll() {
-        let all = state.withLock { s in
+        let (all, retired) = state.withLock { s in
             s.stopping = true
             s.pending.removeAll()
-            return s.running
+            return (s.running, s.retired)
         }
-        let workers = all.filter { $0.key != "coordinator" }.map(\.value)
+        let workers = all.filter { $0.key != "coordinator" }.map(\.value) + retired
         let coordinator = all.filter { $0.key == "coordinator" }.map(\.value)
         for group in [workers, coordinator] {
             for p in group where p.isRunning { kill(p.processIdentifier, SIGTERM) }

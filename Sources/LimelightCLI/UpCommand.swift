@@ -170,7 +170,11 @@ struct UpCommand: AsyncParsableCommand {
         if statsListen == nil, let port = URL(string: statsURL)?.port { boundStats = ["--stats-port", String(port)] }
         children.setArguments(coordinatorArguments(listen: clientEndpoint, workers: workerEndpoint, stats: boundStats), of: "coordinator")
 
+        // Each worker's folder and shards: a replica retired from all of
+        // them (limelight shards retire) has its workers stopped for good.
+        var folderOf: [String: (folder: String, shards: [Int])] = [:]
         func spawnWorker(_ role: String, name: String, folder: String, shards mine: [Int]) throws {
+            folderOf[name] = (folder, mine)
             try children.spawn(
                 Supervisor.Spec(
                     name: name, executable: bin + "/limelight-\(role)",
@@ -184,10 +188,15 @@ struct UpCommand: AsyncParsableCommand {
         // (`limelight shards split`) make larger than --shards.
         let controlPlane = FileControlPlane(path: "\(dataDir)/control-plane.json")
         let current = await Self.shardCount(controlPlane) ?? shards
+        let retiredAtStart = await Self.retiredReplicas(controlPlane)
+        func isRetired(_ folder: String, _ mine: [Int]) -> Bool {
+            mine.allSatisfy { retiredAtStart.isRetired(replicaName(folder: folder), shard: $0) }
+        }
         // Shards are dealt round-robin: worker i of a role serves the shards s
         // with s % count == i; each replica has its own set, on its own files.
         for replica in 0..<replicas {
             let folder = Self.replicaFolder(dataDir, replica)
+            if isRetired(folder, Array(0..<current)) { continue }
             let prefix = replica == 0 ? "" : "replica\(replica)-"
             for (role, count) in [("indexer", indexers), ("query", queryWorkers)] {
                 if role == "query", replica == 0, localQueries { continue }
@@ -215,6 +224,52 @@ struct UpCommand: AsyncParsableCommand {
             served = to
         }
         try await startSplitWorkers()
+        // Replicas added by `limelight shards add-replica --data` / `move
+        // --to-data`: an indexer and a query worker each, on their folder,
+        // started when the change is recorded and again at every start
+        // (DATA/added-replicas.json keeps them).
+        let addedFile = (dataDir as NSString).appendingPathComponent("added-replicas.json")
+        var added = AddedReplicas.read(addedFile)
+        func startAddedReplica(_ r: AddedReplicas.Replica) throws {
+            let prefix =
+                "added-" + (r.folder as NSString).lastPathComponent.map { $0.isLetter || $0.isNumber ? $0 : "-" }.reduce("") { $0 + String($1) }
+            guard folderOf["\(prefix)-indexer"] == nil else { return }
+            for role in ["indexer", "query"] { try spawnWorker(role, name: "\(prefix)-\(role)", folder: r.folder, shards: r.shards) }
+        }
+        for r in added.replicas where !isRetired(r.folder, r.shards) { try startAddedReplica(r) }
+        // The coordinator reads the control plane every 250 ms: started a
+        // second after the change is recorded, the new query worker finds
+        // the coordinator keeping queries off its replica until it is in sync.
+        var changeSeenAt: (change: ReplicaChange, at: Date)?
+        func followReplicaChanges() async throws {
+            let change = await Self.replicaChange(controlPlane)
+            if change != changeSeenAt?.change { changeSeenAt = change.map { ($0, Date()) } }
+            if let change, change.phase == .adding, let folder = change.folder, let seen = changeSeenAt, Date().timeIntervalSince(seen.at) >= 1,
+                !added.replicas.contains(where: { $0.folder == folder })
+            {
+                let r = AddedReplicas.Replica(folder: folder, shards: change.shards)
+                added.replicas.append(r)
+                added.write(addedFile)
+                try startAddedReplica(r)
+                printError("limelight: \(change.summary): started its indexer and query worker on \(folder)")
+            }
+            let retired = await Self.retiredReplicas(controlPlane)
+            // A retired replica being added again is not stopped.
+            func isRetired(_ folder: String, _ shards: [Int]) -> Bool {
+                let name = replicaName(folder: folder)
+                return change?.add != name && shards.allSatisfy { retired.isRetired(name, shard: $0) }
+            }
+            for (name, w) in folderOf where isRetired(w.folder, w.shards) {
+                folderOf.removeValue(forKey: name)
+                children.retire(name)
+                printError("limelight: stopped \(name): its replica \(w.folder) was retired")
+            }
+            // A retired added replica is forgotten: added again, it is started again.
+            if added.replicas.contains(where: { isRetired($0.folder, $0.shards) }) {
+                added.replicas.removeAll { isRetired($0.folder, $0.shards) }
+                added.write(addedFile)
+            }
+        }
 
         let signals = SignalWatcher(signals: [SIGINT, SIGTERM]) { children.requestStop() }
         defer { _ = signals }
@@ -254,7 +309,10 @@ struct UpCommand: AsyncParsableCommand {
                 throw ExitCode(1)
             }
             ticks += 1
-            if ticks % 3 == 0 { try await startSplitWorkers() }
+            if ticks % 3 == 0 {
+                try await startSplitWorkers()
+                try await followReplicaChanges()
+            }
             try? await Task.sleep(for: .milliseconds(100))
         }
         children.stopAll()
@@ -327,6 +385,18 @@ struct UpCommand: AsyncParsableCommand {
         return ShardSplit.decode(kv.value)?.to
     }
 
+    /// The replica change under way, if any.
+    static func replicaChange(_ store: FileControlPlane) async -> ReplicaChange? {
+        guard let kv = try? await store.get(ClusterKeys().replicaChange) else { return nil }
+        return ReplicaChange.decode(kv.value)
+    }
+
+    /// The replicas retired from shards.
+    static func retiredReplicas(_ store: FileControlPlane) async -> RetiredReplicas {
+        guard let kv = try? await store.get(ClusterKeys().retiredReplicas) else { return RetiredReplicas() }
+        return RetiredReplicas.decode(kv.value) ?? RetiredReplicas()
+    }
+
     /// Replica 0 keeps its shard files in the data folder itself (as a
     /// cluster without replicas does); replica N in `replica-N` inside it.
     static func replicaFolder(_ dataDir: String, _ replica: Int) -> String {
@@ -352,5 +422,25 @@ struct UpCommand: AsyncParsableCommand {
     static func binDirectory() -> String {
         let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         return (exe as NSString).deletingLastPathComponent
+    }
+}
+
+/// The replicas `limelight up` started for `limelight shards add-replica
+/// --data` (or `move --to-data`), kept in the data folder so that a restarted
+/// `up` starts them again (a retired one is skipped).
+struct AddedReplicas: Codable {
+    struct Replica: Codable {
+        var folder: String
+        var shards: [Int]
+    }
+    var replicas: [Replica] = []
+
+    static func read(_ path: String) -> AddedReplicas {
+        FileManager.default.contents(atPath: path).flatMap { try? JSONDecoder().decode(Self.self, from: $0) } ?? AddedReplicas()
+    }
+
+    func write(_ path: String) {
+        guard let data = try? JSONEncoder().encode(self) else { return }
+        try? data.write(to: URL(fileURLWithPath: path), options: .atomic)
     }
 }

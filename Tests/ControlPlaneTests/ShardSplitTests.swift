@@ -21,10 +21,10 @@ import WireProtocol
         #expect(ShardSplit.decode(s.encoded()) == s)
     }
 
-    @Test func startingNeedsNoSplitUnderWayAndTheSameMap() throws {
+    @Test func startingNeedsNoSplitNorReplicaChangeUnderWayAndTheSameMap() throws {
         let s = try ShardSplit(splitting: ShardMap(shards: 2), to: 4)
         let t = s.starting(keys: keys, mapRevision: 7)
-        #expect(t.compares == [.absent(keys.shardSplit), .unchanged(keys.shardMap, since: 7)])
+        #expect(t.compares == [.absent(keys.shardSplit), .absent(keys.replicaChange), .unchanged(keys.shardMap, since: 7)])
         #expect(t.success == [.put(keys.shardSplit, s.encoded())])
     }
 
