@@ -29,3 +29,24 @@ extension ShardStore {
         return Durability.allCases.first { Int64($0.synchronous.level) == level }
     }
 }
+
+extension ShardStore {
+    /// Copies the whole write-ahead log into the shard file and truncates the
+    /// log to nothing (`wal_checkpoint(TRUNCATE)`); false when a reader still
+    /// on an older snapshot kept some of it (SQLite answers busy after its
+    /// busy timeout; what was copied stays copied, nothing is lost).
+    ///
+    /// For a shard gone quiet after writes: the log otherwise keeps its
+    /// largest size, up to the checkpoint interval, until the next write.
+    /// `journal_size_limit` would shrink it at each reset instead, but during
+    /// a bulk publish that gives back and allocates again the same tens of
+    /// megabytes at every checkpoint.
+    package func truncateLog() throws -> Bool {
+        try requireWritable("truncate the write-ahead log")
+        do {
+            return try db.prepare("PRAGMA wal_checkpoint(TRUNCATE)").scalar()?.int64 == 0
+        } catch {
+            throw StoreError.wrap(error, "cannot truncate the write-ahead log")
+        }
+    }
+}
