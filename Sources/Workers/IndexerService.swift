@@ -145,7 +145,10 @@ package final class IndexerService: Sendable {
             guard let (box, exec) = stores[shard] else { continue }
             do {
                 let done = try await exec.run { try box.value.truncateLog() }
-                if !done { logger.debug("write-ahead log left for later: a reader holds an older snapshot", metadata: ["shard": "\(shard)"]) }
+                if !done {
+                    tally.logLeft(shard: shard)
+                    logger.debug("write-ahead log left for later: a reader holds an older snapshot", metadata: ["shard": "\(shard)"])
+                }
             } catch {
                 logger.warning("cannot truncate the write-ahead log", metadata: ["shard": "\(shard)", "error": "\(error)"])
             }

@@ -23,5 +23,8 @@ import Testing
         tally.changed(shard: 5, wrote: true)
         #expect(tally.quietLogs(quiet: 2).isEmpty)
         #expect(tally.quietLogs(quiet: 2, now: Date().addingTimeInterval(3)) == [5])
+        // A log a reader kept is due again at the next look.
+        tally.logLeft(shard: 5)
+        #expect(tally.quietLogs(quiet: 2, now: Date().addingTimeInterval(3)) == [5])
     }
 }
