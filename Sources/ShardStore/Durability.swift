@@ -29,3 +29,29 @@ extension ShardStore {
         return Durability.allCases.first { Int64($0.synchronous.level) == level }
     }
 }
+
+extension ShardStore {
+    /// Copies the whole write-ahead log into the shard file and truncates the
+    /// log to nothing (`wal_checkpoint(TRUNCATE)`); false when a reader still
+    /// on an older snapshot kept some of it (what was copied stays copied,
+    /// nothing is lost; the caller tries again later). It waits for such a
+    /// reader `wait` milliseconds at most, not the connection's busy timeout
+    /// of seconds, so a write queued behind it is not held up.
+    ///
+    /// For a shard gone quiet after writes: the log otherwise keeps its
+    /// largest size, up to the checkpoint interval, until the next write.
+    /// `journal_size_limit` would shrink it at each reset instead, but during
+    /// a bulk publish that gives back and allocates again the same tens of
+    /// megabytes at every checkpoint.
+    package func truncateLog(wait: Int = 50) throws -> Bool {
+        try requireWritable("truncate the write-ahead log")
+        do {
+            let timeout = try db.prepare("PRAGMA busy_timeout").scalar()?.int64 ?? 5000
+            try db.execute("PRAGMA busy_timeout = \(wait)")
+            defer { try? db.execute("PRAGMA busy_timeout = \(timeout)") }
+            return try db.prepare("PRAGMA wal_checkpoint(TRUNCATE)").scalar()?.int64 == 0
+        } catch {
+            throw StoreError.wrap(error, "cannot truncate the write-ahead log")
+        }
+    }
+}

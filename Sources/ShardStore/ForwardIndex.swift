@@ -159,7 +159,7 @@ final class ForwardIndex: @unchecked Sendable {
     /// terms, to align the ASCII vocabulary with (see ``wordTerms``).
     init?(db: Database, maxTokens: Int = ForwardIndex.maxTokens, wordTerms: Vocabulary? = nil) throws {
         let cpu0 = Self.threadCPUSeconds()
-        let s = try db.prepare("SELECT item, name, text FROM attrs WHERE kind IN (0, 5) ORDER BY item, name, pos")
+        let s = try db.prepare("SELECT item, name, coalesce(text, key) FROM attrs WHERE kind IN (0, 5) ORDER BY item, name, pos")
         defer { try? s.reset() }
         var itemStart: [UInt32] = [0]
         var valueName: [UInt32] = []

@@ -473,7 +473,7 @@ extension ShardStore {
         case .regex(let leaf):
             // No index knows regular expressions: every value of the attributes is checked.
             var ids: [Int64] = []
-            let s = try db.prepare("SELECT item, kind, text, num FROM attrs WHERE name = ?")
+            let s = try db.prepare("SELECT item, kind, coalesce(text, key), num FROM attrs WHERE name = ?")
             for name in leaf.names.ids {
                 try s.bind(name, at: 0)
                 while try s.step() {
@@ -533,14 +533,14 @@ extension ShardStore {
             try s.reset()
         }
         if let names {
-            let s = try db.prepare("SELECT name, kind, text, num FROM attrs WHERE item = ? AND name = ?")
+            let s = try db.prepare("SELECT name, kind, coalesce(text, key), num FROM attrs WHERE item = ? AND name = ?")
             try s.bind(id, at: 0)
             for name in names {
                 try s.bind(name, at: 1)
                 try read(s)
             }
         } else {
-            let s = try db.prepare("SELECT name, kind, text, num FROM attrs WHERE item = ?")
+            let s = try db.prepare("SELECT name, kind, coalesce(text, key), num FROM attrs WHERE item = ?")
             try s.bind(id, at: 0)
             try read(s)
         }

@@ -97,7 +97,7 @@ extension ShardStore {
                 let id = numbers.int64(at: 0)
                 if wanted.contains(id) { out[id] = .number(numbers.double(at: 1)) }
             }
-            let texts = try db.prepare("SELECT item, text, key FROM attrs WHERE name = ? AND key IS NOT NULL AND pos = 0")
+            let texts = try db.prepare("SELECT item, coalesce(text, key), key FROM attrs WHERE name = ? AND key IS NOT NULL AND pos = 0")
             try texts.bind(name, at: 0)
             while try texts.step() {
                 try context.checkCancelled()
@@ -107,7 +107,7 @@ extension ShardStore {
                 }
             }
         } else {
-            let s = try db.prepare("SELECT kind, text, num, key FROM attrs WHERE item = ? AND name = ? AND pos = 0")
+            let s = try db.prepare("SELECT kind, coalesce(text, key), num, key FROM attrs WHERE item = ? AND name = ? AND pos = 0")
             for id in ids {
                 try context.checkCancelled()
                 try s.bind(id, at: 0)

@@ -36,7 +36,9 @@ import Items
 ///   column with `*` (always check), so they answer the same.
 /// - `attrs` holds one row per value (a list's elements are `pos` 0, 1, …) of
 ///   every *searchable* attribute. `kind` is ``ValueKind``. `text` is a text
-///   value in full; `num` is a number, a date as seconds since the reference date,
+///   value in full, or NULL when it equals its `key` byte for byte (a short
+///   value already folded: most names, versions and identifiers; readers
+///   take `coalesce(text, key)`, so each such value is stored once); `num` is a number, a date as seconds since the reference date,
 ///   or a boolean as 0/1, or a location's latitude (its longitude is in
 ///   `text`, as Swift's round-tripping decimal form, and its `key` is NULL, so
 ///   no text test sees it; ranges and sorts leave kind 4 out). Older shards
@@ -93,17 +95,22 @@ import Items
 /// of a write running on more than one core. `detail=column` for `words`
 /// would be cheaper, but FTS5's `bm25()` then scores every match 0.
 enum Layout {
-    static let format = 2
+    static let format = 3
     /// Formats this build opens, upgrading them to ``format`` when it opens
     /// one for writing (see ``migrations``).
-    static let readableFormats: Set<String> = ["1", "2"]
+    static let readableFormats: Set<String> = ["1", "2", "3"]
     /// What turns a shard of an older format into the current one, run in the
     /// transaction that opens it for writing. Format 1 → 2 drops the trigram
     /// table and the long-text index, which substring patterns no longer use
     /// (a reader answers from the word index either way, so an old file not
-    /// yet upgraded answers the same).
+    /// yet upgraded answers the same). Format 2 → 3 changes nothing stored:
+    /// format 3 leaves `attrs.text` NULL where it equals `attrs.key`, and
+    /// every reader takes `coalesce(text, key)`, which is `text` in the rows
+    /// an older format wrote; the new number keeps an older build, which
+    /// would read those NULLs as missing text, from writing to the file.
     static let migrations: [String: [String]] = [
-        "1": ["DROP TABLE IF EXISTS grams", "DROP INDEX IF EXISTS attrs_long"]
+        "1": ["DROP TABLE IF EXISTS grams", "DROP INDEX IF EXISTS attrs_long"],
+        "2": [],
     ]
     /// Text values longer than this many UTF-8 bytes are kind 5 (long text).
     static let longTextBytes = 256

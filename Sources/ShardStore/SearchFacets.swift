@@ -45,7 +45,7 @@ extension ShardStore {
         if let c = cache.facetColumns[name] { return c }
         var column = FacetColumn()
         var index: [String: Int32] = [:]
-        let s = try db.prepare("SELECT item, kind, text, num FROM attrs WHERE name = ? ORDER BY item, pos")
+        let s = try db.prepare("SELECT item, kind, coalesce(text, key), num FROM attrs WHERE name = ? ORDER BY item, pos")
         try s.bind(name, at: 0)
         while try s.step() {
             guard let kind = ValueKind(rawValue: s.int64(at: 1)) else { continue }

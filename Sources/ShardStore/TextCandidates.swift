@@ -193,7 +193,7 @@ extension ShardStore {
             return false
         case .scan: break
         }
-        let scan = try db.prepare("SELECT item, text FROM attrs WHERE name = ? AND key IS NOT NULL")
+        let scan = try db.prepare("SELECT item, coalesce(text, key) FROM attrs WHERE name = ? AND key IS NOT NULL")
         for name in nameIDs {
             try scan.bind(name, at: 0)
             while try scan.step() {

@@ -172,7 +172,7 @@ extension SearchRun {
     func scannedTextMatch(_ id: Int64) throws -> (proximity: Int, attribute: Int, exactAttribute: Int)? {
         // One range read of the item's text rows, scanned in place (no String
         // per value unless it is not ASCII), with buffers kept across items.
-        let s = try store.db.prepare("SELECT name, text FROM attrs WHERE item = ? AND kind IN (0, 5)")
+        let s = try store.db.prepare("SELECT name, coalesce(text, key) FROM attrs WHERE item = ? AND kind IN (0, 5)")
         try s.bind(id, at: 0)
         defer { try? s.reset() }
         let scratch = self.scratch

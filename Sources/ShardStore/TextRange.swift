@@ -15,7 +15,7 @@ extension ShardStore {
     /// attribute: the folded key does not follow an order that minds case or
     /// diacritics. Every candidate is settled by ``TextRangeTest/contains(_:)``.
     func textRangeMatches(name: Int64, _ test: TextRangeTest, _ context: QueryContext) throws -> [Int64] {
-        var sql = "SELECT item, text FROM attrs WHERE name = ? AND key IS NOT NULL"
+        var sql = "SELECT item, coalesce(text, key) FROM attrs WHERE name = ? AND key IS NOT NULL"
         var values: [SQLValue] = [.integer(name)]
         if let (low, high) = Self.keyWindow(test) {
             // `[^ -~]`: a character outside printable ASCII, anywhere in the key.

@@ -197,7 +197,7 @@ extension ShardStore {
     /// tables can only forget a row when told its exact text, which is
     /// re-derived here from the `attrs` rows exactly as ``insertIndexes`` built it.
     func removeIndexes(of id: Int64) throws {
-        let select = try db.prepare("SELECT name, pos, kind, text FROM attrs WHERE item = ? AND kind IN (0, 5) ORDER BY name, pos")
+        let select = try db.prepare("SELECT name, pos, kind, coalesce(text, key) FROM attrs WHERE item = ? AND kind IN (0, 5) ORDER BY name, pos")
         try select.bind(id, at: 0)
         var rows: [ValueRow] = []
         try select.forEachRow { r in
@@ -345,8 +345,17 @@ extension ShardStore {
             try insert.bind(row.pos, at: 2)
             try insert.bind(row.kind.rawValue, at: 3)
             if let text = row.text {
-                try insert.bind(text, at: 4)
-                if row.kind.isText { try insert.bind(Fold.key(text), at: 6) } else { try insert.bindNull(at: 6) }
+                if row.kind.isText {
+                    // A text equal to its key, byte for byte (short and
+                    // already folded: most names, versions, identifiers),
+                    // is kept once, in `key`; readers take `coalesce(text, key)`.
+                    let key = Fold.key(text)
+                    if key.utf8.elementsEqual(text.utf8) { try insert.bindNull(at: 4) } else { try insert.bind(text, at: 4) }
+                    try insert.bind(key, at: 6)
+                } else {
+                    try insert.bind(text, at: 4)
+                    try insert.bindNull(at: 6)
+                }
             } else {
                 try insert.bindNull(at: 4)
                 try insert.bindNull(at: 6)

@@ -109,6 +109,13 @@ package final class IndexerService: Sendable {
                     }
                 },
                 { await self.purgeMovedSlots() },
+                {
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: .seconds(1))
+                        if Task.isCancelled { break }
+                        await self.truncateQuietLogs()
+                    }
+                },
             ])
     }
 
@@ -124,6 +131,26 @@ package final class IndexerService: Sendable {
                 if n > 0 { logger.info("purged expired items", metadata: ["shard": "\(shard)", "items": "\(n)"]) }
             } catch {
                 logger.error("purge failed", metadata: ["shard": "\(shard)", "error": "\(error)"])
+            }
+        }
+    }
+
+    /// Truncates the write-ahead log of each shard that has not been written
+    /// for two seconds since its last write: a bulk publish leaves up to the
+    /// checkpoint interval (about 40 MB) of log a shard, which the disk would
+    /// otherwise hold until the next write. On the shard's own thread,
+    /// between its writes.
+    func truncateQuietLogs() async {
+        for shard in tally.quietLogs(quiet: 2) {
+            guard let (box, exec) = stores[shard] else { continue }
+            do {
+                let done = try await exec.run { try box.value.truncateLog() }
+                if !done {
+                    tally.logLeft(shard: shard)
+                    logger.debug("write-ahead log left for later: a reader holds an older snapshot", metadata: ["shard": "\(shard)"])
+                }
+            } catch {
+                logger.warning("cannot truncate the write-ahead log", metadata: ["shard": "\(shard)", "error": "\(error)"])
             }
         }
     }

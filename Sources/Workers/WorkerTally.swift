@@ -21,6 +21,8 @@ final class WorkerTally: Sendable {
         var lastCounted: [Int: Int] = [:]
         /// Shards whose count is being taken now.
         var counting: Set<Int> = []
+        /// Shards written since their write-ahead log was last truncated.
+        var logged: Set<Int> = []
     }
     private let state = Mutex(State())
     private let started = ContinuousClock.now
@@ -47,8 +49,29 @@ final class WorkerTally: Sendable {
         state.withLock {
             $0.counted.removeValue(forKey: shard)
             $0.generation[shard, default: 0] += 1
-            if wrote { $0.lastWrite[shard] = Date() }
+            if wrote {
+                $0.lastWrite[shard] = Date()
+                $0.logged.insert(shard)
+            }
         }
+    }
+
+    /// Shards written since their log was last truncated and not written for
+    /// `quiet` seconds: the caller truncates their write-ahead logs. Each is
+    /// handed out once per run of writes (a later write hands it out again),
+    /// or again after ``logLeft(shard:)``.
+    func quietLogs(quiet: TimeInterval, now: Date = Date()) -> [Int] {
+        state.withLock { s in
+            let due = s.logged.filter { now.timeIntervalSince(s.lastWrite[$0] ?? .distantPast) >= quiet }.sorted()
+            s.logged.subtract(due)
+            return due
+        }
+    }
+
+    /// The shard's log could not be truncated (a reader held an older
+    /// snapshot): it is handed out again at the next ``quietLogs(quiet:now:)``.
+    func logLeft(shard: Int) {
+        _ = state.withLock { $0.logged.insert(shard) }
     }
 
     /// The shard's item count when nothing changed it since it was last taken;

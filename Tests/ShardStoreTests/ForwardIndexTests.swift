@@ -167,7 +167,7 @@ import Testing
     static func idsAndValues(_ s: ShardStore) throws -> ([Int64], [String]) {
         (
             try s.db.prepare("SELECT id FROM items ORDER BY id").map { $0.int64(at: 0) } + [999_999],
-            try s.db.prepare("SELECT text FROM attrs WHERE kind = 0").map { $0.string(at: 0) ?? "" }.sorted()
+            try s.db.prepare("SELECT coalesce(text, key) FROM attrs WHERE kind = 0").map { $0.string(at: 0) ?? "" }.sorted()
         )
     }
 

@@ -277,7 +277,7 @@ import Testing
 
         let writer = try openStore(dir)
         let upgraded = try Database(path: dir.path("shard.db"), mode: .readOnly)
-        #expect(try Self.format(upgraded) == "2")
+        #expect(try Self.format(upgraded) == String(Layout.format))
         #expect(try !Self.hasTable(upgraded, "grams"))
         #expect(try !Self.hasTable(upgraded, "attrs_long"))
         try expectAnswers(writer, "upgraded")
@@ -302,11 +302,13 @@ import Testing
 
     /// Turns a shard into what format 1 wrote, with format 1's statements:
     /// the same tables plus `grams` (every short text value of an item, as
-    /// it was, or folded when not ASCII, one row per item) and `attrs_long`.
+    /// it was, or folded when not ASCII, one row per item) and `attrs_long`,
+    /// and every text value in `attrs.text`.
     static func makeFormatOne(_ path: String) throws {
         let db = try Database(path: path)
         try db.execute(
             """
+            UPDATE attrs SET text = key WHERE kind IN (0, 5) AND text IS NULL;
             CREATE VIRTUAL TABLE grams USING fts5(text, content='', tokenize='trigram', detail=none, columnsize=0);
             INSERT INTO grams(grams, rank) VALUES('automerge', 8);
             CREATE INDEX attrs_long ON attrs(name) WHERE kind = 5;

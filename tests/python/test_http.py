@@ -118,13 +118,22 @@ def traffic(http_cluster):
 
 
 def settled_stats(cluster, traffic):
-    """/stats once the workers' heartbeats have caught up with the traffic."""
+    """/stats once the workers' heartbeats have caught up with the traffic, and
+    the indexers have truncated each quiet shard's write-ahead log (two seconds
+    after its last write) and reported the file alone."""
+    def wal_bytes(shard):
+        wal = cluster.data / f"shard-{shard}.sqlite-wal"
+        return wal.stat().st_size if wal.exists() else 0
+
     def caught_up():
         s = json.loads(get(cluster.stats_url)[2])
         indexer_batches = sum(w.get("batches", 0) for w in s["workers"] if w["role"] == "indexer")
         query_batches = sum(w.get("batches", 0) for w in s["workers"] if w["role"] == "query")
+        at_rest = all(wal_bytes(sh["shard"]) == 0
+                      and sh["databaseBytes"] == (cluster.data / f"shard-{sh['shard']}.sqlite").stat().st_size
+                      for sh in s["shards"])
         return (s["items"] == traffic["stored"] and indexer_batches == SHARDS * traffic["batches"]
-                and query_batches == SHARDS * traffic["queries"])
+                and query_batches == SHARDS * traffic["queries"] and at_rest)
     assert wait_until(caught_up, timeout=15), json.loads(get(cluster.stats_url)[2])
     return json.loads(get(cluster.stats_url)[2])
 

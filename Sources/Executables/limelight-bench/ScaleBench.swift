@@ -31,6 +31,7 @@ struct ScaleBench: AsyncParsableCommand {
     @Option(help: "Extra arguments for limelight up.") var upArgument: [String] = []
     @Option(help: "Longest wait, in seconds, for the cluster to go idle after the publish (its index reads).") var idleWait = 1800.0
     @Option(help: "Write every figure as one JSON object here.") var json: String?
+    @Flag(help: "Time the publish only (rate, CPU per process, disk bytes, the peers), no query kinds.") var publishOnly = false
 
     func run() async throws {
         let total = try countLines(corpus)
@@ -47,6 +48,7 @@ struct ScaleBench: AsyncParsableCommand {
         var sample = Reservoir(capacity: 4000, seed: 7)
         var parts: [Double] = []
         var stored = 0, rejected = 0
+        let cpu0 = Dictionary(cluster.cpuSecondsByProcess().map { ($0.name, $0.seconds) }, uniquingKeysWith: +)
         let t0 = Date()
         var partStart = Date(), partItems = 0
         try await withThrowingTaskGroup(of: (Int, Int).self) { group in
@@ -83,42 +85,54 @@ struct ScaleBench: AsyncParsableCommand {
         }
         let rate = Double(stored) / Date().timeIntervalSince(t0)
         print("publish: \(stored) stored (\(rejected) rejected) at \(Int(rate)) items/s")
-
-        // The query workers read their indexes after the first search: wait
-        // until every process of the cluster is idle, so no kind is timed beside it.
-        let words = QueryWords(lines: sample.lines, count: queries)
-        _ = try await client.search(.object(["query": .string(words.words[0])]))
-        let waited = cluster.waitUntilIdle(limit: idleWait)
-        print("cluster idle \(fmt(waited, 0)) s after the first search")
+        // CPU up to the last acknowledgement: the work of indexing, before the
+        // query workers read their indexes.
+        let cpu = cluster.cpuSecondsByProcess().map { ($0.name, $0.seconds - (cpu0[$0.name] ?? 0)) }
+        let cpuTotal = cpu.reduce(0) { $0 + $1.1 }
+        print(
+            "publish CPU: \(fmt(cpuTotal, 1)) s, \(cpuTotal > 0 ? Int(Double(stored) / cpuTotal) : 0) items per CPU-second ("
+                + cpu.map { "\($0.0) \(fmt($0.1, 1)) s" }.joined(separator: ", ") + "); load average "
+                + ((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "?").split(separator: " ").prefix(3).joined(separator: " "))
 
         var kinds: [String: [String: Double]] = [:]
-        func record(_ kind: String, _ lat: [Double]) {
-            guard !lat.isEmpty else { return }
-            kinds[kind] = ["p50": percentile(lat, 50), "p99": percentile(lat, 99)]
-            print(
-                "  \(kind.padding(toLength: 36, withPad: " ", startingAt: 0)) p50 \(fmt(percentile(lat, 50)).leftPad(9)) ms   p99 \(fmt(percentile(lat, 99)).leftPad(9)) ms"
-            )
-        }
-        for (kind, qs) in queryKinds(words, count: queries) { record("query " + kind, try await timeQueries(client, qs)) }
-        // CKQuery's record type is the items' content type: the corpus's most frequent one.
-        let types = Dictionary(
-            sample.lines.compactMap { (try? JSONValue.parse($0))?["attributes"]?["contentType"]?.stringValue }.map { ($0, 1) }, uniquingKeysWith: +)
-        if let recordType = types.max(by: { ($0.value, $1.key) < ($1.value, $0.key) })?.key {
-            record("predicate", try await timePredicates(client, words, recordType: recordType))
-        } else {
-            print("  predicate: not timed, the corpus's items have no contentType (CKQuery's record type)")
-        }
-        let searches = searchKinds(words, count: queries) + scaleSearchKinds(words, sample: sample.lines, count: queries)
-        for (kind, qs) in searches { record(kind, try await timeSearches(client, qs.map { Optional($0) })) }
-        record("suggest", try await timeSuggestions(client, words))
-        let search = try await client.keys(Body.Keys(action: "create", role: "search")).apiKey ?? ""
-        let secured = try cluster.securedKey(binDir: binDir, parent: search, filters: "NOT section:oldlibs")
-        for (label, key) in [("search key", search), ("secured key", secured)] {
-            let keyed = try LimelightClient(endpoint: cluster.endpoint, key: key)
-            defer { keyed.close() }
-            for (kind, qs) in searches where ["search 1 word", "search 2 words", "faceted", "page 10"].contains(kind) {
-                record(kind + " @" + label, try await timeSearches(keyed, qs.map { Optional($0) }))
+        if !publishOnly {
+            // The query workers read their indexes after the first search: wait
+            // until every process of the cluster is idle, so no kind is timed beside it.
+            let words = QueryWords(lines: sample.lines, count: queries)
+            _ = try await client.search(.object(["query": .string(words.words[0])]))
+            let waited = cluster.waitUntilIdle(limit: idleWait)
+            print("cluster idle \(fmt(waited, 0)) s after the first search")
+
+            func record(_ kind: String, _ lat: [Double]) {
+                guard !lat.isEmpty else { return }
+                kinds[kind] = ["p50": percentile(lat, 50), "p99": percentile(lat, 99)]
+                print(
+                    "  \(kind.padding(toLength: 36, withPad: " ", startingAt: 0)) p50 \(fmt(percentile(lat, 50)).leftPad(9)) ms   p99 \(fmt(percentile(lat, 99)).leftPad(9)) ms"
+                )
             }
+            for (kind, qs) in queryKinds(words, count: queries) { record("query " + kind, try await timeQueries(client, qs)) }
+            // CKQuery's record type is the items' content type: the corpus's most frequent one.
+            let types = Dictionary(
+                sample.lines.compactMap { (try? JSONValue.parse($0))?["attributes"]?["contentType"]?.stringValue }.map { ($0, 1) },
+                uniquingKeysWith: +)
+            if let recordType = types.max(by: { ($0.value, $1.key) < ($1.value, $0.key) })?.key {
+                record("predicate", try await timePredicates(client, words, recordType: recordType))
+            } else {
+                print("  predicate: not timed, the corpus's items have no contentType (CKQuery's record type)")
+            }
+            let searches = searchKinds(words, count: queries) + scaleSearchKinds(words, sample: sample.lines, count: queries)
+            for (kind, qs) in searches { record(kind, try await timeSearches(client, qs.map { Optional($0) })) }
+            record("suggest", try await timeSuggestions(client, words))
+            let search = try await client.keys(Body.Keys(action: "create", role: "search")).apiKey ?? ""
+            let secured = try cluster.securedKey(binDir: binDir, parent: search, filters: "NOT section:oldlibs")
+            for (label, key) in [("search key", search), ("secured key", secured)] {
+                let keyed = try LimelightClient(endpoint: cluster.endpoint, key: key)
+                defer { keyed.close() }
+                for (kind, qs) in searches where ["search 1 word", "search 2 words", "faceted", "page 10"].contains(kind) {
+                    record(kind + " @" + label, try await timeSearches(keyed, qs.map { Optional($0) }))
+                }
+            }
+
         }
 
         let memory = cluster.memory()
@@ -195,14 +209,18 @@ extension BenchCluster {
     }
 
     /// CPU seconds (user and system) the cluster's processes have used.
-    func cpuSeconds() -> Double {
+    func cpuSeconds() -> Double { cpuSecondsByProcess().reduce(0) { $0 + $1.seconds } }
+
+    /// CPU seconds (user and system) each of the cluster's processes has
+    /// used, from `/proc/PID/stat`: where an indexing run's time went.
+    func cpuSecondsByProcess() -> [(name: String, seconds: Double)] {
         let tick = Double(sysconf(Int32(_SC_CLK_TCK)))
-        return children().reduce(0) { total, child in
+        return children().compactMap { child in
             guard let stat = try? String(contentsOfFile: "/proc/\(child.pid)/stat", encoding: .utf8),
                 let fields = stat.split(separator: ")").last?.split(separator: " "), fields.count > 13,
                 let user = Double(fields[11]), let system = Double(fields[12])
-            else { return total }
-            return total + (user + system) / tick
+            else { return nil }
+            return (child.name, (user + system) / tick)
         }
     }
 
