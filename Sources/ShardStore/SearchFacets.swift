@@ -74,7 +74,11 @@ extension ShardStore {
     /// mark's watermark, one range read of `attrs`'s key) appended, so a
     /// search during a bulk publish reads a few rows per commit instead of
     /// every value of each facet. Read whole when there is no mark to
-    /// patch from (see ``changeMark()``).
+    /// patch from (see ``changeMark()``). Counts are over live matches
+    /// only, so a removed item's entries could not be counted anyway: they
+    /// are taken out to keep the column the size of the data, and a missed
+    /// addition is what would make a count wrong (the differential tests
+    /// between writes catch that).
     func facetColumn(_ name: Int64) throws -> FacetColumn {
         let cache = searchCache
         let version = dataSeen
