@@ -12,8 +12,10 @@ import SQLite
 /// ``ShardStore/nextItemID()``), so the items written since the index was
 /// current are those at or above the counter it last saw, read by id range
 /// with their domains and appended (they sort after every id held). Items
-/// removed since (deleted, replaced, moved to another domain, purged) show as
-/// fewer items than held plus added; the index is then read again, as it is
+/// removed since (deleted, replaced, moved to another domain, purged) come
+/// from the shard's ``RemovalLog`` and are taken out. When the log does not
+/// reach back to the index's mark (or the shard has none), removals show as
+/// fewer items than held plus added, and the index is read again, as it is
 /// when the content was replaced from a copy (a new `items.epoch`) or when
 /// the shard has no counter yet.
 ///
@@ -32,6 +34,8 @@ final class DomainIndex {
     private(set) var watermark: Int64 = 0
     /// The shard's `items.epoch` when read.
     private(set) var epoch = ""
+    /// The shard's removal log when last current (nil: the shard had none).
+    private(set) var mark: ChangeMark?
     /// The data it is current for (``ShardStore/dataSeen``).
     var version: UniverseCache.Version
     /// Per domain asked, its items and its subdomains', as ids and bits: an
@@ -42,9 +46,10 @@ final class DomainIndex {
     static let maxScopes = 1_024
 
     /// An empty index; ``append(_:_:)`` fills it.
-    init(watermark: Int64, epoch: String, version: UniverseCache.Version) {
+    init(watermark: Int64, epoch: String, mark: ChangeMark?, version: UniverseCache.Version) {
         self.watermark = watermark
         self.epoch = epoch
+        self.mark = mark
         self.version = version
     }
 
@@ -61,7 +66,7 @@ final class DomainIndex {
 
     /// Adds items stored since the index was current: `rows` in id order,
     /// every id at or above ``watermark``.
-    func add(_ rows: [(domain: [UInt8], id: Int64)], watermark: Int64, version: UniverseCache.Version) {
+    func add(_ rows: [(domain: [UInt8], id: Int64)], watermark: Int64, mark: ChangeMark?, version: UniverseCache.Version) {
         for (domain, id) in rows {
             let at = Self.lowerBound(domain, in: domains)
             if at == domains.count || domains[at] != domain {
@@ -76,7 +81,32 @@ final class DomainIndex {
         }
         count += rows.count
         self.watermark = watermark
+        self.mark = mark
         self.version = version
+    }
+
+    /// Removes the items `removed` names (sorted; ids not held are passed
+    /// over) and returns how many it held: the items deleted since the
+    /// index was current, from the shard's ``RemovalLog``.
+    @discardableResult
+    func remove(_ removed: [Int64]) -> Int {
+        guard !removed.isEmpty else { return 0 }
+        let gone = IDBits(removed)
+        var held = 0
+        for g in members.indices.reversed() {
+            let before = members[g].count
+            members[g].removeAll { gone.contains($0) }
+            held += before - members[g].count
+            if members[g].isEmpty {
+                members.remove(at: g)
+                domains.remove(at: g)
+            }
+        }
+        if held > 0 {
+            for scope in Array(scopes.keys) { scopes[scope]!.remove(gone) }
+        }
+        count -= held
+        return held
     }
 
     /// The ids of the items of `domain` and of all its subdomains, sorted.
@@ -162,6 +192,14 @@ struct ItemScope {
     mutating func append(_ more: [Int64]) {
         ids += more
         for id in more { bits.insert(id) }
+    }
+
+    /// Leaves out the ids `gone` holds.
+    mutating func remove(_ gone: IDBits) {
+        let before = ids.count
+        ids.removeAll { gone.contains($0) }
+        guard ids.count < before else { return }
+        bits = IDBits(ids)
     }
 
     /// The items in both.
@@ -258,21 +296,26 @@ extension ShardStore {
             return nil
         }
         let epoch = try itemsEpoch()
+        let mark = try changeMark()
         if let index = universeCache.domains, index.epoch == epoch, index.watermark <= next {
             let s = try db.prepare("SELECT domain, id FROM items WHERE id >= ? ORDER BY id")
             try s.bind(index.watermark, at: 0)
             defer { try? s.reset() }
             var added: [(domain: [UInt8], id: Int64)] = []
             while try s.step() { added.append((s.withUTF8(at: 0, Array.init) ?? [], s.int64(at: 1))) }
+            // Items removed since: from the removal log when it reaches back
+            // to the index's mark; otherwise none is patched, and any
+            // removal shows in the count below.
+            if let old = index.mark, let mark, let removed = try removed(since: old, upTo: mark) { index.remove(removed) }
             let total = try db.prepare("SELECT count(*) FROM items").scalar()?.int64 ?? 0
             if total == Int64(index.count + added.count) {
-                index.add(added, watermark: next, version: version)
+                index.add(added, watermark: next, mark: mark, version: version)
                 return index
             }
         }
         // Ordered by the domain index itself: no sort.
         domainIndexReads += 1
-        let index = DomainIndex(watermark: next, epoch: epoch, version: version)
+        let index = DomainIndex(watermark: next, epoch: epoch, mark: mark, version: version)
         let s = try db.prepare("SELECT domain, id FROM items INDEXED BY items_domain ORDER BY domain, id")
         defer { try? s.reset() }
         while try s.step() {

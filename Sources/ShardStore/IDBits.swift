@@ -44,6 +44,13 @@ struct IDBits: Sendable, Equatable {
         words[w] |= 1 << UInt64(id & 63)
     }
 
+    /// Removes `id` if held.
+    mutating func remove(_ id: Int64) {
+        guard id >= 0 else { return }
+        let w = Int(id) >> 6
+        if w < words.count { words[w] &= ~(1 << UInt64(id & 63)) }
+    }
+
     /// The ids of sorted `ids` that are in the set, in order: one test each,
     /// rather than a merge with the set's every id.
     func filter(_ ids: [Int64]) -> [Int64] {

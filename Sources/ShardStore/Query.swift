@@ -11,8 +11,13 @@ final class UniverseCache {
         var data: Int64
         var changes: Int
     }
-    /// Every item's id (see ``ShardStore/universe(_:)``).
+    /// Every item's id (see ``ShardStore/universe(_:)``), and the
+    /// removal-log mark of the data they are of (nil: none to patch from).
     var held: (Version, [Int64])?
+    var heldMark: ChangeMark?
+    /// Times the ids were read whole, and patched (for tests and figures).
+    var universeReads = 0
+    var universePatches = 0
     /// Every item with an expiry, soonest first (see ``ShardStore/expiredIDs(now:)``).
     var expiries: (Version, [(expires: Double, id: Int64)])?
     /// Every item whose entity has a priority (see ``ShardStore/entityPriorities()``).
@@ -329,13 +334,35 @@ extension ShardStore {
     /// InstantSearch page's first request).
     func universe(_ context: QueryContext) throws -> [Int64] {
         if let u = context.universe { return u }
-        let u = try heldWhileTheDataIsSame(\.held) {
-            let s = try db.prepare("SELECT id FROM items ORDER BY id")
-            defer { try? s.reset() }
-            var u: [Int64] = []
-            while try s.step() { u.append(s.int64(at: 0)) }
-            return u
+        let version = dataSeen
+        if let (held, ids) = universeCache.held, held == version {
+            context.universe = ids
+            return ids
         }
+        // Patched with the changes since (see ``RemovalLog``) when the
+        // log reaches back to the ids held: the removed ones left out, the
+        // ones stored since appended (they sort after every id held).
+        let mark = try changeMark()
+        var u: [Int64] = []
+        var from: Int64?
+        if let (_, ids) = universeCache.held, let old = universeCache.heldMark, let mark, let removed = try removed(since: old, upTo: mark) {
+            if removed.isEmpty {
+                u = ids
+            } else {
+                let gone = IDBits(removed)
+                u = ids.filter { !gone.contains($0) }
+            }
+            from = old.watermark
+            universeCache.universePatches += 1
+        } else {
+            universeCache.universeReads += 1
+        }
+        let s = try db.prepare(from == nil ? "SELECT id FROM items ORDER BY id" : "SELECT id FROM items WHERE id >= ? ORDER BY id")
+        if let from { try s.bind(from, at: 0) }
+        defer { try? s.reset() }
+        while try s.step() { u.append(s.int64(at: 0)) }
+        universeCache.held = (version, u)
+        universeCache.heldMark = mark
         context.universe = u
         return u
     }

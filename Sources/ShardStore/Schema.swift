@@ -17,6 +17,7 @@ import Items
 /// words  FTS5 unicode61 remove_diacritics 2, prefix 3, automerge 8, contentless, a column per common attribute
 /// vectors(item PRIMARY KEY, seq, vector)  one embedding per item (384 little-endian float32)
 ///     vectors_seq(seq)                  what changed since a reader last looked
+/// removed(seq PRIMARY KEY, item)        the removal log: the ids of the last items deleted, by a trigger on `items`
 /// ```
 ///
 /// - `vectors` holds the sentence embedding of an item's semantic text (see
@@ -167,6 +168,15 @@ enum Layout {
         """,
         "CREATE TABLE IF NOT EXISTS vectors(item INTEGER PRIMARY KEY, seq INTEGER NOT NULL, vector BLOB NOT NULL)",
         "CREATE INDEX IF NOT EXISTS vectors_seq ON vectors(seq)",
+        // The removal log (see ``RemovalLog``): every item deleted, whatever
+        // the statement, in the order of its deletes.
+        "CREATE TABLE IF NOT EXISTS removed(seq INTEGER PRIMARY KEY, item INTEGER NOT NULL)",
+        "CREATE TRIGGER IF NOT EXISTS items_removed AFTER DELETE ON items BEGIN INSERT INTO removed(item) VALUES (old.id); END",
+        """
+        CREATE TRIGGER IF NOT EXISTS removed_pruned AFTER INSERT ON removed WHEN new.seq % \(RemovalLog.kept) = 0 BEGIN
+            DELETE FROM removed WHERE seq <= new.seq - \(RemovalLog.kept);
+        END
+        """,
     ]
 
     /// Columns added since format 1, with the statement that adds each to an

@@ -7,8 +7,17 @@ final class SearchCache {
     var vocabulary: Vocabulary?
     var vocabularyBuilt = ContinuousClock.now
     var vocabularyVersion: Int64 = -2
-    var facetVersion: Int64 = -2
+    /// The data the facet columns are of, and its removal-log mark (nil:
+    /// none to patch them from; see ``ShardStore/facetColumn(_:)``).
+    var facetVersion = UniverseCache.Version(data: -2, changes: 0)
+    var facetMark: ChangeMark?
     var facetColumns: [Int64: FacetColumn] = [:]
+    /// Whether facet columns are patched with each commit's changes rather
+    /// than read again (tests turn it off to compare).
+    var patchesFacetColumns = true
+    /// Facet columns read whole, and patched (for tests and figures).
+    var facetColumnReads = 0
+    var facetColumnPatches = 0
     /// Misspelt forms found per (word, typos) in the current vocabulary: a
     /// person typing repeats the words before the one being typed.
     var typoForms: [String: [(term: Int, typos: Int)]] = [:]

@@ -11,15 +11,47 @@ struct FacetColumn {
     var names: [String] = []
     /// The numeric value of each interned value, for facet stats (nil for text).
     var numbers: [Double?] = []
+    /// Each value's position in ``names``.
+    var valueIDs: [String: Int32] = [:]
     /// Item `id`'s entries are `offsets[id]..<offsets[id + 1]`, so counting
     /// a matching set is one lookup per item rather than a merge with every
     /// entry (empty when ids are too sparse for a table: see ``index()``).
     var offsets: [Int32] = []
 
+    /// Adds one entry: after every entry held (an item's values in order,
+    /// items by id).
+    mutating func append(item: Int64, value: String, number: Double?) {
+        let id: Int32
+        if let known = valueIDs[value] {
+            id = known
+        } else {
+            id = Int32(names.count)
+            valueIDs[value] = id
+            names.append(value)
+            numbers.append(number)
+        }
+        items.append(item)
+        values.append(id)
+    }
+
+    /// Leaves out the entries of the items `gone` holds (values no item
+    /// holds any more stay interned and count zero, which no answer lists).
+    mutating func remove(_ gone: IDBits) {
+        var kept = 0
+        for e in items.indices where !gone.contains(items[e]) {
+            items[kept] = items[e]
+            values[kept] = values[e]
+            kept += 1
+        }
+        items.removeSubrange(kept...)
+        values.removeSubrange(kept...)
+    }
+
     /// Fills ``offsets`` when the largest id is within a small multiple of
     /// the entries (ids grow with every write, so a shard that rewrote most
     /// of its items many times falls back to merging).
     mutating func index() {
+        offsets = []
         guard let first = items.first, first >= 0, let last = items.last,
             last < Int64(8 * items.count + 65_536), items.count < Int(Int32.max)
         else { return }
@@ -34,19 +66,64 @@ struct FacetColumn {
 }
 
 extension ShardStore {
-    /// Every value of an attribute by item; rebuilt after any change, since
-    /// facet counts must be exact.
+    /// Every value of an attribute by item, exact for the data this
+    /// connection reads (facet counts must be exact). Kept across commits
+    /// and patched with each one's changes rather than read again: the
+    /// entries of the items removed since (the shard's ``RemovalLog``) are
+    /// taken out and those of the items stored since (ids at or above the
+    /// mark's watermark, one range read of `attrs`'s key) appended, so a
+    /// search during a bulk publish reads a few rows per commit instead of
+    /// every value of each facet. Read whole when there is no mark to
+    /// patch from (see ``changeMark()``). Counts are over live matches
+    /// only, so a removed item's entries could not be counted anyway: they
+    /// are taken out to keep the column the size of the data, and a missed
+    /// addition is what would make a count wrong (the differential tests
+    /// between writes catch that).
     func facetColumn(_ name: Int64) throws -> FacetColumn {
         let cache = searchCache
-        if cache.facetVersion != dataVersion {
-            cache.facetColumns = [:]
-            cache.facetVersion = dataVersion
+        let version = dataSeen
+        if cache.facetVersion != version {
+            let mark = try changeMark()
+            if cache.patchesFacetColumns, !cache.facetColumns.isEmpty, let old = cache.facetMark, let mark,
+                let removed = try removed(since: old, upTo: mark)
+            {
+                let gone = IDBits(removed)
+                for (name, var column) in cache.facetColumns {
+                    cache.facetColumns[name] = nil
+                    if !removed.isEmpty { column.remove(gone) }
+                    try readEntries(of: name, from: old.watermark, into: &column)
+                    column.index()
+                    cache.facetColumns[name] = column
+                    cache.facetColumnPatches += 1
+                }
+            } else {
+                cache.facetColumns = [:]
+            }
+            cache.facetVersion = version
+            cache.facetMark = mark
         }
         if let c = cache.facetColumns[name] { return c }
         var column = FacetColumn()
-        var index: [String: Int32] = [:]
-        let s = try db.prepare("SELECT item, kind, coalesce(text, key), num FROM attrs WHERE name = ? ORDER BY item, pos")
-        try s.bind(name, at: 0)
+        try readEntries(of: name, from: nil, into: &column)
+        column.index()
+        cache.facetColumns[name] = column
+        cache.facetColumnReads += 1
+        return column
+    }
+
+    /// Appends attribute `name`'s entries of the items from id `from` on
+    /// (nil: every item) to `column`, in item order.
+    private func readEntries(of name: Int64, from: Int64?, into column: inout FacetColumn) throws {
+        let s: Statement
+        if let from {
+            s = try db.prepare("SELECT item, kind, coalesce(text, key), num FROM attrs WHERE item >= ? AND name = ? ORDER BY item, pos")
+            try s.bind(from, at: 0)
+            try s.bind(name, at: 1)
+        } else {
+            s = try db.prepare("SELECT item, kind, coalesce(text, key), num FROM attrs WHERE name = ? ORDER BY item, pos")
+            try s.bind(name, at: 0)
+        }
+        defer { try? s.reset() }
         while try s.step() {
             guard let kind = ValueKind(rawValue: s.int64(at: 1)) else { continue }
             let value: String
@@ -58,22 +135,8 @@ extension ShardStore {
             case .date: value = ISODate.format(Date(timeIntervalSinceReferenceDate: s.double(at: 3)))
             case .location: continue
             }
-            let id: Int32
-            if let known = index[value] {
-                id = known
-            } else {
-                id = Int32(column.names.count)
-                index[value] = id
-                column.names.append(value)
-                column.numbers.append(number)
-            }
-            column.items.append(s.int64(at: 0))
-            column.values.append(id)
+            column.append(item: s.int64(at: 0), value: value, number: number)
         }
-        try s.reset()
-        column.index()
-        cache.facetColumns[name] = column
-        return column
     }
 }
 

@@ -216,7 +216,7 @@ extension SearchRun {
         }
         guard let ids = candidates?.ids, let i = matcher.phrases.firstIndex(where: { $0.tokens == phrase.phrase.map { Array($0.utf8) } })
         else { return [] }
-        let s = try store.db.prepare("SELECT name, text FROM attrs WHERE item = ? AND kind IN (0, 5)")
+        let s = try store.db.prepare("SELECT name, coalesce(text, key) FROM attrs WHERE item = ? AND kind IN (0, 5)")
         var out: [Int64] = []
         for id in ids {
             try context.checkCancelled()

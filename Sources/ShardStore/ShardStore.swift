@@ -58,6 +58,9 @@ package final class ShardStore {
     /// Whether `items` has its `wordcheck` column (a read-only connection may
     /// open a shard that no writer has upgraded yet).
     var hasWordCheck = false
+    /// Whether the shard has its removal log (see ``RemovalLog``; a
+    /// read-only connection may open a shard no writer has upgraded yet).
+    var hasRemovalLog = false
     /// The ids of the attributes `*` covers, worked out once per change of
     /// the names or the schema rather than at every query.
     var defaultTextIDs: [Int64]?
@@ -161,6 +164,8 @@ package final class ShardStore {
         nameIDs = ids
         names = byID
         hasWordCheck = try hasColumn("items", "wordcheck")
+        hasRemovalLog =
+            try db.prepare("SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name = 'items_removed'").scalar()?.int64 ?? 0 > 0
         var schema = AttributeSchema()
         let decoder = JSONDecoder()
         try db.prepare("SELECT spec FROM declared").forEachRow { row in

@@ -147,9 +147,11 @@ import Testing
         try Self.check(stores, shadow, &rng, "all deleted, then written")
     }
 
-    /// The index is patched with items added, not read again; items removed
-    /// make it read again. Both connections follow the same data.
-    @Test func addedItemsPatchTheIndexAndRemovedOnesRereadIt() throws {
+    /// The index is patched with items added and items removed (from the
+    /// removal log), not read again; when the log no longer reaches back to
+    /// the index (a gap in it), removals make it read again. Both
+    /// connections follow the same data.
+    @Test func changesPatchTheIndexAndAGapInTheLogRereadsIt() throws {
         var rng = SplitMix64(state: 9)
         let dir = TempDir()
         let writer = try openStore(dir)
@@ -169,7 +171,37 @@ import Testing
         #expect(try writer.delete(ids: ["new1"]) == 1)
         #expect(try !reader.idSet(scope).contains("new1"))
         #expect(try writer.idSet(.domain(["@a.fresh"])).isEmpty)
-        #expect(reader.domainIndexReads == 2 && writer.domainIndexReads == 2)
+        #expect(reader.domainIndexReads == 1 && writer.domainIndexReads == 1)
+
+        // Replacements: removed and stored under new ids, in one commit.
+        try writer.put([item("new2", domain: "@a"), item("new3", domain: "@a.fresh")])
+        #expect(try reader.idSet(scope).isSuperset(of: ["new2", "new3"]))
+        #expect(try !writer.idSet(.domain(["@b"])).contains("new2"))
+        #expect(reader.domainIndexReads == 1 && writer.domainIndexReads == 1)
+
+        // Two deletes, and the log's entry of the first lost: the readers
+        // cannot know it from the log and read the index again.
+        #expect(try writer.delete(ids: ["new2"]) == 1)
+        #expect(try writer.delete(ids: ["new3"]) == 1)
+        try writer.db.execute("DELETE FROM removed WHERE seq = (SELECT max(seq) - 1 FROM removed)")
+        #expect(try !reader.idSet(scope).contains("new2") && !reader.idSet(scope).contains("new3"))
+        #expect(reader.domainIndexReads == 2)
+    }
+
+    /// The removal log keeps its last ``RemovalLog/kept`` entries at least
+    /// and twice that at most, with no gap, however many items are removed.
+    @Test func theRemovalLogStaysBoundedAndWhole() throws {
+        let dir = TempDir()
+        let writer = try openStore(dir)
+        let n = 5 * RemovalLog.kept + 123
+        try writer.db.execute(
+            "WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < \(n)) INSERT INTO removed(item) SELECT i FROM k")
+        let rows = try writer.db.prepare("SELECT count(*), min(seq), max(seq) FROM removed")
+        #expect(try rows.step())
+        let (count, least, most) = (rows.int64(at: 0), rows.int64(at: 1), rows.int64(at: 2))
+        try rows.reset()
+        #expect(most == Int64(n) && most - least + 1 == count)
+        #expect(count >= Int64(RemovalLog.kept) && count < Int64(2 * RemovalLog.kept))
     }
 
     /// A scope's bits and ids stay one set through appends, and narrow,

@@ -58,4 +58,60 @@ import Testing
         #expect(searched == 240 && found > 400)
         #expect(readers.allSatisfy { $0.searchCache.postingSearches > 0 && $0.searchCache.postingSearches < searched })
     }
+
+    /// Facet counts, domain scopes and the empty query between writes: two
+    /// long-lived readers patch their facet columns, domain index and
+    /// universe with each commit's changes (the items stored since by id
+    /// range, those removed from the ``RemovalLog``) and must answer what
+    /// a fresh reader, reading everything whole, answers. Each round
+    /// replaces items (under new ids), adds and deletes some; the readers
+    /// must have patched rather than read again.
+    @Test(arguments: [71, 73] as [UInt64])
+    func facetsAndScopesBetweenWritesAgreeWithAFreshReader(seed: UInt64) throws {
+        let dir = TempDir()
+        let w = try PostingSearchTests.store(dir, seed: seed)
+        let readers = try (0..<2).map { _ in try openStore(dir, mode: .readOnly) }
+        defer {
+            PostingIndexes.shared.forget(path: w.path)
+            SharedVocabularies.shared.forget(path: w.path)
+        }
+        var rng = SplitMix(state: seed)
+        var searched = 0, counted = 0
+        for round in 0..<8 {
+            if round > 0 {
+                try w.put(PostingSearchTests.randomItems(10, seed: seed &+ UInt64(round) &* 7, prefix: "r\(round)-"))
+                try w.put(PostingSearchTests.randomItems(Int(rng.next() % 40), seed: seed &+ UInt64(round) &* 13))
+                _ = try w.delete(ids: (0..<6).map { _ in "i\(rng.next() % 300)" } + ["r\(round - 1)-\(rng.next() % 10)"])
+            }
+            let fresh = try openStore(dir, mode: .readOnly)
+            fresh.searchCache.searchesUsePostingIndex = false
+            fresh.searchCache.sharesVocabulary = false
+            fresh.searchCache.patchesFacetColumns = false
+            for i in 0..<30 {
+                var plan = SearchPlan(
+                    words: i % 3 == 0 ? [] : [PostingSearchTests.words[Int(rng.next() % UInt64(PostingSearchTests.words.count))]],
+                    prefixLast: rng.next() % 2 == 0, typos: TypoPolicy(enabled: false), window: [0, 5, 20][Int(rng.next() % 3)])
+                plan.facets = ["section", "size"]
+                if rng.next() % 2 == 0 { plan.filter = .domain([["@alpha", "@beta"][Int(rng.next() % 2)]]) }
+                if rng.next() % 2 == 0 {
+                    plan.disjunctiveFilters = ["section": plan.filter]
+                    plan.facets.append(SearchPlan.disjunctiveSetSizes)
+                }
+                let expected = try fresh.search(plan)
+                for r in readers {
+                    let got = try r.search(plan)
+                    #expect(got == expected, "round \(round): \(plan.words) \(plan.filter)")
+                }
+                searched += 1
+                counted += expected.facets["section"]?.count ?? 0
+            }
+        }
+        #expect(searched == 240 && counted > 1_000)
+        for r in readers {
+            #expect(r.searchCache.facetColumnReads == 2, "each column read once, then patched")
+            #expect(r.searchCache.facetColumnPatches >= 14)
+            #expect(r.domainIndexReads == 1)
+            #expect(r.universeCache.universeReads == 1 && r.universeCache.universePatches >= 7)
+        }
+    }
 }
