@@ -144,7 +144,11 @@ extension AlgoliaREST {
                 guard let n = r["indexName"]?.stringValue, !n.isEmpty else { throw RESTError(.badRequest, "\(at) needs an indexName") }
                 name = n
             }
-            let needsBody = ["addObject", "updateObject", "partialUpdateObject", "partialUpdateObjectNoCreate"].contains(action)
+            let needsBody: Bool
+            switch action {
+            case "addObject", "updateObject", "partialUpdateObject", "partialUpdateObjectNoCreate": needsBody = true
+            default: needsBody = false
+            }
             if needsBody, r["body"]?.objectValue == nil {
                 throw RESTError(.badRequest, "\(at): \(action) needs a body that is the record, a JSON object; nothing of the batch was stored")
             }
@@ -229,12 +233,18 @@ extension AlgoliaREST {
             throw RESTError(.badRequest, "index '\(index)' is a replica of '\(primary)': write its records to '\(primary)'")
         }
         let partialIDs = ops.compactMap { op -> String? in if case .partial(let id, _, _) = op { id } else { nil } }
+        // The records as the batch leaves them, for its partial updates to
+        // start from: kept only when the batch has one.
+        let tracking = !partialIDs.isEmpty
         var current = try await records(c, index, Array(Set(partialIDs)))
         var steps: [Step] = []
         var pending: [String: JSONValue] = [:]
         var pendingOrder: [String] = []
         var flattens = false
+        // Checks each item as a shard decodes it, keeping nothing (the items
+        // are sent on as JSON).
         let decoder = ItemDecoder()
+        let names = AlgoliaIndex.Names(index)
         func close() {
             guard !pendingOrder.isEmpty else { return }
             steps.append(.publish(pendingOrder.compactMap { pending[$0] }, flattens: flattens))
@@ -244,19 +254,21 @@ extension AlgoliaREST {
         func save(_ id: String, _ record: [String: JSONValue]) throws(RESTError) {
             guard !id.isEmpty else { throw RESTError(.badRequest, "an objectID must not be empty") }
             if !flattens, record["_geoloc"] != nil || record.values.contains(where: Self.flattened) { flattens = true }
-            var r = record
-            r["objectID"] = .string(id)
             let item: JSONValue
-            do throws(RESTError) { item = try AlgoliaRecord.item(r, objectID: id, index: index) } catch {
+            do throws(RESTError) { item = try AlgoliaRecord.item(record, objectID: id, names: names) } catch {
                 throw RESTError(error.code, "record '\(id)' is refused, and nothing of the batch was stored: \(error.message)")
             }
-            do throws(ItemError) { _ = try decoder.decode(item) } catch {
+            do throws(ItemError) { try decoder.check(item) } catch {
                 let field = error.field.map { " (\($0))" } ?? ""
                 throw RESTError(.badRequest, "record '\(id)' is refused, and nothing of the batch was stored: \(error.message)\(field)")
             }
             if pending[id] == nil { pendingOrder.append(id) }
             pending[id] = item
-            current[id] = r
+            if tracking {
+                var r = record
+                r["objectID"] = .string(id)
+                current[id] = r
+            }
         }
         for op in ops {
             switch op {

@@ -34,12 +34,30 @@ enum AlgoliaIndex {
 
     /// The record's domain: FNV-1a of the objectID picks its bucket.
     static func recordDomain(_ index: String, _ objectID: String) -> String {
-        var h: UInt64 = 0xcbf2_9ce4_8422_2325
-        for b in objectID.utf8 {
-            h ^= UInt64(b)
-            h &*= 0x0000_0100_0000_01b3
+        Names(index).recordDomain(objectID)
+    }
+
+    /// An index's names that each of its records' identifier and domain
+    /// start with, made once for a batch of records.
+    struct Names {
+        let prefix: String
+        let recordsDomain: String
+
+        init(_ index: String) {
+            prefix = AlgoliaIndex.prefix(index)
+            recordsDomain = AlgoliaIndex.recordsDomain(index) + "."
         }
-        return "\(recordsDomain(index)).\(h % buckets)"
+
+        func uid(_ objectID: String) -> String { prefix + objectID }
+
+        func recordDomain(_ objectID: String) -> String {
+            var h: UInt64 = 0xcbf2_9ce4_8422_2325
+            for b in objectID.utf8 {
+                h ^= UInt64(b)
+                h &*= 0x0000_0100_0000_01b3
+            }
+            return recordsDomain + String(h % buckets)
+        }
     }
 
     /// The predicate that selects an index's records.
@@ -68,7 +86,13 @@ enum AlgoliaRecord {
 
     /// The publishable item for a record, or why it cannot be one (naming the field).
     static func item(_ record: [String: JSONValue], objectID: String, index: String) throws(RESTError) -> JSONValue {
+        try item(record, objectID: objectID, names: AlgoliaIndex.Names(index))
+    }
+
+    /// ``item(_:objectID:index:)`` with the index's names made already.
+    static func item(_ record: [String: JSONValue], objectID: String, names: AlgoliaIndex.Names) throws(RESTError) -> JSONValue {
         var attributes: [String: JSONValue] = [:]
+        attributes.reserveCapacity(record.count + 1)
         var objects: [String: JSONValue] = [:]
         for (name, value) in record where name != "objectID" {
             if name == objectsAttribute {
@@ -87,8 +111,8 @@ enum AlgoliaRecord {
         }
         if !objects.isEmpty { attributes[objectsAttribute] = .string(JSONWriter.string(.object(objects))) }
         return .object([
-            "uniqueIdentifier": .string(AlgoliaIndex.uid(index, objectID)),
-            "domainIdentifier": .string(AlgoliaIndex.recordDomain(index, objectID)),
+            "uniqueIdentifier": .string(names.uid(objectID)),
+            "domainIdentifier": .string(names.recordDomain(objectID)),
             "attributes": .object(attributes),
         ])
     }

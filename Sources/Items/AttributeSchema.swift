@@ -167,10 +167,11 @@ public struct AttributeSchema: Sendable, Hashable {
 public enum AttributeName {
     /// 1 to 128 characters: a letter or `_`, then letters, digits, `_`, `.` or `-`.
     public static func isValid(_ name: String) -> Bool {
-        let u = Array(name.utf8)
-        guard !u.isEmpty, u.count <= 128 else { return false }
+        // The UTF-8 view walked in place: every attribute of every item published is checked.
+        let u = name.utf8
+        guard let first = u.first, u.count <= 128 else { return false }
         func letter(_ c: UInt8) -> Bool { (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c == 95 }
-        guard letter(u[0]) else { return false }
+        guard letter(first) else { return false }
         return u.dropFirst().allSatisfy { letter($0) || ($0 >= 48 && $0 <= 57) || $0 == 46 || $0 == 45 }
     }
 }

@@ -27,6 +27,18 @@ public struct ItemDecoder: Sendable {
     }
 
     public func decode(_ json: JSONValue) throws(ItemError) -> Item {
+        try decode(json, keepingAttributes: true)
+    }
+
+    /// Checks an item as ``decode(_:)`` does, refusing what it refuses, but
+    /// keeps no attribute: for a check ahead of a publish (the REST API
+    /// checks a whole batch before storing any of it), where the item is
+    /// sent on as JSON and the shard decodes it again.
+    public func check(_ json: JSONValue) throws(ItemError) {
+        _ = try decode(json, keepingAttributes: false)
+    }
+
+    func decode(_ json: JSONValue, keepingAttributes keep: Bool) throws(ItemError) -> Item {
         guard case .object(let o) = json else {
             throw ItemError(.notAnObject, "an item must be a JSON object, found \(json.kindName)")
         }
@@ -72,7 +84,8 @@ public struct ItemDecoder: Sendable {
                         .invalidAttributeName, "'\(name)' is not a valid attribute name (a letter, then letters, digits, '_', '.', '-'; at most 128)",
                         field: field)
                 }
-                attributes[name] = try attributeValue(raw, spec: schema.spec(for: name), field: field)
+                let value = try attributeValue(raw, spec: schema.spec(for: name), field: field)
+                if keep { attributes[name] = value }
             }
         }
         // latitude and longitude together also give the item its `location`.
