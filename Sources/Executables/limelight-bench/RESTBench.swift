@@ -3,6 +3,7 @@ import Foundation
 import Items
 import LimelightClient
 import QueryPlan
+import Synchronization
 import WireProtocol
 
 /// Algolia's REST API beside the ZeroMQ API, on the same cluster and data
@@ -18,6 +19,13 @@ struct RESTBench: AsyncParsableCommand {
     @OptionGroup var corpus: CorpusOptions
     @Option(help: "Shards (limelight up's default is 8).") var shards = 8
     @Option(help: "Records per batch, as Algolia's clients cut them.") var batch = 1000
+    @Option(
+        help: """
+            Batches in flight at once over as many keep-alive connections: 4, as limelight publish keeps \
+            (its --window), so that both paths are timed with the same work under way; 1 is how an Algolia \
+            client's save_objects sends them (a batch is answered once stored).
+            """)
+    var connections = 4
     @Flag(help: "Time the searches only (the records still written through batch, untimed against publish).") var searchesOnly = false
 
     func run() async throws {
@@ -57,23 +65,19 @@ struct RESTBench: AsyncParsableCommand {
         defer { cluster.stop() }
         let key = cluster.adminKey ?? ""
         guard let rest = cluster.restURL, let port = URL(string: rest)?.port else { throw ValidationError("limelight up named no REST URL") }
-        let http = try HTTPConnection(port: port, headers: ["X-Algolia-Application-Id": "default", "X-Algolia-API-Key": key])
+        let headers = ["X-Algolia-Application-Id": "default", "X-Algolia-API-Key": key]
+        let http = try HTTPConnection(port: port, headers: headers)
         defer { http.close() }
         let t0 = Date()
-        var lastTask: Double = 0
-        for start in stride(from: 0, to: records.count, by: batch) {
-            let requests = records[start..<min(records.count, start + batch)].map {
-                JSONValue.object(["action": .string("addObject"), "body": $0])
-            }
-            let answer = try http.json("POST", "/1/indexes/bench/batch", .object(["requests": .array(Array(requests))]))
-            lastTask = answer["taskID"]?.doubleValue ?? 0
-        }
-        while try http.json("GET", "/1/indexes/bench/task/\(Int(lastTask))", nil)["status"]?.stringValue != "published" {
+        let lastTask = try writeBatches(records, port: port, headers: headers)
+        while try http.json("GET", "/1/indexes/bench/task/\(lastTask)", nil)["status"]?.stringValue != "published" {
             try await Task.sleep(for: .milliseconds(5))
         }
         let restRate = Double(records.count) / Date().timeIntervalSince(t0)
         if let zmqRate {
-            print("writes: limelight publish \(Int(zmqRate)) items/s; REST batch \(Int(restRate)) items/s (\(fmt(restRate / zmqRate, 2))x)")
+            print(
+                "writes: limelight publish \(Int(zmqRate)) items/s (4 batches in flight); REST batch \(Int(restRate)) items/s "
+                    + "(\(connections) in flight) (\(fmt(restRate / zmqRate, 2))x)")
         }
 
         // Searches, ZeroMQ then REST then ZeroMQ again: the two ZeroMQ runs bracket the REST one.
@@ -144,6 +148,47 @@ struct RESTBench: AsyncParsableCommand {
 
 /// Each kind's requests in turn (the first of each kind, then the second…),
 /// after 20 rounds to warm up: milliseconds per kind.
+extension RESTBench {
+    /// Sends `records` through `POST /1/indexes/bench/batch`, `batch` a
+    /// call, over ``connections`` keep-alive connections, each on a thread
+    /// of its own sending the next batch once its last is answered; returns
+    /// the highest task id answered.
+    func writeBatches(_ records: [JSONValue], port: Int, headers: [String: String]) throws -> Int {
+        let starts = Array(stride(from: 0, to: records.count, by: batch))
+        let state = Mutex<(next: Int, lastTask: Int, failure: String?)>((0, 0, nil))
+        let done = DispatchGroup()
+        let batch = batch
+        for _ in 0..<max(1, connections) {
+            done.enter()
+            Thread {
+                defer { done.leave() }
+                do {
+                    let http = try HTTPConnection(port: port, headers: headers)
+                    defer { http.close() }
+                    while let start = state.withLock({ s -> Int? in
+                        guard s.failure == nil, s.next < starts.count else { return nil }
+                        s.next += 1
+                        return starts[s.next - 1]
+                    }) {
+                        let requests = records[start..<min(records.count, start + batch)].map {
+                            JSONValue.object(["action": .string("addObject"), "body": $0])
+                        }
+                        let answer = try http.json("POST", "/1/indexes/bench/batch", .object(["requests": .array(Array(requests))]))
+                        let task = Int(answer["taskID"]?.doubleValue ?? 0)
+                        state.withLock { $0.lastTask = max($0.lastTask, task) }
+                    }
+                } catch {
+                    state.withLock { $0.failure = $0.failure ?? "\(error)" }
+                }
+            }.start()
+        }
+        done.wait()
+        let (lastTask, failure) = state.withLock { ($0.lastTask, $0.failure) }
+        if let failure { throw ValidationError("a batch failed: \(failure)") }
+        return lastTask
+    }
+}
+
 func timeREST(_ http: HTTPConnection, kinds: [[(String, JSONValue)]]) throws -> [[Double]] {
     let rounds = kinds.map(\.count).min() ?? 0
     for i in 0..<min(20, rounds) { for k in kinds { _ = try http.json("POST", k[i].0, k[i].1) } }
