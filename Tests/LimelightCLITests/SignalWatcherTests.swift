@@ -14,40 +14,51 @@ import Testing
         var count: Int { value.load(ordering: .acquiring) }
     }
 
-    /// Waits up to 5 s for `counter` to reach `atLeast`.
+    /// Waits up to 10 s (of the clock, however busy the machine) for
+    /// `counter` to reach `atLeast`.
     func wait(_ counter: Counter, atLeast: Int) async throws -> Int {
-        for _ in 0..<500 where counter.count < atLeast {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while counter.count < atLeast, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(10))
         }
         return counter.count
     }
 
-    /// Starts a thread with `signo` unblocked, as OpenBLAS's pool threads
-    /// have it where every thread Swift's runtime and Dispatch start block
-    /// it, so that a signal sent to the process is given to this one; it
-    /// lives `seconds`.
-    func startUnblockedThread(_ signo: Int32, seconds: Double) async throws -> pthread_t {
-        let thread = Mutex<pthread_t?>(nil)
-        Thread {
-            var unblocked = sigset_t()
-            sigemptyset(&unblocked)
-            sigaddset(&unblocked, signo)
-            pthread_sigmask(SIG_UNBLOCK, &unblocked, nil)
-            thread.withLock { $0 = pthread_self() }
-            Thread.sleep(forTimeInterval: seconds)
-        }.start()
-        for _ in 0..<200 {
-            if let t = thread.withLock({ $0 }) { return t }
-            try await Task.sleep(for: .milliseconds(5))
+    /// A thread with a signal unblocked, as OpenBLAS's pool threads have it
+    /// where every thread Swift's runtime and Dispatch start block it, so
+    /// that a signal sent to the process can be given to this one. It lives
+    /// until ``stop()`` (a thread that has ended takes no signal).
+    final class UnblockedThread: Sendable {
+        let id = Mutex<pthread_t?>(nil)
+        let stopped = Atomic<Bool>(false)
+
+        init(_ signo: Int32) {
+            Thread { [self] in
+                var unblocked = sigset_t()
+                sigemptyset(&unblocked)
+                sigaddset(&unblocked, signo)
+                pthread_sigmask(SIG_UNBLOCK, &unblocked, nil)
+                id.withLock { $0 = pthread_self() }
+                while !stopped.load(ordering: .acquiring) { usleep(5_000) }
+            }.start()
         }
-        throw CancellationError()
+
+        func started() async throws -> pthread_t {
+            while true {
+                if let t = id.withLock({ $0 }) { return t }
+                try await Task.sleep(for: .milliseconds(5))
+            }
+        }
+
+        func stop() { stopped.store(true, ordering: .releasing) }
     }
 
     @Test func aSignalSentToAThreadThatDoesNotBlockItIsHeard() async throws {
         let heard = Counter()
         let watcher = SignalWatcher(signals: [SIGUSR2]) { heard.add() }
-        let thread = try await startUnblockedThread(SIGUSR2, seconds: 1)
-        #expect(pthread_kill(thread, SIGUSR2) == 0)
+        let thread = UnblockedThread(SIGUSR2)
+        defer { thread.stop() }
+        #expect(pthread_kill(try await thread.started(), SIGUSR2) == 0)
         #expect(try await wait(heard, atLeast: 1) == 1)
         _ = watcher
     }
@@ -62,7 +73,9 @@ import Testing
         kill(getpid(), SIGUSR1)
         #expect(try await wait(early, atLeast: 1) == 1)
         first = nil
-        _ = try await startUnblockedThread(SIGUSR1, seconds: 2)
+        let thread = UnblockedThread(SIGUSR1)
+        defer { thread.stop() }
+        _ = try await thread.started()
         let late = Counter()
         let second = SignalWatcher(signals: [SIGUSR1]) { late.add() }
         kill(getpid(), SIGUSR1)
