@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import SQLite
+import Synchronization
 
 /// The process's ``PostingIndex`` of each shard file, and their builds.
 ///
@@ -240,7 +241,17 @@ extension ShardStore {
 
     /// Whether a ``PostingIndex`` is kept in a derived file beside the shard
     /// and mapped (tests turn it off to compare with the heap's).
-    nonisolated(unsafe) package static var usesDerivedFiles = true
+    package static var usesDerivedFiles: Bool {
+        get { switches.usesDerivedFiles.load(ordering: .relaxed) }
+        set { switches.usesDerivedFiles.store(newValue, ordering: .relaxed) }
+    }
+
+    /// The process-wide switches above and below, set at start or by tests.
+    private static let switches = Switches()
+    private final class Switches: Sendable {
+        let usesDerivedFiles = Atomic<Bool>(true)
+        let buildsSuggestionIndex = Atomic<Bool>(true)
+    }
 
     /// The heap bytes the process's posting indexes may hold together (see
     /// ``PostingIndexes``); a query worker's `--memory-budget`.
@@ -254,7 +265,10 @@ extension ShardStore {
 
     /// Whether suggestions start a ``PostingIndex`` build when the shard has
     /// none of its current data (tests turn it off to take the other path).
-    nonisolated(unsafe) package static var buildsSuggestionIndex = true
+    package static var buildsSuggestionIndex: Bool {
+        get { switches.buildsSuggestionIndex.load(ordering: .relaxed) }
+        set { switches.buildsSuggestionIndex.store(newValue, ordering: .relaxed) }
+    }
 
     /// The shared index of exactly the data this transaction reads, if there
     /// is one; otherwise a build is started. `outside`: whether the request

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// What SQLite may hold for each read-only connection of a process: its page
 /// cache (anonymous memory, the connection's own) and the length of the
 /// shard file it maps (file-backed pages, shared with the page cache).
@@ -55,5 +57,9 @@ package struct ReaderMemory: Sendable, Equatable {
 extension ShardStore {
     /// What each read-only connection opened from now on may hold (see
     /// ``ReaderMemory``); a query worker sets it from its budget at start.
-    nonisolated(unsafe) package static var readerMemory = ReaderMemory.unbounded
+    package static var readerMemory: ReaderMemory {
+        get { readerMemorySetting.withLock { $0 } }
+        set { readerMemorySetting.withLock { $0 = newValue } }
+    }
+    private static let readerMemorySetting = Mutex(ReaderMemory.unbounded)
 }

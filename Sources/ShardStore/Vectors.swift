@@ -2,6 +2,7 @@ import COpenBLAS
 import Foundation
 import Items
 import SQLite
+import Synchronization
 import VectorKernels
 
 /// A shard's item vectors in memory: one contiguous row-major `[Float]`
@@ -46,16 +47,16 @@ package final class VectorIndex: @unchecked Sendable {
     /// `ids` sorted, worked out once per change.
     private var sortedIDs: [Int64]?
 
-    private static let registryLock = NSLock()
-    nonisolated(unsafe) private static var registry: [String: VectorIndex] = [:]
+    private static let registry = Mutex<[String: VectorIndex]>([:])
 
     /// The index of the shard file at `path`, shared within the process.
     static func shared(path: String) -> VectorIndex {
-        registryLock.lock(); defer { registryLock.unlock() }
-        if let index = registry[path] { return index }
-        let index = VectorIndex()
-        registry[path] = index
-        return index
+        registry.withLock { r in
+            if let index = r[path] { return index }
+            let index = VectorIndex()
+            r[path] = index
+            return index
+        }
     }
 
     var count: Int { lock.lock(); defer { lock.unlock() }; return ids.count }
