@@ -157,44 +157,58 @@ def items(batch, n=25):
 
 class Producer(threading.Thread):
     """Publishes numbered batches one after another, each until it is
-    acknowledged, moving between coordinators on `not_active` or silence.
-    Records what was acknowledged and what had to be resent."""
+    acknowledged whole, moving between coordinators on `not_active` or
+    silence. Records each acknowledged batch with when its acknowledged
+    attempt was sent and when the acknowledgement came, which coordinator
+    gave it, and how many attempts had to be resent. `timeout`: how long a
+    coordinator may stay silent; `pause`: the wait before resending a
+    refused batch (test_insync.py uses it too)."""
 
-    def __init__(self, endpoints, batches):
+    def __init__(self, endpoints, batches, prefix="", timeout=3, pause=0.1):
         super().__init__(daemon=True)
         self.endpoints = list(endpoints)
         self.current = 0
         self.batches = batches
+        self.prefix = prefix
+        self.timeout = timeout
+        self.pause = pause
         self.acknowledged = []
+        self.acks = []  # (sent_at, acked_at)
+        self.acked_by = []  # the endpoint of each acknowledgement
         self.resent = 0
-        self.acked_at = []
         self.error = None
+
+    @property
+    def acked_at(self):
+        return [a for _, a in self.acks]
 
     def run(self):
         try:
             for b in range(self.batches):
-                batch = items(b)
+                batch = items(f"{self.prefix}{b}")
                 while True:
+                    sent_at = time.monotonic()
                     try:
-                        with Client(self.endpoints[self.current], timeout=3) as c:
-                            ack = c.publish(batch, timeout=3)
+                        with Client(self.endpoints[self.current], timeout=self.timeout) as c:
+                            ack = c.publish(batch, timeout=self.timeout)
                         if ack["stored"] == len(batch):
                             self.acknowledged += [i["uniqueIdentifier"] for i in batch]
-                            self.acked_at.append(time.monotonic())
+                            self.acks.append((sent_at, time.monotonic()))
+                            self.acked_by.append(self.endpoints[self.current])
                             break
                         # A new coordinator before its indexers registered: the
                         # items are refused as a shard's unavailable, and resent
                         # (as the producers' resend does).
                         codes = {r["error"]["code"] for r in ack["results"] if r["status"] == "rejected"}
                         assert codes == {"shard_unavailable"}, ack
-                        time.sleep(0.1)
+                        time.sleep(self.pause)
                     except LimelightError as e:
                         assert e.code in ("not_active", "shard_unavailable"), (e.code, e.message)
                         if e.code == "not_active" and e.active in self.endpoints:
                             self.current = self.endpoints.index(e.active)
                         elif e.code == "not_active":
                             self.current = (self.current + 1) % len(self.endpoints)
-                        time.sleep(0.1)
+                        time.sleep(self.pause)
                     except (LimelightTimeout, TimeoutError, zmq.ZMQError):
                         self.current = (self.current + 1) % len(self.endpoints)
                     self.resent += 1

@@ -24,12 +24,12 @@ import threading
 import time
 
 import pytest
-import zmq
 
 from etcd_cluster import EtcdCluster
 from harness import Client, bin_dir, require_binaries, stored_ids, wait_until
 from limelight_client import LimelightError, LimelightTimeout
 from test_failover import SHARDS, Processes, active_id, items
+from test_failover import Producer as FailoverProducer
 
 
 class Replicas(Processes):
@@ -68,53 +68,9 @@ def all_in_sync(control_plane, names):
     return all(in_sync(control_plane, s) == sorted(names) for s in range(SHARDS))
 
 
-class Producer(threading.Thread):
-    """Publishes numbered batches, each until it is acknowledged whole,
-    moving between coordinators on `not_active` or silence. Records each
-    acknowledged batch with when its acknowledged attempt was sent and when
-    the acknowledgement came."""
-
-    def __init__(self, endpoints, batches, prefix):
-        super().__init__(daemon=True)
-        self.endpoints = list(endpoints)
-        self.current = 0
-        self.batches = batches
-        self.prefix = prefix
-        self.acknowledged = []
-        self.acks = []  # (sent_at, acked_at)
-        self.acked_by = []  # the endpoint of each acknowledgement
-        self.resent = 0
-        self.error = None
-
-    def run(self):
-        try:
-            for b in range(self.batches):
-                batch = items(f"{self.prefix}{b}")
-                while True:
-                    sent_at = time.monotonic()
-                    try:
-                        with Client(self.endpoints[self.current], timeout=2) as c:
-                            ack = c.publish(batch, timeout=2)
-                        if ack["stored"] == len(batch):
-                            self.acknowledged += [i["uniqueIdentifier"] for i in batch]
-                            self.acks.append((sent_at, time.monotonic()))
-                            self.acked_by.append(self.endpoints[self.current])
-                            break
-                        codes = {r["error"]["code"] for r in ack["results"] if r["status"] == "rejected"}
-                        assert codes == {"shard_unavailable"}, ack
-                        time.sleep(0.05)
-                    except LimelightError as e:
-                        assert e.code in ("not_active", "shard_unavailable"), (e.code, e.message)
-                        if e.code == "not_active" and e.active in self.endpoints:
-                            self.current = self.endpoints.index(e.active)
-                        elif e.code == "not_active":
-                            self.current = (self.current + 1) % len(self.endpoints)
-                        time.sleep(0.05)
-                    except (LimelightTimeout, TimeoutError, zmq.ZMQError):
-                        self.current = (self.current + 1) % len(self.endpoints)
-                    self.resent += 1
-        except BaseException as e:  # noqa: BLE001 - reported by the test
-            self.error = e
+def Producer(endpoints, batches, prefix):
+    """test_failover.py's producer, with a 2 s silence and 50 ms pauses."""
+    return FailoverProducer(endpoints, batches, prefix=prefix, timeout=2, pause=0.05)
 
 
 def found(endpoints, follow=True):
