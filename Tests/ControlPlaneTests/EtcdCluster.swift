@@ -90,7 +90,8 @@ final class EtcdCluster: @unchecked Sendable {
     /// SIGKILLs member `i`.
     func kill(_ i: Int) {
         guard let p = processes.removeValue(forKey: i) else { return }
-        Foundation.kill(p.processIdentifier, SIGKILL)
+        // A member that has ended is not signalled: its pid may be another process's now.
+        if p.isRunning { Foundation.kill(p.processIdentifier, SIGKILL) }
         p.waitUntilExit()
     }
 

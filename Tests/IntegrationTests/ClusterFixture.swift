@@ -11,6 +11,9 @@ final class ClusterFixture: @unchecked Sendable {
     let data: String
     let shards: Int
     var processes: [String: Process] = [:]
+    /// Processes sent SIGSTOP and not yet continued or ended: Foundation reports
+    /// them as not running, yet they must still be signalled at the end.
+    private var stopped: Set<String> = []
     var clientEndpoint = ""
     var workerEndpoint = ""
     var statsURL = ""
@@ -149,16 +152,25 @@ final class ClusterFixture: @unchecked Sendable {
 
     func kill(_ name: String, signal: Int32 = SIGKILL) {
         // Not `isRunning`: Foundation reports a stopped (SIGSTOP) process as not running.
-        guard let p = processes[name] else { return }
+        guard let p = processes[name], p.isRunning || stopped.contains(name) else { return }
         Foundation.kill(p.processIdentifier, signal)
-        // A stopped or continued process is still running: only wait for ends.
-        if signal == SIGKILL || signal == SIGTERM { p.waitUntilExit() }
+        switch signal {
+        case SIGSTOP: stopped.insert(name)
+        case SIGCONT: stopped.remove(name)
+        case SIGKILL, SIGTERM:
+            // A stopped or continued process is still running: only wait for ends.
+            stopped.remove(name)
+            p.waitUntilExit()
+        default: break
+        }
     }
 
     func stopAll() {
-        // Signals go by pid whatever `isRunning` says: a stopped process looks
-        // "not running" to Foundation but must still be continued and ended.
-        for (_, p) in processes {
+        // A stopped process looks "not running" to Foundation but must still be
+        // continued and ended. One that has ended is not signalled: its pid may
+        // already belong to another process (pid_max can be 32,768, and a test
+        // run starts many thousands of threads and processes).
+        for (name, p) in processes where p.isRunning || stopped.contains(name) {
             Foundation.kill(p.processIdentifier, SIGCONT)
             Foundation.kill(p.processIdentifier, SIGTERM)
         }
@@ -167,6 +179,7 @@ final class ClusterFixture: @unchecked Sendable {
         for (_, p) in processes where p.isRunning { Foundation.kill(p.processIdentifier, SIGKILL) }
         for (_, p) in processes { p.waitUntilExit() }
         processes.removeAll()
+        stopped.removeAll()
     }
 
     func removeData() { try? FileManager.default.removeItem(atPath: data) }
