@@ -10,13 +10,6 @@ import Testing
 /// carried by the plan, and reported in `_rankingInfo`. The examples are
 /// Algolia's documented ones.
 @Suite struct GeoPrecisionTests {
-    func request(_ json: String) throws -> SearchRequest { try SearchRequest(params: try JSONValue.parse(json)) }
-
-    func failure(_ json: String) throws -> SearchParametersError? {
-        let params = try JSONValue.parse(json)
-        do throws(SearchParametersError) { _ = try SearchRequest(params: params); return nil } catch { return error }
-    }
-
     /// "if you set aroundPrecision to 100, any object in the range 0-99 from
     /// the searched location is considered equal. Same goes for 100-199,
     /// 200-299, etc."

@@ -7,13 +7,6 @@ import Testing
 
 /// The `semantic` / `hybrid` parameters, and the fusion of lexical and semantic ranks.
 @Suite struct HybridTests {
-    func request(_ json: String) throws -> SearchRequest { try SearchRequest(params: try JSONValue.parse(json)) }
-
-    func failure(_ json: String) throws -> SearchParametersError? {
-        let params = try JSONValue.parse(json)
-        do throws(SearchParametersError) { _ = try SearchRequest(params: params); return nil } catch { return error }
-    }
-
     @Test func bothSpellingsAreRead() throws {
         let s = try request(#"{"query": "vim", "semantic": {"query": "text editor", "ratio": 0.25}}"#).semantic
         #expect(s == SemanticParameters(query: "text editor", ratio: 0.25))

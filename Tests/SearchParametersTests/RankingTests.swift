@@ -10,13 +10,6 @@ import WireProtocol
 /// searchable attributes' order, and distinct: parsed from the parameters,
 /// compared by ``SearchRanking``, merged by ``SearchResponseBuilder``.
 @Suite struct RankingTests {
-    func request(_ json: String) throws -> SearchRequest { try SearchRequest(params: try JSONValue.parse(json)) }
-
-    func failure(_ json: String) throws -> SearchParametersError? {
-        let params = try JSONValue.parse(json)
-        do throws(SearchParametersError) { _ = try SearchRequest(params: params); return nil } catch { return error }
-    }
-
     @Test func rankingIsParsedInOrderAndUnknownCriteriaAreNamed() throws {
         let plan = try request(#"{"query": "a", "ranking": ["desc(price)", "typo", "geo", "custom"]}"#).plan
         #expect(plan.ranking == [.sort(CustomRank(attribute: "price", ascending: false)), .typo, .geo, .custom])
