@@ -286,7 +286,7 @@ package struct QueryWorkerCommand: AsyncParsableCommand {
     var maxQueued = 1000
     @Option(
         help:
-            "Memory the process may hold for its shards (bytes, or with K, M, G): SQLite's page caches and maps of its connections, and the derived index structures outside their mapped files (past it, a shard's are dropped and it is answered from SQLite). Default: a sixteenth of the machine's memory."
+            "Memory the process may hold for its shards (bytes, or with K, M, G): SQLite's page caches and maps of its connections, and the derived index structures outside their mapped files (past it, a shard's are dropped and it is answered from SQLite); when the process's resident memory passes it, the mapped files' pages are let go (they stay in the page cache). Default: a sixteenth of the machine's memory."
     )
     var memoryBudget: MemorySize?
     @OptionGroup var log: ServerLogOptions
@@ -308,6 +308,7 @@ package struct QueryWorkerCommand: AsyncParsableCommand {
         c.concurrency = concurrency
         c.credentials = try worker.security.credentials()
         c.maxQueued = maxQueued
+        c.memoryBudget = budget
         c.replica = worker.replica
         c.socketPlacement = worker.socketCpu
         let service = try QueryWorkerService(configuration: c, logger: log.logger("limelight.query"))

@@ -144,17 +144,24 @@ final class DerivedFile: @unchecked Sendable {
             }
             sections.append((offset, bytes))
         }
-        // The check read every page: let them go from this process's
-        // resident set (they stay in the page cache), so that it counts only
-        // what searches touch.
-        _ = madvise(map, length, MADV_DONTNEED)
         self.base = base
         self.length = length
         self.key = key
         self.sections = sections
+        // The check read every page: let them go from this process's
+        // resident set, so that it counts only what searches touch.
+        releaseResidentPages()
     }
 
     deinit { munmap(UnsafeMutableRawPointer(mutating: base), length) }
+
+    /// Lets every page of the mapping go from this process's resident set.
+    /// The pages stay in the page cache (the mapping is shared and clean), so
+    /// the next read of one maps it again without reading the disk; what the
+    /// process holds of the file is then only what it reads from now on.
+    func releaseResidentPages() {
+        _ = madvise(UnsafeMutableRawPointer(mutating: base), length, MADV_DONTNEED)
+    }
 
     static func align(_ n: Int) -> Int { (n + 15) & ~15 }
 

@@ -160,6 +160,15 @@ final class PostingIndexes: @unchecked Sendable {
         while entries.values.filter({ $0.index != nil }).count > Self.maxFiles, evictOldest() {}
     }
 
+    /// Lets the pages of every held index's derived file go from the
+    /// process's resident set (see ``DerivedFile/releaseResidentPages()``);
+    /// returns the bytes of the files whose pages were let go.
+    func releaseMappedPages() -> Int {
+        let files = lock.withLock { entries.values.compactMap { $0.index?.file } }
+        for f in files { f.releaseResidentPages() }
+        return files.reduce(0) { $0 + $1.length }
+    }
+
     /// Forgets `path`'s index (a test's or a tool's).
     func forget(path: String) {
         lock.withLock { entries[path] = nil }
@@ -259,6 +268,12 @@ extension ShardStore {
         get { PostingIndexes.shared.budget }
         set { PostingIndexes.shared.budget = newValue }
     }
+
+    /// Lets the pages of the process's mapped derived files go from its
+    /// resident set; they stay in the page cache and are mapped again as
+    /// searches read them. Returns the bytes of the files concerned.
+    @discardableResult
+    package static func releaseMappedPages() -> Int { PostingIndexes.shared.releaseMappedPages() }
 
     /// The heap bytes the process's posting indexes hold now.
     package static var memoryAccounted: Int { PostingIndexes.shared.accountedBytes }

@@ -12,9 +12,11 @@ import Synchronization
 /// posting indexes' heap, ``ShardStore/memoryBudget``, and these caches);
 /// SQLite's maps are bounded by it too, since every connection maps the file
 /// on its own and their resident pages count once per map; the shard's
-/// derived file (``DerivedFile``) is mapped once per process, whole, and its
-/// pages are clean and the kernel's to drop and read again, so they are
-/// reported apart (`RssFile`) and not held against the budget.
+/// derived file (``DerivedFile``) is mapped once per process, whole; its
+/// pages are clean and shared with the page cache, and a query worker lets
+/// them go from its resident set whenever that passes the budget (the
+/// worker's `ResidentBound`), so they are read again from the page cache,
+/// not the disk.
 package struct ReaderMemory: Sendable, Equatable {
     /// The page cache of one connection, in KiB (SQLite's `cache_size`).
     package var cacheKiB: Int

@@ -28,6 +28,11 @@ package struct QueryWorkerConfiguration: WorkerLinkConfiguration {
     package var livenessMs: Int = 3000
     /// The cluster secret and CURVE keys shown to the coordinator.
     package var credentials = WorkerCredentials()
+    /// The resident bytes past which the mapped derived files' pages are let
+    /// go (see ``ResidentBound``); nil: never.
+    package var memoryBudget: Int?
+    /// How often the resident bytes are compared with ``memoryBudget``.
+    package var memoryCheckMs: Int = 1000
 
     package init(data: String, shards: [Int], workerID: String? = nil) {
         self.data = data
@@ -116,8 +121,29 @@ package final class QueryWorkerService: Sendable {
         // Shard queries, searches and cancels are taken on the socket's
         // thread and handed straight to the worker's own threads.
         link.handleInline { envelope in self.runner.take(envelope) }
+        let watch = configuration.memoryBudget.map { limit in Task { await self.keepResident(within: limit) } }
         await link.serve { envelope in await self.handle(envelope) }
+        watch?.cancel()
         runner.stop()
+    }
+
+    /// Lets the mapped derived files' pages go whenever the process's
+    /// resident bytes pass `limit` (see ``ResidentBound``), until cancelled.
+    func keepResident(within limit: Int) async {
+        var bound = ResidentBound(limit: limit)
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(configuration.memoryCheckMs))
+            guard let before = ResidentBound.resident(), bound.shouldRelease(resident: before, now: .now) else { continue }
+            let mapped = ShardStore.releaseMappedPages()
+            let after = ResidentBound.resident() ?? before
+            bound.released(before: before, after: after, now: .now)
+            logger.debug(
+                "mapped pages let go",
+                metadata: [
+                    "memory.resident_before": "\(before)", "memory.resident_after": "\(after)",
+                    "memory.mapped_bytes": "\(mapped)", "memory.limit": "\(limit)",
+                ])
+        }
     }
 
     package func shutdown() {

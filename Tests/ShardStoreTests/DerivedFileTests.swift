@@ -185,6 +185,53 @@ import Testing
         #expect(none.accountedBytes == 0 && none.index(path: built[1].0.path, key: built[1].mapped.key) == nil)
     }
 
+    /// The resident bytes of the mapping that starts at `base`, from
+    /// `/proc/self/smaps` (the process's own count, not the page cache's).
+    static func residentBytes(ofMappingAt base: UnsafeRawPointer) throws -> Int {
+        let start = String(UInt(bitPattern: base), radix: 16)
+        // Read to the end with read(2): Foundation stops at the first chunk
+        // of a /proc file, whose size reads as 0.
+        let fd = open("/proc/self/smaps", O_RDONLY | O_CLOEXEC)
+        defer { close(fd) }
+        var bytes: [UInt8] = [], chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while case let n = read(fd, &chunk, chunk.count), n > 0 { bytes += chunk[0..<n] }
+        let smaps = String(decoding: bytes, as: UTF8.self)
+        var inside = false
+        for line in smaps.split(separator: "\n") {
+            if let dash = line.firstIndex(of: "-"), line[..<dash].allSatisfy(\.isHexDigit) {
+                inside = line[..<dash].drop { $0 == "0" } == start[...].drop { $0 == "0" }
+            } else if inside, line.hasPrefix("Rss:") {
+                return Int(line.split(separator: " ")[1])! * 1024
+            }
+        }
+        struct NoMapping: Error { let start: String }
+        throw NoMapping(start: start)
+    }
+
+    /// The pages of a mapped index's file that are read become resident, and
+    /// ``ShardStore/releaseMappedPages()`` lets them go again (a query
+    /// worker does so past its budget) while the index still answers from
+    /// the page cache.
+    @Test func mappedPagesLeaveTheResidentSetUntilReadAndWhenLetGo() throws {
+        let dir = try TempDir()
+        let (s, heap, mapped) = try Self.indexes(dir, seed: 79)
+        let file = try #require(mapped.file)
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        #expect(file.length > 16 * page)
+        // Every byte read: every page resident.
+        var sum: UInt64 = 0
+        for o in stride(from: 0, to: file.length, by: page) { sum &+= UInt64(file.base.load(fromByteOffset: o, as: UInt8.self)) }
+        #expect(try Self.residentBytes(ofMappingAt: file.base) >= file.length - page)
+        PostingIndexes.shared.publish(path: s.path, index: mapped)
+        defer { PostingIndexes.shared.forget(path: s.path) }
+        #expect(ShardStore.releaseMappedPages() >= file.length)
+        #expect(try Self.residentBytes(ofMappingAt: file.base) <= 2 * page)
+        // Still the same index, read again from the page cache.
+        for i in 0..<heap.terms.count { #expect(mapped.list(i) == heap.list(i)) }
+        #expect(try Self.residentBytes(ofMappingAt: file.base) > 0)
+        _ = sum
+    }
+
     /// A build of new data starts once the data is quiet (the same key asked
     /// for) for the quiet time and the last build's duration, never while
     /// it keeps changing; data already read waits four times the last
