@@ -3,6 +3,7 @@ record figures as the real ones do (harness.record_fault): its rounds, its
 table and its exit status."""
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -63,3 +64,14 @@ def test_an_item_lost_or_a_failed_test_fails_the_run(tmp_path):
     assert code == 1, out
     assert "| another fault | 1 | 0.50 / 0.50 s | - | 1 | 2 | - |" in out and "LOST 1 acknowledged items" in out, out
     assert "FAILED round 1: test_stand_in::test_no_fault" in out, out
+
+
+def test_scripts_test_runs_every_fault_test_once():
+    """scripts/test leaves out of its Python suite exactly the files it runs
+    through scripts/test-cluster, and each exists."""
+    ignored = re.findall(r"--ignore=(\S+)", (REPO / "scripts" / "test").read_text())
+    listed = re.search(r"^TESTS = \[(.*?)\]", SCRIPT.read_text(), re.M | re.S).group(1)
+    tests = re.findall(r'"([^"]+)"', listed)
+    assert sorted(ignored) == sorted(tests) and len(tests) == 4
+    assert all((REPO / t).is_file() for t in tests)
+    assert "scripts/test-cluster --rounds 1" in (REPO / "scripts" / "test").read_text()
