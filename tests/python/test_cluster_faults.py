@@ -206,15 +206,17 @@ def publish_to(endpoint, prefix, answers):
 
 
 def assert_not_serving(endpoint):
-    """A ping is refused `not_active`, or unanswered (the process has ended)."""
+    """A ping is refused `not_active`, or unanswered (the process has ended);
+    returns which."""
     try:
         with Client(endpoint, timeout=2) as c:
             c.ping()
         raise AssertionError(f"the deposed coordinator at {endpoint} answered a ping")
     except LimelightError as e:
         assert e.code == "not_active", e.message
+        return "not_active"
     except LimelightTimeout:
-        pass
+        return "no answer"
 
 
 def stale_epoch_refusals(cluster):
@@ -278,7 +280,7 @@ def test_a_zombie_coordinator_under_traffic_acknowledges_nothing(cluster, record
         cluster.processes.signal("ca", signal.SIGCONT)
     if resume == "once_the_standby_leads":
         first_ack, first_answer = taken_over(cluster, producer, querier, stopped_at)
-    assert_not_serving(cluster.clients["ca"])
+    pinged = assert_not_serving(cluster.clients["ca"])
     sender.join(30)
     assert stale and not isinstance(stale[0], dict), f"the zombie acknowledged a publish: {stale}"
     assert isinstance(stale[0], LimelightTimeout) or stale[0].code == "not_active", stale[0]
@@ -287,7 +289,8 @@ def test_a_zombie_coordinator_under_traffic_acknowledges_nothing(cluster, record
     lost, refusals = finish(cluster, producer, querier, "ca", resumed_at, "zombie")
     record_fault(record_property, f"zombie coordinator (SIGSTOP past its lease, SIGCONT {resume.replace('_', ' ')})",
                  first_ack - stopped_at, first_answer - stopped_at, producer.resent, lost, refusals)
-    print(f"stopped {resumed_at - stopped_at:.2f} s; queries answered whole {len(querier.answers)}; "
+    print(f"stopped {resumed_at - stopped_at:.2f} s; continued, it answered a ping: {pinged}, the publish: {stale[0]!r}; "
+          f"queries answered whole {len(querier.answers)}; "
           f"items acknowledged {len(producer.acknowledged)}")
 
 
@@ -302,7 +305,7 @@ def test_the_active_coordinator_cut_off_from_everything_stops_serving(cluster, r
         cluster.network.heal()
         healed_at = time.monotonic()
     # Healed, ca may reach everyone again: it must serve nothing.
-    assert_not_serving(cluster.clients["ca"])
+    pinged = assert_not_serving(cluster.clients["ca"])
     stale = []
     publish_to(cluster.clients["ca"], "zombie", stale)
     assert not isinstance(stale[0], dict), f"the coordinator that was cut off acknowledged a publish: {stale}"
@@ -316,5 +319,6 @@ def test_the_active_coordinator_cut_off_from_everything_stops_serving(cluster, r
     lost, refusals = finish(cluster, producer, querier, "ca", cut_at + 0.5, "zombie")
     record_fault(record_property, "active coordinator cut off from everything (blackhole routes)",
                  first_ack - cut_at, first_answer - cut_at, producer.resent, lost, refusals)
-    print(f"cut off {healed_at - cut_at:.2f} s; ca ended {ended_at - cut_at:.2f} s after the cut; "
+    print(f"cut off {healed_at - cut_at:.2f} s; healed, ca answered a ping: {pinged}, the publish: {stale[0]!r}; "
+          f"it ended {ended_at - cut_at:.2f} s after the cut; "
           f"queries answered whole {len(querier.answers)}; items acknowledged {len(producer.acknowledged)}")
