@@ -42,7 +42,11 @@ class EtcdCluster:
             self.processes[i] = subprocess.Popen(network.command(hosts[i], argv) if hosts else argv,
                                                  stdout=log, stderr=log)
             log.close()
-        self.wait_for_leader()
+        try:
+            self.wait_for_leader()
+        except BaseException:
+            self.stop()  # the caller gets no cluster to stop
+            raise
 
     def _client(self, i):
         return f"{self.addresses[i]}:{self.members[i][1]}"
