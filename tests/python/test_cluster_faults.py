@@ -195,6 +195,17 @@ def taken_over(cluster, producer, querier, fault_at):
     return acked(), answered()
 
 
+def watch_exit(process):
+    """A list that gets the moment `process` ends (from a thread waiting on it)."""
+    ended = []
+
+    def wait():
+        process.wait()
+        ended.append(time.monotonic())
+    threading.Thread(target=wait, daemon=True).start()
+    return ended
+
+
 def publish_to(endpoint, prefix, answers):
     """A client that knows only `endpoint` publishes one batch: its answer
     (or the error) goes to `answers`."""
@@ -262,6 +273,7 @@ def test_a_zombie_coordinator_under_traffic_acknowledges_nothing(cluster, record
     their way."""
     producer, querier = start_traffic(cluster, "zombie-traffic")
     ca = cluster.processes.running["ca"]
+    ca_ended = watch_exit(ca)
     cluster.processes.signal("ca", signal.SIGSTOP)
     stopped_at = time.monotonic()
     stale = []
@@ -285,18 +297,20 @@ def test_a_zombie_coordinator_under_traffic_acknowledges_nothing(cluster, record
     assert stale and not isinstance(stale[0], dict), f"the zombie acknowledged a publish: {stale}"
     assert isinstance(stale[0], LimelightTimeout) or stale[0].code == "not_active", stale[0]
     assert ca.wait(30) == 3, "the zombie did not end as deposed"
+    assert wait_until(lambda: ca_ended, timeout=5)
     assert "deposed" in (cluster.folder / "ca.log").read_text()
     lost, refusals = finish(cluster, producer, querier, "ca", resumed_at, "zombie")
     record_fault(record_property, f"zombie coordinator (SIGSTOP past its lease, SIGCONT {resume.replace('_', ' ')})",
                  first_ack - stopped_at, first_answer - stopped_at, producer.resent, lost, refusals)
-    print(f"stopped {resumed_at - stopped_at:.2f} s; continued, it answered a ping: {pinged}, the publish: {stale[0]!r}; "
-          f"queries answered whole {len(querier.answers)}; "
+    print(f"stopped {resumed_at - stopped_at:.2f} s; continued, it answered a ping: {pinged}, the publish: {stale[0]!r}, "
+          f"and ended {ca_ended[0] - resumed_at:.2f} s after; queries answered whole {len(querier.answers)}; "
           f"items acknowledged {len(producer.acknowledged)}")
 
 
 def test_the_active_coordinator_cut_off_from_everything_stops_serving(cluster, record_property):
     producer, querier = start_traffic(cluster, "cut-traffic")
     ca = cluster.processes.running["ca"]
+    ca_ended = watch_exit(ca)
     cluster.network.isolate("ca")
     cut_at = time.monotonic()
     try:
@@ -311,7 +325,7 @@ def test_the_active_coordinator_cut_off_from_everything_stops_serving(cluster, r
     assert not isinstance(stale[0], dict), f"the coordinator that was cut off acknowledged a publish: {stale}"
     assert isinstance(stale[0], LimelightTimeout) or stale[0].code == "not_active", stale[0]
     assert ca.wait(30) == 3, "the coordinator that was cut off did not end as deposed"
-    ended_at = time.monotonic()
+    assert wait_until(lambda: ca_ended, timeout=5)
     assert "deposed" in (cluster.folder / "ca.log").read_text()
     # Nothing ca acknowledged after the cut reached the producer (its routes were gone).
     late = [a for (_, a), by in zip(producer.acks, producer.acked_by) if by == cluster.clients["ca"] and a > cut_at + 0.5]
@@ -320,5 +334,5 @@ def test_the_active_coordinator_cut_off_from_everything_stops_serving(cluster, r
     record_fault(record_property, "active coordinator cut off from everything (blackhole routes)",
                  first_ack - cut_at, first_answer - cut_at, producer.resent, lost, refusals)
     print(f"cut off {healed_at - cut_at:.2f} s; healed, ca answered a ping: {pinged}, the publish: {stale[0]!r}; "
-          f"it ended {ended_at - cut_at:.2f} s after the cut; "
+          f"it ended {ca_ended[0] - cut_at:.2f} s after the cut; "
           f"queries answered whole {len(querier.answers)}; items acknowledged {len(producer.acknowledged)}")
