@@ -32,7 +32,6 @@ query answered whole, batches resent, stale-epoch refusals the indexers
 counted.
 """
 
-import collections
 import signal
 import threading
 import time
