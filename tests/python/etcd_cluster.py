@@ -1,6 +1,8 @@
 """A real 3-member etcd cluster on loopback ports in a temporary folder, for
-the control-plane and failover tests. etcd comes from Debian's etcd-server
-(scripts/install-deps --tests); a missing etcd fails the test (it is not skipped)."""
+the control-plane and failover tests, or with each member on a host of its
+own (tests/python/hosts.py) for the tests across hosts. etcd comes from
+Debian's etcd-server (scripts/install-deps --tests); a missing etcd fails
+the test (it is not skipped)."""
 
 import json
 import shutil
@@ -10,41 +12,58 @@ import urllib.request
 
 from harness import free_port
 
+_NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
 
 class EtcdCluster:
-    def __init__(self, folder, size=3):
+    """``size`` members on loopback ports; or, given ``network`` (a
+    hosts.Network) and ``hosts`` (names of its hosts), a member on each host,
+    at the host's address on etcd's usual ports."""
+
+    def __init__(self, folder, size=3, network=None, hosts=None):
         etcd = shutil.which("etcd") or "/usr/bin/etcd"
         assert shutil.which(etcd), "etcd is not installed: run scripts/install-deps --tests (Debian's etcd-server)"
         self.folder = folder
-        self.members = [(f"m{i}", free_port(), free_port()) for i in range(size)]
-        initial = ",".join(f"{n}=http://127.0.0.1:{peer}" for n, _, peer in self.members)
+        if hosts:
+            self.members = [(f"m{i}", 2379, 2380) for i in range(len(hosts))]
+            self.addresses = [network.hosts[h].address for h in hosts]
+        else:
+            self.members = [(f"m{i}", free_port(), free_port()) for i in range(size)]
+            self.addresses = ["127.0.0.1"] * size
+        initial = ",".join(f"{n}=http://{a}:{peer}" for (n, _, peer), a in zip(self.members, self.addresses))
         self.processes = {}
-        for i, (name, client, peer) in enumerate(self.members):
+        for i, ((name, client, peer), a) in enumerate(zip(self.members, self.addresses)):
             log = open(folder / f"etcd-{name}.log", "w")
-            self.processes[i] = subprocess.Popen(
-                [etcd, "--name", name, "--data-dir", str(folder / f"etcd-{name}"),
-                 "--listen-client-urls", f"http://127.0.0.1:{client}", "--advertise-client-urls", f"http://127.0.0.1:{client}",
-                 "--listen-peer-urls", f"http://127.0.0.1:{peer}", "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer}",
-                 "--initial-cluster", initial, "--initial-cluster-state", "new", "--initial-cluster-token", folder.name,
-                 "--heartbeat-interval", "50", "--election-timeout", "500", "--log-level", "error"],
-                stdout=log, stderr=log)
+            argv = [etcd, "--name", name, "--data-dir", str(folder / f"etcd-{name}"),
+                    "--listen-client-urls", f"http://{a}:{client}", "--advertise-client-urls", f"http://{a}:{client}",
+                    "--listen-peer-urls", f"http://{a}:{peer}", "--initial-advertise-peer-urls", f"http://{a}:{peer}",
+                    "--initial-cluster", initial, "--initial-cluster-state", "new", "--initial-cluster-token", folder.name,
+                    "--heartbeat-interval", "50", "--election-timeout", "500", "--log-level", "error"]
+            self.processes[i] = subprocess.Popen(network.command(hosts[i], argv) if hosts else argv,
+                                                 stdout=log, stderr=log)
             log.close()
-        self.wait_for_leader()
+        try:
+            self.wait_for_leader()
+        except BaseException:
+            self.stop()  # the caller gets no cluster to stop
+            raise
+
+    def _client(self, i):
+        return f"{self.addresses[i]}:{self.members[i][1]}"
 
     @property
     def endpoint(self):
         """The ``--control-plane`` spelling: etcd://HOST:PORT,…"""
-        return "etcd://" + ",".join(f"127.0.0.1:{client}" for _, client, _ in self.members)
+        return "etcd://" + ",".join(self._client(i) for i in range(len(self.members)))
 
     def endpoint_first(self, i):
         """The endpoint with member i listed first: the member clients talk to until it fails."""
         order = [i] + [j for j in range(len(self.members)) if j != i]
-        return "etcd://" + ",".join(f"127.0.0.1:{self.members[j][1]}" for j in order)
+        return "etcd://" + ",".join(self._client(j) for j in order)
 
     def status(self, i):
-        _, client, _ = self.members[i]
-        request = urllib.request.Request(f"http://127.0.0.1:{client}/v3/maintenance/status", data=b"{}", method="POST")
-        with urllib.request.urlopen(request, timeout=1) as r:
+        request = urllib.request.Request(f"http://{self._client(i)}/v3/maintenance/status", data=b"{}", method="POST")
+        with _NO_PROXY.open(request, timeout=1) as r:
             return json.load(r)
 
     def leader(self):

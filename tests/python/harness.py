@@ -195,6 +195,25 @@ def publish_all(endpoint, items, batch_size=100):
     return stored
 
 
+def record_fault(record_property, kind, first_ack_s, first_query_s, resent, lost, refusals=None):
+    """A fault test's figures, as JUnit properties (scripts/test-cluster adds
+    them up over rounds) and printed: the seconds from the fault to the first
+    acknowledged write and to the first query answered whole (None: not
+    measured), the batches resent, the acknowledged items lost, and the
+    stale-epoch refusals the indexers counted (None: not seen by the test)."""
+    figures = {"fault": kind, "fault_first_ack_s": first_ack_s, "fault_first_query_s": first_query_s,
+               "fault_resent": resent, "fault_lost": lost, "fault_refusals": refusals}
+    for name, value in figures.items():
+        if value is not None:
+            record_property(name, round(value, 3) if isinstance(value, float) else value)
+
+    def seconds(value):
+        return "-" if value is None else f"{value:.2f} s"
+    print(f"\nfault {kind}: first acknowledged write {seconds(first_ack_s)} after, first query answered whole "
+          f"{seconds(first_query_s)} after; batches resent {resent}; acknowledged items lost {lost}"
+          + (f"; stale-epoch refusals {refusals}" if refusals is not None else ""))
+
+
 def wait_until(predicate, timeout=10.0, interval=0.1):
     """Polls ``predicate`` until it is true; returns whether it became so."""
     deadline = time.monotonic() + timeout

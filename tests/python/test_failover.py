@@ -23,7 +23,7 @@ import pytest
 import zmq
 
 from etcd_cluster import EtcdCluster
-from harness import Client, FakeWorker, ProcessSet, bin_dir, free_port, require_binaries, stored_ids, wait_until
+from harness import Client, FakeWorker, ProcessSet, bin_dir, free_port, record_fault, require_binaries, stored_ids, wait_until
 from limelight_client import LimelightError, LimelightTimeout
 from test_fake_coordinator import FakeCoordinator
 
@@ -162,7 +162,9 @@ class Producer(threading.Thread):
     attempt was sent and when the acknowledgement came, which coordinator
     gave it, and how many attempts had to be resent. `timeout`: how long a
     coordinator may stay silent; `pause`: the wait before resending a
-    refused batch (test_insync.py uses it too)."""
+    refused batch (test_insync.py uses it too). `stop()` ends it after the
+    batch under way is acknowledged, for tests that keep traffic going
+    until they are done (test_cluster_faults.py)."""
 
     def __init__(self, endpoints, batches, prefix="", timeout=3, pause=0.1):
         super().__init__(daemon=True)
@@ -177,14 +179,20 @@ class Producer(threading.Thread):
         self.acked_by = []  # the endpoint of each acknowledgement
         self.resent = 0
         self.error = None
+        self.stopping = threading.Event()
 
     @property
     def acked_at(self):
         return [a for _, a in self.acks]
 
+    def stop(self):
+        self.stopping.set()
+
     def run(self):
         try:
             for b in range(self.batches):
+                if self.stopping.is_set():
+                    break
                 batch = items(f"{self.prefix}{b}")
                 while True:
                     sent_at = time.monotonic()
@@ -225,7 +233,7 @@ def shard_epochs(data):
     return epochs
 
 
-def test_kill_9_of_the_active_coordinator_during_a_publish_loses_nothing(etcd, procs, tmp_path):
+def test_kill_9_of_the_active_coordinator_during_a_publish_loses_nothing(etcd, procs, tmp_path, record_property):
     a_clients, a_workers = procs.coordinator("a", etcd.endpoint)
     assert wait_until(lambda: active_id(etcd.endpoint) == "a", timeout=15)
     b_clients, b_workers = procs.coordinator("b", etcd.endpoint)
@@ -263,8 +271,6 @@ def test_kill_9_of_the_active_coordinator_during_a_publish_loses_nothing(etcd, p
     with Client(b_clients, timeout=5) as c:
         assert c.ping()["epoch"] == 2
     first_after = min(t for t in producer.acked_at if t > killed_at)
-    print(f"kill -9 to the first acknowledged write: {first_after - killed_at:.2f} s; "
-          f"to the first query answered whole: {answered_at - killed_at:.2f} s; batches resent: {producer.resent}")
 
     # Every acknowledged item is in the shard files exactly once.
     def settled():
@@ -273,13 +279,15 @@ def test_kill_9_of_the_active_coordinator_during_a_publish_loses_nothing(etcd, p
     assert len(producer.acknowledged) == 60 * 25
     assert wait_until(settled, timeout=10)
     counts = collections.Counter(stored_ids(data, SHARDS))
+    record_fault(record_property, "kill -9 of the active coordinator during a publish (one replica)", first_after - killed_at,
+                 answered_at - killed_at, producer.resent, len(set(producer.acknowledged) - set(counts)))
     assert sorted(counts) == sorted(set(producer.acknowledged))
     assert set(counts.values()) == {1}
     # Both shards took changes of the new epoch, recorded in their files.
     assert shard_epochs(data) == [2, 2]
 
 
-def test_the_etcd_leader_killed_during_a_publish_loses_nothing(etcd, procs, tmp_path):
+def test_the_etcd_leader_killed_during_a_publish_loses_nothing(etcd, procs, tmp_path, record_property):
     """The control plane's own leader dies while items are published: the
     coordinators' calls move to the other members; the active coordinator
     keeps its lease or, if a renewal came too late, the standby takes over.
@@ -305,8 +313,10 @@ def test_the_etcd_leader_killed_during_a_publish_loses_nothing(etcd, procs, tmp_
     assert etcd.wait_for_leader() != leader
     active = active_id(control_plane)
     assert active in ("a", "b")
-    print(f"etcd leader killed: coordinator {active} active after; batches resent: {producer.resent}")
+    print(f"etcd leader killed: coordinator {active} active after")
     counts = collections.Counter(stored_ids(data, SHARDS))
+    record_fault(record_property, "the etcd leader killed during a publish", None, None, producer.resent,
+                 len(set(producer.acknowledged) - set(counts)))
     assert sorted(counts) == sorted(set(producer.acknowledged)) and len(producer.acknowledged) == 60 * 25
     assert set(counts.values()) == {1}
 

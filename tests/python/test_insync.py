@@ -26,7 +26,7 @@ import time
 import pytest
 
 from etcd_cluster import EtcdCluster
-from harness import Client, bin_dir, require_binaries, stored_ids, wait_until
+from harness import Client, bin_dir, record_fault, require_binaries, stored_ids, wait_until
 from limelight_client import LimelightError, LimelightTimeout
 from test_failover import SHARDS, Processes, active_id, items
 from test_failover import Producer as FailoverProducer
@@ -148,16 +148,16 @@ def test_a_replica_killed_during_a_publish_leaves_the_in_sync_set_before_the_nex
     print(f"replica killed: batches resent {producer.resent}; in-sync answers held {counters['insync.heldAnswers']}")
 
 
-def test_kill_9_of_the_coordinator_with_an_indexer_replica_during_a_publish_loses_nothing(procs, tmp_path):
+def test_kill_9_of_the_coordinator_with_an_indexer_replica_during_a_publish_loses_nothing(procs, tmp_path, record_property):
     etcd = EtcdCluster(tmp_path)
     try:
-        run_coordinator_and_replica_kill(etcd.endpoint, procs, tmp_path)
+        run_coordinator_and_replica_kill(etcd.endpoint, procs, tmp_path, record_property)
     finally:
         procs.stop()
         etcd.stop()
 
 
-def run_coordinator_and_replica_kill(control_plane, procs, tmp_path):
+def run_coordinator_and_replica_kill(control_plane, procs, tmp_path, record_property):
     # Both coordinators are told every shard has two replicas, and to wait a
     # minute for them after a start: the one that takes over must not, as
     # the in-sync set says which replica to continue from.
@@ -200,9 +200,10 @@ def run_coordinator_and_replica_kill(control_plane, procs, tmp_path):
     producer.join(120)
     assert not producer.is_alive() and producer.error is None, producer.error
     assert wait_until(lambda: all(replica_state(endpoints, "r2")) and all(replica_state(endpoints, "r1")), timeout=30)
+    lost = max(len(set(producer.acknowledged) - set(stored_ids(r, SHARDS))) for r in (r1, r2))
     assert_every_acknowledged_item_once([r1, r2], producer.acknowledged, endpoints)
-    print(f"coordinator and replica killed: first acknowledged write {first_ack - killed_at:.2f} s after, "
-          f"first query answered whole {answered_at - killed_at:.2f} s after; batches resent {producer.resent}")
+    record_fault(record_property, "kill -9 of the active coordinator and an indexer replica during a publish",
+                 first_ack - killed_at, answered_at - killed_at, producer.resent, lost)
 
 
 class Blackhole:
@@ -262,7 +263,7 @@ class Blackhole:
                 pass
 
 
-def test_the_active_coordinator_cut_off_from_etcd_only_stops_serving_and_a_standby_takes_over(procs, tmp_path):
+def test_the_active_coordinator_cut_off_from_etcd_only_stops_serving_and_a_standby_takes_over(procs, tmp_path, record_property):
     """The active coordinator loses etcd (every member blackholed, for it
     alone) while its clients and workers still reach it: it stops serving
     once its lease's time has passed (exit status 3, deposed), the standby
@@ -306,10 +307,11 @@ def test_the_active_coordinator_cut_off_from_etcd_only_stops_serving_and_a_stand
         with Client(b_clients, timeout=5) as c:
             assert c.ping()["epoch"] == 2
         assert wait_until(lambda: all(replica_state(endpoints, "r1")) and all(replica_state(endpoints, "r2")), timeout=30)
+        lost = max(len(set(producer.acknowledged) - set(stored_ids(r, SHARDS))) for r in (r1, r2))
         assert_every_acknowledged_item_once([r1, r2], producer.acknowledged, endpoints)
-        print(f"cut off from etcd: exited deposed {stopped_at - cut_at:.2f} s after; first write acknowledged by the standby "
-              f"{first_ack - cut_at:.2f} s after the cut, first query it answered whole {answered_at - cut_at:.2f} s after; "
-              f"batches resent {producer.resent}")
+        print(f"cut off from etcd: exited deposed {stopped_at - cut_at:.2f} s after")
+        record_fault(record_property, "the active coordinator cut off from etcd only", first_ack - cut_at,
+                     answered_at - cut_at, producer.resent, lost)
     finally:
         procs.stop()
         for r in relays:

@@ -8,20 +8,13 @@ Hosts (4 shards)::
     host b        limelight-indexer + limelight-query, shards 2,3, data folder b/
     host c        limelight-indexer + limelight-query, shards 0,1 (a replica of a), data folder c/
 
-Two ways to make the hosts, chosen when the cluster starts and printed:
-
-- ``netns`` (preferred): each host is a Linux network namespace made by the
-  test (``ll-<tag>-a`` ...), joined to the root namespace by a veth pair with
-  a /30 of 10.213.<n>.0/24 (``<n>`` a third octet no address or route of the
-  machine uses). The coordinator binds the root side of host a's pair
-  (10.213.<n>.1); the namespaces route only that /24 to the root namespace.
-  Each host's processes also get a hostname of their own (a UTS namespace,
-  ``unshare --uts``), so the stats show which host a worker runs on.
-- ``loopback`` (when ``ip`` is missing or the namespaces cannot be made, or
-  when LIMELIGHT_MULTIHOST=loopback): each host is a loopback address,
-  127.0.0.2 the coordinator and 127.0.0.3-5 hosts a-c, and the workers bind
-  their connection to their host's address with ZeroMQ's
-  ``tcp://SOURCE:0;DEST:PORT`` endpoint syntax in ``--coordinator``.
+The hosts are made by hosts.Network (tests/python/hosts.py): network
+namespaces joined by a bridge, the coordinator in the test's own namespace
+at its address on that network, or, where namespaces cannot be made (or
+with LIMELIGHT_MULTIHOST=loopback), loopback addresses, the workers binding
+their connection to their host's address with ZeroMQ's
+``tcp://SOURCE:0;DEST:PORT`` endpoint syntax in ``--coordinator``. The mode
+is printed.
 
 Either way the test checks, from /proc, that each worker's connection to the
 coordinator leaves from its host's address. Every process is given the
@@ -30,32 +23,26 @@ cluster with CURVE on across the hosts, where only known keys get in. The namesp
 processes are removed by the fixture's finalizer, whatever happens.
 """
 
-import json
 import os
-import random
-import secrets
-import shutil
-import signal
 import socket
 import sqlite3
 import struct
 import subprocess
 import time
-import urllib.request
 from collections import defaultdict
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
 import pytest
 
 import schemas
-from harness import Client, Traffic, bin_dir, read_jsonl, require_binaries, under_ci, wait_until
+from harness import Client, Traffic, bin_dir, read_jsonl, require_binaries, wait_until
+from hosts import Network, Processes, http_json
 from limelight_client import LimelightTimeout
 
 SHARDS = 4
 #: Host name -> the shards its indexer and query worker keep.
 LAYOUT = {"a": [0, 1], "b": [2, 3], "c": [0, 1]}
 START_TIMEOUT = 30
-STOP_TIMEOUT = 5
 #: The coordinator's liveness period (its default): a silent worker is dead after it.
 LIVENESS_S = 3.0
 EXECUTABLES = ("limelight-coordinator", "limelight-indexer", "limelight-query")
@@ -67,179 +54,6 @@ def fnv1a_shard(domain, shard_count=SHARDS):
     for b in domain.encode("utf-8"):
         h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
     return h % shard_count
-
-
-# -- hosts -------------------------------------------------------------------
-
-
-class Host(NamedTuple):
-    """A "host": its name (a, b, c), its address, its network namespace
-    (None in loopback mode) and the hostname its workers report."""
-    name: str
-    address: str
-    netns: Optional[str]
-    hostname: str
-
-
-def _ip(*args):
-    subprocess.run(["ip", *args], check=True, capture_output=True, text=True, timeout=10)
-
-
-def _ip_output(*args):
-    return subprocess.run(["ip", *args], capture_output=True, text=True, timeout=10).stdout
-
-
-class Network:
-    """The hosts, and the address the coordinator binds."""
-
-    def __init__(self):
-        self.mode = None
-        self.why = ""
-        self.coordinator_address = None
-        self.hosts = {}
-        self._namespaces = []
-        self._links = []
-
-    @classmethod
-    def make(cls):
-        """Namespaces when possible, loopback addresses otherwise."""
-        network = cls()
-        forced = os.environ.get("LIMELIGHT_MULTIHOST", "")
-        if forced == "loopback":
-            network._loopback("LIMELIGHT_MULTIHOST=loopback")
-        elif shutil.which("ip") is None:
-            network._fallback("no `ip` command (iproute2)")
-        else:
-            try:
-                network._namespaces_and_veths()
-            except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as e:
-                detail = getattr(e, "stderr", None) or str(e)
-                network.close()
-                network._fallback(f"network namespaces unavailable: {detail.strip()}")
-        return network
-
-    def _fallback(self, why):
-        """Loopback hosts in place of namespaces that could not be made: fine on
-        a developer's machine, a failure under CI (the namespaces are what the
-        test is for) unless LIMELIGHT_MULTIHOST=loopback asked for it."""
-        if under_ci():
-            pytest.fail(f"{why}; set LIMELIGHT_MULTIHOST=loopback to test with loopback addresses instead")
-        self._loopback(why)
-
-    def _namespaces_and_veths(self):
-        tag = secrets.token_hex(3)
-        octet = self._free_octet()
-        for i, name in enumerate(LAYOUT):
-            ns, link = f"ll-{tag}-{name}", f"ll{tag}{name}"
-            outer, inner = f"10.213.{octet}.{4 * i + 1}", f"10.213.{octet}.{4 * i + 2}"
-            _ip("netns", "add", ns)
-            self._namespaces.append(ns)
-            _ip("link", "add", link, "type", "veth", "peer", "name", "veth0", "netns", ns)
-            self._links.append(link)
-            _ip("addr", "add", f"{outer}/30", "dev", link)
-            _ip("link", "set", link, "up")
-            _ip("-n", ns, "link", "set", "lo", "up")
-            _ip("-n", ns, "addr", "add", f"{inner}/30", "dev", "veth0")
-            _ip("-n", ns, "link", "set", "veth0", "up")
-            # Only our /24 goes to the root namespace: the hosts reach nothing else.
-            _ip("-n", ns, "route", "add", f"10.213.{octet}.0/24", "via", outer)
-            self.hosts[name] = Host(name, inner, ns, ns)
-            if i == 0:
-                self.coordinator_address = outer
-        self.mode = "netns"
-        self.why = f"namespaces {', '.join(self._namespaces)}; veths {', '.join(self._links)}; 10.213.{octet}.0/24"
-
-    @staticmethod
-    def _free_octet():
-        """A third octet n such that nothing on the machine uses 10.213.n.0/24."""
-        used = _ip_output("-4", "-o", "addr", "show") + _ip_output("-4", "route", "show", "table", "all")
-        for _ in range(50):
-            octet = random.randint(1, 254)
-            if f"10.213.{octet}." not in used:
-                return octet
-        raise OSError("no free 10.213.n.0/24")
-
-    def _loopback(self, why):
-        self.mode = "loopback"
-        self.why = why
-        self.coordinator_address = "127.0.0.2"
-        me = socket.gethostname()
-        self.hosts = {name: Host(name, f"127.0.0.{3 + i}", None, me) for i, name in enumerate(LAYOUT)}
-
-    def command(self, host, argv):
-        """``argv`` run on ``host``."""
-        if host.netns is None:
-            return argv
-        # ip netns exec, unshare and sh all exec: the process keeps the pid Popen returns.
-        return ["ip", "netns", "exec", host.netns, "unshare", "--uts",
-                "sh", "-c", 'hostname "$0" && exec "$@"', host.hostname, *argv]
-
-    def coordinator_endpoint(self, host, port):
-        """How a worker on ``host`` names the coordinator's worker endpoint."""
-        if host.netns is None:
-            return f"tcp://{host.address}:0;{self.coordinator_address}:{port}"
-        return f"tcp://{self.coordinator_address}:{port}"
-
-    def close(self):
-        """Removes the veths and namespaces (each veth goes with its namespace anyway)."""
-        for link in self._links:
-            subprocess.run(["ip", "link", "del", link], capture_output=True, timeout=10)
-        for ns in self._namespaces:
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=10)
-        left = [ns for ns in self._namespaces if ns in _ip_output("netns", "list").split()]
-        self._links, self._namespaces = [], []
-        assert not left, f"network namespaces left behind: {left}"
-
-
-# -- processes -----------------------------------------------------------------
-
-
-class Processes:
-    """Started processes, each logging to a file; stopped with SIGTERM, then SIGKILL."""
-
-    def __init__(self, folder):
-        self.folder = folder
-        self.running = {}
-
-    def start(self, name, argv):
-        out = open(self.folder / f"{name}.out", "w")
-        err = open(self.folder / f"{name}.log", "w")
-        try:
-            process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
-        finally:
-            out.close()
-            err.close()
-        self.running[name] = process
-        return process
-
-    def kill(self, name):
-        """SIGKILL, as a crash would."""
-        process = self.running[name]
-        process.kill()
-        process.wait(STOP_TIMEOUT)
-
-    def stop_all(self):
-        for process in self.running.values():
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + STOP_TIMEOUT
-        for process in self.running.values():
-            try:
-                process.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-
-    def logs(self):
-        """The tails of every log, for failure messages."""
-        out = []
-        for name in self.running:
-            for suffix in ("out", "log"):
-                path = self.folder / f"{name}.{suffix}"
-                lines = path.read_text(errors="replace").splitlines()[-12:] if path.exists() else []
-                if lines:
-                    out.append(f"--- {path.name}\n" + "\n".join(lines))
-        return "\n".join(out)
 
 
 class HostsCluster(NamedTuple):
@@ -259,14 +73,14 @@ def _require_binaries():
 
 def _start(network, processes, folder):
     """The coordinator, then every host's indexer and query worker."""
-    a = network.coordinator_address
+    a = network.root_address
     # One secret for the cluster, as an operator copies it to every host
     # (docs/security-transport.md); the coordinator makes it.
     secret = folder / "cluster.secret"
     processes.start("coordinator", [
         str(bin_dir() / "limelight-coordinator"), "--listen", f"tcp://{a}:0", "--workers", f"tcp://{a}:0",
         "--stats-port", "0", "--stats-host", a, "--shards", str(SHARDS), "--cluster-secret-file", str(secret)])
-    line = _wait_for_line(folder / "coordinator.out", "listening ", processes)
+    line = processes.wait_for_line("coordinator", "listening ", START_TIMEOUT)
     _, endpoint, workers_endpoint, stats_url = line.split()
     worker_port = int(workers_endpoint.rsplit(":", 1)[1])
     data = {}
@@ -276,32 +90,19 @@ def _start(network, processes, folder):
         data[name].mkdir()
         for role, exe in (("indexer", "limelight-indexer"), ("query", "limelight-query")):
             processes.start(f"{role}-{name}", network.command(host, [
-                str(bin_dir() / exe), "--coordinator", network.coordinator_endpoint(host, worker_port),
+                str(bin_dir() / exe), "--coordinator", network.root_endpoint(host, worker_port),
                 "--data", str(data[name]), "--shards", ",".join(map(str, shards)), "--id", f"{role}-{name}",
                 "--cluster-secret-file", str(secret)]))
     return HostsCluster(network, processes, endpoint, worker_port, stats_url, data)
-
-
-def _wait_for_line(path, prefix, processes):
-    deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline:
-        if path.exists():
-            for line in path.read_text().splitlines():
-                if line.startswith(prefix):
-                    return line
-        if any(p.poll() is not None for p in processes.running.values()):
-            break
-        time.sleep(0.05)
-    raise AssertionError(f"no '{prefix}' line in {path.name}\n{processes.logs()}")
 
 
 @pytest.fixture(scope="module")
 def cluster_across_hosts(tmp_path_factory):
     _require_binaries()
     folder = tmp_path_factory.mktemp("multihost")
-    network = Network.make()
+    network = Network.make(LAYOUT)
     processes = Processes(folder)
-    print(f"\nmultihost mode: {network.mode} ({network.why}); coordinator {network.coordinator_address}; "
+    print(f"\nmultihost mode: {network.mode} ({network.why}); coordinator {network.root_address}; "
           + ", ".join(f"host {h.name} {h.address}" for h in network.hosts.values()))
     try:
         yield _start(network, processes, folder)
@@ -313,14 +114,6 @@ def cluster_across_hosts(tmp_path_factory):
 
 
 # -- looking at the cluster from outside --------------------------------------------
-
-
-_NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
-def http_json(url):
-    with _NO_PROXY.open(url, timeout=10) as response:
-        return response.status, json.loads(response.read())
 
 
 def stats_of(cluster):
@@ -422,7 +215,7 @@ def test_publish_query_failover_and_delete_across_hosts(cluster_across_hosts, re
     for worker, (_, _, host) in expected_workers.items():
         pid = processes.running[worker].pid
         links = connections(pid)
-        coordinator = (network.coordinator_address, cluster.worker_port)
+        coordinator = (network.root_address, cluster.worker_port)
         assert any(local[0] == host.address and remote == coordinator for local, remote in links), (
             f"{worker}: connections {links}")
         if host.netns:
@@ -505,22 +298,22 @@ def test_curve_across_hosts_lets_known_keys_in_and_refuses_others(tmp_path):
     for name in ("coordinator", "clients/app", "workers/a", "others/b"):
         subprocess.run([limelight, "keys", "curve", str(keys / name)], check=True, capture_output=True, timeout=30)
     server_key = zmq.auth.load_certificate(str(keys / "coordinator.key"))[0].decode()
-    network = Network.make()
+    network = Network.make(LAYOUT)
     processes = Processes(tmp_path)
     try:
-        a = network.coordinator_address
+        a = network.root_address
         secret = tmp_path / "cluster.secret"
         processes.start("coordinator", [
             str(bin_dir() / "limelight-coordinator"), "--listen", f"tcp://{a}:0", "--workers", f"tcp://{a}:0",
             "--stats-port", "0", "--stats-host", a, "--shards", "2", "--cluster-secret-file", str(secret),
             "--curve-secret-key", str(keys / "coordinator.key_secret"),
             "--client-keys", str(keys / "clients"), "--worker-keys", str(keys / "workers")])
-        _, endpoint, workers_endpoint, stats_url = _wait_for_line(tmp_path / "coordinator.out", "listening ", processes).split()
+        _, endpoint, workers_endpoint, stats_url = processes.wait_for_line("coordinator", "listening ", START_TIMEOUT).split()
         port = int(workers_endpoint.rsplit(":", 1)[1])
         for name, role, key in (("a", "indexer", "workers/a"), ("a", "query", "workers/a"), ("b", "indexer", "others/b")):
             host = network.hosts[name]
             processes.start(f"{role}-{name}", network.command(host, [
-                str(bin_dir() / f"limelight-{role}"), "--coordinator", network.coordinator_endpoint(host, port),
+                str(bin_dir() / f"limelight-{role}"), "--coordinator", network.root_endpoint(host, port),
                 "--data", str(tmp_path / f"data-{name}"), "--shards", "0,1", "--id", f"{role}-{name}",
                 "--cluster-secret-file", str(secret), "--curve-server-key", str(keys / "coordinator.key"),
                 "--curve-secret-key", str(keys / f"{key}.key_secret")]))
@@ -532,9 +325,11 @@ def test_curve_across_hosts_lets_known_keys_in_and_refuses_others(tmp_path):
             ack = client.publish(items)
             assert (ack["stored"], ack["rejected"]) == (len(items), 0), ack
             assert_complete(*query_all(client), {i["uniqueIdentifier"] for i in items})
+            # Host b's indexer may not have tried its handshake yet on a busy machine.
+            assert wait_until(lambda: client.stats()["counters"].get("connections.refused.workers", 0) >= 1,
+                              timeout=START_TIMEOUT), f"{client.stats()['counters']}\n{processes.logs()}"
             stats = client.stats()
         assert {w["id"] for w in stats["workers"]} == {"indexer-a", "query-a"}
-        assert stats["counters"].get("connections.refused.workers", 0) >= 1, stats["counters"]
         stranger = zmq.auth.load_certificate(str(keys / "others/b.key_secret"))
         with Client(endpoint, timeout=2, curve_server_key=server_key,
                     curve_key_pair=(stranger[0].decode(), stranger[1].decode())) as refused:
