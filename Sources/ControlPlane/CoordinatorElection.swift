@@ -109,10 +109,24 @@ package final class CoordinatorElection: Sendable {
     package func resign() async {
         resigning.withLock { $0 = true }
         guard case .active = role else { return }
-        let lease = (try? await store.range(state.withLock { $0.keys.active }, prefix: false).values.first).flatMap {
-            ActiveCoordinator.decode($0.value)?.lease
+        await revokeActiveLease()
+    }
+
+    /// Gives the role up because this coordinator cannot do its work
+    /// (`reason`): deposed now, as by ``fence(_:)``, and its lease revoked,
+    /// so that a standby takes over without waiting for it to lapse.
+    package func stepDown(_ reason: String) async {
+        guard fence(reason) else { return }
+        await revokeActiveLease()
+    }
+
+    /// Revokes the lease of the active record when it is this coordinator's.
+    private func revokeActiveLease() async {
+        let id = state.withLock { $0.id }
+        let record = (try? await store.range(state.withLock { $0.keys.active }, prefix: false).values.first).flatMap {
+            ActiveCoordinator.decode($0.value)
         }
-        if let lease { try? await store.revoke(lease) }
+        if let record, record.id == id { try? await store.revoke(record.lease) }
     }
 }
 

@@ -85,6 +85,12 @@ package struct CoordinatorConfiguration: Sendable {
     /// The lease an active coordinator holds, in seconds: after a crash, a
     /// standby takes over within about this long.
     package var leaseSeconds: Int = 3
+    /// With an etcd control plane: how long an active coordinator that had
+    /// live workers may have none before it steps down for a standby the
+    /// workers can reach (see ``WorkerAbsence``); nil or 0: never. Not used
+    /// with a file control plane, whose coordinators share one host with
+    /// their workers.
+    package var stepDownWithoutWorkersMs: Int?
     /// The endpoints a standby names in `not_active` answers (default: the
     /// bound ones, which suit loopback; give routable ones across hosts).
     package var advertiseClients: String?

@@ -33,6 +33,20 @@ extension CoordinatorCore {
         logger.critical("fenced off by a newer coordinator", metadata: ["worker": "\(worker)", "error": "\(error.message)"])
     }
 
+    /// Steps down when this active coordinator has had no live worker for
+    /// the configured time after having had some (``WorkerAbsence``): it
+    /// is cut off from the workers while a standby may not be.
+    func checkWorkerAbsence() {
+        guard let election, var absence = workerAbsence, case .active = election.role else { return }
+        let stepDown = absence.observe(live: registry.workers.count, at: .now)
+        workerAbsence = absence
+        guard stepDown else { return }
+        let reason = "no live worker for \(absence.after) after having had some; the role is left to a coordinator the workers reach"
+        logger.critical("stepping down", metadata: ["reason": "\(reason)"])
+        workerAbsence = nil
+        Task { await election.stepDown(reason) }
+    }
+
     /// Whether this coordinator may still acknowledge a change: it holds its
     /// lease now (``CoordinatorElection/servingEpoch()`` reads the clock).
     func stillActive() -> Bool {

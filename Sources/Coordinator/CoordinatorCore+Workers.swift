@@ -130,6 +130,7 @@ extension CoordinatorCore {
         }
         repairReplicas()
         rates.sample(counters)
+        checkWorkerAbsence()
     }
 
     func workerUnreachable(route: [Data]) {

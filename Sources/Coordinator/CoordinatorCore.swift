@@ -152,6 +152,8 @@ actor CoordinatorCore {
     /// coordinator on (an election deposes a coordinator for good, so this
     /// never changes once set).
     var activeEpoch: Int?
+    /// When to step down for want of workers (with etcd; see ``WorkerAbsence``).
+    var workerAbsence: WorkerAbsence?
     /// The cluster's shard map, as the control plane holds it (nil without
     /// one: shards by `hash mod N`, no slots); the stats show it.
     var shardMap: ShardMap?
@@ -178,6 +180,7 @@ actor CoordinatorCore {
     ) {
         self.executor = executor
         self.election = election
+        if election != nil, let ms = configuration.stepDownWithoutWorkersMs, ms > 0 { workerAbsence = WorkerAbsence(after: .milliseconds(ms)) }
         self.keyStore = keyStore
         self.configuration = configuration
         challenges = WorkerChallenges(secret: configuration.clusterSecret)

@@ -73,6 +73,11 @@ package struct CoordinatorCommand: AsyncParsableCommand {
     @Option(help: "With --control-plane: this coordinator's name in the election (default coordinator-HOST-PID).") var coordinatorId: String?
     @Option(help: "With --control-plane: the active coordinator's lease in seconds (at least 2); a standby takes over about this long after a crash.")
     var leaseSeconds = 3
+    @Option(
+        help:
+            "With an etcd control plane: an active coordinator that had live workers and has had none for this long steps down for a standby the workers can reach (milliseconds; 0: never)."
+    )
+    var stepDownWithoutWorkersMs = 6000
     @Option(help: "With --control-plane: the client endpoint a standby names when it answers not_active (default: the bound one).")
     var advertiseClients: String?
     @Option(help: "With --control-plane: the worker endpoint a standby names to workers (default: the bound one).") var advertiseWorkers: String?
@@ -135,6 +140,8 @@ package struct CoordinatorCommand: AsyncParsableCommand {
         c.cluster = cluster
         c.coordinatorID = coordinatorId
         c.leaseSeconds = max(2, leaseSeconds)
+        // Coordinators on a file control plane share their host with the workers: no partition to step down from.
+        if controlPlane?.hasPrefix("etcd://") == true { c.stepDownWithoutWorkersMs = stepDownWithoutWorkersMs }
         c.advertiseClients = advertiseClients
         c.advertiseWorkers = advertiseWorkers
         var store: KeyStore?

@@ -192,16 +192,17 @@ class Network:
         _ip(*where, "route", "add", "blackhole", f"{address}/32")
         self._blackholes.append((namespace, address))
 
-    def isolate(self, name):
-        """Cuts host ``name`` off from every other host and from the test's own
-        namespace, both ways: on its host a blackhole route to each other
-        address, and on every other host (and the test's) one to its address.
-        Connections stay open and fall silent, as with a cable pulled."""
+    def isolate(self, name, keep=()):
+        """Cuts host ``name`` off from every other host but those named in
+        ``keep``, and from the test's own namespace, both ways: on its host a
+        blackhole route to each other address, and on every other host (and
+        the test's) one to its address. Connections stay open and fall
+        silent, as with a cable pulled."""
         if self.mode != "netns":
             raise AssertionError("routes can be cut only between network namespaces")
         cut = self.hosts[name]
         for other in self.hosts.values():
-            if other.name != name:
+            if other.name != name and other.name not in keep:
                 self._blackhole(cut.netns, other.address)
                 self._blackhole(other.netns, cut.address)
         self._blackhole(cut.netns, self.root_address)

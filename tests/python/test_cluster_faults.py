@@ -20,7 +20,10 @@ Faults:
   acknowledge nothing and answer nothing (`not_active`, then exit 3);
 - ca cut off from everything: blackhole routes on its host to every other
   host and on every host to it; cb takes over; the routes are healed; ca
-  must not serve or acknowledge.
+  must not serve or acknowledge;
+- ca cut off from everything but etcd: it keeps its lease, loses every
+  worker, and steps down once it has had none for
+  `--step-down-without-workers-ms` (its default); cb takes over.
 
 Then the invariant: every acknowledged item is on both replicas exactly
 once (read from the SQLite files) and in query answers, nothing else is
@@ -334,4 +337,30 @@ def test_the_active_coordinator_cut_off_from_everything_stops_serving(cluster, r
                  first_ack - cut_at, first_answer - cut_at, producer.resent, lost, refusals)
     print(f"cut off {healed_at - cut_at:.2f} s; healed, ca answered a ping: {pinged}, the publish: {stale[0]!r}; "
           f"it ended {ca_ended[0] - cut_at:.2f} s after the cut; "
+          f"queries answered whole {len(querier.answers)}; items acknowledged {len(producer.acknowledged)}")
+
+
+def test_the_active_coordinator_cut_off_from_its_workers_but_not_etcd_steps_down(cluster, record_property):
+    """ca still reaches etcd and renews its lease, so only its own rule ends
+    its term: no live worker for the step-down time after having had some
+    (WorkerAbsence). It revokes its lease, cb takes over, and ca ends as deposed."""
+    producer, querier = start_traffic(cluster, "cut-workers-traffic")
+    ca = cluster.processes.running["ca"]
+    ca_ended = watch_exit(ca)
+    cluster.network.isolate("ca", keep=("e1", "e2", "e3"))
+    cut_at = time.monotonic()
+    try:
+        first_ack, first_answer = taken_over(cluster, producer, querier, cut_at)
+        assert ca.wait(30) == 3, "the coordinator cut off from its workers did not end as deposed"
+    finally:
+        cluster.network.heal()
+    assert wait_until(lambda: ca_ended, timeout=5)
+    log = (cluster.folder / "ca.log").read_text()
+    assert "stepping down" in log and "no live worker" in log, log[-2000:]
+    late = [a for (_, a), by in zip(producer.acks, producer.acked_by) if by == cluster.clients["ca"] and a > cut_at + 0.5]
+    assert not late, late
+    lost, refusals = finish(cluster, producer, querier, "ca", cut_at + 0.5, "zombie")
+    record_fault(record_property, "active coordinator cut off from its workers, not from etcd (steps down)",
+                 first_ack - cut_at, first_answer - cut_at, producer.resent, lost, refusals)
+    print(f"ca stepped down and ended {ca_ended[0] - cut_at:.2f} s after the cut; "
           f"queries answered whole {len(querier.answers)}; items acknowledged {len(producer.acknowledged)}")
