@@ -91,6 +91,10 @@ package struct CoordinatorConfiguration: Sendable {
     /// with a file control plane, whose coordinators share one host with
     /// their workers.
     package var stepDownWithoutWorkersMs: Int?
+    /// How long a replica may leave a write unanswered after another replica
+    /// of its shard committed it before it is taken for lost (see
+    /// ``WriteTracker/laggards(at:limit:)``); nil or 0: never.
+    package var replicaLagMs: Int? = 10_000
     /// The endpoints a standby names in `not_active` answers (default: the
     /// bound ones, which suit loopback; give routable ones across hosts).
     package var advertiseClients: String?

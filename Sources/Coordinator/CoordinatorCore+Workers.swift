@@ -128,9 +128,22 @@ extension CoordinatorCore {
         for id in registry.silent(at: .now, limit: .milliseconds(configuration.livenessMs)) {
             forget(id, reason: "no heartbeat for \(configuration.livenessMs) ms")
         }
+        dropLaggingReplicas()
         repairReplicas()
         rates.sample(counters)
         checkWorkerAbsence()
+    }
+
+    /// Takes for lost each replica that has left a write unanswered
+    /// `--replica-lag-ms` after another replica of its shard committed it
+    /// (``WriteTracker/laggards(at:limit:)``).
+    func dropLaggingReplicas() {
+        guard let ms = configuration.replicaLagMs, ms > 0 else { return }
+        var seen: Set<String> = []
+        for (worker, shard) in writes.laggards(at: .now, limit: .milliseconds(ms)) where seen.insert(worker).inserted {
+            count(.replicasLagging)
+            forget(worker, reason: "it left a write of shard \(shard) unanswered \(ms) ms after another replica committed it")
+        }
     }
 
     func workerUnreachable(route: [Data]) {

@@ -39,6 +39,8 @@ struct CoordinatorCounter: Hashable, Sendable, RawRepresentable, CustomStringCon
 
     // Workers and replicas.
     static let workersLost = Self(rawValue: "workers.lost")
+    /// Replicas taken for lost because they lagged (``WriteTracker/laggards(at:limit:)``); counted in `workers.lost` too.
+    static let replicasLagging = Self(rawValue: "replicas.lagging")
     static let workersRefused = Self(rawValue: "workers.refused")
     static let workersChallenged = Self(rawValue: "workers.challenged")
     static let catchUpStarted = Self(rawValue: "catchup.started")

@@ -49,7 +49,11 @@ final class CoordinatorMetrics: Sendable {
         (.queriesPartial, "queries_partial", "Queries completed without every shard (named in failedShards)."),
         (.deletes, "deletes", "Delete requests received."),
         (.errors, "errors", "Error replies sent to clients and workers."),
-        (.workersLost, "workers_lost", "Workers declared dead (no heartbeat, or their connection went away)."),
+        (.workersLost, "workers_lost", "Workers declared dead (no heartbeat, or their connection went away, or a replica that lagged)."),
+        (
+            .replicasLagging, "replicas_lagging",
+            "Replicas declared dead because they left a write unanswered --replica-lag-ms after another replica committed it."
+        ),
     ]
 
     let state = LockedBox(MirrorState())

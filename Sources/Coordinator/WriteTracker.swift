@@ -36,6 +36,8 @@ struct WriteTracker: Sendable {
         var outstanding: Set<String> = []
         /// Shards for which at least one replica committed.
         var committed: Set<Int> = []
+        /// When the first replica of each shard committed (see ``laggards(at:limit:)``).
+        var committedAt: [Int: ContinuousClock.Instant] = [:]
         var shardOf: [Int: [Int]] = [:]  // shard → item positions
         var started: ContinuousClock.Instant
         /// The app the items were published for (their names are qualified; see `TenantScope`).
@@ -195,10 +197,11 @@ struct WriteTracker: Sendable {
 
     /// A replica committed a write: its items are stored unless it rejected
     /// them, or another replica does (a rejection wins over a commit).
-    mutating func writeAcked(_ writeID: String, _ ack: Body.WriteAck) -> [Action] {
+    mutating func writeAcked(_ writeID: String, _ ack: Body.WriteAck, at now: ContinuousClock.Instant = .now) -> [Action] {
         guard let w = shardWrites.removeValue(forKey: writeID), var pending = publishes[w.publish] else { return [] }
         pending.outstanding.remove(writeID)
         pending.committed.insert(w.shard)
+        if pending.committedAt[w.shard] == nil { pending.committedAt[w.shard] = now }
         for r in ack.results where r.index >= 0 && r.index < w.indices.count {
             let g = w.indices[r.index]
             if r.status == .rejected {
@@ -229,6 +232,25 @@ struct WriteTracker: Sendable {
         }
         publishes[w.publish] = pending
         return finishPublishIfDone(w.publish)
+    }
+
+    /// The replicas that lag: a write of theirs is unanswered `limit` after
+    /// another replica of the same shard committed the same write. A
+    /// replica whose disk or process stalls while its heartbeats go on is
+    /// alive to the liveness rule, yet every publish to its shard would wait
+    /// for it; the core takes such a replica for lost (its writes in flight
+    /// are then resent, and it leaves the shard's in-sync set before any
+    /// later change is acknowledged) rather than hold every write of the
+    /// shard behind it, as Elasticsearch fails a replica that does not answer.
+    /// Sorted by worker, then shard.
+    func laggards(at now: ContinuousClock.Instant, limit: Duration) -> [(worker: String, shard: Int)] {
+        var found: Set<String> = []
+        var out: [(worker: String, shard: Int)] = []
+        for w in shardWrites.values {
+            guard let first = publishes[w.publish]?.committedAt[w.shard], first.duration(to: now) >= limit else { continue }
+            if found.insert("\(w.worker)\u{0}\(w.shard)").inserted { out.append((w.worker, w.shard)) }
+        }
+        return out.sorted { ($0.worker, $0.shard) < ($1.worker, $1.shard) }
     }
 
     private mutating func finishPublishIfDone(_ id: String) -> [Action] {

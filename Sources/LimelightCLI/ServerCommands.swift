@@ -78,6 +78,11 @@ package struct CoordinatorCommand: AsyncParsableCommand {
             "With an etcd control plane: an active coordinator that had live workers and has had none for this long steps down for a standby the workers can reach (milliseconds; 0: never)."
     )
     var stepDownWithoutWorkersMs = 6000
+    @Option(
+        help:
+            "Milliseconds a replica may leave a write unanswered after another replica of its shard committed it; past that it is taken as lost (its writes in flight are resent without it, and it catches up when it registers again). 0: never."
+    )
+    var replicaLagMs = 10_000
     @Option(help: "With --control-plane: the client endpoint a standby names when it answers not_active (default: the bound one).")
     var advertiseClients: String?
     @Option(help: "With --control-plane: the worker endpoint a standby names to workers (default: the bound one).") var advertiseWorkers: String?
@@ -140,6 +145,7 @@ package struct CoordinatorCommand: AsyncParsableCommand {
         c.cluster = cluster
         c.coordinatorID = coordinatorId
         c.leaseSeconds = max(2, leaseSeconds)
+        c.replicaLagMs = replicaLagMs
         // Coordinators on a file control plane share their host with the workers: no partition to step down from.
         if controlPlane?.hasPrefix("etcd://") == true { c.stepDownWithoutWorkersMs = stepDownWithoutWorkersMs }
         c.advertiseClients = advertiseClients

@@ -49,6 +49,11 @@ struct UpCommand: AsyncParsableCommand {
             "Copies of every shard, each with its own indexers and query workers (--indexers and --query-workers per copy) and its own folder (the first in --data, the others in --data/replica-N). A write is acknowledged once every live copy has it; a copy that comes back is caught up before it serves queries."
     )
     var replicas = 1
+    @Option(
+        help:
+            "Milliseconds a copy may leave a write unanswered after another copy committed it before it is taken as lost (see limelight-coordinator --replica-lag-ms)."
+    )
+    var replicaLagMs = 10_000
     @Flag(
         help:
             "The coordinator answers the first copy's shard queries itself (a query worker inside its process: no message hops between them, the fastest on one host); no limelight-query processes are started for that copy."
@@ -145,7 +150,7 @@ struct UpCommand: AsyncParsableCommand {
         func coordinatorArguments(listen: String, workers: String, stats: [String]) -> [String] {
             ["--listen", listen, "--workers", workers] + stats + [
                 "--shards", String(shards), "--log-level", logLevel, "--log-format", logFormat.rawValue,
-                "--keys", keyStore, "--replicas", String(replicas),
+                "--keys", keyStore, "--replicas", String(replicas), "--replica-lag-ms", String(replicaLagMs),
                 // The control plane of one host: a file in the data folder. A
                 // restarted coordinator takes over at once from its ended
                 // predecessor (same host, pid gone), so the lease only has to

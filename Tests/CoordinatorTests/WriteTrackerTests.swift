@@ -49,6 +49,27 @@ struct WriteTrackerTests {
         #expect(t.writeAcked("w-i2", Self.stored(["a", "b"])).isEmpty)
     }
 
+    /// A replica lags once a write of its shard is unanswered the limit after
+    /// another replica committed the same write; not before, not when no
+    /// replica committed it (a slow shard is not a slow replica), and no
+    /// longer once it answered.
+    @Test func aReplicaLagsOnlyBehindAnotherThatCommittedTheSameWrite() {
+        var t = Self.publishing(["a", "b"], to: ["i1", "i2", "i3"])
+        let t0 = ContinuousClock.now
+        #expect(t.laggards(at: t0 + .seconds(60), limit: .seconds(10)).isEmpty)
+        _ = t.writeAcked("w-i1", Self.stored(["a", "b"]), at: t0)
+        #expect(t.laggards(at: t0 + .seconds(9.9), limit: .seconds(10)).isEmpty)
+        let late = t.laggards(at: t0 + .seconds(10), limit: .seconds(10))
+        #expect(late.map(\.worker) == ["i2", "i3"] && late.allSatisfy { $0.shard == 0 })
+        // A later commit of another replica does not restart the clock.
+        _ = t.writeAcked("w-i2", Self.stored(["a", "b"]), at: t0 + .seconds(8))
+        #expect(t.laggards(at: t0 + .seconds(10), limit: .seconds(10)).map(\.worker) == ["i3"])
+        // Lost, the laggard's items come back to be resent, and nothing lags.
+        let actions = t.workerLost("i3")
+        #expect(Self.ack(actions)?.results.allSatisfy { $0.error?.code == "shard_unavailable" } == true)
+        #expect(t.laggards(at: t0 + .seconds(60), limit: .seconds(10)).isEmpty)
+    }
+
     /// An item one replica rejected is rejected, even though the other stored it.
     @Test func anItemOneReplicaRejectedIsRejected() throws {
         var t = Self.publishing(["a", "b"], to: ["i1", "i2"])

@@ -12,10 +12,11 @@ query workers of a shard).
 import itertools
 import subprocess
 import sys
+import time
 
 import pytest
 
-from harness import CLIENTS, Client, FakeWorker, wait_until
+from harness import CLIENTS, Client, FakeWorker, start_cluster, stop_cluster, wait_until
 
 SHARDS = [0, 1, 2, 3]
 _names = itertools.count(1)
@@ -278,3 +279,38 @@ def test_failed_shard_search_is_retried_on_another_replica(fakes, client):
     # The shard the fake failed was asked again of the real query worker: the answer is whole.
     assert response["failedShards"] == []
     assert response["nbHits"] == baseline["nbHits"]
+
+
+def test_a_replica_that_lags_while_alive_is_taken_as_lost_and_writes_go_on(tmp_path):
+    """A replica whose heartbeats go on but which leaves a write unanswered
+    (a stalled disk) would hold every publish of its shard: once it has left
+    one unanswered `--replica-lag-ms` after the other replica committed it,
+    the coordinator takes it as lost. The write in flight comes back
+    shard_unavailable (resend), and the resend is stored on the real replica
+    alone, without waiting for the laggard."""
+    cluster = start_cluster(tmp_path / "lag", extra=["--replica-lag-ms", "1000"])
+    lagging = FakeWorker(cluster.workers_endpoint, "fake-lagging-indexer", "indexer", SHARDS,
+                         lambda m: indexer_handler(m) if m["type"] != "write" else [],
+                         secret_file=cluster.data / "cluster.secret")
+    try:
+        lagging.start()
+        assert lagging.registered.wait(10), lagging.received
+        items = [{"uniqueIdentifier": f"lag:{n}", "domainIdentifier": f"test.lag.d{n}", "attributes": {"title": f"Item {n}"}}
+                 for n in range(4)]
+        with Client(cluster.endpoint, timeout=20) as c:
+            started = time.monotonic()
+            first = c.publish(items, batch="lag-1")
+            waited = time.monotonic() - started
+            assert (first["stored"], first["rejected"]) == (0, 4), first
+            assert {r["error"]["code"] for r in first["results"]} == {"shard_unavailable"}
+            assert all("fake-lagging-indexer" in r["error"]["message"] for r in first["results"]), first
+            assert 1.0 <= waited < 10, waited
+            again = c.publish(items, batch="lag-2")
+            assert (again["stored"], again["rejected"]) == (4, 0), again
+            counters = c.stats()["counters"]
+            assert counters.get("replicas.lagging", 0) >= 1 and counters.get("workers.lost", 0) >= 1, counters
+            assert "fake-lagging-indexer" not in {w["id"] for w in c.stats()["workers"]}
+        assert lagging.errors == [], lagging.errors
+    finally:
+        lagging.stop()
+        stop_cluster(cluster.process)
