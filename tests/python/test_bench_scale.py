@@ -51,3 +51,28 @@ def test_scale_bench_publishes_times_every_kind_and_charts(tmp_path):
     text = doc.read_text()
     assert "old" not in text and text.startswith("before\n") and text.endswith("after\n")
     assert f"| {ITEMS:,} |" in text
+
+
+def test_scale_bench_reads_a_corpus_piped_in_once(tmp_path):
+    """Past a million items `scripts/bench scale` pipes scale_corpus.py into
+    the bench (`--corpus - --items N`), keeping no corpus file; without
+    `--items`, or with peers that would read the corpus again, it refuses."""
+    items = 1000
+    refused = subprocess.run([str(bin_dir() / "limelight-bench"), "scale", "--corpus", "-", "--peers", "none"],
+                             capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert refused.returncode != 0 and "--items" in refused.stderr, refused.stderr
+    refused = subprocess.run([str(bin_dir() / "limelight-bench"), "scale", "--corpus", "-", "--items", "10"],
+                             capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert refused.returncode != 0 and "--peers none" in refused.stderr, refused.stderr
+    maker = subprocess.Popen([sys.executable, str(REPO.parent / "shared/datasets/scale_corpus.py"), "--items", str(items)],
+                             stdout=subprocess.PIPE)
+    figures = tmp_path / "piped.json"
+    done = subprocess.run([str(bin_dir() / "limelight-bench"), "scale", "--corpus", "-", "--items", str(items),
+                           "--peers", "none", "--publish-only", "--json", str(figures)],
+                          stdin=maker.stdout, capture_output=True, text=True, timeout=600, cwd=REPO)
+    maker.stdout.close()
+    assert maker.wait(60) == 0
+    assert done.returncode == 0, done.stdout + done.stderr
+    run = json.loads(figures.read_text())
+    assert run["items"] == items
+    assert len(run["publish_parts_items_per_s"]) == 10

@@ -20,7 +20,12 @@ import ZeroMQ
 struct ScaleBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "scale", abstract: "One corpus of any size through the default limelight up, streamed; figures as JSON too.")
-    @Option(help: "JSON Lines corpus (e.g. from ../shared/datasets/scale_corpus.py).") var corpus: String
+    @Option(help: "JSON Lines corpus (e.g. from ../shared/datasets/scale_corpus.py); '-': standard input (with --items).") var corpus: String
+    @Option(
+        help:
+            "The corpus's item count, when known: the corpus is then read once, so it can come through a pipe (scale_corpus.py --items N | limelight-bench scale --corpus - --items N) without its file, 8 GB at 10M."
+    )
+    var items: Int?
     @Option(help: "Queries of each kind.") var queries = 200
     @Option(help: "The peers' script (peers.py's interface; 'none' to skip).") var peers = "scripts/peers-sized.py"
     @Option(help: "Peer engines.") var engines = "sqlite-fts5,tantivy"
@@ -33,8 +38,15 @@ struct ScaleBench: AsyncParsableCommand {
     @Option(help: "Write every figure as one JSON object here.") var json: String?
     @Flag(help: "Time the publish only (rate, CPU per process, disk bytes, the peers), no query kinds.") var publishOnly = false
 
+    func validate() throws {
+        if corpus == "-", items == nil { throw ValidationError("--corpus - (standard input) needs --items N") }
+        if corpus == "-", peers != "none" {
+            throw ValidationError("--corpus - (standard input) cannot be read again by the peers: give --peers none")
+        }
+    }
+
     func run() async throws {
-        let total = try countLines(corpus)
+        let total = try items ?? countLines(corpus)
         let part = self.part > 0 ? self.part : max(1, min(1_000_000, total / 10))
         let binDir = (((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]) as NSString)
             .deletingLastPathComponent
@@ -362,7 +374,9 @@ struct Lines: AsyncSequence {
             }
         }
     }
-    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(handle: FileHandle(forReadingAtPath: path)) }
+    func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(handle: path == "-" ? FileHandle.standardInput : FileHandle(forReadingAtPath: path))
+    }
 }
 
 /// Newlines in a file, counted a few megabytes at a time.
