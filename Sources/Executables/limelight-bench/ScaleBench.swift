@@ -49,6 +49,7 @@ struct ScaleBench: AsyncParsableCommand {
         var parts: [Double] = []
         var stored = 0, rejected = 0
         let cpu0 = Dictionary(cluster.cpuSecondsByProcess().map { ($0.name, $0.seconds) }, uniquingKeysWith: +)
+        let io0 = Dictionary(cluster.bytesWrittenByProcess().map { ($0.name, $0.bytes) }, uniquingKeysWith: { a, b in (a.0 + b.0, a.1 + b.1) })
         let t0 = Date()
         var partStart = Date(), partItems = 0
         try await withThrowingTaskGroup(of: (Int, Int).self) { group in
@@ -93,6 +94,18 @@ struct ScaleBench: AsyncParsableCommand {
             "publish CPU: \(fmt(cpuTotal, 1)) s, \(cpuTotal > 0 ? Int(Double(stored) / cpuTotal) : 0) items per CPU-second ("
                 + cpu.map { "\($0.0) \(fmt($0.1, 1)) s" }.joined(separator: ", ") + "); load average "
                 + ((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "?").split(separator: " ").prefix(3).joined(separator: " "))
+
+        // Bytes written up to the last acknowledgement: what reached the
+        // block layer (`write_bytes`) and what the processes handed to
+        // write calls (`wchar`), per item stored.
+        let written = cluster.bytesWrittenByProcess().map { p in
+            (p.name, p.bytes.disk - (io0[p.name]?.disk ?? 0), p.bytes.calls - (io0[p.name]?.calls ?? 0))
+        }
+        let perItem = { (n: Int) in stored > 0 ? n / stored : 0 }
+        print(
+            "publish bytes written an item (write_bytes / wchar): "
+                + written.filter { $0.1 > 0 || $0.2 > 0 }.map { "\($0.0) \(perItem($0.1)) / \(perItem($0.2))" }.joined(separator: ", ")
+                + "; all \(perItem(written.reduce(0) { $0 + $1.1 })) / \(perItem(written.reduce(0) { $0 + $1.2 }))")
 
         var kinds: [String: [String: Double]] = [:]
         if !publishOnly {
@@ -152,6 +165,9 @@ struct ScaleBench: AsyncParsableCommand {
                 "items": stored, "corpus": corpus, "shards": shards, "date": ISO8601DateFormatter().string(from: Date()),
                 "publish_items_per_s": rate, "publish_parts_items_per_s": parts, "part_items": part,
                 "kinds": kinds, "bytes_per_item": stored > 0 ? bytes / stored : 0, "wal_mb": wal / 1_000_000,
+                "publish_cpu_s": Dictionary(cpu.map { ($0.0, $0.1) }, uniquingKeysWith: +),
+                "publish_write_bytes_per_item": Dictionary(written.map { ($0.0, perItem($0.1)) }, uniquingKeysWith: +),
+                "publish_wchar_per_item": Dictionary(written.map { ($0.0, perItem($0.2)) }, uniquingKeysWith: +),
                 "memory": memory.map { ["name": $0.name, "anon_mb": $0.anonMB, "file_mb": $0.fileMB] }, "peers": peerRows,
             ]
             try JSONSerialization.data(withJSONObject: figures, options: [.prettyPrinted, .sortedKeys]).write(to: URL(fileURLWithPath: json))
@@ -221,6 +237,22 @@ extension BenchCluster {
                 let user = Double(fields[11]), let system = Double(fields[12])
             else { return nil }
             return (child.name, (user + system) / tick)
+        }
+    }
+
+    /// Each process's bytes written so far, from `/proc/PID/io`: `disk`
+    /// what reached the block layer (`write_bytes`), `calls` what it passed
+    /// to write calls (`wchar`; the log's pages rewritten in place count
+    /// each time there, once a page is flushed in `write_bytes`).
+    func bytesWrittenByProcess() -> [(name: String, bytes: (disk: Int, calls: Int))] {
+        children().compactMap { child in
+            guard let io = try? String(contentsOfFile: "/proc/\(child.pid)/io", encoding: .utf8) else { return nil }
+            var fields: [String: Int] = [:]
+            for line in io.split(separator: "\n") {
+                let parts = line.split(separator: ":")
+                if parts.count == 2, let n = Int(parts[1].trimmingCharacters(in: .whitespaces)) { fields[String(parts[0])] = n }
+            }
+            return (child.name, (fields["write_bytes"] ?? 0, fields["wchar"] ?? 0))
         }
     }
 
