@@ -57,10 +57,10 @@ typealias StoreBox = ThreadConfined<ShardStore>
 /// in a savepoint of its own, so each keeps its own outcome (a write that
 /// fails is rolled back and refused alone) while the group pays for one
 /// commit: a commit writes every index page it touched to the log, and the
-/// value index's pages, touched at random, were rewritten by almost every
-/// write of 125 items. Each write is acknowledged after its group has
-/// committed. Any other message waits until the writes read before it are
-/// done, and is handled alone, as before. Several indexers (`limelight up`
+/// value index's pages, touched at random, are rewritten by almost every
+/// commit of a hundred items or more. Each write is acknowledged after its
+/// group has committed. Any other message waits until the writes read
+/// before it are done, and is handled alone. Several indexers (`limelight up`
 /// starts two) are what puts several cores to work; letting one indexer's
 /// shards write at once is no faster when the indexers already keep every
 /// core busy, and costs more CPU.
