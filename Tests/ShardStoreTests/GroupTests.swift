@@ -82,6 +82,7 @@ import Testing
         #expect(throws: Boom.self) { try results[0].get() }
         #expect((try? results[1].get()) == 1)
         let reader = try openStore(dir, mode: .readOnly)
+        #expect(try reader.count() == 1, "the failed change's item was rolled back with it")
         #expect(try reader.ids(text("fresh", "kept")) == ["c"])
     }
 }
