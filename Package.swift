@@ -182,7 +182,7 @@ let package = Package(
         .testTarget(name: "SearchParametersTests", dependencies: ["SearchParameters", "QueryPlan", "Items", "WireProtocol"]),
         .testTarget(name: "ShardStoreTests", dependencies: ["ShardStore", "SpotlightQuery", "SQLite"]),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
-        .testTarget(name: "WorkersTests", dependencies: ["Workers"]),
+        .testTarget(name: "WorkersTests", dependencies: ["Workers", "ShardStore", "WireProtocol", "Items"]),
         .testTarget(name: "CoordinatorTests", dependencies: ["Coordinator", "ClusterAuth", "WireProtocol", "Planner", "QueryPlan", "Items"]),
         .testTarget(name: "ControlPlaneTests", dependencies: ["ControlPlane", "WireProtocol", "ShardStore"]),
         .testTarget(name: "WireProtocolTests", dependencies: ["WireProtocol", "Items", "QueryPlan"]),

@@ -15,33 +15,40 @@ enum Applied<T: Sendable>: Sendable {
 }
 
 extension IndexerService {
-    /// Applies a change on the shard's own thread, in order: one the file has
-    /// applied already is skipped, one that would jump over missing changes is
-    /// refused (the coordinator sends the missing ones first), and the next
-    /// one is applied with its number recorded in the same transaction.
-    /// Changes without a number (an older coordinator) are applied as they come.
+    /// Applies a change on the shard's own thread, in order (see
+    /// ``sequenced(_:sequence:epoch:_:)``).
     func applySequenced<T: Sendable>(
         _ box: StoreBox, _ exec: DedicatedThread, sequence: Int?, epoch: Int? = nil,
         _ change: @escaping @Sendable (ShardStore) throws -> T
     ) async throws -> Applied<T> {
-        let applied = try await exec.run { () throws -> Applied<T> in
-            let store = box.value
-            if let sequence {
-                switch try store.check(sequence: sequence, epoch: epoch) {
-                case .applied: return .skipped
-                case .gap(let have): return .gap(have: have)
-                case .staleEpoch(let have): return .staleEpoch(have: have)
-                case .next: break
-                }
-            }
-            do {
-                return .done(try store.applying(sequence: sequence, epoch: epoch) { try change(store) })
-            } catch let e as StoreError where e.code == .staleEpoch {
-                return .staleEpoch(have: (try? store.coordinatorEpoch()) ?? 0)
-            }
-        }
+        let applied = try await exec.run { try Self.sequenced(box.value, sequence: sequence, epoch: epoch, change) }
         if case .staleEpoch = applied { tally.refusedStaleEpoch() }
         return applied
+    }
+
+    /// Applies a change, in order: one the file has applied already is
+    /// skipped, one that would jump over missing changes is refused (the
+    /// coordinator sends the missing ones first), and the next one is applied
+    /// with its number recorded in the same transaction (or savepoint, inside
+    /// a group: ``ShardStore/group(_:)``), so the highest number the file
+    /// holds is always that of the last change it holds. Changes without a
+    /// number (an older coordinator) are applied as they come.
+    static func sequenced<T: Sendable>(
+        _ store: ShardStore, sequence: Int?, epoch: Int?, _ change: (ShardStore) throws -> T
+    ) throws -> Applied<T> {
+        if let sequence {
+            switch try store.check(sequence: sequence, epoch: epoch) {
+            case .applied: return .skipped
+            case .gap(let have): return .gap(have: have)
+            case .staleEpoch(let have): return .staleEpoch(have: have)
+            case .next: break
+            }
+        }
+        do {
+            return .done(try store.applying(sequence: sequence, epoch: epoch) { try change(store) })
+        } catch let e as StoreError where e.code == .staleEpoch {
+            return .staleEpoch(have: (try? store.coordinatorEpoch()) ?? 0)
+        }
     }
 
     /// Each shard's last applied sequence number, for the registration.

@@ -19,6 +19,14 @@ package struct IndexerConfiguration: WorkerLinkConfiguration {
     package var livenessMs: Int = 3000
     /// What an acknowledged write survives (see ``Durability``).
     package var durability: Durability = .process
+    /// A shard's writes that wait together are committed in one transaction
+    /// (see ``WriteGroups``), at most this many (1: each write alone)...
+    package var maxGroupWrites = 32
+    /// ...and at most this many items, unless one write alone holds more.
+    package var maxGroupItems = 4_000
+    /// Writes read and waiting for their shards at most; past it the indexer
+    /// reads no further message until a group is taken.
+    package var maxWaitingWrites = 64
     /// The all-MiniLM-L6-v2 folder items' semantic text is embedded with
     /// (see ``IndexerEmbedding``); nil stores items without vectors.
     package var modelDirectory: String?
@@ -43,13 +51,19 @@ typealias StoreBox = ThreadConfined<ShardStore>
 
 /// The indexer process: owns shards, applies writes, acknowledges after the commit.
 ///
-/// Each shard's SQLite connection lives on its own thread, and the indexer
-/// handles the coordinator's messages one at a time: a write is applied in one
-/// transaction, in arrival order, and acknowledged after it has committed,
-/// before the next message is read. Several indexers (`limelight up` starts
-/// two) are what puts several cores to work. Letting one indexer's shards
-/// write at once, with waiting writes committed together, is no faster when
-/// the indexers already keep every core busy, and costs more CPU.
+/// Each shard's SQLite connection lives on its own thread. Writes are
+/// queued as they are read and applied one group at a time (``WriteGroups``):
+/// the writes of one shard that wait together go into one transaction, each
+/// in a savepoint of its own, so each keeps its own outcome (a write that
+/// fails is rolled back and refused alone) while the group pays for one
+/// commit: a commit writes every index page it touched to the log, and the
+/// value index's pages, touched at random, are rewritten by almost every
+/// commit of a hundred items or more. Each write is acknowledged after its
+/// group has committed. Any other message waits until the writes read
+/// before it are done, and is handled alone. Several indexers (`limelight up`
+/// starts two) are what puts several cores to work; letting one indexer's
+/// shards write at once is no faster when the indexers already keep every
+/// core busy, and costs more CPU.
 package final class IndexerService: Sendable {
     package let configuration: IndexerConfiguration
     let logger: Logger
@@ -58,6 +72,7 @@ package final class IndexerService: Sendable {
     let tally = WorkerTally()
     let embedding: IndexerEmbedding
     let copies = CopyFiles()
+    let groups: WriteGroups
 
     package init(configuration: IndexerConfiguration, logger: Logger) throws {
         self.configuration = configuration
@@ -81,6 +96,8 @@ package final class IndexerService: Sendable {
             }
         }
         self.stores = stores
+        groups = WriteGroups(
+            maxWaiting: configuration.maxWaitingWrites, maxWrites: configuration.maxGroupWrites, maxItems: configuration.maxGroupItems)
         embedding = IndexerEmbedding(modelDirectory: configuration.modelDirectory, logger: logger)
         link = try WorkerLink(role: .indexer, configuration: configuration, logger: logger)
     }
@@ -166,35 +183,21 @@ package final class IndexerService: Sendable {
     func handle(_ envelope: Envelope) async {
         switch envelope.body {
         case .write(let w):
-            guard let (box, exec) = await ownedShard(w.shard, answering: envelope.id) else { return }
-            do {
-                let embedding = self.embedding
-                let applied = try await applySequenced(box, exec, sequence: w.sequence, epoch: w.epoch) { store in
-                    let vectors = try embedding.vectors(for: w.items, in: store)
-                    return try store.write(w.items, evicting: w.evict, vectors: vectors).enumerated().map { i, outcome in
-                        Self.result(i, outcome)
-                    }
-                }
-                switch applied {
-                case .done(let results):
-                    tally.changed(shard: w.shard, wrote: true)
-                    tally.finished()
-                    await link.send(envelope.id, .writeAck(Body.WriteAck(shard: w.shard, results: results)))
-                case .skipped:
-                    let results = w.items.enumerated().map { i, item in
-                        ItemResult(index: i, uniqueIdentifier: item["uniqueIdentifier"]?.stringValue, status: .stored)
-                    }
-                    await link.send(envelope.id, .writeAck(Body.WriteAck(shard: w.shard, results: results)))
-                case .gap(let have):
-                    await link.send(envelope.id, .error(Self.outOfSequence(shard: w.shard, sequence: w.sequence ?? 0, have: have)))
-                case .staleEpoch(let have):
-                    await link.send(envelope.id, .error(Self.staleEpoch(shard: w.shard, epoch: w.epoch, have: have)))
-                }
-            } catch {
-                tally.finished(failed: true)
-                logger.error("write failed", metadata: ["shard": "\(w.shard)", "error": "\(error)"])
-                await link.send(envelope.id, .error(WireError(code: "store_failed", message: "shard \(w.shard): \(error)")))
+            guard stores[w.shard] != nil else {
+                _ = await ownedShard(w.shard, answering: envelope.id)
+                return
             }
+            if await groups.add(WaitingWrite(id: envelope.id, write: w)) {
+                Task { await self.applyWaitingWrites() }
+            }
+            await groups.waitForRoom()
+            return
+        default:
+            break
+        }
+        // Anything else comes after every write read before it.
+        await groups.idle()
+        switch envelope.body {
         case .entityDelete(let d):
             await applyToShards(envelope.id, d.shards, sequence: d.sequence, epoch: d.epoch) { store in
                 try store.deleteEntities(type: d.entityType, ids: d.ids)
@@ -257,6 +260,7 @@ package final class IndexerService: Sendable {
             }
         case .copyRequest(let r): await serveCopy(envelope.id, r)
         case .copyChunk(let c): await receiveCopy(envelope.id, c)
+        case .write: break  // handled above
         default:
             await link.send(
                 envelope.id, .error(WireError(code: "unexpected_type", message: "an indexer does not handle '\(envelope.type.rawValue)'")))

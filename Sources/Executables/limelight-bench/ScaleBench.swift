@@ -61,6 +61,8 @@ struct ScaleBench: AsyncParsableCommand {
         var parts: [Double] = []
         var stored = 0, rejected = 0
         let cpu0 = Dictionary(cluster.cpuSecondsByProcess().map { ($0.name, $0.seconds) }, uniquingKeysWith: +)
+        var io0: [String: BytesWritten] = [:]
+        for p in cluster.bytesWrittenByProcess() { io0[p.name] = p.bytes }
         let t0 = Date()
         var partStart = Date(), partItems = 0
         try await withThrowingTaskGroup(of: (Int, Int).self) { group in
@@ -105,6 +107,30 @@ struct ScaleBench: AsyncParsableCommand {
             "publish CPU: \(fmt(cpuTotal, 1)) s, \(cpuTotal > 0 ? Int(Double(stored) / cpuTotal) : 0) items per CPU-second ("
                 + cpu.map { "\($0.0) \(fmt($0.1, 1)) s" }.joined(separator: ", ") + "); load average "
                 + ((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "?").split(separator: " ").prefix(3).joined(separator: " "))
+
+        // Bytes written up to the last acknowledgement: what reached the
+        // block layer (`write_bytes`) and what the processes handed to
+        // write calls (`wchar`), per item stored.
+        var written: [(name: String, disk: Int, calls: Int)] = []
+        for p in cluster.bytesWrittenByProcess() {
+            let before = io0[p.name] ?? BytesWritten(disk: 0, calls: 0)
+            written.append((p.name, p.bytes.disk - before.disk, p.bytes.calls - before.calls))
+        }
+        func perItem(_ n: Int) -> Int { stored > 0 ? n / stored : 0 }
+        let writtenText = written.filter { $0.disk > 0 || $0.calls > 0 }.map { "\($0.name) \(perItem($0.disk)) / \(perItem($0.calls))" }
+        let allDisk = written.reduce(0) { $0 + $1.disk }
+        let allCalls = written.reduce(0) { $0 + $1.calls }
+        print(
+            "publish bytes written an item (write_bytes / wchar): " + writtenText.joined(separator: ", ")
+                + "; all \(perItem(allDisk)) / \(perItem(allCalls))")
+        var cpuByName: [String: Double] = [:]
+        for c in cpu { cpuByName[c.0, default: 0] += c.1 }
+        var diskByName: [String: Int] = [:]
+        var callsByName: [String: Int] = [:]
+        for w in written {
+            diskByName[w.name, default: 0] += perItem(w.disk)
+            callsByName[w.name, default: 0] += perItem(w.calls)
+        }
 
         var kinds: [String: [String: Double]] = [:]
         if !publishOnly {
@@ -164,6 +190,7 @@ struct ScaleBench: AsyncParsableCommand {
                 "items": stored, "corpus": corpus, "shards": shards, "date": ISO8601DateFormatter().string(from: Date()),
                 "publish_items_per_s": rate, "publish_parts_items_per_s": parts, "part_items": part,
                 "kinds": kinds, "bytes_per_item": stored > 0 ? bytes / stored : 0, "wal_mb": wal / 1_000_000,
+                "publish_cpu_s": cpuByName, "publish_write_bytes_per_item": diskByName, "publish_wchar_per_item": callsByName,
                 "memory": memory.map { ["name": $0.name, "anon_mb": $0.anonMB, "file_mb": $0.fileMB] }, "peers": peerRows,
             ]
             try JSONSerialization.data(withJSONObject: figures, options: [.prettyPrinted, .sortedKeys]).write(to: URL(fileURLWithPath: json))
@@ -178,6 +205,12 @@ struct ScaleBench: AsyncParsableCommand {
         else { return [] }
         return output.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
     }
+}
+
+/// A process's bytes written (see ``BenchCluster/bytesWrittenByProcess()``).
+struct BytesWritten {
+    var disk: Int
+    var calls: Int
 }
 
 extension BenchCluster {
@@ -233,6 +266,22 @@ extension BenchCluster {
                 let user = Double(fields[11]), let system = Double(fields[12])
             else { return nil }
             return (child.name, (user + system) / tick)
+        }
+    }
+
+    /// Each process's bytes written so far, from `/proc/PID/io`: `disk`
+    /// what reached the block layer (`write_bytes`), `calls` what it passed
+    /// to write calls (`wchar`; the log's pages rewritten in place count
+    /// each time there, once a page is flushed in `write_bytes`).
+    func bytesWrittenByProcess() -> [(name: String, bytes: BytesWritten)] {
+        children().compactMap { child in
+            guard let io = try? String(contentsOfFile: "/proc/\(child.pid)/io", encoding: .utf8) else { return nil }
+            var fields: [String: Int] = [:]
+            for line in io.split(separator: "\n") {
+                let parts = line.split(separator: ":")
+                if parts.count == 2, let n = Int(parts[1].trimmingCharacters(in: .whitespaces)) { fields[String(parts[0])] = n }
+            }
+            return (child.name, BytesWritten(disk: fields["write_bytes"] ?? 0, calls: fields["wchar"] ?? 0))
         }
     }
 
