@@ -161,6 +161,7 @@ package final class WorkerLink: Sendable {
     func register() async {
         var r = registration
         r.sequences = await sequences.current?()
+        state.registrationSent()
         await send("reg-\(workerID)", .register(r))
     }
 
@@ -206,6 +207,12 @@ package final class WorkerLink: Sendable {
                     case .challenge(let c):
                         await self.answer(c, id: envelope.id)
                     case .error(let e) where e.code == "unregistered":
+                        // Every answer a coordinator that does not know this
+                        // worker gets (a burst of acknowledgements after a
+                        // restart) comes back `unregistered`; one registration
+                        // on its way answers them all, and each more would
+                        // start the worker's catch-up again.
+                        if self.state.awaitsRegistration(within: .milliseconds(self.livenessMs)) { continue }
                         await self.register()
                     case .error(let e) where e.code == "not_active":
                         // A standby coordinator: not a refusal of this worker. The
@@ -316,8 +323,17 @@ final class LinkState: Sendable {
         var registered = false
         var refusal: String?
         var heartbeatMs: Int?
+        /// When the registration now unanswered was sent.
+        var registrationSentAt: ContinuousClock.Instant?
     }
     private let state = Mutex(State())
+
+    func registrationSent() { state.withLock { $0.registrationSentAt = .now } }
+
+    /// Whether a registration sent less than `window` ago is still unanswered.
+    func awaitsRegistration(within window: Duration) -> Bool {
+        state.withLock { s in s.registrationSentAt.map { $0.duration(to: .now) < window } ?? false }
+    }
 
     func touch() { state.withLock { $0.lastHeard = Date() } }
     func silentFor() -> TimeInterval { state.withLock { Date().timeIntervalSince($0.lastHeard) } }
@@ -325,6 +341,7 @@ final class LinkState: Sendable {
     func setRegistered(_ v: Bool, heartbeatMs: Int? = nil) {
         state.withLock {
             $0.registered = v
+            if v { $0.registrationSentAt = nil }
             if let heartbeatMs, heartbeatMs > 0 { $0.heartbeatMs = heartbeatMs }
         }
     }
