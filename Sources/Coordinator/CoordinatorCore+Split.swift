@@ -1,5 +1,6 @@
 import ControlPlane
 import Foundation
+import LimelightConcurrency
 import Logging
 import WireProtocol
 
@@ -94,6 +95,8 @@ extension CoordinatorCore {
             targetsFresh: run.split.targets.allSatisfy { targetFresh($0.shard) },
             targetsDrained: run.split.targets.allSatisfy { targetDrained($0.shard) },
             queriesRunning: !queries.isEmpty || !searches.isEmpty)
+        // Tests only (``TestHold``): every shard marked, the map not committed yet.
+        if run.step == .committing, TestHold.holds("before-switch") { return nil }
         let action = run.tick(seen, keys: splitKeys, revision: splitRevision, mapRevision: mapRevision, now: .now)
         splitRun = run
         if wasCopying, run.step != .copying {
@@ -178,6 +181,7 @@ extension CoordinatorCore {
         shardMap = map
         splitRun = nil
         pendingSplitTo = nil
+        _ = TestHold.holds("after-switch")
         let now = ContinuousClock.now
         let writesMs = run.pausedAt.map { Int($0.duration(to: now) / .milliseconds(1)) } ?? 0
         let queriesMs = run.queriesHeldAt.map { Int($0.duration(to: now) / .milliseconds(1)) } ?? 0

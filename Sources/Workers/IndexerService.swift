@@ -58,6 +58,8 @@ package final class IndexerService: Sendable {
     let tally = WorkerTally()
     let embedding: IndexerEmbedding
     let copies = CopyFiles()
+    /// Wakes the background purge of a split's moved slots (``purgeMovedSlots()``).
+    let slotPurgeWork = Wakeup()
 
     package init(configuration: IndexerConfiguration, logger: Logger) throws {
         self.configuration = configuration
@@ -229,6 +231,7 @@ package final class IndexerService: Sendable {
                         return
                     }
                     if case .done(let n) = applied { total += n }
+                    if d.keepSlots != nil { slotPurgeWork.signal() }
                     tally.changed(shard: shard, wrote: true)
                 }
                 tally.finished()
