@@ -133,14 +133,17 @@ extension CoordinatorCore {
         guard let run = splitRun else { return }
         let map = run.split.after
         let keep = Body.KeepSlots(slots: map.slots, shards: map.shards, shard: shard)
-        let change = sequenced(shard: shard, .delete(Body.Delete(shards: [shard], keepSlots: keep)))
         let replicas = writeReplicas(shard: shard)
-        if replicas.isEmpty {
-            logger.warning("a shard to purge has no live indexer; the log sends it the purge later", metadata: ["shard": "\(shard)"])
+        guard !replicas.isEmpty else {
+            // Numbered for no replica, it would be committed by none: the
+            // next tick sends it once an indexer of the shard is live.
+            logger.debug("a shard to purge has no live indexer; its purge waits for one", metadata: ["shard": "\(shard)"])
+            return
         }
+        let change = sequenced(shard: shard, .delete(Body.Delete(shards: [shard], keepSlots: keep)))
         for w in replicas {
             let id = makeID("u")
-            splitRun?.purgeSent(id, shard: shard)
+            splitRun?.purgeSent(id, shard: shard, worker: w.id)
             track(id, worker: w.id, shard: shard, sequence: change.sequence)
             send(.worker(w.route), id, change.body)
         }

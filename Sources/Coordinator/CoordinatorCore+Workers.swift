@@ -155,6 +155,7 @@ extension CoordinatorCore {
     func forget(_ workerID: String, reason: String) {
         guard let w = registry.forget(workerID, reason: reason, at: Date()) else { return }
         if changeUnderWay { controlPlaneWork.signal() }
+        splitRun?.workerLost(w.id)
         replicaLost(w.id)
         count(.workersLost)
         logger.warning("worker lost", metadata: ["worker": "\(w.id)", "worker.role": "\(w.role.rawValue)", "reason": "\(reason)"])
