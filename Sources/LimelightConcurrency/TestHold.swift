@@ -13,7 +13,8 @@ import Foundation
 /// The phases (docs/reliability.md, "Shards that split online"):
 /// `copy` (a target indexer, at each copy chunk it receives), `catch-up` (a
 /// target indexer, right after installing a copy, before it takes the
-/// changes the log sends), `before-switch` (the coordinator, every new
+/// changes the log sends), `mark` (an indexer, sent the split's mark of a
+/// shard, before it applies it), `before-switch` (the coordinator, every new
 /// shard drained and every shard marked, before it commits the new map),
 /// `after-switch` (the coordinator, once the map is committed: a marker
 /// only), `purge` (an indexer, before the first batch of a background purge)

@@ -206,6 +206,8 @@ package final class IndexerService: Sendable {
                 try store.associate(uniqueIdentifier: a.uniqueIdentifier, with: a.entity) ? 1 : 0
             }
         case .delete(let d):
+            // Tests only (``TestHold``): a split's mark sent, not applied.
+            if d.keepSlots != nil { await TestHold.wait("mark") }
             var total = 0
             do {
                 for shard in d.shards ?? configuration.shards {
