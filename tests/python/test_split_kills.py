@@ -92,8 +92,10 @@ class Producer(threading.Thread):
                 while True:
                     assert time.monotonic() < deadline, f"batch p{n} not acknowledged in 240 s"
                     try:
-                        with Client(self.endpoint, timeout=15) as c:
-                            ack = c.publish(batch, timeout=15)
+                        # A batch sent to a coordinator killed before it
+                        # answered is resent after 5 s of silence.
+                        with Client(self.endpoint, timeout=5) as c:
+                            ack = c.publish(batch, timeout=5)
                         if ack["stored"] == len(batch):
                             break
                         codes = {r["error"]["code"] for r in ack["results"] if r["status"] == "rejected"}
@@ -112,9 +114,9 @@ class Producer(threading.Thread):
             self.error = e
 
 
-def answer(client):
+def answer(client, deadline_ms=20_000):
     """(identifiers with duplicates, failed shards) of a query for every item."""
-    events = list(client.query('title == "splitkill*"', fetch=[], deadline_ms=20_000))
+    events = list(client.query('title == "splitkill*"', fetch=[], deadline_ms=deadline_ms))
     kind, completion = events[-1]
     assert kind == "completion", events[-1]
     return [i["uniqueIdentifier"] for k, v in events if k == "batch" for i in v], completion.get("failedShards") or []
@@ -135,8 +137,10 @@ class Querier(threading.Thread):
             with self.producer.lock:
                 before = self.initial | self.producer.acked
             try:
-                with Client(self.endpoint, timeout=30) as q:
-                    ids, failed = answer(q)
+                # One sent to a coordinator killed before it answered is
+                # given up after 10 s.
+                with Client(self.endpoint, timeout=10) as q:
+                    ids, failed = answer(q, deadline_ms=8_000)
             except (LimelightError, LimelightTimeout, TimeoutError, AssertionError):
                 self.failed += 1
                 time.sleep(0.2)
