@@ -11,7 +11,7 @@ import subprocess
 import threading
 import time
 
-from harness import Client, bin_dir, require_binaries, start_cluster, stop_cluster, stored_ids, wait_until
+from harness import Client, FakeWorker, bin_dir, require_binaries, start_cluster, stop_cluster, stored_ids, wait_until
 
 SHARDS = 2
 
@@ -279,6 +279,16 @@ def test_a_replica_whose_workers_the_operator_starts_is_waited_for_then_retired_
                  "--wait-seconds", "120"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
             first_line = again.stdout.readline()
             assert first_line.startswith(f"adding replica {name} to shards 0,1"), first_line
+            # A worker of it registering within milliseconds of the record,
+            # before the coordinator's loop has read it: asked to register
+            # again, never refused as retired.
+            fake = FakeWorker(cluster.workers_endpoint, "host2-fake-query", "query", [0, 1],
+                              secret_file=str(cluster.data / "cluster.secret"), replica=name)
+            fake.start()
+            time.sleep(2)
+            fake.stop()
+            answers = [(m["type"], m.get("code")) for m in fake.received if m["type"] in ("error", "registered")]
+            assert ("error", "retired") not in answers and answers, (answers, fake.errors)
             workers = []
             for role, executable in (("query", "limelight-query"), ("indexer", "limelight-indexer")):
                 with open(tmp_path / f"host2-again-{role}.log", "w") as log:
