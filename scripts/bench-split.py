@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """A shard split's figures on a real corpus: `limelight up` with its defaults
-(keys required, separate query workers) and --shards 2, the corpus
-published, then `limelight shards split --to 4` while a client publishes
+(keys required, separate query workers) and --shards FROM (default 2), the
+corpus published, then `limelight shards split --to TO` (default 4) while a client publishes
 batches and another queries. Prints one JSON object: the split's total
 time, bytes copied, the coordinator's write and query pauses, the longest
 publish and query seen by the clients during the split, query p50/p99
 before and during, and the same while the shards purge the moved rows in
-the background after the switch (until no shard file holds a purge mark).
+the background after the switch (until no shard file holds a purge mark), and
+the machine's load average before and after (other work shares the CPUs).
 
-    scripts/bench-split.py --bin .build-release/release --corpus .bench/debian-packages.jsonl
+    scripts/bench-split.py --bin .build-release/release --corpus .bench/debian-packages.jsonl --from 4 --to 8
 """
 
 import argparse
@@ -41,6 +42,8 @@ def main():
     ap.add_argument("--bin", required=True, help="folder of the release executables")
     ap.add_argument("--corpus", required=True)
     ap.add_argument("--before-seconds", type=float, default=15)
+    ap.add_argument("--from", dest="from_shards", type=int, default=2, help="shards before the split")
+    ap.add_argument("--to", dest="to_shards", type=int, default=4, help="shards after it (a multiple of --from)")
     args = ap.parse_args()
     os.environ["LIMELIGHT_BIN"] = str(pathlib.Path(args.bin).resolve())
     import harness  # noqa: E402  (reads LIMELIGHT_BIN)
@@ -48,7 +51,7 @@ def main():
 
     items = [json.loads(line) for line in open(args.corpus)]
     data = pathlib.Path(tempfile.mkdtemp(prefix="bench-split-")) / "data"
-    cluster = harness.start_cluster(data, shards=2, extra=("--require-keys",))
+    cluster = harness.start_cluster(data, shards=args.from_shards, extra=("--require-keys",))
     try:
         key = (data / "limelight.key").read_text().strip()
         t = time.monotonic()
@@ -101,10 +104,11 @@ def main():
             th.start()
         time.sleep(args.before_seconds)
         phase["name"] = "during"
+        load_before = os.getloadavg()
         env = {k: v for k, v in os.environ.items() if not k.startswith("LIMELIGHT_KEY")}
         env["LIMELIGHT_DATA"] = str(data)
         t = time.monotonic()
-        split = subprocess.run([str(pathlib.Path(args.bin) / "limelight"), "shards", "split", "--to", "4",
+        split = subprocess.run([str(pathlib.Path(args.bin) / "limelight"), "shards", "split", "--to", str(args.to_shards),
                                 "--endpoint", cluster.endpoint], capture_output=True, text=True, env=env, timeout=1800)
         split_s = time.monotonic() - t
         # The switch is done; each shard deletes the rows it no longer owns
@@ -114,7 +118,7 @@ def main():
 
         def marked():
             n = 0
-            for shard in range(4):
+            for shard in range(args.to_shards):
                 with sqlite3.connect(f"file:{data}/shard-{shard}.sqlite?mode=ro", uri=True, timeout=30) as db:
                     n += db.execute("SELECT count(*) FROM meta WHERE key = 'split.keep'").fetchone()[0]
             return n
@@ -122,6 +126,7 @@ def main():
         while marked() and time.monotonic() - t < 1800:
             time.sleep(0.2)
         purge_s = time.monotonic() - t
+        load_after = os.getloadavg()
         phase["name"] = "after"
         stop.set()
         for th in threads:
@@ -131,7 +136,8 @@ def main():
         with Client(cluster.endpoint, timeout=60, key=master) as c:
             counters = c.stats()["counters"]
         print(json.dumps({
-            "items": len(items), "publish_s": round(publish_s, 1),
+            "items": len(items), "from": args.from_shards, "to": args.to_shards, "publish_s": round(publish_s, 1),
+            "loadavg_before": [round(x, 2) for x in load_before], "loadavg_after": [round(x, 2) for x in load_after],
             "split_s_client": round(split_s, 2), "split_ms": counters.get("split.ms"),
             "copy_bytes": counters.get("copy.bytes"), "copy_ms": counters.get("copy.ms"),
             "write_pause_ms": counters.get("split.writePauseMs"), "query_pause_ms": counters.get("split.queryPauseMs"),

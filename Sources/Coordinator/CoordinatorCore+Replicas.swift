@@ -14,6 +14,8 @@ extension CoordinatorCore {
     /// `retiredRevision`): moves the change on and says what to write.
     func replicaTick(_ stored: ReplicaChange?, revision: Int, retired stillRetired: RetiredReplicas?, retiredRevision: Int) -> ReplicaRun.Action? {
         retired = stillRetired ?? RetiredReplicas()
+        controlPlaneReads.read()
+        if controlPlaneReads.wantsRead { controlPlaneWork.signal() }
         defer { applyReplicaFences() }
         guard let stored else {
             // Completed, or a refusal the command has read and deleted.
@@ -87,6 +89,8 @@ extension CoordinatorCore {
             if let name = run.queryExcluded { unqueried[name, default: []].formUnion(run.change.shards) }
             if let name = run.writeExcluded { fenced[name, default: []].formUnion(run.change.shards) }
         }
+        // Replicas unknown until a read that began after their registration.
+        for (name, shards) in controlPlaneReads.unqueried { unqueried[name, default: []].formUnion(shards) }
         replication.unqueried = unqueried
         replication.fenced = fenced
     }
@@ -163,6 +167,25 @@ extension CoordinatorCore {
     }
 
     /// Why a registration is refused: its replica was retired from one of its shards.
+    /// A worker registered: with a control plane, one whose replica this
+    /// coordinator does not know keeps the replica from queries until the
+    /// control plane has been read (``ControlPlaneReads``), and wakes the
+    /// loop that reads it.
+    func awaitControlPlaneIfUnknown(_ r: Body.Register) {
+        controlPlaneReads.admitted(worker: r.worker)
+        guard keepsInSync else { return }
+        let name = r.replica ?? r.worker
+        let known =
+            replication.applied[name] != nil || r.shards.contains { inSync.members($0).contains(name) }
+            || replicaRun.map { $0.change.add == name || $0.change.retire == name } ?? false
+        guard controlPlaneReads.registered(name, shards: r.shards, knownOtherwise: known) else { return }
+        replication.unqueried[name, default: []].formUnion(r.shards)
+        controlPlaneWork.signal()
+        logger.info(
+            "a worker of a replica this coordinator does not know: no query reads it until the control plane is read",
+            metadata: ["worker": "\(r.worker)", "replica": "\(name)"])
+    }
+
     func retiredRefusal(_ r: Body.Register) -> WireError? {
         let name = r.replica ?? r.worker
         let readding = replicaRun.map { $0.change.add == name ? Set($0.change.shards) : [] } ?? []

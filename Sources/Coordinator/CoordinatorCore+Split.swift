@@ -1,5 +1,6 @@
 import ControlPlane
 import Foundation
+import LimelightConcurrency
 import Logging
 import WireProtocol
 
@@ -94,6 +95,8 @@ extension CoordinatorCore {
             targetsFresh: run.split.targets.allSatisfy { targetFresh($0.shard) },
             targetsDrained: run.split.targets.allSatisfy { targetDrained($0.shard) },
             queriesRunning: !queries.isEmpty || !searches.isEmpty)
+        // Tests only (``TestHold``): every shard marked, the map not committed yet.
+        if run.step == .committing, TestHold.holds("before-switch") { return nil }
         let action = run.tick(seen, keys: splitKeys, revision: splitRevision, mapRevision: mapRevision, now: .now)
         splitRun = run
         if wasCopying, run.step != .copying {
@@ -130,14 +133,17 @@ extension CoordinatorCore {
         guard let run = splitRun else { return }
         let map = run.split.after
         let keep = Body.KeepSlots(slots: map.slots, shards: map.shards, shard: shard)
-        let change = sequenced(shard: shard, .delete(Body.Delete(shards: [shard], keepSlots: keep)))
         let replicas = writeReplicas(shard: shard)
-        if replicas.isEmpty {
-            logger.warning("a shard to purge has no live indexer; the log sends it the purge later", metadata: ["shard": "\(shard)"])
+        guard !replicas.isEmpty else {
+            // Numbered for no replica, it would be committed by none: the
+            // next tick sends it once an indexer of the shard is live.
+            logger.debug("a shard to purge has no live indexer; its purge waits for one", metadata: ["shard": "\(shard)"])
+            return
         }
+        let change = sequenced(shard: shard, .delete(Body.Delete(shards: [shard], keepSlots: keep)))
         for w in replicas {
             let id = makeID("u")
-            splitRun?.purgeSent(id, shard: shard)
+            splitRun?.purgeSent(id, shard: shard, worker: w.id)
             track(id, worker: w.id, shard: shard, sequence: change.sequence)
             send(.worker(w.route), id, change.body)
         }
@@ -178,6 +184,7 @@ extension CoordinatorCore {
         shardMap = map
         splitRun = nil
         pendingSplitTo = nil
+        _ = TestHold.holds("after-switch")
         let now = ContinuousClock.now
         let writesMs = run.pausedAt.map { Int($0.duration(to: now) / .milliseconds(1)) } ?? 0
         let queriesMs = run.queriesHeldAt.map { Int($0.duration(to: now) / .milliseconds(1)) } ?? 0

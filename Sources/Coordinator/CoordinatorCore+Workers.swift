@@ -38,6 +38,8 @@ extension CoordinatorCore {
             sendError(.worker(route), envelope.id, WireError(code: "unregistered", message: "register before sending \(envelope.type.rawValue)"))
             return
         }
+        // An answer may move a split or a replica change on.
+        if changeUnderWay { controlPlaneWork.signal() }
         if copyReply(id: envelope.id, from: wid, envelope.body) { return }
         if sequencedReply(id: envelope.id, from: wid, envelope.body) { return }
         if splitReply(id: envelope.id, from: wid, envelope.body) { return }
@@ -97,6 +99,18 @@ extension CoordinatorCore {
         }
         guard admitRegistration(route: route, id: id, r) else { return }
         if let refusal = retiredRefusal(r) {
+            if keepsInSync, !controlPlaneReads.refuseRetired(worker: r.worker) {
+                // It may be being added again in a change not read yet.
+                controlPlaneWork.signal()
+                sendError(
+                    .worker(route), id,
+                    WireError(
+                        code: "not_active",
+                        message:
+                            "replica \(r.replica ?? r.worker) was retired; this coordinator reads the control plane for a change adding it again: register again"
+                    ))
+                return
+            }
             count(.workersRefused)
             logger.warning("refused a retired replica's worker", metadata: ["worker": "\(r.worker)", "error": "\(refusal.message)"])
             sendError(.worker(route), id, refusal)
@@ -120,6 +134,7 @@ extension CoordinatorCore {
                 "shards": "\(r.shards.map(String.init).joined(separator: ","))",
             ])
         send(.worker(route), id, .registered(Body.Registered(shardCount: admittedShardCount, heartbeatMs: configuration.heartbeatMs)))
+        awaitControlPlaneIfUnknown(r)
         replicaRegistered(r)
     }
 
@@ -153,6 +168,8 @@ extension CoordinatorCore {
 
     func forget(_ workerID: String, reason: String) {
         guard let w = registry.forget(workerID, reason: reason, at: Date()) else { return }
+        if changeUnderWay { controlPlaneWork.signal() }
+        splitRun?.workerLost(w.id)
         replicaLost(w.id)
         count(.workersLost)
         logger.warning("worker lost", metadata: ["worker": "\(w.id)", "worker.role": "\(w.role.rawValue)", "reason": "\(reason)"])

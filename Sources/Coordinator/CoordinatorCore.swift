@@ -106,6 +106,14 @@ actor CoordinatorCore {
     /// (`CoordinatorService.followInSync`), so that an answer held for it
     /// waits for the control plane's transaction alone.
     let inSyncWork = Wakeup()
+    /// Wakes the service's control-plane loop (`CoordinatorService.followSplits`)
+    /// when a split or a replica change may move on (a worker answered,
+    /// registered or was lost) or a registration waits for a read.
+    let controlPlaneWork = Wakeup()
+    /// Reads of the shards' records (split, replica change, retired replicas)
+    /// made by the control-plane loop: a registration waits for one that
+    /// began after it (``ControlPlaneReads``).
+    var controlPlaneReads = ControlPlaneReads()
     var nextID = 0
 
     /// Publishes, deletes and declarations in flight (``WriteTracker``).

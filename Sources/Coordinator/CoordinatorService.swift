@@ -185,9 +185,13 @@ package final class CoordinatorService: Sendable {
     }
 
     /// Follows the shard split the control plane holds (`shards/split`,
-    /// written by `limelight shards split`): reads it every 20 ms while one
-    /// is under way (a write pause lasts a few of these reads), every 250 ms
-    /// otherwise, and writes what the core's ``CoordinatorCore/splitTick(_:splitRevision:mapRevision:)``
+    /// written by `limelight shards split`): reads it when the core wakes
+    /// the loop (``CoordinatorCore/controlPlaneWork``: a worker answered,
+    /// registered or was lost while a change is under way, or a worker's
+    /// replica is unknown), at most every 20 ms while a change is under way
+    /// (a write pause lasts a few of these reads), and at least every 250 ms
+    /// then, every second otherwise (a change the commands record is seen
+    /// within that), and writes what the core's ``CoordinatorCore/splitTick(_:splitRevision:mapRevision:)``
     /// asks for; the same for a replica change (`shards/replica-change`,
     /// ``CoordinatorCore/replicaTick(_:revision:retired:retiredRevision:)``).
     /// Only the active coordinator carries a split or a change on.
@@ -195,7 +199,8 @@ package final class CoordinatorService: Sendable {
         let keys = ClusterKeys(cluster: configuration.cluster)
         while !Task.isCancelled {
             let busy = await core.changeUnderWay
-            try? await Task.sleep(for: .milliseconds(busy ? 20 : 250))
+            if busy { try? await Task.sleep(for: .milliseconds(20)) }
+            await core.controlPlaneWork.wait(upTo: busy ? .milliseconds(250) : .seconds(1))
             guard election?.servingEpoch() != nil else { continue }
             do throws(ControlPlaneError) {
                 let read = try await store.range(keys.root + "shards/", prefix: true)

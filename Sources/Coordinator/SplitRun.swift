@@ -77,6 +77,10 @@ struct SplitRun: Sendable {
     var mirrorIDs: Set<String> = []
     /// Purges awaiting their answer: message id → shard.
     private(set) var purges: [String: Int] = [:]
+    /// The worker each purge went to, by message id.
+    private(set) var purgeWorkers: [String: String] = [:]
+    /// The shards a replica has answered a purge of (marked).
+    private(set) var purged: Set<Int> = []
     /// Client requests held while writes or queries wait, in arrival order.
     var held: [HeldRequest] = []
     private(set) var holdsQueries = false
@@ -135,7 +139,12 @@ struct SplitRun: Sendable {
         case .storing:
             return .store(split.storingPurge(keys: keys, readAt: revision))
         case .purging:
-            return nil
+            // A shard whose purges were all lost with their workers (none
+            // answered) is sent one again once it has a live indexer: the
+            // core sends nothing while it has none.
+            let lacking = split.sources + split.targets.map(\.shard)
+            let unsent = lacking.filter { !purged.contains($0) && !purges.values.contains($0) }
+            return unsent.isEmpty ? nil : .purge(unsent)
         case .holdingQueries:
             guard !seen.queriesRunning else { return nil }
             step = .purging
@@ -145,8 +154,23 @@ struct SplitRun: Sendable {
         }
     }
 
-    /// Purge message `id` went to a replica of `shard`.
-    mutating func purgeSent(_ id: String, shard: Int) { purges[id] = shard }
+    /// Purge message `id` went to `worker`, a replica of `shard`.
+    mutating func purgeSent(_ id: String, shard: Int, worker: String) {
+        purges[id] = shard
+        purgeWorkers[id] = worker
+    }
+
+    /// `worker` is lost: its purges will not be answered. Its replica
+    /// serves no query until it has caught up, which brings it the mark
+    /// (a numbered change); the shard needs another replica's answer, or
+    /// a purge sent again (``tick(_:keys:revision:mapRevision:now:)``).
+    mutating func workerLost(_ worker: String) {
+        for (id, w) in purgeWorkers where w == worker {
+            purgeWorkers.removeValue(forKey: id)
+            purges.removeValue(forKey: id)
+        }
+        moveOnIfPurged()
+    }
 
     /// What an answer to a message means for the split.
     enum PurgeAnswer: Sendable, Equatable {
@@ -161,10 +185,17 @@ struct SplitRun: Sendable {
     /// The answer to purge message `id`.
     mutating func purgeAnswered(_ id: String, succeeded: Bool) -> PurgeAnswer {
         guard let shard = purges.removeValue(forKey: id) else { return .notAPurge }
+        purgeWorkers.removeValue(forKey: id)
         if !succeeded { return .resend(shard: shard) }
-        guard purges.isEmpty else { return .counted }
-        if step == .purging { step = .committing }
+        purged.insert(shard)
+        moveOnIfPurged()
         return .counted
+    }
+
+    /// Every purge sent was answered, and every shard was marked by one.
+    private mutating func moveOnIfPurged() {
+        guard step == .purging, purges.isEmpty, (split.sources + split.targets.map(\.shard)).allSatisfy(purged.contains) else { return }
+        step = .committing
     }
 
     /// The answer to ``Action/store(_:)``: queries are held from now on (the

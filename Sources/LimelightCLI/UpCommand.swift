@@ -242,14 +242,12 @@ struct UpCommand: AsyncParsableCommand {
             for role in ["indexer", "query"] { try spawnWorker(role, name: "\(prefix)-\(role)", folder: r.folder, shards: r.shards) }
         }
         for r in added.replicas where !isRetired(r.folder, r.shards) { try startAddedReplica(r) }
-        // The coordinator reads the control plane every 250 ms: started a
-        // second after the change is recorded, the new query worker finds
-        // the coordinator keeping queries off its replica until it is in sync.
-        var changeSeenAt: (change: ReplicaChange, at: Date)?
+        // Started as soon as the change is recorded: the coordinator keeps
+        // queries off a replica it does not know until it has read the
+        // control plane, and off an added one until it is in sync.
         func followReplicaChanges() async throws {
             let change = await Self.replicaChange(controlPlane)
-            if change != changeSeenAt?.change { changeSeenAt = change.map { ($0, Date()) } }
-            if let change, change.phase == .adding, let folder = change.folder, let seen = changeSeenAt, Date().timeIntervalSince(seen.at) >= 1,
+            if let change, change.phase == .adding, let folder = change.folder,
                 !added.replicas.contains(where: { $0.folder == folder })
             {
                 let r = AddedReplicas.Replica(folder: folder, shards: change.shards)

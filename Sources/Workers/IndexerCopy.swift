@@ -1,4 +1,5 @@
 import Foundation
+import LimelightConcurrency
 import ShardStore
 import Synchronization
 import WireProtocol
@@ -75,6 +76,7 @@ extension IndexerService {
     /// shard; the last one puts the copy in place of the shard's content, in
     /// one transaction on the shard's thread, and answers the number it holds.
     func receiveCopy(_ id: String, _ c: Body.CopyChunk) async {
+        await TestHold.wait("copy")
         guard let (box, exec) = await ownedShard(c.shard, answering: id) else { return }
         let path = Self.receivedPath(data: configuration.data, shard: c.shard)
         do {
@@ -114,7 +116,11 @@ extension IndexerService {
                     "shard": "\(c.shard)", "copy": "\(c.copy)",
                     "shard.sequence": "\(sequence)", "copy.bytes": "\(received)",
                 ])
+            // A copy taken after a split's mark carries it: its purge goes on here.
+            slotPurgeWork.signal()
             await link.send(id, .copyAck(Body.CopyAck(shard: c.shard, copy: c.copy, received: received, installed: true, sequence: sequence)))
+            // The changes the log sends next arrive behind this: held, the shard is caught up later.
+            await TestHold.wait("catch-up")
         } catch let e as WireError {
             await link.send(id, .error(e))
         } catch {

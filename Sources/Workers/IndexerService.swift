@@ -73,6 +73,8 @@ package final class IndexerService: Sendable {
     let embedding: IndexerEmbedding
     let copies = CopyFiles()
     let groups: WriteGroups
+    /// Wakes the background purge of a split's moved slots (``purgeMovedSlots()``).
+    let slotPurgeWork = Wakeup()
 
     package init(configuration: IndexerConfiguration, logger: Logger) throws {
         self.configuration = configuration
@@ -207,6 +209,8 @@ package final class IndexerService: Sendable {
                 try store.associate(uniqueIdentifier: a.uniqueIdentifier, with: a.entity) ? 1 : 0
             }
         case .delete(let d):
+            // Tests only (``TestHold``): a split's mark sent, not applied.
+            if d.keepSlots != nil { await TestHold.wait("mark") }
             var total = 0
             do {
                 for shard in d.shards ?? configuration.shards {
@@ -232,6 +236,7 @@ package final class IndexerService: Sendable {
                         return
                     }
                     if case .done(let n) = applied { total += n }
+                    if d.keepSlots != nil { slotPurgeWork.signal() }
                     tally.changed(shard: shard, wrote: true)
                 }
                 tally.finished()

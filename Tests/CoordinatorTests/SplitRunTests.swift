@@ -31,7 +31,7 @@ import WireProtocol
         run.stored(true, now: t0)
         let purge = run.tick(seen(), keys: keys, revision: 4, mapRevision: 1, now: t0)
         #expect(purge == .purge([0, 1, 2, 3]))
-        for shard in 0..<4 { run.purgeSent("u\(shard)", shard: shard) }
+        for shard in 0..<4 { run.purgeSent("u\(shard)", shard: shard, worker: "w\(shard)") }
         return run
     }
 
@@ -84,12 +84,12 @@ import WireProtocol
         #expect(running == nil, "a query still runs")
         let purge = run.tick(seen(), keys: keys, revision: 4, mapRevision: 1, now: t0)
         #expect(purge == .purge([0, 1, 2, 3]))
-        for shard in 0..<4 { run.purgeSent("u\(shard)", shard: shard) }
+        for shard in 0..<4 { run.purgeSent("u\(shard)", shard: shard, worker: "w\(shard)") }
         let other = run.purgeAnswered("other", succeeded: true)
         #expect(other == .notAPurge)
         let failed = run.purgeAnswered("u1", succeeded: false)
         #expect(failed == .resend(shard: 1))
-        run.purgeSent("u1b", shard: 1)
+        run.purgeSent("u1b", shard: 1, worker: "w1")
         for id in ["u0", "u2", "u3"] {
             let a = run.purgeAnswered(id, succeeded: true)
             #expect(a == .counted)
@@ -129,6 +129,33 @@ import WireProtocol
         let decoded = try #require(ShardSplit.decode(try split().encoded()))
         let run = SplitRun(split: decoded, now: t0)
         #expect(run.step == .copying && run.mirrors == [0: [2], 1: [3]] && !run.holds(Self.publish))
+    }
+
+    @Test func aPurgeLostWithItsWorkerIsSentAgainOnceTheShardHasAnIndexer() throws {
+        var run = try toPurge()
+        for shard in [0, 2, 3] { _ = run.purgeAnswered("u\(shard)", succeeded: true) }
+        // Shard 1's only replica is lost before it answers (kill -9).
+        run.workerLost("w1")
+        #expect(run.step == .purging, "shard 1 was marked by no replica")
+        let again = run.tick(seen(), keys: keys, revision: 4, mapRevision: 1, now: t0)
+        #expect(again == .purge([1]))
+        // No live indexer: the core sent nothing; the next tick asks again.
+        let stillLacking = run.tick(seen(), keys: keys, revision: 4, mapRevision: 1, now: t0)
+        #expect(stillLacking == .purge([1]))
+        run.purgeSent("u1c", shard: 1, worker: "w1-restarted")
+        let waiting = run.tick(seen(), keys: keys, revision: 4, mapRevision: 1, now: t0)
+        #expect(waiting == nil)
+        _ = run.purgeAnswered("u1c", succeeded: true)
+        #expect(run.step == .committing)
+    }
+
+    @Test func aLostReplicaNeedsNoAnswerWhenAnotherMarkedItsShard() throws {
+        var run = try toPurge()
+        run.purgeSent("u1-second", shard: 1, worker: "w1-second")
+        for shard in 0..<4 { _ = run.purgeAnswered("u\(shard)", succeeded: true) }
+        #expect(run.step == .purging, "the second replica of shard 1 has not answered")
+        run.workerLost("w1-second")
+        #expect(run.step == .committing)
     }
 
     @Test func aFullRunEndsCommitted() throws {

@@ -274,8 +274,10 @@ class FakeWorker(threading.Thread):
     """
 
     def __init__(self, endpoint, worker_id, role, shards, handler=None, register=True, secret_file=None,
-                 curve_server_key=None):
+                 curve_server_key=None, replica=None):
         super().__init__(daemon=True, name=worker_id)
+        # The replica it names (``--replica``); None: its id, as a worker without one.
+        self.replica = {"replica": replica} if replica else {}
         self.secret_file = secret_file
         self.curve_server_key = curve_server_key
         self.endpoint = endpoint
@@ -303,7 +305,7 @@ class FakeWorker(threading.Thread):
         try:
             if self.register:
                 self._send(sock, "register", f"reg-{self.worker_id}", role=self.role, worker=self.worker_id,
-                           shards=self.shards, host=socket.gethostname(), pid=os.getpid())
+                           shards=self.shards, host=socket.gethostname(), pid=os.getpid(), **self.replica)
             next_beat = time.monotonic()
             while not self._stop_requested.is_set():
                 # A worker that registers beats once it is registered: the
@@ -321,7 +323,7 @@ class FakeWorker(threading.Thread):
                     self.registered.set()
                 if message["type"] == "challenge" and self.secret_file:
                     self._send(sock, "register", message["id"], role=self.role, worker=self.worker_id, shards=self.shards,
-                               host=socket.gethostname(), pid=os.getpid(),
+                               host=socket.gethostname(), pid=os.getpid(), **self.replica,
                                nonce=message["nonce"],
                                proof=registration_proof(self.secret_file, message["nonce"], self.worker_id, self.role, self.shards))
                 self.inbox.put(message)

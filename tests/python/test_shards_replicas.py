@@ -11,7 +11,7 @@ import subprocess
 import threading
 import time
 
-from harness import Client, bin_dir, require_binaries, start_cluster, stop_cluster, stored_ids, wait_until
+from harness import Client, FakeWorker, bin_dir, require_binaries, start_cluster, stop_cluster, stored_ids, wait_until
 
 SHARDS = 2
 
@@ -266,6 +266,47 @@ def test_a_replica_whose_workers_the_operator_starts_is_waited_for_then_retired_
         with Client(cluster.endpoint, timeout=20) as c:
             ids = found(c)
             assert len(ids) == len(set(ids)) and set(ids) == acked
+
+        # Added again under load, its workers started by hand the moment the
+        # change is recorded, the query worker first: the coordinator has not
+        # read the change yet, so it must neither refuse them as retired nor
+        # let a query read the replica before it is in sync (answers stay
+        # complete: the replica's files lack what came since its retirement).
+        with Load(cluster, acked) as load:
+            time.sleep(1)
+            again = subprocess.Popen(
+                [str(bin_dir() / "limelight"), "shards", "add-replica", "--replica", name, "--endpoint", cluster.endpoint,
+                 "--wait-seconds", "120"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+            first_line = again.stdout.readline()
+            assert first_line.startswith(f"adding replica {name} to shards 0,1"), first_line
+            # A worker of it registering within milliseconds of the record,
+            # before the coordinator's loop has read it: asked to register
+            # again, never refused as retired.
+            fake = FakeWorker(cluster.workers_endpoint, "host2-fake-query", "query", [0, 1],
+                              secret_file=str(cluster.data / "cluster.secret"), replica=name)
+            fake.start()
+            time.sleep(2)
+            fake.stop()
+            answers = [(m["type"], m.get("code")) for m in fake.received if m["type"] in ("error", "registered")]
+            assert ("error", "retired") not in answers and answers, (answers, fake.errors)
+            workers = []
+            for role, executable in (("query", "limelight-query"), ("indexer", "limelight-indexer")):
+                with open(tmp_path / f"host2-again-{role}.log", "w") as log:
+                    workers.append(subprocess.Popen(
+                        [str(bin_dir() / executable), "--coordinator", cluster.workers_endpoint, "--data", str(folder),
+                         "--shards", "0,1", "--replica", name, "--id", f"host2-again-{role}",
+                         "--cluster-secret-file", str(cluster.data / "cluster.secret")],
+                        stdout=subprocess.DEVNULL, stderr=log))
+            out, err = again.communicate(timeout=150)
+            time.sleep(1)
+        assert again.returncode == 0, (out, err)
+        assert all(w.poll() is None for w in workers), \
+            [(tmp_path / f"host2-again-{role}.log").read_text()[-2000:] for role in ("query", "indexer")]
+        assert not load.problems, load.problems[:5]
+        assert len(load.queried) >= 3, load.queried
+        stored = stored_ids(folder, SHARDS)
+        assert len(stored) == len(set(stored)) and set(stored) == acked
+        assert all(r.get(str(folder)) == "in sync" for r in replicas_of(cluster).values()), replicas_of(cluster)
     finally:
         for w in workers:
             if w.poll() is None:

@@ -1,0 +1,282 @@
+"""A split 4 → 8 under publish and query load with kill -9 at each phase
+(issue 34, point 5): of the coordinator, of a source indexer and of a
+target indexer, at the copy, the catch-up, just before the switch, just
+after it and during the background purge.
+
+Each phase is reached for certain through the test-only hook `TestHold`
+(Sources/LimelightConcurrency/TestHold.swift): `limelight up` runs with
+`LIMELIGHT_TEST_HOLD_DIR`, which its children inherit; the test creates
+`hold-PHASE` there before the split, waits for the process that reached the
+phase to write `at-PHASE`, kills the victim with SIGKILL, and removes the
+hold. `limelight up` restarts the victim.
+
+The invariant each round: the split command exits 0 (docs/operations.md says
+what an operator does otherwise); every acknowledged item is answered
+exactly once by queries during (those that completed with every shard) and
+after the split, and none that was never sent; once the background purges
+are done, every acknowledged item is in exactly one of the eight shard
+files, read with SQLite, and nothing is there that was not sent; the status
+shows eight shards, every replica in sync.
+
+CI runs one kill per phase, rotating the victim (`ROUNDS`); the whole
+matrix, 18 rounds, runs with LIMELIGHT_SPLIT_KILLS=all. "marking" is a step of
+"just before the switch": the marks sent and not applied (a purge lost with
+its indexer must be sent again once the shard has one).
+"""
+
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+from harness import Client, bin_dir, child_pid, require_binaries, start_cluster, stop_cluster, stored_ids, wait_until
+from limelight_client import LimelightError, LimelightTimeout
+
+FROM, TO = 4, 8
+PHASES = ("copy", "catch-up", "marking", "before-switch", "after-switch", "purge")
+VICTIMS = ("coordinator", "source", "target")
+# One kill per phase, the victim rotating; the existing test_shards.py kills
+# the coordinator during the copy of a 2 → 4 split.
+ROUNDS = [("copy", "target"), ("catch-up", "coordinator"), ("marking", "source"), ("before-switch", "source"),
+          ("after-switch", "target"), ("purge", "coordinator")]
+if os.environ.get("LIMELIGHT_SPLIT_KILLS") == "all":
+    ROUNDS = [(p, v) for p in PHASES for v in VICTIMS]
+
+# The holds that make each phase last until the kill (TestHold's phases):
+# the first is the one whose `at-` marker says the phase is reached.
+HOLDS = {
+    "copy": ["copy"],
+    "catch-up": ["catch-up"],
+    # Writes and queries held, the shards' marks sent, not applied.
+    "marking": ["mark"],
+    "before-switch": ["before-switch"],
+    # The map is committed; no purge has begun.
+    "after-switch": ["after-switch", "purge"],
+    # A batch of rows deleted, more to delete.
+    "purge": ["purge-batch"],
+}
+
+
+def items(prefix, n, domains=97):
+    return [{"uniqueIdentifier": f"{prefix}:{i}", "domainIdentifier": f"test.splitkill.d{i % domains}",
+             "attributes": {"title": f"splitkill {prefix} {i}"}} for i in range(n)]
+
+
+class Producer(threading.Thread):
+    """Publishes batches of 20, each until it is acknowledged whole (as the
+    producers' resend does: a refused or unanswered batch is sent again, an
+    upsert). Stops after the batch under way when `stop` is set, so every
+    batch sent is acknowledged in the end."""
+
+    def __init__(self, endpoint, stop):
+        super().__init__(daemon=True)
+        self.endpoint, self.stop = endpoint, stop
+        self.sent, self.acked = set(), set()
+        self.lock = threading.Lock()
+        self.resent = 0
+        self.error = None
+
+    def run(self):
+        try:
+            n = 0
+            while not self.stop.is_set():
+                batch = items(f"p{n}", 20)
+                ids = {i["uniqueIdentifier"] for i in batch}
+                with self.lock:
+                    self.sent |= ids
+                deadline = time.monotonic() + 240
+                while True:
+                    assert time.monotonic() < deadline, f"batch p{n} not acknowledged in 240 s"
+                    try:
+                        # A batch sent to a coordinator killed before it
+                        # answered is resent after 5 s of silence.
+                        with Client(self.endpoint, timeout=5) as c:
+                            ack = c.publish(batch, timeout=5)
+                        if ack["stored"] == len(batch):
+                            break
+                        codes = {r["error"]["code"] for r in ack["results"] if r["status"] == "rejected"}
+                        assert codes <= {"shard_unavailable", "store_failed"}, ack
+                    except LimelightError as e:
+                        assert e.code in ("not_active", "shard_unavailable", "unavailable"), (e.code, e.message)
+                    except (LimelightTimeout, TimeoutError):
+                        pass
+                    self.resent += 1
+                    time.sleep(0.2)
+                with self.lock:
+                    self.acked |= ids
+                n += 1
+                time.sleep(0.05)
+        except BaseException as e:  # noqa: BLE001 - reported by the test
+            self.error = e
+
+
+def answer(client, deadline_ms=20_000):
+    """(identifiers with duplicates, failed shards) of a query for every item."""
+    events = list(client.query('title == "splitkill*"', fetch=[], deadline_ms=deadline_ms))
+    kind, completion = events[-1]
+    assert kind == "completion", events[-1]
+    return [i["uniqueIdentifier"] for k, v in events if k == "batch" for i in v], completion.get("failedShards") or []
+
+
+class Querier(threading.Thread):
+    """Queries every item over and over; each answer that every shard gave
+    must hold every item acknowledged before it began, none twice and none
+    never sent. A query that fails (a process was killed) is counted."""
+
+    def __init__(self, endpoint, stop, producer, initial):
+        super().__init__(daemon=True)
+        self.endpoint, self.stop, self.producer, self.initial = endpoint, stop, producer, initial
+        self.problems, self.complete, self.failed = [], 0, 0
+
+    def run(self):
+        while not self.stop.is_set():
+            with self.producer.lock:
+                before = self.initial | self.producer.acked
+            try:
+                # One sent to a coordinator killed before it answered is
+                # given up after 10 s.
+                with Client(self.endpoint, timeout=10) as q:
+                    ids, failed = answer(q, deadline_ms=8_000)
+            except (LimelightError, LimelightTimeout, TimeoutError, AssertionError):
+                self.failed += 1
+                time.sleep(0.2)
+                continue
+            with self.producer.lock:
+                after = self.initial | self.producer.sent
+            got = set(ids)
+            if len(ids) != len(got):
+                self.problems.append(f"a query answered {len(ids) - len(got)} items twice")
+            if not got <= after:
+                self.problems.append(f"a query answered {len(got - after)} items never sent, e.g. {sorted(got - after)[:3]}")
+            if failed:
+                self.failed += 1
+                continue
+            if not before <= got:
+                self.problems.append(f"a query missed {len(before - got)} acknowledged items, e.g. {sorted(before - got)[:3]}")
+            self.complete += 1
+
+
+def status_lines(cluster):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LIMELIGHT_KEY")}
+    env["LIMELIGHT_DATA"] = str(cluster.data)
+    r = subprocess.run([str(bin_dir() / "limelight"), "shards", "status", "--json", "--endpoint", cluster.endpoint],
+                       capture_output=True, text=True, timeout=30, env=env)
+    return [json.loads(line) for line in r.stdout.splitlines()] if r.returncode == 0 else []
+
+
+def worker_id(pid):
+    """The `--id` of a process, from /proc; None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = f.read().split(b"\0")
+    except OSError:
+        return None
+    return argv[argv.index(b"--id") + 1].decode() if b"--id" in argv else None
+
+
+def victim_name(victim, marker):
+    """The `limelight up` child to kill. `limelight up --shards 4` runs
+    indexer-0 (shards 0, 2) and indexer-1 (1, 3); the split starts
+    indexer-sJ for new shard J, whose source is J mod 4. The indexer that
+    reached the phase (its pid in the marker) is the victim of its kind; a
+    target reached it, the source is its own."""
+    if victim == "coordinator":
+        return "coordinator"
+    target = "indexer-s4"
+    reached = worker_id(int(marker.read_text().split()[0]))
+    if reached and reached.startswith("indexer-s"):
+        target = reached
+    if victim == "target":
+        return target
+    if reached and reached.startswith("indexer-") and not reached.startswith("indexer-s"):
+        return reached
+    return f"indexer-{int(target[len('indexer-s'):]) % FROM % 2}"
+
+
+@pytest.mark.parametrize("phase,victim", ROUNDS, ids=[f"{p}-{v}" for p, v in ROUNDS])
+def test_split_4_to_8_with_a_kill_at_a_phase(tmp_path, phase, victim):
+    require_binaries("limelight", "limelight-coordinator", "limelight-indexer", "limelight-query")
+    holds = tmp_path / "holds"
+    holds.mkdir()
+    os.environ["LIMELIGHT_TEST_HOLD_DIR"] = str(holds)
+    try:
+        cluster = start_cluster(tmp_path / "data", shards=FROM)
+    finally:
+        del os.environ["LIMELIGHT_TEST_HOLD_DIR"]
+    stop = threading.Event()
+    producer = None
+    try:
+        first = items("a", 3000)
+        with Client(cluster.endpoint, timeout=30) as c:
+            for k in range(0, len(first), 500):
+                assert c.publish(first[k:k + 500])["stored"] == 500
+        initial = {i["uniqueIdentifier"] for i in first}
+
+        producer = Producer(cluster.endpoint, stop)
+        querier = Querier(cluster.endpoint, stop, producer, initial)
+        producer.start()
+        querier.start()
+        time.sleep(1)
+
+        for h in HOLDS[phase]:
+            (holds / f"hold-{h}").touch()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LIMELIGHT_KEY")}
+        env["LIMELIGHT_DATA"] = str(cluster.data)
+        command = [str(bin_dir() / "limelight"), "shards", "split", "--to", str(TO), "--endpoint", cluster.endpoint,
+                   "--wait-seconds", "300"]
+        split = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+        marker = holds / f"at-{HOLDS[phase][0]}"
+        assert wait_until(lambda: marker.exists() and marker.read_text().strip(), timeout=180, interval=0.05), \
+            f"phase {phase} not reached; split: {split.poll()}"
+        name = victim_name(victim, marker)
+        pid = child_pid(cluster.process, name)
+        assert pid, f"{name} is not running"
+        os.kill(pid, signal.SIGKILL)
+        for h in HOLDS[phase]:
+            (holds / f"hold-{h}").unlink()
+
+        out, err = split.communicate(timeout=360)
+        assert split.returncode == 0, (out, err)
+        assert f"split done: {TO} shards" in out, out
+        time.sleep(1)
+        stop.set()
+        producer.join(300)
+        querier.join(60)
+        assert not producer.is_alive(), "the producer did not finish its last batch"
+        assert producer.error is None, repr(producer.error)
+        assert not querier.problems, querier.problems[:5]
+        assert querier.complete >= 1, (querier.complete, querier.failed)
+
+        acked = initial | producer.acked
+        assert producer.sent == producer.acked
+        with Client(cluster.endpoint, timeout=30) as c:
+            assert wait_until(lambda: c.ping()["shardCount"] == TO, timeout=30)
+
+            def answered_exactly():
+                ids, failed = answer(c)
+                return not failed and len(ids) == len(set(ids)) and set(ids) == acked
+            assert wait_until(answered_exactly, timeout=60, interval=1), "the answer is not every acknowledged item once"
+
+        def purged():
+            stored = stored_ids(cluster.data, TO)
+            return len(stored) == len(set(stored)) and set(stored) == acked
+        assert wait_until(purged, timeout=120, interval=1), \
+            "an item on two shard files or on none, or one never sent, once the purges are done"
+
+        def all_in_sync():
+            lines = status_lines(cluster)
+            return len(lines) == TO and all(
+                s["replicas"] and all(r["state"] == "in sync" and r["live"] for r in s["replicas"]) for s in lines)
+        assert wait_until(all_in_sync, timeout=60, interval=1), status_lines(cluster)
+    finally:
+        stop.set()
+        for h in holds.glob("hold-*"):
+            h.unlink()
+        if producer is not None:
+            producer.join(30)
+        stop_cluster(cluster.process)
