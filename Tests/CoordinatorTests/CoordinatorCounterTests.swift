@@ -13,7 +13,7 @@ struct CoordinatorCounterTests {
                 "publish.batches": "publish_batches", "publish.items": "publish_items", "publish.stored": "publish_stored_items",
                 "publish.rejected": "publish_rejected_items", "publish.throttled": "publish_throttled", "queries": "queries",
                 "queries.cancelled": "queries_cancelled", "queries.timedOut": "queries_timed_out", "queries.partial": "queries_partial",
-                "deletes": "deletes", "errors": "errors", "workers.lost": "workers_lost",
+                "deletes": "deletes", "errors": "errors", "workers.lost": "workers_lost", "replicas.lagging": "replicas_lagging",
             ])
     }
 
