@@ -266,6 +266,15 @@ def finish(cluster, producer, querier, old, ended_at, zombie_prefix):
     return lost, stale_epoch_refusals(cluster)
 
 
+def finish_cut(cluster, producer, querier, record_property, fault, cut_at, first_ack, first_answer):
+    """After ca was cut off: nothing it acknowledged after the cut reached the
+    producer (its routes were gone), the invariant holds, and the figures are recorded."""
+    late = [a for (_, a), by in zip(producer.acks, producer.acked_by) if by == cluster.clients["ca"] and a > cut_at + 0.5]
+    assert not late, late
+    lost, refusals = finish(cluster, producer, querier, "ca", cut_at + 0.5, "zombie")
+    record_fault(record_property, fault, first_ack - cut_at, first_answer - cut_at, producer.resent, lost, refusals)
+
+
 @pytest.mark.parametrize("resume", ["after_the_standby_served", "once_the_standby_leads"])
 def test_a_zombie_coordinator_under_traffic_acknowledges_nothing(cluster, record_property, resume):
     """`after_the_standby_served`: ca is continued once cb has acknowledged a
@@ -329,12 +338,8 @@ def test_the_active_coordinator_cut_off_from_everything_stops_serving(cluster, r
     assert ca.wait(30) == 3, "the coordinator that was cut off did not end as deposed"
     assert wait_until(lambda: ca_ended, timeout=5)
     assert "deposed" in (cluster.folder / "ca.log").read_text()
-    # Nothing ca acknowledged after the cut reached the producer (its routes were gone).
-    late = [a for (_, a), by in zip(producer.acks, producer.acked_by) if by == cluster.clients["ca"] and a > cut_at + 0.5]
-    assert not late, late
-    lost, refusals = finish(cluster, producer, querier, "ca", cut_at + 0.5, "zombie")
-    record_fault(record_property, "active coordinator cut off from everything (blackhole routes)",
-                 first_ack - cut_at, first_answer - cut_at, producer.resent, lost, refusals)
+    finish_cut(cluster, producer, querier, record_property, "active coordinator cut off from everything (blackhole routes)",
+               cut_at, first_ack, first_answer)
     print(f"cut off {healed_at - cut_at:.2f} s; healed, ca answered a ping: {pinged}, the publish: {stale[0]!r}; "
           f"it ended {ca_ended[0] - cut_at:.2f} s after the cut; "
           f"queries answered whole {len(querier.answers)}; items acknowledged {len(producer.acknowledged)}")
@@ -357,10 +362,7 @@ def test_the_active_coordinator_cut_off_from_its_workers_but_not_etcd_steps_down
     assert wait_until(lambda: ca_ended, timeout=5)
     log = (cluster.folder / "ca.log").read_text()
     assert "stepping down" in log and "no live worker" in log, log[-2000:]
-    late = [a for (_, a), by in zip(producer.acks, producer.acked_by) if by == cluster.clients["ca"] and a > cut_at + 0.5]
-    assert not late, late
-    lost, refusals = finish(cluster, producer, querier, "ca", cut_at + 0.5, "zombie")
-    record_fault(record_property, "active coordinator cut off from its workers, not from etcd (steps down)",
-                 first_ack - cut_at, first_answer - cut_at, producer.resent, lost, refusals)
+    finish_cut(cluster, producer, querier, record_property, "active coordinator cut off from its workers, not from etcd (steps down)",
+               cut_at, first_ack, first_answer)
     print(f"ca stepped down and ended {ca_ended[0] - cut_at:.2f} s after the cut; "
           f"queries answered whole {len(querier.answers)}; items acknowledged {len(producer.acknowledged)}")
