@@ -27,6 +27,10 @@ final class UniverseCache {
     var domains: DomainIndex?
     /// The items a split's purge under way leaves in (see ``ShardStore/slotScope()``).
     var kept: (Version, ItemScope?)?
+    /// Custom ranking attributes' values by item (see ``SortColumn``), each
+    /// with the data it is of.
+    var sortColumns: [Int64: (Version, SortColumn)] = [:]
+    static let maxSortColumns = 8
 }
 
 /// State of one query evaluation.

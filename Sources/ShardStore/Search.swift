@@ -224,11 +224,11 @@ final class SearchRun {
         } else {
             ids = try SearchableAttribute.parse(plan.searchableAttributes).compactMap { try store.searchableNameID($0.name) }
         }
-        let key = SearchAttributes.Key(order: plan.searchableAttributes, ids: ids, names: store.names.count, data: store.dataVersion)
+        let key = SearchAttributes.Key(order: plan.searchableAttributes, ids: ids, names: store.names.count, data: store.dataSeen)
         if let held = store.searchCache.attributes, held.key == key {
             attributes = held
         } else {
-            attributes = SearchAttributes(key, names: store.names)
+            attributes = try SearchAttributes(key, names: store.names, holdsText: store.holdsText)
             store.searchCache.attributes = attributes
         }
     }
@@ -444,7 +444,11 @@ final class SearchRun {
         // sorts them below.
         let last = lead.isEmpty || plan.distinct != nil ? Int.max : Self.least(keys, min(plan.window, n))
         var chosen = (0..<n).filter { keys[$0] <= last }
-        if plan.words.isEmpty, plan.around == nil, plan.distinct == nil, chosen.count > 4 * plan.window {
+        if let window = try customWindow(
+            chosen, matched: matched, typos: typos, attribute: attribute, exactAttribute: exactAttribute, exactWords: exactWords)
+        {
+            chosen = window
+        } else if plan.words.isEmpty, plan.around == nil, plan.distinct == nil, chosen.count > 4 * plan.window {
             chosen = try withoutTiesPastTheWindow(chosen, matched: matched)
         }
         let ids = chosen.map { matched[$0] }

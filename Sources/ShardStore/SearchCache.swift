@@ -69,6 +69,12 @@ final class SearchCache {
     static let itemOrderMinCandidates = 2_000
     /// The last search's attributes (see ``SearchAttributes``).
     var attributes: SearchAttributes?
+    /// Whether a window led by custom values is picked from their columns
+    /// (``SearchRun/customWindow(_:matched:typos:attribute:exactAttribute:exactWords:)``;
+    /// tests turn it off to compare with ranking every candidate).
+    var searchesUseCustomWindow = true
+    /// Searches whose window came from the columns (for tests).
+    var customWindows = 0
 }
 
 /// What a search's searchable attributes are to the shard: their ids and
@@ -82,7 +88,7 @@ struct SearchAttributes {
         var order: [String]
         var ids: [Int64]
         var names: Int
-        var data: Int64
+        var data: UniverseCache.Version
     }
     let key: Key
     let searchable: [Int64]
@@ -101,7 +107,9 @@ struct SearchAttributes {
         SearchRank.attribute(rank, atStart: atStart || (rank < unordered.count && unordered[rank]))
     }
 
-    init(_ key: Key, names: [Int64: String]) {
+    /// `holdsText(id)`: whether any item holds a text value of name `id`
+    /// (only text goes into the word index).
+    init(_ key: Key, names: [Int64: String], holdsText: (Int64) throws -> Bool) rethrows {
         self.key = key
         let ids = key.ids
         let order = SearchableAttribute.parse(key.order.isEmpty ? SearchPlan.defaultAttributeOrder : key.order)
@@ -125,9 +133,18 @@ struct SearchAttributes {
         columns = best.map { ($0.key, $0.value) }.sorted { ($0.rank, $0.column) < ($1.rank, $1.column) }
         let searchedColumns = Set(best.keys)
         let searchableSet = Set(ids)
-        mustVerify = names.contains { id, name in
-            !searchableSet.contains(id) && searchedColumns.contains(Layout.wordColumn(name))
+        // A searched column's words come from the text of every name it
+        // holds: those of a name not searched must be told apart on the
+        // text, unless the name holds no text (numbers and dates put no
+        // word in the index), which saves reading every match's text.
+        var mustVerify = false
+        for (id, name) in names where !searchableSet.contains(id) && searchedColumns.contains(Layout.wordColumn(name)) {
+            if try holdsText(id) {
+                mustVerify = true
+                break
+            }
         }
+        self.mustVerify = mustVerify
         coversEveryColumn = names.values.allSatisfy { searchedColumns.contains(Layout.wordColumn($0)) }
         var rankByName = [Int](repeating: -1, count: Int(max(ids.max() ?? -1, -1)) + 1)
         for (id, rank) in rankOf where id >= 0 { rankByName[Int(id)] = rank }

@@ -1,0 +1,176 @@
+import Foundation
+import QueryPlan
+import SQLite
+
+/// Every item's first value of one attribute as a custom ranking reads it
+/// (``ShardStore/attributeSortValues(ids:name:_:)``: a number, text, or
+/// none), one entry per item id.
+///
+/// Why: with the default custom ranking (`rankingHint`) every item holds a
+/// value, so an empty query, or a common word whose matches tie on the
+/// word criteria, had each candidate's value read from SQLite and ranked as
+/// JSON: seconds on a shard of a hundred thousand items. Held per
+/// connection while the data is the same, it is one array read per
+/// candidate (see ``SearchRun/customWindow(_:matched:typos:attribute:exactAttribute:exactWords:)``).
+struct SortColumn {
+    enum Kind: UInt8 {
+        case missing = 0
+        case number = 1
+        case text = 2
+    }
+    /// `kinds[id]`, `numbers[id]` (for a number); ids past the end hold none.
+    var kinds: [UInt8] = []
+    var numbers: [Double] = []
+
+    /// Reads the column as the large-set path of
+    /// ``ShardStore/attributeSortValues(ids:name:_:)`` does: numbers (dates
+    /// and booleans too) from the covering `(name, num)` index, locations
+    /// left out, then the items whose first value is text.
+    init(store: ShardStore, name: Int64) throws {
+        var kinds: [UInt8] = [], values: [Double] = []
+        func put(_ id: Int64, _ kind: Kind, _ number: Double) {
+            guard id >= 0, id < Int64(Int32.max) else { return }
+            let i = Int(id)
+            if i >= kinds.count {
+                let grow = max(i + 1, kinds.count + kinds.count / 2)
+                kinds += repeatElement(Kind.missing.rawValue, count: grow - kinds.count)
+                values += repeatElement(0, count: grow - values.count)
+            }
+            kinds[i] = kind.rawValue
+            values[i] = number
+        }
+        let numberRows = try store.db.prepare(
+            "SELECT item, num FROM attrs WHERE name = ? AND num IS NOT NULL AND pos = 0"
+                + (try store.holdsLocations(name) ? " AND kind != 4" : ""))
+        try numberRows.bind(name, at: 0)
+        defer { try? numberRows.reset() }
+        while try numberRows.step() { put(numberRows.int64(at: 0), .number, numberRows.double(at: 1)) }
+        let textRows = try store.db.prepare("SELECT item FROM attrs WHERE name = ? AND key IS NOT NULL AND pos = 0")
+        try textRows.bind(name, at: 0)
+        defer { try? textRows.reset() }
+        while try textRows.step() { put(textRows.int64(at: 0), .text, 0) }
+        self.kinds = kinds
+        numbers = values
+    }
+
+    @inline(__always)
+    func kind(_ id: Int64) -> Kind {
+        guard id >= 0, id < Int64(kinds.count) else { return .missing }
+        return Kind(rawValue: kinds[Int(id)]) ?? .missing
+    }
+}
+
+extension ShardStore {
+    /// Whether any item holds a text value of attribute `name` (every text
+    /// row has a key: one step in the `(name, key)` index).
+    func holdsText(_ name: Int64) throws -> Bool {
+        let s = try db.prepare("SELECT 1 FROM attrs WHERE name = ? AND key IS NOT NULL LIMIT 1")
+        try s.bind(name, at: 0)
+        defer { try? s.reset() }
+        return try s.step()
+    }
+
+    /// Attribute `name`'s ``SortColumn``, read once per change of the data.
+    func sortColumn(_ name: Int64) throws -> SortColumn {
+        let version = dataSeen
+        if let (held, column) = universeCache.sortColumns[name], held == version { return column }
+        let column = try SortColumn(store: self, name: name)
+        if universeCache.sortColumns.count >= UniverseCache.maxSortColumns { universeCache.sortColumns = [:] }
+        universeCache.sortColumns[name] = (version, column)
+        return column
+    }
+}
+
+extension SearchRun {
+    /// The candidates of `chosen` (indexes of `matched`) that can make the
+    /// window, found without building their ranks: each one's order as a
+    /// row of integers — the word criteria (one word: typos, attribute,
+    /// exactness; none without words), the custom values, its place in
+    /// the identifiers' order — and the window's by a bounded heap over
+    /// the rows. Returns the window and whatever ties with its last on the
+    /// whole row (canonically equal identifiers), in `chosen`'s order; nil
+    /// when the order is not one this covers (a `ranking`, distinct, a
+    /// point, several words or a phrase, text custom values, no identifier
+    /// order), and the full ranking goes on over every candidate.
+    ///
+    /// Why: a common word or the empty query leaves tens of thousands of
+    /// candidates tied on everything but their custom values, and building
+    /// a rank with those values for each, to keep 20, was most of such a
+    /// search. The row follows ``QueryPlan/SearchRanking/compare(_:_:plan:)``
+    /// criterion for criterion, so the window is the one the full ranking
+    /// finds (the randomized differential tests hold it to that).
+    func customWindow(
+        _ chosen: [Int], matched: [Int64], typos: [Int], attribute: [Int], exactAttribute: [Int], exactWords: [Int]
+    ) throws -> [Int]? {
+        guard store.searchCache.searchesUseCustomWindow, plan.ranking == nil, plan.distinct == nil, plan.around == nil, plan.words.count <= 1,
+            matcher.phrases.isEmpty,
+            plan.window > 0, chosen.count > 4 * plan.window
+        else { return nil }
+        let ids = chosen.map { matched[$0] }
+        guard let order = try tieOrder(candidates: ids.count), let places = Self.places(ids, in: order) else { return nil }
+        let hasWords = !plan.words.isEmpty
+        let keys = plan.customRanking
+        let width = (hasWords ? 4 : 0) + 2 * keys.count + 1
+        var rows = [UInt64](repeating: 0, count: width * ids.count)
+        // Signed integers in an order-preserving unsigned form.
+        func ordered(_ x: Int) -> UInt64 { UInt64(bitPattern: Int64(x)) ^ (1 << 63) }
+        func ordered(_ d: Double) -> UInt64 {
+            let b = d.bitPattern
+            return b & (1 << 63) != 0 ? ~b : b | (1 << 63)
+        }
+        for (i, k) in chosen.enumerated() where hasWords {
+            let r = i * width
+            rows[r] = ordered(typos[k])
+            rows[r + 1] = ordered(attribute[k])
+            rows[r + 2] = ordered(exactAttribute[k])
+            rows[r + 3] = ~ordered(exactWords[k])
+        }
+        // Each custom value as its class (numbers before missing ones, both
+        // ways: ``QueryPlan/SortValue/compare(_:_:ascending:)``) and the
+        // number, reversed for a descending key.
+        for (j, key) in keys.enumerated() {
+            let c = (hasWords ? 4 : 0) + 2 * j
+            func number(_ i: Int, _ d: Double) -> Bool {
+                guard !d.isNaN else { return false }
+                // -0 and 0 compare equal.
+                let v = ordered(d == 0 ? 0 : d)
+                rows[i * width + c + 1] = key.ascending ? v : ~v
+                return true
+            }
+            func missing(_ i: Int) { rows[i * width + c] = 1 }
+            if key.attribute == CustomRank.entityPriority {
+                let priorities = try store.entityPriorities()
+                if priorities.isEmpty { continue }
+                for (i, id) in ids.enumerated() { guard number(i, priorities[id] ?? 0) else { return nil } }
+            } else if let name = store.nameIDs[key.attribute] {
+                let column = try store.sortColumn(name)
+                for (i, id) in ids.enumerated() {
+                    switch column.kind(id) {
+                    case .missing: missing(i)
+                    case .text: return nil
+                    case .number: guard number(i, column.numbers[Int(id)]) else { return nil }
+                    }
+                }
+            } else {
+                for i in ids.indices { missing(i) }
+            }
+        }
+        for i in ids.indices { rows[i * width + width - 1] = UInt64(places[i]) }
+        let window = rows.withUnsafeBufferPointer { rows -> [Int] in
+            func less(_ a: Int, _ b: Int) -> Bool {
+                var x = a * width, y = b * width
+                for _ in 0..<width {
+                    if rows[x] != rows[y] { return rows[x] < rows[y] }
+                    x += 1
+                    y += 1
+                }
+                return false
+            }
+            let best = Self.smallest(Array(ids.indices), plan.window, by: less)
+            guard let last = best.last else { return [] }
+            return ids.indices.filter { !less(last, $0) }
+        }
+        store.searchCache.customWindows += 1
+        return window.map { chosen[$0] }
+    }
+}

@@ -1,0 +1,86 @@
+import Foundation
+import Items
+import QueryPlan
+import Testing
+
+@testable import ShardStore
+
+/// The window a shard picks from its custom values' columns
+/// (``SearchRun/customWindow(_:matched:typos:attribute:exactAttribute:exactWords:)``)
+/// is the one the full ranking picks, over random items whose custom values
+/// tie, go missing, are negative, fractional, booleans or text.
+@Suite struct CustomWindowTests {
+    static func items(_ n: Int, seed: UInt64) -> [JSONValue] {
+        var rng = SplitMix(state: seed)
+        let words = PostingSearchTests.words
+        func text(_ most: Int) -> String {
+            (0..<(1 + Int(rng.next() % UInt64(most)))).map { _ in words[Int(rng.next() % UInt64(words.count))] }.joined(separator: " ")
+        }
+        // (`rankingHint` is a standard attribute, a number: no booleans.)
+        func value(booleans: Bool = true) -> String? {
+            switch rng.next() % 9 {
+            case 0: nil
+            case 1: "-\(rng.next() % 3)"
+            case 2: "\(Double(rng.next() % 7) / 4)"
+            case 3 where booleans: rng.next() % 2 == 0 ? "true" : "false"
+            case 4: "-0.0"
+            default: "\(rng.next() % 4)"
+            }
+        }
+        return (0..<n).map { i in
+            var attributes = #""title": "\#(text(3))", "contentDescription": "\#(text(6))", "label": "\#(text(1))""#
+            if let v = value(booleans: false) { attributes += #", "rankingHint": \#(v)"# }
+            if let v = value() { attributes += #", "size": \#(v)"# }
+            // A few items whose custom value is text: a ranking by it is not the columns'.
+            if rng.next() % 50 == 0 { attributes += #", "mixed": "\#(text(1))""# } else if let v = value() { attributes += #", "mixed": \#(v)"# }
+            return item("c\(i)", domain: ["@alpha", "@beta"][Int(rng.next() % 2)], "{" + attributes + "}")
+        }
+    }
+
+    static func plans(_ n: Int, seed: UInt64) -> [SearchPlan] {
+        var rng = SplitMix(state: seed)
+        let rankings: [[CustomRank]] = [
+            CustomRank.defaults, [CustomRank(attribute: "size", ascending: true)],
+            [CustomRank(attribute: "size", ascending: false), CustomRank(attribute: "rankingHint", ascending: true)],
+            [CustomRank(attribute: "mixed", ascending: false)], [CustomRank(attribute: "label", ascending: true)],
+            [CustomRank(attribute: "absent", ascending: false), CustomRank(attribute: "rankingHint", ascending: false)], [],
+        ]
+        return (0..<n).map { _ in
+            let words: [String] =
+                switch rng.next() % 3 {
+                case 0: []
+                case 1: [PostingSearchTests.words[Int(rng.next() % UInt64(PostingSearchTests.words.count))]]
+                default: [PostingSearchTests.queryWord(&rng)]
+                }
+            var plan = SearchPlan(
+                words: words, prefixLast: rng.next() % 3 != 0, typos: TypoPolicy(enabled: rng.next() % 4 != 0),
+                customRanking: rankings[Int(rng.next() % UInt64(rankings.count))], window: [1, 3, 10, 20][Int(rng.next() % 4)])
+            if rng.next() % 4 == 0 { plan.filter = .domain(["@beta"]) }
+            if rng.next() % 4 == 0 { plan.facets = ["label"] }
+            return plan
+        }
+    }
+
+    @Test func theColumnsWindowIsTheFullRankings() throws {
+        var used = 0, hits = 0
+        for seed in [71, 73, 79] as [UInt64] {
+            let dir = try TempDir()
+            let s = try openStore(dir)
+            try s.put(Self.items(600, seed: seed))
+            #expect(try s.delete(ids: ["c3", "c5", "c8"]) == 3)
+            try s.buildSuggestionIndex()
+            defer { PostingIndexes.shared.forget(path: s.path) }
+            let full = try openStore(dir, mode: .readOnly)
+            full.searchCache.searchesUseCustomWindow = false
+            for plan in Self.plans(150, seed: seed) {
+                if try PostingIndexTests.held(s) == nil { try s.buildSuggestionIndex() }
+                let a = try s.search(plan), b = try full.search(plan)
+                #expect(a == b, "\(plan.words) \(plan.customRanking) \(plan.window)")
+                hits += a.hits.count
+            }
+            used += s.searchCache.customWindows
+            #expect(full.searchCache.customWindows == 0)
+        }
+        #expect(used > 40 && hits > 1500, "\(used) \(hits)")
+    }
+}
