@@ -116,6 +116,20 @@ extension CoordinatorCore {
             sendError(.worker(route), id, refusal)
             return
         }
+        let beyond = r.shards.filter { $0 >= admittedShardCount }
+        if !beyond.isEmpty, keepsInSync, !controlPlaneReads.refuseRetired(worker: r.worker) {
+            // A new shard's worker, started as soon as a split was recorded,
+            // may register before this coordinator has read the split.
+            controlPlaneWork.signal()
+            sendError(
+                .worker(route), id,
+                WireError(
+                    code: "not_active",
+                    message:
+                        "shards \(beyond.map(String.init).joined(separator: ",")) are not in this cluster's map; this coordinator reads the control plane for a split adding them: register again"
+                ))
+            return
+        }
         switch registry.admit(r, route: route, shardCount: admittedShardCount) {
         case .refuse(let error):
             sendError(.worker(route), id, error)

@@ -215,6 +215,8 @@ package final class WorkerLink: Sendable {
                         if self.state.awaitsRegistration(within: .milliseconds(self.livenessMs)) { continue }
                         await self.register()
                     case .error(let e) where e.code == "not_active":
+                        // An answer to a registration: the next one may go at once.
+                        if envelope.id.hasPrefix("reg-") { self.state.registrationAnswered() }
                         // A standby coordinator: not a refusal of this worker. The
                         // heartbeat loop asks again (each beat is answered
                         // `unregistered`, and the worker registers), so it
@@ -329,6 +331,7 @@ final class LinkState: Sendable {
     private let state = Mutex(State())
 
     func registrationSent() { state.withLock { $0.registrationSentAt = .now } }
+    func registrationAnswered() { state.withLock { $0.registrationSentAt = nil } }
 
     /// Whether a registration sent less than `window` ago is still unanswered.
     func awaitsRegistration(within window: Duration) -> Bool {

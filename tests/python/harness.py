@@ -290,6 +290,7 @@ class FakeWorker(threading.Thread):
         self.received = []
         self.errors = []
         self.registered = threading.Event()
+        self._again = threading.Event()
         self._stop_requested = threading.Event()
 
     def run(self):
@@ -304,10 +305,12 @@ class FakeWorker(threading.Thread):
         sock.connect(self.endpoint)
         try:
             if self.register:
-                self._send(sock, "register", f"reg-{self.worker_id}", role=self.role, worker=self.worker_id,
-                           shards=self.shards, host=socket.gethostname(), pid=os.getpid(), **self.replica)
+                self._register(sock)
             next_beat = time.monotonic()
             while not self._stop_requested.is_set():
+                if self._again.is_set():
+                    self._again.clear()
+                    self._register(sock)
                 # A worker that registers beats once it is registered: the
                 # registration takes a round trip more (the challenge), and a
                 # heartbeat before it is answered `unregistered`.
@@ -333,6 +336,14 @@ class FakeWorker(threading.Thread):
             self.errors.append(f"{type(e).__name__}: {e}")
         finally:
             sock.close(linger=0)
+
+    def _register(self, sock):
+        self._send(sock, "register", f"reg-{self.worker_id}", role=self.role, worker=self.worker_id,
+                   shards=self.shards, host=socket.gethostname(), pid=os.getpid(), **self.replica)
+
+    def register_again(self):
+        """Sends the registration once more (as a worker told `not_active` does)."""
+        self._again.set()
 
     def _send(self, sock, kind, message_id, **body):
         message = {"v": 1, "type": kind, "id": message_id, **body}
