@@ -85,6 +85,18 @@ extension CoordinatorCore {
         }
     }
 
+    /// Answers a registration that a control-plane change not read yet may
+    /// make acceptable with `not_active` (`message`: register again), and
+    /// wakes the loop that reads, until a read that began after the worker
+    /// was first asked (``ControlPlaneReads/refuseRetired(worker:)``); false
+    /// once it is to be judged on what was read, or without a control plane.
+    func askedToRegisterAfterRead(_ r: Body.Register, route: [Data], id: String, _ message: String) -> Bool {
+        guard keepsInSync, !controlPlaneReads.refuseRetired(worker: r.worker) else { return false }
+        controlPlaneWork.signal()
+        sendError(.worker(route), id, WireError(code: "not_active", message: message))
+        return true
+    }
+
     func register(route: [Data], id: String, _ r: Body.Register) {
         guard admitWhileActive(.worker(route), id) else { return }
         if keepsInSync, r.role == .indexer, !inSync.loaded {
@@ -99,16 +111,11 @@ extension CoordinatorCore {
         }
         guard admitRegistration(route: route, id: id, r) else { return }
         if let refusal = retiredRefusal(r) {
-            if keepsInSync, !controlPlaneReads.refuseRetired(worker: r.worker) {
-                // It may be being added again in a change not read yet.
-                controlPlaneWork.signal()
-                sendError(
-                    .worker(route), id,
-                    WireError(
-                        code: "not_active",
-                        message:
-                            "replica \(r.replica ?? r.worker) was retired; this coordinator reads the control plane for a change adding it again: register again"
-                    ))
+            // It may be being added again in a change not read yet.
+            if askedToRegisterAfterRead(
+                r, route: route, id: id,
+                "replica \(r.replica ?? r.worker) was retired; this coordinator reads the control plane for a change adding it again: register again")
+            {
                 return
             }
             count(.workersRefused)
@@ -117,17 +124,14 @@ extension CoordinatorCore {
             return
         }
         let beyond = r.shards.filter { $0 >= admittedShardCount }
-        if !beyond.isEmpty, keepsInSync, !controlPlaneReads.refuseRetired(worker: r.worker) {
-            // A new shard's worker, started as soon as a split was recorded,
-            // may register before this coordinator has read the split.
-            controlPlaneWork.signal()
-            sendError(
-                .worker(route), id,
-                WireError(
-                    code: "not_active",
-                    message:
-                        "shards \(beyond.map(String.init).joined(separator: ",")) are not in this cluster's map; this coordinator reads the control plane for a split adding them: register again"
-                ))
+        // A new shard's worker, started as soon as a split was recorded, may
+        // register before this coordinator has read the split.
+        if !beyond.isEmpty,
+            askedToRegisterAfterRead(
+                r, route: route, id: id,
+                "shards \(beyond.map(String.init).joined(separator: ",")) are not in this cluster's map; this coordinator reads the control plane for a split adding them: register again"
+            )
+        {
             return
         }
         switch registry.admit(r, route: route, shardCount: admittedShardCount) {
