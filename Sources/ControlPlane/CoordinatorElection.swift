@@ -1,4 +1,5 @@
 import Foundation
+import LimelightConcurrency
 import Logging
 import Synchronization
 
@@ -19,6 +20,10 @@ package final class CoordinatorElection: Sendable {
     /// Set by ``resign()``: the loop ends without reporting the revoked
     /// lease as a deposition (a clean stop is not a lost lease).
     let resigning = Mutex(false)
+    /// Wakes the loop from its pause between renewals, so that a deposition
+    /// by ``fence(_:)`` is reported (and the process ends) at once rather
+    /// than up to a third of the lease later.
+    let turn = Wakeup()
 
     package init(store: any ControlPlaneStore, leadership: Leadership, leaseSeconds: Int, logger: Logger) {
         self.store = store
@@ -37,7 +42,11 @@ package final class CoordinatorElection: Sendable {
     /// Deposes this coordinator now (``Leadership/fenced(_:)``); the loop
     /// reports it at its next turn. False when it was not active.
     @discardableResult
-    package func fence(_ reason: String) -> Bool { state.withLock { $0.fenced(reason) } }
+    package func fence(_ reason: String) -> Bool {
+        let fenced = state.withLock { $0.fenced(reason) }
+        if fenced { turn.signal() }
+        return fenced
+    }
 
     /// The active coordinator a standby knows of.
     package var knownActive: ActiveCoordinator? { state.withLock { $0.knownActive } }
@@ -51,8 +60,13 @@ package final class CoordinatorElection: Sendable {
         var last = role
         var pause = Duration.zero
         while !Task.isCancelled, !resigning.withLock({ $0 }) {
-            if pause > .zero { try? await Task.sleep(for: pause) }
+            if pause > .zero { await turn.wait(upTo: pause) }
             pause = .milliseconds(leaseSeconds * 1000 / 3)
+            // A fenced coordinator neither renews nor reads: it only reports.
+            if case .deposed = role {
+                if role != last { changed(role) }
+                return
+            }
             do throws(ControlPlaneError) {
                 let held: Lease
                 if let lease {

@@ -33,6 +33,23 @@ extension CoordinatorCore {
         logger.critical("fenced off by a newer coordinator", metadata: ["worker": "\(worker)", "error": "\(error.message)"])
     }
 
+    /// Ends a deposed coordinator's part: every change it was carrying is
+    /// answered `not_active` (``WriteTracker/abandonAll()``), then it waits
+    /// until ZeroMQ has taken every answer queued for clients, or `bound`
+    /// has passed, for the process ends right after and the producers must
+    /// hear where to resend rather than wait out their timeouts.
+    func deposedAnswerChanges(within bound: Duration) async {
+        if let election {
+            for pending in writes.abandonAll() {
+                sendError(.client(pending.client), pending.requestID, notActive(.client(pending.client), election))
+            }
+        }
+        let deadline = ContinuousClock.now + bound
+        while clientOutlet.outboxes.peersWaiting > 0, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
     /// Steps down when this active coordinator has had no live worker for
     /// the configured time after having had some (``WorkerAbsence``): it
     /// is cut off from the workers while a standby may not be.

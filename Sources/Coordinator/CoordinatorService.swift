@@ -159,7 +159,11 @@ package final class CoordinatorService: Sendable {
                         self.logger.notice("coordinator role changed", metadata: ["coordinator.role": "\(role)"])
                         if case .deposed(_, let reason) = role { self.deposedReason.withLock { $0 = reason } }
                     }
-                    if self.deposed == nil { while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) } }
+                    if self.deposed == nil {
+                        while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+                    } else {
+                        await self.core.deposedAnswerChanges(within: .seconds(1))
+                    }
                 }
             }
             if let election {

@@ -362,6 +362,19 @@ struct WriteTracker: Sendable {
 
     // MARK: Lost workers
 
+    /// Forgets every change in flight and waiting, and returns whom to
+    /// answer, oldest request id first: a deposed coordinator finishes none
+    /// of them (a successor numbers the changes now), so each producer is
+    /// told at once and resends to the active coordinator rather than wait
+    /// out its timeout. What the indexers committed meanwhile is idempotent
+    /// to resend.
+    mutating func abandonAll() -> [(client: [Data], requestID: String)] {
+        var out = publishes.values.map { ($0.client, $0.requestID) } + waiting.map { ($0.client, $0.requestID) }
+        out += deletes.values.map { ($0.client, $0.requestID) } + declares.values.map { ($0.client, $0.requestID) }
+        self = WriteTracker()
+        return out.sorted { $0.1 < $1.1 }.map { (client: $0.0, requestID: $0.1) }
+    }
+
     /// A worker is gone: what it had not answered will not be.
     ///
     /// Writes it had not acknowledged are not acknowledged as stored, even

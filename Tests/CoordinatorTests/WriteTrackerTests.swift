@@ -277,6 +277,20 @@ struct WriteTrackerTests {
         #expect(t.waiting.map(\.requestID) == ["r4", "r6"])
     }
 
+    /// A deposed coordinator answers every change it carries, in flight or
+    /// waiting, once each, and then tracks nothing: a late acknowledgement
+    /// answers no one a second time.
+    @Test func abandoningAnswersEveryChangeInFlightOnce() {
+        var t = Self.publishing(["a"], to: ["i1", "i2"])
+        t.beginDelete("d1", WriteTracker.PendingDelete(client: Self.client, requestID: "r2"))
+        t.deleteSent("x1", for: "d1", to: "i1", shard: 0)
+        #expect(t.admit(Self.waiting("r3"), maxPending: 1, maxWaiting: 2, draining: false) == .held)
+        #expect(t.abandonAll().map(\.requestID) == ["r1", "r2", "r3"])
+        #expect(t.abandonAll().isEmpty)
+        #expect(t.writeAcked("w-i1", Self.stored(["a"])).isEmpty)
+        #expect(t.kind(ofMessage: "x1") == nil)
+    }
+
     /// The stats' queue depths count every message a worker has not answered.
     @Test func outstandingMessagesArePerWorker() {
         var t = Self.publishing(["a"], to: ["i1", "i2"])

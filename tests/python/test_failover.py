@@ -479,7 +479,9 @@ def test_a_coordinator_fenced_off_by_an_indexer_stops_at_once(tmp_path, procs):
     assert refused.value.code == "not_active" and "epoch 5" in refused.value.message, refused.value.message
     started = time.monotonic()
     assert procs.running["a"].wait(10) == 3
-    assert time.monotonic() - started < 10, "it waited for its 30 s lease"
+    # Its election loop pauses a third of the lease (10 s) between renewals:
+    # the fence wakes it, so the end does not wait for the next renewal either.
+    assert time.monotonic() - started < 3, "it waited for its election loop's next turn or its 30 s lease"
     procs.running.pop("a")
     log = (tmp_path / "coordinator-a.log").read_text()
     assert "fenced off" in log and "deposed" in log
