@@ -13,9 +13,11 @@
 ///   queries until a read that *began after* its registration has completed
 ///   (the change it belongs to, if any, then keeps it off until it is in
 ///   sync; a replica no change names is an ordinary one from then on);
-/// - a worker of a retired replica is asked to register again (`not_active`,
-///   which a worker answers at its next heartbeat) until such a read has
-///   completed, and refused only then, if it is retired still.
+/// - a worker that would be refused on what was read so far — of a retired
+///   replica, or naming shards beyond the map (a new shard's indexer that
+///   `limelight up` starts as soon as a split is recorded) — is asked to
+///   register again (`not_active`) until such a read has completed, and
+///   refused only then, if the read did not change the answer.
 ///
 /// Each such registration wakes the loop, so the wait is one read. A read
 /// that completes began after a registration when at least two reads have
@@ -34,8 +36,8 @@ struct ControlPlaneReads: Sendable, Equatable {
     private(set) var known: Set<String> = []
     /// Unknown replicas waiting for a read, with the shards their workers serve.
     private(set) var waiting: [String: Waiting] = [:]
-    /// Workers of retired replicas asked to register again, with the reads completed then.
-    private(set) var retiredAsked: [String: Int] = [:]
+    /// Workers asked to register again until a read, with the reads completed then.
+    private(set) var askedAgain: [String: Int] = [:]
 
     /// A worker of replica `name` registers for `shards`; `knownOtherwise`:
     /// the coordinator knows the replica from elsewhere (an in-sync set, an
@@ -59,21 +61,21 @@ struct ControlPlaneReads: Sendable, Equatable {
     /// The shards each waiting replica is kept from queries on.
     var unqueried: [String: Set<Int>] { waiting.mapValues(\.shards) }
 
-    /// A worker of a retired replica registers: true when it is to be
-    /// refused now, false when it is to register again after a read (one
-    /// is wanted: wake the loop).
-    mutating func refuseRetired(worker: String) -> Bool {
-        guard let at = retiredAsked[worker] else {
-            retiredAsked[worker] = completed
+    /// A worker that what was read so far refuses registers: true when it
+    /// is to be refused now, false when it is to register again after a
+    /// read (one is wanted: wake the loop).
+    mutating func refuseAfterRead(worker: String) -> Bool {
+        guard let at = askedAgain[worker] else {
+            askedAgain[worker] = completed
             return false
         }
         guard completed >= at + 2 else { return false }
-        retiredAsked.removeValue(forKey: worker)
+        askedAgain.removeValue(forKey: worker)
         return true
     }
 
     /// A worker registered and was admitted: nothing of it waits.
-    mutating func admitted(worker: String) { retiredAsked.removeValue(forKey: worker) }
+    mutating func admitted(worker: String) { askedAgain.removeValue(forKey: worker) }
 
     /// A read of the control plane completed.
     mutating func read() {

@@ -88,10 +88,10 @@ extension CoordinatorCore {
     /// Answers a registration that a control-plane change not read yet may
     /// make acceptable with `not_active` (`message`: register again), and
     /// wakes the loop that reads, until a read that began after the worker
-    /// was first asked (``ControlPlaneReads/refuseRetired(worker:)``); false
+    /// was first asked (``ControlPlaneReads/refuseAfterRead(worker:)``); false
     /// once it is to be judged on what was read, or without a control plane.
     func askedToRegisterAfterRead(_ r: Body.Register, route: [Data], id: String, _ message: String) -> Bool {
-        guard keepsInSync, !controlPlaneReads.refuseRetired(worker: r.worker) else { return false }
+        guard keepsInSync, !controlPlaneReads.refuseAfterRead(worker: r.worker) else { return false }
         controlPlaneWork.signal()
         sendError(.worker(route), id, WireError(code: "not_active", message: message))
         return true

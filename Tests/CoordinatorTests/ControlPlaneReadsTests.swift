@@ -51,30 +51,30 @@ import Testing
 
     @Test func aRetiredReplicasWorkerIsRefusedOnlyAfterAReadThatBeganAfterItAsked() {
         var reads = ControlPlaneReads()
-        let r6 = reads.refuseRetired(worker: "w")
+        let r6 = reads.refuseAfterRead(worker: "w")
         #expect(!r6)
-        let r7 = reads.refuseRetired(worker: "w")
+        let r7 = reads.refuseAfterRead(worker: "w")
         #expect(!r7)
         reads.read()
-        let r8 = reads.refuseRetired(worker: "w")
+        let r8 = reads.refuseAfterRead(worker: "w")
         #expect(!r8)
         reads.read()
-        let r9 = reads.refuseRetired(worker: "w")
+        let r9 = reads.refuseAfterRead(worker: "w")
         #expect(r9)
         // Asked afresh next time.
-        let r10 = reads.refuseRetired(worker: "w")
+        let r10 = reads.refuseAfterRead(worker: "w")
         #expect(!r10)
     }
 
     @Test func anAdmittedWorkerIsForgotten() {
         var reads = ControlPlaneReads()
-        let r11 = reads.refuseRetired(worker: "w")
+        let r11 = reads.refuseAfterRead(worker: "w")
         #expect(!r11)
         reads.admitted(worker: "w")
         reads.read()
         reads.read()
         // A later refusal starts its own wait.
-        let r12 = reads.refuseRetired(worker: "w")
+        let r12 = reads.refuseAfterRead(worker: "w")
         #expect(!r12)
     }
 }
