@@ -182,15 +182,28 @@ extension TenantScope {
         return Body.Delete(ids: d.ids?.map { qualify(uid: $0) }, domains: d.domains?.map { qualify(domain: $0) }, all: d.all, shards: d.shards)
     }
 
-    /// A shard's search answer with the app's own names.
+    /// A shard's search answer with the app's own names: the hits' ids, and
+    /// the groups whole. The hits' items keep their stored names and form
+    /// (a raw item stays bytes): only the page's are rewritten, as the
+    /// response is written (``SearchResponseBuilder/itemTransform``, which
+    /// ``itemNames`` gives), rather than every shard's `offset + length`.
     func unqualify(_ r: Body.ShardSearchResult) -> Body.ShardSearchResult {
         guard app != nil else { return r }
-        func hits(_ hs: [Body.RankedHit]) -> [Body.RankedHit] {
-            hs.map { Body.RankedHit(id: unqualify(uid: $0.id), item: unqualify(item: $0.tree), rank: $0.rank) }
-        }
         var r = r
-        r.hits = hits(r.hits)
-        r.groups = r.groups?.map { Body.ShardGroup(domainIdentifier: unqualify(domain: $0.domainIdentifier), total: $0.total, hits: hits($0.hits)) }
+        for i in r.hits.indices { r.hits[i].id = unqualify(uid: r.hits[i].id) }
+        r.groups = r.groups?.map {
+            Body.ShardGroup(
+                domainIdentifier: unqualify(domain: $0.domainIdentifier), total: $0.total,
+                hits: $0.hits.map { Body.RankedHit(id: unqualify(uid: $0.id), item: unqualify(item: $0.tree), rank: $0.rank) })
+        }
         return r
+    }
+
+    /// The rewrite of a search hit's item to the app's own names; nil when
+    /// the search is not an app's.
+    var itemNames: (@Sendable (JSONValue) -> JSONValue)? {
+        guard app != nil else { return nil }
+        let scope = self
+        return { scope.unqualify(item: $0) }
     }
 }

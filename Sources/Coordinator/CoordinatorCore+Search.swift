@@ -145,7 +145,7 @@ extension CoordinatorCore {
         let deadline = deadlineMs ?? configuration.defaultDeadlineMs
         let rs = RunningSearch(
             key: key, client: client, requestID: id, request: request, planJSON: nil,
-            deadlineMs: deadline, builder: SearchResponseBuilder(request: request), started: .now)
+            deadlineMs: deadline, builder: SearchResponseBuilder(request: request, itemTransform: scope.itemNames), started: .now)
         rs.mode = mode
         rs.scope = scope
         if deadline > 0 {

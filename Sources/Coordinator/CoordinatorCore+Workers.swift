@@ -19,6 +19,14 @@ extension CoordinatorCore {
             shardBatch(key: raw.id, from: wid, raw)
             return
         }
+        // A search's answer, its hits' items kept as bytes until the page is
+        // chosen (RawShardSearchResult).
+        if let (id, result) = RawShardSearchResult.read(payload, maxBytes: configuration.maxFrameBytes),
+            let wid = registry.heard(route: route, at: .now)
+        {
+            shardSearchAnswered(key: id, from: wid, result)
+            return
+        }
         let envelope: Envelope
         do { envelope = try Envelope.decode(payload, maxBytes: configuration.maxFrameBytes) } catch {
             logger.notice("rejected a worker frame", metadata: ["error": "\(error)"])

@@ -21,7 +21,15 @@ package struct SearchResponseBuilder: Sendable {
     var exhaustiveFacets = true
     var exhaustiveHits = true
 
-    package init(request: SearchRequest) { self.request = request }
+    /// Applied to each item of the page before it is written (an app's
+    /// search: its names, `TenantScope.unqualify(item:)`); the hits of every
+    /// shard are kept as they came, and only the page's are rewritten.
+    package let itemTransform: (@Sendable (JSONValue) -> JSONValue)?
+
+    package init(request: SearchRequest, itemTransform: (@Sendable (JSONValue) -> JSONValue)? = nil) {
+        self.request = request
+        self.itemTransform = itemTransform
+    }
 
     /// Adds one shard's answer.
     package mutating func add(_ r: Body.ShardSearchResult) {
@@ -180,9 +188,15 @@ package struct SearchResponseBuilder: Sendable {
         for (i, p) in page.enumerated() {
             if i > 0 { out.append(UInt8(ascii: ",")) }
             let h = hits[p.index]
+            var item = h.item
+            var raw = p.index < rawItems.count ? rawItems[p.index] : nil
+            if let itemTransform {
+                item = itemTransform(raw.flatMap { try? $0.decoded() } ?? item)
+                raw = nil
+            }
             writeHit(
-                h.id, h.item, h.rank, highlighter, retrieved: retrieved, toHighlight: toHighlight, fusion: p.fusion,
-                scratch: scratch, rawItem: p.index < rawItems.count ? rawItems[p.index] : nil, into: &out)
+                h.id, item, h.rank, highlighter, retrieved: retrieved, toHighlight: toHighlight, fusion: p.fusion,
+                scratch: scratch, rawItem: raw, into: &out)
         }
     }
 

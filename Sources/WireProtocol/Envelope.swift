@@ -70,6 +70,10 @@ public struct Envelope: Sendable, Hashable {
             // A response written already is spliced in as it is (a written
             // search result takes ``rawSearchResult(_:_:)``, above).
             if case .suggestResult(let r) = body, let written = r.written { o.set("response", bytes: written.bytes) }
+            if case .shardSearchResult(let r) = body {
+                o.set("hits", bytes: Self.rankedHitsBytes(r.hits))
+                if let groups = r.groups { o.set("groups", bytes: Self.groupsBytes(groups)) }
+            }
             o.set("v", .number(Double(version)))
             o.set("type", .string(type.rawValue))
             o.set("id", .string(id))

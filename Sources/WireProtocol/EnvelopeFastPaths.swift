@@ -117,6 +117,44 @@ extension Envelope {
         return out
     }
 
+    /// A list of ranked hits as ``JSONWriter`` writes its tree, each item
+    /// spliced in as the store wrote it when the hit holds it so
+    /// (``Body/RankedHit/rawItem``): a search's hits are never built as
+    /// trees on the worker, and the coordinator reads them back as bytes
+    /// (``RawShardSearchResult``).
+    static func rankedHitsBytes(_ hits: [Body.RankedHit]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(hits.reduce(2) { $0 + ($1.rawItem?.bytes.count ?? 256) + $1.id.utf8.count + 64 })
+        out.append(UInt8(ascii: "["))
+        for (i, h) in hits.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            out += "{\"id\":".utf8
+            JSONWriter.writeString(h.id, into: &out)
+            out += ",\"item\":".utf8
+            if let raw = h.rawItem { out += raw.bytes } else { JSONWriter.write(h.item, into: &out) }
+            out += ",\"rank\":".utf8
+            JSONWriter.write(h.rank.json, into: &out)
+            out.append(UInt8(ascii: "}"))
+        }
+        out.append(UInt8(ascii: "]"))
+        return out
+    }
+
+    /// A shard's domain groups, their hits as ``rankedHitsBytes(_:)`` writes them.
+    static func groupsBytes(_ groups: [Body.ShardGroup]) -> [UInt8] {
+        var out: [UInt8] = [UInt8(ascii: "[")]
+        for (i, g) in groups.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            out += "{\"domainIdentifier\":".utf8
+            JSONWriter.writeString(g.domainIdentifier, into: &out)
+            out += ",\"hits\":".utf8
+            out += rankedHitsBytes(g.hits)
+            out += ",\"total\":\(g.total)}".utf8
+        }
+        out.append(UInt8(ascii: "]"))
+        return out
+    }
+
     /// The messages that carry items, built from and to the parsed tree
     /// directly: `Codable` over `JSONValue` tries each JSON kind in turn for
     /// every value, which would make it the largest cost of a write.
@@ -181,27 +219,15 @@ extension Envelope {
             if let n = b.perDomain { o["perDomain"] = .number(Double(n)) }
             return o
         case .shardSearchResult(let b):
-            func hits(_ hs: [Body.RankedHit]) -> JSONValue {
-                .array(hs.map { .object(["id": .string($0.id), "item": $0.item, "rank": $0.rank.json]) })
-            }
+            // The hits and groups are spliced in by ``encoded()`` (``rankedHitsBytes(_:)``).
             var o: [String: JSONValue] = [
                 "shard": .number(Double(b.shard)), "nbHits": .number(Double(b.nbHits)),
                 "exhaustiveFacetsCount": .bool(b.exhaustiveFacetsCount),
-                "hits": hits(b.hits),
                 "facets": .object(b.facets.mapValues { .object($0.mapValues { .number(Double($0)) }) }),
                 "facetStats": .object(b.facetStats.mapValues { .array($0.map { .number($0) }) }),
             ]
             if let s = b.suggestions {
                 o["suggestions"] = .array(s.map { .object(["suggestion": .string($0.suggestion), "count": .number(Double($0.count))]) })
-            }
-            if let g = b.groups {
-                o["groups"] = .array(
-                    g.map {
-                        .object([
-                            "domainIdentifier": .string($0.domainIdentifier), "total": .number(Double($0.total)),
-                            "hits": hits($0.hits),
-                        ])
-                    })
             }
             return o
         default:

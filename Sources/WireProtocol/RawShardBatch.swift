@@ -64,7 +64,7 @@ public struct RawShardBatch: Sendable, Hashable {
 
     /// Nil unless `data` is a well-formed `shard_batch` (see the type's notes).
     public static func read(_ data: Data, maxBytes: Int = Envelope.defaultMaxFrameBytes) -> RawShardBatch? {
-        guard data.count <= maxBytes else { return nil }
+        guard data.count <= maxBytes, Envelope.written(data, as: .shardBatch) else { return nil }
         let frame = [UInt8](data)
         return frame.withUnsafeBufferPointer { buffer -> RawShardBatch? in
             var skim = Skimmer(reader: StrictJSONReader(bytes: buffer))

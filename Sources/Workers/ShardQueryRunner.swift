@@ -222,7 +222,9 @@ package final class ShardQueryRunner: Sendable {
             let lent = try pool.checkout(shard)
             defer { pool.checkin(shard, lent) }
             let store = lent.value
-            var answer = try extras.answer(store, plan: plan, rawItems: repliesInProcess, isCancelled: { flag.isCancelled })
+            // The hits' items as the store wrote them: the frame splices
+            // them in, and the coordinator keeps them as bytes.
+            var answer = try extras.answer(store, plan: plan, rawItems: true, isCancelled: { flag.isCancelled })
             answer.shard = shard
             reply(key, .shardSearchResult(answer))
         } catch {

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Items
 import QueryPlan
 import Testing
@@ -74,6 +75,43 @@ import Testing
         #expect(try order([("d", 0), ("b", 0), ("c", 0), ("a", 0)]) == ["a", "b", "c", "d"])
         #expect(try order([("d", 0), ("b", 5), ("c", 0), ("a", 0)]) == ["b", "a", "c", "d"])
         #expect(try order([("d", 7), ("b", 5), ("c", 0), ("a", 0)]) == ["d", "b", "a", "c"])
+    }
+
+    /// An app's search keeps every shard's hits as they came and rewrites
+    /// only the page's items (``SearchResponseBuilder/itemTransform``): the
+    /// page is the one a builder over rewritten items writes, raw or tree,
+    /// and the transform runs once per hit on the page, never for the rest.
+    @Test func onlyThePagesItemsAreRewritten() throws {
+        let request = try SearchRequest(params: .object(["query": .string("vim"), "hitsPerPage": .number(1), "page": .number(1)]))
+        let items: [JSONValue] = ["a", "b", "c"].map {
+            .object(["uniqueIdentifier": .string("app/\($0)"), "domainIdentifier": .string("app.d"), "attributes": .object(["title": .string("vim \($0)")])])
+        }
+        @Sendable func rewrite(_ item: JSONValue) -> JSONValue {
+            guard case .object(var o) = item else { return item }
+            o["uniqueIdentifier"] = .string(String(o["uniqueIdentifier"]!.stringValue!.dropFirst(4)))
+            o["domainIdentifier"] = .string("d")
+            return .object(o)
+        }
+        func hits(_ items: [JSONValue], raw: Bool) -> [Body.RankedHit] {
+            items.enumerated().map { i, item in
+                Body.RankedHit(id: "x\(i)", item: raw ? .null : item, rank: SearchRank(words: 1, typos: i), rawItem: raw ? RawJSON(item) : nil)
+            }
+        }
+        let calls = Mutex(0)
+        var expected = SearchResponseBuilder(request: request)
+        expected.add(Body.ShardSearchResult(shard: 0, hits: hits(items.map(rewrite), raw: false), nbHits: 3, facets: [:], facetStats: [:], exhaustiveFacetsCount: true))
+        for raw in [false, true] {
+            var b = SearchResponseBuilder(request: request) { item in
+                calls.withLock { $0 += 1 }
+                return rewrite(item)
+            }
+            b.add(Body.ShardSearchResult(shard: 0, hits: hits(items, raw: raw), nbHits: 3, facets: [:], facetStats: [:], exhaustiveFacetsCount: true))
+            calls.withLock { $0 = 0 }
+            let bytes = b.responseBytes(processingTimeMS: 1)
+            #expect(bytes == expected.responseBytes(processingTimeMS: 1))
+            #expect(calls.withLock { $0 } == 1)
+            #expect(String(decoding: bytes, as: UTF8.self).contains("\"domainIdentifier\":\"d\""))
+        }
     }
 
     /// Hits whose items come as JSON text (the coordinator's local worker,
