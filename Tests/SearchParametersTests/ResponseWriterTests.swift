@@ -1,7 +1,7 @@
 import Foundation
-import Synchronization
 import Items
 import QueryPlan
+import Synchronization
 import Testing
 
 @testable import SearchParameters
@@ -84,7 +84,10 @@ import Testing
     @Test func onlyThePagesItemsAreRewritten() throws {
         let request = try SearchRequest(params: .object(["query": .string("vim"), "hitsPerPage": .number(1), "page": .number(1)]))
         let items: [JSONValue] = ["a", "b", "c"].map {
-            .object(["uniqueIdentifier": .string("app/\($0)"), "domainIdentifier": .string("app.d"), "attributes": .object(["title": .string("vim \($0)")])])
+            .object([
+                "uniqueIdentifier": .string("app/\($0)"), "domainIdentifier": .string("app.d"),
+                "attributes": .object(["title": .string("vim \($0)")]),
+            ])
         }
         @Sendable func rewrite(_ item: JSONValue) -> JSONValue {
             guard case .object(var o) = item else { return item }
@@ -99,7 +102,9 @@ import Testing
         }
         let calls = Mutex(0)
         var expected = SearchResponseBuilder(request: request)
-        expected.add(Body.ShardSearchResult(shard: 0, hits: hits(items.map(rewrite), raw: false), nbHits: 3, facets: [:], facetStats: [:], exhaustiveFacetsCount: true))
+        expected.add(
+            Body.ShardSearchResult(
+                shard: 0, hits: hits(items.map(rewrite), raw: false), nbHits: 3, facets: [:], facetStats: [:], exhaustiveFacetsCount: true))
         for raw in [false, true] {
             var b = SearchResponseBuilder(request: request) { item in
                 calls.withLock { $0 += 1 }
