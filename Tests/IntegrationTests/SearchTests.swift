@@ -95,6 +95,22 @@ struct SearchClusterTests {
         #expect(seen.count == 300)
         #expect(Set(seen).count == 300)
         #expect(Set(seen) == Set(samplePackages.compactMap { $0["uniqueIdentifier"]?.stringValue }))
+
+        // A deep page (every shard sends its best offset + length, the
+        // coordinator keeps the page) is the slice of one long page, hit
+        // for hit: attributes, highlights and ranking information.
+        for query in ["", "lib"] {
+            let params: [String: JSONValue] = ["query": .string(query), "getRankingInfo": .bool(true)]
+            let long = try await client.search(.object(params.merging(["hitsPerPage": .number(30)]) { $1 })).response
+            let longHits = try #require(long["hits"]?.arrayValue)
+            #expect(longHits.count >= 12, "\(query): \(longHits.count) hits")
+            for page in 1...2 {
+                let r = try await client.search(.object(params.merging(["hitsPerPage": .number(6), "page": .number(Double(page))]) { $1 }))
+                    .response
+                #expect(r["hits"]?.arrayValue == Array(longHits[(page * 6)..<((page + 1) * 6)]), "\(query) page \(page)")
+                #expect(r["nbHits"] == long["nbHits"])
+            }
+        }
     }
 
     @Test func highlightsAndSnippetsMarkTheMatchedWords() async throws {

@@ -178,6 +178,14 @@ import WireProtocol
                 }
                 let r = try await c.search(.object(params))
                 seen = r.response["hits"]?.arrayValue ?? []
+                // A deep page (its items rewritten to the app's names only
+                // once the page is chosen) is the app's, and the long page's slice.
+                var deep = params
+                deep["hitsPerPage"] = .number(3)
+                deep["page"] = .number(1)
+                let d = try await c.search(.object(deep)).response["hits"]?.arrayValue ?? []
+                #expect(d == Array(seen.dropFirst(3).prefix(3)), "\(app): page 1 of \(params)")
+                seen += d
                 let ownerFacet = r.response["facets"]?["owner"]?.objectValue ?? [:]
                 #expect(Set(ownerFacet.keys).isSubset(of: [app]), "\(app) sees owner facet \(ownerFacet)")
             case "suggest":
