@@ -7,7 +7,7 @@ import QueryPlan
 ///
 /// Why: a shard sends its best `offset + length` hits, and the coordinator
 /// keeps one page of all the shards' hits; reading every item into a tree
-/// there (1,760 of them for page 10 over 8 shards, to write 20) was most of
+/// there (1,760 of them for page 10 over 8 shards, to write 20) would be most of
 /// a deep page's time. The envelope's other members (counts, facets,
 /// suggestions) are read as trees and checked as ``Envelope/decode(_:maxBytes:)``
 /// checks them; each hit's `id` and `rank` are decoded, its `item` checked to
