@@ -187,7 +187,7 @@ package struct CoordinatorCommand: AsyncParsableCommand {
                 data: localData, shards: shards, workerID: id,
                 concurrency: localConcurrency ?? defaults.concurrency, maxQueued: defaults.maxQueued,
                 logger: l, reply: { service.localReply($0, $1) }, replyNow: { service.localReplyLater($0, $1) },
-                inline: { service.deferUntilClientsRead($0) }, repliesInProcess: true)
+                inline: { service.deferUntilClientsRead($0) })
             service.attach(
                 LocalQueryWorker(
                     workerID: id, shards: shards, replica: localReplica ?? defaultReplicaName(data: localData),

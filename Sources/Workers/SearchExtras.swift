@@ -12,12 +12,10 @@ struct SearchExtras: Sendable {
     /// The shard's answer. Suggestions skip the search itself when no hits
     /// are wanted (a window of 0), which is what keeps them as fast as typing;
     /// groups replace the ranked list (their hits are in `groups`).
-    /// `rawItems`: the hits carry their items as JSON text (for an answer
-    /// that stays in the coordinator's process, see ``Body/RankedHit/rawItem``).
-    func answer(
-        _ store: ShardStore, plan: SearchPlan, rawItems: Bool = false,
-        isCancelled: @escaping () -> Bool
-    ) throws -> Body.ShardSearchResult {
+    /// The ranked hits carry their items as the store wrote them
+    /// (``Body/RankedHit/rawItem``): a frame splices them in, the
+    /// coordinator keeps them as bytes, and its own worker hands them over.
+    func answer(_ store: ShardStore, plan: SearchPlan, isCancelled: @escaping () -> Bool) throws -> Body.ShardSearchResult {
         var out = Body.ShardSearchResult(shard: 0, hits: [], nbHits: 0, facets: [:], facetStats: [:], exhaustiveFacetsCount: true)
         if let perDomain {
             let groups = try store.searchGrouped(plan, perDomain: perDomain, isCancelled: isCancelled)
@@ -31,7 +29,7 @@ struct SearchExtras: Sendable {
             out.suggestions = try store.suggest(plan, limit: suggest).map { Body.SuggestionCount(suggestion: $0.text, count: $0.count) }
             if plan.window == 0 { return out }
         }
-        let r = try store.search(plan, rawItems: rawItems, isCancelled: isCancelled)
+        let r = try store.search(plan, rawItems: true, isCancelled: isCancelled)
         out.hits = r.hits.map(Self.ranked)
         out.nbHits = r.nbHits
         out.facets = r.facets

@@ -48,11 +48,6 @@ package final class ShardQueryRunner: Sendable {
     /// How long searches have been taking: a search runs on the thread that
     /// took it only while they are short (see ``SearchPace``).
     let pace = SearchPace()
-    /// Whether `reply` hands answers over in this process (the coordinator's
-    /// local worker): searches then give their hits' items as JSON text,
-    /// which the coordinator's response writer copies out
-    /// (``Body/RankedHit/rawItem``); a worker process sends trees.
-    let repliesInProcess: Bool
 
     /// `data`: the folder of the shard files, opened read-only (SQLite's WAL
     /// lets readers run while the indexer writes). `concurrency`: shard
@@ -61,10 +56,9 @@ package final class ShardQueryRunner: Sendable {
     package init(
         data: String, shards: [Int], workerID: String, concurrency: Int, maxQueued: Int, logger: Logger,
         reply: @escaping @Sendable (String, Body) -> Void, replyNow: @escaping @Sendable (String, Body) -> Void,
-        inline: (@Sendable (@escaping @Sendable (_ here: Bool) -> Void) -> Bool)? = nil, repliesInProcess: Bool = false
+        inline: (@Sendable (@escaping @Sendable (_ here: Bool) -> Void) -> Bool)? = nil
     ) {
         self.workerID = workerID
-        self.repliesInProcess = repliesInProcess
         self.inline = inline
         self.shards = shards
         self.maxQueued = maxQueued
@@ -222,9 +216,7 @@ package final class ShardQueryRunner: Sendable {
             let lent = try pool.checkout(shard)
             defer { pool.checkin(shard, lent) }
             let store = lent.value
-            // The hits' items as the store wrote them: the frame splices
-            // them in, and the coordinator keeps them as bytes.
-            var answer = try extras.answer(store, plan: plan, rawItems: true, isCancelled: { flag.isCancelled })
+            var answer = try extras.answer(store, plan: plan, isCancelled: { flag.isCancelled })
             answer.shard = shard
             reply(key, .shardSearchResult(answer))
         } catch {
