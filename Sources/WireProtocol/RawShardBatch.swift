@@ -199,14 +199,27 @@ struct Skimmer {
         return RawShardBatch(id: id, shard: shard, seq: seq, hits: hits, doneCount: doneCount)
     }
 
-    mutating func hits(_ frame: [UInt8]) -> [RawShardBatch.RawHit]? {
+    /// A list, each element read by `element` (nil: malformed, and so is the list).
+    mutating func list<T>(_ element: (inout Skimmer) -> T?) -> [T]? {
         guard expect(UInt8(ascii: "[")) else { return nil }
-        var out: [RawShardBatch.RawHit] = []
+        var out: [T] = []
         reader.skipSpace()
         if i < bytes.count, bytes[i] == UInt8(ascii: "]") { i += 1; return out }
         while true {
+            guard let e = element(&self) else { return nil }
+            out.append(e)
+            reader.skipSpace()
+            guard i < bytes.count else { return nil }
+            if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
+            if bytes[i] == UInt8(ascii: "]") { i += 1; return out }
+            return nil
+        }
+    }
+
+    mutating func hits(_ frame: [UInt8]) -> [RawShardBatch.RawHit]? {
+        list { s in
             var item: Range<Int>?, sort: [JSONValue]?, score: Double?
-            let ok = object { s, key in
+            let ok = s.object { s, key in
                 switch key {
                 case "item": item = s.skip(); return item != nil
                 case "sort":
@@ -221,12 +234,7 @@ struct Skimmer {
                 }
             }
             guard ok, let item else { return nil }
-            out.append(RawShardBatch.RawHit(item: RawJSON(trusted: frame[item]), sort: sort, score: score))
-            reader.skipSpace()
-            guard i < bytes.count else { return nil }
-            if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
-            if bytes[i] == UInt8(ascii: "]") { i += 1; return out }
-            return nil
+            return RawShardBatch.RawHit(item: RawJSON(trusted: frame[item]), sort: sort, score: score)
         }
     }
 }

@@ -69,13 +69,9 @@ extension Envelope {
 extension Skimmer {
     /// A list of `{id, item, rank}`, each item kept as its bytes in `frame`.
     mutating func rankedHits(_ frame: [UInt8]) -> [Body.RankedHit]? {
-        guard expect(UInt8(ascii: "[")) else { return nil }
-        var out: [Body.RankedHit] = []
-        reader.skipSpace()
-        if i < bytes.count, bytes[i] == UInt8(ascii: "]") { i += 1; return out }
-        while true {
+        list { s in
             var id: String?, item: Range<Int>?, rank: SearchRank?
-            let ok = object { s, key in
+            let ok = s.object { s, key in
                 switch key {
                 case "id": id = s.reader.string(); return id != nil
                 case "item": item = s.skip(); return item != nil
@@ -87,24 +83,15 @@ extension Skimmer {
                 }
             }
             guard ok, let id, let item, let rank else { return nil }
-            out.append(Body.RankedHit(id: id, item: .null, rank: rank, rawItem: RawJSON(trusted: frame[item])))
-            reader.skipSpace()
-            guard i < bytes.count else { return nil }
-            if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
-            if bytes[i] == UInt8(ascii: "]") { i += 1; return out }
-            return nil
+            return Body.RankedHit(id: id, item: .null, rank: rank, rawItem: RawJSON(trusted: frame[item]))
         }
     }
 
     /// A list of `{domainIdentifier, total, hits}`.
     mutating func groups(_ frame: [UInt8]) -> [Body.ShardGroup]? {
-        guard expect(UInt8(ascii: "[")) else { return nil }
-        var out: [Body.ShardGroup] = []
-        reader.skipSpace()
-        if i < bytes.count, bytes[i] == UInt8(ascii: "]") { i += 1; return out }
-        while true {
+        list { s in
             var domain: String?, total: Int?, hits: [Body.RankedHit]?
-            let ok = object { s, key in
+            let ok = s.object { s, key in
                 switch key {
                 case "domainIdentifier": domain = s.reader.string(); return domain != nil
                 case "total": total = s.int(); return total != nil
@@ -113,12 +100,7 @@ extension Skimmer {
                 }
             }
             guard ok, let domain, let total, let hits else { return nil }
-            out.append(Body.ShardGroup(domainIdentifier: domain, total: total, hits: hits))
-            reader.skipSpace()
-            guard i < bytes.count else { return nil }
-            if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
-            if bytes[i] == UInt8(ascii: "]") { i += 1; return out }
-            return nil
+            return Body.ShardGroup(domainIdentifier: domain, total: total, hits: hits)
         }
     }
 }
