@@ -112,12 +112,21 @@ extension CoordinatorCore {
     var splitKeys: ClusterKeys { ClusterKeys(cluster: configuration.cluster) }
 
     /// A new shard has a live replica with every change committed, that is
-    /// not copying or catching up.
+    /// not copying or catching up; and, when its source is read by query
+    /// workers, a live query worker of that replica too. Without one the
+    /// switch would route queries to a shard nobody reads, and each would
+    /// complete with the shard failed ("no live query worker") until its
+    /// worker came: the split waits for it instead, as writes wait for the
+    /// new shard's indexer.
     func targetFresh(_ shard: Int) -> Bool {
-        liveWorkers(.indexer, shard: shard).contains { w in
+        let source = splitRun?.split.targets.first { $0.shard == shard }?.source
+        let queried = source.map { !liveWorkers(.query, shard: $0).isEmpty } ?? false
+        let readers = Set(liveWorkers(.query, shard: shard).compactMap { replication.replicaOf[$0.id] })
+        return liveWorkers(.indexer, shard: shard).contains { w in
             let name = replicaName(w)
             return replication.applied[name]?[shard] != nil && isFresh(w, shard: shard)
                 && replication.catchingUp[w.id]?[shard] == nil && !replication.copies.copying(replica: name, shard: shard)
+                && (!queried || readers.contains(name))
         }
     }
 

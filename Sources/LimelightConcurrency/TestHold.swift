@@ -18,7 +18,9 @@ import Foundation
 /// shard drained and every shard marked, before it commits the new map),
 /// `after-switch` (the coordinator, once the map is committed: a marker
 /// only), `purge` (an indexer, before the first batch of a background purge)
-/// and `purge-batch` (an indexer, after a batch with more to purge).
+/// and `purge-batch` (an indexer, after a batch with more to purge); and
+/// `query-register` (a query worker, started and not yet registered: a new
+/// shard's query worker late to a split).
 package enum TestHold {
     static let folder: String? = ProcessInfo.processInfo.environment["LIMELIGHT_TEST_HOLD_DIR"].flatMap { $0.isEmpty ? nil : $0 }
 

@@ -122,6 +122,8 @@ package final class QueryWorkerService: Sendable {
         // thread and handed straight to the worker's own threads.
         link.handleInline { envelope in self.runner.take(envelope) }
         let watch = configuration.memoryBudget.map { limit in Task { await self.keepResident(within: limit) } }
+        // Tests only (``TestHold``): a query worker started, not registered.
+        await TestHold.wait("query-register")
         await link.serve { envelope in await self.handle(envelope) }
         watch?.cancel()
         runner.stop()

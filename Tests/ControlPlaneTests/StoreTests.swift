@@ -59,7 +59,9 @@ enum StoreContract {
             try await Task.sleep(for: .milliseconds(300))
             try await store.put(prefix + "w/k", data("v"))
         }
-        let changed = try await store.poll(prefix: prefix + "w/", changedFrom: before, every: .milliseconds(50), timeout: .seconds(10))
+        // The bound is far above the write's usual few milliseconds: on a
+        // loaded machine a three-member etcd may hold an election first.
+        let changed = try await store.poll(prefix: prefix + "w/", changedFrom: before, every: .milliseconds(50), timeout: .seconds(30))
         try await writer.value
         #expect(changed?.values.map(\.string) == ["v"])
         let quiet = try await store.poll(

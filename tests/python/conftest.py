@@ -13,6 +13,12 @@ import pytest
 from harness import Client, Traffic, publish_all, read_jsonl, require_binaries, start_cluster, stop_cluster
 
 
+def pytest_configure(config):
+    # An exception that ends a test's helper thread fails the test: pytest
+    # would otherwise only warn, and the thread's checks would pass unseen.
+    config.addinivalue_line("filterwarnings", "error::pytest.PytestUnhandledThreadExceptionWarning")
+
+
 def _require_binary():
     require_binaries("limelight", "limelight-coordinator", "limelight-indexer", "limelight-query")
 

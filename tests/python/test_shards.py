@@ -118,6 +118,16 @@ def test_split_two_shards_into_four_while_publishing_and_querying(tmp_path):
         stop = threading.Event()
         problems = []
 
+        def recorded(body):
+            """Runs a thread's loop; what it raises is a problem of the test's
+            (a thread's exception would otherwise end only the thread)."""
+            def run():
+                try:
+                    body()
+                except BaseException as e:  # noqa: BLE001 - reported by the test
+                    problems.append(f"{body.__name__}: {e!r}")
+            return run
+
         def publisher():
             with Client(cluster.endpoint, timeout=30) as p:
                 n = 0
@@ -152,7 +162,7 @@ def test_split_two_shards_into_four_while_publishing_and_querying(tmp_path):
                         problems.append(f"a query answered {len(answer - after)} items never sent")
                     queried.append(len(ids))
 
-        threads = [threading.Thread(target=publisher), threading.Thread(target=querier)]
+        threads = [threading.Thread(target=recorded(publisher)), threading.Thread(target=recorded(querier))]
         for t in threads:
             t.start()
         time.sleep(1)
@@ -228,4 +238,54 @@ def test_a_coordinator_killed_while_the_new_shards_are_copied_takes_the_split_up
         assert wait_until(lambda: (lambda stored: len(stored) == len(set(stored)) and set(stored) == acked)(
             stored_ids(cluster.data, 4)), timeout=60), "an item on two shard files, or on none"
     finally:
+        stop_cluster(cluster.process)
+
+
+def test_a_split_waits_for_its_new_shards_query_workers(tmp_path):
+    """The new shards' query workers are held before they register (the
+    test-only hold `query-register`): the new shards are copied, but the
+    split does not switch to a map whose new shards nobody reads; every query
+    meanwhile completes with every shard. Once they register, the split
+    finishes, and queries still complete whole."""
+    require_binaries("limelight", "limelight-coordinator", "limelight-indexer", "limelight-query")
+    holds = tmp_path / "holds"
+    holds.mkdir()
+    os.environ["LIMELIGHT_TEST_HOLD_DIR"] = str(holds)
+    try:
+        cluster = start_cluster(tmp_path / "data", shards=2)
+    finally:
+        del os.environ["LIMELIGHT_TEST_HOLD_DIR"]
+    try:
+        first = split_items("q", 1000)
+        with Client(cluster.endpoint, timeout=20) as c:
+            assert c.publish(first)["stored"] == 1000
+        acked = {i["uniqueIdentifier"] for i in first}
+        (holds / "hold-query-register").touch()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LIMELIGHT_KEY")}
+        env["LIMELIGHT_DATA"] = str(cluster.data)
+        split = subprocess.Popen([str(bin_dir() / "limelight"), "shards", "split", "--to", "4", "--endpoint", cluster.endpoint,
+                                  "--wait-seconds", "180"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        logs = cluster.data / "logs"
+        copied = lambda name: (logs / f"{name}.log").exists() and "shard replaced by a copy" in (logs / f"{name}.log").read_text()
+        assert wait_until(lambda: (holds / "at-query-register").exists() and copied("indexer-s2") and copied("indexer-s3"),
+                          timeout=120), "the new shards were not copied"
+        with Client(cluster.endpoint, timeout=20) as c:
+            deadline = time.monotonic() + 3
+            while time.monotonic() < deadline:
+                ids = found(c)
+                assert len(ids) == len(set(ids)) and set(ids) == acked
+                time.sleep(0.2)
+            assert split.poll() is None, ("the split finished with its new shards unread", split.communicate())
+            assert c.ping()["shardCount"] == 2
+        (holds / "hold-query-register").unlink()
+        out, err = split.communicate(timeout=200)
+        assert split.returncode == 0, (out, err)
+        assert "split done: 4 shards" in out, out
+        with Client(cluster.endpoint, timeout=20) as c:
+            assert c.ping()["shardCount"] == 4
+            ids = found(c)
+            assert len(ids) == len(set(ids)) and set(ids) == acked
+    finally:
+        for h in holds.glob("hold-*"):
+            h.unlink()
         stop_cluster(cluster.process)
