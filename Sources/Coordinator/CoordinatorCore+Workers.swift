@@ -159,7 +159,9 @@ extension CoordinatorCore {
                 "worker": "\(r.worker)", "worker.role": "\(r.role.rawValue)",
                 "shards": "\(r.shards.map(String.init).joined(separator: ","))",
             ])
-        send(.worker(route), id, .registered(Body.Registered(shardCount: admittedShardCount, heartbeatMs: configuration.heartbeatMs)))
+        send(
+            .worker(route), id,
+            .registered(Body.Registered(shardCount: admittedShardCount, heartbeatMs: configuration.heartbeatMs, epoch: activeEpoch)))
         awaitControlPlaneIfUnknown(r)
         replicaRegistered(r)
     }

@@ -362,7 +362,13 @@ public enum Body: Sendable, Hashable {
     public struct Registered: Sendable, Hashable, Codable {
         public var shardCount: Int
         public var heartbeatMs: Int
-        public init(shardCount: Int, heartbeatMs: Int) { self.shardCount = shardCount; self.heartbeatMs = heartbeatMs }
+        /// The accepting coordinator's epoch (a cluster with a control
+        /// plane): from now on the worker refuses changes of lower epochs,
+        /// which come from a coordinator that no longer leads.
+        public var epoch: Int?
+        public init(shardCount: Int, heartbeatMs: Int, epoch: Int? = nil) {
+            self.shardCount = shardCount; self.heartbeatMs = heartbeatMs; self.epoch = epoch
+        }
     }
     public struct Heartbeat: Sendable, Hashable, Codable {
         public var worker: String?

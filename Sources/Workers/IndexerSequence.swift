@@ -10,8 +10,11 @@ enum Applied<T: Sendable>: Sendable {
     case skipped
     /// Changes before it are missing; nothing was applied.
     case gap(have: Int)
-    /// It comes from a coordinator epoch below the shard's; nothing was applied.
+    /// It comes from a coordinator epoch below the shard's, or below that
+    /// of the coordinator this worker registered with; nothing was applied.
     case staleEpoch(have: Int)
+    /// A registration is unanswered (``RegistrationFence``); nothing was applied.
+    case awaitingRegistration
 }
 
 extension IndexerService {
@@ -21,9 +24,18 @@ extension IndexerService {
         _ box: StoreBox, _ exec: DedicatedThread, sequence: Int?, epoch: Int? = nil,
         _ change: @escaping @Sendable (ShardStore) throws -> T
     ) async throws -> Applied<T> {
-        let applied = try await exec.run { try Self.sequenced(box.value, sequence: sequence, epoch: epoch, change) }
-        if case .staleEpoch = applied { tally.refusedStaleEpoch() }
-        return applied
+        let registrations = link.registrations
+        while true {
+            let applied = try await exec.run {
+                try Self.sequenced(box.value, sequence: sequence, epoch: epoch, fence: registrations.fence, change)
+            }
+            if case .awaitingRegistration = applied {
+                await registrations.settled()
+                continue
+            }
+            if case .staleEpoch = applied { tally.refusedStaleEpoch() }
+            return applied
+        }
     }
 
     /// Applies a change, in order: one the file has applied already is
@@ -32,10 +44,19 @@ extension IndexerService {
     /// with its number recorded in the same transaction (or savepoint, inside
     /// a group: ``ShardStore/group(_:)``), so the highest number the file
     /// holds is always that of the last change it holds. Changes without a
-    /// number (an older coordinator) are applied as they come.
+    /// number (an older coordinator) are applied as they come. `fence` is
+    /// what the worker's registrations allow, read on the shard's thread.
     static func sequenced<T: Sendable>(
-        _ store: ShardStore, sequence: Int?, epoch: Int?, _ change: (ShardStore) throws -> T
+        _ store: ShardStore, sequence: Int?, epoch: Int?, fence: RegistrationFence = RegistrationFence(),
+        _ change: (ShardStore) throws -> T
     ) throws -> Applied<T> {
+        if sequence != nil {
+            switch fence.verdict(changeEpoch: epoch) {
+            case .wait: return .awaitingRegistration
+            case .stale(let registered): return .staleEpoch(have: registered)
+            case .apply: break
+            }
+        }
         if let sequence {
             switch try store.check(sequence: sequence, epoch: epoch) {
             case .applied: return .skipped
@@ -66,7 +87,7 @@ extension IndexerService {
         WireError(
             code: "stale_epoch",
             message:
-                "shard \(shard) has taken changes of coordinator epoch \(have); this change of epoch \(epoch ?? 0) comes from a coordinator that no longer leads"
+                "shard \(shard) follows coordinator epoch \(have); this change of epoch \(epoch ?? 0) comes from a coordinator that no longer leads"
         )
     }
 

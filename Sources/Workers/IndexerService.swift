@@ -326,7 +326,7 @@ extension IndexerService {
                 var n = 0
                 switch try await applySequenced(box, exec, sequence: sequence, epoch: epoch, op) {
                 case .done(let count): n = count
-                case .skipped: break
+                case .skipped, .awaitingRegistration: break  // the latter never returned by applySequenced
                 case .gap(let have):
                     await link.send(id, .error(Self.outOfSequence(shard: shard, sequence: sequence ?? 0, have: have)))
                     return

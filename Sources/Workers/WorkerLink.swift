@@ -45,6 +45,8 @@ package final class WorkerLink: Sendable {
     let reporter = StatusReporter()
     let credentials: WorkerCredentials
     let sequences = SequenceReporter()
+    /// What the registrations allow of numbered changes (an indexer's).
+    let registrations = RegistrationGate()
     /// The coordinators this worker may register with, and the one it is
     /// connected to (see ``CoordinatorEndpoints``).
     let targets: Mutex<CoordinatorEndpoints>
@@ -81,6 +83,7 @@ package final class WorkerLink: Sendable {
         let id = WorkerCredentials.routingID(workerID: workerID)
         let state = LinkState()
         let inline = InlineHandler()
+        let registrations = self.registrations
         self.state = state
         self.inline = inline
         socket = try AsyncSocket(
@@ -92,6 +95,13 @@ package final class WorkerLink: Sendable {
                 // take the coordinator for silent, stop heartbeating to register
                 // again, and be declared dead by the coordinator in turn.
                 state.touch()
+                // Taken here, not in the loop: the loop may be waiting on a
+                // change the fence holds until this answer.
+                if let payload = frames.last, RegistrationGate.mayBeRegistered(payload),
+                    case .registered(let r)? = try? Envelope.decode(payload).body
+                {
+                    registrations.accepted(epoch: r.epoch)
+                }
                 guard inline.isSet, let payload = frames.last,
                     let envelope = try? Envelope.decode(payload)
                 else { return false }
@@ -160,6 +170,9 @@ package final class WorkerLink: Sendable {
 
     func register() async {
         var r = registration
+        // Before the numbers are read: a change applied after them waits for
+        // the answer (``RegistrationFence``).
+        registrations.sent()
         r.sequences = await sequences.current?()
         state.registrationSent()
         await send("reg-\(workerID)", .register(r))

@@ -77,6 +77,9 @@ enum GroupAnswers {
                     return .error(IndexerService.outOfSequence(shard: shard, sequence: w.write.sequence ?? 0, have: have))
                 case .success(.staleEpoch(let have)):
                     return .error(IndexerService.staleEpoch(shard: shard, epoch: w.write.epoch, have: have))
+                case .success(.awaitingRegistration):
+                    // Never answered: `applyGroup` applies the group again once the registration is.
+                    return .error(WireError(code: "store_failed", message: "shard \(shard): awaiting registration"))
                 case .failure(let error):
                     return .error(WireError(code: "store_failed", message: "shard \(shard): \(error)"))
                 }
@@ -149,6 +152,11 @@ actor WriteGroups {
 }
 
 extension IndexerService {
+    static func awaitsRegistration(_ result: Result<Applied<[ItemResult]>, any Error>) -> Bool {
+        if case .success(.awaitingRegistration) = result { return true }
+        return false
+    }
+
     /// Applies the waiting writes a group at a time until none waits.
     func applyWaitingWrites() async {
         while true {
@@ -165,26 +173,38 @@ extension IndexerService {
     func applyGroup(_ writes: [WaitingWrite], shard: Int, send: ((String, Body) async -> Void)? = nil) async {
         guard let (box, exec) = stores[shard] else { return }
         let embedding = self.embedding
-        let outcome: Result<[Result<Applied<[ItemResult]>, any Error>], any Error>
-        do {
-            outcome = .success(
-                try await exec.run {
-                    try box.value.group(
-                        writes.map { waiting in
-                            let w = waiting.write
-                            return { store in
-                                try Self.sequenced(store, sequence: w.sequence, epoch: w.epoch) { store in
-                                    let vectors = try embedding.vectors(for: w.items, in: store)
-                                    return try store.write(w.items, evicting: w.evict, vectors: vectors).enumerated().map { i, outcome in
-                                        Self.result(i, outcome)
+        let registrations = link.registrations
+        var outcome: Result<[Result<Applied<[ItemResult]>, any Error>], any Error>
+        repeat {
+            do {
+                outcome = .success(
+                    try await exec.run {
+                        // One reading for the group: while a registration is
+                        // unanswered the whole group waits, none of it applied.
+                        let fence = registrations.fence
+                        if fence.registering { return writes.map { _ in .success(.awaitingRegistration) } }
+                        return try box.value.group(
+                            writes.map { waiting in
+                                let w = waiting.write
+                                return { store in
+                                    try Self.sequenced(store, sequence: w.sequence, epoch: w.epoch, fence: fence) { store in
+                                        let vectors = try embedding.vectors(for: w.items, in: store)
+                                        return try store.write(w.items, evicting: w.evict, vectors: vectors).enumerated().map { i, outcome in
+                                            Self.result(i, outcome)
+                                        }
                                     }
                                 }
-                            }
-                        })
-                })
-        } catch {
-            outcome = .failure(error)
-        }
+                            })
+                    })
+            } catch {
+                outcome = .failure(error)
+            }
+            if case .success(let results) = outcome, results.contains(where: Self.awaitsRegistration) {
+                await registrations.settled()
+                continue
+            }
+            break
+        } while true
         switch outcome {
         case .failure(let error):
             logger.error("a group of writes failed", metadata: ["shard": "\(shard)", "writes": "\(writes.count)", "error": "\(error)"])
@@ -196,7 +216,7 @@ extension IndexerService {
                     tally.changed(shard: shard, wrote: true)
                     tally.finished()
                 case .success(.staleEpoch): tally.refusedStaleEpoch()
-                case .success(.skipped), .success(.gap): break
+                case .success(.skipped), .success(.gap), .success(.awaitingRegistration): break
                 case .failure(let error):
                     tally.finished(failed: true)
                     logger.error("write failed", metadata: ["shard": "\(shard)", "error": "\(error)"])

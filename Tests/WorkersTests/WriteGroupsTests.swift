@@ -155,6 +155,7 @@ import WireProtocol
             case .success(.skipped): "skipped"
             case .success(.gap(let have)): "gap \(have)"
             case .success(.staleEpoch(let have)): "stale \(have)"
+            case .success(.awaitingRegistration): "awaiting registration"
             case .failure: "failed"
             }
         }

@@ -8,6 +8,7 @@ everything sent to them is checked against the schemas.
 """
 
 import json
+import os
 import pathlib
 import re
 import subprocess
@@ -18,7 +19,7 @@ import pytest
 import zmq
 
 import schemas
-from harness import bin_dir, read_jsonl, require_binaries
+from harness import bin_dir, read_jsonl, require_binaries, stored_ids, wait_until
 
 SHARED = pathlib.Path(__file__).resolve().parents[3] / "shared" / "datasets"
 
@@ -269,6 +270,65 @@ def test_a_long_write_does_not_make_the_indexer_take_the_coordinator_for_silent(
         during = [m["type"] for route, m in coordinator.received if route == "slow-indexer"]
         assert "register" not in during, during
         assert during.count("heartbeat") >= took / 0.1 * 0.5, f"{during.count('heartbeat')} heartbeats in {took:.1f} s"
+    finally:
+        coordinator.close()
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def test_changes_of_a_coordinator_that_no_longer_leads_are_not_applied_after_registering_with_a_new_one(tmp_path):
+    """An indexer whose loop is held (the test-only hold `mark`) with changes
+    of coordinator epoch 1 waiting in it takes the coordinator for silent and
+    registers again, reporting shard 0 at 0. The coordinator that accepts it
+    (epoch 2) numbers on from 0. Once the loop goes on, the waiting changes of
+    epoch 1 are refused as stale, not applied: before, they were, the shard
+    moved to 2 behind the report, and the new coordinator's change 1 was then
+    skipped as applied — an acknowledged write that no file held."""
+    require_binaries("limelight-indexer")
+    holds = tmp_path / "holds"
+    holds.mkdir()
+    coordinator = FakeCoordinator()
+    log_path = tmp_path / "indexer.log"
+    env = {**os.environ, "LIMELIGHT_TEST_HOLD_DIR": str(holds)}
+    with open(log_path, "w") as log:
+        process = subprocess.Popen([str(bin_dir() / "limelight-indexer"), "--coordinator", coordinator.endpoint,
+                                    "--data", str(tmp_path), "--shards", "0", "--id", "held-indexer"],
+                                   stdout=log, stderr=log, text=True, env=env)
+    try:
+        register = coordinator.expect("held-indexer", "register")
+        assert register["sequences"] == [{"shard": 0, "sequence": 0}], register
+        coordinator.send("held-indexer", "registered", register["id"], shardCount=1, heartbeatMs=200, epoch=1)
+        (holds / "hold-mark").touch()
+        coordinator.send("held-indexer", "delete", "old-mark", shards=[0], sequence=1, epoch=1,
+                         keepSlots={"slots": 16, "shards": 1, "shard": 0})
+        coordinator.send("held-indexer", "write", "old-write", shard=0, sequence=2, epoch=1, evict=[],
+                         items=[{"uniqueIdentifier": "old:2", "domainIdentifier": "org.fence", "attributes": {"title": "old"}}])
+        assert wait_until(lambda: (holds / "at-mark").exists(), timeout=30), "the indexer did not reach the hold"
+        # Silence: nothing answers its heartbeats until it registers again.
+        again = None
+        deadline = time.monotonic() + 30
+        while again is None and time.monotonic() < deadline:
+            if coordinator.socket.poll(200):
+                route, frame = coordinator.socket.recv_multipart()
+                message = json.loads(frame)
+                schemas.assert_valid(message)
+                if message["type"] == "register":
+                    coordinator.routes[message["worker"]] = route.decode()
+                    again = message
+        assert again is not None, "the indexer did not register again"
+        assert again["sequences"] == [{"shard": 0, "sequence": 0}], again
+        coordinator.send("held-indexer", "registered", again["id"], shardCount=1, heartbeatMs=200, epoch=2)
+        (holds / "hold-mark").unlink()
+        refused = [coordinator.expect("held-indexer", "error", timeout=30) for _ in range(2)]
+        assert {r["id"] for r in refused} == {"old-mark", "old-write"}, refused
+        assert {r["code"] for r in refused} == {"stale_epoch"}, refused
+        ack = coordinator.request("held-indexer", "write", "new-write", "write_ack", shard=0, sequence=1, epoch=2, evict=[],
+                                  items=[{"uniqueIdentifier": "new:1", "domainIdentifier": "org.fence", "attributes": {"title": "new"}}])
+        assert [r["status"] for r in ack["results"]] == ["stored"], ack
+        assert stored_ids(tmp_path, 1) == ["new:1"]
     finally:
         coordinator.close()
         process.terminate()
