@@ -31,6 +31,7 @@ extension IndexerService {
             }
             if case .awaitingRegistration = applied {
                 await registrations.settled()
+                try Task.checkCancellation()
                 continue
             }
             if case .staleEpoch = applied { tally.refusedStaleEpoch() }

@@ -53,35 +53,20 @@ struct RegistrationFence: Sendable, Equatable {
 /// closure that applies a change, so that a registration's numbers, read on
 /// the same threads, count exactly the changes applied before them.
 final class RegistrationGate: Sendable {
-    private struct State {
-        var fence = RegistrationFence()
-        var waiters: [CheckedContinuation<Void, Never>] = []
-    }
-    private let state = Mutex(State())
+    private let state = Mutex(RegistrationFence())
 
-    var fence: RegistrationFence { state.withLock { $0.fence } }
+    var fence: RegistrationFence { state.withLock { $0 } }
 
-    func sent() { state.withLock { $0.fence.sent() } }
+    func sent() { state.withLock { $0.sent() } }
 
-    func accepted(epoch: Int?) {
-        let waiters = state.withLock { s in
-            s.fence.accepted(epoch: epoch)
-            defer { s.waiters = [] }
-            return s.waiters
-        }
-        for w in waiters { w.resume() }
-    }
+    func accepted(epoch: Int?) { state.withLock { $0.accepted(epoch: epoch) } }
 
-    /// Returns once no registration is unanswered.
+    /// Returns once no registration is unanswered, or the task is cancelled
+    /// (the worker stopping). It looks every 10 ms: it waits only while a
+    /// worker registers again, and a look-and-sleep leaves no waiter behind
+    /// when the task is cancelled.
     func settled() async {
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            let now = state.withLock { s in
-                guard s.fence.registering else { return true }
-                s.waiters.append(c)
-                return false
-            }
-            if now { c.resume() }
-        }
+        while fence.registering, !Task.isCancelled { try? await Task.sleep(for: .milliseconds(10)) }
     }
 
     /// Whether a received message may be `registered`, read without decoding

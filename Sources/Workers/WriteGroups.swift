@@ -78,8 +78,8 @@ enum GroupAnswers {
                 case .success(.staleEpoch(let have)):
                     return .error(IndexerService.staleEpoch(shard: shard, epoch: w.write.epoch, have: have))
                 case .success(.awaitingRegistration):
-                    // Never answered: `applyGroup` applies the group again once the registration is.
-                    return .error(WireError(code: "store_failed", message: "shard \(shard): awaiting registration"))
+                    // Only when the worker stops: otherwise `applyGroup` applies the group again once the registration is answered.
+                    return .error(WireError(code: "store_failed", message: "shard \(shard): the worker stopped while registering"))
                 case .failure(let error):
                     return .error(WireError(code: "store_failed", message: "shard \(shard): \(error)"))
                 }
@@ -201,7 +201,7 @@ extension IndexerService {
             }
             if case .success(let results) = outcome, results.contains(where: Self.awaitsRegistration) {
                 await registrations.settled()
-                continue
+                if !Task.isCancelled { continue }
             }
             break
         } while true
