@@ -18,8 +18,10 @@ are done, every acknowledged item is in exactly one of the eight shard
 files, read with SQLite, and nothing is there that was not sent; the status
 shows eight shards, every replica in sync.
 
-CI runs one kill per phase, rotating the victim (`ROUNDS`); the whole
-matrix, 18 rounds, runs with LIMELIGHT_SPLIT_KILLS=all. "marking" is a step of
+CI runs one kill per phase, rotating the victim, and two rounds with two
+replicas of every shard (`ROUNDS`); the whole matrix, 36 rounds (each
+phase and victim, with one replica and with two), runs with
+LIMELIGHT_SPLIT_KILLS=all. "marking" is a step of
 "just before the switch": the marks sent and not applied (a purge lost with
 its indexer must be sent again once the shard has one).
 """
@@ -41,10 +43,13 @@ PHASES = ("copy", "catch-up", "marking", "before-switch", "after-switch", "purge
 VICTIMS = ("coordinator", "source", "target")
 # One kill per phase, the victim rotating; the existing test_shards.py kills
 # the coordinator during the copy of a 2 → 4 split.
-ROUNDS = [("copy", "target"), ("catch-up", "coordinator"), ("marking", "source"), ("before-switch", "source"),
-          ("after-switch", "target"), ("purge", "coordinator")]
+ROUNDS = [("copy", "target", 1), ("catch-up", "coordinator", 1), ("marking", "source", 1), ("before-switch", "source", 1),
+          ("after-switch", "target", 1), ("purge", "coordinator", 1),
+          # With two replicas of every shard (`up --replicas 2`): the kill takes
+          # one replica's process; the other's carries on.
+          ("catch-up", "target", 2), ("marking", "coordinator", 2)]
 if os.environ.get("LIMELIGHT_SPLIT_KILLS") == "all":
-    ROUNDS = [(p, v) for p in PHASES for v in VICTIMS]
+    ROUNDS = [(p, v, r) for r in (1, 2) for p in PHASES for v in VICTIMS]
 
 # The holds that make each phase last until the kill (TestHold's phases):
 # the first is the one whose `at-` marker says the phase is reached.
@@ -197,14 +202,15 @@ def victim_name(victim, marker):
     return f"indexer-{int(target[len('indexer-s'):]) % FROM % 2}"
 
 
-@pytest.mark.parametrize("phase,victim", ROUNDS, ids=[f"{p}-{v}" for p, v in ROUNDS])
-def test_split_4_to_8_with_a_kill_at_a_phase(tmp_path, phase, victim):
+@pytest.mark.parametrize("phase,victim,replicas", ROUNDS,
+                         ids=[f"{p}-{v}" + ("" if r == 1 else f"-{r}-replicas") for p, v, r in ROUNDS])
+def test_split_4_to_8_with_a_kill_at_a_phase(tmp_path, phase, victim, replicas):
     require_binaries("limelight", "limelight-coordinator", "limelight-indexer", "limelight-query")
     holds = tmp_path / "holds"
     holds.mkdir()
     os.environ["LIMELIGHT_TEST_HOLD_DIR"] = str(holds)
     try:
-        cluster = start_cluster(tmp_path / "data", shards=FROM)
+        cluster = start_cluster(tmp_path / "data", shards=FROM, extra=("--replicas", str(replicas)))
     finally:
         del os.environ["LIMELIGHT_TEST_HOLD_DIR"]
     stop = threading.Event()
@@ -262,16 +268,23 @@ def test_split_4_to_8_with_a_kill_at_a_phase(tmp_path, phase, victim):
                 return not failed and len(ids) == len(set(ids)) and set(ids) == acked
             assert wait_until(answered_exactly, timeout=60, interval=1), "the answer is not every acknowledged item once"
 
+        # Each replica's folder: `up` keeps replica r > 0 in DATA/replica-r.
+        folders = [cluster.data] + [cluster.data / f"replica-{r}" for r in range(1, replicas)]
+
         def purged():
-            stored = stored_ids(cluster.data, TO)
-            return len(stored) == len(set(stored)) and set(stored) == acked
+            for folder in folders:
+                stored = stored_ids(folder, TO)
+                if len(stored) != len(set(stored)) or set(stored) != acked:
+                    return False
+            return True
         assert wait_until(purged, timeout=120, interval=1), \
-            "an item on two shard files or on none, or one never sent, once the purges are done"
+            "an item on two shard files of a replica or on none, or one never sent, once the purges are done"
 
         def all_in_sync():
             lines = status_lines(cluster)
             return len(lines) == TO and all(
-                s["replicas"] and all(r["state"] == "in sync" and r["live"] for r in s["replicas"]) for s in lines)
+                len(s["replicas"]) == replicas and all(r["state"] == "in sync" and r["live"] for r in s["replicas"])
+                for s in lines)
         assert wait_until(all_in_sync, timeout=60, interval=1), status_lines(cluster)
     finally:
         stop.set()
