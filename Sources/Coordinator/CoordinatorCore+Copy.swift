@@ -25,6 +25,11 @@ struct ShardCopies: Sendable {
         var size = 0
         var received = 0
         var started = ContinuousClock.now
+        /// The log of `shard` is kept from here on while the copy runs, so
+        /// that the snapshot can be caught up however long the copy takes:
+        /// the committed number when it starts (the snapshot holds at least
+        /// that), then the snapshot's own number.
+        var pin = 0
     }
     /// Copies under way, by copy id.
     var running: [String: Copy] = [:]
@@ -59,7 +64,8 @@ extension CoordinatorCore {
                 && (replication.applied[n]?[from] ?? 0) >= committed && replication.catchingUp[w.id]?[from] == nil
         }
         guard let source else { return }
-        let copy = ShardCopies.Copy(id: makeID("copy-"), shard: shard, source: source.id, target: target, replica: name, sourceShard: from)
+        var copy = ShardCopies.Copy(id: makeID("copy-"), shard: shard, source: source.id, target: target, replica: name, sourceShard: from)
+        copy.pin = committed
         replication.copies.running[copy.id] = copy
         count(.copyStarted)
         logger.info(
@@ -94,6 +100,7 @@ extension CoordinatorCore {
                 return true
             }
             c.sequence = chunk.sequence
+            c.pin = max(c.pin, chunk.sequence)
             c.size = chunk.size
             replication.copies.running[copyID] = c
             let next = makeID("y")

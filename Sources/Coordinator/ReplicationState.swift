@@ -133,12 +133,24 @@ struct ReplicationState: Sendable {
         return (n, numbered)
     }
 
+    /// How far past its limit a shard's log may grow while a copy of the
+    /// shard runs (``ShardCopies/Copy/pin``): under a write load heavy
+    /// enough to pass that before a copy ends, the copy is caught up by
+    /// another copy, as without the pin, rather than the log growing unbounded.
+    static let pinnedLogFactor = 10
+
     /// Drops the oldest changes while the log holds more than `limit` items
-    /// (always keeping the newest).
+    /// (always keeping the newest), but none after a running copy's pin
+    /// while the log holds at most ``pinnedLogFactor`` times `limit`: a copy
+    /// that takes longer than the log lasts would otherwise be detached
+    /// again the moment it is installed, and under a steady load copied
+    /// over and over.
     mutating func trimLog(_ shard: Int, limit: Int) {
         guard var entries = log[shard], var weight = logWeight[shard], weight > limit else { return }
+        let pin = copies.running.values.filter { $0.shard == shard }.map(\.pin).min()
         var drop = 0
         while drop < entries.count - 1, weight > limit {
+            if let pin, entries[drop].sequence > pin, weight <= limit * Self.pinnedLogFactor { break }
             weight -= entries[drop].weight
             drop += 1
         }

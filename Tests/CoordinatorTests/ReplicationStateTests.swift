@@ -50,6 +50,29 @@ struct ReplicationStateTests {
         #expect(r.start(1) == 1)
     }
 
+    /// While a copy of the shard runs, the log keeps every change after the
+    /// copy's pin, up to ten times its limit, so that the copy is caught up
+    /// once installed however long it took; past that the pin gives way.
+    @Test func aRunningCopyKeepsTheLogFromItsPin() {
+        var r = ReplicationState()
+        for _ in 1...3 { _ = r.number(Self.write(1), shard: 0, logLimit: 2) }
+        #expect(r.start(0) == 2)
+        var copy = ShardCopies.Copy(id: "copy-1", shard: 0, source: "ia", target: "ib", replica: "b")
+        copy.pin = 3
+        r.copies.running[copy.id] = copy
+        for _ in 4...10 { _ = r.number(Self.write(1), shard: 0, logLimit: 2) }
+        #expect(r.start(0) == 4)
+        #expect(r.copyInstalled(copy, sequence: 3) == [.catchUp(worker: "ib", shard: 0, after: 3)])
+        r.copies.running[copy.id] = copy
+        for _ in 11...40 { _ = r.number(Self.write(1), shard: 0, logLimit: 2) }
+        #expect(r.log[0]?.count == 20)
+        #expect(r.start(0) == 21)
+        // With no copy running, the log is held to its limit again.
+        r.copies.running = [:]
+        _ = r.number(Self.write(1), shard: 0, logLimit: 2)
+        #expect(r.log[0]?.map(\.sequence) == [40, 41])
+    }
+
     /// A replica that registers behind, within the log, is sent the
     /// declarations and then the changes it missed.
     @Test func aReplicaBehindWithinTheLogIsCaughtUp() {
