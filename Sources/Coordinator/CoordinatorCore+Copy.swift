@@ -48,7 +48,11 @@ extension CoordinatorCore {
     /// Starts copying `shard` to the replica of indexer `target` from a live
     /// replica that has every committed change and this coordinator's numbers.
     /// Does nothing while one is under way; when no replica can be the
-    /// source yet, the sweep tries again.
+    /// source yet, the sweep tries again. A source indexer keeps one
+    /// snapshot of a shard at a time (a new copy replaces the one under
+    /// way), so a replica that is already the source of a copy of the same
+    /// shard is not picked: two new replicas copied at once (a split's new
+    /// shard with two replicas) take one source each, or one after the other.
     func startCopy(to target: String, shard: Int) {
         guard let t = workers[target], t.role == .indexer else { return }
         let name = replicaName(t)
@@ -58,9 +62,10 @@ extension CoordinatorCore {
         // A split's new shard is copied from its source, which it mirrors.
         let from = splitRun?.source(of: shard) ?? shard
         let committed = replication.committed[from] ?? 0
+        let busy = Set(replication.copies.running.values.filter { ($0.sourceShard ?? $0.shard) == from }.map(\.source))
         let source = writeReplicas(shard: from).first { w in
             let n = replicaName(w)
-            return (n != name || from != shard) && (replication.lineage[from]?.contains(n) ?? false)
+            return !busy.contains(w.id) && (n != name || from != shard) && (replication.lineage[from]?.contains(n) ?? false)
                 && (replication.applied[n]?[from] ?? 0) >= committed && replication.catchingUp[w.id]?[from] == nil
         }
         guard let source else { return }

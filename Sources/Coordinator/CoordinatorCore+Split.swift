@@ -111,23 +111,27 @@ extension CoordinatorCore {
 
     var splitKeys: ClusterKeys { ClusterKeys(cluster: configuration.cluster) }
 
-    /// A new shard has a live replica with every change committed, that is
-    /// not copying or catching up; and, when its source is read by query
-    /// workers, a live query worker of that replica too. Without one the
-    /// switch would route queries to a shard nobody reads, and each would
-    /// complete with the shard failed ("no live query worker") until its
-    /// worker came: the split waits for it instead, as writes wait for the
-    /// new shard's indexer.
+    /// Every live replica of a new shard has every change committed, and
+    /// none is copying or catching up — all of them, not one: the write
+    /// pause that follows lasts until every live replica has applied its
+    /// last change, so one still catching up would hold writes for as long
+    /// as its catch-up takes (seconds under a heavy publish), where a
+    /// replica already fresh drains in milliseconds. And, when the source is
+    /// read by query workers, one of those replicas has a live query worker:
+    /// without one the switch would route queries to a shard nobody reads,
+    /// each completing with the shard failed ("no live query worker") until
+    /// its worker came; the split waits for it instead.
     func targetFresh(_ shard: Int) -> Bool {
         let source = splitRun?.split.targets.first { $0.shard == shard }?.source
         let queried = source.map { !liveWorkers(.query, shard: $0).isEmpty } ?? false
         let readers = Set(liveWorkers(.query, shard: shard).compactMap { replication.replicaOf[$0.id] })
-        return liveWorkers(.indexer, shard: shard).contains { w in
+        let live = liveWorkers(.indexer, shard: shard)
+        let fresh = live.allSatisfy { w in
             let name = replicaName(w)
             return replication.applied[name]?[shard] != nil && isFresh(w, shard: shard)
                 && replication.catchingUp[w.id]?[shard] == nil && !replication.copies.copying(replica: name, shard: shard)
-                && (!queried || readers.contains(name))
         }
+        return !live.isEmpty && fresh && (!queried || live.contains { readers.contains(replicaName($0)) })
     }
 
     /// Every live replica of the new shard has applied its last numbered change.

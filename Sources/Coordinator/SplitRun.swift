@@ -13,8 +13,8 @@ import WireProtocol
 /// replica of i, the snapshot's number meaning the same changes on j — and
 /// the log catches it up. Then:
 ///
-/// 1. every new shard has a fresh replica (read by a live query worker,
-///    when its source is): client writes are held
+/// 1. every live replica of every new shard is fresh (one read by a live
+///    query worker, when its source is): client writes are held
 ///    (``Step/draining``) until every replica of the new shards has applied
 ///    its last change, and the mirroring stops;
 /// 2. the purge phase is stored, so that a successor does not copy the new
@@ -57,8 +57,9 @@ struct SplitRun: Sendable {
 
     /// What the coordinator sees at a tick.
     struct Observed: Sendable, Equatable {
-        /// Every new shard has a live replica with every committed change, not
-        /// copying or catching up (and a query worker of it, when its source has one).
+        /// Every live replica of every new shard has every committed change,
+        /// none copying or catching up (and one has a live query worker, when
+        /// the source has one).
         var targetsFresh: Bool
         /// Every live replica of every new shard has applied its last numbered change.
         var targetsDrained: Bool

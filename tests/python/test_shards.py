@@ -97,14 +97,18 @@ def found(client):
     return [i["uniqueIdentifier"] for k, v in events if k == "batch" for i in v]
 
 
-def test_split_two_shards_into_four_while_publishing_and_querying(tmp_path):
+@pytest.mark.parametrize("replicas", [1, 2])
+def test_split_two_shards_into_four_while_publishing_and_querying(tmp_path, replicas):
     """`limelight shards split --to 4` on a 2-shard `limelight up` under load:
     every acknowledged item is found exactly once during and after, on exactly
-    one shard file, and the status shows four shards in sync."""
+    one shard file of each replica, and the status shows four shards in sync.
+    With two replicas both of a new shard's are copied at once, from one
+    source replica each: no copy is abandoned (a source keeps one snapshot of
+    a shard, and two copies from the same one took it from each other)."""
     import threading
 
     require_binaries("limelight", "limelight-coordinator", "limelight-indexer", "limelight-query")
-    cluster = start_cluster(tmp_path / "data", shards=2)
+    cluster = start_cluster(tmp_path / "data", shards=2, extra=("--replicas", str(replicas)))
     try:
         acked, sent = set(), set()
         lock = threading.Lock()
@@ -187,15 +191,22 @@ def test_split_two_shards_into_four_while_publishing_and_querying(tmp_path):
             # Every acknowledged item on exactly one shard file, the one its slot
             # names, once the background purges have deleted the moved rows
             # (until then answers leave them out, as checked above).
+            folders = [cluster.data] + [cluster.data / f"replica-{r}" for r in range(1, replicas)]
+
             def purged():
-                stored = stored_ids(cluster.data, 4)
-                return len(stored) == len(set(stored)) and set(stored) == acked
-            assert wait_until(purged, timeout=60), "an item on two shards, or missing from every one"
+                for folder in folders:
+                    stored = stored_ids(folder, 4)
+                    if len(stored) != len(set(stored)) or set(stored) != acked:
+                        return False
+                return True
+            assert wait_until(purged, timeout=60), "an item on two shards of a replica, or missing from every one"
             ids = found(c)
             assert len(ids) == len(set(ids)) and set(ids) == acked, "answers changed by the purge"
+            counters = c.stats()["counters"]
+            assert counters.get("copy.abandoned", 0) == 0, counters
         assert wait_until(lambda: len(status_lines(cluster)) == 4 and all(
-            s["replicas"] and all(r["state"] == "in sync" for r in s["replicas"]) for s in status_lines(cluster)), timeout=20), \
-            status_lines(cluster)
+            len(s["replicas"]) == replicas and all(r["state"] == "in sync" for r in s["replicas"]) for s in status_lines(cluster)),
+            timeout=20), status_lines(cluster)
     finally:
         stop_cluster(cluster.process)
 
