@@ -29,6 +29,13 @@ package final class CoordinatorService: Sendable {
     let zap: ZAPHandler?
     /// The election, with `--control-plane`; nil for a cluster's only coordinator.
     package let election: CoordinatorElection?
+    /// The control plane as the split and in-sync loops read and write it:
+    /// a store of their own, apart from the election's, since a store's
+    /// calls run one at a time and a renewal must never wait behind
+    /// theirs (cut off from etcd, each call takes its whole timeout on
+    /// every member; against a slow etcd, the queue alone could outlast
+    /// the lease).
+    let loopsStore: (any ControlPlaneStore)?
     /// Set when the election deposed this coordinator: `run` has returned,
     /// and the process should end (a new one campaigns afresh).
     private let deposedReason = Mutex<String?>(nil)
@@ -92,6 +99,9 @@ package final class CoordinatorService: Sendable {
         clientEndpoint = clients.endpoint ?? configuration.listen
         workerEndpoint = workerSocket.endpoint ?? configuration.workers
         let (boundClients, boundWorkers) = (clientEndpoint, workerEndpoint)
+        loopsStore = try configuration.controlPlane.map { endpoint in
+            try openControlPlane(endpoint, timeout: .milliseconds(max(300, configuration.leaseSeconds * 1000 / 3)))
+        }
         election = try configuration.controlPlane.map { endpoint in
             let id = configuration.coordinatorID ?? "coordinator-\(ProcessInfo.processInfo.hostName)-\(getpid())"
             var leadership = Leadership(
@@ -166,9 +176,9 @@ package final class CoordinatorService: Sendable {
                     }
                 }
             }
-            if let election {
-                group.addTask { await self.followSplits(election.store) }
-                group.addTask { await self.followInSync(election.store) }
+            if let loopsStore {
+                group.addTask { await self.followSplits(loopsStore) }
+                group.addTask { await self.followInSync(loopsStore) }
             }
             if let http {
                 group.addTask {
