@@ -101,6 +101,17 @@ class FakeCoordinator:
         self.socket.close(linger=0)
 
 
+def stop(*processes):
+    """SIGTERM to each worker, then SIGKILL to any still running 10 s later."""
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
 @pytest.fixture(scope="module")
 def workers(tmp_path_factory):
     """A fake coordinator with a real indexer and query worker registered for shard 0."""
@@ -124,13 +135,7 @@ def workers(tmp_path_factory):
         yield coordinator
     finally:
         coordinator.close()
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        stop(*processes)
 
 
 @pytest.fixture(scope="module")
@@ -272,11 +277,7 @@ def test_a_long_write_does_not_make_the_indexer_take_the_coordinator_for_silent(
         assert during.count("heartbeat") >= took / 0.1 * 0.5, f"{during.count('heartbeat')} heartbeats in {took:.1f} s"
     finally:
         coordinator.close()
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        stop(process)
 
 
 def test_changes_of_a_coordinator_that_no_longer_leads_are_not_applied_after_registering_with_a_new_one(tmp_path):
@@ -331,8 +332,4 @@ def test_changes_of_a_coordinator_that_no_longer_leads_are_not_applied_after_reg
         assert stored_ids(tmp_path, 1) == ["new:1"]
     finally:
         coordinator.close()
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        stop(process)
