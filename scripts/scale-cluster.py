@@ -249,37 +249,30 @@ def run(args):
             sample_memory()
             time.sleep(1)
         log(f"{acked()} items acknowledged: splitting {SHARDS} → {TO}")
-        (state / "phase").write_text("split\n")
-        split_started = time.monotonic()
-        result = {}
-        split_thread = threading.Thread(target=lambda: result.update(split=shards_command("split", "--to", str(TO), "--wait-seconds", "3600")))
-        split_thread.start()
-        time.sleep(1)
-        for host, shards in SPLIT_WORKERS.items():
-            replica(host, shards)
-        while split_thread.is_alive():
-            sample_memory()
+        def change(phase, argv, start_workers):
+            """Runs `limelight shards ARGV` while sampling memory, with the
+            workers it needs started a second in; records its time and last line."""
+            (state / "phase").write_text(f"{phase}\n")
+            started = time.monotonic()
+            result = {}
+            command = threading.Thread(target=lambda: result.update(done=shards_command(*argv, "--wait-seconds", "3600")))
+            command.start()
             time.sleep(1)
-        split = result["split"]
-        assert split.returncode == 0, split.stdout + split.stderr
-        figures["split_s"] = round(time.monotonic() - split_started, 1)
-        figures["split_stdout"] = split.stdout.strip().splitlines()[-1:]
-        log(f"{split.stdout.strip().splitlines()[-1]}; moving r1's replica to m1 ({acked()} acknowledged)")
+            start_workers()
+            while command.is_alive():
+                sample_memory()
+                time.sleep(1)
+            done = result["done"]
+            assert done.returncode == 0, done.stdout + done.stderr
+            figures[f"{phase}_s"] = round(time.monotonic() - started, 1)
+            figures[f"{phase}_stdout"] = done.stdout.strip().splitlines()[-1:]
+            return done.stdout.strip().splitlines()[-1]
 
-        (state / "phase").write_text("move\n")
-        move_started = time.monotonic()
-        move_thread = threading.Thread(target=lambda: result.update(move=shards_command("move", "--from", "r1", "--to", "m1", "--shards", "0,1", "--wait-seconds", "3600")))
-        move_thread.start()
-        time.sleep(1)
-        replica("m1", WORKERS["r1"])
-        while move_thread.is_alive():
-            sample_memory()
-            time.sleep(1)
-        move = result["move"]
-        assert move.returncode == 0, move.stdout + move.stderr
-        figures["move_s"] = round(time.monotonic() - move_started, 1)
-        figures["move_stdout"] = move.stdout.strip().splitlines()[-1:]
-        log(f"{move.stdout.strip().splitlines()[-1]} ({acked()} acknowledged)")
+        last = change("split", ["split", "--to", str(TO)],
+                      lambda: [replica(host, shards) for host, shards in SPLIT_WORKERS.items()])
+        log(f"{last}; moving r1's replica to m1 ({acked()} acknowledged)")
+        last = change("move", ["move", "--from", "r1", "--to", "m1", "--shards", "0,1"], lambda: replica("m1", WORKERS["r1"]))
+        log(f"{last} ({acked()} acknowledged)")
 
         (state / "phase").write_text("after\n")
         while not (state / "published").exists():
