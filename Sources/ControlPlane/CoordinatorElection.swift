@@ -21,7 +21,7 @@ package final class CoordinatorElection: Sendable {
     /// lease as a deposition (a clean stop is not a lost lease).
     let resigning = Mutex(false)
     /// Wakes the loop from its pause between renewals, so that a deposition
-    /// by ``fence(_:)`` is reported (and the process ends) at once rather
+    /// by ``fence(_:follows:)`` is reported (and the process ends) at once rather
     /// than up to a third of the lease later.
     let turn = Wakeup()
 
@@ -39,11 +39,12 @@ package final class CoordinatorElection: Sendable {
 
     package var role: Leadership.Role { state.withLock { $0.role } }
 
-    /// Deposes this coordinator now (``Leadership/fenced(_:)``); the loop
-    /// reports it at its next turn. False when it was not active.
+    /// Deposes this coordinator now when a successor leads
+    /// (``Leadership/fenced(_:follows:)``); the loop reports it at its next
+    /// turn. False when it was not deposed.
     @discardableResult
-    package func fence(_ reason: String) -> Bool {
-        let fenced = state.withLock { $0.fenced(reason) }
+    package func fence(_ reason: String, follows: Int?) -> Bool {
+        let fenced = state.withLock { $0.fenced(reason, follows: follows) }
         if fenced { turn.signal() }
         return fenced
     }
@@ -127,10 +128,10 @@ package final class CoordinatorElection: Sendable {
     }
 
     /// Gives the role up because this coordinator cannot do its work
-    /// (`reason`): deposed now, as by ``fence(_:)``, and its lease revoked,
+    /// (`reason`): deposed now, as by ``fence(_:follows:)``, and its lease revoked,
     /// so that a standby takes over without waiting for it to lapse.
     package func stepDown(_ reason: String) async {
-        guard fence(reason) else { return }
+        guard fence(reason, follows: nil) else { return }
         await revokeActiveLease()
     }
 

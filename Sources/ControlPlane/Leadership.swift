@@ -136,10 +136,16 @@ package struct Leadership: Sendable {
         return epoch
     }
 
-    /// A worker refused this coordinator's change as of an older epoch: a
-    /// successor leads. Deposes it; false when it was not active.
-    package mutating func fenced(_ reason: String) -> Bool {
+    /// A worker refused a change as of an older epoch than the one its shard
+    /// follows (`follows`): when that is above this coordinator's epoch, a
+    /// successor leads, and it is deposed. False when it was not active, or
+    /// when the shard follows this coordinator's epoch (or an older one):
+    /// the refused change was a predecessor's, reaching this coordinator
+    /// because the worker had moved on while it was queued. A refusal that
+    /// names no epoch is taken as a successor's.
+    package mutating func fenced(_ reason: String, follows: Int?) -> Bool {
         guard case .active(let epoch) = role else { return false }
+        if let follows, follows <= epoch { return false }
         role = .deposed(epoch: epoch, reason: reason)
         return true
     }

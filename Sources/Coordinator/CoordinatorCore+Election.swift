@@ -25,11 +25,14 @@ extension CoordinatorCore {
     }
 
     /// An indexer refused a change as of an older epoch than its shard's:
-    /// another coordinator has taken over. This one stops serving at once
-    /// (the election then ends the process) rather than when its lease runs out.
+    /// when the shard follows a newer epoch than this coordinator's, another
+    /// coordinator has taken over, and this one stops serving at once (the
+    /// election then ends the process) rather than when its lease runs out.
     func fencedOff(by worker: String, _ error: WireError) {
         count(.staleEpochAnswers)
-        guard let election, election.fence("indexer \(worker) refused a change: \(error.message)") else { return }
+        guard let election, election.fence("indexer \(worker) refused a change: \(error.message)", follows: error.epoch) else {
+            return
+        }
         logger.critical("fenced off by a newer coordinator", metadata: ["worker": "\(worker)", "error": "\(error.message)"])
     }
 

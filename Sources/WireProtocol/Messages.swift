@@ -64,13 +64,21 @@ public struct WireError: Sendable, Hashable, Codable, Error, CustomStringConvert
     /// a client, its client endpoint; for a worker, its worker endpoint), when
     /// the standby knows it. Clients and workers move there.
     public var active: String?
+    /// With `stale_epoch`: the coordinator epoch the refusing shard follows.
+    /// A coordinator is fenced off only when this is above its own epoch;
+    /// a refusal of an older coordinator's change that reaches its successor
+    /// (the worker moved on while that change was still queued) is not.
+    public var epoch: Int?
 
-    public init(code: String, message: String, position: Int? = nil, field: String? = nil, active: String? = nil) {
+    public init(
+        code: String, message: String, position: Int? = nil, field: String? = nil, active: String? = nil, epoch: Int? = nil
+    ) {
         self.code = code
         self.message = message
         self.position = position
         self.field = field
         self.active = active
+        self.epoch = epoch
     }
 
     public init(_ e: ItemError) {
@@ -83,6 +91,7 @@ public struct WireError: Sendable, Hashable, Codable, Error, CustomStringConvert
         if let position { o["position"] = .number(Double(position)) }
         if let field { o["field"] = .string(field) }
         if let active { o["active"] = .string(active) }
+        if let epoch { o["epoch"] = .number(Double(epoch)) }
         return .object(o)
     }
 

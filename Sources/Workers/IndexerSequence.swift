@@ -88,8 +88,8 @@ extension IndexerService {
         WireError(
             code: "stale_epoch",
             message:
-                "shard \(shard) follows coordinator epoch \(have); this change of epoch \(epoch ?? 0) comes from a coordinator that no longer leads"
-        )
+                "shard \(shard) follows coordinator epoch \(have); this change of epoch \(epoch ?? 0) comes from a coordinator that no longer leads",
+            epoch: have)
     }
 
     static func outOfSequence(shard: Int, sequence: Int, have: Int) -> WireError {

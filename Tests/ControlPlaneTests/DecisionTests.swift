@@ -176,14 +176,26 @@ import WireProtocol
 @Suite struct FencedTests {
     @Test func aStaleEpochAnswerDeposesAnActiveCoordinatorOnly() {
         var l = Leadership(id: "a", clients: "c", workers: "w", keys: ClusterKeys(cluster: "t"))
-        let early = l.fenced("too early")
+        let early = l.fenced("too early", follows: 4)
         #expect(!early, "a standby is not deposed")
         l.campaigned(TransactionResult(succeeded: true, revision: 2), epoch: 3, lease: Lease(id: 1, ttlSeconds: 3), sentAt: .now)
         #expect(l.servingEpoch(at: .now) == 3)
-        let fenced = l.fenced("indexer ix refused a change")
+        let own = l.fenced("indexer ix refused a predecessor's change", follows: 3)
+        #expect(!own, "a refusal of an older coordinator's change, reaching its successor, does not depose it")
+        let older = l.fenced("indexer ix refused a change", follows: 2)
+        #expect(!older)
+        #expect(l.servingEpoch(at: .now) == 3)
+        let fenced = l.fenced("indexer ix refused a change", follows: 4)
         #expect(fenced)
         #expect(l.servingEpoch(at: .now) == nil)
         #expect(l.role == .deposed(epoch: 3, reason: "indexer ix refused a change"))
+    }
+
+    @Test func aRefusalNamingNoEpochIsTakenAsASuccessors() {
+        var l = Leadership(id: "a", clients: "c", workers: "w", keys: ClusterKeys(cluster: "t"))
+        l.campaigned(TransactionResult(succeeded: true, revision: 2), epoch: 3, lease: Lease(id: 1, ttlSeconds: 3), sentAt: .now)
+        let fenced = l.fenced("an older indexer refused a change", follows: nil)
+        #expect(fenced)
     }
 }
 

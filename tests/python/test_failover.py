@@ -488,6 +488,48 @@ def test_a_coordinator_fenced_off_by_an_indexer_stops_at_once(tmp_path, procs):
     assert collections.Counter(stored_ids(data, SHARDS)) == collections.Counter()
 
 
+def test_a_predecessors_refused_change_does_not_fence_off_its_successor(tmp_path, procs):
+    """An indexer that moved to a new coordinator while a change of the old
+    one was still queued refuses that change (`stale_epoch`) and reports the
+    refusal to the coordinator it now follows, naming the epoch its shard
+    follows: that coordinator's own. It is not a successor's sign, and the
+    coordinator keeps serving; a refusal naming a later epoch than its own
+    ends it."""
+    secret = tmp_path / "cluster.secret"
+    control_plane = f"file://{tmp_path}/control-plane.json"
+    a_clients, a_workers = procs.coordinator("a", control_plane, "--lease-seconds", "30", "--cluster-secret-file", str(secret))
+    assert wait_until(lambda: active_id(control_plane) == "a", timeout=15)
+    epoch = status(control_plane)["active"]["epoch"]
+    refuse = {"epoch": None}
+
+    def refusals(message):
+        if message["type"] == "registered":
+            assert message["epoch"] == epoch, message
+            refuse["epoch"] = epoch
+        if message["type"] not in ("registered", "heartbeat") or refuse["epoch"] is None:
+            return []
+        refused, refuse["epoch"] = refuse["epoch"], None
+        return [("error", {"code": "stale_epoch", "epoch": refused,
+                           "message": f"shard 0 follows coordinator epoch {refused}; this change of epoch {epoch - 1} "
+                                      "comes from a coordinator that no longer leads"})]
+
+    indexer = FakeWorker(a_workers, "fake-ix", "indexer", list(range(SHARDS)), handler=refusals, secret_file=secret)
+    indexer.start()
+    try:
+        assert indexer.registered.wait(10), (indexer.received, indexer.errors)
+        assert wait_until(lambda: "reported an error" in (tmp_path / "coordinator-a.log").read_text(), timeout=10)
+        with Client(a_clients, timeout=5) as c:
+            c.ping()  # answered, not `not_active`
+        assert procs.running["a"].poll() is None, "a predecessor's refused change deposed the coordinator"
+        refuse["epoch"] = epoch + 1
+        assert procs.running["a"].wait(10) == 3
+        procs.running.pop("a")
+        assert "fenced off" in (tmp_path / "coordinator-a.log").read_text()
+        assert not indexer.errors, indexer.errors
+    finally:
+        indexer.stop()
+
+
 def test_an_indexer_refuses_a_deposed_coordinators_change(tmp_path):
     require_binaries("limelight-indexer")
     coordinator = FakeCoordinator()
@@ -511,6 +553,7 @@ def test_an_indexer_refuses_a_deposed_coordinators_change(tmp_path):
         refused = write("w3", 3, 1, "zombie")
         assert refused["type"] == "error" and refused["code"] == "stale_epoch", refused
         assert "epoch 2" in refused["message"] and "epoch 1" in refused["message"]
+        assert refused["epoch"] == 2, refused
         # The next change of epoch 2 still comes next.
         assert write("w4", 3, 2, "three")["type"] == "write_ack"
         # Heartbeats count the refusal.

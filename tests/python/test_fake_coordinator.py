@@ -326,6 +326,7 @@ def test_changes_of_a_coordinator_that_no_longer_leads_are_not_applied_after_reg
         refused = [coordinator.expect("held-indexer", "error", timeout=30) for _ in range(2)]
         assert {r["id"] for r in refused} == {"old-mark", "old-write"}, refused
         assert {r["code"] for r in refused} == {"stale_epoch"}, refused
+        assert {r["epoch"] for r in refused} == {2}, refused
         ack = coordinator.request("held-indexer", "write", "new-write", "write_ack", shard=0, sequence=1, epoch=2, evict=[],
                                   items=[{"uniqueIdentifier": "new:1", "domainIdentifier": "org.fence", "attributes": {"title": "new"}}])
         assert [r["status"] for r in ack["results"]] == ["stored"], ack
