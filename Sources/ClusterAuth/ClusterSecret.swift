@@ -113,6 +113,18 @@ package struct ClusterSecret: Sendable {
         return mac.map { String(format: "%02x", $0) }.joined()
     }
 
+    /// A 256-bit key for `purpose`, derived from the secret (HMAC-SHA256
+    /// of the purpose's name): every process given the same secret derives
+    /// the same key, and one purpose's key reveals neither the secret nor
+    /// another's. The API keys' secrets in the control plane are sealed
+    /// with ``apiKeySeal``.
+    package func derivedKey(_ purpose: String) -> [UInt8] {
+        HMACSHA256.authenticationCode(for: Array("limelight-derive-v1\n\(purpose)".utf8), key: key)
+    }
+
+    /// The purpose whose derived key seals API keys' secrets in the control plane.
+    package static let apiKeySeal = "api-key-seal"
+
     /// Whether `proof` is right, compared in constant time.
     package func verify(proof: String, nonce: String, worker: String, role: String, shards: [Int]) -> Bool {
         guard let bytes = Self.bytes(hex: proof), bytes.count == SHA256.byteCount else { return false }

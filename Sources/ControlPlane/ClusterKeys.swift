@@ -25,8 +25,9 @@ package struct ClusterKeys: Sendable, Equatable {
     package var retiredReplicas: String { root + "shards/retired" }
     /// A shard's in-sync replicas (an ``InSyncSet``).
     package func inSync(shard: Int) -> String { root + "shards/\(shard)/in-sync" }
-    /// Keys, declarations, settings, the cluster secret.
-    package func config(_ name: String) -> String { root + "config/\(name)" }
+    /// The cluster's API keys, one per key id (a ``SharedKey``'s form).
+    package var apiKeys: String { root + "api-keys/" }
+    package func apiKey(id: String) -> String { apiKeys + id }
 }
 
 /// Who serves as the active coordinator, kept under its lease at

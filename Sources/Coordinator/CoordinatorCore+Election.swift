@@ -46,6 +46,12 @@ extension CoordinatorCore {
             for pending in writes.abandonAll() {
                 sendError(.client(pending.client), pending.requestID, notActive(.client(pending.client), election))
             }
+            for held in dropHeldForKeys() {
+                sendError(.client(held.route), held.envelope.id, notActive(.client(held.route), election))
+            }
+            for change in takeKeyChanges() {
+                sendError(.client(change.client), change.requestID, notActive(.client(change.client), election))
+            }
         }
         let deadline = ContinuousClock.now + bound
         while clientOutlet.outboxes.peersWaiting > 0, ContinuousClock.now < deadline {

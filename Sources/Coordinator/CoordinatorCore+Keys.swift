@@ -27,6 +27,10 @@ extension CoordinatorCore {
     /// told why it is refused.
     func authorize(_ envelope: Envelope, route: [Data]) -> Access? {
         if case .ping = envelope.body { return .open }
+        if let unread = keysUnread {
+            sendError(.client(route), envelope.id, unread)
+            return nil
+        }
         let access: Access
         do throws(TenancyError) {
             access = try Access.resolve(key: envelope.key, store: keyStore, requireKeys: configuration.requireKeys)
@@ -124,9 +128,15 @@ extension CoordinatorCore {
                 if role == .master && ownApp != nil {
                     throw TenancyError(.forbidden, "only a master key can create master keys", field: "role")
                 }
+                let app = role == .master ? k.app : (ownApp ?? k.app)
+                if sharesKeys {
+                    let made = try KeyStore.make(
+                        app: app, role: role, rateLimit: k.rateLimit, maxItemsPerPublish: k.maxItemsPerPublish, description: k.description)
+                    shareKeyChange(KeySharing.Change(key: made.shared, value: made.key, client: client, requestID: id))
+                    return
+                }
                 let made = try store.create(
-                    app: role == .master ? k.app : (ownApp ?? k.app), role: role, rateLimit: k.rateLimit,
-                    maxItemsPerPublish: k.maxItemsPerPublish, description: k.description)
+                    app: app, role: role, rateLimit: k.rateLimit, maxItemsPerPublish: k.maxItemsPerPublish, description: k.description)
                 logger.notice(
                     "created an API key",
                     metadata: [
@@ -144,6 +154,13 @@ extension CoordinatorCore {
                     let rec = store.record(hash: APIKey.hash(target)) ?? store.record(id: target)
                     guard let rec, rec.app == own else {
                         throw TenancyError(.notFound, "app '\(own)' has no key with this value or id", field: "target")
+                    }
+                }
+                if sharesKeys {
+                    let revoked = try store.revocation(of: target)
+                    if revoked.record != store.record(id: revoked.record.id) {
+                        shareKeyChange(KeySharing.Change(key: revoked, value: nil, client: client, requestID: id))
+                        return
                     }
                 }
                 let rec = try store.revoke(target)

@@ -217,7 +217,7 @@ extension CoordinatorCore {
     /// Holds a client request while the split pauses its kind; true when held.
     func holdForSplit(route: [Data], envelope: Envelope) -> Bool {
         guard let run = splitRun, run.holds(envelope.body) else { return false }
-        splitRun?.held.append(SplitRun.HeldRequest(route: route, envelope: envelope))
+        splitRun?.held.append(HeldRequest(route: route, envelope: envelope))
         return true
     }
 }

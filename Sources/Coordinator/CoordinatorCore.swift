@@ -146,6 +146,11 @@ actor CoordinatorCore {
     var nextLockOwner = 0
     /// API keys (`--keys`); nil when the cluster has none (see CoordinatorCore+Keys.swift).
     let keyStore: KeyStore?
+    /// With a control plane, the keys every coordinator shares
+    /// (CoordinatorCore+KeySharing.swift); `keysWork` wakes the service's
+    /// key loop when a key change waits or requests wait for the keys.
+    var keySharing = KeySharing()
+    let keysWork = Wakeup()
     var rateLimiter = RateLimiter()
     /// Runs the actor on whichever thread holds its lock, so the sockets'
     /// threads handle messages in place (see ``CoordinatorExecutor``).
@@ -277,6 +282,8 @@ actor CoordinatorCore {
         guard admitWhileActive(.client(route), envelope.id) else { return }
         // A split holds writes, then queries, for the moments it needs them still.
         if holdForSplit(route: route, envelope: envelope) { return }
+        // A coordinator that has just taken over judges keys once it has read the cluster's.
+        if holdForKeys(route: route, envelope: envelope) { return }
         // The key decides the app and the rights (CoordinatorCore+Keys.swift).
         guard let access = authorize(envelope, route: route) else { return }
         let scope = access.scope

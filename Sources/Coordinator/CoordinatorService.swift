@@ -36,6 +36,8 @@ package final class CoordinatorService: Sendable {
     /// every member; against a slow etcd, the queue alone could outlast
     /// the lease).
     let loopsStore: (any ControlPlaneStore)?
+    /// With keys and a control plane: what seals the keys' secrets there.
+    let keySealKey: [UInt8]?
     /// Set when the election deposed this coordinator: `run` has returned,
     /// and the process should end (a new one campaigns afresh).
     private let deposedReason = Mutex<String?>(nil)
@@ -99,8 +101,22 @@ package final class CoordinatorService: Sendable {
         clientEndpoint = clients.endpoint ?? configuration.listen
         workerEndpoint = workerSocket.endpoint ?? configuration.workers
         let (boundClients, boundWorkers) = (clientEndpoint, workerEndpoint)
-        loopsStore = try configuration.controlPlane.map { endpoint in
-            try openControlPlane(endpoint, timeout: .milliseconds(max(300, configuration.leaseSeconds * 1000 / 3)))
+        // A member that hangs is left within a third of the lease, so that
+        // another can renew it in time.
+        let controlPlaneTimeout = Duration.milliseconds(max(300, configuration.leaseSeconds * 1000 / 3))
+        loopsStore = try configuration.controlPlane.map { endpoint in try openControlPlane(endpoint, timeout: controlPlaneTimeout) }
+        // Keys are shared through the control plane, their secrets sealed
+        // with a key derived from the cluster secret (docs/security.md).
+        if keyStore != nil, configuration.controlPlane != nil {
+            guard let secret = configuration.clusterSecret else {
+                throw TenancyError(
+                    .storeFailed,
+                    "API keys with a control plane need a cluster secret (--cluster-secret-file): the keys are kept in the control plane, their secrets sealed with it"
+                )
+            }
+            keySealKey = secret.derivedKey(ClusterSecret.apiKeySeal)
+        } else {
+            keySealKey = nil
         }
         election = try configuration.controlPlane.map { endpoint in
             let id = configuration.coordinatorID ?? "coordinator-\(ProcessInfo.processInfo.hostName)-\(getpid())"
@@ -112,9 +128,7 @@ package final class CoordinatorService: Sendable {
             var l = logger
             l[metadataKey: "coordinator.id"] = "\(id)"
             return CoordinatorElection(
-                // A member that hangs is left within a third of the lease, so
-                // that another can renew it in time.
-                store: try openControlPlane(endpoint, timeout: .milliseconds(max(300, configuration.leaseSeconds * 1000 / 3))),
+                store: try openControlPlane(endpoint, timeout: controlPlaneTimeout),
                 leadership: leadership, leaseSeconds: configuration.leaseSeconds, logger: l)
         }
         let core = CoordinatorCore(
@@ -179,6 +193,7 @@ package final class CoordinatorService: Sendable {
             if let loopsStore {
                 group.addTask { await self.followSplits(loopsStore) }
                 group.addTask { await self.followInSync(loopsStore) }
+                if let keySealKey { group.addTask { await self.followKeys(loopsStore, sealKey: keySealKey) } }
             }
             if let http {
                 group.addTask {

@@ -67,11 +67,6 @@ struct SplitRun: Sendable {
         var queriesRunning: Bool
     }
 
-    struct HeldRequest: Sendable {
-        var route: [Data]
-        var envelope: Envelope
-    }
-
     var split: ShardSplit
     private(set) var step: Step
     /// Source shard → the new shards that mirror it (none once they drained).

@@ -144,11 +144,24 @@ package final class KeyStore {
         return nil
     }
 
-    /// Makes a key; returns its value, which is nowhere else: the store keeps its hash.
+    /// Makes a key and stores it; returns its value, which is nowhere else:
+    /// the store keeps its hash.
     package func create(
         app: String?, role: KeyRole, rateLimit: Double? = nil, maxItemsPerPublish: Int? = nil,
         description: String? = nil
     ) throws(TenancyError) -> (key: String, record: KeyRecord) {
+        let made = try Self.make(app: app, role: role, rateLimit: rateLimit, maxItemsPerPublish: maxItemsPerPublish, description: description)
+        try adopt(made.shared)
+        return (made.key, made.shared.record)
+    }
+
+    /// A new key, checked but not stored: a coordinator that shares its
+    /// keys through the control plane stores it (``adopt(_:)``) once the
+    /// control plane holds it.
+    package static func make(
+        app: String?, role: KeyRole, rateLimit: Double? = nil, maxItemsPerPublish: Int? = nil,
+        description: String? = nil
+    ) throws(TenancyError) -> (key: String, shared: SharedKey) {
         if role == .master {
             guard app == nil else { throw TenancyError(.invalidParameter, "a master key belongs to no app", field: "app") }
         } else {
@@ -172,31 +185,43 @@ package final class KeyStore {
             maxItemsPerPublish: maxItemsPerPublish, description: description,
             created: Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down)), revoked: nil,
             signingSecret: role == .search ? SecuredKey.signingSecret(parentKey: key) : nil)
+        return (key, SharedKey(record: rec, searchKey: role == .search ? key : nil))
+    }
+
+    /// Stores a key as given, replacing the one of its hash: a key made here
+    /// or read from the control plane, or a revocation.
+    package func adopt(_ k: SharedKey) throws(TenancyError) {
+        let rec = k.record
         var sealed: String?
-        if role == .search {
-            do { sealed = Data(try AESGCM.seal(Array(key.utf8), key: sealKey)).base64EncodedString() } catch {
-                throw TenancyError(.storeFailed, "cannot seal the new search key: \(error)")
+        if let value = k.searchKey {
+            do { sealed = Data(try AESGCM.seal(Array(value.utf8), key: sealKey)).base64EncodedString() } catch {
+                throw TenancyError(.storeFailed, "cannot seal search key \(rec.id): \(error)")
             }
         }
         do {
             let s = try db.prepare(
                 """
-                INSERT INTO keys(hash, id, app, role, rate_limit, max_items, description, created, revoked, secret, sealed)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)
+                INSERT OR REPLACE INTO keys(hash, id, app, role, rate_limit, max_items, description, created, revoked, secret, sealed)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """)
             try s.run([
-                .text(hash), .text(rec.id), app.map(SQLValue.text) ?? .null, .text(role.rawValue),
-                rateLimit.map(SQLValue.real) ?? .null, maxItemsPerPublish.map { .integer(Int64($0)) } ?? .null,
-                description.map(SQLValue.text) ?? .null, .real(rec.created.timeIntervalSince1970),
+                .text(rec.hash), .text(rec.id), rec.app.map(SQLValue.text) ?? .null, .text(rec.role.rawValue),
+                rec.rateLimit.map(SQLValue.real) ?? .null, rec.maxItemsPerPublish.map { .integer(Int64($0)) } ?? .null,
+                rec.description.map(SQLValue.text) ?? .null, .real(rec.created.timeIntervalSince1970),
+                rec.revoked.map { .real($0.timeIntervalSince1970) } ?? .null,
                 rec.signingSecret.map(SQLValue.text) ?? .null, sealed.map(SQLValue.text) ?? .null,
             ])
         } catch {
-            throw TenancyError(.storeFailed, "cannot store the new key in \(path): \(error)")
+            throw TenancyError(.storeFailed, "cannot store key \(rec.id) in \(path): \(error)")
         }
-        byHash[hash] = rec
+        byHash[rec.hash] = rec
         byID[rec.id] = rec
-        if role == .search { searchKeys[rec.id] = key }
-        return (key, rec)
+        if let value = k.searchKey { searchKeys[rec.id] = value }
+    }
+
+    /// Every key, with search keys' values: what a coordinator shares.
+    package var shared: [SharedKey] {
+        byID.values.sorted { $0.id < $1.id }.map { SharedKey(record: $0, searchKey: searchKeys[$0.id]) }
     }
 
     package func record(hash: String) -> KeyRecord? { byHash[hash] }
@@ -210,20 +235,19 @@ package final class KeyStore {
     /// Revokes a key named by its value or its id. Revoking is for good: the
     /// key, and every secured key made from it, is refused from now on.
     package func revoke(_ keyOrID: String) throws(TenancyError) -> KeyRecord {
+        let k = try revocation(of: keyOrID)
+        if k.record != record(id: k.record.id) { try adopt(k) }
+        return k.record
+    }
+
+    /// The key named by its value or id, revoked (now, unless it was
+    /// already), but not stored: see ``make(app:role:rateLimit:maxItemsPerPublish:description:)``.
+    package func revocation(of keyOrID: String) throws(TenancyError) -> SharedKey {
         guard var rec = byHash[APIKey.hash(keyOrID)] ?? byID[keyOrID] else {
             throw TenancyError(.notFound, "no key has this value or id", field: "target")
         }
-        if rec.revoked != nil { return rec }
-        rec.revoked = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
-        do {
-            let s = try db.prepare("UPDATE keys SET revoked = ? WHERE hash = ?")
-            try s.run([.real(rec.revoked!.timeIntervalSince1970), .text(rec.hash)])
-        } catch {
-            throw TenancyError(.storeFailed, "cannot revoke the key in \(path): \(error)")
-        }
-        byHash[rec.hash] = rec
-        byID[rec.id] = rec
-        return rec
+        if rec.revoked == nil { rec.revoked = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down)) }
+        return SharedKey(record: rec, searchKey: searchKeys[rec.id])
     }
 
     /// The key of `file` when it names a live key of this store with `role`

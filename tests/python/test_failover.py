@@ -24,7 +24,7 @@ import zmq
 
 from etcd_cluster import EtcdCluster
 from harness import Client, FakeWorker, ProcessSet, bin_dir, free_port, record_fault, require_binaries, stored_ids, wait_until
-from limelight_client import LimelightError, LimelightTimeout
+from limelight_client import LimelightError, LimelightTimeout, secured_key
 from test_fake_coordinator import FakeCoordinator
 
 SHARDS = 2
@@ -486,6 +486,104 @@ def test_a_coordinator_fenced_off_by_an_indexer_stops_at_once(tmp_path, procs):
     log = (tmp_path / "coordinator-a.log").read_text()
     assert "fenced off" in log and "deposed" in log
     assert collections.Counter(stored_ids(data, SHARDS)) == collections.Counter()
+
+
+def algolia_secured_key(parent, params):
+    """Algolia's secured key: signed with the search key itself."""
+    import base64
+    import hashlib
+    import hmac
+    return base64.b64encode((hmac.new(parent.encode(), params.encode(), hashlib.sha256).hexdigest() + params).encode()).decode()
+
+
+def test_api_keys_outlive_the_coordinator_they_were_made_through(tmp_path, procs):
+    """The cluster's API keys live in the control plane, their secrets sealed
+    with a key derived from the cluster secret: a key made through one
+    coordinator admits its holder through its successor, and so do the
+    secured keys made from it (Limelight's and Algolia's); a key revoked
+    through the successor is refused by the one after it. Each coordinator
+    also writes there the keys only it had (its `--master-key-file`)."""
+    control_plane = f"file://{tmp_path}/control-plane.json"
+
+    def keyed(name):
+        return ("--keys", str(tmp_path / f"keys-{name}.sqlite"), "--require-keys",
+                "--master-key-file", str(tmp_path / f"master-{name}"), "--lease-seconds", "3")
+
+    a_clients, a_workers = procs.coordinator("a", control_plane, *keyed("a"))
+    assert wait_until(lambda: active_id(control_plane) == "a", timeout=15)
+    b_clients, b_workers = procs.coordinator("b", control_plane, *keyed("b"))
+    # A third, with an empty key store of its own and no master key file.
+    c_clients, c_workers = procs.coordinator("c", control_plane, "--keys", str(tmp_path / "keys-c.sqlite"), "--require-keys",
+                                             "--lease-seconds", "3")
+    data = tmp_path / "replica"
+    procs.worker("ix", "indexer", data, [a_workers, b_workers, c_workers])
+    procs.worker("q", "query", data, [a_workers, b_workers, c_workers])
+    master_a = (tmp_path / "master-a").read_text().strip()
+    master_b = (tmp_path / "master-b").read_text().strip()
+    with Client(a_clients, timeout=10, key=master_a) as boss:
+        admin = boss.keys("create", app="shop", role="admin")["apiKey"]
+        search = boss.keys("create", app="shop", role="search")["apiKey"]
+    with Client(a_clients, timeout=10, key=admin) as c:
+        assert wait_until(lambda: len(c.ping()["servedShards"]) == SHARDS, timeout=30)
+        assert c.publish(items("keys", 10))["stored"] == 10
+    secured = secured_key(search, user_token="alice")
+    algolia = algolia_secured_key(search, "userToken=alice")
+
+    def found(endpoint, key):
+        with Client(endpoint, timeout=10, key=key) as c:
+            return c.search({"query": "failover", "hitsPerPage": 0})["nbHits"]
+
+    assert found(a_clients, search) == found(a_clients, secured) == found(a_clients, algolia) == 10
+    # The standbys read the keys too (every 2 s): killed now, the active leaves nothing it alone knew.
+    # c waits, stopped, so that b is the one to take over.
+    procs.running["c"].send_signal(signal.SIGSTOP)
+    procs.running["a"].kill()
+    procs.running.pop("a").wait(10)
+    assert wait_until(lambda: active_id(control_plane) == "b", timeout=20)
+    procs.running["c"].send_signal(signal.SIGCONT)
+    assert wait_until(lambda: ping_ok(b_clients), timeout=20)
+    for key in (search, secured, algolia):
+        assert wait_until(lambda: found(b_clients, key) == 10, timeout=20), key
+    with Client(b_clients, timeout=10, key=admin) as c:
+        assert c.publish(items("keys-b", 5))["stored"] == 5
+    # The key a's master key made is revoked through b, with a's master key, which b has read.
+    with Client(b_clients, timeout=10, key=master_a) as boss:
+        listed = {k["id"]: k for k in boss.keys("list")["keys"]}
+        assert len(listed) == 4  # two master keys, the admin and the search key
+        revoked = boss.keys("revoke", target=search)["keys"][0]
+        assert revoked["revoked"] is not None
+    with Client(b_clients, timeout=10, key=search) as c:
+        assert code_of(lambda: c.search({"query": ""})) == "key_revoked"
+    # c, which made no key and was given none, takes over and knows them all.
+    procs.running["b"].kill()
+    procs.running.pop("b").wait(10)
+    assert wait_until(lambda: active_id(control_plane) == "c", timeout=20)
+    assert wait_until(lambda: ping_ok(c_clients), timeout=20)
+    for key in (secured, algolia, search):
+        with Client(c_clients, timeout=10, key=key) as c:
+            assert code_of(lambda: c.search({"query": ""})) in ("key_revoked", "invalid_key"), key
+    with Client(c_clients, timeout=10, key=master_b) as boss:
+        assert boss.keys("list")["keys"] and len(boss.keys("list")["keys"]) == 4
+    with Client(c_clients, timeout=10, key=admin) as c:
+        assert wait_until(lambda: found(c_clients, admin) == 15, timeout=20)
+    # Nothing of a key's secrets is in the control plane in the clear.
+    text = (tmp_path / "control-plane.json").read_text()
+    assert search not in text and admin not in text and master_a not in text
+
+
+def ping_ok(endpoint):
+    try:
+        with Client(endpoint, timeout=3) as c:
+            c.ping()
+        return True
+    except (LimelightError, LimelightTimeout):
+        return False
+
+
+def code_of(call):
+    with pytest.raises(LimelightError) as e:
+        call()
+    return e.value.code
 
 
 def test_a_predecessors_refused_change_does_not_fence_off_its_successor(tmp_path, procs):
