@@ -176,7 +176,7 @@ def proc_memory(pid):
 
 def run(args):
     from etcd_cluster import EtcdCluster
-    from hosts import Network, Processes
+    from hosts import Network, Processes, tear_down
     from test_failover import active_id
 
     binaries = pathlib.Path(args.bin).resolve()
@@ -341,15 +341,10 @@ def run(args):
         return 0 if not problems and figures["status_in_sync"] else 1
     finally:
         try:
-            processes.stop_all()
+            tear_down(processes, etcd, network)
         finally:
-            try:
-                if etcd:
-                    etcd.stop()
-            finally:
-                network.close()
-                if not args.keep:
-                    shutil.rmtree(folder, ignore_errors=True)
+            if not args.keep:
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 def main():

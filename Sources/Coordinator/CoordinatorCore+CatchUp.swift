@@ -12,8 +12,26 @@ extension CoordinatorCore {
     /// Numbers a change of `shard` and keeps it for catch-ups
     /// (``ReplicationState/number(_:shard:logLimit:)``).
     /// Notes that message `id` to `worker` carries change `sequence` of `shard`.
-    func track(_ id: String, worker: String, shard: Int, sequence: Int, catchUp: Bool = false) {
-        replication.track(id, worker: worker, shard: shard, sequence: sequence, catchUp: catchUp)
+    func track(_ id: String, worker: String, shard: Int, sequence: Int, catchUp: Bool = false, clientWaits: Bool = true) {
+        replication.track(id, worker: worker, shard: shard, sequence: sequence, catchUp: catchUp, clientWaits: clientWaits)
+    }
+
+    /// Of a shard's write replicas, the ids of those whose answers a change's
+    /// client waits for: every one but those being caught up from the log
+    /// that are not members of the shard's in-sync set (nor on their way back
+    /// in). A replica being caught up — back from a restart, or just copied —
+    /// takes the change, numbered, and replication follows its answer; but it
+    /// applies it only after its catch-up (or refuses it as out of sequence),
+    /// so awaiting it would hold every write of the shard behind the catch-up,
+    /// and under a steady publish have it dropped for lagging and copied
+    /// again. Elasticsearch fails a recovering replica, not the write. It
+    /// becomes fresh, and rejoins its in-sync set, only once it has answered
+    /// every such change (``ReplicationState/unawaitedInFlight(worker:shard:)``).
+    /// When every replica is being caught up, every one is waited for.
+    func awaited(shard: Int, among replicas: [WorkerRecord]) -> Set<String> {
+        let members = keepsInSync ? inSync.membersOrJoining(shard) : []
+        let awaited = replicas.filter { members.contains(replicaName($0)) || replication.catchingUp[$0.id]?[shard] == nil }
+        return Set((awaited.isEmpty ? replicas : awaited).map(\.id))
     }
 
     /// The live indexers of a shard that take its writes: every replica but

@@ -74,10 +74,11 @@ extension CoordinatorCore {
             if let ticket = inSyncSent(shard: shard, sequence: change.sequence, to: replicas) {
                 writes.deleteWaits(pendingID, shard: shard, ticket: ticket)
             }
+            let awaited = awaited(shard: shard, among: replicas)
             for w in replicas {
                 let wid = makeID("x")
-                writes.deleteSent(wid, for: pendingID, to: w.id, shard: shard)
-                track(wid, worker: w.id, shard: shard, sequence: change.sequence)
+                if awaited.contains(w.id) { writes.deleteSent(wid, for: pendingID, to: w.id, shard: shard) }
+                track(wid, worker: w.id, shard: shard, sequence: change.sequence, clientWaits: awaited.contains(w.id))
                 send(.worker(w.route), wid, change.body)
             }
         }

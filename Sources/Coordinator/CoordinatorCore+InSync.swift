@@ -157,6 +157,7 @@ extension CoordinatorCore {
                     let have = replication.applied[name]?[shard], have >= (replication.committed[shard] ?? 0),
                     replication.lineage[shard]?.contains(name) ?? false,
                     isFresh(w, shard: shard), replication.catchingUp[w.id]?[shard] == nil,
+                    !replication.unawaitedInFlight(worker: w.id, shard: shard),
                     !replication.copies.copying(replica: name, shard: shard)
                 else { continue }
                 if inSync.caughtUp(shard, replica: name, applied: have) {

@@ -77,7 +77,7 @@ extension CoordinatorCore {
             allIDs.append(uid)
         }
         pending.shardOf = byShard
-        var sends: [(id: String, write: WriteTracker.ShardWrite, route: [Data], body: Body, sequence: Int)] = []
+        var sends: [(id: String, write: WriteTracker.ShardWrite, route: [Data], body: Body, sequence: Int, awaited: Bool)] = []
         for shard in 0..<shardCount {
             let indices = byShard[shard] ?? []
             // An item whose domain moved to another shard must leave its old one.
@@ -113,18 +113,19 @@ extension CoordinatorCore {
                 pending.inSync.tickets[shard] = ticket
                 pending.inSync.items[shard] = indices
             }
+            let awaited = awaited(shard: shard, among: replicas)
             for w in replicas {
                 sends.append(
                     (
                         makeID("w"), WriteTracker.ShardWrite(publish: publishID, shard: shard, worker: w.id, indices: indices),
-                        w.route, change.body, change.sequence
+                        w.route, change.body, change.sequence, awaited.contains(w.id)
                     ))
             }
         }
         writes.beginPublish(publishID, pending)
         for s in sends {
-            writes.writeSent(s.id, s.write)
-            track(s.id, worker: s.write.worker, shard: s.write.shard, sequence: s.sequence)
+            if s.awaited { writes.writeSent(s.id, s.write) }
+            track(s.id, worker: s.write.worker, shard: s.write.shard, sequence: s.sequence, clientWaits: s.awaited)
             send(.worker(s.route), s.id, s.body)
         }
         perform(writes.publishRouted(publishID))

@@ -108,7 +108,9 @@ extension CoordinatorCore {
         let committed = replication.committed[shard] ?? 0
         if have < committed {
             guard committed - have <= 4096 else { return false }
-            let sent = Set(replication.inFlight.values.filter { $0.worker == w.id && $0.shard == shard }.map(\.sequence))
+            // Only changes a client waits for: one sent while it was being
+            // caught up may be acknowledged without it.
+            let sent = Set(replication.inFlight.values.filter { $0.worker == w.id && $0.shard == shard && $0.clientWaits }.map(\.sequence))
             guard (have + 1...committed).allSatisfy(sent.contains) else { return false }
         }
         return !withQueryWorker || liveWorkers(.query, shard: shard).contains { replication.replicaOf[$0.id] == name }

@@ -65,6 +65,12 @@ struct InSyncReplicas: Sendable {
         return Set(s.stored?.replicas ?? []).union(s.writing?.replicas ?? [])
     }
 
+    /// The members, and the replicas on their way back in: a change's
+    /// client waits for each of these, since any may hold the set's place.
+    func membersOrJoining(_ shard: Int) -> Set<String> {
+        members(shard).union(self.shard(shard).into)
+    }
+
     /// Whether a change sent to `replicas` may be acknowledged at all: the
     /// shard has no set yet, or a member takes it. When none does, the
     /// change must not be made (taking every member out would leave no

@@ -20,7 +20,8 @@ import Foundation
 ///    sent to it from now on — and the changes sent to it before are
 ///    awaited. Every write acknowledged meanwhile reached the other in-sync
 ///    replicas (an acknowledgement needs every replica that was sent the
-///    write), so none is lost. Queries may still read it while it is fresh
+///    write but one being caught up, and an in-sync replica is not), so
+///    none is lost. Queries may still read it while it is fresh
 ///    (the next committed change makes it stale, and the others fresh);
 ///    they move off it once the others have applied every committed change,
 ///    so that a shard is never left without a fresh replica to read, not

@@ -27,6 +27,10 @@ struct ReplicationState: Sendable {
         var shard: Int
         var sequence: Int
         var catchUp: Bool
+        /// Whether a client waits for this answer: false for a live change
+        /// sent to a replica being caught up (`CoordinatorCore.awaited(shard:among:)`),
+        /// whose answer, like a catch-up's, only replication follows.
+        var clientWaits = true
     }
     /// Per shard: the last sequence number given out.
     var issued: [Int: Int] = [:]
@@ -161,8 +165,15 @@ struct ReplicationState: Sendable {
     }
 
     /// Notes that message `id` to `worker` carries change `sequence` of `shard`.
-    mutating func track(_ id: String, worker: String, shard: Int, sequence: Int, catchUp: Bool = false) {
-        inFlight[id] = InFlight(worker: worker, shard: shard, sequence: sequence, catchUp: catchUp)
+    mutating func track(_ id: String, worker: String, shard: Int, sequence: Int, catchUp: Bool = false, clientWaits: Bool = true) {
+        inFlight[id] = InFlight(worker: worker, shard: shard, sequence: sequence, catchUp: catchUp, clientWaits: clientWaits && !catchUp)
+    }
+
+    /// Whether a live change no client waits for is on its way to `worker`'s
+    /// `shard`: the replica may not rejoin its in-sync set until it has
+    /// answered, since a client may have been told that change is stored.
+    func unawaitedInFlight(worker: String, shard: Int) -> Bool {
+        inFlight.values.contains { $0.worker == worker && $0.shard == shard && !$0.catchUp && !$0.clientWaits }
     }
 
     /// Whether a query worker reads a replica that has every change of the
@@ -179,19 +190,20 @@ struct ReplicationState: Sendable {
         // retired), it may commit a change before the replicas that are read
         // do: they are read still when all they lack is on its way to them as
         // live changes, which no client has been told are stored (a write is
-        // acknowledged once every replica sent it has answered).
+        // acknowledged once every replica whose answer it awaits has answered).
         guard unqueried.values.contains(where: { $0.contains(shard) }) else { return false }
         return awaitsOnly(name, shard: shard, after: have, through: committed)
     }
 
     /// Whether every change of `shard` after `have` through `committed` is in
-    /// flight to replica `name` as a live change (not a catch-up's), and no
+    /// flight to replica `name` as a live change its client waits for (not a
+    /// catch-up's, nor one sent while it was behind), and no
     /// catch-up of the shard is under way to it.
     func awaitsOnly(_ name: String, shard: Int, after have: Int, through committed: Int) -> Bool {
         guard committed - have <= 1024 else { return false }
         if catchingUp.contains(where: { $0.value[shard] != nil && self.name(of: $0.key) == name }) { return false }
         var sent = Set<Int>()
-        for f in inFlight.values where f.shard == shard && !f.catchUp && f.sequence > have && f.sequence <= committed {
+        for f in inFlight.values where f.shard == shard && f.clientWaits && f.sequence > have && f.sequence <= committed {
             if self.name(of: f.worker) == name { sent.insert(f.sequence) }
         }
         return sent.count == committed - have
@@ -290,6 +302,8 @@ struct ReplicationState: Sendable {
     /// which starts a new one).
     mutating func answered(_ id: String, by worker: String, _ body: Body) -> Answer {
         guard let f = inFlight.removeValue(forKey: id) else { return Answer(consumed: id.hasPrefix("c") && body.isDeclareAck) }
+        // An answer no client waits for is replication's alone.
+        let consumed = !f.clientWaits
         let name = name(of: worker)
         var actions: [Action] = []
         switch body {
@@ -315,7 +329,7 @@ struct ReplicationState: Sendable {
             if f.catchUp { actions.append(.catchUpChangeFailed(worker: worker, shard: f.shard, sequence: f.sequence, error: e.message)) }
         default: break
         }
-        return Answer(consumed: f.catchUp, actions: actions)
+        return Answer(consumed: consumed, actions: actions)
     }
 
     /// A lost worker's numbered messages will not be answered, nor its catch-up finished.

@@ -93,6 +93,28 @@ struct ReplicationStateTests {
         #expect(r.isFresh("ib", shard: 0))
     }
 
+    /// A live change sent to a replica being caught up is tracked for
+    /// replication but awaited by no client: its answer is replication's
+    /// alone, it counts for no freshness of a replica kept from queries,
+    /// and until it is answered the replica may not rejoin its in-sync set.
+    @Test func aLiveChangeNoClientWaitsForIsReplicationsAlone() {
+        var r = Self.numbered(5)
+        _ = r.registered(Self.indexer("ib", replica: "b", at: 3))
+        r.track("w6", worker: "ib", shard: 0, sequence: 6, clientWaits: false)
+        r.track("w7", worker: "ib", shard: 0, sequence: 7)
+        #expect(r.unawaitedInFlight(worker: "ib", shard: 0))
+        #expect(!r.unawaitedInFlight(worker: "ib", shard: 1))
+        #expect(!r.awaitsOnly("b", shard: 0, after: 5, through: 7), "change 6 is on its way, but no client waits for it")
+        let ack = Body.writeAck(Body.WriteAck(shard: 0, results: []))
+        #expect(r.answered("w6", by: "ib", ack).consumed, "no client waits for it: nothing else is told")
+        #expect(!r.unawaitedInFlight(worker: "ib", shard: 0))
+        #expect(!r.answered("w7", by: "ib", ack).consumed)
+        #expect(r.applied["b"]?[0] == 7)
+        // A catch-up's change is never one a client waits for, whatever the caller says.
+        r.track("c8", worker: "ib", shard: 0, sequence: 8, catchUp: true, clientWaits: true)
+        #expect(r.inFlight["c8"]?.clientWaits == false)
+    }
+
     /// Further behind than the log reaches: detached (no writes, no
     /// queries) until a copy; a replica that is current needs nothing.
     @Test func aReplicaBehindTheLogIsDetachedAndCopied() {

@@ -305,6 +305,19 @@ class Processes:
 _NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
+def tear_down(processes, etcd, network):
+    """Stops the processes, then etcd (if any), then removes the hosts:
+    each step even when one before it failed."""
+    try:
+        processes.stop_all()
+    finally:
+        try:
+            if etcd:
+                etcd.stop()
+        finally:
+            network.close()
+
+
 def http_json(url, data=None, timeout=10):
     """(status, decoded body) of a GET, or of a POST of ``data`` (bytes)."""
     with _NO_PROXY.open(url, data=data, timeout=timeout) as response:

@@ -44,7 +44,7 @@ import zmq
 
 from etcd_cluster import EtcdCluster
 from harness import Client, bin_dir, record_fault, require_binaries, stored_ids, wait_until
-from hosts import Network, Processes
+from hosts import Network, Processes, tear_down
 from limelight_client import LimelightError, LimelightTimeout
 from test_failover import SHARDS, active_id, items, shard_epochs
 from test_insync import Producer, all_in_sync, assert_every_acknowledged_item_once, replica_state
@@ -108,14 +108,7 @@ def cluster(tmp_path):
         assert wait_until(lambda: all_in_sync(c.control_plane, list(REPLICAS)), timeout=SETTLE_S), processes.logs()
         yield c
     finally:
-        try:
-            processes.stop_all()
-        finally:
-            try:
-                if etcd:
-                    etcd.stop()
-            finally:
-                network.close()
+        tear_down(processes, etcd, network)
 
 
 class Querier(threading.Thread):

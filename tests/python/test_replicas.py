@@ -9,6 +9,7 @@ SQLite files read directly to see what each replica holds.
 """
 
 import json
+import os
 import subprocess
 import time
 
@@ -42,12 +43,13 @@ class Processes(ProcessSet):
         self.running["coordinator"] = p
         self.endpoint, self.workers = line[1], line[2]
 
-    def worker(self, name, role, data, *extra):
+    def worker(self, name, role, data, *extra, env=None):
         log = open(self.tmp / f"{name}.log", "a")
         executable = "limelight-indexer" if role == "indexer" else "limelight-query"
         self.running[name] = subprocess.Popen([str(bin_dir() / executable), "--coordinator", self.workers,
                                                "--data", str(data), "--shards", ",".join(map(str, range(SHARDS))),
-                                               "--id", name, *extra], stdout=log, stderr=log)
+                                               "--id", name, *extra], stdout=log, stderr=log,
+                                              env=None if env is None else {**os.environ, **env})
         log.close()
 
 
@@ -177,6 +179,48 @@ def test_a_replica_further_behind_than_the_log_is_copied_from_a_fresh_one(procs,
         for _ in range(6):
             ids, completion = found(c)
             assert completion["failedShards"] == [] and len(ids) == len(set(ids)) == 457
+
+
+def test_a_replica_being_caught_up_neither_holds_nor_fails_the_writes(procs, tmp_path):
+    """A replica that is behind (here copied, then held before its catch-up)
+    takes each new change, numbered, but no client waits for its answer:
+    the writes are acknowledged by the fresh replica alone, whole, and the
+    held replica is not dropped for lagging (`--replica-lag-ms` 1500, which
+    a replica whose answers were awaited would pass at the first write).
+    Once let go it catches up and serves again."""
+    holds = tmp_path / "holds"
+    holds.mkdir()
+    a, b = start_two_replicas(procs, tmp_path, "--catch-up-log", "50", "--replica-lag-ms", "1500")
+    with Client(procs.endpoint, timeout=20) as c:
+        assert wait_until(lambda: all_fresh(c, 2), timeout=30)
+        procs.kill("ix-b")
+        assert wait_until(lambda: all(not r["live"] for s in replication(c) for r in s["replicas"] if r["replica"].endswith("/b")),
+                          timeout=15)
+        for n in range(3):
+            assert c.publish(items(f"away{n}", 100))["stored"] == 100
+        (holds / "hold-copy").touch()
+        (holds / "hold-catch-up").touch()
+        procs.worker("ix-b", "indexer", b, env={"LIMELIGHT_TEST_HOLD_DIR": str(holds)})
+        assert wait_until(lambda: (holds / "at-copy").exists(), timeout=30), "replica b was not copied"
+        # Changes made while b is being copied: it has to be caught up after its copy.
+        assert c.publish(items("copying", 30))["stored"] == 30
+        (holds / "hold-copy").unlink()
+        assert wait_until(lambda: (holds / "at-catch-up").exists(), timeout=30), "replica b did not install its copy"
+        for n in range(6):
+            ack = c.publish(items(f"held{n}", 20))
+            assert (ack["stored"], ack["rejected"]) == (20, 0), ack
+            assert c.delete(ids=[f"held{n}:0"]) == 1
+            time.sleep(0.5)
+        counters = c.stats()["counters"]
+        assert counters.get("replicas.lagging", 0) == 0, counters
+        assert [r for s in replication(c) for r in s["replicas"] if r["replica"].endswith("/b") and r["live"]], replication(c)
+        (holds / "hold-catch-up").unlink()
+        assert wait_until(lambda: all_fresh(c, 2), timeout=60), json.dumps(replication(c))
+        assert sorted(stored_ids(b, SHARDS)) == sorted(stored_ids(a, SHARDS))
+        assert len(stored_ids(a, SHARDS)) == 330 + 6 * 19
+        for _ in range(6):
+            ids, completion = found(c)
+            assert completion["failedShards"] == [] and len(ids) == len(set(ids)) == 330 + 6 * 19
 
 
 def test_a_full_query_queue_answers_busy_and_the_coordinator_tries_the_other_replica(procs, tmp_path):
