@@ -143,7 +143,7 @@ def test_split_two_shards_into_four_while_publishing_and_querying(tmp_path, repl
                     if ack["stored"] != 50:
                         problems.append(f"publish {n}: {ack}")
                     with lock:
-                        acked.update(i["uniqueIdentifier"] for i in batch)
+                        acked.update(r["uniqueIdentifier"] for r in ack["results"] if r["status"] == "stored")
                     n += 1
                     time.sleep(0.02)
 

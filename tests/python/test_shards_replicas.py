@@ -89,7 +89,7 @@ class Load:
                 if ack["stored"] != 50:
                     self.problems.append(f"publish {n}: {ack}")
                 with self.lock:
-                    self.acked.update(i["uniqueIdentifier"] for i in batch)
+                    self.acked.update(r["uniqueIdentifier"] for r in ack["results"] if r["status"] == "stored")
                 n += 1
                 time.sleep(0.02)
 
