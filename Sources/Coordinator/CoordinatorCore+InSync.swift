@@ -156,7 +156,9 @@ extension CoordinatorCore {
                 guard awaitedReplicas(shard: shard).isEmpty,
                     let have = replication.applied[name]?[shard], have >= (replication.committed[shard] ?? 0),
                     replication.lineage[shard]?.contains(name) ?? false,
-                    isFresh(w, shard: shard), replication.catchingUp[w.id]?[shard] == nil,
+                    // Not `isFresh`: a replica being added is kept from
+                    // queries, not from the set, which a move's retirement waits for.
+                    !(replication.detached[name]?.contains(shard) ?? false), replication.catchingUp[w.id]?[shard] == nil,
                     !replication.unawaitedInFlight(worker: w.id, shard: shard),
                     !replication.copies.copying(replica: name, shard: shard)
                 else { continue }

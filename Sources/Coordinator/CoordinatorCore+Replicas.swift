@@ -113,6 +113,10 @@ extension CoordinatorCore {
             let sent = Set(replication.inFlight.values.filter { $0.worker == w.id && $0.shard == shard && $0.clientWaits }.map(\.sequence))
             guard (have + 1...committed).allSatisfy(sent.contains) else { return false }
         }
+        // With in-sync sets, a member of the shard's set as the control plane
+        // holds it: writes sent to it alone (the retired replica fenced) are
+        // refused until it is one.
+        if keepsInSync, !inSync.holds(shard, replica: name) { return false }
         return !withQueryWorker || liveWorkers(.query, shard: shard).contains { replication.replicaOf[$0.id] == name }
     }
 

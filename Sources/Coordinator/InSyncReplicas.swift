@@ -65,6 +65,16 @@ struct InSyncReplicas: Sendable {
         return Set(s.stored?.replicas ?? []).union(s.writing?.replicas ?? [])
     }
 
+    /// Whether the control plane holds `replica` in the shard's set, and
+    /// no transaction on its way takes it out: what a replica change waits
+    /// for before it counts on the replica (true when the shard has no set).
+    func holds(_ shard: Int, replica: String) -> Bool {
+        let s = self.shard(shard)
+        guard let stored = s.stored, !stored.replicas.isEmpty else { return members(shard).isEmpty }
+        return stored.replicas.contains(replica) && !s.out.contains(replica)
+            && (s.writing.map { $0.replicas.contains(replica) } ?? true)
+    }
+
     /// The members, and the replicas on their way back in: a change's
     /// client waits for each of these, since any may hold the set's place.
     func membersOrJoining(_ shard: Int) -> Set<String> {

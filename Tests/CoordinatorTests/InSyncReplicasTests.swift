@@ -55,6 +55,33 @@ struct InSyncReplicasTests {
         #expect(s.members(0) == ["a"])
     }
 
+    /// What a replica change counts on: a replica the control plane holds in
+    /// the set, with no transaction on its way that takes it out; a replica
+    /// on its way in counts only once the set holding it is written; and
+    /// joining counts for who a change's client waits for.
+    @Test func aReplicaChangeCountsOnlyOnAMemberTheControlPlaneHolds() {
+        var s = Self.loaded()
+        #expect(s.holds(0, replica: "a") && s.holds(0, replica: "b"))
+        #expect(!s.holds(0, replica: "c"))
+        #expect(InSyncReplicas().holds(0, replica: "c"), "a shard with no set yet holds every replica")
+        let joining = s.caughtUp(0, replica: "c", applied: 4)
+        #expect(joining)
+        #expect(!s.holds(0, replica: "c"))
+        #expect(s.membersOrJoining(0) == ["a", "b", "c"])
+        guard case .write(0, let set, _)? = s.next(keys: Self.keys).first else {
+            Issue.record("expected c's transaction")
+            return
+        }
+        #expect(set.replicas.contains("c"))
+        #expect(!s.holds(0, replica: "c"), "written, not yet held")
+        s.wrote(0, succeeded: true, revision: 9)
+        #expect(s.holds(0, replica: "c"))
+        // b missed a change: on its way out, it is no longer counted on.
+        _ = s.sent(0, sequence: 5, to: ["a", "c"])
+        #expect(!s.holds(0, replica: "b"))
+        #expect(s.holds(0, replica: "a"))
+    }
+
     /// A transaction that failed (the set changed, or the epoch moved on)
     /// releases nothing; after a fresh read it is made again against it.
     @Test func aFailedTransactionIsRetriedAgainstTheSetReadAgain() {
