@@ -15,6 +15,12 @@ Hosts::
     m1            the host r1's replica moves to (`limelight shards move --from r1 --to m1`)
     cl            the clients: publishers and a querier (this script, run there with --load)
 
+As users run it, keys are required (`--keyless`: not): each coordinator has a
+key store of its own, and the cluster's keys live in etcd; c1 makes the master
+key, and through it an admin key and a search key of the app `scale`, which
+the publishers and the querier use. The split and the move then go on through
+whichever coordinator is active, with keys made through c1.
+
 The clients publish the corpus in batches of 500 from --publishers threads,
 each batch resent until acknowledged, and a querier asks a few queries over
 and over, timing each and counting those that miss a shard. Once a quarter
@@ -58,6 +64,7 @@ SPLIT_WORKERS = {"n1": [4, 5], "n2": [4, 5], "n3": [6, 7], "n4": [6, 7]}
 HOSTS = ["e1", "e2", "e3", "c1", "c2", "c3", *WORKERS, *SPLIT_WORKERS, "m1", "cl"]
 QUERIES = ['title == "lib*"', 'displayName == "*editor*"cd', 'title == "python3*" && contentDescription == "*module*"cd']
 BATCH = 500
+APP = "scale"
 
 
 def percentile(xs, p):
@@ -99,8 +106,11 @@ def load(args):
     def phase():
         return phase_file.read_text().strip() if phase_file.exists() else "before"
 
+    keyed = {"key": args.key} if args.key else {}
+    search_keyed = {"key": args.search_key} if args.search_key else {}
+
     def publisher():
-        client = Client.connect_active(endpoints, timeout=30)
+        client = Client.connect_active(endpoints, timeout=30, **keyed)
         while True:
             try:
                 lines = batches.get_nowait()
@@ -115,7 +125,7 @@ def load(args):
                 except (LimelightError, LimelightTimeout, TimeoutError):
                     client.close()
                     time.sleep(0.5)
-                    client = Client.connect_active(endpoints, timeout=30)
+                    client = Client.connect_active(endpoints, timeout=30, **keyed)
                 with lock:
                     resent[0] += 1
             with lock:
@@ -124,7 +134,7 @@ def load(args):
         client.close()
 
     def querier():
-        client = Client.connect_active(endpoints, timeout=30)
+        client = Client.connect_active(endpoints, timeout=30, **search_keyed)
         n = 0
         while not stop.is_set():
             text = QUERIES[n % len(QUERIES)]
@@ -138,7 +148,7 @@ def load(args):
             except (LimelightError, LimelightTimeout, TimeoutError):
                 missed = -1  # no answer at all
                 client.close()
-                client = Client.connect_active(endpoints, timeout=30)
+                client = Client.connect_active(endpoints, timeout=30, **search_keyed)
             queries.append((started_in, (time.monotonic() - t0) * 1000, missed))
             time.sleep(0.1)
         client.close()
@@ -200,12 +210,18 @@ def run(args):
             if m:
                 memory[name] = m
 
+    master = folder / "master.key"
+    keys = [] if args.keyless else ["--require-keys"]
+
     def coordinator(name):
         address = network.hosts[name].address
+        own_keys = [] if args.keyless else ["--keys", str(folder / f"keys-{name}.sqlite")]
+        if not args.keyless and name == "c1":
+            own_keys += ["--master-key-file", str(master)]
         processes.start(name, network.command(name, [
             str(binaries / "limelight-coordinator"), "--listen", f"tcp://{address}:7700", "--workers", f"tcp://{address}:7701",
             "--stats-listen", f"{address}:7780", "--shards", str(SHARDS), "--replicas", "2",
-            "--control-plane", etcd.endpoint, "--coordinator-id", name, "--cluster-secret-file", str(secret)]))
+            "--control-plane", etcd.endpoint, "--coordinator-id", name, "--cluster-secret-file", str(secret), *own_keys, *keys]))
         _, clients[name], workers[name] = processes.wait_for_line(name, "listening ", 60).split()[:3]
 
     def replica(host, shards):
@@ -216,8 +232,11 @@ def run(args):
                 "--id", f"{short}-{host}", "--replica", host, "--cluster-secret-file", str(secret)]))
 
     def shards_command(*argv):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LIMELIGHT_KEY")}
+        if master.exists():
+            env["LIMELIGHT_KEY"] = master.read_text().strip()
         return subprocess.run([str(binaries / "limelight"), "shards", *argv, "--control-plane", etcd.endpoint,
-                               "--endpoint", clients["c1"]], capture_output=True, text=True, timeout=4000)
+                               "--endpoint", ",".join(clients.values())], capture_output=True, text=True, timeout=4000, env=env)
 
     try:
         log(network.describe())
@@ -227,6 +246,13 @@ def run(args):
         while active_id(etcd.endpoint) != "c1":
             assert time.monotonic() < deadline, processes.logs()
             time.sleep(0.2)
+        app_keys = []
+        if not args.keyless:
+            from harness import Client
+            with Client(clients["c1"], timeout=30, key=master.read_text().strip()) as c:
+                app_keys = ["--key", c.keys("create", app=APP, role="admin")["apiKey"],
+                            "--search-key", c.keys("create", app=APP, role="search")["apiKey"]]
+            figures["keys"] = f"required; app '{APP}', an admin key to publish and a search key to query"
         coordinator("c2")
         coordinator("c3")
         for host, shards in WORKERS.items():
@@ -235,7 +261,7 @@ def run(args):
         log("cluster up; starting the load on host cl")
         load_argv = [sys.executable, str(pathlib.Path(__file__).resolve()), "--load", "--state", str(state),
                      "--corpus", str(pathlib.Path(args.corpus).resolve()), "--publishers", str(args.publishers),
-                     "--endpoints", ",".join(clients[c] for c in ("c1", "c2", "c3"))]
+                     "--endpoints", ",".join(clients[c] for c in ("c1", "c2", "c3")), *app_keys]
         loader = processes.start("load", network.command("cl", load_argv))
 
         def acked():
@@ -307,11 +333,14 @@ def run(args):
             for s in shards:
                 holders[s].append(host)
 
+        stored_prefix = "" if args.keyless else f"@{APP}/"
+
         def read(host, shard):
             path = folder / f"data-{host}" / f"shard-{shard}.sqlite"
             with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60) as db:
                 marked = db.execute("SELECT count(*) FROM meta WHERE key = 'split.keep'").fetchone()[0]
-                return marked, [row[0] for row in db.execute("SELECT uid FROM items")]
+                # An app's items are stored under its reserved names (`@APP/uid`).
+                return marked, [row[0].removeprefix(stored_prefix) for row in db.execute("SELECT uid FROM items")]
 
         deadline = time.monotonic() + 1800
         while any(read(h, s)[0] for s, hosts in holders.items() for h in hosts):
@@ -354,6 +383,9 @@ def main():
     ap.add_argument("--publishers", type=int, default=3)
     ap.add_argument("--out", help="also write the figures (JSON) here")
     ap.add_argument("--keep", action="store_true", help="keep the data folders and logs")
+    ap.add_argument("--keyless", action="store_true", help="no keys (the coordinators' --require-keys and key stores left out)")
+    ap.add_argument("--key", help=argparse.SUPPRESS)
+    ap.add_argument("--search-key", help=argparse.SUPPRESS)
     ap.add_argument("--load", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--state", help=argparse.SUPPRESS)
     ap.add_argument("--endpoints", help=argparse.SUPPRESS)

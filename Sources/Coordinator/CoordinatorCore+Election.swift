@@ -46,7 +46,10 @@ extension CoordinatorCore {
             for pending in writes.abandonAll() {
                 sendError(.client(pending.client), pending.requestID, notActive(.client(pending.client), election))
             }
-            for held in dropHeldForKeys() {
+            let heldForSplit = splitNotTakenUp + (splitRun?.held ?? [])
+            splitNotTakenUp = []
+            splitRun?.held = []
+            for held in dropHeldForKeys() + heldForSplit {
                 sendError(.client(held.route), held.envelope.id, notActive(.client(held.route), election))
             }
             for change in takeKeyChanges() {

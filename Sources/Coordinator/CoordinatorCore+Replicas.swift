@@ -7,7 +7,7 @@ import WireProtocol
 /// fences it asks for, and stopping a retired replica's workers.
 extension CoordinatorCore {
     /// A split or a replica change is under way: the control plane is read more often.
-    var changeUnderWay: Bool { splitRun != nil || replicaRun != nil }
+    var changeUnderWay: Bool { splitRun != nil || replicaRun != nil || pendingSplitTo != nil || !splitNotTakenUp.isEmpty }
 
     /// Run by the service's control-plane loop with what the control plane
     /// holds (the change read at `revision`, the retired replicas at

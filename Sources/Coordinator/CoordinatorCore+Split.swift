@@ -75,19 +75,40 @@ extension CoordinatorCore {
             "splitting shards",
             metadata: [
                 "split.from": "\(split.before.shards)", "split.to": "\(split.to)", "split.phase": "\(split.phase.rawValue)",
-                "map.epoch": "\(split.before.epoch)",
+                "map.epoch": "\(split.before.epoch)", "split.heldBefore": "\(splitNotTakenUp.count)",
             ])
+        releaseNotTakenUp()
     }
 
     /// Run by the service's split loop with what the control plane holds
     /// (the split read at `splitRevision`, the map at `mapRevision`): moves
     /// the split on (``SplitRun/tick(_:keys:revision:mapRevision:now:)``),
     /// and says what to write when it must.
-    func splitTick(_ stored: ShardSplit?, splitRevision: Int, mapRevision: Int) -> SplitRun.Action? {
-        guard let stored else { return nil }
+    ///
+    /// `map` is the shard map the control plane holds, read at `epoch` (the
+    /// one this coordinator serves with): a newer one than this coordinator
+    /// routes by (a split another coordinator finished since this one
+    /// started) is taken first, before any request of the epoch is handled.
+    func splitTick(_ stored: ShardSplit?, map: ShardMap?, epoch: Int, splitRevision: Int, mapRevision: Int) -> SplitRun.Action? {
+        if splitRun == nil, let map, map.epoch > (shardMap?.epoch ?? 0) {
+            logger.notice(
+                "routing by the control plane's newer shard map",
+                metadata: ["map.epoch": "\(map.epoch)", "map.shards": "\(map.shards)", "map.was": "\(shardMap?.epoch ?? 0)"])
+            shardMap = map
+        }
+        mapReadFor = epoch
+        guard let stored else {
+            // No split (any more): what waited for the map, or for a split to
+            // be taken up, goes on.
+            if splitRun == nil { pendingSplitTo = nil }
+            releaseNotTakenUp()
+            return nil
+        }
         // The new shards' workers may register from now on, even while the
         // split waits for its sources' indexers.
         pendingSplitTo = stored.to
+        // Tests only (``TestHold``): a split in the control plane, not taken up yet.
+        if splitRun == nil, TestHold.holds("take-up") { return nil }
         if splitRun == nil { adoptSplit(stored) }
         guard var run = splitRun else { return nil }
         let wasCopying = run.step == .copying
@@ -214,8 +235,44 @@ extension CoordinatorCore {
         for h in run.held { handleClient(route: h.route, envelope: h.envelope) }
     }
 
+    /// Handles the requests held for the map or for a split to be taken up.
+    func releaseNotTakenUp() {
+        guard !splitNotTakenUp.isEmpty, !mapUnread, splitRun != nil || pendingSplitTo == nil else { return }
+        let held = splitNotTakenUp
+        splitNotTakenUp = []
+        for h in held { handleClient(route: h.route, envelope: h.envelope) }
+    }
+
+    /// Whether this coordinator serves with an epoch for which it has not
+    /// read the shard map (a standby that took over: the map may have changed
+    /// since it started).
+    var mapUnread: Bool {
+        guard let epoch = election?.servingEpoch() else { return false }
+        return mapReadFor != epoch
+    }
+
     /// Holds a client request while the split pauses its kind; true when held.
+    ///
+    /// Also every change and read until the shard map is read for this
+    /// coordinator's epoch, and while the control plane holds a split this
+    /// coordinator has not taken up yet (its sources' indexers not all live,
+    /// or the split loop not yet come round): a coordinator that took over a
+    /// split in its purge phase must neither make a change that no new shard
+    /// is sent (the purge would then delete it from the source, acknowledged),
+    /// nor answer from sources whose moved rows its predecessor's marks hide.
+    /// They are handled once the split is taken up (``adoptSplit(_:)``).
     func holdForSplit(route: [Data], envelope: Envelope) -> Bool {
+        if splitRun == nil, pendingSplitTo != nil || mapUnread, SplitRun.heldUntilTakenUp(envelope.body) {
+            guard splitNotTakenUp.count < KeySharing().holdLimit else {
+                sendError(
+                    .client(route), envelope.id,
+                    WireError(code: "busy", message: "a split waits for its source shards' indexers, and holds too many requests already: retry"))
+                return true
+            }
+            splitNotTakenUp.append(HeldRequest(route: route, envelope: envelope))
+            controlPlaneWork.signal()
+            return true
+        }
         guard let run = splitRun, run.holds(envelope.body) else { return false }
         splitRun?.held.append(HeldRequest(route: route, envelope: envelope))
         return true

@@ -175,6 +175,11 @@ actor CoordinatorCore {
     /// The shard count of a split the control plane holds that this
     /// coordinator has not taken up yet: its new shards' workers may register.
     var pendingSplitTo: Int?
+    /// Client requests held until the map is read for this epoch, or while
+    /// that split is not taken up (``holdForSplit(route:envelope:)``).
+    var splitNotTakenUp: [HeldRequest] = []
+    /// The serving epoch the shard map was last read for.
+    var mapReadFor: Int?
     /// The replica change under way (CoordinatorCore+Replicas.swift).
     var replicaRun: ReplicaRun?
     /// The replicas retired from shards, as the control plane holds them:

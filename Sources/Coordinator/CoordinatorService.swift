@@ -230,12 +230,14 @@ package final class CoordinatorService: Sendable {
             let busy = await core.changeUnderWay
             if busy { try? await Task.sleep(for: .milliseconds(20)) }
             await core.controlPlaneWork.wait(upTo: busy ? .milliseconds(250) : .seconds(1))
-            guard election?.servingEpoch() != nil else { continue }
+            guard let epoch = election?.servingEpoch() else { continue }
             do throws(ControlPlaneError) {
                 let read = try await store.range(keys.root + "shards/", prefix: true)
                 let splitKV = read.first(keys.shardSplit), mapKV = read.first(keys.shardMap)
                 let stored = splitKV.flatMap { ShardSplit.decode($0.value) }
-                let command = await core.splitTick(stored, splitRevision: splitKV?.modRevision ?? 0, mapRevision: mapKV?.modRevision ?? 0)
+                let command = await core.splitTick(
+                    stored, map: mapKV.flatMap { ShardMap.decode($0.value) }, epoch: epoch, splitRevision: splitKV?.modRevision ?? 0,
+                    mapRevision: mapKV?.modRevision ?? 0)
                 switch command {
                 case .store(let t)?:
                     let result = try await store.commit(t)

@@ -110,6 +110,16 @@ struct SplitRun: Sendable {
         return split.targets.first { $0.shard == shard }?.source
     }
 
+    /// Whether a client request waits while the control plane holds a split
+    /// the coordinator has not taken up yet: every change and every read.
+    static func heldUntilTakenUp(_ body: Body) -> Bool {
+        switch body {
+        case .publish, .delete, .entityDonate, .entityDelete, .entityAssociate, .declare: true
+        case .query, .search, .suggest, .spotlight, .continueSearch: true
+        default: false
+        }
+    }
+
     /// Whether a client request waits now: changes from the write pause on,
     /// reads while queries are held.
     func holds(_ body: Body) -> Bool {

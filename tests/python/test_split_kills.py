@@ -18,10 +18,11 @@ are done, every acknowledged item is in exactly one of the eight shard
 files, read with SQLite, and nothing is there that was not sent; the status
 shows eight shards, every replica in sync.
 
-CI runs one kill per phase, rotating the victim, and two rounds with two
-replicas of every shard (`ROUNDS`); the whole matrix, 36 rounds (each
-phase and victim, with one replica and with two), runs with
-LIMELIGHT_SPLIT_KILLS=all. "marking" is a step of
+CI runs one kill per phase, rotating the victim, two rounds with two
+replicas of every shard, and two rounds with two faults in one split (the
+second once the split has gone on from the first: `TWO_FAULTS`); the whole
+matrix of one kill, 36 rounds (each phase and victim, with one replica and
+with two), runs with LIMELIGHT_SPLIT_KILLS=all. "marking" is a step of
 "just before the switch": the marks sent and not applied (a purge lost with
 its indexer must be sent again once the shard has one).
 """
@@ -50,6 +51,9 @@ ROUNDS = [("copy", "target", 1), ("catch-up", "coordinator", 1), ("marking", "so
           ("catch-up", "target", 2), ("marking", "coordinator", 2)]
 if os.environ.get("LIMELIGHT_SPLIT_KILLS") == "all":
     ROUNDS = [(p, v, r) for r in (1, 2) for p in PHASES for v in VICTIMS]
+# Two faults in one split, each a (phase, victim), in the order the split reaches them.
+TWO_FAULTS = [((("copy", "target"), ("before-switch", "coordinator")), 1),
+              ((("catch-up", "coordinator"), ("purge", "source")), 2)]
 
 # The holds that make each phase last until the kill (TestHold's phases):
 # the first is the one whose `at-` marker says the phase is reached.
@@ -205,6 +209,34 @@ def victim_name(victim, marker):
 @pytest.mark.parametrize("phase,victim,replicas", ROUNDS,
                          ids=[f"{p}-{v}" + ("" if r == 1 else f"-{r}-replicas") for p, v, r in ROUNDS])
 def test_split_4_to_8_with_a_kill_at_a_phase(tmp_path, phase, victim, replicas):
+    split_with_kills(tmp_path, [(phase, victim)], replicas)
+
+
+@pytest.mark.parametrize("kills,replicas", TWO_FAULTS,
+                         ids=["+".join(f"{p}-{v}" for p, v in k) + ("" if r == 1 else f"-{r}-replicas") for k, r in TWO_FAULTS])
+def test_split_4_to_8_with_two_kills(tmp_path, kills, replicas):
+    split_with_kills(tmp_path, kills, replicas)
+
+
+def test_a_coordinator_taking_over_a_split_holds_what_comes_before_it_takes_the_split_up(tmp_path):
+    """The coordinator is killed with the marks sent (some applied), and its
+    successor is kept from taking the split up for 8 s (the `take-up`
+    hold; longer than the producer's 5 s wait for an answer, so that its
+    resent batch comes meanwhile), as one whose sources' indexers are slow
+    to register would be.
+    Writes meanwhile must wait: made on the sources alone, the purge the
+    successor resumes would delete the new shards' part of them, after they
+    were acknowledged. Queries wait too: the marks hide the moved rows from
+    the sources' answers until the switch."""
+    split_with_kills(tmp_path, [("marking", "coordinator")], 2, take_up_hold_s=8)
+
+
+def split_with_kills(tmp_path, kills, replicas, take_up_hold_s=0):
+    """A split under load with each of `kills` (phase, victim) in turn: each
+    phase's holds are made before the split, and the next kill waits for
+    its phase once the one before is done. With `take_up_hold_s`, the
+    coordinator that follows the first kill takes the split up that much
+    later."""
     require_binaries("limelight", "limelight-coordinator", "limelight-indexer", "limelight-query")
     holds = tmp_path / "holds"
     holds.mkdir()
@@ -228,23 +260,32 @@ def test_split_4_to_8_with_a_kill_at_a_phase(tmp_path, phase, victim, replicas):
         querier.start()
         time.sleep(1)
 
-        for h in HOLDS[phase]:
-            (holds / f"hold-{h}").touch()
+        for phase, _ in kills:
+            for h in HOLDS[phase]:
+                (holds / f"hold-{h}").touch()
         env = {k: v for k, v in os.environ.items() if not k.startswith("LIMELIGHT_KEY")}
         env["LIMELIGHT_DATA"] = str(cluster.data)
         command = [str(bin_dir() / "limelight"), "shards", "split", "--to", str(TO), "--endpoint", cluster.endpoint,
                    "--wait-seconds", "300"]
         split = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
-        marker = holds / f"at-{HOLDS[phase][0]}"
-        assert wait_until(lambda: marker.exists() and marker.read_text().strip(), timeout=180, interval=0.05), \
-            f"phase {phase} not reached; split: {split.poll()}"
-        name = victim_name(victim, marker)
-        pid = child_pid(cluster.process, name)
-        assert pid, f"{name} is not running"
-        os.kill(pid, signal.SIGKILL)
-        for h in HOLDS[phase]:
-            (holds / f"hold-{h}").unlink()
+        for phase, victim in kills:
+            marker = holds / f"at-{HOLDS[phase][0]}"
+            assert wait_until(lambda: marker.exists() and marker.read_text().strip(), timeout=180, interval=0.05), \
+                f"phase {phase} not reached; split: {split.poll()}"
+            name = victim_name(victim, marker)
+            pid = child_pid(cluster.process, name)
+            assert pid, f"{name} is not running"
+            if take_up_hold_s:
+                (holds / "hold-take-up").touch()
+            os.kill(pid, signal.SIGKILL)
+            for h in HOLDS[phase]:
+                (holds / f"hold-{h}").unlink()
+            if take_up_hold_s:
+                assert wait_until(lambda: (holds / "at-take-up").exists(), timeout=60), "no coordinator took over"
+                time.sleep(take_up_hold_s)
+                (holds / "hold-take-up").unlink()
+                take_up_hold_s = 0
 
         out, err = split.communicate(timeout=360)
         assert split.returncode == 0, (out, err)
