@@ -12,7 +12,7 @@ extension CoordinatorCore {
     /// Holds a client request (but `ping`) while this coordinator serves
     /// and has not read the keys for its epoch; true when held (or refused).
     func holdForKeys(route: [Data], envelope: Envelope) -> Bool {
-        guard sharesKeys, let epoch = election?.servingEpoch(), keySharing.mustRead(epoch: epoch) else { return false }
+        guard keysToRead != nil else { return false }
         if case .ping = envelope.body { return false }
         if !keySharing.hold(HeldRequest(route: route, envelope: envelope)) {
             sendError(
@@ -29,7 +29,7 @@ extension CoordinatorCore {
     /// Why a request that was not held (a REST call) cannot be judged yet:
     /// the keys are not read for this coordinator's epoch. Nil when it can.
     var keysUnread: WireError? {
-        guard sharesKeys, let epoch = election?.servingEpoch(), keySharing.mustRead(epoch: epoch) else { return nil }
+        guard keysToRead != nil else { return nil }
         keysWork.signal()
         return WireError(code: "unavailable", message: "the coordinator has just taken over and is reading the cluster's API keys: retry")
     }

@@ -263,10 +263,12 @@ extension CoordinatorCore {
     /// They are handled once the split is taken up (``adoptSplit(_:)``).
     func holdForSplit(route: [Data], envelope: Envelope) -> Bool {
         if splitRun == nil, pendingSplitTo != nil || mapUnread, SplitRun.heldUntilTakenUp(envelope.body) {
-            guard splitNotTakenUp.count < KeySharing().holdLimit else {
+            guard splitNotTakenUp.count < HeldRequest.limit else {
                 sendError(
                     .client(route), envelope.id,
-                    WireError(code: "busy", message: "a split waits for its source shards' indexers, and holds too many requests already: retry"))
+                    WireError(
+                        code: "busy",
+                        message: "the coordinator waits to read the shard map or to take up a split, and holds too many requests already: retry"))
                 return true
             }
             splitNotTakenUp.append(HeldRequest(route: route, envelope: envelope))

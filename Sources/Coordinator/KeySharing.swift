@@ -8,6 +8,9 @@ import WireProtocol
 struct HeldRequest: Sendable {
     var route: [Data]
     var envelope: Envelope
+
+    /// The most requests a coordinator holds for one reason; more are answered `busy`.
+    static let limit = 10_000
 }
 
 /// The API keys of a cluster with a control plane, which every coordinator
@@ -38,7 +41,7 @@ struct KeySharing {
     private(set) var held: [HeldRequest] = []
     private(set) var queued: [Change] = []
 
-    init(holdLimit: Int = 10_000) { self.holdLimit = holdLimit }
+    init(holdLimit: Int = HeldRequest.limit) { self.holdLimit = holdLimit }
 
     /// Whether client requests wait for the keys to be read for `epoch`.
     func mustRead(epoch: Int) -> Bool { readFor != epoch }
