@@ -140,7 +140,7 @@ def main():
             "loadavg_before": [round(x, 2) for x in load_before], "loadavg_after": [round(x, 2) for x in load_after],
             "split_s_client": round(split_s, 2), "split_ms": counters.get("split.ms"),
             "copy_bytes": counters.get("copy.bytes"), "copy_ms": counters.get("copy.ms"),
-            "write_pause_ms": counters.get("split.writePauseMs"), "query_pause_ms": counters.get("split.queryPauseMs"),
+            "write_pause_ms": counters.get("split.writePauseMs"), "switch_ms": counters.get("split.switchMs"),
             "longest_publish_during_ms": round(max(publishes), 1) if publishes else None,
             "publishes_during": len(publishes),
             "query_before": {"n": len(latencies["before"]), "p50": percentile(latencies["before"], 50),

@@ -224,7 +224,7 @@ struct RESTError: Error, Sendable {
         case "key_required", "invalid_key", "key_revoked", "key_expired", "forbidden", "keys_disabled":
             self.init(.forbidden, message)
         case "rate_limited": self.init(.tooManyRequests, message)
-        case "busy", "shard_unavailable", "timeout": self.init(.unavailable, message)
+        case "busy", "shard_unavailable", "timeout", "not_active", "unavailable": self.init(.unavailable, message)
         case "internal": self.init(.internalError, message)
         default: self.init(.badRequest, message)
         }

@@ -26,14 +26,6 @@ extension CoordinatorCore {
         return true
     }
 
-    /// Why a request that was not held (a REST call) cannot be judged yet:
-    /// the keys are not read for this coordinator's epoch. Nil when it can.
-    var keysUnread: WireError? {
-        guard keysToRead != nil else { return nil }
-        keysWork.signal()
-        return WireError(code: "unavailable", message: "the coordinator has just taken over and is reading the cluster's API keys: retry")
-    }
-
     /// The serving epoch to read the keys for; nil when they are read (or
     /// this coordinator does not serve).
     var keysToRead: Int? {

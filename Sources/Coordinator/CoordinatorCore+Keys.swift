@@ -27,10 +27,6 @@ extension CoordinatorCore {
     /// told why it is refused.
     func authorize(_ envelope: Envelope, route: [Data]) -> Access? {
         if case .ping = envelope.body { return .open }
-        if let unread = keysUnread {
-            sendError(.client(route), envelope.id, unread)
-            return nil
-        }
         let access: Access
         do throws(TenancyError) {
             access = try Access.resolve(key: envelope.key, store: keyStore, requireKeys: configuration.requireKeys)

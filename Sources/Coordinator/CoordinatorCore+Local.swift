@@ -19,6 +19,8 @@ struct LocalClients {
     struct Waiter {
         var continuation: CheckedContinuation<[Body], Never>
         var replies: [Body] = []
+        /// A REST search's confinement to an index (``LocalSearchShape``).
+        var searchShape: LocalSearchShape?
     }
     var waiters: [[Data]: Waiter] = [:]
     var next = 0
@@ -84,30 +86,35 @@ extension CoordinatorCore {
     }
 
     /// An Algolia search confined to `predicate` (an index's records) within
-    /// the key's app: checked as a `search` message is, then scattered by
-    /// ``launchSearch(client:id:request:deadlineMs:mode:scope:)``.
+    /// the key's app: a `search` message as a client's socket hands it
+    /// over, so it passes every check and hold one does (a standby's
+    /// refusal, a split taken up, the keys of a coordinator that has just
+    /// taken over), and its confinement is applied whenever it is handled
+    /// (``CoordinatorCore/startSearch(client:id:_:scope:)``).
     /// `prepare` shapes the parsed request (hits as records, the index's settings).
     nonisolated func localSearch(
         params: JSONValue, key: String?, within predicate: QueryPlan.Predicate,
-        prepare: @Sendable (inout SearchRequest) -> Void
+        prepare: @escaping @Sendable (inout SearchRequest) -> Void
     ) async -> [Body] {
         await local { core, route, id in
-            let envelope = Envelope(id: id, body: .search(Body.Search(params: params)), key: key)
-            guard let access = core.authorize(envelope, route: route) else { return }
-            core.count(.searches)
-            var request: SearchRequest
-            do throws(SearchParametersError) { request = try SearchRequest(params: params) } catch {
-                core.sendError(
-                    .client(route), id,
-                    WireError(code: error.code.description, message: error.message, position: error.position, field: error.parameter))
-                return
-            }
-            prepare(&request)
-            request.plan.filter = QueryPlan.Predicate.and([predicate, request.plan.filter]).simplified()
-            request.plan.disjunctiveFilters = request.plan.disjunctiveFilters.mapValues {
-                QueryPlan.Predicate.and([predicate, $0]).simplified()
-            }
-            core.launchSearch(client: route, id: id, request: request, deadlineMs: nil, mode: .search, scope: access.scope)
+            core.localClients.waiters[route]?.searchShape = LocalSearchShape(predicate: predicate, prepare: prepare)
+            core.handleClient(route: route, envelope: Envelope(id: id, body: .search(Body.Search(params: params)), key: key))
+        }
+    }
+}
+
+/// How a REST search is confined to an index's records: the index's
+/// settings shape the parsed request, and its records' predicate is
+/// and-ed into the filter and every disjunctive facet's filter.
+struct LocalSearchShape: Sendable {
+    var predicate: QueryPlan.Predicate
+    var prepare: @Sendable (inout SearchRequest) -> Void
+
+    func apply(to request: inout SearchRequest) {
+        prepare(&request)
+        request.plan.filter = QueryPlan.Predicate.and([predicate, request.plan.filter]).simplified()
+        request.plan.disjunctiveFilters = request.plan.disjunctiveFilters.mapValues {
+            QueryPlan.Predicate.and([predicate, $0]).simplified()
         }
     }
 }

@@ -30,13 +30,15 @@ extension CoordinatorCore {
         }
         let key = makeID("q")
         let deadline = request.deadlineMs ?? configuration.defaultDeadlineMs
-        let shards = planner.shards(for: query, shardCount: shardCount)
+        let routing = switchRouting
+        let shards = planner.shards(for: query, shardCount: routing?.shards ?? shardCount)
         var rq = RunningQuery(
             key: key, client: client, requestID: id, query: query, planJSON: query.json,
             deadlineMs: deadline, started: .now)
         if !query.sort.isEmpty { rq.merger = ResultMerger(order: SortOrder(keys: query.sort), shards: shards) }
         rq.cursorFingerprint = QueryCursor.fingerprint(of: request)
         rq.scope = scope
+        rq.routing = routing
         rq.completionInBatch = request.completionInBatch == true
         inFlight.begin(rq)
         for shard in shards { dispatch(key, shard: shard) }
@@ -96,7 +98,7 @@ extension CoordinatorCore {
             .shardQuery(
                 Body.ShardQuery(
                     shard: shard, plan: rq.planJSON,
-                    deadlineMs: remainingMs(rq.deadlineMs, since: rq.started))))
+                    deadlineMs: remainingMs(rq.deadlineMs, since: rq.started), keepSlots: rq.routing?.keep(shard))))
     }
 
     func shardBatch(key: String, from worker: String, _ b: Body.ShardBatch) {

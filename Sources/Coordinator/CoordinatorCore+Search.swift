@@ -33,6 +33,8 @@ final class RunningSearch {
     var groups: [Body.ShardGroup] = []
     /// Whose search it is: hits are given back the names the app published.
     var scope: TenantScope = .unscoped
+    /// As ``RunningQuery/routing``.
+    var routing: SwitchRouting?
 
     init(
         key: String, client: [Data], requestID: String, request: SearchRequest, planJSON: JSONValue?,
@@ -50,9 +52,11 @@ final class RunningSearch {
 }
 
 extension CoordinatorCore {
+    /// A REST search (``localSearch(params:key:within:prepare:)``) is
+    /// confined to its index here, once parsed.
     func startSearch(client: [Data], id: String, _ s: Body.Search, scope: TenantScope = .unscoped) {
         count(.searches)
-        let request: SearchRequest
+        var request: SearchRequest
         do throws(SearchParametersError) { request = try SearchRequest(params: s.params) } catch {
             sendError(
                 .client(client), id,
@@ -61,6 +65,7 @@ extension CoordinatorCore {
                     position: error.position, field: error.parameter))
             return
         }
+        if LocalClients.isLocal(client), let shape = localClients.waiters[client]?.searchShape { shape.apply(to: &request) }
         if let d = s.deadlineMs, d <= 0 {
             sendError(.client(client), id, WireError(code: "invalid_parameter", message: "deadlineMs must be positive", field: "deadlineMs"))
             return
@@ -148,11 +153,12 @@ extension CoordinatorCore {
             deadlineMs: deadline, builder: SearchResponseBuilder(request: request, itemTransform: scope.itemNames), started: .now)
         rs.mode = mode
         rs.scope = scope
+        rs.routing = switchRouting
         if deadline > 0 {
             rs.deadlineTimer = atDeadline(deadline) { $0.searchDeadlineReached(key) }
         }
         inFlight.begin(rs)
-        let shards = request.plan.filter == .none ? [] : Array(0..<shardCount)
+        let shards = request.plan.filter == .none ? [] : Array(0..<(rs.routing?.shards ?? shardCount))
         for shard in shards { dispatchSearch(key, shard: shard) }
         finishSearchIfDone(key)
     }
@@ -168,12 +174,14 @@ extension CoordinatorCore {
         let deadline = remainingMs(rs.deadlineMs, since: rs.started)
         let message: Body.ShardSearch
         if w.route == LocalQueryWorker.route {
-            message = .typed(shard: shard, plan: rs.request.plan, deadlineMs: deadline, suggest: rs.mode.suggestLimit, perDomain: rs.mode.perDomain)
+            message = .typed(
+                shard: shard, plan: rs.request.plan, deadlineMs: deadline, suggest: rs.mode.suggestLimit, perDomain: rs.mode.perDomain,
+                keepSlots: rs.routing?.keep(shard))
         } else {
             if rs.planJSON == nil { rs.planJSON = rs.request.plan.json }
             message = Body.ShardSearch(
                 shard: shard, plan: rs.planJSON!, deadlineMs: deadline,
-                suggest: rs.mode.suggestLimit, perDomain: rs.mode.perDomain)
+                suggest: rs.mode.suggestLimit, perDomain: rs.mode.perDomain, keepSlots: rs.routing?.keep(shard))
         }
         send(.worker(w.route), key, .shardSearch(message))
     }

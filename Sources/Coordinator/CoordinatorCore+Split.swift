@@ -29,6 +29,13 @@ extension CoordinatorCore {
     /// The shard count writes and queries are routed by: the map's.
     var shardCount: Int { shardMap?.shards ?? configuration.shards }
 
+    /// The map queries are routed by while a split's switch is under way
+    /// (its new map, not committed yet); nil when they go by `shardMap`.
+    var switchRouting: SwitchRouting? {
+        guard let run = splitRun, run.routesByNewMap else { return nil }
+        return SwitchRouting(run.split.after)
+    }
+
     /// The shards workers may register for: during a split, the new ones too.
     var admittedShardCount: Int { max(shardCount, splitRun?.split.to ?? 0, pendingSplitTo ?? 0) }
 
@@ -115,7 +122,7 @@ extension CoordinatorCore {
         let seen = SplitRun.Observed(
             targetsFresh: run.split.targets.allSatisfy { targetFresh($0.shard) },
             targetsDrained: run.split.targets.allSatisfy { targetDrained($0.shard) },
-            queriesRunning: !queries.isEmpty || !searches.isEmpty)
+            queriesRunning: run.routedByOldMap.contains { queries[$0] != nil || searches[$0] != nil })
         // Tests only (``TestHold``): every shard marked, the map not committed yet.
         if run.step == .committing, TestHold.holds("before-switch") { return nil }
         let action = run.tick(seen, keys: splitKeys, revision: splitRevision, mapRevision: mapRevision, now: .now)
@@ -209,7 +216,15 @@ extension CoordinatorCore {
     }
 
     /// The answer to ``SplitRun/Action/store(_:)``.
-    func splitStored(_ succeeded: Bool) { splitRun?.stored(succeeded, now: .now) }
+    /// The queries and searches running now are those routed by the old map.
+    func splitStored(_ succeeded: Bool) {
+        splitRun?.stored(succeeded, running: Set(queries.keys).union(searches.keys), now: .now)
+        if splitRun?.routesByNewMap == true, succeeded {
+            logger.notice(
+                "queries go by the new shard map; the shards mark what they give away once the old map's queries end",
+                metadata: ["split.to": "\(splitRun?.split.to ?? 0)", "split.oldMapQueries": "\(splitRun?.routedByOldMap.count ?? 0)"])
+        }
+    }
 
     /// The answer to ``SplitRun/Action/commit(_:_:)``: route by the new map and
     /// release what waited, in order.
@@ -221,16 +236,16 @@ extension CoordinatorCore {
         _ = TestHold.holds("after-switch")
         let now = ContinuousClock.now
         let writesMs = run.pausedAt.map { Int($0.duration(to: now) / .milliseconds(1)) } ?? 0
-        let queriesMs = run.queriesHeldAt.map { Int($0.duration(to: now) / .milliseconds(1)) } ?? 0
+        let switchMs = run.switchedAt.map { Int($0.duration(to: now) / .milliseconds(1)) } ?? 0
         count(.splitsDone)
         counters[CoordinatorCounter.splitWritePauseMs.rawValue] = writesMs
-        counters[CoordinatorCounter.splitQueryPauseMs.rawValue] = queriesMs
+        counters[CoordinatorCounter.splitSwitchMs.rawValue] = switchMs
         counters[CoordinatorCounter.splitMs.rawValue] = Int(run.started.duration(to: now) / .milliseconds(1))
         logger.notice(
             "shards split: routing by the new map",
             metadata: [
                 "split.to": "\(map.shards)", "map.epoch": "\(map.epoch)", "split.writePauseMs": "\(writesMs)",
-                "split.queryPauseMs": "\(queriesMs)", "split.held": "\(run.held.count)",
+                "split.switchMs": "\(switchMs)", "split.held": "\(run.held.count)",
             ])
         for h in run.held { handleClient(route: h.route, envelope: h.envelope) }
     }

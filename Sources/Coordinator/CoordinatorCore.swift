@@ -285,7 +285,7 @@ actor CoordinatorCore {
     func handleClient(route: [Data], envelope: Envelope) {
         // A standby, or an active coordinator whose lease may have lapsed, serves nothing.
         guard admitWhileActive(.client(route), envelope.id) else { return }
-        // A split holds writes, then queries, for the moments it needs them still.
+        // A split holds writes for the moments it needs them still.
         if holdForSplit(route: route, envelope: envelope) { return }
         // A coordinator that has just taken over judges keys once it has read the cluster's.
         if holdForKeys(route: route, envelope: envelope) { return }

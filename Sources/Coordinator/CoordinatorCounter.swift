@@ -60,11 +60,13 @@ struct CoordinatorCounter: Hashable, Sendable, RawRepresentable, CustomStringCon
     static let inSyncHeld = Self(rawValue: "insync.heldAnswers")
     static let inSyncNoMember = Self(rawValue: "insync.noMember")
     /// Shard splits finished, and the last one's figures: its whole time,
-    /// how long client writes were held, and how long queries were.
+    /// how long client writes were held, and how long queries went by the
+    /// new map before its commit (the old map's queries finishing, then the
+    /// marks). Queries are never held.
     static let splitsDone = Self(rawValue: "split.done")
     static let splitMs = Self(rawValue: "split.ms")
     static let splitWritePauseMs = Self(rawValue: "split.writePauseMs")
-    static let splitQueryPauseMs = Self(rawValue: "split.queryPauseMs")
+    static let splitSwitchMs = Self(rawValue: "split.switchMs")
     /// Replica changes finished (add-replica, retire, move), and the last one's time.
     static let replicaChangesDone = Self(rawValue: "replicaChange.done")
     static let replicaChangeMs = Self(rawValue: "replicaChange.ms")

@@ -140,6 +140,9 @@ struct RunningQuery: Sendable {
     var lastSort: [JSONValue]?
     /// Whose query it is: results are given back the names the app published.
     var scope: TenantScope = .unscoped
+    /// The split's new map it was routed by, before that map's commit (see
+    /// ``SwitchRouting``): each shard's part carries its slots under it.
+    var routing: SwitchRouting?
     /// The client reads the completion inside the last batch
     /// (``Body/QueryRequest/completionInBatch``).
     var completionInBatch = false

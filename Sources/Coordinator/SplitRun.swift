@@ -19,18 +19,25 @@ import WireProtocol
 ///    its last change, and the mirroring stops;
 /// 2. the purge phase is stored, so that a successor does not copy the new
 ///    shards again once they have dropped their sources' rows;
-/// 3. queries are held too, until those running have finished; then every
-///    shard marks, all at once, the rows of the slots it does not own under
-///    the new map — each new shard those its source keeps, each source those
+/// 3. queries are routed by the new map from then on, each shard's part
+///    carrying its slots under that map (``SwitchRouting``): the worker
+///    leaves out the rows of slots another shard owns, so a source and its
+///    new shard, which still hold the same rows, answer each for its own;
+/// 4. once the queries routed by the old map have finished, every shard
+///    marks, all at once, the rows of the slots it does not own under the
+///    new map — each new shard those its source keeps, each source those
 ///    its new shards took — in one small SQLite transaction
 ///    (`ShardStore.markMoved(keeping:)`): from then on every read of the
 ///    shard leaves them out, and its indexer deletes them in the background,
 ///    a small transaction at a time;
-/// 4. the new map is committed, deleting the split in the same transaction;
-///    the coordinator routes by it and releases what it held, in order.
+/// 5. the new map is committed, deleting the split in the same transaction;
+///    the coordinator routes by it and releases the writes it held, in order.
 ///
-/// No query runs across the switch, so none merges answers of two maps; the
-/// pauses last the drain and the marks (milliseconds), not the purges.
+/// Every query is answered by one map, whole: one routed by the old map
+/// reads shards none of which has marked yet, one routed by the new map
+/// reads each shard's rows of that map alone. Queries are never held; the
+/// write pause lasts the drain, the old map's queries and the marks
+/// (milliseconds), not the purges.
 /// A value: its methods take what the coordinator observed or was answered
 /// and say what to do (``Action``); `SplitRunTests` test them without processes.
 struct SplitRun: Sendable {
@@ -38,7 +45,8 @@ struct SplitRun: Sendable {
         case copying
         case draining
         case storing
-        case holdingQueries
+        /// Queries go by the new map; the old map's are finishing.
+        case switching
         case purging
         case committing
     }
@@ -63,7 +71,7 @@ struct SplitRun: Sendable {
         var targetsFresh: Bool
         /// Every live replica of every new shard has applied its last numbered change.
         var targetsDrained: Bool
-        /// Queries or searches are running.
+        /// Queries or searches routed by the old map (``routedByOldMap``) are running.
         var queriesRunning: Bool
     }
 
@@ -79,25 +87,31 @@ struct SplitRun: Sendable {
     private(set) var purgeWorkers: [String: String] = [:]
     /// The shards a replica has answered a purge of (marked).
     private(set) var purged: Set<Int> = []
-    /// Client requests held while writes or queries wait, in arrival order.
+    /// Client changes held while writes wait, in arrival order.
     var held: [HeldRequest] = []
-    private(set) var holdsQueries = false
+    /// Queries are routed by the new map (``SwitchRouting``), from the
+    /// stored purge phase until the map is committed.
+    private(set) var routesByNewMap = false
+    /// The queries and searches (the core's keys) routed by the old map and
+    /// running when queries went over to the new one: the marks wait for them.
+    private(set) var routedByOldMap: Set<String> = []
     let started: ContinuousClock.Instant
     private(set) var pausedAt: ContinuousClock.Instant?
-    private(set) var queriesHeldAt: ContinuousClock.Instant?
+    private(set) var switchedAt: ContinuousClock.Instant?
 
     /// Takes up `split` as the control plane holds it. One in its purge
     /// phase was left by a predecessor after the new shards were purged:
-    /// it goes on from the sources' purge, writes and queries held (a copy
-    /// now would bring back the rows the new shards dropped).
+    /// it goes on from the sources' purge, writes held and queries routed
+    /// by the new map (a copy now would bring back the rows the new shards
+    /// dropped).
     init(split: ShardSplit, now: ContinuousClock.Instant) {
         self.split = split
         started = now
         if split.phase == .purging {
-            step = .holdingQueries
-            holdsQueries = true
+            step = .switching
+            routesByNewMap = true
             pausedAt = now
-            queriesHeldAt = now
+            switchedAt = now
         } else {
             step = .copying
             for t in split.targets { mirrors[t.source, default: []].append(t.shard) }
@@ -120,12 +134,11 @@ struct SplitRun: Sendable {
         }
     }
 
-    /// Whether a client request waits now: changes from the write pause on,
-    /// reads while queries are held.
+    /// Whether a client request waits now: changes from the write pause on.
+    /// Reads never wait: they go by the old map or by the new one.
     func holds(_ body: Body) -> Bool {
         switch body {
         case .publish, .delete, .entityDonate, .entityDelete, .entityAssociate, .declare: step != .copying
-        case .query, .search, .suggest, .spotlight, .continueSearch: holdsQueries
         default: false
         }
     }
@@ -153,8 +166,9 @@ struct SplitRun: Sendable {
             let lacking = split.sources + split.targets.map(\.shard)
             let unsent = lacking.filter { !purged.contains($0) && !purges.values.contains($0) }
             return unsent.isEmpty ? nil : .purge(unsent)
-        case .holdingQueries:
+        case .switching:
             guard !seen.queriesRunning else { return nil }
+            routedByOldMap = []
             step = .purging
             return .purge(split.sources + split.targets.map(\.shard))
         case .committing:
@@ -206,15 +220,17 @@ struct SplitRun: Sendable {
         step = .committing
     }
 
-    /// The answer to ``Action/store(_:)``: queries are held from now on (the
-    /// shards purge once the running ones have finished). A refused store is
+    /// The answer to ``Action/store(_:)``: queries are routed by the new map
+    /// from now on, and the shards purge once `running` (the queries and
+    /// searches routed by the old map) have finished. A refused store is
     /// tried again at the next tick.
-    mutating func stored(_ succeeded: Bool, now: ContinuousClock.Instant) {
+    mutating func stored(_ succeeded: Bool, running: Set<String>, now: ContinuousClock.Instant) {
         guard succeeded, step == .storing else { return }
         split.phase = .purging
-        step = .holdingQueries
-        holdsQueries = true
-        queriesHeldAt = now
+        step = .switching
+        routesByNewMap = true
+        routedByOldMap = running
+        switchedAt = now
     }
 
     /// The answer to ``Action/commit(_:_:)``: true when the new map is in
@@ -222,7 +238,22 @@ struct SplitRun: Sendable {
     /// again at the next tick, with the revisions read then.
     mutating func committed(_ succeeded: Bool) -> Bool {
         guard succeeded, step == .committing else { return false }
-        holdsQueries = false
+        routesByNewMap = false
         return true
     }
+}
+
+/// The map queries are routed by from a split's switch until its commit:
+/// each shard's part carries its slots under it (`keepSlots`), since a
+/// shard has not yet marked the rows that map gives another.
+struct SwitchRouting: Sendable, Equatable {
+    var slots: Int
+    var shards: Int
+
+    init(_ map: ShardMap) {
+        slots = map.slots
+        shards = map.shards
+    }
+
+    func keep(_ shard: Int) -> Body.KeepSlots { Body.KeepSlots(slots: slots, shards: shards, shard: shard) }
 }

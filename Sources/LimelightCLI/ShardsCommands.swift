@@ -222,7 +222,7 @@ struct ShardsSplitCommand: AsyncParsableCommand {
                 var figures = ""
                 if let stats = try? await client?.stats(), let c = stats["counters"] {
                     figures =
-                        "; writes held \(c["split.writePauseMs"]?.intValue ?? 0) ms, queries held \(c["split.queryPauseMs"]?.intValue ?? 0) ms, "
+                        "; writes held \(c["split.writePauseMs"]?.intValue ?? 0) ms, queries by the new map \(c["split.switchMs"]?.intValue ?? 0) ms before its commit, "
                         + "\(c["copy.bytes"]?.intValue ?? 0) bytes copied"
                 }
                 printLine(String(format: "split done: %d shards, map epoch %d, %.1f s", to, current.epoch, seconds) + figures)

@@ -78,13 +78,14 @@ extension ShardStore {
     }
 
     /// The distinct domains the shard holds, each with its item count (not
-    /// those a split's purge under way is deleting).
+    /// those a split's purge under way is deleting, nor those the map the
+    /// request was routed by gives another shard).
     package func domains() throws -> [String: Int] {
         var out: [String: Int] = [:]
-        let keep = try movedSlots()
+        let keep = try slotFilters()
         try db.prepare("SELECT domain, count(*) FROM items GROUP BY domain").forEachRow { r in
             let domain = r.string(at: 0) ?? ""
-            if keep?.keeps(domain: domain) ?? true { out[domain] = Int(r.int64(at: 1)) }
+            if keep.allSatisfy({ $0.keeps(domain: domain) }) { out[domain] = Int(r.int64(at: 1)) }
         }
         return out
     }

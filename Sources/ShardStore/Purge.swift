@@ -105,22 +105,45 @@ extension ShardStore {
         }
     }
 
+    /// Every slot filter a read applies now: the mark of a purge under way,
+    /// and the map the request was routed by (``routedSlots``). Empty when
+    /// every item is the shard's.
+    package func slotFilters() throws -> [SlotFilter] {
+        [try movedSlots(), routedSlots].compactMap { $0 }
+    }
+
     /// The items of the domains this shard still owns while a purge is under
-    /// way; nil when none is (every item is the shard's). Read once per
-    /// change of the data, from the connection's ``DomainIndex`` when it has
-    /// one: a hash per distinct domain, not per item.
+    /// way, or under the map the request was routed by; nil when neither
+    /// applies (every item is the shard's). Each is read once per change of
+    /// the data, from the connection's ``DomainIndex`` when it has one: a
+    /// hash per distinct domain, not per item.
     func slotScope() throws -> ItemScope? {
-        try heldWhileTheDataIsSame(\.kept) { () throws -> ItemScope? in
+        let marked = try heldWhileTheDataIsSame(\.kept) { () throws -> ItemScope? in
             guard let keep = try movedSlots() else { return nil }
-            if let index = try currentDomainIndex() { return ItemScope(index.ids { keep.keeps(utf8: $0) }) }
-            var ids: [Int64] = []
-            let s = try db.prepare("SELECT domain, id FROM items")
-            defer { try? s.reset() }
-            while try s.step() {
-                let id = s.int64(at: 1)
-                if s.withUTF8(at: 0, { keep.keeps(utf8: $0) }) ?? keep.keeps(domain: "") { ids.append(id) }
-            }
-            return ItemScope(ids.sorted())
+            return try items(keptBy: keep)
         }
+        guard let routed = routedSlots else { return marked }
+        let version = dataSeen
+        let scope: ItemScope
+        if let (held, filter, value) = universeCache.routed, held == version, filter == routed {
+            scope = value
+        } else {
+            scope = try items(keptBy: routed)
+            universeCache.routed = (version, routed, scope)
+        }
+        return marked.map { $0.intersection(scope) } ?? scope
+    }
+
+    /// The items of the domains `keep` keeps.
+    private func items(keptBy keep: SlotFilter) throws -> ItemScope {
+        if let index = try currentDomainIndex() { return ItemScope(index.ids { keep.keeps(utf8: $0) }) }
+        var ids: [Int64] = []
+        let s = try db.prepare("SELECT domain, id FROM items")
+        defer { try? s.reset() }
+        while try s.step() {
+            let id = s.int64(at: 1)
+            if s.withUTF8(at: 0, { keep.keeps(utf8: $0) }) ?? keep.keeps(domain: "") { ids.append(id) }
+        }
+        return ItemScope(ids.sorted())
     }
 }

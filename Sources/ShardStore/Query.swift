@@ -27,6 +27,9 @@ final class UniverseCache {
     var domains: DomainIndex?
     /// The items a split's purge under way leaves in (see ``ShardStore/slotScope()``).
     var kept: (Version, ItemScope?)?
+    /// The items the map a request was routed by leaves in, and that map's
+    /// filter (see ``ShardStore/routedSlots``).
+    var routed: (Version, SlotFilter, ItemScope)?
     /// Custom ranking attributes' values by item (see ``SortColumn``), each
     /// with the data it is of.
     var sortColumns: [Int64: (Version, SortColumn)] = [:]

@@ -85,6 +85,12 @@ package final class ShardStore {
     /// Times this connection read its ``DomainIndex`` whole rather than
     /// patching it (for tests and figures).
     var domainIndexReads = 0
+    /// The slots this shard keeps under the map the request being read was
+    /// routed by, set by the query worker for that request alone: during a
+    /// split's switch a shard is queried by the new map before it has
+    /// marked the rows that map gives another shard, so the reads leave
+    /// those out themselves, as a mark would (``slotFilters()``).
+    package var routedSlots: SlotFilter?
 
     /// Opens a shard file, creating it (and its tables) in `.readWrite` mode.
     /// `durability` sets when a `.readWrite` store's commits reach the disk.

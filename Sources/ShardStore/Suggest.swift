@@ -60,9 +60,10 @@ extension ShardStore {
     /// caller's `filters`), counts are of the items that pass it: see
     /// ``filteredSuggest(_:limit:)``.
     package func suggest(_ plan: SearchPlan, limit: Int) throws -> [Suggestion] {
-        // While a split's purge is under way the vocabulary still counts the
-        // moved items: count the items left in instead.
-        let purging = try movedSlots() != nil
+        // While a split's purge is under way, or the request was routed by a
+        // map that gives some of the shard's rows to another shard, the
+        // vocabulary still counts those items: count the items left in instead.
+        let purging = try !slotFilters().isEmpty
         if plan.filter != .all || purging { return try filteredSuggest(plan, limit: limit) }
         guard let last = plan.words.last, limit > 0 else { return [] }
         let outside = db.isAutocommit

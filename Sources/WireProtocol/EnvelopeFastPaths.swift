@@ -189,6 +189,7 @@ extension Envelope {
         case .shardQuery(let b):
             var o: [String: JSONValue] = ["shard": .number(Double(b.shard)), "plan": b.plan]
             if let d = b.deadlineMs { o["deadlineMs"] = .number(Double(d)) }
+            if let k = b.keepSlots { o["keepSlots"] = k.json }
             return o
         case .shardDone(let b):
             var o: [String: JSONValue] = ["shard": .number(Double(b.shard)), "count": .number(Double(b.count))]
@@ -217,6 +218,7 @@ extension Envelope {
             if let d = b.deadlineMs { o["deadlineMs"] = .number(Double(d)) }
             if let n = b.suggest { o["suggest"] = .number(Double(n)) }
             if let n = b.perDomain { o["perDomain"] = .number(Double(n)) }
+            if let k = b.keepSlots { o["keepSlots"] = k.json }
             return o
         case .shardSearchResult(let b):
             // The hits and groups are spliced in by ``encoded()`` (``rankedHitsBytes(_:)``).
@@ -302,10 +304,17 @@ extension Envelope {
             return .searchResult(Body.SearchResult(response: response, failedShards: failed))
         case .shardSearch:
             guard let plan = o["plan"] else { throw fail("missing field 'plan'") }
+            var keep: Body.KeepSlots?
+            if let k = o["keepSlots"], k != .null {
+                guard let slots = k["slots"]?.intValue, let shards = k["shards"]?.intValue, let shard = k["shard"]?.intValue else {
+                    throw fail("field 'keepSlots' should be {slots, shards, shard}")
+                }
+                keep = Body.KeepSlots(slots: slots, shards: shards, shard: shard)
+            }
             return .shardSearch(
                 Body.ShardSearch(
                     shard: try int("shard"), plan: plan, deadlineMs: try optionalInt("deadlineMs"),
-                    suggest: try optionalInt("suggest"), perDomain: try optionalInt("perDomain")))
+                    suggest: try optionalInt("suggest"), perDomain: try optionalInt("perDomain"), keepSlots: keep))
         case .shardSearchResult:
             func rankedHits(_ list: [JSONValue], _ path: String) throws(ProtocolError) -> [Body.RankedHit] {
                 var hits: [Body.RankedHit] = []

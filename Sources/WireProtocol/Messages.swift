@@ -224,6 +224,7 @@ public enum Body: Sendable, Hashable {
         public var shards: Int
         public var shard: Int
         public init(slots: Int, shards: Int, shard: Int) { self.slots = slots; self.shards = shards; self.shard = shard }
+        var json: JSONValue { .object(["slots": .number(Double(slots)), "shards": .number(Double(shards)), "shard": .number(Double(shard))]) }
     }
     public struct DeleteAck: Sendable, Hashable, Codable {
         public var deleted: Int
@@ -407,7 +408,14 @@ public enum Body: Sendable, Hashable {
         public var shard: Int
         public var plan: JSONValue
         public var deadlineMs: Int?
-        public init(shard: Int, plan: JSONValue, deadlineMs: Int? = nil) { self.shard = shard; self.plan = plan; self.deadlineMs = deadlineMs }
+        /// The shard's slots under the map the query was routed by, sent
+        /// while a split's switch may leave the shard holding rows that map
+        /// gives another shard (from the switch until the new map is
+        /// committed): the worker leaves those rows out.
+        public var keepSlots: KeepSlots?
+        public init(shard: Int, plan: JSONValue, deadlineMs: Int? = nil, keepSlots: KeepSlots? = nil) {
+            self.shard = shard; self.plan = plan; self.deadlineMs = deadlineMs; self.keepSlots = keepSlots
+        }
     }
     public struct ShardBatch: Sendable, Hashable, Codable {
         public var shard: Int

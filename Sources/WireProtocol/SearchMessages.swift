@@ -48,17 +48,25 @@ extension Body {
         public var suggest: Int?
         /// Spotlight's grouped results: the best this many per domain, and each domain's total.
         public var perDomain: Int?
-        public init(shard: Int, plan: JSONValue, deadlineMs: Int? = nil, suggest: Int? = nil, perDomain: Int? = nil) {
+        /// As ``ShardQuery/keepSlots``: the shard's slots under the map the
+        /// search was routed by, while a split's switch is under way.
+        public var keepSlots: KeepSlots?
+        public init(
+            shard: Int, plan: JSONValue, deadlineMs: Int? = nil, suggest: Int? = nil, perDomain: Int? = nil, keepSlots: KeepSlots? = nil
+        ) {
             self.shard = shard; self.plan = plan; self.deadlineMs = deadlineMs; self.suggest = suggest; self.perDomain = perDomain
+            self.keepSlots = keepSlots
         }
         /// A search for a worker in this process: the plan as it is, its
         /// JSON form left null.
-        public static func typed(shard: Int, plan: SearchPlan, deadlineMs: Int? = nil, suggest: Int? = nil, perDomain: Int? = nil) -> ShardSearch {
-            var s = ShardSearch(shard: shard, plan: .null, deadlineMs: deadlineMs, suggest: suggest, perDomain: perDomain)
+        public static func typed(
+            shard: Int, plan: SearchPlan, deadlineMs: Int? = nil, suggest: Int? = nil, perDomain: Int? = nil, keepSlots: KeepSlots? = nil
+        ) -> ShardSearch {
+            var s = ShardSearch(shard: shard, plan: .null, deadlineMs: deadlineMs, suggest: suggest, perDomain: perDomain, keepSlots: keepSlots)
             s.typedPlan = plan
             return s
         }
-        enum CodingKeys: String, CodingKey { case shard, plan, deadlineMs, suggest, perDomain }
+        enum CodingKeys: String, CodingKey { case shard, plan, deadlineMs, suggest, perDomain, keepSlots }
     }
     /// A completion of typed text and how many items it would find.
     public struct SuggestionCount: Sendable, Hashable, Codable {

@@ -223,7 +223,7 @@ package final class IndexerService: Sendable {
                         if let keep = d.keepSlots {
                             // Only marked here (milliseconds): the rows go in
                             // the background (``purgeMovedSlots()``).
-                            n += try store.markMoved(keeping: SlotFilter(slots: keep.slots, shards: keep.shards, shard: keep.shard))
+                            n += try store.markMoved(keeping: SlotFilter(keep))
                         }
                         return n
                     }

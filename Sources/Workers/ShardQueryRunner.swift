@@ -86,7 +86,8 @@ package final class ShardQueryRunner: Sendable {
                         try Query(json: q.plan)
                     })
             else { return true }
-            if !threads.trySubmit(limit: maxQueued, { self.execute(key: key, shard: q.shard, query: query, flag: flag) }) {
+            let routed = q.keepSlots.map(SlotFilter.init)
+            if !threads.trySubmit(limit: maxQueued, { self.execute(key: key, shard: q.shard, query: query, routed: routed, flag: flag) }) {
                 refuseBusy(key, shard: q.shard)
             }
             return true
@@ -101,7 +102,10 @@ package final class ShardQueryRunner: Sendable {
                     })
             else { return true }
             let extras = SearchExtras(suggest: q.suggest, perDomain: q.perDomain)
-            let job: @Sendable () -> Void = { self.executeSearch(key: key, shard: q.shard, plan: plan, extras: extras, flag: flag) }
+            let routed = q.keepSlots.map(SlotFilter.init)
+            let job: @Sendable () -> Void = {
+                self.executeSearch(key: key, shard: q.shard, plan: plan, extras: extras, routed: routed, flag: flag)
+            }
             let queue: @Sendable () -> Void = {
                 if !self.threads.trySubmit(limit: self.maxQueued, job) { self.refuseBusy(key, shard: q.shard) }
             }
@@ -147,7 +151,9 @@ package final class ShardQueryRunner: Sendable {
     }
 
     /// Runs on one of the worker's own threads: blocking is fine here.
-    func execute(key: String, shard: Int, query: Query, flag: CancelFlag) {
+    /// `routed`: the shard's slots under the map the query was routed by,
+    /// while a split's switch is under way (``ShardStore/routedSlots``).
+    func execute(key: String, shard: Int, query: Query, routed: SlotFilter? = nil, flag: CancelFlag) {
         defer { running.remove(key, shard: shard) }
         var seq = 0
         // Each batch waits for the next (or the end) before it is sent, so the
@@ -158,6 +164,8 @@ package final class ShardQueryRunner: Sendable {
             let lent = try pool.checkout(shard)
             defer { pool.checkin(shard, lent) }
             let store = lent.value
+            store.routedSlots = routed
+            defer { store.routedSlots = nil }
             // An unsorted query's items go to the client as the store wrote
             // them (RawJSON): the coordinator forwards them without reading
             // them, so they are never built as trees. A sorted query's are
@@ -206,7 +214,9 @@ package final class ShardQueryRunner: Sendable {
 
     /// Runs a shard's part of a parameter search on one of the worker's own
     /// threads, and sends its one answer.
-    func executeSearch(key: String, shard: Int, plan: SearchPlan, extras: SearchExtras = SearchExtras(), flag: CancelFlag) {
+    func executeSearch(
+        key: String, shard: Int, plan: SearchPlan, extras: SearchExtras = SearchExtras(), routed: SlotFilter? = nil, flag: CancelFlag
+    ) {
         let start = ContinuousClock.now
         defer {
             running.remove(key, shard: shard)
@@ -216,6 +226,8 @@ package final class ShardQueryRunner: Sendable {
             let lent = try pool.checkout(shard)
             defer { pool.checkin(shard, lent) }
             let store = lent.value
+            store.routedSlots = routed
+            defer { store.routedSlots = nil }
             var answer = try extras.answer(store, plan: plan, isCancelled: { flag.isCancelled })
             answer.shard = shard
             reply(key, .shardSearchResult(answer))
@@ -251,4 +263,9 @@ package final class ShardQueryRunner: Sendable {
                     error: WireError(
                         code: "busy", message: "query worker \(workerID) is overloaded: \(maxQueued) shard queries already wait; try again later"))))
     }
+}
+
+extension SlotFilter {
+    /// The slots a request carries (`keepSlots`).
+    init(_ keep: Body.KeepSlots) { self.init(slots: keep.slots, shards: keep.shards, shard: keep.shard) }
 }

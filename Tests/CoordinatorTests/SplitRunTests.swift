@@ -6,8 +6,9 @@ import WireProtocol
 @testable import Coordinator
 
 /// A split's decisions (``SplitRun``), without processes: copy and catch-up
-/// (mirrored), the write pause, the stored purge phase, the query pause, the
-/// purges, the switch; failures on the way, and a coordinator taking up a
+/// (mirrored), the write pause, the stored purge phase, queries going over
+/// to the new map (never held), the purges once the old map's queries end,
+/// the commit; failures on the way, and a coordinator taking up a
 /// split its predecessor left.
 @Suite struct SplitRunTests {
     let keys = ClusterKeys(cluster: "t")
@@ -28,7 +29,7 @@ import WireProtocol
         var run = SplitRun(split: try split(), now: t0)
         let stored = run.tick(seen(fresh: true, drained: true), keys: keys, revision: 3, mapRevision: 1, now: t0)
         #expect(stored == .store(try split().storingPurge(keys: keys, readAt: 3)))
-        run.stored(true, now: t0)
+        run.stored(true, running: [], now: t0)
         let purge = run.tick(seen(), keys: keys, revision: 4, mapRevision: 1, now: t0)
         #expect(purge == .purge([0, 1, 2, 3]))
         for shard in 0..<4 { run.purgeSent("u\(shard)", shard: shard, worker: "w\(shard)") }
@@ -61,27 +62,29 @@ import WireProtocol
         #expect(drained == .store(try split().storingPurge(keys: keys, readAt: 3)))
         #expect(run.step == .storing && run.mirrors.isEmpty)
         #expect(run.source(of: 2) == nil, "no copy from the source once the purge may start")
-        #expect(!run.holds(Self.query), "queries wait only once the purge phase is stored")
+        #expect(!run.holds(Self.query) && !run.routesByNewMap, "queries go by the old map until the purge phase is stored")
     }
 
-    @Test func aRefusedStoreIsTriedAgainThenQueriesAreHeld() throws {
+    @Test func aRefusedStoreIsTriedAgainThenQueriesGoByTheNewMap() throws {
         var run = SplitRun(split: try split(), now: t0)
         _ = run.tick(seen(fresh: true, drained: true), keys: keys, revision: 3, mapRevision: 1, now: t0)
-        run.stored(false, now: t0)
+        run.stored(false, running: ["q1"], now: t0)
         #expect(run.step == .storing, "a refused store is tried again")
+        #expect(!run.routesByNewMap && run.routedByOldMap.isEmpty)
         let again = run.tick(seen(), keys: keys, revision: 5, mapRevision: 1, now: t0)
         #expect(again == .store(try split().storingPurge(keys: keys, readAt: 5)))
-        run.stored(true, now: t0)
-        #expect(run.step == .holdingQueries && run.split.phase == .purging)
-        #expect(run.holds(Self.query) && run.holds(Self.publish))
+        run.stored(true, running: ["q1", "s2"], now: t0)
+        #expect(run.step == .switching && run.split.phase == .purging)
+        #expect(run.routesByNewMap && run.routedByOldMap == ["q1", "s2"])
+        #expect(!run.holds(Self.query) && run.holds(Self.publish), "writes wait; queries are never held")
     }
 
-    @Test func everyShardPurgesOnceNoQueryRunsThenTheMapIsCommitted() throws {
+    @Test func everyShardPurgesOnceTheOldMapsQueriesEndThenTheMapIsCommitted() throws {
         var run = SplitRun(split: try split(), now: t0)
         _ = run.tick(seen(fresh: true, drained: true), keys: keys, revision: 3, mapRevision: 1, now: t0)
-        run.stored(true, now: t0)
+        run.stored(true, running: ["q1"], now: t0)
         let running = run.tick(seen(queries: true), keys: keys, revision: 4, mapRevision: 1, now: t0)
-        #expect(running == nil, "a query still runs")
+        #expect(running == nil, "a query routed by the old map still runs")
         let purge = run.tick(seen(), keys: keys, revision: 4, mapRevision: 1, now: t0)
         #expect(purge == .purge([0, 1, 2, 3]))
         for shard in 0..<4 { run.purgeSent("u\(shard)", shard: shard, worker: "w\(shard)") }
@@ -106,9 +109,10 @@ import WireProtocol
         #expect(!refused, "refused: tried again")
         let retried = run.tick(seen(), keys: keys, revision: 5, mapRevision: 2, now: t0)
         #expect(retried == .commit(s.committing(keys: keys, readAt: 5, mapRevision: 2), s.after))
+        #expect(run.routesByNewMap, "until the commit, queries carry the new map's slots")
         let done = run.committed(true)
         #expect(done)
-        #expect(!run.holds(Self.query))
+        #expect(!run.holds(Self.query) && !run.routesByNewMap, "committed: the map itself routes")
     }
 
     @Test func aSplitLeftInItsPurgePhasePurgesEveryShardAgain() throws {
@@ -116,11 +120,10 @@ import WireProtocol
         stored.phase = .purging
         let decoded = try #require(ShardSplit.decode(stored.encoded()))
         var run = SplitRun(split: decoded, now: t0)
-        #expect(run.step == .holdingQueries && run.mirrors.isEmpty)
+        #expect(run.step == .switching && run.mirrors.isEmpty)
         #expect(run.source(of: 2) == nil, "the new shards are never copied again")
-        #expect(run.holds(Self.publish) && run.holds(Self.query))
-        let running = run.tick(seen(queries: true), keys: keys, revision: 4, mapRevision: 1, now: t0)
-        #expect(running == nil)
+        #expect(run.holds(Self.publish) && !run.holds(Self.query))
+        #expect(run.routesByNewMap && run.routedByOldMap.isEmpty, "no query of this coordinator went by the old map")
         let purge = run.tick(seen(), keys: keys, revision: 4, mapRevision: 1, now: t0)
         #expect(purge == .purge([0, 1, 2, 3]))
     }

@@ -94,6 +94,29 @@ import Testing
         #expect(try writer.count() == kept.count)
     }
 
+    /// A query routed by the map after a split, to a shard that has not
+    /// marked yet (``ShardStore/routedSlots``), reads as if the mark were
+    /// there; the next request on the same connection, routed by no map,
+    /// reads every row again. With a mark too, a row is read only when
+    /// both keep it.
+    @Test func aRequestRoutedByTheNewMapLeavesOutTheSlotsItGivesAway() throws {
+        let dir = try TempDir()
+        let writer = try openStore(dir)
+        let (kept, moved) = try fill(writer)
+        let reader = try openStore(dir, mode: .readOnly)
+        reader.routedSlots = Self.filter
+        try expectAnswers(reader, kept, "routed by the new map")
+        reader.routedSlots = nil
+        #expect(try reader.idSet(.all) == kept.union(moved))
+        #expect(try reader.count(matching: .all) == kept.count + moved.count)
+        reader.routedSlots = SlotFilter(slots: 4096, shards: 2, shard: 1)
+        #expect(try reader.idSet(.all) == moved)
+        _ = try writer.markMoved(keeping: Self.filter)
+        #expect(try reader.idSet(.all).isEmpty, "marked for shard 0, routed as shard 1")
+        reader.routedSlots = Self.filter
+        try expectAnswers(reader, kept, "marked and routed by the new map")
+    }
+
     /// Marking again (a coordinator that took over resends the purge) after
     /// the purge finished finds nothing moved and changes nothing.
     @Test func markingAgainIsHarmless() throws {

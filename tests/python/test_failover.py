@@ -18,6 +18,9 @@ import sqlite3
 import subprocess
 import threading
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
 
 import pytest
 import zmq
@@ -41,11 +44,15 @@ class Processes(ProcessSet):
     def __init__(self, tmp):
         super().__init__(tmp)
         self.endpoints = {}
+        self.http = {}
 
     def coordinator(self, name, control_plane, *extra):
+        """Starts a coordinator; its HTTP endpoint only when `extra` names one
+        (`--stats-listen`), its URL then in `http[name]`."""
         log = open(self.tmp / f"coordinator-{name}.log", "a")
+        stats = () if "--stats-listen" in extra else ("--no-stats",)
         p = subprocess.Popen([str(bin_dir() / "limelight-coordinator"), "--listen", "tcp://127.0.0.1:0",
-                              "--workers", "tcp://127.0.0.1:0", "--no-stats", "--shards", str(SHARDS),
+                              "--workers", "tcp://127.0.0.1:0", *stats, "--shards", str(SHARDS),
                               "--heartbeat-ms", "200", "--liveness-ms", "2000",
                               "--control-plane", control_plane, "--coordinator-id", name, "--lease-seconds", "2", *extra],
                              stdout=subprocess.PIPE, stderr=log, text=True)
@@ -54,6 +61,7 @@ class Processes(ProcessSet):
         assert line and line[0] == "listening", (self.tmp / f"coordinator-{name}.log").read_text()
         self.running[name] = p
         self.endpoints[name] = (line[1], line[2])
+        self.http[name] = line[3]
         return line[1], line[2]
 
     def worker(self, name, role, data, coordinators):
@@ -105,13 +113,22 @@ def control_plane(request, tmp_path):
 def test_a_standby_answers_not_active_naming_the_active_one(control_plane, procs):
     a_clients, _ = procs.coordinator("a", control_plane)
     assert wait_until(lambda: active_id(control_plane) == "a", timeout=15)
-    b_clients, _ = procs.coordinator("b", control_plane)
+    b_clients, _ = procs.coordinator("b", control_plane, "--stats-listen", "127.0.0.1:0")
     time.sleep(1)
     assert active_id(control_plane) == "a"
     refused = ping_error(b_clients)
     assert refused.code == "not_active"
     assert refused.active == a_clients, refused.message
     assert "a (epoch 1)" in refused.message
+    # Its REST API answers 503 (Algolia's clients try their next host on it),
+    # a search as well as a write.
+    for path, body in (("/1/indexes/products/query", {"params": "query=x"}), ("/1/indexes/products/batch", {"requests": [{"action": "addObject", "body": {"objectID": "1", "title": "x"}}]})):
+        base = urllib.parse.urlsplit(procs.http["b"])
+        request = urllib.request.Request(f"{base.scheme}://{base.netloc}{path}", data=json.dumps(body).encode(), method="POST")
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(request, timeout=10)
+        assert e.value.code == 503, (path, e.value.code)
+        assert "a (epoch 1)" in json.load(e.value)["message"], path
     with Client(a_clients, timeout=5) as c:
         assert c.ping()["epoch"] == 1
     # The command line given the standby alone follows it to the active one,

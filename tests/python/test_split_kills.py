@@ -60,7 +60,7 @@ TWO_FAULTS = [((("copy", "target"), ("before-switch", "coordinator")), 1),
 HOLDS = {
     "copy": ["copy"],
     "catch-up": ["catch-up"],
-    # Writes and queries held, the shards' marks sent, not applied.
+    # Writes held, queries going by the new map, the shards' marks sent, not applied.
     "marking": ["mark"],
     "before-switch": ["before-switch"],
     # The map is committed; no purge has begun.
@@ -229,6 +229,60 @@ def test_a_coordinator_taking_over_a_split_holds_what_comes_before_it_takes_the_
     were acknowledged. Queries wait too: the marks hide the moved rows from
     the sources' answers until the switch."""
     split_with_kills(tmp_path, [("marking", "coordinator")], 2, take_up_hold_s=8)
+
+
+def test_queries_during_the_switch_go_by_the_new_map_each_item_once(tmp_path):
+    """From the stored purge phase until the new map is committed, queries
+    are not held: they go by the new map, each shard's part carrying its
+    slots under it (`keepSlots`). Held at the marks (sent, not applied), a
+    source and its new shard hold the same rows, so each must leave out the
+    other's: a query, a search and a typed query's suggestion each count
+    every item once, answered while the hold lasts."""
+    require_binaries("limelight", "limelight-coordinator", "limelight-indexer", "limelight-query")
+    holds = tmp_path / "holds"
+    holds.mkdir()
+    os.environ["LIMELIGHT_TEST_HOLD_DIR"] = str(holds)
+    try:
+        cluster = start_cluster(tmp_path / "data", shards=FROM)
+    finally:
+        del os.environ["LIMELIGHT_TEST_HOLD_DIR"]
+    try:
+        published = items("a", 3000)
+        with Client(cluster.endpoint, timeout=30) as c:
+            for k in range(0, len(published), 500):
+                assert c.publish(published[k:k + 500])["stored"] == 500
+        everything = {i["uniqueIdentifier"] for i in published}
+        (holds / "hold-mark").touch()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LIMELIGHT_KEY")}
+        env["LIMELIGHT_DATA"] = str(cluster.data)
+        split = subprocess.Popen(
+            [str(bin_dir() / "limelight"), "shards", "split", "--to", str(TO), "--endpoint", cluster.endpoint,
+             "--wait-seconds", "300"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        assert wait_until(lambda: (holds / "at-mark").exists(), timeout=180, interval=0.05), f"no mark reached; split: {split.poll()}"
+        with Client(cluster.endpoint, timeout=10) as c:
+            assert c.ping()["shardCount"] == FROM, "the new map is not committed while the marks are held"
+            ids, failed = answer(c, deadline_ms=5_000)
+            assert not failed, failed
+            assert len(ids) == len(set(ids)), f"{len(ids) - len(set(ids))} items answered twice"
+            assert set(ids) == everything
+            found = c.search({"query": "splitkill", "hitsPerPage": 1000, "attributesToRetrieve": ["uniqueIdentifier"]})
+            assert found["nbHits"] == len(everything), found["nbHits"]
+            suggested = c.suggest("splitkil", limit=3)
+            assert not suggested["failedShards"], suggested
+            counts = {s["suggestion"]: s["count"] for s in suggested["suggestions"]}
+            assert counts.get("splitkill") == len(everything), counts
+            assert (holds / "hold-mark").exists() and c.ping()["shardCount"] == FROM, "answered before the switch ended"
+        (holds / "hold-mark").unlink()
+        out, err = split.communicate(timeout=360)
+        assert split.returncode == 0, (out, err)
+        with Client(cluster.endpoint, timeout=30) as c:
+            assert c.ping()["shardCount"] == TO
+            ids, failed = answer(c)
+            assert not failed and len(ids) == len(set(ids)) and set(ids) == everything
+    finally:
+        for h in holds.glob("hold-*"):
+            h.unlink()
+        stop_cluster(cluster.process)
 
 
 def split_with_kills(tmp_path, kills, replicas, take_up_hold_s=0):
