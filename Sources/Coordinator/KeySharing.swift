@@ -3,8 +3,9 @@ import Tenancy
 import WireProtocol
 
 /// A client request held until the coordinator can decide it: while a
-/// split pauses writes or queries, or until a coordinator that has just
-/// started serving has read the cluster's API keys.
+/// split pauses writes, until a coordinator that has just started serving
+/// has read the shard map and taken up any split, or until it has read the
+/// cluster's API keys.
 struct HeldRequest: Sendable {
     var route: [Data]
     var envelope: Envelope
