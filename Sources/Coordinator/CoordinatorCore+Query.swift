@@ -59,14 +59,20 @@ extension CoordinatorCore {
     }
 
     /// The next live query worker of a shard not tried yet, round robin.
+    /// Never a replica behind the shard's acknowledged changes: a fresh one
+    /// (see ``ReplicationState``), else one that lacks only changes not yet
+    /// acknowledged (``ReplicationState/lacksOnlyUnacknowledged(_:shard:)``).
     func nextQueryWorker(shard: Int, tried: Set<String>) -> WorkerRecord? {
-        // Never a replica behind the shard's committed changes (see ReplicationState).
         let replication = replication, inSync = keepsInSync ? inSync : nil
-        return registry.nextQueryWorker(shard: shard, tried: tried) { Self.isFresh($0, shard: shard, replication: replication, inSync: inSync) }
+        let fresh = registry.nextQueryWorker(shard: shard, tried: tried) {
+            Self.isFresh($0, shard: shard, replication: replication, inSync: inSync)
+        }
+        if let fresh { return fresh }
+        return registry.nextQueryWorker(shard: shard, tried: tried) { replication.lacksOnlyUnacknowledged($0, shard: shard) }
     }
 
     func nextQueryWorkerExists(shard: Int, tried: Set<String>) -> Bool {
-        registry.hasQueryWorker(shard: shard, tried: tried) { isFresh($0, shard: shard) }
+        registry.hasQueryWorker(shard: shard, tried: tried) { isFresh($0, shard: shard) || replication.lacksOnlyUnacknowledged($0, shard: shard) }
     }
 
     /// Picks the query worker for a shard's part of a query or search: a

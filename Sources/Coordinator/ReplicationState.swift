@@ -195,6 +195,20 @@ struct ReplicationState: Sendable {
         return awaitsOnly(name, shard: shard, after: have, through: committed)
     }
 
+    /// Whether a query worker's replica that is not fresh lacks only changes
+    /// on their way to it whose clients wait for its answer: none of them is
+    /// acknowledged yet, so it answers as of every acknowledged write. What a
+    /// shard's part of a query falls back to when no replica is fresh: with
+    /// two replicas and one live query worker, the other replica's indexer
+    /// answering a change first would otherwise leave the shard unread until
+    /// this one has answered too.
+    func lacksOnlyUnacknowledged(_ worker: String, shard: Int) -> Bool {
+        guard let name = replicaOf[worker], let have = applied[name]?[shard] else { return false }
+        if detached[name]?.contains(shard) ?? false { return false }
+        if unqueried[name]?.contains(shard) ?? false { return false }
+        return awaitsOnly(name, shard: shard, after: have, through: committed[shard] ?? 0)
+    }
+
     /// Whether every change of `shard` after `have` through `committed` is in
     /// flight to replica `name` as a live change its client waits for (not a
     /// catch-up's, nor one sent while it was behind), and no

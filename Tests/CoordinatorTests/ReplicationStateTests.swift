@@ -115,6 +115,44 @@ struct ReplicationStateTests {
         #expect(r.inFlight["c8"]?.clientWaits == false)
     }
 
+    /// A replica one change behind another, that change on its way to it
+    /// and awaited by its client, is not fresh but holds every acknowledged
+    /// change: a query may read it when no replica is fresh. Not once the
+    /// change is one no client waits for, nor once its indexer is lost.
+    @Test func aReplicaLackingOnlyChangesNotYetAcknowledgedMayBeRead() {
+        var r = Self.numbered(2)
+        _ = r.registered(Self.indexer("ib", replica: "b", at: 2))
+        var q = Body.Register(role: .query, worker: "qb", shards: [0])
+        q.replica = "b"
+        _ = r.registered(q)
+        #expect(r.isFresh("qb", shard: 0))
+        let (n, _) = r.number(Self.write(1), shard: 0, logLimit: 100)
+        r.track("w3a", worker: "ia", shard: 0, sequence: n)
+        r.track("w3b", worker: "ib", shard: 0, sequence: n)
+        let ack = Body.writeAck(Body.WriteAck(shard: 0, results: []))
+        _ = r.answered("w3a", by: "ia", ack)
+        #expect(!r.isFresh("qb", shard: 0), "a has change 3, b not yet")
+        #expect(r.lacksOnlyUnacknowledged("qb", shard: 0), "change 3 waits for b's answer: not acknowledged")
+        #expect(!r.lacksOnlyUnacknowledged("qa", shard: 0), "a query worker of no known replica")
+        // A change to b no client waits for (b was behind when it was sent).
+        let (m, _) = r.number(Self.write(1), shard: 0, logLimit: 100)
+        r.track("w4a", worker: "ia", shard: 0, sequence: m)
+        r.track("w4b", worker: "ib", shard: 0, sequence: m, clientWaits: false)
+        _ = r.answered("w4a", by: "ia", ack)
+        #expect(!r.lacksOnlyUnacknowledged("qb", shard: 0), "change 4 may be acknowledged without b")
+        _ = r.answered("w3b", by: "ib", ack)
+        _ = r.answered("w4b", by: "ib", ack)
+        #expect(r.isFresh("qb", shard: 0))
+        // b's indexer lost with a change on its way: what it lacks is no longer awaited from it.
+        let (k, _) = r.number(Self.write(1), shard: 0, logLimit: 100)
+        r.track("w5a", worker: "ia", shard: 0, sequence: k)
+        r.track("w5b", worker: "ib", shard: 0, sequence: k)
+        _ = r.answered("w5a", by: "ia", ack)
+        #expect(r.lacksOnlyUnacknowledged("qb", shard: 0))
+        r.lost("ib")
+        #expect(!r.lacksOnlyUnacknowledged("qb", shard: 0))
+    }
+
     /// Further behind than the log reaches: detached (no writes, no
     /// queries) until a copy; a replica that is current needs nothing.
     @Test func aReplicaBehindTheLogIsDetachedAndCopied() {
