@@ -231,6 +231,38 @@ def test_a_coordinator_taking_over_a_split_holds_what_comes_before_it_takes_the_
     split_with_kills(tmp_path, [("marking", "coordinator")], 2, take_up_hold_s=8)
 
 
+def held_cluster(tmp_path, replicas=1):
+    """`limelight up --shards FROM` whose processes reach the TestHold
+    phases in a folder of holds, 3,000 items published: (cluster, holds
+    folder, the identifiers published)."""
+    require_binaries("limelight", "limelight-coordinator", "limelight-indexer", "limelight-query")
+    holds = tmp_path / "holds"
+    holds.mkdir()
+    os.environ["LIMELIGHT_TEST_HOLD_DIR"] = str(holds)
+    try:
+        cluster = start_cluster(tmp_path / "data", shards=FROM, extra=("--replicas", str(replicas)))
+    finally:
+        del os.environ["LIMELIGHT_TEST_HOLD_DIR"]
+    published = items("a", 3000)
+    try:
+        with Client(cluster.endpoint, timeout=30) as c:
+            for k in range(0, len(published), 500):
+                assert c.publish(published[k:k + 500])["stored"] == 500
+    except BaseException:
+        stop_cluster(cluster.process)
+        raise
+    return cluster, holds, {i["uniqueIdentifier"] for i in published}
+
+
+def start_split(cluster):
+    """`limelight shards split --to TO`, running."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LIMELIGHT_KEY")}
+    env["LIMELIGHT_DATA"] = str(cluster.data)
+    command = [str(bin_dir() / "limelight"), "shards", "split", "--to", str(TO), "--endpoint", cluster.endpoint,
+               "--wait-seconds", "300"]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
 def test_queries_during_the_switch_go_by_the_new_map_each_item_once(tmp_path):
     """From the stored purge phase until the new map is committed, queries
     are not held: they go by the new map, each shard's part carrying its
@@ -238,26 +270,10 @@ def test_queries_during_the_switch_go_by_the_new_map_each_item_once(tmp_path):
     source and its new shard hold the same rows, so each must leave out the
     other's: a query, a search and a typed query's suggestion each count
     every item once, answered while the hold lasts."""
-    require_binaries("limelight", "limelight-coordinator", "limelight-indexer", "limelight-query")
-    holds = tmp_path / "holds"
-    holds.mkdir()
-    os.environ["LIMELIGHT_TEST_HOLD_DIR"] = str(holds)
+    cluster, holds, everything = held_cluster(tmp_path)
     try:
-        cluster = start_cluster(tmp_path / "data", shards=FROM)
-    finally:
-        del os.environ["LIMELIGHT_TEST_HOLD_DIR"]
-    try:
-        published = items("a", 3000)
-        with Client(cluster.endpoint, timeout=30) as c:
-            for k in range(0, len(published), 500):
-                assert c.publish(published[k:k + 500])["stored"] == 500
-        everything = {i["uniqueIdentifier"] for i in published}
         (holds / "hold-mark").touch()
-        env = {k: v for k, v in os.environ.items() if not k.startswith("LIMELIGHT_KEY")}
-        env["LIMELIGHT_DATA"] = str(cluster.data)
-        split = subprocess.Popen(
-            [str(bin_dir() / "limelight"), "shards", "split", "--to", str(TO), "--endpoint", cluster.endpoint,
-             "--wait-seconds", "300"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        split = start_split(cluster)
         assert wait_until(lambda: (holds / "at-mark").exists(), timeout=180, interval=0.05), f"no mark reached; split: {split.poll()}"
         with Client(cluster.endpoint, timeout=10) as c:
             assert c.ping()["shardCount"] == FROM, "the new map is not committed while the marks are held"
@@ -291,23 +307,10 @@ def split_with_kills(tmp_path, kills, replicas, take_up_hold_s=0):
     its phase once the one before is done. With `take_up_hold_s`, the
     coordinator that follows the first kill takes the split up that much
     later."""
-    require_binaries("limelight", "limelight-coordinator", "limelight-indexer", "limelight-query")
-    holds = tmp_path / "holds"
-    holds.mkdir()
-    os.environ["LIMELIGHT_TEST_HOLD_DIR"] = str(holds)
-    try:
-        cluster = start_cluster(tmp_path / "data", shards=FROM, extra=("--replicas", str(replicas)))
-    finally:
-        del os.environ["LIMELIGHT_TEST_HOLD_DIR"]
+    cluster, holds, initial = held_cluster(tmp_path, replicas)
     stop = threading.Event()
     producer = None
     try:
-        first = items("a", 3000)
-        with Client(cluster.endpoint, timeout=30) as c:
-            for k in range(0, len(first), 500):
-                assert c.publish(first[k:k + 500])["stored"] == 500
-        initial = {i["uniqueIdentifier"] for i in first}
-
         producer = Producer(cluster.endpoint, stop)
         querier = Querier(cluster.endpoint, stop, producer, initial)
         producer.start()
@@ -317,11 +320,7 @@ def split_with_kills(tmp_path, kills, replicas, take_up_hold_s=0):
         for phase, _ in kills:
             for h in HOLDS[phase]:
                 (holds / f"hold-{h}").touch()
-        env = {k: v for k, v in os.environ.items() if not k.startswith("LIMELIGHT_KEY")}
-        env["LIMELIGHT_DATA"] = str(cluster.data)
-        command = [str(bin_dir() / "limelight"), "shards", "split", "--to", str(TO), "--endpoint", cluster.endpoint,
-                   "--wait-seconds", "300"]
-        split = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        split = start_split(cluster)
 
         for phase, victim in kills:
             marker = holds / f"at-{HOLDS[phase][0]}"
