@@ -95,6 +95,12 @@ package struct CoordinatorConfiguration: Sendable {
     /// of its shard committed it before it is taken for lost (see
     /// ``WriteTracker/laggards(at:limit:)``); nil or 0: never.
     package var replicaLagMs: Int? = 10_000
+    /// How long a shard copy may go without a chunk sent or acknowledged
+    /// before it is abandoned (the sweep starts it again). A copy moves one
+    /// message at a time, and nothing else notices a message that was lost
+    /// on its way or a worker that stopped answering while its heartbeats
+    /// go on. The last chunk's answer waits for the copy to be installed.
+    package var copyStallMs: Int = 60_000
     /// The endpoints a standby names in `not_active` answers (default: the
     /// bound ones, which suit loopback; give routable ones across hosts).
     package var advertiseClients: String?

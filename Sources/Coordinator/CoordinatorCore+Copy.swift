@@ -25,6 +25,8 @@ struct ShardCopies: Sendable {
         var size = 0
         var received = 0
         var started = ContinuousClock.now
+        /// When a chunk was last sent or acknowledged (see ``stalled(at:limit:)``).
+        var progressed = ContinuousClock.now
         /// The log of `shard` is kept from here on while the copy runs, so
         /// that the snapshot can be caught up however long the copy takes:
         /// the committed number when it starts (the snapshot holds at least
@@ -38,6 +40,13 @@ struct ShardCopies: Sendable {
 
     func copying(replica: String, shard: Int) -> Bool {
         running.values.contains { $0.replica == replica && $0.shard == shard }
+    }
+
+    /// The copies that have moved no chunk for `limit`: a message lost on
+    /// its way, or a worker that stopped answering while its heartbeats go
+    /// on, leaves a copy waiting for an answer that never comes.
+    func stalled(at now: ContinuousClock.Instant, limit: Duration) -> [String] {
+        running.values.filter { $0.progressed.duration(to: now) > limit }.map(\.id).sorted()
     }
 }
 
@@ -107,6 +116,7 @@ extension CoordinatorCore {
             c.sequence = chunk.sequence
             c.pin = max(c.pin, chunk.sequence)
             c.size = chunk.size
+            c.progressed = .now
             replication.copies.running[copyID] = c
             let next = makeID("y")
             replication.copies.ofMessage[next] = copyID
@@ -115,6 +125,7 @@ extension CoordinatorCore {
             send(.worker(target.route), next, .copyChunk(chunk))
         case .copyAck(let ack) where worker == c.target:
             c.received = ack.received
+            c.progressed = .now
             replication.copies.running[copyID] = c
             if ack.installed == true {
                 copyInstalled(c, sequence: ack.sequence ?? c.sequence)
@@ -167,6 +178,11 @@ extension CoordinatorCore {
     /// with nothing on the way to them are caught up or copied
     /// (``ReplicationState/repairs(indexers:)``).
     func repairReplicas() {
+        let limit = Duration.milliseconds(configuration.copyStallMs)
+        for id in replication.copies.stalled(at: .now, limit: limit) {
+            count(.copyStalled)
+            abandonCopy(id, reason: "no chunk moved for \(configuration.copyStallMs) ms")
+        }
         let indexers = workers.values.filter { $0.role == .indexer }.map { (id: $0.id, shards: $0.shards) }
         perform(replication.repairs(indexers: indexers))
     }

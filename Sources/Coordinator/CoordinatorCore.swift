@@ -115,6 +115,12 @@ actor CoordinatorCore {
     /// began after it (``ControlPlaneReads``).
     var controlPlaneReads = ControlPlaneReads()
     var nextID = 0
+    /// Sets this coordinator's message ids apart from its predecessors': a
+    /// worker still answers what a coordinator that died had sent it, and
+    /// that answer reaches the restarted one. Counting from 1 again alone,
+    /// it could be taken for the answer to a message of the same id sent
+    /// since (a stale acknowledgement counted as a new write's).
+    let incarnation = String(UInt64.random(in: 1...UInt64(UInt32.max)), radix: 36)
 
     /// Publishes, deletes and declarations in flight (``WriteTracker``).
     var writes = WriteTracker()
@@ -220,7 +226,7 @@ actor CoordinatorCore {
 
     func makeID(_ prefix: String) -> String {
         nextID += 1
-        return "\(prefix)\(nextID)"
+        return "\(prefix)\(incarnation).\(nextID)"
     }
 
     func count(_ counter: CoordinatorCounter, by n: Int = 1) { counters[counter.rawValue, default: 0] += n }

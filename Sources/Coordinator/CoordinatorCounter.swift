@@ -51,6 +51,8 @@ struct CoordinatorCounter: Hashable, Sendable, RawRepresentable, CustomStringCon
     static let copyFinished = Self(rawValue: "copy.finished")
     static let copyMs = Self(rawValue: "copy.ms")
     static let copyAbandoned = Self(rawValue: "copy.abandoned")
+    /// Copies abandoned because no chunk moved for `--copy-stall-ms` (also counted in `copy.abandoned`).
+    static let copyStalled = Self(rawValue: "copy.stalled")
     /// In-sync sets (``InSyncReplicas``): replicas taken out before a change
     /// they missed was acknowledged, replicas put back once caught up,
     /// acknowledgements that waited for the control plane, and changes

@@ -83,6 +83,11 @@ package struct CoordinatorCommand: AsyncParsableCommand {
             "Milliseconds a replica may leave a write unanswered after another replica of its shard committed it; past that it is taken as lost (its writes in flight are resent without it, and it catches up when it registers again). 0: never."
     )
     var replicaLagMs = 10_000
+    @Option(
+        help:
+            "Milliseconds a shard copy to a replica may go without a chunk sent or acknowledged before it is abandoned and started again."
+    )
+    var copyStallMs = 60_000
     @Option(help: "With --control-plane: the client endpoint a standby names when it answers not_active (default: the bound one).")
     var advertiseClients: String?
     @Option(help: "With --control-plane: the worker endpoint a standby names to workers (default: the bound one).") var advertiseWorkers: String?
@@ -146,6 +151,7 @@ package struct CoordinatorCommand: AsyncParsableCommand {
         c.coordinatorID = coordinatorId
         c.leaseSeconds = max(2, leaseSeconds)
         c.replicaLagMs = replicaLagMs
+        c.copyStallMs = max(1, copyStallMs)
         // Coordinators on a file control plane share their host with the workers: no partition to step down from.
         if controlPlane?.hasPrefix("etcd://") == true { c.stepDownWithoutWorkersMs = stepDownWithoutWorkersMs }
         c.advertiseClients = advertiseClients

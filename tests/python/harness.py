@@ -262,6 +262,20 @@ def registration_proof(secret_file, nonce, worker, role, shards):
     return hmac.new(secret, message, hashlib.sha256).hexdigest()
 
 
+def indexer_handler(message):
+    """Acknowledges writes, deletes and declarations as a healthy indexer does."""
+    kind = message["type"]
+    if kind == "write":
+        results = [{"index": i, "uniqueIdentifier": item["uniqueIdentifier"], "status": "stored"}
+                   for i, item in enumerate(message["items"])]
+        return [("write_ack", {"shard": message["shard"], "results": results})]
+    if kind == "delete":
+        return [("delete_ack", {"deleted": 0})]
+    if kind == "declare":
+        return [("declare_ack", {})]
+    return []
+
+
 class FakeWorker(threading.Thread):
     """A worker made of nothing but a DEALER socket, on a thread of its own.
 
@@ -274,10 +288,14 @@ class FakeWorker(threading.Thread):
     """
 
     def __init__(self, endpoint, worker_id, role, shards, handler=None, register=True, secret_file=None,
-                 curve_server_key=None, replica=None):
+                 curve_server_key=None, replica=None, sequences=None):
         super().__init__(daemon=True, name=worker_id)
-        # The replica it names (``--replica``); None: its id, as a worker without one.
-        self.replica = {"replica": replica} if replica else {}
+        # What its registrations say besides role, id and shards: the replica
+        # it names (``--replica``; without it, its id) and an indexer's shard
+        # sequence numbers ({shard: number}).
+        self.registration = {"replica": replica} if replica else {}
+        if sequences is not None:
+            self.registration["sequences"] = [{"shard": s, "sequence": n} for s, n in sorted(sequences.items())]
         self.secret_file = secret_file
         self.curve_server_key = curve_server_key
         self.endpoint = endpoint
@@ -326,7 +344,7 @@ class FakeWorker(threading.Thread):
                     self.registered.set()
                 if message["type"] == "challenge" and self.secret_file:
                     self._send(sock, "register", message["id"], role=self.role, worker=self.worker_id, shards=self.shards,
-                               host=socket.gethostname(), pid=os.getpid(), **self.replica,
+                               host=socket.gethostname(), pid=os.getpid(), **self.registration,
                                nonce=message["nonce"],
                                proof=registration_proof(self.secret_file, message["nonce"], self.worker_id, self.role, self.shards))
                 self.inbox.put(message)
@@ -339,7 +357,7 @@ class FakeWorker(threading.Thread):
 
     def _register(self, sock):
         self._send(sock, "register", f"reg-{self.worker_id}", role=self.role, worker=self.worker_id,
-                   shards=self.shards, host=socket.gethostname(), pid=os.getpid(), **self.replica)
+                   shards=self.shards, host=socket.gethostname(), pid=os.getpid(), **self.registration)
 
     def register_again(self):
         """Sends the registration once more (as a worker told `not_active` does)."""

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from harness import CLIENTS, Client, FakeWorker, start_cluster, stop_cluster, wait_until
+from harness import CLIENTS, Client, FakeWorker, indexer_handler, start_cluster, stop_cluster, wait_until
 
 SHARDS = [0, 1, 2, 3]
 _names = itertools.count(1)
@@ -53,20 +53,6 @@ def fakes(private_cluster):
 def client(private_cluster, traffic):
     with Client(private_cluster.endpoint, timeout=15, observer=traffic) as c:
         yield c
-
-
-def indexer_handler(message):
-    """Acknowledges writes, deletes and declarations as a healthy indexer does."""
-    kind = message["type"]
-    if kind == "write":
-        results = [{"index": i, "uniqueIdentifier": item["uniqueIdentifier"], "status": "stored"}
-                   for i, item in enumerate(message["items"])]
-        return [("write_ack", {"shard": message["shard"], "results": results})]
-    if kind == "delete":
-        return [("delete_ack", {"deleted": 0})]
-    if kind == "declare":
-        return [("declare_ack", {})]
-    return []
 
 
 def fake_item(shard):

@@ -146,8 +146,14 @@ def test_every_acknowledged_item_is_on_every_replica_after_random_kills(tmp_path
         def stats():
             with Client(cluster.endpoint, timeout=10) as c:
                 return json.dumps(c.stats()["replication"])
+        def replication_log():
+            # What the coordinators said of copies and catch-ups: the logs
+            # stay behind in the test's temporary folder, out of reach in CI.
+            lines = (data / "logs" / "coordinator.log").read_text(errors="replace").splitlines()
+            said = [line for line in lines if "cop" in line or "catch" in line or "registered" in line]
+            return "\n".join(said[-40:])
         assert wait_until(lambda: caught_up(cluster.endpoint), timeout=180, interval=0.5), \
-            stats() + (tmp_path / "up.err").read_text()[-2000:]
+            stats() + "\n" + replication_log() + "\n" + (tmp_path / "up.err").read_text()[-2000:]
         print(f"every replica caught up {time.monotonic() - started - published:.1f} s after the last acknowledgement")
         print(f"coordinators' logs: {figures(data / 'logs' / 'coordinator.log')}")
         with Client(cluster.endpoint, timeout=60) as c:

@@ -8,6 +8,7 @@ shards (each an indexer and a query worker on its own data folder), and
 SQLite files read directly to see what each replica holds.
 """
 
+import base64
 import json
 import os
 import subprocess
@@ -16,7 +17,7 @@ import time
 import pytest
 import zmq
 
-from harness import Client, ProcessSet, bin_dir, require_binaries, stored_ids, wait_until
+from harness import Client, FakeWorker, ProcessSet, bin_dir, indexer_handler, require_binaries, stored_ids, wait_until
 
 SHARDS = 2
 
@@ -221,6 +222,102 @@ def test_a_replica_being_caught_up_neither_holds_nor_fails_the_writes(procs, tmp
         for _ in range(6):
             ids, completion = found(c)
             assert completion["failedShards"] == [] and len(ids) == len(set(ids)) == 330 + 6 * 19
+
+
+def test_a_copy_that_moves_no_chunk_is_abandoned_and_started_again(procs, tmp_path):
+    """A copy waits for one answer at a time. A target that stops answering
+    while its heartbeats go on (here a fake indexer that takes its first
+    chunk and never acknowledges it) would leave the replica detached for
+    good: after `--copy-stall-ms` the coordinator abandons the copy and
+    starts another, which this time the fake sees through to its end."""
+    secret = tmp_path / "cluster.secret"
+    procs.coordinator("--catch-up-log", "5", "--copy-stall-ms", "1500", "--cluster-secret-file", str(secret))
+    procs.worker("ix-a", "indexer", tmp_path / "a", "--cluster-secret-file", str(secret))
+    chunks = []
+
+    def target(message):
+        if message["type"] != "copy_chunk":
+            return indexer_handler(message)
+        chunks.append((time.monotonic(), message["copy"], message["offset"]))
+        if chunks[0][1] == message["copy"]:
+            return []
+        received = message["offset"] + len(base64.b64decode(message["data"]))
+        done = received >= message["size"]
+        return [("copy_ack", {"shard": message["shard"], "copy": message["copy"], "received": received,
+                              **({"installed": True, "sequence": message["sequence"]} if done else {})})]
+
+    with Client(procs.endpoint, timeout=20) as c:
+        assert wait_until(lambda: len(replication(c)) == SHARDS and all(s["replicas"] for s in replication(c)), timeout=30)
+        for n in range(4):
+            assert c.publish(items(f"before{n}", 10))["stored"] == 10
+        # Behind the start of the log on every shard: detached, to be copied.
+        fake = FakeWorker(procs.workers, "fake-b", "indexer", list(range(SHARDS)), target, replica="fake-b",
+                          sequences={s: 0 for s in range(SHARDS)}, secret_file=secret)
+        fake.start()
+        try:
+            assert fake.registered.wait(10), fake.received
+            assert wait_until(lambda: all_fresh(c, 2), timeout=30), json.dumps(replication(c))
+            counters = c.stats()["counters"]
+            assert counters["copy.stalled"] == 1 and counters["copy.abandoned"] == 1, counters
+            assert counters["copy.finished"] == SHARDS, counters
+            stalled = [ch for ch in chunks if ch[1] == chunks[0][1]]
+            assert [ch[2] for ch in stalled] == [0], chunks
+            shard_of_stalled = next(m["shard"] for m in fake.received if m.get("copy") == chunks[0][1])
+            again = [ch for ch in chunks if ch[1] != chunks[0][1] and ch[2] == 0 and
+                     next(m["shard"] for m in fake.received if m.get("copy") == ch[1]) == shard_of_stalled]
+            assert len(again) == 1 and again[0][0] - stalled[0][0] >= 1.5, chunks
+        finally:
+            fake.stop()
+        assert fake.errors == [], fake.errors
+
+
+def test_a_restarted_coordinator_gives_its_messages_ids_its_predecessor_did_not(procs, tmp_path):
+    """A worker still answers what a coordinator that died had sent it, and
+    the answer reaches the coordinator that takes its place. Were that one to
+    number its messages from 1 again, such an answer could be taken for the
+    answer to its own message of the same id (a stale write_ack counted for a
+    new write). The ids two runs of a coordinator send share none."""
+    secret = tmp_path / "cluster.secret"
+    procs.coordinator("--cluster-secret-file", str(secret))
+    procs.worker("ix-a", "indexer", tmp_path / "a", "--cluster-secret-file", str(secret))
+    applied = {s: 0 for s in range(SHARDS)}
+
+    def replica(message):
+        if message["type"] == "write":
+            applied[message["shard"]] = max(applied[message["shard"]], message["sequence"])
+        return indexer_handler(message)
+
+    def sent_ids():
+        # Ids the coordinator chose (not the answers to the fake's registrations and heartbeats).
+        return {m["id"] for m in fake.received if m["type"] == "write"}
+
+    fake = FakeWorker(procs.workers, "fake-b", "indexer", list(range(SHARDS)), replica, replica="fake-b",
+                      sequences=applied, secret_file=secret)
+    fake.start()
+    try:
+        assert fake.registered.wait(10), fake.received
+        with Client(procs.endpoint, timeout=20) as c:
+            assert wait_until(lambda: all_fresh(c, 2), timeout=30), replication(c)
+            for n in range(3):
+                assert c.publish(items(f"first{n}", 10))["stored"] == 10
+        first = sent_ids()
+        procs.kill("coordinator")
+        procs.coordinator("--cluster-secret-file", str(secret), same_endpoints=True)
+        fake.registration["sequences"] = [{"shard": s, "sequence": n} for s, n in sorted(applied.items())]
+        fake.registered.clear()
+        fake.register_again()
+        assert fake.registered.wait(10), fake.received[-3:]
+        with Client(procs.endpoint, timeout=20) as c:
+            assert wait_until(lambda: all_fresh(c, 2), timeout=30), replication(c)
+            for n in range(3):
+                assert c.publish(items(f"second{n}", 10))["stored"] == 10
+        second = sent_ids() - first
+        assert first and second and len(fake.received) > len(first) + len(second)
+        # Each write went with an id of its own run's, none reused.
+        assert len([m for m in fake.received if m["type"] == "write"]) == len(first) + len(second), sorted(first & second)
+    finally:
+        fake.stop()
+    assert fake.errors == [], fake.errors
 
 
 def test_a_full_query_queue_answers_busy_and_the_coordinator_tries_the_other_replica(procs, tmp_path):
