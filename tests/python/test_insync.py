@@ -280,7 +280,9 @@ def test_the_active_coordinator_cut_off_from_etcd_only_stops_serving_and_a_stand
         procs.replica("r1", r1, [b_workers, a_workers])
         procs.replica("r2", r2, [b_workers, a_workers])
         assert wait_until(lambda: all_in_sync(etcd.endpoint, ["r1", "r2"]), timeout=30)
-        producer = Producer(endpoints, batches=300, prefix="cut")
+        # Publishing until stopped: a fixed count could all be acknowledged
+        # by `a` in the lease's time it still serves, leaving none for `b`.
+        producer = Producer(endpoints, batches=100_000, prefix="cut")
         producer.start()
         assert wait_until(lambda: len(producer.acks) >= 8 or producer.error, timeout=60)
         assert producer.error is None, producer.error
@@ -301,6 +303,8 @@ def test_the_active_coordinator_cut_off_from_etcd_only_stops_serving_and_a_stand
         procs.running.pop("a")
         assert "deposed" in (tmp_path / "coordinator-a.log").read_text()
         assert active_id(etcd.endpoint) == "b"
+        assert wait_until(lambda: b_clients in producer.acked_by or producer.error, timeout=60), "the standby acknowledged no write"
+        producer.stop()
         producer.join(120)
         assert not producer.is_alive() and producer.error is None, producer.error
         first_ack = min(t for (s, t), by in zip(producer.acks, producer.acked_by) if by == b_clients)
