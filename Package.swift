@@ -94,7 +94,7 @@ let package = Package(
         .target(
             name: "ShardStore",
             dependencies: [
-                "SQLite", "Items", "QueryPlan", "COpenBLAS", "VectorKernels",
+                "SQLite", "Items", "QueryPlan", "COpenBLAS", "VectorKernels", "LimelightConcurrency",
                 .product(name: "Logging", package: "swift-log"),
             ], swiftSettings: hot),
 

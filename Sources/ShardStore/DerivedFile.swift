@@ -81,6 +81,8 @@ final class DerivedFile: @unchecked Sendable {
     /// The format of the sections; a change of any structure's sections bumps it.
     static let version: UInt32 = 1
     static let headerBytes = 48
+    /// Bytes of the file checked before they are let go from the resident set.
+    static let checkPiece = 64 << 20
 
     struct Failure: Error, CustomStringConvertible {
         enum Code { case missing, unreadable, invalid, stale, unwritable }
@@ -131,9 +133,18 @@ final class DerivedFile: @unchecked Sendable {
         else { throw fail(.invalid, "truncated or of a wrong length") }
         let key = Array(UnsafeRawBufferPointer(start: base + Self.headerBytes, count: keyLength))
         if let expected, key != expected { throw fail(.stale, "read from other data than the shard holds") }
-        guard Self.checksum(UnsafeRawBufferPointer(start: base + Self.headerBytes, count: length - Self.headerBytes)) == checksum else {
-            throw fail(.invalid, "checksum does not match its content")
+        // Read a piece at a time, each let go once read, so that checking a
+        // large file does not hold it all in this process's resident set.
+        var sum = Checksum()
+        var at = Self.headerBytes
+        while at < length {
+            let n = min(Self.checkPiece, length - at)
+            sum.add(UnsafeRawBufferPointer(start: base + at, count: n))
+            let pageStart = (at / Self.checkPiece) * Self.checkPiece
+            _ = madvise(UnsafeMutableRawPointer(mutating: base + pageStart), at + n - pageStart, MADV_DONTNEED)
+            at += n
         }
+        guard sum.value == checksum else { throw fail(.invalid, "checksum does not match its content") }
         var sections: [(Int, Int)] = []
         let table = Self.headerBytes + Self.align(keyLength)
         for i in 0..<count {

@@ -84,6 +84,8 @@ final class ForwardIndex: @unchecked Sendable {
     /// Tokens held at most (4 bytes each, 512 MiB, as the posting lists'
     /// ``PostingIndex/maxEntries``): a larger shard keeps the text scan.
     static let maxTokens = 128 << 20
+    /// The same, built in files (``BuildSpace``): what 32-bit token places allow.
+    static let maxTokensInFiles = Int(UInt32.max)
 
     var termCount: Int { termFolded.count }
     var valueCount: Int { valueName.count }
@@ -157,14 +159,21 @@ final class ForwardIndex: @unchecked Sendable {
     /// transaction the posting lists are read in. Nil when an id does not
     /// fit 32 bits or past ``maxTokens``. `wordTerms`: the posting lists'
     /// terms, to align the ASCII vocabulary with (see ``wordTerms``).
-    init?(db: Database, maxTokens: Int = ForwardIndex.maxTokens, wordTerms: Vocabulary? = nil) throws {
+    init?(db: Database, maxTokens: Int = ForwardIndex.maxTokens, wordTerms: Vocabulary? = nil, space: BuildSpace = .heap) throws {
         let cpu0 = Self.threadCPUSeconds()
         let s = try db.prepare("SELECT item, name, coalesce(text, key) FROM attrs WHERE kind IN (0, 5) ORDER BY item, name, pos")
         defer { try? s.reset() }
-        var itemStart: [UInt32] = [0]
-        var valueName: [UInt32] = []
-        var valueStart: [UInt32] = [0]
-        var tokens: [UInt32] = []
+        var itemStart = try space.builder(UInt32.self)
+        try itemStart.append(0)
+        var valueName = try space.builder(UInt32.self)
+        var valueStart = try space.builder(UInt32.self)
+        try valueStart.append(0)
+        var tokens = try space.builder(UInt32.self)
+        // The token loops' bodies cannot throw: a failed append is kept and thrown after them.
+        var failure: DerivedFile.Failure?
+        func add(_ token: UInt32) {
+            do throws(DerivedFile.Failure) { try tokens.append(token) } catch { failure = error }
+        }
         var terms = TermInterner()
         var lowered: [UInt8] = []
         var lastItem: Int64 = -1
@@ -172,14 +181,14 @@ final class ForwardIndex: @unchecked Sendable {
             let item = s.int64(at: 0), name = s.int64(at: 1)
             guard item >= 0, item < Int64(UInt32.max), name >= 0, name <= Int64(UInt32.max), item >= lastItem else { return nil }
             // Items without text values before this one get empty ranges.
-            while itemStart.count <= Int(item) { itemStart.append(UInt32(valueName.count)) }
+            while itemStart.count <= Int(item) { try itemStart.append(UInt32(valueName.count)) }
             lastItem = item
-            valueName.append(UInt32(name))
+            try valueName.append(UInt32(name))
             let ascii =
                 s.withUTF8(at: 2) { bytes -> Bool in
                     guard !bytes.contains(where: { $0 >= 128 }) else { return false }
                     _ = SearchWordMatcher.forEachASCIIToken(bytes, lowered: &lowered) { token, _, _, isPart in
-                        tokens.append(terms.intern(token, folded: false) << 1 | (isPart ? 1 : 0))
+                        add(terms.intern(token, folded: false) << 1 | (isPart ? 1 : 0))
                     }
                     return true
                 } ?? true  // NULL: no tokens, as the scan reads it ("").
@@ -199,17 +208,21 @@ final class ForwardIndex: @unchecked Sendable {
                     // so the query's lookups decide it and it is not decided
                     // again term by term (which would be 8% of a two-word search).
                     let id = folded.withUTF8 { b in terms.intern(b, folded: b.isEmpty || b.contains { $0 >= 128 }) }
-                    tokens.append(id << 1 | (isPart ? 1 : 0))
+                    add(id << 1 | (isPart ? 1 : 0))
                 }
             }
+            if let failure { throw failure }
             guard tokens.count <= maxTokens else { return nil }
-            valueStart.append(UInt32(tokens.count))
+            try valueStart.append(UInt32(tokens.count))
         }
-        itemStart.append(UInt32(valueName.count))
-        self.itemStart = Flat(itemStart)
-        self.valueName = Flat(valueName)
-        self.valueStart = Flat(valueStart)
-        self.tokens = Flat(tokens)
+        try itemStart.append(UInt32(valueName.count))
+        let (itemStarts, valueNames, valueStarts, allTokens) = (
+            try itemStart.finish(), try valueName.finish(), try valueStart.finish(), try tokens.finish()
+        )
+        self.itemStart = itemStarts
+        self.valueName = valueNames
+        self.valueStart = valueStarts
+        self.tokens = allTokens
         termBytes = Flat(terms.bytes)
         termStart = Flat(terms.starts)
         termFolded = Flat(terms.folded)
@@ -219,7 +232,8 @@ final class ForwardIndex: @unchecked Sendable {
         self.wordTerms = wordTerms
         let aligned = wordTerms.map { Self.align(vocabulary, with: $0) } ?? ([], Vocabulary(), [])
         (asciiOfWordTerm, extraTerms, extraAscii) = (Flat(aligned.0), aligned.1, Flat(aligned.2))
-        occurrences = TermOccurrences(itemStart: itemStart, valueName: valueName, valueStart: valueStart, tokens: tokens, termFolded: terms.folded)
+        occurrences = try TermOccurrences(
+            itemStart: itemStarts, valueName: valueNames, valueStart: valueStarts, tokens: allTokens, termFolded: terms.folded, space: space)
         readSeconds = Self.threadCPUSeconds() - cpu0
     }
 

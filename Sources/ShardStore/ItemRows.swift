@@ -42,8 +42,10 @@ struct ItemRows: Sendable {
     private let keys: Flat<UInt32>
 
     static let absent = UInt32.max
-    /// The rows' bytes held at most (offsets are 32 bits).
+    /// The rows' bytes held at most when built on the heap.
     static let maxBytes = 1 << 30
+    /// The same, built in files (``BuildSpace``): what 32-bit offsets allow.
+    static let maxBytesInFiles = Int(UInt32.max)
 
     var count: Int { start.count / 2 }
     private var flats: [Int] {
@@ -81,17 +83,19 @@ struct ItemRows: Sendable {
 
     /// Reads every row, in the caller's read transaction; nil when an id
     /// does not fit 32 bits or the rows hold more than `maxBytes`.
-    init?(db: Database, maxBytes: Int = ItemRows.maxBytes) throws {
+    init?(db: Database, maxBytes: Int = ItemRows.maxBytes, space: BuildSpace = .heap) throws {
         let size = try db.prepare("SELECT coalesce(sum(length(CAST(uid AS BLOB)) + length(CAST(json AS BLOB))), 0), coalesce(max(id), -1) FROM items")
         defer { try? size.reset() }
         guard try size.step() else { return nil }
         let total = Int(size.int64(at: 0)), maxID = size.int64(at: 1)
         guard total <= min(maxBytes, Int(UInt32.max)), maxID < Int64(UInt32.max) - 1 else { return nil }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(total)
-        var start: [UInt32] = [0]
+        var bytes = try space.builder(UInt8.self)
+        var start = try space.builder(UInt32.self)
+        try start.append(0)
         var row = [UInt32](repeating: Self.absent, count: Int(maxID + 1))
-        var attributesAt: [UInt32] = [], attributesEnd: [UInt32] = [], keyStart: [UInt32] = [0], keys: [UInt32] = []
+        var attributesAt = try space.builder(UInt32.self), attributesEnd = try space.builder(UInt32.self)
+        var keyStart = try space.builder(UInt32.self), keys = try space.builder(UInt32.self)
+        try keyStart.append(0)
         let s = try db.prepare("SELECT id, uid, json FROM items")
         defer { try? s.reset() }
         while try s.step() {
@@ -99,23 +103,32 @@ struct ItemRows: Sendable {
             guard id >= 0, id <= maxID else { return nil }
             row[Int(id)] = UInt32(start.count / 2)
             for column in 1...2 {
-                s.withUTF8(at: column) { bytes.append(contentsOf: $0) }
+                let failure = s.withUTF8(at: column) { b in Self.catching { () throws(DerivedFile.Failure) in try bytes.append(contentsOf: b) } }
+                if let failure = failure ?? nil {
+                    throw failure
+                }
                 guard bytes.count <= Int(UInt32.max) else { return nil }
-                start.append(UInt32(bytes.count))
+                try start.append(UInt32(bytes.count))
             }
             let layout = s.withUTF8(at: 2) { AttributesLayout($0) } ?? nil
-            attributesAt.append(layout.map { UInt32($0.start) } ?? Self.absent)
-            attributesEnd.append(layout.map { UInt32($0.end) } ?? Self.absent)
-            keys += layout.map { Array($0.keys) } ?? []
-            keyStart.append(UInt32(keys.count))
+            try attributesAt.append(layout.map { UInt32($0.start) } ?? Self.absent)
+            try attributesEnd.append(layout.map { UInt32($0.end) } ?? Self.absent)
+            if let layout { try keys.append(contentsOf: layout.keys) }
+            try keyStart.append(UInt32(keys.count))
         }
-        self.bytes = Flat(bytes)
-        self.start = Flat(start)
-        self.row = Flat(row)
-        self.attributesAt = Flat(attributesAt)
-        self.attributesEnd = Flat(attributesEnd)
-        self.keyStart = Flat(keyStart)
-        self.keys = Flat(keys)
+        self.bytes = try bytes.finish()
+        self.start = try start.finish()
+        self.row = try space.flat(row)
+        self.attributesAt = try attributesAt.finish()
+        self.attributesEnd = try attributesEnd.finish()
+        self.keyStart = try keyStart.finish()
+        self.keys = try keys.finish()
+    }
+
+    /// The failure `body` threw, if any (for a closure that may not throw).
+    private static func catching(_ body: () throws(DerivedFile.Failure) -> Void) -> DerivedFile.Failure? {
+        do { try body() } catch { return error }
+        return nil
     }
 
     /// Calls `body` with item `id`'s identifier, JSON and the layout of its

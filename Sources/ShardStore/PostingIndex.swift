@@ -73,9 +73,12 @@ final class PostingIndex: @unchecked Sendable {
     private let denseWords: Flat<UInt64>
     var denseStride: Int { maxID / 64 + 1 }
 
-    /// Ids held at most by one index (8 bytes each with its mask, 512 MiB):
-    /// a larger shard keeps reading lists term by term.
+    /// Ids held at most by one index built on the heap (8 bytes each with
+    /// its mask, 512 MiB): a larger shard keeps reading lists term by term.
     static let maxEntries = 64 << 20
+    /// The same, built in files (``BuildSpace``), where the heap does not
+    /// bound it: what the bitmaps' 32-bit places allow.
+    static let maxEntriesInFiles = Int(Int32.max)
 
     var entries: Int { ids.count }
 
@@ -110,25 +113,33 @@ final class PostingIndex: @unchecked Sendable {
     /// read with the instances after all (`termsWithInstances`).
     ///
     /// `forward`: whether to read the ``ForwardIndex`` too.
-    init?(db: Database, maxEntries: Int = PostingIndex.maxEntries, termsWithInstances: Bool = false, forward: Bool = true) throws {
+    init?(
+        db: Database, maxEntries: Int = PostingIndex.maxEntries, termsWithInstances: Bool = false, forward: Bool = true,
+        space: BuildSpace = .heap
+    ) throws {
         key = try Self.key(db)
         try db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.words_instances USING fts5vocab(main, 'words', 'instance')")
         guard
             let read = try termsWithInstances
-                ? Self.readWithTerms(db, maxEntries: maxEntries)
-                : Self.readByCounts(db, maxEntries: maxEntries) ?? Self.readWithTerms(db, maxEntries: maxEntries)
+                ? Self.readWithTerms(db, maxEntries: maxEntries, space: space)
+                : Self.readByCounts(db, maxEntries: maxEntries, space: space)
+                    ?? Self.readWithTerms(db, maxEntries: maxEntries, space: space)
         else { return nil }
         terms = read.terms
-        (offsets, ids, masks) = (Flat(read.offsets), Flat(read.ids), Flat(read.masks))
+        (offsets, ids, masks) = (read.offsets, read.ids, read.masks)
         // Searches look misspelt forms up in these terms from every
         // connection's thread: the tables are built before they share them.
         read.terms.prepareLookups()
         maxID = Int(read.ids.max() ?? 0)
-        let dense = Self.bitmaps(offsets: read.offsets, ids: read.ids, maxID: maxID)
-        (denseAt, denseWords) = (Flat(dense.0), Flat(dense.1))
-        self.forward = forward ? try ForwardIndex(db: db, wordTerms: terms) : nil
+        (denseAt, denseWords) = try Self.bitmaps(offsets: read.offsets, ids: read.ids, maxID: maxID, space: space)
+        let inFiles = space.directory != nil
+        self.forward =
+            forward
+            ? try ForwardIndex(
+                db: db, maxTokens: inFiles ? ForwardIndex.maxTokensInFiles : ForwardIndex.maxTokens, wordTerms: terms, space: space)
+            : nil
         uidOrder = try ItemOrder(db: db)
-        rows = try ItemRows(db: db)
+        rows = try ItemRows(db: db, maxBytes: inFiles ? ItemRows.maxBytesInFiles : ItemRows.maxBytes, space: space)
         file = nil
     }
 
@@ -186,21 +197,24 @@ final class PostingIndex: @unchecked Sendable {
         return try PostingIndex(file: try DerivedFile(path: path, key: key))
     }
 
-    private typealias Lists = (terms: Vocabulary, offsets: [Int], ids: [UInt32], masks: [UInt32])
+    private typealias Lists = (terms: Vocabulary, offsets: Flat<Int>, ids: Flat<UInt32>, masks: Flat<UInt32>)
 
     /// ``denseAt`` and ``denseWords``: the bitmap of every list longer than it.
-    private static func bitmaps(offsets: [Int], ids: [UInt32], maxID: Int) -> ([Int32], [UInt64]) {
+    private static func bitmaps(
+        offsets: Flat<Int>, ids: Flat<UInt32>, maxID: Int, space: BuildSpace
+    ) throws(DerivedFile.Failure) -> (Flat<Int32>, Flat<UInt64>) {
         let stride = maxID / 64 + 1
         var at = [Int32](repeating: -1, count: max(0, offsets.count - 1))
-        var words: [UInt64] = []
+        var words = try space.builder(UInt64.self)
+        var bitmap = [UInt64](repeating: 0, count: stride)
         for t in at.indices where offsets[t + 1] - offsets[t] > stride {
             guard words.count + stride <= Int(Int32.max) else { break }
             at[t] = Int32(words.count)
-            words.append(contentsOf: repeatElement(0, count: stride))
-            let base = Int(at[t])
-            for k in offsets[t]..<offsets[t + 1] { words[base + Int(ids[k]) >> 6] |= 1 << UInt64(ids[k] & 63) }
+            for w in bitmap.indices { bitmap[w] = 0 }
+            for k in offsets[t]..<offsets[t + 1] { bitmap[Int(ids[k]) >> 6] |= 1 << UInt64(ids[k] & 63) }
+            try words.append(contentsOf: bitmap)
         }
-        return (at, words)
+        return (try space.flat(at), try words.finish())
     }
 
     /// Calls `body` with term `i`'s bitmap (``denseStride`` words), nil
@@ -231,9 +245,9 @@ final class PostingIndex: @unchecked Sendable {
         return s.int64(at: offset) == 0 ? (1 << c) | (1 << (16 + c)) : 1 << c
     }
 
-    /// The fast read (see ``init(db:maxEntries:termsWithInstances:forward:)``); nil
+    /// The fast read (see ``init(db:maxEntries:termsWithInstances:forward:space:)``); nil
     /// when the counts do not split the instances exactly, or past the limits.
-    private static func readByCounts(_ db: Database, maxEntries: Int) throws -> Lists?? {
+    private static func readByCounts(_ db: Database, maxEntries: Int, space: BuildSpace) throws -> Lists?? {
         try db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.words_vocab USING fts5vocab(main, 'words', 'row')")
         let terms = Vocabulary()
         var instances: [Int] = []
@@ -247,13 +261,10 @@ final class PostingIndex: @unchecked Sendable {
         }
         let s = try db.prepare("SELECT doc, col, offset FROM temp.words_instances")
         defer { try? s.reset() }
-        var offsets: [Int] = [0]
-        offsets.reserveCapacity(terms.count + 1)
-        var ids: [UInt32] = []
-        var masks: [UInt32] = []
-        let total = terms.docs.reduce(0) { $0 + Int($1) }
-        ids.reserveCapacity(total)
-        masks.reserveCapacity(total)
+        var offsets = try space.builder(Int.self)
+        try offsets.append(0)
+        var ids = try space.builder(UInt32.self)
+        var masks = try space.builder(UInt32.self)
         for t in 0..<terms.count {
             let start = ids.count
             for _ in 0..<instances[t] {
@@ -262,65 +273,77 @@ final class PostingIndex: @unchecked Sendable {
                 guard doc >= 0, doc <= Int64(UInt32.max), let bit = bit(s, column: 1, offset: 2) else { return .some(nil) }
                 let id = UInt32(truncatingIfNeeded: doc)
                 if ids.count > start, let last = ids.last {
-                    if last == id { masks[masks.count - 1] |= bit; continue }
+                    if last == id {
+                        masks.updateLast { $0 |= bit }
+                        continue
+                    }
                     if last > id { return nil }
                 }
-                ids.append(id)
-                masks.append(bit)
+                try ids.append(id)
+                try masks.append(bit)
             }
             guard ids.count - start == Int(terms.docs[t]) else { return nil }
             if ids.count > maxEntries { return .some(nil) }
-            offsets.append(ids.count)
+            try offsets.append(ids.count)
         }
         guard try !s.step() else { return nil }
-        return (terms, offsets, ids, masks)
+        return (terms, try offsets.finish(), try ids.finish(), try masks.finish())
     }
 
-    /// The read that takes each instance's term: slower, and safe whatever the counts.
-    private static func readWithTerms(_ db: Database, maxEntries: Int) throws -> Lists? {
+    /// The read that takes each instance's term: slower, and safe whatever
+    /// the counts. A term's list is gathered on the heap (sorted there when
+    /// the instances came out of order), then appended.
+    private static func readWithTerms(_ db: Database, maxEntries: Int, space: BuildSpace) throws -> Lists? {
         let s = try db.prepare("SELECT term, doc, col, offset FROM temp.words_instances")
         defer { try? s.reset() }
         let terms = Vocabulary()
-        var offsets: [Int] = [0]
-        var ids: [UInt32] = []
-        var masks: [UInt32] = []
+        var offsets = try space.builder(Int.self)
+        try offsets.append(0)
+        var ids = try space.builder(UInt32.self)
+        var masks = try space.builder(UInt32.self)
+        var listIDs: [UInt32] = []
+        var listMasks: [UInt32] = []
         var termBytes: [UInt8] = []
-        var listStart = 0
         var sorted = true
         var started = false
-        func flush() {
+        func flush() throws {
             if !sorted {
                 var merged: [UInt32: UInt32] = [:]
-                for k in listStart..<ids.count { merged[ids[k], default: 0] |= masks[k] }
-                let list = merged.keys.sorted()
-                ids.replaceSubrange(listStart..., with: list)
-                masks.replaceSubrange(listStart..., with: list.map { merged[$0]! })
+                for (id, mask) in zip(listIDs, listMasks) { merged[id, default: 0] |= mask }
+                listIDs = merged.keys.sorted()
+                listMasks = listIDs.map { merged[$0]! }
             }
-            terms.append(bytes: termBytes, docs: ids.count - listStart)
-            offsets.append(ids.count)
+            try ids.append(contentsOf: listIDs)
+            try masks.append(contentsOf: listMasks)
+            terms.append(bytes: termBytes, docs: listIDs.count)
+            try offsets.append(ids.count)
         }
         while try s.step() {
             let same = started && (s.withUTF8(at: 0) { $0.elementsEqual(termBytes) } ?? termBytes.isEmpty)
             if !same {
-                if started { flush() }
+                if started { try flush() }
                 started = true
                 termBytes = s.withUTF8(at: 0) { Array($0) } ?? []
-                listStart = ids.count
+                listIDs.removeAll(keepingCapacity: true)
+                listMasks.removeAll(keepingCapacity: true)
                 sorted = true
             }
             let doc = s.int64(at: 1)
             guard doc >= 0, doc <= Int64(UInt32.max), let bit = bit(s, column: 2, offset: 3) else { return nil }
             let id = UInt32(doc)
-            if ids.count > listStart, let last = ids.last {
-                if last == id { masks[masks.count - 1] |= bit; continue }
+            if let last = listIDs.last {
+                if last == id {
+                    listMasks[listMasks.count - 1] |= bit
+                    continue
+                }
                 if last > id { sorted = false }
             }
-            ids.append(id)
-            masks.append(bit)
-            if ids.count > maxEntries { return nil }
+            listIDs.append(id)
+            listMasks.append(bit)
+            if ids.count + listIDs.count > maxEntries { return nil }
         }
-        if started { flush() }
-        return (terms, offsets, ids, masks)
+        if started { try flush() }
+        return (terms, try offsets.finish(), try ids.finish(), try masks.finish())
     }
 
     /// The index of `term`, if the word index holds it.
@@ -362,9 +385,10 @@ final class PostingIndex: @unchecked Sendable {
 
     /// Bytes held on the heap (anonymous memory), the forward index and the
     /// rows included: the vocabularies, and every flat array unless it is
-    /// mapped from the derived file. What a ``MemoryBudget`` accounts.
+    /// mapped (from the derived file, or from the files it was built in).
+    /// What a ``MemoryBudget`` accounts.
     var heapBytes: Int {
-        terms.memoryBytes + (file == nil ? memoryBytes - terms.memoryBytes : 0) + (forward?.heapBytes ?? 0) + (rows?.heapBytes ?? 0)
+        terms.memoryBytes + (ids.isOnHeap ? memoryBytes - terms.memoryBytes : 0) + (forward?.heapBytes ?? 0) + (rows?.heapBytes ?? 0)
     }
 
     /// Bytes of the derived file it is mapped from (0 when on the heap).

@@ -1,14 +1,15 @@
 import Foundation
+import LimelightConcurrency
 import Logging
 import SQLite
 import Synchronization
 
 /// The process's ``PostingIndex`` of each shard file, and their builds.
 ///
-/// A build runs on a thread of its own, over a connection of its own (one
-/// read transaction), started by a suggestion or a search that found no
-/// index of the current data, and files are held at most ``maxFiles`` at a
-/// time.
+/// A build runs on the process's build thread (one at a time, see
+/// ``builds``), over a connection of its own (one read transaction),
+/// started by a suggestion or a search that found no index of the current
+/// data, and files are held at most ``maxFiles`` at a time.
 ///
 /// Under writes an index is stale as soon as the next commit lands, so a
 /// build of new data starts only once the data has been quiet (the same
@@ -35,6 +36,13 @@ final class PostingIndexes: @unchecked Sendable {
 
     /// Shard files whose index is held at most (the least recently used goes).
     static let maxFiles = 8
+
+    /// Where builds run: one at a time in the process, on a thread of their
+    /// own (each reads SQLite for seconds). A build holds every structure of
+    /// its shard on the heap until it is written; a worker serving several
+    /// shards, searched at once for the first time, would otherwise hold
+    /// them all together.
+    static let builds = WorkThreads(name: "limelight.derived-build", count: 1)
 
     /// The heap bytes the held indexes may take together.
     var budget: Int {
@@ -201,7 +209,11 @@ extension PostingIndex {
             while flock(lock, LOCK_EX) != 0, errno == EINTR {}
             if let index = mapped() { return index }
         }
-        guard let built = try PostingIndex(db: db) else { return nil }
+        // Beside the shard, where the derived file goes; on the heap where nothing can be written.
+        let directory = (shard as NSString).deletingLastPathComponent.isEmpty ? "." : (shard as NSString).deletingLastPathComponent
+        let space = ShardStore.buildsInFiles && access(directory, W_OK) == 0 ? BuildSpace(directory: directory) : .heap
+        let maxEntries = space.directory == nil ? PostingIndex.maxEntries : PostingIndex.maxEntriesInFiles
+        guard let built = try PostingIndex(db: db, maxEntries: maxEntries, space: space) else { return nil }
         do {
             return try built.written(to: path)
         } catch {
@@ -255,10 +267,19 @@ extension ShardStore {
         set { switches.usesDerivedFiles.store(newValue, ordering: .relaxed) }
     }
 
+    /// Whether a derived file's structures grow in files beside the shard
+    /// while they are built (``BuildSpace``) rather than on the heap (tests
+    /// and benchmarks compare the two).
+    package static var buildsInFiles: Bool {
+        get { switches.buildsInFiles.load(ordering: .relaxed) }
+        set { switches.buildsInFiles.store(newValue, ordering: .relaxed) }
+    }
+
     /// The process-wide switches above and below, set at start or by tests.
     private static let switches = Switches()
     private final class Switches: Sendable {
         let usesDerivedFiles = Atomic<Bool>(true)
+        let buildsInFiles = Atomic<Bool>(true)
         let buildsSuggestionIndex = Atomic<Bool>(true)
     }
 
@@ -313,7 +334,7 @@ extension ShardStore {
         guard Self.buildsSuggestionIndex, PostingIndexes.shared.claim(path: path, key: key) else { return }
         let path = self.path
         let logger = self.logger
-        Thread.detachNewThread {
+        PostingIndexes.builds.submit {
             let start = ContinuousClock.now
             var index: PostingIndex?
             do {

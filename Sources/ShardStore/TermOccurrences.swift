@@ -87,42 +87,47 @@ struct TermOccurrences: Sendable {
         w.put(items)
     }
 
-    init(itemStart: [UInt32], valueName: [UInt32], valueStart: [UInt32], tokens: [UInt32], termFolded: [Bool]) {
+    /// Sorts the tokens by term (a counting sort, written in place in
+    /// `space`: the entries are as many as the tokens).
+    init(
+        itemStart: Flat<UInt32>, valueName: Flat<UInt32>, valueStart: Flat<UInt32>, tokens: Flat<UInt32>, termFolded: [Bool],
+        space: BuildSpace = .heap
+    ) throws(DerivedFile.Failure) {
         let terms = termFolded.count
         var start = [UInt32](repeating: 0, count: terms + 1)
         for e in tokens { start[Int(e >> 1) + 1] &+= 1 }
         for t in 0..<terms { start[t + 1] &+= start[t] }
         var fill = start
-        var entries = [UInt64](repeating: 0, count: tokens.count)
         let items = max(0, itemStart.count - 1)
         var scanOnly = [UInt64](repeating: 0, count: items / 64 + 1)
-        for i in 0..<items {
-            let first = Int(itemStart[i])
-            for v in first..<Int(itemStart[i + 1]) {
-                let local = v - first, name = Int(valueName[v])
-                // Positions as the token loop counts them: each token that
-                // is not a camel-case part moves one on.
-                var position = -1
-                let tokenRange = Int(valueStart[v])..<Int(valueStart[v + 1])
-                let lastWord = tokenRange.reduce(-1) { $0 + Int(~tokens[$1] & 1) }
-                for k in tokenRange {
-                    let e = tokens[k], t = Int(e >> 1)
-                    if e & 1 == 0 { position += 1 }
-                    if termFolded[t] || local >= Self.maxValues || name >= Self.maxNames || position < 0 || position >= Self.maxPosition {
-                        scanOnly[i >> 6] |= 1 << UInt64(i & 63)
+        self.entries = try space.filled(UInt64.self, count: tokens.count) { entries in
+            for i in 0..<items {
+                let first = Int(itemStart[i])
+                for v in first..<Int(itemStart[i + 1]) {
+                    let local = v - first, name = Int(valueName[v])
+                    // Positions as the token loop counts them: each token that
+                    // is not a camel-case part moves one on.
+                    var position = -1
+                    let tokenRange = Int(valueStart[v])..<Int(valueStart[v + 1])
+                    let lastWord = tokenRange.reduce(-1) { $0 + Int(~tokens[$1] & 1) }
+                    for k in tokenRange {
+                        let e = tokens[k], t = Int(e >> 1)
+                        if e & 1 == 0 { position += 1 }
+                        if termFolded[t] || local >= Self.maxValues || name >= Self.maxNames || position < 0 || position >= Self.maxPosition {
+                            scanOnly[i >> 6] |= 1 << UInt64(i & 63)
+                        }
+                        let slot = Int(fill[t])
+                        fill[t] = UInt32(slot + 1)
+                        let place =
+                            UInt32(min(local, Self.maxValues - 1)) << Self.valueShift | UInt32(min(name, Self.maxNames - 1)) << Self.nameShift
+                            | UInt32(min(max(position, 0), Self.maxPosition - 1)) << 2
+                            | UInt32(e & 1) << 1 | (e & 1 == 0 && position == lastWord ? 1 : 0)
+                        entries[slot] = UInt64(i) << 32 | UInt64(place)
                     }
-                    let slot = Int(fill[t])
-                    fill[t] = UInt32(slot + 1)
-                    let place =
-                        UInt32(min(local, Self.maxValues - 1)) << Self.valueShift | UInt32(min(name, Self.maxNames - 1)) << Self.nameShift
-                        | UInt32(min(max(position, 0), Self.maxPosition - 1)) << 2
-                        | UInt32(e & 1) << 1 | (e & 1 == 0 && position == lastWord ? 1 : 0)
-                    entries[slot] = UInt64(i) << 32 | UInt64(place)
                 }
             }
         }
         self.start = Flat(start)
-        self.entries = Flat(entries)
         self.scanOnly = Flat(scanOnly)
         self.items = items
     }

@@ -13,11 +13,20 @@ import Testing
 /// SQLite, and the indexes held must stay within the memory budget.
 @Suite struct DerivedFileTests {
     /// A random shard (``PostingSearchTests/store(_:seed:count:)``) with its
-    /// index read on the heap and the same index written and mapped back.
+    /// index read on the heap, and the same index read again as a worker
+    /// reads it, its arrays grown in files beside the shard (``BuildSpace``),
+    /// then written and mapped back. The build's files are gone once it ends.
     static func indexes(_ dir: TempDir, seed: UInt64) throws -> (ShardStore, heap: PostingIndex, mapped: PostingIndex) {
         let s = try PostingSearchTests.store(dir, seed: seed)
         let heap = try #require(try s.db.transaction(.deferred) { try PostingIndex(db: s.db) })
-        let mapped = try heap.written(to: DerivedFile.path(forShard: s.path))
+        let before = try Set(FileManager.default.contentsOfDirectory(atPath: dir.url.path))
+        let space = BuildSpace(directory: dir.url.path)
+        let inFiles = try #require(try s.db.transaction(.deferred) { try PostingIndex(db: s.db, space: space) })
+        // Its arrays are mapped from the build's files: the heap holds the vocabularies.
+        #expect(inFiles.forward?.tokens.isOnHeap == false && inFiles.heapBytes < heap.heapBytes)
+        let mapped = try inFiles.written(to: DerivedFile.path(forShard: s.path))
+        let after = try Set(FileManager.default.contentsOfDirectory(atPath: dir.url.path))
+        #expect(after.subtracting(before) == [(DerivedFile.path(forShard: s.path) as NSString).lastPathComponent])
         return (s, heap, mapped)
     }
 

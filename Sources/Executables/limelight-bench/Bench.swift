@@ -19,7 +19,7 @@ struct Bench: AsyncParsableCommand {
         subcommands: [
             StoreBench.self, ClusterBench.self, ScaleBench.self, WritesBench.self, RESTBench.self, PathBench.self, LoadBench.self, StagesBench.self,
             EmbedBench.self,
-            VectorBench.self,
+            VectorBench.self, DeriveBench.self,
         ],
         defaultSubcommand: StoreBench.self)
 }

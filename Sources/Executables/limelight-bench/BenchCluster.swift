@@ -29,17 +29,13 @@ struct BenchCluster {
                 let ppid = stat.split(separator: ")").last?.split(separator: " ").dropFirst().first.flatMap({ Int32($0) }),
                 ppid == process.processIdentifier,
                 let cmdline = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline"),
-                let status = try? String(contentsOfFile: "/proc/\(entry)/status", encoding: .utf8)
+                let status = ProcStatus(pid: entry)
             else { continue }
             let argv = cmdline.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
             let name =
                 argv.firstIndex(of: "--id").flatMap { argv.indices.contains($0 + 1) ? argv[$0 + 1] : nil }
                 ?? (argv.first.map { ($0 as NSString).lastPathComponent } ?? entry)
-            func kb(_ field: String) -> Int {
-                status.split(separator: "\n").first { $0.hasPrefix(field + ":") }?
-                    .split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
-            }
-            out.append((name, kb("VmRSS") / 1024, kb("RssAnon") / 1024, kb("RssFile") / 1024))
+            out.append((name, status.kb("VmRSS") / 1024, status.kb("RssAnon") / 1024, status.kb("RssFile") / 1024))
         }
         return out.sorted { $0.0 < $1.0 }
     }
