@@ -27,6 +27,9 @@ struct ShardCopies: Sendable {
         var started = ContinuousClock.now
         /// When a chunk was last sent or acknowledged (see ``stalled(at:limit:)``).
         var progressed = ContinuousClock.now
+        /// The last chunk is on its way: its answer waits for the target to
+        /// install the whole file, which takes time with its size.
+        var installing = false
         /// The log of `shard` is kept from here on while the copy runs, so
         /// that the snapshot can be caught up however long the copy takes:
         /// the committed number when it starts (the snapshot holds at least
@@ -44,9 +47,13 @@ struct ShardCopies: Sendable {
 
     /// The copies that have moved no chunk for `limit`: a message lost on
     /// its way, or a worker that stopped answering while its heartbeats go
-    /// on, leaves a copy waiting for an answer that never comes.
+    /// on, leaves a copy waiting for an answer that never comes. A copy
+    /// being installed gets a second more per 10 MB of its file (SQLite's
+    /// backup writes it whole before the answer).
     func stalled(at now: ContinuousClock.Instant, limit: Duration) -> [String] {
-        running.values.filter { $0.progressed.duration(to: now) > limit }.map(\.id).sorted()
+        running.values.filter { c in
+            c.progressed.duration(to: now) > limit + (c.installing ? .seconds(c.size / 10_000_000) : .zero)
+        }.map(\.id).sorted()
     }
 }
 
@@ -117,6 +124,7 @@ extension CoordinatorCore {
             c.pin = max(c.pin, chunk.sequence)
             c.size = chunk.size
             c.progressed = .now
+            c.installing = chunk.offset + Self.copyChunkBytes >= chunk.size
             replication.copies.running[copyID] = c
             let next = makeID("y")
             replication.copies.ofMessage[next] = copyID
