@@ -17,6 +17,9 @@ KINDS = ["search 1 word", "search 2 words", "faceted", "page 10", "search rare w
 def load(folder):
     runs = []
     for path in glob.glob(os.path.join(folder, "scale-*.json")):
+        # scale-N.json only: other runs (scale-cluster-…) share the folder.
+        if not os.path.basename(path)[len("scale-"):-len(".json")].isdigit():
+            continue
         with open(path) as f:
             runs.append(json.load(f))
     return sorted(runs, key=lambda r: r["items"])
