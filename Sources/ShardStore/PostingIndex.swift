@@ -102,7 +102,8 @@ final class PostingIndex: @unchecked Sendable {
 
     /// Reads every list; call it inside a read transaction, so that the key
     /// and the lists come from one snapshot. Nil when an id does not fit 32
-    /// bits or the index holds more than ``maxEntries`` ids.
+    /// bits or the index holds more than `maxEntries` ids (by default
+    /// ``maxEntries`` on the heap, ``maxEntriesInFiles`` in files).
     ///
     /// The terms and their counts come from `fts5vocab` 'row', the items from
     /// 'instance' without its term column: asking for the term of each of
@@ -114,9 +115,12 @@ final class PostingIndex: @unchecked Sendable {
     ///
     /// `forward`: whether to read the ``ForwardIndex`` too.
     init?(
-        db: Database, maxEntries: Int = PostingIndex.maxEntries, termsWithInstances: Bool = false, forward: Bool = true,
+        db: Database, maxEntries: Int? = nil, termsWithInstances: Bool = false, forward: Bool = true,
         space: BuildSpace = .heap
     ) throws {
+        // The caps of a heap build, or of a build in files (nil: the space's).
+        let inFiles = space.directory != nil
+        let maxEntries = maxEntries ?? (inFiles ? Self.maxEntriesInFiles : Self.maxEntries)
         key = try Self.key(db)
         try db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.words_instances USING fts5vocab(main, 'words', 'instance')")
         guard
@@ -132,7 +136,6 @@ final class PostingIndex: @unchecked Sendable {
         read.terms.prepareLookups()
         maxID = Int(read.ids.max() ?? 0)
         (denseAt, denseWords) = try Self.bitmaps(offsets: read.offsets, ids: read.ids, maxID: maxID, space: space)
-        let inFiles = space.directory != nil
         self.forward =
             forward
             ? try ForwardIndex(

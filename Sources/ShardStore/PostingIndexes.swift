@@ -212,8 +212,7 @@ extension PostingIndex {
         // Beside the shard, where the derived file goes; on the heap where nothing can be written.
         let directory = (shard as NSString).deletingLastPathComponent.isEmpty ? "." : (shard as NSString).deletingLastPathComponent
         let space = ShardStore.buildsInFiles && access(directory, W_OK) == 0 ? BuildSpace(directory: directory) : .heap
-        let maxEntries = space.directory == nil ? PostingIndex.maxEntries : PostingIndex.maxEntriesInFiles
-        guard let built = try PostingIndex(db: db, maxEntries: maxEntries, space: space) else { return nil }
+        guard let built = try PostingIndex(db: db, space: space) else { return nil }
         do {
             return try built.written(to: path)
         } catch {
