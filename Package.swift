@@ -32,7 +32,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         // The coordinator's HTTP endpoint (stats, Prometheus metrics, status page).
         // Without its default trait ConfigurationSupport, which would build swift-configuration
         // for configuration the coordinator reads from its own flags.

@@ -13,7 +13,8 @@ enum LogFormat: String, ExpressibleByArgument, CaseIterable, Sendable {
 ///
 /// `{"time": "<ISO-8601 time>", "level": "info", "logger":
 /// "limelight.coordinator", "message": "worker registered", "worker":
-/// "indexer-0", "worker.role": "indexer", ...}`: metadata keys sit beside the
+/// "indexer-0", "worker.role": "indexer", ...}`, with `"error"` when the
+/// call passed one: metadata keys sit beside the
 /// fixed ones under their dotted names, so a query for `worker` works on every
 /// line that has one. A metadata key equal to a fixed key is written as
 /// `metadata.KEY` instead of replacing it.
@@ -30,17 +31,15 @@ struct JSONLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    func log(
-        level: Logger.Level, message: Logger.Message, metadata explicit: Logger.Metadata?, source: String,
-        file: String, function: String, line: UInt
-    ) {
+    func log(event: LogEvent) {
         var fields: [String: JSONValue] = [
-            "time": .string(ISODate.format(Date())), "level": .string(level.rawValue),
-            "logger": .string(label), "message": .string(message.description),
+            "time": .string(ISODate.format(Date())), "level": .string(event.level.rawValue),
+            "logger": .string(label), "message": .string(event.message.description),
         ]
+        if let error = event.error { fields["error"] = .string(String(describing: error)) }
         var all = metadata
         if let provided = metadataProvider?.get() { all.merge(provided) { _, new in new } }
-        if let explicit { all.merge(explicit) { _, new in new } }
+        if let explicit = event.metadata { all.merge(explicit) { _, new in new } }
         for (key, value) in all {
             fields[fields[key] == nil ? key : "metadata." + key] = Self.json(value)
         }

@@ -46,7 +46,7 @@ struct BuildSpace: Sendable {
     func flat<Element: BitwiseCopyable>(_ array: [Element]) throws(DerivedFile.Failure) -> Flat<Element> {
         guard directory != nil else { return Flat(array) }
         var b = try builder(Element.self)
-        try b.append(contentsOf: array)
+        b.append(contentsOf: array)
         return try b.finish()
     }
 }
@@ -55,12 +55,19 @@ struct BuildSpace: Sendable {
 /// written to an unlinked file (``SpillFile``) and mapped when finished. Only the last
 /// element may be changed once appended (``updateLast(_:)``), which is what
 /// the readers that merge an item's occurrences need.
+///
+/// Appending never throws: a builder is filled from callbacks that cannot
+/// (a token reader's, a column read in place), so the first write that
+/// fails is kept, the elements after it are counted but not kept, and
+/// ``finish()`` throws it, as a stream's error is read when it is closed.
 struct FlatBuilder<Element: BitwiseCopyable> {
     /// Elements not yet written (for a file), or all of them (the heap).
     private var buffer: [Element] = []
     /// The file they are written to; nil on the heap.
     private let file: SpillFile?
     private var written = 0
+    /// The first write to the file that failed.
+    private var failure: DerivedFile.Failure?
 
     /// Elements kept before a write (a file's; 1 MiB of them by default).
     private let chunk: Int
@@ -74,29 +81,29 @@ struct FlatBuilder<Element: BitwiseCopyable> {
     var count: Int { written + buffer.count }
     var last: Element? { buffer.last }
 
-    mutating func append(_ e: Element) throws(DerivedFile.Failure) {
-        if file != nil, buffer.count == chunk { try flush(keepingLast: true) }
+    mutating func append(_ e: Element) {
+        if file != nil, buffer.count == chunk { flush(keepingLast: true) }
         buffer.append(e)
     }
 
-    mutating func append<S: Sequence>(contentsOf s: S) throws(DerivedFile.Failure) where S.Element == Element {
-        for e in s { try append(e) }
+    mutating func append<S: Sequence>(contentsOf s: S) where S.Element == Element {
+        for e in s { append(e) }
     }
 
     /// Appends `elements`, copied a buffer's room at a time.
-    mutating func append(contentsOf elements: UnsafeBufferPointer<Element>) throws(DerivedFile.Failure) {
+    mutating func append(contentsOf elements: UnsafeBufferPointer<Element>) {
         guard file != nil else { return buffer.append(contentsOf: elements) }
         var rest = elements[...]
         while !rest.isEmpty {
-            if buffer.count == chunk { try flush(keepingLast: true) }
+            if buffer.count == chunk { flush(keepingLast: true) }
             let n = min(rest.count, chunk - buffer.count)
             buffer.append(contentsOf: rest.prefix(n))
             rest = rest.dropFirst(n)
         }
     }
 
-    mutating func append(contentsOf elements: [Element]) throws(DerivedFile.Failure) {
-        try elements.withUnsafeBufferPointer { b throws(DerivedFile.Failure) in try append(contentsOf: b) }
+    mutating func append(contentsOf elements: [Element]) {
+        elements.withUnsafeBufferPointer { append(contentsOf: $0) }
     }
 
     /// Changes the last element appended.
@@ -106,14 +113,15 @@ struct FlatBuilder<Element: BitwiseCopyable> {
 
     /// Writes the buffer to the file but for its last element when
     /// `keepingLast` (so that ``last`` and ``updateLast(_:)`` keep working).
-    private mutating func flush(keepingLast: Bool) throws(DerivedFile.Failure) {
+    private mutating func flush(keepingLast: Bool) {
         guard let file else { return }
         let n = keepingLast ? buffer.count - 1 : buffer.count
         guard n > 0 else { return }
-        let failure = buffer.withUnsafeBytes { raw in
-            file.write(UnsafeRawBufferPointer(rebasing: raw[0..<n * MemoryLayout<Element>.stride]))
+        if failure == nil {
+            failure = buffer.withUnsafeBytes { raw in
+                file.write(UnsafeRawBufferPointer(rebasing: raw[0..<n * MemoryLayout<Element>.stride]))
+            }
         }
-        if let failure { throw failure }
         written += n
         buffer.removeFirst(n)
     }
@@ -123,8 +131,9 @@ struct FlatBuilder<Element: BitwiseCopyable> {
     /// file's are). The builder is spent.
     mutating func finish() throws(DerivedFile.Failure) -> Flat<Element> {
         guard let file else { return Flat(buffer) }
-        try flush(keepingLast: false)
+        flush(keepingLast: false)
         buffer = []
+        if let failure { throw failure }
         guard written > 0 else { return Flat() }
         let mapping = try file.map(bytes: written * MemoryLayout<Element>.stride)
         let typed = UnsafeRawPointer(mapping.base).assumingMemoryBound(to: Element.self)

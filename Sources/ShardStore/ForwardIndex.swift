@@ -164,16 +164,11 @@ final class ForwardIndex: @unchecked Sendable {
         let s = try db.prepare("SELECT item, name, coalesce(text, key) FROM attrs WHERE kind IN (0, 5) ORDER BY item, name, pos")
         defer { try? s.reset() }
         var itemStart = try space.builder(UInt32.self)
-        try itemStart.append(0)
+        itemStart.append(0)
         var valueName = try space.builder(UInt32.self)
         var valueStart = try space.builder(UInt32.self)
-        try valueStart.append(0)
+        valueStart.append(0)
         var tokens = try space.builder(UInt32.self)
-        // The token loops' bodies cannot throw: a failed append is kept and thrown after them.
-        var failure: DerivedFile.Failure?
-        func add(_ token: UInt32) {
-            do throws(DerivedFile.Failure) { try tokens.append(token) } catch { failure = error }
-        }
         var terms = TermInterner()
         var lowered: [UInt8] = []
         var lastItem: Int64 = -1
@@ -181,14 +176,14 @@ final class ForwardIndex: @unchecked Sendable {
             let item = s.int64(at: 0), name = s.int64(at: 1)
             guard item >= 0, item < Int64(UInt32.max), name >= 0, name <= Int64(UInt32.max), item >= lastItem else { return nil }
             // Items without text values before this one get empty ranges.
-            while itemStart.count <= Int(item) { try itemStart.append(UInt32(valueName.count)) }
+            while itemStart.count <= Int(item) { itemStart.append(UInt32(valueName.count)) }
             lastItem = item
-            try valueName.append(UInt32(name))
+            valueName.append(UInt32(name))
             let ascii =
                 s.withUTF8(at: 2) { bytes -> Bool in
                     guard !bytes.contains(where: { $0 >= 128 }) else { return false }
                     _ = SearchWordMatcher.forEachASCIIToken(bytes, lowered: &lowered) { token, _, _, isPart in
-                        add(terms.intern(token, folded: false) << 1 | (isPart ? 1 : 0))
+                        tokens.append(terms.intern(token, folded: false) << 1 | (isPart ? 1 : 0))
                     }
                     return true
                 } ?? true  // NULL: no tokens, as the scan reads it ("").
@@ -208,14 +203,13 @@ final class ForwardIndex: @unchecked Sendable {
                     // so the query's lookups decide it and it is not decided
                     // again term by term (which would be 8% of a two-word search).
                     let id = folded.withUTF8 { b in terms.intern(b, folded: b.isEmpty || b.contains { $0 >= 128 }) }
-                    add(id << 1 | (isPart ? 1 : 0))
+                    tokens.append(id << 1 | (isPart ? 1 : 0))
                 }
             }
-            if let failure { throw failure }
             guard tokens.count <= maxTokens else { return nil }
-            try valueStart.append(UInt32(tokens.count))
+            valueStart.append(UInt32(tokens.count))
         }
-        try itemStart.append(UInt32(valueName.count))
+        itemStart.append(UInt32(valueName.count))
         let (itemStarts, valueNames, valueStarts, allTokens) = (
             try itemStart.finish(), try valueName.finish(), try valueStart.finish(), try tokens.finish()
         )

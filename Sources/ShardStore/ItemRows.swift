@@ -91,11 +91,11 @@ struct ItemRows: Sendable {
         guard total <= min(maxBytes, Int(UInt32.max)), maxID < Int64(UInt32.max) - 1 else { return nil }
         var bytes = try space.builder(UInt8.self)
         var start = try space.builder(UInt32.self)
-        try start.append(0)
+        start.append(0)
         var row = [UInt32](repeating: Self.absent, count: Int(maxID + 1))
         var attributesAt = try space.builder(UInt32.self), attributesEnd = try space.builder(UInt32.self)
         var keyStart = try space.builder(UInt32.self), keys = try space.builder(UInt32.self)
-        try keyStart.append(0)
+        keyStart.append(0)
         let s = try db.prepare("SELECT id, uid, json FROM items")
         defer { try? s.reset() }
         while try s.step() {
@@ -103,18 +103,15 @@ struct ItemRows: Sendable {
             guard id >= 0, id <= maxID else { return nil }
             row[Int(id)] = UInt32(start.count / 2)
             for column in 1...2 {
-                let failure = s.withUTF8(at: column) { b in Self.catching { () throws(DerivedFile.Failure) in try bytes.append(contentsOf: b) } }
-                if let failure = failure ?? nil {
-                    throw failure
-                }
+                _ = s.withUTF8(at: column) { bytes.append(contentsOf: $0) }
                 guard bytes.count <= Int(UInt32.max) else { return nil }
-                try start.append(UInt32(bytes.count))
+                start.append(UInt32(bytes.count))
             }
             let layout = s.withUTF8(at: 2) { AttributesLayout($0) } ?? nil
-            try attributesAt.append(layout.map { UInt32($0.start) } ?? Self.absent)
-            try attributesEnd.append(layout.map { UInt32($0.end) } ?? Self.absent)
-            if let layout { try keys.append(contentsOf: layout.keys) }
-            try keyStart.append(UInt32(keys.count))
+            attributesAt.append(layout.map { UInt32($0.start) } ?? Self.absent)
+            attributesEnd.append(layout.map { UInt32($0.end) } ?? Self.absent)
+            if let layout { keys.append(contentsOf: layout.keys) }
+            keyStart.append(UInt32(keys.count))
         }
         self.bytes = try bytes.finish()
         self.start = try start.finish()
@@ -123,12 +120,6 @@ struct ItemRows: Sendable {
         self.attributesEnd = try attributesEnd.finish()
         self.keyStart = try keyStart.finish()
         self.keys = try keys.finish()
-    }
-
-    /// The failure `body` threw, if any (for a closure that may not throw).
-    private static func catching(_ body: () throws(DerivedFile.Failure) -> Void) -> DerivedFile.Failure? {
-        do { try body() } catch { return error }
-        return nil
     }
 
     /// Calls `body` with item `id`'s identifier, JSON and the layout of its

@@ -215,7 +215,7 @@ final class PostingIndex: @unchecked Sendable {
             at[t] = Int32(words.count)
             for w in bitmap.indices { bitmap[w] = 0 }
             for k in offsets[t]..<offsets[t + 1] { bitmap[Int(ids[k]) >> 6] |= 1 << UInt64(ids[k] & 63) }
-            try words.append(contentsOf: bitmap)
+            words.append(contentsOf: bitmap)
         }
         return (try space.flat(at), try words.finish())
     }
@@ -265,7 +265,7 @@ final class PostingIndex: @unchecked Sendable {
         let s = try db.prepare("SELECT doc, col, offset FROM temp.words_instances")
         defer { try? s.reset() }
         var offsets = try space.builder(Int.self)
-        try offsets.append(0)
+        offsets.append(0)
         var ids = try space.builder(UInt32.self)
         var masks = try space.builder(UInt32.self)
         for t in 0..<terms.count {
@@ -282,12 +282,12 @@ final class PostingIndex: @unchecked Sendable {
                     }
                     if last > id { return nil }
                 }
-                try ids.append(id)
-                try masks.append(bit)
+                ids.append(id)
+                masks.append(bit)
             }
             guard ids.count - start == Int(terms.docs[t]) else { return nil }
             if ids.count > maxEntries { return .some(nil) }
-            try offsets.append(ids.count)
+            offsets.append(ids.count)
         }
         guard try !s.step() else { return nil }
         return (terms, try offsets.finish(), try ids.finish(), try masks.finish())
@@ -301,7 +301,7 @@ final class PostingIndex: @unchecked Sendable {
         defer { try? s.reset() }
         let terms = Vocabulary()
         var offsets = try space.builder(Int.self)
-        try offsets.append(0)
+        offsets.append(0)
         var ids = try space.builder(UInt32.self)
         var masks = try space.builder(UInt32.self)
         var listIDs: [UInt32] = []
@@ -316,10 +316,10 @@ final class PostingIndex: @unchecked Sendable {
                 listIDs = merged.keys.sorted()
                 listMasks = listIDs.map { merged[$0]! }
             }
-            try ids.append(contentsOf: listIDs)
-            try masks.append(contentsOf: listMasks)
+            ids.append(contentsOf: listIDs)
+            masks.append(contentsOf: listMasks)
             terms.append(bytes: termBytes, docs: listIDs.count)
-            try offsets.append(ids.count)
+            offsets.append(ids.count)
         }
         while try s.step() {
             let same = started && (s.withUTF8(at: 0) { $0.elementsEqual(termBytes) } ?? termBytes.isEmpty)

@@ -36,7 +36,7 @@ import Testing
     func ids(_ r: ShardSearchResult) -> [String] { r.hits.map(\.uniqueIdentifier).sorted() }
 
     @Test func anAlternativeMatchesAsTheWord() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let stores = try Self.readers(dir)
         defer { PostingIndexes.shared.forget(path: stores[0].path) }
         var plan = SearchPlan(words: ["pants"], prefixLast: false, window: 10)
@@ -66,7 +66,7 @@ import Testing
     /// With several words: proximity and the attribute count the
     /// alternative where it stands.
     @Test func severalWordsWithAlternatives() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let stores = try Self.readers(dir)
         defer { PostingIndexes.shared.forget(path: stores[0].path) }
         var plan = SearchPlan(words: ["blue", "car"], prefixLast: false, window: 10)
@@ -95,7 +95,7 @@ import Testing
     /// not "new company in York", Algolia's example), with no typo, exact
     /// as marked, ASCII or not; the three readers agree.
     @Test func aPhraseMatchesOnlyAdjacentWords() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let stores = try Self.readers(dir, Self.cities)
         defer { PostingIndexes.shared.forget(path: stores[0].path) }
         var plan = SearchPlan(words: ["ny"], prefixLast: false, window: 20)
@@ -123,7 +123,7 @@ import Testing
     /// apple" found as "new york" at one place; a phrase across two values
     /// of a list is no match.
     @Test func phrasesInSeveralWordQueries() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let stores = try Self.readers(
             dir,
             Self.cities + [
@@ -165,7 +165,7 @@ import Testing
     /// `altcorrection2` "trousers" ranks "1. pants (0 typos) 2. panto (1
     /// typo) 3. trousers (2 typos)"; the three readers agree.
     @Test func anAlternativeCorrectionCountsAsTypos() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let stores = try Self.readers(
             dir,
             [

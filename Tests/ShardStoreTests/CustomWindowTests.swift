@@ -64,7 +64,7 @@ import Testing
     @Test func theColumnsWindowIsTheFullRankings() throws {
         var used = 0, hits = 0
         for seed in [71, 73, 79] as [UInt64] {
-            let dir = try TempDir()
+            let dir = TempDir()
             let s = try openStore(dir)
             try s.put(Self.items(600, seed: seed))
             #expect(try s.delete(ids: ["c3", "c5", "c8"]) == 3)

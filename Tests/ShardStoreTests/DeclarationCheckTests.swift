@@ -7,7 +7,7 @@ import Testing
 /// refused before anything changes.
 @Suite struct DeclarationCheckTests {
     @Test func anotherTypeThanTheDeclaredOneIsRefused() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let store = try openStore(dir)
         try store.declare([AttributeSpec(name: "dueAt", type: .date)])
         try store.put([item("a", #"{"dueAt": "2026-01-01T00:00:00Z"}"#)])
@@ -21,7 +21,7 @@ import Testing
     }
 
     @Test func storedValuesOfAnotherTypeRefuseADeclarationNamingThem() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let store = try openStore(dir)
         try store.put([
             item("@acme/one", #"{"size": "big"}"#), item("@acme/two", #"{"size": "small"}"#),
@@ -44,7 +44,7 @@ import Testing
     }
 
     @Test func aNewAttributeIsDeclaredFreely() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let store = try openStore(dir)
         try store.checkDeclaration([AttributeSpec(name: "fresh", type: .number)])
         try store.declare([AttributeSpec(name: "fresh", type: .number)])

@@ -31,7 +31,7 @@ import Testing
     }
 
     @Test func theMappedIndexIsTheHeapOne() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let (s, heap, mapped) = try Self.indexes(dir, seed: 53)
         #expect(heap.file == nil && mapped.file != nil)
         #expect(mapped.key == heap.key && mapped.maxID == heap.maxID && mapped.entries == heap.entries)
@@ -73,7 +73,7 @@ import Testing
     /// none (FTS5 and SQLite).
     @Test func searchesAgreeMappedHeapAndPlain() throws {
         for seed in [59, 61] as [UInt64] {
-            let dir = try TempDir()
+            let dir = TempDir()
             let (_, heap, mapped) = try Self.indexes(dir, seed: seed)
             let reader = try openStore(dir, mode: .readOnly)
             let plain = try openStore(dir, mode: .readOnly)
@@ -119,7 +119,7 @@ import Testing
     }
 
     @Test func aMissingDamagedOrStaleFileIsReadAgainFromSQLite() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let s = try PostingSearchTests.store(dir, seed: 67)
         let path = DerivedFile.path(forShard: s.path)
         let key = try PostingIndex.key(s.db)
@@ -169,7 +169,7 @@ import Testing
     /// recently used go, and one that does not fit alone is not held (its
     /// shard is then answered from SQLite).
     @Test func heldIndexesStayWithinTheBudget() throws {
-        let dirs = try (0..<3).map { _ in try TempDir() }
+        let dirs = (0..<3).map { _ in TempDir() }
         let built = try dirs.enumerated().map { i, d in try Self.indexes(d, seed: 73 + UInt64(i)) }
         let mappedBytes = built.map(\.mapped.heapBytes), heapBytes = built.map(\.heap.heapBytes)
         let budget = mappedBytes.max()! * 2 + mappedBytes.min()! / 2
@@ -222,7 +222,7 @@ import Testing
     /// worker does so past its budget) while the index still answers from
     /// the page cache.
     @Test func mappedPagesLeaveTheResidentSetUntilReadAndWhenLetGo() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let (s, heap, mapped) = try Self.indexes(dir, seed: 79)
         let file = try #require(mapped.file)
         let page = Int(sysconf(Int32(_SC_PAGESIZE)))

@@ -8,7 +8,7 @@ import Testing
 /// Entities, exact domains, suggestions and groups in one shard.
 @Suite struct EntityStoreTests {
     @Test func exactDomainLeavesSubdomainsOut() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let s = try openStore(dir)
         try s.put([
             item("a", domain: "org.x", #"{"title": "one"}"#), item("b", domain: "org.x.y", #"{"title": "two"}"#),
@@ -25,7 +25,7 @@ import Testing
     }
 
     @Test func deletingATypeIsExact() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let s = try openStore(dir)
         let entities = [
             AppEntity(type: "Land", id: "1", title: "one"), AppEntity(type: "Land", id: "2:with:colons", title: "two"),
@@ -38,7 +38,7 @@ import Testing
     }
 
     @Test func associationRewritesTheItemWithItsEntity() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let s = try openStore(dir)
         try s.put([item("shop", #"{"title": "corner shop"}"#)])
         #expect(try s.associate(uniqueIdentifier: "shop", with: EntityAssociation(type: "Shop", id: "7", priority: 4)))
@@ -52,7 +52,7 @@ import Testing
     }
 
     @Test func suggestionsCountWhatTheyWouldFind() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let s = try openStore(dir)
         try s.put([
             item("1", #"{"title": "python tools", "displayName": "Python module"}"#),
@@ -76,7 +76,7 @@ import Testing
     }
 
     @Test func groupsPerExactDomainWithTotals() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let s = try openStore(dir)
         try s.put([
             item("a1", domain: "org.a", #"{"title": "kiwi one"}"#), item("a2", domain: "org.a", #"{"title": "kiwi two"}"#),

@@ -8,7 +8,7 @@ import Testing
 /// the items that pass it, and never a word only other items hold.
 @Suite struct FilteredSuggestTests {
     @Test func aFilterCountsOnlyItsItemsAndOffersOnlyTheirWords() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let s = try openStore(dir)
         try s.put([
             item("a1", domain: "@alpha", #"{"title": "python tools"}"#),
@@ -32,7 +32,7 @@ import Testing
     }
 
     @Test func aSuggestionLeavesNoReadSnapshotOpen() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         // A writer and a reader, as an indexer and a query worker share a shard.
         let w = try openStore(dir)
         try w.put([item("a1", domain: "@alpha", #"{"title": "python tools"}"#)])

@@ -18,11 +18,11 @@ import Testing
             switch rng.next() % 3 {
             case 0:
                 let v = UInt32(truncatingIfNeeded: rng.next())
-                try builder.append(v)
+                builder.append(v)
                 reference.append(v)
             case 1:
                 let run = (0..<Int(rng.next() % 40)).map { _ in UInt32(truncatingIfNeeded: rng.next()) }
-                try builder.append(contentsOf: run)
+                builder.append(contentsOf: run)
                 reference += run
             default:
                 guard !reference.isEmpty else { continue }
@@ -48,7 +48,7 @@ import Testing
         #expect(!a.isOnHeap && b.isOnHeap)
         // Unlinked when created: nothing is left in the folder, finished or not.
         var unfinished = try FlatBuilder<UInt64>(directory: dir.url.path, bufferBytes: bufferBytes)
-        try unfinished.append(contentsOf: [1, 2, 3] as [UInt64])
+        unfinished.append(contentsOf: [1, 2, 3] as [UInt64])
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.url.path).isEmpty)
     }
 

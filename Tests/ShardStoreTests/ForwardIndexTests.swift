@@ -137,7 +137,7 @@ import Testing
     /// Item by item, the forward index's numbers are the scan's, for every
     /// item of the shard (matching or not) and random plans.
     @Test func textMatchFromTheIndexIsTheScans() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let s = try Self.store(dir, seed: 71)
         try s.buildSuggestionIndex()
         defer { PostingIndexes.shared.forget(path: s.path) }
@@ -220,7 +220,7 @@ import Testing
     /// and on text with folded terms (whose items keep the loop).
     @Test func occurrencesGiveTheTokenLoopsNumbers() throws {
         for asciiOnly in [true, false] {
-            let dir = try TempDir()
+            let dir = TempDir()
             let s = try openStore(dir)
             try s.put(Self.randomItems(300, seed: 91, asciiOnly: asciiOnly))
             #expect(try s.delete(ids: ["i3", "i5", "i8"]) == 3)
@@ -282,7 +282,7 @@ import Testing
     /// whole query ("fooBar baz" is not "foo baz"), from the occurrences as
     /// from the token loop; the value of those words alone is.
     @Test func camelCasePartsAreNotWholeWords() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let s = try openStore(dir)
         try s.put([
             item("a", domain: "@alpha", #"{"title": "fooBar baz", "displayName": "foo bazQux"}"#),
@@ -303,7 +303,7 @@ import Testing
     /// last position an item keeps the loop, and so does one of more than
     /// 512 values.
     @Test func longTextsAreDescribedUpToTheirLastPosition() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let s = try openStore(dir)
         func words(_ n: Int) -> String { (0..<n).map { "filler\($0 % 50)" }.joined(separator: " ") }
         let long = "alpha " + words(300) + " beta " + words(5_000) + " alpha beta " + words(20)
@@ -355,7 +355,7 @@ import Testing
     /// vocabulary, are for every ASCII term what the matcher's own
     /// comparisons say (and folded terms are left to be decided when met).
     @Test func vocabularyLookupsDecideEveryASCIITermAsTheMatcher() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let s = try Self.store(dir, seed: 79)
         try s.buildSuggestionIndex()
         defer { PostingIndexes.shared.forget(path: s.path) }
@@ -432,7 +432,7 @@ import Testing
     /// posting index alone, and with neither.
     @Test func searchesWithAndWithoutTheForwardIndexAgree() throws {
         for seed in [81, 83] as [UInt64] {
-            let dir = try TempDir()
+            let dir = TempDir()
             _ = try Self.store(dir, seed: seed)
             let forward = try openStore(dir, mode: .readOnly)
             let postingsOnly = try openStore(dir, mode: .readOnly)
@@ -466,7 +466,7 @@ import Testing
     /// posting lists: the next search scans the new text (here, an item
     /// whose words moved apart), until the index is read again.
     @Test func aWriteMakesItNotCurrent() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let w = try openStore(dir)
         try w.put(Self.randomItems(200, seed: 91) + [item("moved", #"{"title": "zebra okapi"}"#)])
         let r = try openStore(dir, mode: .readOnly)
@@ -490,7 +490,7 @@ import Testing
     /// current, for the searched columns and typos they were made with, and
     /// never past another connection's commit.
     @Test func wordLookupsAreKeptWhileTheIndexIsCurrent() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let w = try openStore(dir)
         try w.put(Self.randomItems(200, seed: 93) + [item("z1", #"{"title": "zebra", "section": "wild"}"#)])
         let r = try openStore(dir, mode: .readOnly)
@@ -526,7 +526,7 @@ import Testing
     /// The index's terms are interned once each: every token of the index
     /// names a term, and no two terms are the same bytes of the same kind.
     @Test func termsAreDistinct() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let s = try Self.store(dir, seed: 97, count: 120)
         try s.buildSuggestionIndex()
         defer { PostingIndexes.shared.forget(path: s.path) }
@@ -543,7 +543,7 @@ import Testing
     /// Past its limit a shard has no forward index, and its searches scan
     /// the text (with the posting lists still from memory).
     @Test func pastItsLimitThereIsNone() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let s = try Self.store(dir, seed: 101, count: 60)
         let tokens = try s.db.transaction(.deferred) { try ForwardIndex(db: s.db)?.tokenCount } ?? 0
         #expect(tokens > 100)
@@ -561,7 +561,7 @@ import Testing
 
     /// A query of more words than a term's mask holds scans the text.
     @Test func longQueriesScanTheText() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let s = try Self.store(dir, seed: 103, count: 60)
         try s.buildSuggestionIndex()
         defer { PostingIndexes.shared.forget(path: s.path) }

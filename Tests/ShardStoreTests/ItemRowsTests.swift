@@ -38,7 +38,7 @@ import Testing
     /// Every item's row is SQLite's byte for byte (text past ASCII, escapes,
     /// deleted items among them), and an id without an item has none.
     @Test func everyRowIsSQLitesRow() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let s = try ForwardIndexTests.store(dir, seed: 71)
         try s.put([item("quoted", #"{"title": "say \"hi\"\\ \u0001 日本語 café", "n": 1.5}"#)])
         let rows = try #require(try s.db.transaction(.deferred) { try ItemRows(db: s.db) })
@@ -65,7 +65,7 @@ import Testing
         let plain = Array(#"{"attributes":{"a":"b","title":"y"},"uniqueIdentifier":"e"}"#.utf8)
         #expect(plain.withUnsafeBufferPointer { AttributesLayout($0) } == AttributesLayout(start: 14, end: 35, keys: Flat([15, 23])[...]))
 
-        let dir = try TempDir()
+        let dir = TempDir()
         let s = try ForwardIndexTests.store(dir, seed: 79)
         try s.put([
             item("located", #"{"title": "n", "place": {"latitude": 1.5, "longitude": -2.25}, "zeta": "z"}"#),
@@ -125,7 +125,7 @@ import Testing
     /// the same hits, each item as the JSON text of the tree it gives
     /// otherwise, from the rows (by their layouts) and from SQLite alike.
     @Test func rawSearchesGiveTheTextOfTheirTrees() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let (withRows, without) = try Self.readers(dir, seed: 87)
         defer { PostingIndexes.shared.forget(path: withRows.path) }
         var found = 0
@@ -149,7 +149,7 @@ import Testing
     /// SQLite wherever both hold an id (a replaced item gets a new id), and
     /// hold none of the new ids: why the rows need no key of their own.
     @Test func rowsReadBeforeChangesNeverDisagreeWithSQLite() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let s = try ForwardIndexTests.store(dir, seed: 73)
         let before = try #require(try s.db.transaction(.deferred) { try ItemRows(db: s.db) })
         let old = try Self.sqlRows(s)
@@ -172,7 +172,7 @@ import Testing
     /// (which read SQLite), on random plans, and took their hits from the rows.
     @Test func searchesWithAndWithoutTheRowsAgree() throws {
         for seed in [81, 83] as [UInt64] {
-            let dir = try TempDir()
+            let dir = TempDir()
             let (withRows, without) = try Self.readers(dir, seed: seed)
             defer { PostingIndexes.shared.forget(path: withRows.path) }
             var found = 0

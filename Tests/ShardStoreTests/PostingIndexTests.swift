@@ -45,7 +45,7 @@ import Testing
     }
 
     @Test func listsAreTheWordIndexsOnRandomData() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let s = try Self.store(dir, seed: 21)
         let read = try s.buildSuggestionIndex()
         let index = try #require(try Self.held(s))
@@ -94,7 +94,7 @@ import Testing
     /// Suggestions served from the index count as SQL does, with and
     /// without a filter, one word and several.
     @Test func suggestionsWithTheIndexAreSQLs() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let s = try Self.store(dir, seed: 23)
         try s.buildSuggestionIndex()
         let uses = s.searchCache.postings.sharedUses
@@ -122,7 +122,7 @@ import Testing
     /// Another connection's writes and deletes, and the reading connection's
     /// own, retire the index at once: counts stay SQL's.
     @Test func writesOfEitherConnectionRetireIt() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let w = try Self.store(dir, seed: 25)
         let r = try openStore(dir, mode: .readOnly)
         try r.buildSuggestionIndex()
@@ -150,7 +150,7 @@ import Testing
 
     /// Within a caller's transaction, writes not committed yet are counted.
     @Test func notUsedInsideACallersTransaction() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let s = try Self.store(dir, seed: 27)
         try s.buildSuggestionIndex()
         try s.db.transaction(.immediate) {
@@ -163,7 +163,7 @@ import Testing
     /// A suggestion that finds no index of the current data starts reading
     /// one in the background; once read, suggestions use it.
     @Test func aSuggestionStartsABackgroundRead() async throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let s = try Self.store(dir, seed: 29)
         #expect(try Self.held(s) == nil)
         _ = try s.suggest(SearchPlan(words: ["python", "pa"]), limit: 5)

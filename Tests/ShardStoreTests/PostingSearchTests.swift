@@ -42,7 +42,7 @@ import Testing
     }
 
     @Test func masksAreFTS5sOnRandomData() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let s = try Self.store(dir, seed: 31)
         try s.buildSuggestionIndex()
         defer { PostingIndexes.shared.forget(path: s.path) }
@@ -120,7 +120,7 @@ import Testing
     /// random plans identically, and the first did use the index.
     @Test func searchesWithAndWithoutTheIndexAgree() throws {
         for seed in [41, 43, 47] as [UInt64] {
-            let dir = try TempDir()
+            let dir = TempDir()
             _ = try Self.store(dir, seed: seed)
             let indexed = try openStore(dir, mode: .readOnly)
             let plain = try openStore(dir, mode: .readOnly)
@@ -146,7 +146,7 @@ import Testing
     /// the identifiers): inserted in an order unlike theirs, with numbers
     /// that sort as text ("t10" before "t2") and letters past ASCII.
     @Test func tiesAreOrderedByIdentifierWithTheIndexToo() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let w = try openStore(dir)
         var rng = SplitMix(state: 61)
         var uids = (0..<120).map { "t\($0)" } + ["Ünter", "über", "zeta", "Zeta", "é1", "e\u{301}2", "a"]
@@ -173,7 +173,7 @@ import Testing
     /// item written since, by the same connection or another, is in the
     /// next answer at its place.
     @Test func emptyQueriesOrderTiesByIdentifierAfterWritesToo() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let w = try openStore(dir)
         var rng = SplitMix(state: 67)
         var uids = (0..<2_500).map { "e\($0)" }
@@ -214,7 +214,7 @@ import Testing
     /// typo either (its fewest), and the word itself beats a longer word it
     /// begins.
     @Test func typosThenExactWordsDecideTheOrder() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let w = try openStore(dir)
         try w.put([
             item("a-typo", #"{"title": "pandaz library"}"#), item("m-prefix", #"{"title": "pandas3 library"}"#),
@@ -238,7 +238,7 @@ import Testing
     /// search takes FTS5 and finds the new items; inside a caller's
     /// transaction, its writes not yet committed are found too.
     @Test func fallsBackAfterAnotherConnectionsWrite() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let w = try Self.store(dir, seed: 53)
         let r = try openStore(dir, mode: .readOnly)
         let plain = try openStore(dir, mode: .readOnly)

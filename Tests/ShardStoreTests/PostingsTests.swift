@@ -59,7 +59,7 @@ import Testing
     }
 
     @Test func countsAreTheWordIndexsOnRandomData() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let s = try openStore(dir)
         try s.put(Self.randomItems(400, seed: 5))
         for (earlier, prefix) in [
@@ -80,7 +80,7 @@ import Testing
     /// words' items (here every list is long, and none is read ahead by a
     /// scan): the same counts.
     @Test func completionsCountedByFTS5AreTheSame() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let s = try openStore(dir)
         try s.put(Self.randomItems(400, seed: 11))
         s.searchCache.postings.directCountMinDocs = 0
@@ -92,7 +92,7 @@ import Testing
     }
 
     @Test func anotherConnectionsWritesAndDeletesAreCountedAtOnce() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let w = try openStore(dir)
         try w.put(Self.randomItems(200, seed: 9))
         let r = try openStore(dir, mode: .readOnly)
@@ -112,7 +112,7 @@ import Testing
     }
 
     @Test func theConnectionsOwnWritesAreCountedAtOnce() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let s = try openStore(dir)
         try s.put([item("a", domain: "@alpha", #"{"title": "python pandas"}"#)])
         #expect(try s.suggest(SearchPlan(words: ["python", "pa"]), limit: 5) == [Suggestion(text: "python pandas", count: 1)])
@@ -127,7 +127,7 @@ import Testing
     }
 
     @Test func expiredItemsAreNotCounted() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let s = try openStore(dir)
         try s.put([
             item("a", #"{"title": "python pandas"}"#),

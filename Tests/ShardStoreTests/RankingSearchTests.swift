@@ -16,7 +16,7 @@ import Testing
     @Test func windowsAreThePrefixOfEveryMatchRanked() throws {
         var compared = 0, reordered = 0
         for seed in [53, 59] as [UInt64] {
-            let dir = try TempDir()
+            let dir = TempDir()
             let s = try PostingSearchTests.store(dir, seed: seed)
             try s.buildSuggestionIndex()
             defer { PostingIndexes.shared.forget(path: s.path) }
@@ -56,7 +56,7 @@ import Testing
     /// equal-rank group shares one rank; `unordered()` makes the position
     /// within the attribute not count.
     @Test func searchableAttributesOrderWeighsTheAttributeCriterion() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let s = try openStore(dir)
         try s.put([
             item("a", #"{"title": "gnome terminal", "contentDescription": "vim clone"}"#),
@@ -79,7 +79,7 @@ import Testing
     /// A ranking led by a sort or distance ranks every match by it, not the
     /// typo buckets' best: a misspelt match with the highest value first.
     @Test func aRankingLedBySortRanksEveryMatch() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let s = try openStore(dir)
         try s.put(
             (0..<60).map { i in item("p\(i)", #"{"title": "python \#(i)", "size": \#(i)}"#) }
@@ -94,7 +94,7 @@ import Testing
     /// Distinct on a shard: the best hit per value, a window of groups, and
     /// every value's count for the coordinator.
     @Test func distinctKeepsTheBestPerValue() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let s = try openStore(dir)
         try s.put([
             item("libfoo1", #"{"title": "libfoo1", "source": "foo", "size": 3}"#),

@@ -92,7 +92,7 @@ import Testing
     /// connection kept across writes and deletes: its facet columns must
     /// follow every change.
     @Test func facetCountsFollowWritesAndDeletes() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let writer = try openStore(dir)
         let reader = try openStore(dir, mode: .readOnly)
         var rng = SplitMix64(state: 5)

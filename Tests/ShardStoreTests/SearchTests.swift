@@ -8,7 +8,7 @@ import Testing
 /// Parameter search in one shard: matching, typos, ranking, facets.
 @Suite struct SearchTests {
     func store() throws -> (TempDir, ShardStore) {
-        let dir = try TempDir()
+        let dir = TempDir()
         let s = try openStore(dir)
         try s.put([
             item(
@@ -82,7 +82,7 @@ import Testing
     }
 
     @Test func aWordThatStartsTheAttributeRanksFirst() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let w = try openStore(dir)
         try w.put([
             item("deb:cxref-emacs", #"{"title": "cxref-emacs"}"#),
@@ -254,7 +254,7 @@ import Testing
     /// between two searches, the data unchanged, is gone from the second;
     /// another connection's write of an expired item is seen at once.
     @Test func expiriesFollowTheClockAndTheData() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let writer = try openStore(dir)
         let soon = ISO8601DateFormatter().string(from: Date().addingTimeInterval(2))
         try writer.put([item("soon", expires: soon, #"{"title": "news soon"}"#), item("stays", #"{"title": "news stays"}"#)])
@@ -275,7 +275,7 @@ import Testing
     /// The default custom ranking's entity priorities are read once per
     /// change of the data, and again after the connection's own write.
     @Test func entityPrioritiesFollowTheirChanges() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let s = try openStore(dir)
         try s.put([item("a", #"{"title": "corner shop"}"#), item("b", #"{"title": "corner shop"}"#)])
         #expect(try s.associate(uniqueIdentifier: "b", with: EntityAssociation(type: "Shop", id: "2", priority: 4)))

@@ -61,7 +61,7 @@ import Testing
     }
 
     @Test func markedSlotsAreLeftOutUntilPurgedInBatches() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let writer = try openStore(dir)
         var (kept, moved) = try fill(writer)
         #expect(!kept.isEmpty && !moved.isEmpty)
@@ -100,7 +100,7 @@ import Testing
     /// reads every row again. With a mark too, a row is read only when
     /// both keep it.
     @Test func aRequestRoutedByTheNewMapLeavesOutTheSlotsItGivesAway() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let writer = try openStore(dir)
         let (kept, moved) = try fill(writer)
         let reader = try openStore(dir, mode: .readOnly)
@@ -120,7 +120,7 @@ import Testing
     /// Marking again (a coordinator that took over resends the purge) after
     /// the purge finished finds nothing moved and changes nothing.
     @Test func markingAgainIsHarmless() throws {
-        let dir = try TempDir()
+        let dir = TempDir()
         let s = try openStore(dir)
         let (kept, _) = try fill(s)
         _ = try s.markMoved(keeping: Self.filter)

@@ -15,7 +15,7 @@ import Testing
     @Test func aSharedColumnsOtherNamesMatchOnlyWhenSearched() throws {
         var rng = SplitMix(state: 97)
         func word() -> String { Self.words[Int(rng.next() % UInt64(Self.words.count))] }
-        let dir = try TempDir()
+        let dir = TempDir()
         let s = try openStore(dir)
         var held: [String: [String: String]] = [:]
         try s.put(
