@@ -16,8 +16,12 @@ struct BuildSpace: Sendable {
 
     static let heap = BuildSpace(directory: nil)
 
-    func builder<Element: BitwiseCopyable>(_: Element.Type = Element.self) throws(DerivedFile.Failure) -> FlatBuilder<Element> {
-        try FlatBuilder(directory: directory)
+    /// A builder; `capacity`, when the final count is known, is reserved on
+    /// the heap (no array copied as it grows), and ignored for a file.
+    func builder<Element: BitwiseCopyable>(
+        _: Element.Type = Element.self, capacity: Int = 0
+    ) throws(DerivedFile.Failure) -> FlatBuilder<Element> {
+        try FlatBuilder(directory: directory, capacity: capacity)
     }
 
     /// A ``Flat`` of `count` zeros that `fill` writes in any order before
@@ -72,10 +76,10 @@ struct FlatBuilder<Element: BitwiseCopyable> {
     /// Elements kept before a write (a file's; 1 MiB of them by default).
     private let chunk: Int
 
-    init(directory: String?, bufferBytes: Int = 1 << 20) throws(DerivedFile.Failure) {
+    init(directory: String?, bufferBytes: Int = 1 << 20, capacity: Int = 0) throws(DerivedFile.Failure) {
         file = try directory.map { dir throws(DerivedFile.Failure) in try SpillFile(directory: dir) }
         chunk = max(2, bufferBytes / max(1, MemoryLayout<Element>.stride))
-        if file != nil { buffer.reserveCapacity(chunk) }
+        buffer.reserveCapacity(file != nil ? chunk : capacity)
     }
 
     var count: Int { written + buffer.count }

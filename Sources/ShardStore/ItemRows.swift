@@ -89,7 +89,7 @@ struct ItemRows: Sendable {
         guard try size.step() else { return nil }
         let total = Int(size.int64(at: 0)), maxID = size.int64(at: 1)
         guard total <= min(maxBytes, Int(UInt32.max)), maxID < Int64(UInt32.max) - 1 else { return nil }
-        var bytes = try space.builder(UInt8.self)
+        var bytes = try space.builder(UInt8.self, capacity: total)
         var start = try space.builder(UInt32.self)
         start.append(0)
         var row = [UInt32](repeating: Self.absent, count: Int(maxID + 1))

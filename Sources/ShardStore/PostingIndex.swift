@@ -264,10 +264,12 @@ final class PostingIndex: @unchecked Sendable {
         }
         let s = try db.prepare("SELECT doc, col, offset FROM temp.words_instances")
         defer { try? s.reset() }
-        var offsets = try space.builder(Int.self)
+        var offsets = try space.builder(Int.self, capacity: terms.count + 1)
         offsets.append(0)
-        var ids = try space.builder(UInt32.self)
-        var masks = try space.builder(UInt32.self)
+        let total = terms.docs.reduce(0) { $0 + Int($1) }
+        if total > maxEntries { return .some(nil) }
+        var ids = try space.builder(UInt32.self, capacity: total)
+        var masks = try space.builder(UInt32.self, capacity: total)
         for t in 0..<terms.count {
             let start = ids.count
             for _ in 0..<instances[t] {
