@@ -15,7 +15,11 @@ import Foundation
 /// than a sixteenth of the limit: the rest of the process, not the maps, is
 /// what is over), the checks that follow wait, twice as long each time up
 /// to ``longestWait``, so that a worker whose heap alone is over the limit
-/// does not walk its maps every second for nothing.
+/// does not walk its maps every second for nothing. A wait ends early when
+/// the resident set has grown by a sixteenth of the limit since the release
+/// that began it: the maps are filling again (an idle worker's releases
+/// free little, and the searches that follow must not then grow its maps
+/// unchecked for a minute).
 struct ResidentBound: Sendable, Equatable {
     let limit: Int
     static let firstWait = Duration.seconds(1)
@@ -25,19 +29,24 @@ struct ResidentBound: Sendable, Equatable {
     private(set) var notBefore: ContinuousClock.Instant?
     /// Times the pages were let go.
     private(set) var releases = 0
+    /// The resident bytes the last release left.
+    private(set) var lastAfter: Int?
 
     init(limit: Int) { self.limit = limit }
 
     /// Whether to let the mapped pages go now, with `resident` bytes resident.
     func shouldRelease(resident: Int, now: ContinuousClock.Instant) -> Bool {
         guard resident > limit else { return false }
-        if let notBefore, now < notBefore { return false }
+        if let notBefore, now < notBefore {
+            return resident - (lastAfter ?? resident) >= limit / 16
+        }
         return true
     }
 
     /// Records a release that left `after` bytes resident of `before`.
     mutating func released(before: Int, after: Int, now: ContinuousClock.Instant) {
         releases += 1
+        lastAfter = after
         if before - after < limit / 16 {
             wait = wait == .zero ? Self.firstWait : min(wait * 2, Self.longestWait)
             notBefore = now + wait

@@ -3,7 +3,8 @@ import Testing
 @testable import Workers
 
 /// When a query worker lets its mapped pages go (``ResidentBound``): past
-/// its limit only, and less often while letting them go frees little.
+/// its limit only, and less often while letting them go frees little,
+/// unless the resident set grows again.
 @Suite struct ResidentBoundTests {
     let mb = 1 << 20
 
@@ -37,6 +38,16 @@ import Testing
         // One that frees a sixteenth or more ends the waiting.
         bound.released(before: 2000 * mb, after: 1900 * mb, now: now)
         #expect(bound.wait == .zero && bound.shouldRelease(resident: 2000 * mb, now: now))
+    }
+
+    @Test func aWaitEndsOnceTheResidentSetHasGrownASixteenthSinceTheRelease() {
+        var bound = ResidentBound(limit: 1600 * mb)
+        let now = ContinuousClock.now
+        bound.released(before: 1700 * mb, after: 1680 * mb, now: now)  // idle: 20 MB freed
+        #expect(bound.wait == .seconds(1))
+        let soon = now + .milliseconds(500)
+        #expect(!bound.shouldRelease(resident: 1680 * mb + 99 * mb, now: soon))
+        #expect(bound.shouldRelease(resident: 1680 * mb + 100 * mb, now: soon))
     }
 
     @Test func theResidentBytesOfThisProcessAreRead() throws {
