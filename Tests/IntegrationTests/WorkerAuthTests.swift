@@ -41,8 +41,11 @@ struct WorkerAuthTests {
         /// connection failed its CURVE handshake has no peer left, and ZeroMQ
         /// then holds a send back for good. On a loaded CI machine the
         /// handshake failed before the first send and the test hung until
-        /// CI's own limit.
-        func send(_ id: String, _ body: Body, timeout: Double = 5) async throws {
+        /// CI's own limit. The bound is generous: with the integration
+        /// suites' clusters all starting at once on two cores, a rogue's
+        /// first message, to a coordinator it could reach, once waited
+        /// over 5 s in CI.
+        func send(_ id: String, _ body: Body, timeout: Double = 30) async throws {
             let taken = offer(id, body)
             let end = Date().addingTimeInterval(timeout)
             while Date() < end {
