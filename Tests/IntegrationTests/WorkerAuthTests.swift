@@ -83,8 +83,10 @@ struct WorkerAuthTests {
 
         var received: [Envelope] { lock.withLock { inbox } }
 
-        /// The first received message of `type` (waiting up to `timeout` seconds).
-        func next(_ type: MessageType, after count: Int = 0, timeout: Double = 5) async throws -> Envelope {
+        /// The first received message of `type` (waiting up to `timeout`
+        /// seconds: as generous as ``send(_:_:timeout:)``'s bound, since the
+        /// coordinator answers as slowly as it accepts under CI's load).
+        func next(_ type: MessageType, after count: Int = 0, timeout: Double = 30) async throws -> Envelope {
             let end = Date().addingTimeInterval(timeout)
             while Date() < end {
                 if let e = received.dropFirst(count).first(where: { $0.type == type }) { return e }
