@@ -152,18 +152,24 @@ struct ScaleBench: AsyncParsableCommand {
 
             // Each kind's first request alone, with the whole idle wait: what
             // the first of a kind pays (columns and index pages read), a
-            // figure of its own. A kind that fails is named with its error
-            // and the run goes on, so one kind never loses the others'.
-            func record(_ kind: String, first: () async throws -> Void, timed: () async throws -> [Double]) async {
+            // figure of its own (`first_ms`, absent for a kind sent no cold
+            // request). A kind that fails is named with its error and the
+            // run goes on, so one kind never loses the others'.
+            func record(_ kind: String, first: (() async throws -> Void)? = nil, timed: () async throws -> [Double]) async {
                 do {
-                    let t = ContinuousClock.now
-                    try await first()
-                    let firstMs = Double(t.duration(to: .now) / .microseconds(1)) / 1000
+                    var firstMs: Double?
+                    if let first {
+                        let t = ContinuousClock.now
+                        try await first()
+                        firstMs = Double(t.duration(to: .now) / .microseconds(1)) / 1000
+                    }
                     let lat = try await timed()
                     guard !lat.isEmpty else { return }
-                    kinds[kind] = ["p50": percentile(lat, 50), "p99": percentile(lat, 99), "first_ms": firstMs]
+                    kinds[kind] = ["p50": percentile(lat, 50), "p99": percentile(lat, 99)]
+                    kinds[kind]?["first_ms"] = firstMs
                     print(
-                        "  \(kind.padding(toLength: 36, withPad: " ", startingAt: 0)) p50 \(fmt(percentile(lat, 50)).leftPad(9)) ms   p99 \(fmt(percentile(lat, 99)).leftPad(9)) ms   first \(fmt(firstMs).leftPad(9)) ms"
+                        "  \(kind.padding(toLength: 36, withPad: " ", startingAt: 0)) p50 \(fmt(percentile(lat, 50)).leftPad(9)) ms   p99 \(fmt(percentile(lat, 99)).leftPad(9)) ms"
+                            + (firstMs.map { "   first \(fmt($0).leftPad(9)) ms" } ?? "")
                     )
                 } catch {
                     failed[kind] = "\(error)"
@@ -177,9 +183,7 @@ struct ScaleBench: AsyncParsableCommand {
             }
             for (kind, qs) in queryKinds(words, count: queries) {
                 await record("query " + kind) {
-                    guard let q = qs.first else { return }
-                    let r = Body.QueryRequest(query: q, fetchAttributes: ["title"], limit: 20, batchSize: 20, deadlineMs: Int(idleWait * 1000))
-                    for try await _ in client.query(r, silence: wait).events {}
+                    if let q = qs.first { try await runQuery(client, q, wait: wait) }
                 } timed: {
                     try await timeQueries(client, qs)
                 }
@@ -190,7 +194,6 @@ struct ScaleBench: AsyncParsableCommand {
                 uniquingKeysWith: +)
             if let recordType = types.max(by: { ($0.value, $1.key) < ($1.value, $0.key) })?.key {
                 await record("predicate") {
-                } timed: {
                     try await timePredicates(client, words, recordType: recordType)
                 }
             } else {
@@ -205,7 +208,6 @@ struct ScaleBench: AsyncParsableCommand {
                 }
             }
             await record("suggest") {
-            } timed: {
                 try await timeSuggestions(client, words)
             }
             let search = try await client.keys(Body.Keys(action: "create", role: "search")).apiKey ?? ""
@@ -352,16 +354,21 @@ extension BenchCluster {
     }
 }
 
-/// Each query string (limit 20, titles) once after 20 to warm up, timed: milliseconds.
+/// Query string `q` as every query kind sends it (limit 20, titles); with
+/// `wait`, a deadline and a silence that long (a kind's cold first request).
+func runQuery(_ client: LimelightClient, _ q: String, wait: Duration? = nil) async throws {
+    let r = Body.QueryRequest(
+        query: q, fetchAttributes: ["title"], limit: 20, batchSize: 20, deadlineMs: wait.map { Int($0 / .milliseconds(1)) })
+    for try await _ in client.query(r, silence: wait).events {}
+}
+
+/// Each query string once after 20 to warm up, timed: milliseconds.
 func timeQueries(_ client: LimelightClient, _ qs: [String]) async throws -> [Double] {
-    func once(_ q: String) async throws {
-        for try await _ in client.query(Body.QueryRequest(query: q, fetchAttributes: ["title"], limit: 20, batchSize: 20)).events {}
-    }
-    for q in qs.prefix(20) { try await once(q) }
+    for q in qs.prefix(20) { try await runQuery(client, q) }
     var lat: [Double] = []
     for q in qs {
         let t = Date()
-        try await once(q)
+        try await runQuery(client, q)
         lat.append(Date().timeIntervalSince(t) * 1000)
     }
     return lat
