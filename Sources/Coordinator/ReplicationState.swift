@@ -181,8 +181,7 @@ struct ReplicationState: Sendable {
     /// indexer the coordinator has heard of is taken as fresh: nothing says otherwise.
     func isFresh(_ worker: String, shard: Int) -> Bool {
         guard let name = replicaOf[worker] else { return true }
-        if detached[name]?.contains(shard) ?? false { return false }
-        if unqueried[name]?.contains(shard) ?? false { return false }
+        guard mayServeQueries(name, shard: shard) else { return false }
         guard let have = applied[name]?[shard] else { return true }
         let committed = committed[shard] ?? 0
         if have >= committed { return true }
@@ -203,10 +202,15 @@ struct ReplicationState: Sendable {
     /// answering a change first would otherwise leave the shard unread until
     /// this one has answered too.
     func lacksOnlyUnacknowledged(_ worker: String, shard: Int) -> Bool {
-        guard let name = replicaOf[worker], let have = applied[name]?[shard] else { return false }
-        if detached[name]?.contains(shard) ?? false { return false }
-        if unqueried[name]?.contains(shard) ?? false { return false }
+        guard let name = replicaOf[worker], let have = applied[name]?[shard], mayServeQueries(name, shard: shard) else { return false }
         return awaitsOnly(name, shard: shard, after: have, through: committed[shard] ?? 0)
+    }
+
+    /// Whether replica `name`'s copy of `shard` may be read at all: it is
+    /// not detached (waiting for a copy) nor kept from queries (being added
+    /// or retired).
+    func mayServeQueries(_ name: String, shard: Int) -> Bool {
+        !(detached[name]?.contains(shard) ?? false) && !(unqueried[name]?.contains(shard) ?? false)
     }
 
     /// Whether every change of `shard` after `have` through `committed` is in

@@ -49,6 +49,8 @@ struct SplitRun: Sendable {
         case switching
         case purging
         case committing
+        /// The new map is in force: the run is over.
+        case committed
     }
 
     /// What the coordinator must do.
@@ -90,8 +92,8 @@ struct SplitRun: Sendable {
     /// Client changes held while writes wait, in arrival order.
     var held: [HeldRequest] = []
     /// Queries are routed by the new map (``SwitchRouting``), from the
-    /// stored purge phase until the map is committed.
-    private(set) var routesByNewMap = false
+    /// stored purge phase until the map is committed (then the map itself routes).
+    var routesByNewMap: Bool { step == .switching || step == .purging || step == .committing }
     /// The queries and searches (the core's keys) routed by the old map and
     /// running when queries went over to the new one: the marks wait for them.
     private(set) var routedByOldMap: Set<String> = []
@@ -109,7 +111,6 @@ struct SplitRun: Sendable {
         started = now
         if split.phase == .purging {
             step = .switching
-            routesByNewMap = true
             pausedAt = now
             switchedAt = now
         } else {
@@ -138,7 +139,7 @@ struct SplitRun: Sendable {
     /// Reads never wait: they go by the old map or by the new one.
     func holds(_ body: Body) -> Bool {
         switch body {
-        case .publish, .delete, .entityDonate, .entityDelete, .entityAssociate, .declare: step != .copying
+        case .publish, .delete, .entityDonate, .entityDelete, .entityAssociate, .declare: step != .copying && step != .committed
         default: false
         }
     }
@@ -173,6 +174,8 @@ struct SplitRun: Sendable {
             return .purge(split.sources + split.targets.map(\.shard))
         case .committing:
             return .commit(split.committing(keys: keys, readAt: revision, mapRevision: mapRevision), split.after)
+        case .committed:
+            return nil
         }
     }
 
@@ -228,7 +231,6 @@ struct SplitRun: Sendable {
         guard succeeded, step == .storing else { return }
         split.phase = .purging
         step = .switching
-        routesByNewMap = true
         routedByOldMap = running
         switchedAt = now
     }
@@ -238,7 +240,7 @@ struct SplitRun: Sendable {
     /// again at the next tick, with the revisions read then.
     mutating func committed(_ succeeded: Bool) -> Bool {
         guard succeeded, step == .committing else { return false }
-        routesByNewMap = false
+        step = .committed
         return true
     }
 }
