@@ -346,10 +346,20 @@ extension ShardStore {
             context.universe = ids
             return ids
         }
-        // Patched with the changes since (see ``RemovalLog``) when the
-        // log reaches back to the ids held: the removed ones left out, the
-        // ones stored since appended (they sort after every id held).
+        // Taken from another connection of the process that has them for
+        // this data (see ``SharedColumns``), or patched with the changes
+        // since (see ``RemovalLog``) when the log reaches back to the ids
+        // held: the removed ones left out, the ones stored since appended
+        // (they sort after every id held).
         let mark = try changeMark()
+        let shares = sharesColumns
+        if shares, let mark, let ids = SharedColumns.shared.columns(path: path, mark: mark)?.universe {
+            searchCache.columnsTaken += 1
+            universeCache.held = (version, ids)
+            universeCache.heldMark = mark
+            context.universe = ids
+            return ids
+        }
         var u: [Int64] = []
         var from: Int64?
         if let (_, ids) = universeCache.held, let old = universeCache.heldMark, let mark, let removed = try removed(since: old, upTo: mark) {
@@ -371,6 +381,7 @@ extension ShardStore {
         if from == nil { u.sort() }
         universeCache.held = (version, u)
         universeCache.heldMark = mark
+        if shares, let mark { SharedColumns.shared.publish(path: path, mark: mark) { $0.universe = u } }
         context.universe = u
         return u
     }

@@ -46,6 +46,11 @@ final class SearchCache {
     /// Whether a read-only connection takes its vocabulary from the
     /// process's ``SharedVocabularies`` (tests turn it off to compare).
     var sharesVocabulary = SharedVocabularies.enabled
+    /// Whether a read-only connection takes its ids, facet and sort columns
+    /// from the process's ``SharedColumns`` (tests turn it off to compare).
+    var sharesColumns = SharedColumns.enabled
+    /// Columns taken from ``SharedColumns`` rather than read or patched (for tests).
+    var columnsTaken = 0
     /// Each forward-index term's words, per query (see ``ForwardTokenCache``).
     let forwardTokens = ForwardTokenCache()
 

@@ -70,11 +70,26 @@ extension ShardStore {
         return try s.step()
     }
 
-    /// Attribute `name`'s ``SortColumn``, read once per change of the data.
+    /// Attribute `name`'s ``SortColumn``, read once per change of the data
+    /// (and taken from another read-only connection of the process that
+    /// has read it for the same data: see ``SharedColumns``).
     func sortColumn(_ name: Int64) throws -> SortColumn {
         let version = dataSeen
         if let (held, column) = universeCache.sortColumns[name], held == version { return column }
-        let column = try SortColumn(store: self, name: name)
+        let mark = try sharesColumns ? changeMark() : nil
+        let column: SortColumn
+        if let mark, let shared = SharedColumns.shared.columns(path: path, mark: mark)?.sorts[name] {
+            column = shared
+            searchCache.columnsTaken += 1
+        } else {
+            column = try SortColumn(store: self, name: name)
+            if let mark {
+                SharedColumns.shared.publish(path: path, mark: mark) {
+                    if $0.sorts.count >= UniverseCache.maxSortColumns { $0.sorts = [:] }
+                    $0.sorts[name] = column
+                }
+            }
+        }
         if universeCache.sortColumns.count >= UniverseCache.maxSortColumns { universeCache.sortColumns = [:] }
         universeCache.sortColumns[name] = (version, column)
         return column

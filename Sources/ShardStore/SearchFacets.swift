@@ -79,22 +79,37 @@ extension ShardStore {
     /// are taken out to keep the column the size of the data, and a missed
     /// addition is what would make a count wrong (the differential tests
     /// between writes catch that).
+    ///
+    /// A read-only connection takes the columns of its data from the
+    /// process's ``SharedColumns`` when another has read or patched them,
+    /// and shares its own.
     func facetColumn(_ name: Int64) throws -> FacetColumn {
         let cache = searchCache
         let version = dataSeen
+        let shares = sharesColumns
         if cache.facetVersion != version {
             let mark = try changeMark()
+            let held = shares ? mark.flatMap { SharedColumns.shared.columns(path: path, mark: $0) }?.facets ?? [:] : [:]
             if cache.patchesFacetColumns, !cache.facetColumns.isEmpty, let old = cache.facetMark, let mark,
                 let removed = try removed(since: old, upTo: mark)
             {
                 let gone = IDBits(removed)
                 for (name, var column) in cache.facetColumns {
                     cache.facetColumns[name] = nil
+                    if let shared = held[name] {
+                        cache.facetColumns[name] = shared
+                        cache.columnsTaken += 1
+                        continue
+                    }
                     if !removed.isEmpty { column.remove(gone) }
                     try readEntries(of: name, from: old.watermark, into: &column)
                     column.index()
                     cache.facetColumns[name] = column
                     cache.facetColumnPatches += 1
+                }
+                if shares {
+                    let patched = cache.facetColumns
+                    SharedColumns.shared.publish(path: path, mark: mark) { $0.facets.merge(patched) { held, _ in held } }
                 }
             } else {
                 cache.facetColumns = [:]
@@ -103,11 +118,19 @@ extension ShardStore {
             cache.facetMark = mark
         }
         if let c = cache.facetColumns[name] { return c }
+        if shares, let mark = cache.facetMark, let c = SharedColumns.shared.columns(path: path, mark: mark)?.facets[name] {
+            cache.facetColumns[name] = c
+            cache.columnsTaken += 1
+            return c
+        }
         var column = FacetColumn()
         try readEntries(of: name, from: nil, into: &column)
         column.index()
         cache.facetColumns[name] = column
         cache.facetColumnReads += 1
+        if shares, let mark = cache.facetMark {
+            SharedColumns.shared.publish(path: path, mark: mark) { $0.facets[name] = column }
+        }
         return column
     }
 
