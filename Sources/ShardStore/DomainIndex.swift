@@ -1,8 +1,10 @@
 import Foundation
 import SQLite
+import Synchronization
 
-/// Every domain a shard holds with its items' ids, kept by one connection so
-/// that a domain condition is a lookup in memory rather than a read of the
+/// Every domain a shard holds with its items' ids, kept per shard (shared by
+/// a process's read-only connections: see ``SharedColumns``) so that a
+/// domain condition is a lookup in memory rather than a read of the
 /// domain's rows and a sort at every query. Keyed requests need it: an app's
 /// scope is the condition `domain(["@APP"])` on every query and search its
 /// keys make (see `TenantScope`), and an app holds up to the whole shard.
@@ -13,7 +15,8 @@ import SQLite
 /// current are those at or above the counter it last saw, read by id range
 /// with their domains and appended (they sort after every id held). Items
 /// removed since (deleted, replaced, moved to another domain, purged) come
-/// from the shard's ``RemovalLog`` and are taken out. When the log does not
+/// from the shard's ``RemovalLog`` and are taken out, in a new index (one
+/// being read is never changed). When the log does not
 /// reach back to the index's mark (or the shard has none), removals show as
 /// fewer items than held plus added, and the index is read again, as it is
 /// when the content was replaced from a copy (a new `items.epoch`) or when
@@ -22,91 +25,100 @@ import SQLite
 /// Domains compare as SQLite compares them (their UTF-8 bytes), so answers
 /// are the ones the `items_domain` range gives: `org.debian` covers itself
 /// and `org.debian.games`, not `org.debiantools`.
-final class DomainIndex {
+final class DomainIndex: Sendable {
     /// The distinct domains, sorted by their UTF-8 bytes.
-    private var domains: [[UInt8]] = []
+    private let domains: [[UInt8]]
     /// Each domain's item ids, sorted, aligned with ``domains``.
-    private var members: [[Int64]] = []
+    private let members: [[Int64]]
     /// Items held.
-    private(set) var count = 0
+    let count: Int
     /// The shard's `items.nextid` when last current: every item id below it
     /// is accounted for, and every item stored since has an id at or above it.
-    private(set) var watermark: Int64 = 0
+    let watermark: Int64
     /// The shard's `items.epoch` when read.
-    private(set) var epoch = ""
+    let epoch: String
     /// The shard's removal log when last current (nil: the shard had none).
-    private(set) var mark: ChangeMark?
-    /// The data it is current for (``ShardStore/dataSeen``).
-    var version: UniverseCache.Version
+    let mark: ChangeMark?
     /// Per domain asked, its items and its subdomains', as ids and bits: an
-    /// app asks for the same scope at every request.
-    private var scopes: [[UInt8]: ItemScope] = [:]
+    /// app asks for the same scope at every request. The one part that
+    /// changes once built, so that connections can share an index (see
+    /// ``SharedColumns``).
+    private let scopes: Mutex<[[UInt8]: ItemScope]>
     /// Domains whose ids ``scopes`` keeps at most: the apps that share a
     /// shard, and clients' own domain tests, without holding every one asked.
     static let maxScopes = 1_024
 
-    /// An empty index; ``append(_:_:)`` fills it.
-    init(watermark: Int64, epoch: String, mark: ChangeMark?, version: UniverseCache.Version) {
+    /// An index's domains and members while they are read.
+    struct Builder {
+        var domains: [[UInt8]] = []
+        var members: [[Int64]] = []
+        var count = 0
+
+        /// Adds one item: rows come ordered by domain, then id.
+        mutating func append(_ domain: UnsafeBufferPointer<UInt8>, _ id: Int64) {
+            if domains.isEmpty || !domains[domains.count - 1].elementsEqual(domain) {
+                domains.append(Array(domain))
+                members.append([])
+            }
+            members[members.count - 1].append(id)
+            count += 1
+        }
+    }
+
+    init(_ built: Builder, watermark: Int64, epoch: String, mark: ChangeMark?, scopes: [[UInt8]: ItemScope] = [:]) {
+        domains = built.domains
+        members = built.members
+        count = built.count
         self.watermark = watermark
         self.epoch = epoch
         self.mark = mark
-        self.version = version
+        self.scopes = Mutex(scopes)
     }
 
-    /// Adds one item while the index is read: rows come ordered by domain,
-    /// then id.
-    func append(_ domain: UnsafeBufferPointer<UInt8>, _ id: Int64) {
-        if domains.isEmpty || !domains[domains.count - 1].elementsEqual(domain) {
-            domains.append(Array(domain))
-            members.append([])
-        }
-        members[members.count - 1].append(id)
-        count += 1
-    }
-
-    /// Adds items stored since the index was current: `rows` in id order,
-    /// every id at or above ``watermark``.
-    func add(_ rows: [(domain: [UInt8], id: Int64)], watermark: Int64, mark: ChangeMark?, version: UniverseCache.Version) {
-        for (domain, id) in rows {
-            let at = Self.lowerBound(domain, in: domains)
-            if at == domains.count || domains[at] != domain {
-                domains.insert(domain, at: at)
-                members.insert([], at: at)
+    /// This index with the items `removed` names left out (sorted; ids not
+    /// held are passed over) and the items stored since it was current put
+    /// in (`added`, in id order, every id at or above ``watermark``), as a
+    /// new index: connections may still read this one. Nil when the shard's
+    /// `total` items are not those, so that some removal went unseen.
+    func patched(
+        removed: [Int64], added: [(domain: [UInt8], id: Int64)], total: Int, watermark: Int64, mark: ChangeMark?
+    ) -> DomainIndex? {
+        var next = Builder(domains: domains, members: members, count: count)
+        var scopes = self.scopes.withLock { $0 }
+        if !removed.isEmpty {
+            let gone = IDBits(removed)
+            var held = 0
+            // Only the groups holding a removed id are written: the others
+            // stay shared with this index rather than copied.
+            for g in next.members.indices.reversed() where next.members[g].contains(where: gone.contains) {
+                let before = next.members[g].count
+                next.members[g].removeAll { gone.contains($0) }
+                held += before - next.members[g].count
+                if next.members[g].isEmpty {
+                    next.members.remove(at: g)
+                    next.domains.remove(at: g)
+                }
             }
-            members[at].append(id)
+            if held > 0 {
+                for scope in Array(scopes.keys) { scopes[scope]!.remove(gone) }
+            }
+            next.count -= held
+        }
+        guard total == next.count + added.count else { return nil }
+        for (domain, id) in added {
+            let at = Self.lowerBound(domain, in: next.domains)
+            if at == next.domains.count || next.domains[at] != domain {
+                next.domains.insert(domain, at: at)
+                next.members.insert([], at: at)
+            }
+            next.members[at].append(id)
         }
         for scope in Array(scopes.keys) {
-            let within = rows.lazy.filter { Self.domain($0.domain, isWithin: scope) }.map(\.id)
+            let within = added.lazy.filter { Self.domain($0.domain, isWithin: scope) }.map(\.id)
             if !within.isEmpty { scopes[scope]!.append(Array(within)) }
         }
-        count += rows.count
-        self.watermark = watermark
-        self.mark = mark
-        self.version = version
-    }
-
-    /// Removes the items `removed` names (sorted; ids not held are passed
-    /// over) and returns how many it held: the items deleted since the
-    /// index was current, from the shard's ``RemovalLog``.
-    @discardableResult
-    func remove(_ removed: [Int64]) -> Int {
-        guard !removed.isEmpty else { return 0 }
-        let gone = IDBits(removed)
-        var held = 0
-        for g in members.indices.reversed() {
-            let before = members[g].count
-            members[g].removeAll { gone.contains($0) }
-            held += before - members[g].count
-            if members[g].isEmpty {
-                members.remove(at: g)
-                domains.remove(at: g)
-            }
-        }
-        if held > 0 {
-            for scope in Array(scopes.keys) { scopes[scope]!.remove(gone) }
-        }
-        count -= held
-        return held
+        next.count += added.count
+        return DomainIndex(next, watermark: watermark, epoch: epoch, mark: mark, scopes: scopes)
     }
 
     /// The ids of the items of `domain` and of all its subdomains, sorted.
@@ -115,7 +127,7 @@ final class DomainIndex {
     /// The items of `domain` and of all its subdomains.
     func scope(within domain: String) -> ItemScope {
         let key = Array(domain.utf8)
-        if let held = scopes[key] { return held }
+        if let held = scopes.withLock({ $0[key] }) { return held }
         // The domain itself, then its subdomains: those sort from `domain.`
         // up to `domain/` ('/' follows '.').
         var groups: [Int] = []
@@ -140,9 +152,11 @@ final class DomainIndex {
             }
             ids = bits.ids
         }
-        if scopes.count >= Self.maxScopes { scopes = [:] }
         let scope = ItemScope(ids)
-        scopes[key] = scope
+        scopes.withLock { scopes in
+            if scopes.count >= Self.maxScopes { scopes = [:] }
+            scopes[key] = scope
+        }
         return scope
     }
 
@@ -194,11 +208,11 @@ struct ItemScope {
         for id in more { bits.insert(id) }
     }
 
-    /// Leaves out the ids `gone` holds.
+    /// Leaves out the ids `gone` holds (a scope that holds none of them is
+    /// not written, so it stays shared with any copy).
     mutating func remove(_ gone: IDBits) {
-        let before = ids.count
+        guard ids.contains(where: gone.contains) else { return }
         ids.removeAll { gone.contains($0) }
-        guard ids.count < before else { return }
         bits = IDBits(ids)
     }
 
@@ -287,9 +301,13 @@ extension ShardStore {
     /// The connection's ``DomainIndex``, brought up to the data it reads;
     /// nil while it stores items (the id counter is in memory then) or when
     /// the shard has no id counter (one never written since ids had one).
+    ///
+    /// A read-only connection takes the index of its data from the
+    /// process's ``SharedColumns`` when another has read or patched it, and
+    /// shares its own.
     func currentDomainIndex() throws -> DomainIndex? {
         let version = dataSeen
-        if let index = universeCache.domains, index.version == version { return index }
+        if let (held, index) = universeCache.domains, held == version { return index }
         guard pendingItemID == nil else { return nil }
         guard let next = try db.prepare("SELECT value FROM meta WHERE key = 'items.nextid'").scalar()?.string.flatMap({ Int64($0) }) else {
             universeCache.domains = nil
@@ -297,7 +315,18 @@ extension ShardStore {
         }
         let epoch = try itemsEpoch()
         let mark = try changeMark()
-        if let index = universeCache.domains, index.epoch == epoch, index.watermark <= next {
+        let shares = sharesColumns
+        if shares, let mark, let index = SharedColumns.shared.columns(path: path, mark: mark)?.domains {
+            searchCache.columnsTaken += 1
+            universeCache.domains = (version, index)
+            return index
+        }
+        func keep(_ index: DomainIndex) -> DomainIndex {
+            universeCache.domains = (version, index)
+            if shares, let mark { SharedColumns.shared.publish(path: path, mark: mark) { $0.domains = index } }
+            return index
+        }
+        if let (_, index) = universeCache.domains, index.epoch == epoch, index.watermark <= next {
             let s = try db.prepare("SELECT domain, id FROM items WHERE id >= ? ORDER BY id")
             try s.bind(index.watermark, at: 0)
             defer { try? s.reset() }
@@ -305,24 +334,23 @@ extension ShardStore {
             while try s.step() { added.append((s.withUTF8(at: 0, Array.init) ?? [], s.int64(at: 1))) }
             // Items removed since: from the removal log when it reaches back
             // to the index's mark; otherwise none is patched, and any
-            // removal shows in the count below.
-            if let old = index.mark, let mark, let removed = try removed(since: old, upTo: mark) { index.remove(removed) }
+            // removal shows in the count.
+            var removed: [Int64] = []
+            if let old = index.mark, let mark, let known = try self.removed(since: old, upTo: mark) { removed = known }
             let total = try db.prepare("SELECT count(*) FROM items").scalar()?.int64 ?? 0
-            if total == Int64(index.count + added.count) {
-                index.add(added, watermark: next, mark: mark, version: version)
-                return index
+            if let patched = index.patched(removed: removed, added: added, total: Int(total), watermark: next, mark: mark) {
+                return keep(patched)
             }
         }
         // Ordered by the domain index itself: no sort.
         domainIndexReads += 1
-        let index = DomainIndex(watermark: next, epoch: epoch, mark: mark, version: version)
+        var built = DomainIndex.Builder()
         let s = try db.prepare("SELECT domain, id FROM items INDEXED BY items_domain ORDER BY domain, id")
         defer { try? s.reset() }
         while try s.step() {
             let id = s.int64(at: 1)
-            s.withUTF8(at: 0) { index.append($0, id) }
+            s.withUTF8(at: 0) { built.append($0, id) }
         }
-        universeCache.domains = index
-        return index
+        return keep(DomainIndex(built, watermark: next, epoch: epoch, mark: mark))
     }
 }

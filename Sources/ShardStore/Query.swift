@@ -23,8 +23,8 @@ final class UniverseCache {
     /// Every item whose entity has a priority (see ``ShardStore/entityPriorities()``).
     var priorities: (Version, [Int64: Double])?
     /// Every domain's items, patched at each change rather than read again
-    /// (see ``DomainIndex``); it holds its own version.
-    var domains: DomainIndex?
+    /// (see ``DomainIndex``).
+    var domains: (Version, DomainIndex)?
     /// The items a split's purge under way leaves in (see ``ShardStore/slotScope()``).
     var kept: (Version, ItemScope?)?
     /// The items the map a request was routed by leaves in, and that map's

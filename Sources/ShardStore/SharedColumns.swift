@@ -2,8 +2,8 @@ import Foundation
 import Synchronization
 
 /// The latest columns of each shard file a process reads (every item's id,
-/// facet columns, custom ranking columns), shared by its read-only
-/// connections.
+/// its domains' items, facet columns, custom ranking columns), shared by
+/// its read-only connections.
 ///
 /// Why: a query worker opens a connection per query running on a shard at
 /// once, and each kept its own copy of these columns, read or patched on
@@ -18,9 +18,10 @@ import Synchronization
 /// connections share: a writer's transaction may hold items not yet
 /// committed (it has no mark then either, see ``ShardStore/changeMark()``).
 ///
-/// Each column is a value (arrays copied on write), so a connection that
-/// patches its columns for a later commit copies what it changes and
-/// publishes the result; the others take it once they read that commit.
+/// Each column is a value (arrays copied on write) and a ``DomainIndex`` is
+/// patched into a new one, so a connection that patches its columns for a
+/// later commit copies what it changes and publishes the result; the others
+/// take it once they read that commit.
 final class SharedColumns: Sendable {
     static let shared = SharedColumns()
     /// Whether connections share by default; `LIMELIGHT_SHARED_COLUMNS=off`
@@ -33,6 +34,7 @@ final class SharedColumns: Sendable {
         var universe: [Int64]?
         var facets: [Int64: FacetColumn] = [:]
         var sorts: [Int64: SortColumn] = [:]
+        var domains: DomainIndex?
     }
 
     private let entries = Mutex<[String: Columns]>([:])

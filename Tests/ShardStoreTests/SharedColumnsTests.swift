@@ -8,19 +8,23 @@ import Testing
 /// ids and facet columns for the same data, and never take columns of
 /// other data.
 @Suite struct SharedColumnsTests {
-    static let plan: SearchPlan = {
+    /// The empty query with a facet, unscoped (every item's id) and
+    /// scoped to an app (the domain index).
+    static func search(_ s: ShardStore) throws -> [ShardSearchResult] {
         var plan = SearchPlan(words: [], prefixLast: false, typos: TypoPolicy(enabled: false), window: 5)
         plan.facets = ["section"]
-        return plan
-    }()
+        var scoped = plan
+        scoped.filter = .domain(["@alpha"])
+        return [try s.search(plan), try s.search(scoped)]
+    }
 
     @Test func readersOfTheSameDataHoldOneCopy() throws {
         let dir = TempDir()
         let w = try PostingSearchTests.store(dir, seed: 5)
         defer { SharedColumns.shared.forget(path: w.path) }
         let a = try openStore(dir, mode: .readOnly), b = try openStore(dir, mode: .readOnly)
-        let first = try a.search(Self.plan)
-        #expect(try b.search(Self.plan) == first)
+        let first = try Self.search(a)
+        #expect(try Self.search(b) == first)
         #expect(a.searchCache.facetColumnReads == 1 && a.searchCache.columnsTaken == 0)
         #expect(b.searchCache.facetColumnReads == 0 && b.searchCache.columnsTaken >= 2, "the ids and the column taken")
         let section = try #require(w.nameIDs["section"])
@@ -30,6 +34,8 @@ import Testing
         #expect(try storage(a) == storage(b), "one array for both")
         let ids = { (s: ShardStore) in s.universeCache.held?.1.withUnsafeBytes { $0.baseAddress } }
         #expect(ids(a) != nil && ids(a) == ids(b))
+        #expect(a.universeCache.domains != nil && a.universeCache.domains?.1 === b.universeCache.domains?.1)
+        #expect(a.domainIndexReads == 1 && b.domainIndexReads == 0)
 
         // A commit: the first reader to search patches and shares; the
         // other takes the patched columns, and both answer what a reader
@@ -38,13 +44,15 @@ import Testing
         _ = try w.delete(ids: ["i1", "i2"])
         let alone = try openStore(dir, mode: .readOnly)
         alone.searchCache.sharesColumns = false
-        let expected = try alone.search(Self.plan)
+        let expected = try Self.search(alone)
         #expect(expected != first)
-        #expect(try b.search(Self.plan) == expected)
+        #expect(try Self.search(b) == expected)
         #expect(b.searchCache.facetColumnPatches == 1 && b.universeCache.universePatches == 1)
-        #expect(try a.search(Self.plan) == expected)
+        #expect(try Self.search(a) == expected)
         #expect(a.searchCache.facetColumnPatches == 0 && a.universeCache.universePatches == 0, "taken, not patched again")
         #expect(try storage(a) == storage(b))
+        #expect(a.universeCache.domains?.1 === b.universeCache.domains?.1)
+        #expect(a.domainIndexReads == 1 && b.domainIndexReads == 0, "patched, then taken")
     }
 
     /// Columns of a later state are kept when a connection still reading an

@@ -118,6 +118,6 @@ import Testing
         #expect(readers[1].searchCache.columnsTaken >= 16)
         #expect(readers.map(\.universeCache.universeReads).reduce(0, +) == 1)
         #expect(readers.map(\.universeCache.universePatches).reduce(0, +) >= 7)
-        for r in readers { #expect(r.domainIndexReads == 1) }
+        #expect(readers.map(\.domainIndexReads).reduce(0, +) == 1)
     }
 }
