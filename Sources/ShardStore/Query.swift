@@ -31,8 +31,11 @@ final class UniverseCache {
     /// filter (see ``ShardStore/routedSlots``).
     var routed: (Version, SlotFilter, ItemScope)?
     /// Custom ranking attributes' values by item (see ``SortColumn``), each
-    /// with the data it is of.
-    var sortColumns: [Int64: (Version, SortColumn)] = [:]
+    /// with the data it is of and that data's removal-log mark (nil: none
+    /// to patch from).
+    var sortColumns: [Int64: (version: Version, mark: ChangeMark?, column: SortColumn)] = [:]
+    /// Times a sort column was patched rather than read whole (for tests).
+    var sortColumnPatches = 0
     static let maxSortColumns = 8
 }
 

@@ -53,6 +53,34 @@ struct SortColumn {
         numbers = values
     }
 
+    /// The column of the data after a commit: the items `removed` names
+    /// (those deleted since, from the ``RemovalLog``) hold no value, and the
+    /// values of the items stored since (ids from `from` on) are read by the
+    /// primary key's range, as the whole read classes them (a location is
+    /// no value, a text row wins over a number).
+    mutating func patch(removed: [Int64], from: Int64, store: ShardStore, name: Int64) throws {
+        for id in removed where id >= 0 && id < Int64(kinds.count) { kinds[Int(id)] = Kind.missing.rawValue }
+        let rows = try store.db.prepare(
+            "SELECT item, kind, num, key IS NOT NULL FROM attrs WHERE item >= ? AND +name = ? AND pos = 0 ORDER BY item, name, pos")
+        try rows.bind(from, at: 0)
+        try rows.bind(name, at: 1)
+        defer { try? rows.reset() }
+        while try rows.step() {
+            let id = rows.int64(at: 0)
+            guard id >= 0, id < Int64(Int32.max), rows.int64(at: 1) != ValueKind.location.rawValue else { continue }
+            let text = rows.int64(at: 3) != 0
+            guard text || !rows.isNull(at: 2) else { continue }
+            let i = Int(id)
+            if i >= kinds.count {
+                let grow = max(i + 1, kinds.count + kinds.count / 2)
+                kinds += repeatElement(Kind.missing.rawValue, count: grow - kinds.count)
+                numbers += repeatElement(0, count: grow - numbers.count)
+            }
+            kinds[i] = (text ? Kind.text : Kind.number).rawValue
+            numbers[i] = text ? 0 : rows.double(at: 2)
+        }
+    }
+
     @inline(__always)
     func kind(_ id: Int64) -> Kind {
         guard id >= 0, id < Int64(kinds.count) else { return .missing }
@@ -70,28 +98,40 @@ extension ShardStore {
         return try s.step()
     }
 
-    /// Attribute `name`'s ``SortColumn``, read once per change of the data
-    /// (and taken from another read-only connection of the process that
-    /// has read it for the same data: see ``SharedColumns``).
+    /// Attribute `name`'s ``SortColumn`` for the data this connection
+    /// reads: taken from another read-only connection of the process that
+    /// has it for the same data (see ``SharedColumns``), else patched with
+    /// the changes since the one held (see ``SortColumn/patch(removed:from:store:name:)``),
+    /// else read whole.
     func sortColumn(_ name: Int64) throws -> SortColumn {
         let version = dataSeen
-        if let (held, column) = universeCache.sortColumns[name], held == version { return column }
-        let mark = try sharesColumns ? changeMark() : nil
-        let column: SortColumn
-        if let mark, let shared = SharedColumns.shared.columns(path: path, mark: mark)?.sorts[name] {
+        let held = universeCache.sortColumns[name]
+        if let held, held.version == version { return held.column }
+        let mark = try changeMark()
+        let shares = sharesColumns
+        var column: SortColumn
+        if shares, let mark, let shared = SharedColumns.shared.columns(path: path, mark: mark)?.sorts[name] {
             column = shared
             searchCache.columnsTaken += 1
         } else {
-            column = try SortColumn(store: self, name: name)
-            if let mark {
+            if let held, let old = held.mark, let mark, let removed = try removed(since: old, upTo: mark) {
+                column = held.column
+                universeCache.sortColumns[name] = nil
+                try column.patch(removed: removed, from: old.watermark, store: self, name: name)
+                universeCache.sortColumnPatches += 1
+            } else {
+                column = try SortColumn(store: self, name: name)
+            }
+            if shares, let mark {
+                let shared = column
                 SharedColumns.shared.publish(path: path, mark: mark) {
                     if $0.sorts.count >= UniverseCache.maxSortColumns { $0.sorts = [:] }
-                    $0.sorts[name] = column
+                    $0.sorts[name] = shared
                 }
             }
         }
         if universeCache.sortColumns.count >= UniverseCache.maxSortColumns { universeCache.sortColumns = [:] }
-        universeCache.sortColumns[name] = (version, column)
+        universeCache.sortColumns[name] = (version, mark, column)
         return column
     }
 }

@@ -83,4 +83,42 @@ import Testing
         }
         #expect(used > 40 && hits > 1500, "\(used) \(hits)")
     }
+
+    /// Between writes (new items, replacements under new ids, deletes), two
+    /// long-lived readers patch their columns or take each other's
+    /// (``SharedColumns``), and pick the window a fresh reader ranking
+    /// every candidate picks.
+    @Test func theColumnsWindowBetweenWritesIsTheFullRankings() throws {
+        let dir = TempDir()
+        let w = try openStore(dir)
+        try w.put(Self.items(400, seed: 83))
+        let readers = try (0..<2).map { _ in try openStore(dir, mode: .readOnly) }
+        defer {
+            SharedColumns.shared.forget(path: w.path)
+            PostingIndexes.shared.forget(path: w.path)
+        }
+        var rng = SplitMix(state: 89)
+        var used = 0
+        for round in 0..<6 {
+            if round > 0 {
+                let changed = Self.items(60, seed: 83 &+ UInt64(round))
+                try w.put((0..<20).map { _ in changed[Int(rng.next() % 60)] })
+                _ = try w.delete(ids: (0..<5).map { _ in "c\(rng.next() % 400)" })
+            }
+            // The window needs the identifiers' order a current index holds.
+            try w.buildSuggestionIndex()
+            let full = try openStore(dir, mode: .readOnly)
+            full.searchCache.searchesUseCustomWindow = false
+            full.searchCache.sharesColumns = false
+            for plan in Self.plans(40, seed: 97 &+ UInt64(round)) {
+                let expected = try full.search(plan)
+                for r in readers {
+                    #expect(try r.search(plan) == expected, "round \(round): \(plan.words) \(plan.customRanking)")
+                }
+            }
+            used += readers.map(\.searchCache.customWindows).reduce(0, +)
+        }
+        #expect(used > 20)
+        #expect(readers.map(\.universeCache.sortColumnPatches).reduce(0, +) >= 5, "patched, not read again")
+    }
 }
