@@ -84,6 +84,51 @@ extension ShardStore {
     /// process's ``SharedColumns`` when another has read or patched them,
     /// and shares its own.
     func facetColumn(_ name: Int64) throws -> FacetColumn {
+        try bringFacetColumnsUpToDate()
+        let cache = searchCache
+        if let c = cache.facetColumns[name] { return c }
+        if sharesColumns, let mark = cache.facetMark, let c = SharedColumns.shared.columns(path: path, mark: mark)?.facets[name] {
+            cache.facetColumns[name] = c
+            cache.columnsTaken += 1
+            return c
+        }
+        var column = FacetColumn()
+        try readEntries(of: name, from: nil, into: &column)
+        keepWholeColumn(name, &column)
+        return column
+    }
+
+    /// Holds the columns of `names` for a search that counts them all:
+    /// those whose whole read scans the table (see ``FacetRead``) are read
+    /// in one scan together rather than a scan each.
+    func prepareFacetColumns(_ names: [Int64]) throws {
+        try bringFacetColumnsUpToDate()
+        let cache = searchCache
+        var missing = Array(Set(names.filter { cache.facetColumns[$0] == nil })).sorted()
+        if sharesColumns, let mark = cache.facetMark, let held = SharedColumns.shared.columns(path: path, mark: mark)?.facets {
+            for name in missing { if let c = held[name] { cache.facetColumns[name] = c; cache.columnsTaken += 1 } }
+            missing.removeAll { cache.facetColumns[$0] != nil }
+        }
+        let scanned = try missing.filter { try wholeFacetRead(of: $0) == .table }
+        guard scanned.count > 1 else { return }
+        for (name, var column) in try readWholeColumns(scanned) { keepWholeColumn(name, &column) }
+    }
+
+    /// Indexes a column read whole and keeps it (shared, when this connection shares).
+    private func keepWholeColumn(_ name: Int64, _ column: inout FacetColumn) {
+        column.index()
+        let cache = searchCache
+        cache.facetColumns[name] = column
+        cache.facetColumnReads += 1
+        if sharesColumns, let mark = cache.facetMark {
+            let shared = column
+            SharedColumns.shared.publish(path: path, mark: mark) { $0.facets[name] = shared }
+        }
+    }
+
+    /// Brings the facet columns held to the data this connection reads:
+    /// taken from ``SharedColumns``, patched, or dropped.
+    private func bringFacetColumnsUpToDate() throws {
         let cache = searchCache
         let version = dataSeen
         let shares = sharesColumns
@@ -116,106 +161,6 @@ extension ShardStore {
             }
             cache.facetVersion = version
             cache.facetMark = mark
-        }
-        if let c = cache.facetColumns[name] { return c }
-        if shares, let mark = cache.facetMark, let c = SharedColumns.shared.columns(path: path, mark: mark)?.facets[name] {
-            cache.facetColumns[name] = c
-            cache.columnsTaken += 1
-            return c
-        }
-        var column = FacetColumn()
-        try readEntries(of: name, from: nil, into: &column)
-        column.index()
-        cache.facetColumns[name] = column
-        cache.facetColumnReads += 1
-        if shares, let mark = cache.facetMark {
-            SharedColumns.shared.publish(path: path, mark: mark) { $0.facets[name] = column }
-        }
-        return column
-    }
-
-    /// Appends attribute `name`'s entries of the items from id `from` on
-    /// (nil: every item) to `column`, in item order.
-    ///
-    /// How the rows are found (see ``FacetRead``): the items stored since a
-    /// patch's watermark by the primary key's range, and a whole column
-    /// either the same way over the whole table or through the `(name, key)`
-    /// index, whichever reads less. SQLite, left to choose, takes the
-    /// index for both (it has no statistics), so a patch walked every entry
-    /// of the attribute and a whole read sought each entry's row in random
-    /// order, then sorted them: on a shard larger than the page cache that
-    /// is a disk read per entry.
-    private func readEntries(of name: Int64, from: Int64?, into column: inout FacetColumn) throws {
-        try readEntries(of: name, try from.map { .since($0) } ?? wholeFacetRead(of: name), into: &column)
-    }
-
-    /// How attribute `name`'s whole column is best read (see ``FacetRead/whole(entries:items:)``).
-    func wholeFacetRead(of name: Int64) throws -> FacetRead {
-        let count = try db.prepare("SELECT count(*) FROM attrs WHERE name = ?")
-        try count.bind(name, at: 0)
-        let entries = try count.scalar()?.int64 ?? 0
-        let items = try db.prepare("SELECT count(*) FROM items").scalar()?.int64 ?? 0
-        return FacetRead.whole(entries: entries, items: items)
-    }
-
-    /// Appends attribute `name`'s entries that `read` finds to `column`.
-    func readEntries(of name: Int64, _ read: FacetRead, into column: inout FacetColumn) throws {
-        let s = try db.prepare(read.sql)
-        switch read {
-        case .since(let from):
-            try s.bind(from, at: 0)
-            try s.bind(name, at: 1)
-        case .table, .index:
-            try s.bind(name, at: 0)
-        }
-        defer { try? s.reset() }
-        while try s.step() {
-            guard let kind = ValueKind(rawValue: s.int64(at: 1)) else { continue }
-            let value: String
-            var number: Double?
-            switch kind {
-            case .text, .longText: value = s.string(at: 2) ?? ""
-            case .number: number = s.double(at: 3); value = canonicalText(number!)
-            case .boolean: value = s.double(at: 3) != 0 ? "true" : "false"
-            case .date: value = ISODate.format(Date(timeIntervalSinceReferenceDate: s.double(at: 3)))
-            case .location: continue
-            }
-            column.append(item: s.int64(at: 0), value: value, number: number)
-        }
-    }
-}
-
-/// How one attribute's facet entries are read from `attrs`, in item order.
-///
-/// `attrs`' primary key is `(item, name, pos)`: a scan of the table in key
-/// order meets each item's rows together, so the entries of one name come
-/// out in item order with no sort, and a range of item ids is a range of
-/// the table. The `(name, key)` index finds one name's entries without
-/// reading the others', but in key order: each entry's row is then a seek
-/// into the table, and the whole is sorted again. The `+name` keeps SQLite
-/// from choosing that index on its own.
-enum FacetRead: Equatable {
-    /// The entries of the items from this id on (a patch).
-    case since(Int64)
-    /// Every entry, by scanning the table.
-    case table
-    /// Every entry, through the `(name, key)` index.
-    case index
-
-    /// A whole column's read: through the index when the attribute's
-    /// `entries` are fewer than a quarter of the shard's `items` (an
-    /// attribute few items hold: the index reads little), else the table,
-    /// since the seeks would then reach most of its pages, in random order.
-    static func whole(entries: Int64, items: Int64) -> FacetRead {
-        entries * 4 < items ? .index : .table
-    }
-
-    var sql: String {
-        let columns = "SELECT item, kind, coalesce(text, key), num FROM attrs"
-        switch self {
-        case .since: return columns + " WHERE item >= ? AND +name = ? ORDER BY item, name, pos"
-        case .table: return columns + " WHERE +name = ? ORDER BY item, name, pos"
-        case .index: return columns + " WHERE name = ? ORDER BY item, pos"
         }
     }
 }
@@ -302,6 +247,7 @@ extension SearchRun {
             facets.remove(at: star)
             facets += store.facetAttributes().filter { !facets.contains($0) }
         }
+        try store.prepareFacetColumns(facets.compactMap { store.nameIDs[plan.facetAliases[$0] ?? $0] })
         for facet in facets where facet != SearchPlan.disjunctiveSetSizes {
             try context.checkCancelled()
             var set = matched

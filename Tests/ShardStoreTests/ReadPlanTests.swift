@@ -63,6 +63,30 @@ import Testing
         #expect(Self.entries(section).filter { $0.0 == i5 }.map(\.1) == ["b5", "a2", "b5"])
     }
 
+    /// Columns a search counts together: those read by scanning the table
+    /// come from one scan, the others through the index, and each equals
+    /// its own read.
+    @Test func columnsCountedTogetherAreReadInOneScan() throws {
+        let dir = TempDir()
+        let w = try Self.store(dir)
+        defer { SharedColumns.shared.forget(path: w.path) }
+        let r = try openStore(dir, mode: .readOnly)
+        let names = try ["section", "title", "flag", "rare"].map { try #require(w.nameIDs[$0]) }
+        try r.prepareFacetColumns(names)
+        #expect(r.searchCache.facetColumnReads == 2, "section and title, by one scan")
+        for name in names {
+            var alone = FacetColumn()
+            try w.readEntries(of: name, .index, into: &alone)
+            #expect(Self.entries(try r.facetColumn(name)).elementsEqual(Self.entries(alone), by: ==), "\(name)")
+        }
+        #expect(r.searchCache.facetColumnReads == 4, "flag and rare through the index, when asked")
+        let explain = try w.db.prepare("EXPLAIN QUERY PLAN " + FacetRead.tableSQL(names: 3))
+        defer { try? explain.reset() }
+        var plan: [String] = []
+        while try explain.step() { plan.append(explain.string(at: 3) ?? "") }
+        #expect(plan == ["SCAN attrs"], "\(plan)")
+    }
+
     @Test func aColumnFewItemsHoldIsReadThroughTheIndexAndOneMostHoldByTheTable() throws {
         #expect(FacetRead.whole(entries: 10, items: 1_000) == .index)
         #expect(FacetRead.whole(entries: 249, items: 1_000) == .index)
