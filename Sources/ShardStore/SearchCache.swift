@@ -18,6 +18,8 @@ final class SearchCache {
     /// Facet columns read whole, and patched (for tests and figures).
     var facetColumnReads = 0
     var facetColumnPatches = 0
+    /// Scans of the whole `attrs` table a search's facet columns took (for tests).
+    var facetTableScans = 0
     /// Misspelt forms found per (word, typos) in the current vocabulary: a
     /// person typing repeats the words before the one being typed.
     var typoForms: [String: [(term: Int, typos: Int)]] = [:]

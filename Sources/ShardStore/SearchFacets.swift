@@ -100,7 +100,8 @@ extension ShardStore {
 
     /// Holds the columns of `names` for a search that counts them all:
     /// those whose whole read scans the table (see ``FacetRead``) are read
-    /// in one scan together rather than a scan each.
+    /// in one scan together rather than a scan each, the others each
+    /// through the index.
     func prepareFacetColumns(_ names: [Int64]) throws {
         try bringFacetColumnsUpToDate()
         let cache = searchCache
@@ -109,9 +110,18 @@ extension ShardStore {
             for name in missing { if let c = held[name] { cache.facetColumns[name] = c; cache.columnsTaken += 1 } }
             missing.removeAll { cache.facetColumns[$0] != nil }
         }
-        let scanned = try missing.filter { try wholeFacetRead(of: $0) == .table }
-        guard scanned.count > 1 else { return }
-        for (name, var column) in try readWholeColumns(scanned) { keepWholeColumn(name, &column) }
+        let reads = try missing.map { ($0, try wholeFacetRead(of: $0)) }
+        let scanned = reads.filter { $0.1 == .table }.map(\.0)
+        if scanned.count > 1 {
+            for (name, var column) in try readWholeColumns(scanned) { keepWholeColumn(name, &column) }
+            cache.facetTableScans += 1
+        }
+        for (name, read) in reads where cache.facetColumns[name] == nil {
+            var column = FacetColumn()
+            try readEntries(of: name, read, into: &column)
+            keepWholeColumn(name, &column)
+            if read == .table { cache.facetTableScans += 1 }
+        }
     }
 
     /// Indexes a column read whole and keeps it (shared, when this connection shares).
