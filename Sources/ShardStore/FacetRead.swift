@@ -46,8 +46,21 @@ enum FacetRead: Equatable {
 }
 
 extension ShardStore {
-    /// Appends attribute `name`'s entries of the items from id `from` on
-    /// (nil: every item) to `column`, in item order.
+    /// How each of `names`' whole columns is best read (see
+    /// ``FacetRead/whole(entries:items:)``): the shard's items counted once
+    /// for them all.
+    func wholeFacetReads(of names: [Int64]) throws -> [(name: Int64, read: FacetRead)] {
+        guard !names.isEmpty else { return [] }
+        let items = try db.prepare("SELECT count(*) FROM items").scalar()?.int64 ?? 0
+        let count = try db.prepare("SELECT count(*) FROM attrs WHERE name = ?")
+        return try names.map { name in
+            try count.bind(name, at: 0)
+            return (name, FacetRead.whole(entries: try count.scalar()?.int64 ?? 0, items: items))
+        }
+    }
+
+    /// Appends attribute `name`'s entries that `read` finds to `column`, in
+    /// item order.
     ///
     /// How the rows are found (see ``FacetRead``): the items stored since a
     /// patch's watermark by the primary key's range, and a whole column
@@ -57,20 +70,6 @@ extension ShardStore {
     /// of the attribute and a whole read sought each entry's row in random
     /// order, then sorted them: on a shard larger than the page cache that
     /// is a disk read per entry.
-    func readEntries(of name: Int64, from: Int64?, into column: inout FacetColumn) throws {
-        try readEntries(of: name, try from.map { .since($0) } ?? wholeFacetRead(of: name), into: &column)
-    }
-
-    /// How attribute `name`'s whole column is best read (see ``FacetRead/whole(entries:items:)``).
-    func wholeFacetRead(of name: Int64) throws -> FacetRead {
-        let count = try db.prepare("SELECT count(*) FROM attrs WHERE name = ?")
-        try count.bind(name, at: 0)
-        let entries = try count.scalar()?.int64 ?? 0
-        let items = try db.prepare("SELECT count(*) FROM items").scalar()?.int64 ?? 0
-        return FacetRead.whole(entries: entries, items: items)
-    }
-
-    /// Appends attribute `name`'s entries that `read` finds to `column`.
     func readEntries(of name: Int64, _ read: FacetRead, into column: inout FacetColumn) throws {
         let s = try db.prepare(read.sql)
         switch read {

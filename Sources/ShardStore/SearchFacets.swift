@@ -84,18 +84,9 @@ extension ShardStore {
     /// process's ``SharedColumns`` when another has read or patched them,
     /// and shares its own.
     func facetColumn(_ name: Int64) throws -> FacetColumn {
-        try bringFacetColumnsUpToDate()
-        let cache = searchCache
-        if let c = cache.facetColumns[name] { return c }
-        if sharesColumns, let mark = cache.facetMark, let c = SharedColumns.shared.columns(path: path, mark: mark)?.facets[name] {
-            cache.facetColumns[name] = c
-            cache.columnsTaken += 1
-            return c
-        }
-        var column = FacetColumn()
-        try readEntries(of: name, from: nil, into: &column)
-        keepWholeColumn(name, &column)
-        return column
+        try prepareFacetColumns([name])
+        // Held: prepareFacetColumns takes or reads every name it is given.
+        return searchCache.facetColumns[name]!
     }
 
     /// Holds the columns of `names` for a search that counts them all:
@@ -110,8 +101,8 @@ extension ShardStore {
             for name in missing { if let c = held[name] { cache.facetColumns[name] = c; cache.columnsTaken += 1 } }
             missing.removeAll { cache.facetColumns[$0] != nil }
         }
-        let reads = try missing.map { ($0, try wholeFacetRead(of: $0)) }
-        let scanned = reads.filter { $0.1 == .table }.map(\.0)
+        let reads = try wholeFacetReads(of: missing)
+        let scanned = reads.filter { $0.read == .table }.map(\.name)
         if scanned.count > 1 {
             for (name, var column) in try readWholeColumns(scanned) { keepWholeColumn(name, &column) }
             cache.facetTableScans += 1
@@ -157,7 +148,7 @@ extension ShardStore {
                         continue
                     }
                     if !removed.isEmpty { column.remove(gone) }
-                    try readEntries(of: name, from: old.watermark, into: &column)
+                    try readEntries(of: name, .since(old.watermark), into: &column)
                     column.index()
                     cache.facetColumns[name] = column
                     cache.facetColumnPatches += 1

@@ -95,8 +95,8 @@ import Testing
         #expect(FacetRead.whole(entries: 3_000, items: 1_000) == .table)
         let dir = TempDir()
         let s = try Self.store(dir)
-        #expect(try s.wholeFacetRead(of: try #require(s.nameIDs["rare"])) == .index)
-        #expect(try s.wholeFacetRead(of: try #require(s.nameIDs["section"])) == .table)
+        let reads = try s.wholeFacetReads(of: [try #require(s.nameIDs["rare"]), try #require(s.nameIDs["section"])])
+        #expect(reads.map(\.read) == [.index, .table])
     }
 
     /// The plans SQLite makes for each read: without statistics it would
