@@ -27,18 +27,6 @@ struct SortColumn {
     /// and booleans too) from the covering `(name, num)` index, locations
     /// left out, then the items whose first value is text.
     init(store: ShardStore, name: Int64) throws {
-        var kinds: [UInt8] = [], values: [Double] = []
-        func put(_ id: Int64, _ kind: Kind, _ number: Double) {
-            guard id >= 0, id < Int64(Int32.max) else { return }
-            let i = Int(id)
-            if i >= kinds.count {
-                let grow = max(i + 1, kinds.count + kinds.count / 2)
-                kinds += repeatElement(Kind.missing.rawValue, count: grow - kinds.count)
-                values += repeatElement(0, count: grow - values.count)
-            }
-            kinds[i] = kind.rawValue
-            values[i] = number
-        }
         let numberRows = try store.db.prepare(
             "SELECT item, num FROM attrs WHERE name = ? AND num IS NOT NULL AND pos = 0"
                 + (try store.holdsLocations(name) ? " AND kind != 4" : ""))
@@ -49,8 +37,20 @@ struct SortColumn {
         try textRows.bind(name, at: 0)
         defer { try? textRows.reset() }
         while try textRows.step() { put(textRows.int64(at: 0), .text, 0) }
-        self.kinds = kinds
-        numbers = values
+    }
+
+    /// Sets item `id`'s value, growing the arrays past the largest id held
+    /// (by half, so that ids read in order grow them a few times).
+    private mutating func put(_ id: Int64, _ kind: Kind, _ number: Double) {
+        guard id >= 0, id < Int64(Int32.max) else { return }
+        let i = Int(id)
+        if i >= kinds.count {
+            let grow = max(i + 1, kinds.count + kinds.count / 2)
+            kinds += repeatElement(Kind.missing.rawValue, count: grow - kinds.count)
+            numbers += repeatElement(0, count: grow - numbers.count)
+        }
+        kinds[i] = kind.rawValue
+        numbers[i] = number
     }
 
     /// The column of the data after a commit: the items `removed` names
@@ -66,18 +66,12 @@ struct SortColumn {
         try rows.bind(name, at: 1)
         defer { try? rows.reset() }
         while try rows.step() {
-            let id = rows.int64(at: 0)
-            guard id >= 0, id < Int64(Int32.max), rows.int64(at: 1) != ValueKind.location.rawValue else { continue }
-            let text = rows.int64(at: 3) != 0
-            guard text || !rows.isNull(at: 2) else { continue }
-            let i = Int(id)
-            if i >= kinds.count {
-                let grow = max(i + 1, kinds.count + kinds.count / 2)
-                kinds += repeatElement(Kind.missing.rawValue, count: grow - kinds.count)
-                numbers += repeatElement(0, count: grow - numbers.count)
+            guard rows.int64(at: 1) != ValueKind.location.rawValue else { continue }
+            if rows.int64(at: 3) != 0 {
+                put(rows.int64(at: 0), .text, 0)
+            } else if !rows.isNull(at: 2) {
+                put(rows.int64(at: 0), .number, rows.double(at: 2))
             }
-            kinds[i] = (text ? Kind.text : Kind.number).rawValue
-            numbers[i] = text ? 0 : rows.double(at: 2)
         }
     }
 
