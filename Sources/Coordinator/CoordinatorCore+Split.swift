@@ -63,21 +63,20 @@ extension CoordinatorCore {
         guard splitRun == nil, split.before.shards == shardCount else { return }
         for t in split.targets where writeReplicas(shard: t.source).isEmpty { return }
         let run = SplitRun(split: split, now: .now)
+        splitRun = run
         if run.step == .copying {
             for t in split.targets {
                 // Numbers of the new shard mean the same changes as its
                 // source's; an empty replica of it is copied (the log starts
-                // after the source's last number).
-                let issued = replication.issued[t.source] ?? 0
-                replication.issued[t.shard] = issued
-                replication.committed[t.shard] = issued
-                replication.base[t.shard] = issued
-                replication.log.removeValue(forKey: t.shard)
-                replication.logWeight.removeValue(forKey: t.shard)
-                replication.logStart[t.shard] = issued + 1
+                // after the source's last number), and so is one ahead of it.
+                // A copy under way came from a replica of the new shard.
+                for c in replication.copies.running.values where c.shard == t.shard {
+                    abandonCopy(c.id, reason: "the split is taken up: the new shard is copied from its source")
+                }
+                let indexers = liveWorkers(.indexer, shard: t.shard).map(\.id)
+                perform(replication.mirror(t.shard, from: replication.issued[t.source] ?? 0, indexers: indexers))
             }
         }
-        splitRun = run
         logger.notice(
             "splitting shards",
             metadata: [

@@ -295,6 +295,48 @@ struct ReplicationState: Sendable {
         return actions
     }
 
+    /// A split's new shard `shard` is numbered as its source from now on,
+    /// whose last number is `issued`: the two sequences move in step, each
+    /// number naming the same change on both. The replicas of `shard` that
+    /// registered before (`indexers`: its live indexers) were judged by
+    /// numbers that no longer hold, and are judged again:
+    /// - one at `issued` has the source's changes and goes on;
+    /// - one ahead holds mirrored changes its source never got (the
+    ///   coordinator that numbered them stopped between sending the mirror
+    ///   and the source's own): never acknowledged, their numbers will name
+    ///   other changes here, which it would skip as applied (a split's mark
+    ///   among them, and it would go on answering rows its source keeps).
+    ///   It is detached and copied;
+    /// - one behind, or detached already (its copy came from another
+    ///   replica of the new shard, which may be one ahead), is copied from
+    ///   the source: the log holds nothing of the new numbering yet.
+    mutating func mirror(_ shard: Int, from issued: Int, indexers: [String]) -> [Action] {
+        self.issued[shard] = issued
+        committed[shard] = issued
+        base[shard] = issued
+        log.removeValue(forKey: shard)
+        logWeight.removeValue(forKey: shard)
+        logStart[shard] = issued + 1
+        lineage[shard] = []
+        var actions: [Action] = []
+        for worker in indexers {
+            let name = name(of: worker)
+            guard let have = applied[name]?[shard] else { continue }
+            if have > issued {
+                detached[name, default: []].insert(shard)
+                actions.append(.detached(worker: worker, shard: shard, .diverged(have: have, issued: issued)))
+            } else if detached[name]?.contains(shard) ?? false {
+                actions.append(.copy(worker: worker, shard: shard))
+            } else if have < issued {
+                detached[name, default: []].insert(shard)
+                actions.append(.detached(worker: worker, shard: shard, .tooFarBehind(have: have, issued: issued, logStart: issued + 1)))
+            } else {
+                lineage[shard, default: []].insert(name)
+            }
+        }
+        return actions
+    }
+
     /// The logged changes of `shard` after `after` that a catch-up sends,
     /// oldest first; the catch-up is under way until the last is committed.
     mutating func beginCatchUp(worker: String, shard: Int, after: Int) -> [Entry] {

@@ -183,6 +183,36 @@ struct ReplicationStateTests {
                 == [.detached(worker: "ib", shard: 0, .diverged(have: 4, issued: 1))])
     }
 
+    /// A coordinator taking up a split after a takeover: replicas of the new
+    /// shard 1 registered before, as any shard's (the sequence continued
+    /// from the first, the others caught up or detached by it). Once the new
+    /// shard mirrors its source (shard 0, at 24): one at 24 goes on; one at
+    /// 25 holds a mirrored change the source never got and is detached (the
+    /// next change, numbered 25, would be skipped there); one detached before
+    /// is copied (from the source, now); one registering later at 25 is
+    /// detached too.
+    @Test func aNewShardsReplicasAreJudgedAgainWhenTheSplitIsTakenUp() {
+        var r = ReplicationState()
+        _ = r.registered(Self.indexer("ia", replica: "a", at: 24, shards: [0]))
+        #expect(r.registered(Self.indexer("t1", replica: "t", at: 24, shards: [1])).isEmpty)
+        #expect(r.registered(Self.indexer("s1", replica: "s", at: 25, shards: [1])).isEmpty)
+        #expect(r.issued[1] == 25)
+        #expect(
+            r.registered(Self.indexer("v1", replica: "v", at: 10, shards: [1]))
+                == [.detached(worker: "v1", shard: 1, .tooFarBehind(have: 10, issued: 25, logStart: 26))])
+
+        #expect(
+            r.mirror(1, from: r.issued[0] ?? 0, indexers: ["t1", "s1", "v1"])
+                == [.detached(worker: "s1", shard: 1, .diverged(have: 25, issued: 24)), .copy(worker: "v1", shard: 1)])
+        #expect(r.issued[1] == 24 && r.committed[1] == 24 && r.start(1) == 25)
+        #expect(r.detached["s"] == [1] && r.detached["v"] == [1] && r.lineage[1] == ["t"])
+        #expect(!r.isFresh("s1", shard: 1) && !r.isFresh("v1", shard: 1) && r.isFresh("t1", shard: 1))
+        #expect(r.number(Self.write(1), shard: 1, logLimit: 10).sequence == 25)
+        #expect(
+            r.registered(Self.indexer("u1", replica: "u", at: 25, shards: [1]))
+                == [.detached(worker: "u1", shard: 1, .diverged(have: 25, issued: 25))])
+    }
+
     /// An indexer that missed a change while connected answers
     /// `out_of_sequence`: caught up from the log, or copied when the log no
     /// longer reaches; another error ends its catch-up.
