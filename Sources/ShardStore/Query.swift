@@ -37,6 +37,8 @@ final class UniverseCache {
     /// Times a sort column was patched rather than read whole (for tests).
     var sortColumnPatches = 0
     static let maxSortColumns = 8
+    /// Search filters' conditions and their items (see ``ShardStore/conditionIDs(_:_:)``).
+    var conditions = ConditionIDs()
 }
 
 /// State of one query evaluation.

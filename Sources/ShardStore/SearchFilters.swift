@@ -76,7 +76,7 @@ final class SearchFilters {
     /// One condition's items, exactly; nil for every item.
     private func ids(of condition: QueryPlan.Predicate) throws -> [Int64]? {
         if let held = known[condition] { return held }
-        let ids = try store.candidates(try store.compile(condition), exact: true, context).ids
+        let ids = try store.conditionIDs(condition, context)
         known[condition] = ids
         return ids
     }
@@ -94,4 +94,62 @@ final class SearchFilters {
         scopes[domains] = scope
         return scope
     }
+}
+
+/// Search filters' conditions (`section:utils`, `price > 10`) and their items,
+/// kept while the data is the same: InstantSearch repeats the same
+/// refinements search after search, and each is otherwise a statement over
+/// the attribute index that returns every item holding the value (a tenth
+/// of a shard for a common facet value). Bounded in the ids it holds: past
+/// ``maxIDs`` it starts again empty; a condition larger than that alone is
+/// not kept.
+struct ConditionIDs {
+    struct Key: Hashable {
+        var condition: QueryPlan.Predicate
+        /// A condition's items leave out the slots the request's map gives
+        /// another shard when it holds a domain condition (``ShardStore/scoped(_:_:)``).
+        var routed: SlotFilter?
+    }
+    static let maxIDs = 1 << 20
+    private(set) var version: UniverseCache.Version?
+    private var ids: [Key: [Int64]?] = [:]
+    private var held = 0
+    /// Conditions read, and answered from here (for tests and figures).
+    private(set) var reads = 0
+    private(set) var reuses = 0
+
+    mutating func take(_ key: Key, at version: UniverseCache.Version) -> [Int64]?? {
+        guard version == self.version, let found = ids[key] else { return nil }
+        reuses += 1
+        return .some(found)
+    }
+
+    mutating func put(_ key: Key, _ value: [Int64]?, at version: UniverseCache.Version) {
+        reads += 1
+        let count = value?.count ?? 0
+        if version != self.version || held + count > Self.maxIDs {
+            ids = [:]
+            held = 0
+            self.version = version
+        }
+        guard count <= Self.maxIDs else { return }
+        ids[key] = value
+        held += count
+    }
+}
+
+extension ShardStore {
+    /// One filter condition's items, exactly (nil: every item), read once
+    /// while the data is the same (``ConditionIDs``).
+    func conditionIDs(_ condition: QueryPlan.Predicate, _ context: QueryContext) throws -> [Int64]? {
+        let key = ConditionIDs.Key(condition: condition, routed: routedSlots)
+        let version = dataSeen
+        if let held = universeCache.conditions.take(key, at: version) { return held }
+        let ids = try candidates(try compile(condition), exact: true, context).ids
+        universeCache.conditions.put(key, ids, at: version)
+        return ids
+    }
+
+    /// Filter conditions read by a statement, and taken from ``ConditionIDs``.
+    package var conditionReads: (read: Int, reused: Int) { (universeCache.conditions.reads, universeCache.conditions.reuses) }
 }
