@@ -59,24 +59,24 @@ extension SearchRun {
             if key.attribute == CustomRank.entityPriority {
                 for (id, priority) in try store.entityPriorities() { values[id] = .number(priority) }
                 defaults.append(.number(0))
-            } else if let name = store.nameIDs[key.attribute] {
-                // Numbers from the attribute's column (held while the data
-                // is the same, patched at each commit); the text values,
-                // which the column only marks, from their rows.
-                let column = try store.sortColumn(name)
-                var texts: [Int64] = []
-                for id in ids {
-                    switch column.kind(id) {
-                    case .number: values[id] = .number(column.numbers[Int(id)])
-                    case .text: texts.append(id)
-                    case .missing: break
+            } else {
+                if let name = store.nameIDs[key.attribute] {
+                    // Numbers from the attribute's column (held while the data
+                    // is the same, patched at each commit); the text values,
+                    // which the column only marks, from their rows.
+                    let column = try store.sortColumn(name)
+                    var texts: [Int64] = []
+                    for id in ids {
+                        switch column.kind(id) {
+                        case .number: values[id] = .number(column.numbers[Int(id)])
+                        case .text: texts.append(id)
+                        case .missing: break
+                        }
+                    }
+                    if !texts.isEmpty {
+                        for (id, value) in try store.attributeSortValues(ids: texts, name: name, context) { values[id] = value.json }
                     }
                 }
-                if !texts.isEmpty {
-                    for (id, value) in try store.attributeSortValues(ids: texts, name: name, context) { values[id] = value.json }
-                }
-                defaults.append(SortValue.missing.json)
-            } else {
                 defaults.append(SortValue.missing.json)
             }
             held.append(values)
