@@ -100,9 +100,10 @@ final class SearchFilters {
 /// kept while the data is the same: InstantSearch repeats the same
 /// refinements search after search, and each is otherwise a statement over
 /// the attribute index that returns every item holding the value (a tenth
-/// of a shard for a common facet value). Bounded in the ids it holds: past
-/// ``maxIDs`` it starts again empty; a condition larger than that alone is
-/// not kept.
+/// of a shard for a common facet value). Bounded in the ids it holds and
+/// in its conditions (one that holds no id, or every item, still takes an
+/// entry): past ``maxIDs`` or ``maxConditions`` it starts again empty; a
+/// condition larger than ``maxIDs`` alone is not kept.
 struct ConditionIDs {
     struct Key: Hashable {
         var condition: QueryPlan.Predicate
@@ -111,6 +112,7 @@ struct ConditionIDs {
         var routed: SlotFilter?
     }
     static let maxIDs = 1 << 20
+    static let maxConditions = 256
     private(set) var version: UniverseCache.Version?
     private var ids: [Key: [Int64]?] = [:]
     private var held = 0
@@ -127,7 +129,7 @@ struct ConditionIDs {
     mutating func put(_ key: Key, _ value: [Int64]?, at version: UniverseCache.Version) {
         reads += 1
         let count = value?.count ?? 0
-        if version != self.version || held + count > Self.maxIDs {
+        if version != self.version || held + count > Self.maxIDs || ids.count >= Self.maxConditions {
             ids = [:]
             held = 0
             self.version = version

@@ -57,8 +57,8 @@ import Testing
         #expect(r.conditionReads == (2, 4), "read again for the new data, once")
     }
 
-    /// Past its bound the held items start again empty, and a condition
-    /// larger than the bound alone is not kept.
+    /// Past its bounds (ids, conditions) the held items start again empty,
+    /// and a condition larger than the ids' bound alone is not kept.
     @Test func theHeldIDsAreBounded() {
         var c = ConditionIDs()
         let v = UniverseCache.Version(data: 1, changes: 0)
@@ -75,5 +75,12 @@ import Testing
         #expect(c.take(key(3), at: v) == nil && c.take(key(2), at: v) == nil)
         c.put(key(4), nil, at: v)
         #expect(c.take(key(4), at: v) == .some(nil), "every item, kept as such")
+
+        // Conditions that hold no id still count against their own bound.
+        var empty = ConditionIDs()
+        for n in 0..<ConditionIDs.maxConditions { empty.put(key(Double(n)), [], at: v) }
+        #expect(empty.take(key(0), at: v) == .some([]))
+        empty.put(key(-1), [], at: v)
+        #expect(empty.take(key(0), at: v) == nil && empty.take(key(-1), at: v) == .some([]))
     }
 }
