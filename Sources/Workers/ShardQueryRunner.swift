@@ -45,8 +45,9 @@ package final class ShardQueryRunner: Sendable {
     /// ``SearchPace``); requests that arrive together still run in parallel
     /// on the runner's threads.
     let inline: (@Sendable (@escaping @Sendable (_ here: Bool) -> Void) -> Bool)?
-    /// How long searches have been taking: a search runs on the thread that
-    /// took it only while they are short (see ``SearchPace``).
+    /// How long each shard's searches have been taking: a search runs on the
+    /// thread that took it only once its shard's are known to be short (see
+    /// ``SearchPace``).
     let pace = SearchPace()
 
     /// `data`: the folder of the shard files, opened read-only (SQLite's WAL
@@ -109,7 +110,7 @@ package final class ShardQueryRunner: Sendable {
             let queue: @Sendable () -> Void = {
                 if !self.threads.trySubmit(limit: self.maxQueued, job) { self.refuseBusy(key, shard: q.shard) }
             }
-            if let inline, pace.allowsInline, threads.isIdle,
+            if let inline, pace.allowsInline(shard: q.shard), threads.isIdle,
                 inline({ here in here ? job() : queue() })
             {
                 return true
@@ -220,7 +221,7 @@ package final class ShardQueryRunner: Sendable {
         let start = ContinuousClock.now
         defer {
             running.remove(key, shard: shard)
-            pace.record(start.duration(to: .now))
+            pace.record(start.duration(to: .now), shard: shard)
         }
         do {
             let lent = try pool.checkout(shard)
