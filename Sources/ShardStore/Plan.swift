@@ -229,6 +229,16 @@ struct Candidates {
 }
 
 enum IDs {
+    /// The position of `id` in `sorted`, nil when it is not there.
+    static func index(of id: Int64, in sorted: [Int64]) -> Int? {
+        var lo = 0, hi = sorted.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if sorted[mid] < id { lo = mid + 1 } else { hi = mid }
+        }
+        return lo < sorted.count && sorted[lo] == id ? lo : nil
+    }
+
     static func sortedUnique(_ ids: [Int64]) -> [Int64] {
         // Most lists come sorted already (FTS5 and index scans return rowid order).
         if zip(ids, ids.dropFirst()).allSatisfy({ $0 < $1 }) { return ids }

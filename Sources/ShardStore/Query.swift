@@ -39,6 +39,8 @@ final class UniverseCache {
     static let maxSortColumns = 8
     /// Search filters' conditions and their items (see ``ShardStore/conditionIDs(_:_:)``).
     var conditions = ConditionIDs()
+    /// Every item in a custom ranking's order (see ``CustomOrder``).
+    var customOrders = CustomOrders()
 }
 
 /// State of one query evaluation.

@@ -330,6 +330,15 @@ final class SearchRun {
     /// The best ``SearchPlan/window`` matches by the lexical criteria, added
     /// to `result` best first; returns their item ids in the same order.
     func rankLexically(matched: [Int64], postings: [WordPostings], into result: inout ShardSearchResult) throws -> [Int64] {
+        // Without words, the window's candidates can come from the shard's
+        // custom order; only they are ranked then (see ``CustomOrder``).
+        if let window = try orderedWindow(matched) {
+            return try rankLexically(ranking: window.map { matched[$0] }, postings: postings, into: &result)
+        }
+        return try rankLexically(ranking: matched, postings: postings, into: &result)
+    }
+
+    func rankLexically(ranking matched: [Int64], postings: [WordPostings], into result: inout ShardSearchResult) throws -> [Int64] {
         // Typos, attribute and exactness of every match, from posting lists.
         let n = matched.count
         var typos = [Int](repeating: 0, count: n)

@@ -158,52 +158,16 @@ extension SearchRun {
         let ids = chosen.map { matched[$0] }
         guard let order = try tieOrder(candidates: ids.count), let places = Self.places(ids, in: order) else { return nil }
         let hasWords = !plan.words.isEmpty
-        let keys = plan.customRanking
-        let width = (hasWords ? 4 : 0) + 2 * keys.count + 1
+        let width = (hasWords ? 4 : 0) + 2 * plan.customRanking.count + 1
         var rows = [UInt64](repeating: 0, count: width * ids.count)
-        // Signed integers in an order-preserving unsigned form.
-        func ordered(_ x: Int) -> UInt64 { UInt64(bitPattern: Int64(x)) ^ (1 << 63) }
-        func ordered(_ d: Double) -> UInt64 {
-            let b = d.bitPattern
-            return b & (1 << 63) != 0 ? ~b : b | (1 << 63)
-        }
         for (i, k) in chosen.enumerated() where hasWords {
             let r = i * width
-            rows[r] = ordered(typos[k])
-            rows[r + 1] = ordered(attribute[k])
-            rows[r + 2] = ordered(exactAttribute[k])
-            rows[r + 3] = ~ordered(exactWords[k])
+            rows[r] = CustomRows.ordered(typos[k])
+            rows[r + 1] = CustomRows.ordered(attribute[k])
+            rows[r + 2] = CustomRows.ordered(exactAttribute[k])
+            rows[r + 3] = ~CustomRows.ordered(exactWords[k])
         }
-        // Each custom value as its class (numbers before missing ones, both
-        // ways: ``QueryPlan/SortValue/compare(_:_:ascending:)``) and the
-        // number, reversed for a descending key.
-        for (j, key) in keys.enumerated() {
-            let c = (hasWords ? 4 : 0) + 2 * j
-            func number(_ i: Int, _ d: Double) -> Bool {
-                guard !d.isNaN else { return false }
-                // -0 and 0 compare equal.
-                let v = ordered(d == 0 ? 0 : d)
-                rows[i * width + c + 1] = key.ascending ? v : ~v
-                return true
-            }
-            func missing(_ i: Int) { rows[i * width + c] = 1 }
-            if key.attribute == CustomRank.entityPriority {
-                let priorities = try store.entityPriorities()
-                if priorities.isEmpty { continue }
-                for (i, id) in ids.enumerated() { guard number(i, priorities[id] ?? 0) else { return nil } }
-            } else if let name = store.nameIDs[key.attribute] {
-                let column = try store.sortColumn(name)
-                for (i, id) in ids.enumerated() {
-                    switch column.kind(id) {
-                    case .missing: missing(i)
-                    case .text: return nil
-                    case .number: guard number(i, column.numbers[Int(id)]) else { return nil }
-                    }
-                }
-            } else {
-                for i in ids.indices { missing(i) }
-            }
-        }
+        guard try CustomRows.fill(&rows, ids: ids, width: width, at: hasWords ? 4 : 0, keys: plan.customRanking, store: store) else { return nil }
         for i in ids.indices { rows[i * width + width - 1] = UInt64(places[i]) }
         let window = rows.withUnsafeBufferPointer { rows -> [Int] in
             func less(_ a: Int, _ b: Int) -> Bool {
@@ -221,5 +185,57 @@ extension SearchRun {
         }
         store.searchCache.customWindows += 1
         return window.map { chosen[$0] }
+    }
+}
+
+/// The custom values' part of a window's rows (``SearchRun/customWindow(_:matched:typos:attribute:exactAttribute:exactWords:)``,
+/// ``CustomOrder``): per key, the value's class (numbers before missing
+/// ones, both ways: ``QueryPlan/SortValue/compare(_:_:ascending:)``) and
+/// the number, reversed for a descending key, as unsigned integers that
+/// order as the ranking does.
+enum CustomRows {
+    /// A signed integer in an order-preserving unsigned form.
+    static func ordered(_ x: Int) -> UInt64 { UInt64(bitPattern: Int64(x)) ^ (1 << 63) }
+
+    /// A number in an order-preserving unsigned form.
+    static func ordered(_ d: Double) -> UInt64 {
+        let b = d.bitPattern
+        return b & (1 << 63) != 0 ? ~b : b | (1 << 63)
+    }
+
+    /// Writes item `ids[i]`'s custom values into row `i` of `rows` (each
+    /// `width` wide) from column `at` on. False when an order is not one
+    /// the rows cover (a text value, NaN): the caller ranks in full.
+    static func fill(
+        _ rows: inout [UInt64], ids: [Int64], width: Int, at offset: Int, keys: [CustomRank], store: ShardStore
+    ) throws -> Bool {
+        for (j, key) in keys.enumerated() {
+            let c = offset + 2 * j
+            func number(_ i: Int, _ d: Double) -> Bool {
+                guard !d.isNaN else { return false }
+                // -0 and 0 compare equal.
+                let v = ordered(d == 0 ? 0 : d)
+                rows[i * width + c + 1] = key.ascending ? v : ~v
+                return true
+            }
+            func missing(_ i: Int) { rows[i * width + c] = 1 }
+            if key.attribute == CustomRank.entityPriority {
+                let priorities = try store.entityPriorities()
+                if priorities.isEmpty { continue }
+                for (i, id) in ids.enumerated() { guard number(i, priorities[id] ?? 0) else { return false } }
+            } else if let name = store.nameIDs[key.attribute] {
+                let column = try store.sortColumn(name)
+                for (i, id) in ids.enumerated() {
+                    switch column.kind(id) {
+                    case .missing: missing(i)
+                    case .text: return false
+                    case .number: guard number(i, column.numbers[Int(id)]) else { return false }
+                    }
+                }
+            } else {
+                for i in ids.indices { missing(i) }
+            }
+        }
+        return true
     }
 }

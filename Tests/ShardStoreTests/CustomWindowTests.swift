@@ -62,7 +62,7 @@ import Testing
     }
 
     @Test func theColumnsWindowIsTheFullRankings() throws {
-        var used = 0, hits = 0
+        var used = 0, hits = 0, ordered = 0
         for seed in [71, 73, 79] as [UInt64] {
             let dir = TempDir()
             let s = try openStore(dir)
@@ -79,9 +79,60 @@ import Testing
                 hits += a.hits.count
             }
             used += s.searchCache.customWindows
+            ordered += s.universeCache.customOrders.builds
             #expect(full.searchCache.customWindows == 0)
         }
         #expect(used > 40 && hits > 1500, "\(used) \(hits)")
+        #expect(ordered > 0, "searches without words walked a custom order")
+    }
+
+    /// The empty query's window from the shard's ``CustomOrder`` (built the
+    /// second time the same data is searched without words) is the full
+    /// ranking's: across a window's edge that falls inside a run of items
+    /// tied on their values, with two identifiers equal as Strings (a
+    /// precomposed and a decomposed é) whose order the ranking leaves open,
+    /// under a filter, and after a write.
+    @Test func theCustomOrdersWindowIsTheFullRankings() throws {
+        let dir = TempDir()
+        let w = try openStore(dir)
+        var items = (0..<300).map { i in
+            item("t\(1000 + i)", domain: ["@alpha", "@beta"][i % 2], #"{"title": "tea", "rankingHint": \#(i % 3 == 0 ? 5 : 2)}"#)
+        }
+        items.append(item("t1050caf\u{E9}", domain: "@alpha", #"{"title": "tea", "rankingHint": 5}"#))
+        items.append(item("t1050cafe\u{301}", domain: "@beta", #"{"title": "tea", "rankingHint": 5}"#))
+        try w.put(items)
+        try w.buildSuggestionIndex()
+        defer {
+            SharedColumns.shared.forget(path: w.path)
+            PostingIndexes.shared.forget(path: w.path)
+        }
+        let reader = try openStore(dir, mode: .readOnly)
+        var plans: [SearchPlan] = []
+        for window in [1, 17, 18, 19, 20, 40] {
+            plans.append(SearchPlan(words: [], customRanking: CustomRank.defaults, window: window))
+            var filtered = SearchPlan(words: [], customRanking: CustomRank.defaults, window: window)
+            filtered.filter = .domain(["@beta"])
+            plans.append(filtered)
+        }
+        for round in 0..<2 {
+            if round == 1 {
+                try w.put([item("t0999", domain: "@beta", #"{"title": "tea", "rankingHint": 5}"#)])
+                _ = try w.delete(ids: ["t1003"])
+                try w.buildSuggestionIndex()
+            }
+            let full = try openStore(dir, mode: .readOnly)
+            full.searchCache.searchesUseCustomWindow = false
+            full.searchCache.sharesColumns = false
+            for _ in 0..<2 {
+                for plan in plans {
+                    // (Uids compared as Strings: the two é are one, in either order.)
+                    let a = try reader.search(plan), b = try full.search(plan)
+                    #expect(a.hits.map(\.uniqueIdentifier) == b.hits.map(\.uniqueIdentifier), "round \(round), window \(plan.window)")
+                    #expect(a.hits.map(\.rank) == b.hits.map(\.rank) && a.nbHits == b.nbHits)
+                }
+            }
+        }
+        #expect(reader.universeCache.customOrders.builds == 2, "one order a version of the data")
     }
 
     /// Between writes (new items, replacements under new ids, deletes), two
