@@ -188,7 +188,33 @@ extension FacetColumn {
                 }
             }
         }
-        if !offsets.isEmpty {
+        if !offsets.isEmpty, !hasNumbers {
+            // The common case (a category, one value an item) counted in
+            // place: an item's lone value needs no check that it was
+            // counted for the item already, and no stats are kept. Over
+            // an empty query's every item, the check and the call per
+            // entry were most of the count.
+            counts.withUnsafeMutableBufferPointer { counts in
+                lastItem.withUnsafeMutableBufferPointer { lastItem in
+                    offsets.withUnsafeBufferPointer { offsets in
+                        values.withUnsafeBufferPointer { values in
+                            for (i, item) in set.enumerated() where item >= 0 && item < offsets.count - 1 {
+                                let lo = Int(offsets[Int(item)]), hi = Int(offsets[Int(item) + 1])
+                                if hi - lo == 1 {
+                                    counts[Int(values[lo])] += 1
+                                    continue
+                                }
+                                let stamp = Int32(truncatingIfNeeded: i + 1)
+                                for e in lo..<hi where lastItem[Int(values[e])] != stamp {
+                                    lastItem[Int(values[e])] = stamp
+                                    counts[Int(values[e])] += 1
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        } else if !offsets.isEmpty {
             offsets.withUnsafeBufferPointer { offsets in
                 values.withUnsafeBufferPointer { values in
                     for (i, item) in set.enumerated() where item >= 0 && item < offsets.count - 1 {
