@@ -74,6 +74,27 @@ import Testing
         for i in 0..<index.terms.count { #expect(slow.masks(i) == index.masks(i)) }
     }
 
+    /// A match's masks, looked up through a table by id or by merging each
+    /// list with the matches, are the same, for random sets of terms and of
+    /// items (some holding none of the terms, some deleted, some past every id).
+    @Test func masksByTableAndByMergeAgree() throws {
+        let dir = TempDir()
+        let s = try Self.store(dir, seed: 37)
+        try s.buildSuggestionIndex()
+        defer { PostingIndexes.shared.forget(path: s.path) }
+        let search = PostingSearch(index: try #require(try PostingIndexTests.held(s)))
+        var rng = SplitMix(state: 41)
+        var bits = 0
+        for _ in 0..<200 {
+            let terms = (0..<(1 + Int(rng.next() % 4))).map { _ in Int(rng.next() % UInt64(search.index.terms.count)) }
+            let items = (-2...Int64(search.index.maxID + 3)).filter { _ in rng.next() % 3 == 0 }
+            let table = search.masks(of: items, terms, sparse: false)
+            #expect(search.masks(of: items, terms, sparse: true) == table, "\(terms)")
+            bits += table.filter { $0 != 0 }.count
+        }
+        #expect(bits > 1000)
+    }
+
     /// A word of random length from the list, misspelt, cut short or in
     /// capitals now and then.
     static func queryWord(_ rng: inout SplitMix) -> String {
