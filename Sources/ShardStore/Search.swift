@@ -380,6 +380,35 @@ final class SearchRun {
                 defer { before += perLevel[level] }
                 let forms = p.formsByTypos[level]
                 guard !forms.isEmpty || p.termsByTypos[level]?.isEmpty == false else { continue }
+                if let terms = p.termsByTypos[level] {
+                    // From the index: each match's columns and starts, and
+                    // in one pass its attribute, the first group (best
+                    // first) it is in at the start, else anywhere, else the
+                    // last group's (the word is in some searched column).
+                    let masks = postingSearch!.masks(of: matched, terms)
+                    let table = groups.map { rank, cols in
+                        let mask = PostingSearch.mask(cols.map(\.column))
+                        return (
+                            start: mask << 16, any: mask, atStart: attributes.attribute(rank, atStart: true),
+                            elsewhere: attributes.attribute(rank, atStart: false)
+                        )
+                    }
+                    guard let last = table.last else { continue }
+                    for k in 0..<n where typos[k] == level {
+                        let m = masks[k]
+                        var value = last.elsewhere
+                        for g in table {
+                            if m & g.start != 0 { value = g.atStart; break }
+                            if m & g.any != 0 { value = g.elsewhere; break }
+                        }
+                        attribute[k] = value
+                    }
+                    continue
+                }
+                // From FTS5, a query per group and kind: groups go best
+                // first, so once the window is full the rest of this
+                // level's matches rank below it whatever their attribute:
+                // they keep the worst value and are not looked up.
                 var assigned = [Bool](repeating: false, count: n)
                 var count = 0
                 func assign(_ ids: [Int64], _ value: Int) {
@@ -387,36 +416,18 @@ final class SearchRun {
                         if typos[k] == level, !assigned[k] { assigned[k] = true; attribute[k] = value; count += 1 }
                     }
                 }
-                // From the index: each match's columns and starts, for every group at once.
-                let levelMasks = p.termsByTypos[level].map { postingSearch!.masks(of: matched, $0) }
-                func assign(columns: UInt32, _ value: Int) {
-                    for k in 0..<n where typos[k] == level && !assigned[k] && levelMasks![k] & columns != 0 {
-                        assigned[k] = true; attribute[k] = value; count += 1
-                    }
-                }
-                // Groups go best first, so once the window is full the rest
-                // of this level's matches rank below it whatever their
-                // attribute: they keep the worst value and are not looked up.
                 groups: for (g, (rank, cols)) in groups.enumerated() {
                     let filter = "{" + cols.map { "c\($0.column)" }.joined(separator: " ") + "} : "
-                    let groupMask = PostingSearch.mask(cols.map(\.column))
                     // In an unordered group a match away from the start ranks
                     // as one at the start: the window can be full only once both are in.
                     let startRanksBetter = attributes.attribute(rank, atStart: true) != attributes.attribute(rank, atStart: false)
-                    if levelMasks != nil {
-                        assign(columns: groupMask << 16, attributes.attribute(rank, atStart: true))
-                    } else {
-                        assign(
-                            try ftsIDs(filter + "(" + forms.map { "^" + $0 }.joined(separator: " OR ") + ")"),
-                            attributes.attribute(rank, atStart: true))
-                    }
+                    assign(
+                        try ftsIDs(filter + "(" + forms.map { "^" + $0 }.joined(separator: " OR ") + ")"),
+                        attributes.attribute(rank, atStart: true))
                     if cutShort, startRanksBetter, before + count >= plan.window { break groups }
                     if g == groups.count - 1 {
                         // A match found in no better column is in one of the last group's.
                         for k in 0..<n where typos[k] == level && !assigned[k] { attribute[k] = attributes.attribute(rank, atStart: false) }
-                    } else if levelMasks != nil {
-                        assign(columns: groupMask, attributes.attribute(rank, atStart: false))
-                        if cutShort, before + count >= plan.window { break groups }
                     } else {
                         assign(try ftsIDs(filter + "(" + forms.joined(separator: " OR ") + ")"), attributes.attribute(rank, atStart: false))
                         if cutShort, before + count >= plan.window { break groups }
