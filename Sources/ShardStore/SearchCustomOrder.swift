@@ -29,15 +29,7 @@ struct CustomOrder {
         guard try CustomRows.fill(&rows, ids: ids, width: width, at: 0, keys: keys, store: store) else { return nil }
         for i in ids.indices { rows[i * width + width - 1] = UInt64(places[i]) }
         entries = rows.withUnsafeBufferPointer { rows in
-            func compare(_ a: Int, _ b: Int) -> Int {
-                var x = a * width, y = b * width
-                for _ in 0..<width {
-                    if rows[x] != rows[y] { return rows[x] < rows[y] ? -1 : 1 }
-                    x += 1
-                    y += 1
-                }
-                return 0
-            }
+            func compare(_ a: Int, _ b: Int) -> Int { CustomRows.compare(rows, width: width, a, b) }
             let sorted = ids.indices.sorted { compare($0, $1) < 0 }
             var entries = [UInt32](repeating: 0, count: sorted.count)
             for (p, i) in sorted.enumerated() {
@@ -63,8 +55,6 @@ struct CustomOrder {
         picked.sort()
         return picked
     }
-
-    var memoryBytes: Int { entries.count * MemoryLayout<UInt32>.stride }
 }
 
 /// The ``CustomOrder``s a connection holds: one per custom ranking, of the
@@ -93,9 +83,7 @@ extension SearchRun {
     /// to be short (under an eighth of the shard), or the first time the
     /// data is searched so.
     func orderedWindow(_ matched: [Int64]) throws -> [Int]? {
-        guard store.searchCache.searchesUseCustomWindow, plan.words.isEmpty, plan.ranking == nil, plan.distinct == nil, plan.around == nil,
-            matcher.phrases.isEmpty, plan.window > 0, matched.count > 4 * plan.window
-        else { return nil }
+        guard windowByCustomValues, plan.words.isEmpty, matched.count > 4 * plan.window else { return nil }
         let universe = try store.universe(context)
         guard matched.count * 8 >= universe.count else { return nil }
         let keys = plan.customRanking

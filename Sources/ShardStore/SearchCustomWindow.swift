@@ -131,6 +131,15 @@ extension ShardStore {
 }
 
 extension SearchRun {
+    /// Whether the plan's order is one a window picked by custom values
+    /// follows (the default ranking, no distinct, no point, no phrase),
+    /// for ``customWindow(_:matched:typos:attribute:exactAttribute:exactWords:)``
+    /// and ``orderedWindow(_:)``; tests turn both off to compare.
+    var windowByCustomValues: Bool {
+        store.searchCache.searchesUseCustomWindow && plan.ranking == nil && plan.distinct == nil && plan.around == nil
+            && matcher.phrases.isEmpty && plan.window > 0
+    }
+
     /// The candidates of `chosen` (indexes of `matched`) that can make the
     /// window, found without building their ranks: each one's order as a
     /// row of integers — the word criteria (one word: typos, attribute,
@@ -151,10 +160,7 @@ extension SearchRun {
     func customWindow(
         _ chosen: [Int], matched: [Int64], typos: [Int], attribute: [Int], exactAttribute: [Int], exactWords: [Int]
     ) throws -> [Int]? {
-        guard store.searchCache.searchesUseCustomWindow, plan.ranking == nil, plan.distinct == nil, plan.around == nil, plan.words.count <= 1,
-            matcher.phrases.isEmpty,
-            plan.window > 0, chosen.count > 4 * plan.window
-        else { return nil }
+        guard windowByCustomValues, plan.words.count <= 1, chosen.count > 4 * plan.window else { return nil }
         let ids = chosen.map { matched[$0] }
         guard let order = try tieOrder(candidates: ids.count), let places = Self.places(ids, in: order) else { return nil }
         let hasWords = !plan.words.isEmpty
@@ -170,15 +176,7 @@ extension SearchRun {
         guard try CustomRows.fill(&rows, ids: ids, width: width, at: hasWords ? 4 : 0, keys: plan.customRanking, store: store) else { return nil }
         for i in ids.indices { rows[i * width + width - 1] = UInt64(places[i]) }
         let window = rows.withUnsafeBufferPointer { rows -> [Int] in
-            func less(_ a: Int, _ b: Int) -> Bool {
-                var x = a * width, y = b * width
-                for _ in 0..<width {
-                    if rows[x] != rows[y] { return rows[x] < rows[y] }
-                    x += 1
-                    y += 1
-                }
-                return false
-            }
+            func less(_ a: Int, _ b: Int) -> Bool { CustomRows.compare(rows, width: width, a, b) < 0 }
             let best = Self.smallest(Array(ids.indices), plan.window, by: less)
             guard let last = best.last else { return [] }
             return ids.indices.filter { !less(last, $0) }
@@ -196,6 +194,18 @@ extension SearchRun {
 enum CustomRows {
     /// A signed integer in an order-preserving unsigned form.
     static func ordered(_ x: Int) -> UInt64 { UInt64(bitPattern: Int64(x)) ^ (1 << 63) }
+
+    /// Rows `a` and `b` of `rows` (each `width` wide) compared: -1, 0 or 1.
+    @inline(__always)
+    static func compare(_ rows: UnsafeBufferPointer<UInt64>, width: Int, _ a: Int, _ b: Int) -> Int {
+        var x = a * width, y = b * width
+        for _ in 0..<width {
+            if rows[x] != rows[y] { return rows[x] < rows[y] ? -1 : 1 }
+            x += 1
+            y += 1
+        }
+        return 0
+    }
 
     /// A number in an order-preserving unsigned form.
     static func ordered(_ d: Double) -> UInt64 {
